@@ -1,0 +1,219 @@
+//! Shared renderings of a [`Notification`]: plain text (email, console, Jira DC), Markdown (GitHub, Mattermost, chat)
+//! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces.
+
+use super::{Action, IncidentView, Notification};
+
+fn when(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// "for 1h 2m" style age of an incident at `now`.
+pub fn age(since: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let secs = (now - since).num_seconds().max(0) as u64;
+    let d = std::time::Duration::from_secs(secs - secs % 60);
+    if secs < 60 {
+        format!("{secs}s")
+    } else {
+        humantime::format_duration(d).to_string()
+    }
+}
+
+fn short_rev(r: &str) -> &str {
+    if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) { &r[..12] } else { r }
+}
+
+/// Facts about one incident as `(label, value)` lines, in the order people read them.
+pub fn facts(i: &IncidentView) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
+        ("Project", i.project.clone()),
+        ("Team", i.team.clone()),
+        (
+            "Destination",
+            format!("{} / {}", i.destination_cluster, i.destination_namespace),
+        ),
+        ("Since", when(i.since)),
+        ("Severity", i.severity.clone()),
+    ];
+    if let Some(r) = &i.revision {
+        out.push(("Revision", short_rev(r).to_string()));
+    }
+    if let Some(r) = &i.previous_revision {
+        out.push(("Previous revision", short_rev(r).to_string()));
+    }
+    if let Some(by) = &i.initiated_by {
+        out.push(("Initiated by", by.clone()));
+    }
+    if let Some(u) = &i.app_url {
+        out.push(("Argo CD", u.clone()));
+    }
+    out
+}
+
+pub fn text(n: &Notification) -> String {
+    let mut s = String::new();
+    s.push_str(&n.title);
+    s.push_str("\n\n");
+    if !n.reason.is_empty() {
+        s.push_str(&format!("({})\n\n", n.reason));
+    }
+    for i in &n.incidents {
+        s.push_str(&format!("* [{}] {}\n", i.state.to_uppercase(), i.summary));
+        for (k, v) in facts(i) {
+            s.push_str(&format!("    {k}: {v}\n"));
+        }
+        if !i.resources.is_empty() {
+            s.push_str("    Resources:\n");
+            for r in &i.resources {
+                s.push_str(&format!("      - {} ({})", r.display(), r.status));
+                if !r.message.is_empty() {
+                    s.push_str(&format!(": {}", r.message));
+                }
+                s.push('\n');
+            }
+        }
+        for m in &i.messages {
+            s.push_str(&format!("    Message: {m}\n"));
+        }
+        for h in &i.hints {
+            s.push_str(&format!("    What to do — {}: {}\n", h.title, h.text));
+        }
+        for note in &i.notes {
+            s.push_str(&format!("    Note: {note}\n"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub fn markdown(n: &Notification) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("### {}\n\n", n.title));
+    if !n.reason.is_empty() {
+        s.push_str(&format!("_{}_\n\n", n.reason));
+    }
+    for i in &n.incidents {
+        s.push_str(&format!("**[{}] {}**\n\n", i.state.to_uppercase(), i.summary));
+        for (k, v) in facts(i) {
+            if k == "Argo CD" {
+                s.push_str(&format!("- {k}: [{}]({v})\n", i.app_name));
+            } else {
+                s.push_str(&format!("- {k}: `{v}`\n"));
+            }
+        }
+        if !i.resources.is_empty() {
+            s.push_str("\n| Kind | Namespace | Name | Status | Message |\n|---|---|---|---|---|\n");
+            for r in &i.resources {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    r.kind,
+                    r.namespace,
+                    r.name,
+                    r.status,
+                    r.message.replace('|', "\\|").replace('\n', " ")
+                ));
+            }
+        }
+        for m in &i.messages {
+            s.push_str(&format!("\n> {}\n", m.replace('\n', "\n> ")));
+        }
+        if !i.hints.is_empty() {
+            s.push_str("\n**What to do**\n\n");
+            for h in &i.hints {
+                s.push_str(&format!("- **{}**: {}\n", h.title, h.text));
+            }
+        }
+        for note in &i.notes {
+            s.push_str(&format!("\n_Note: {note}_\n"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn html(n: &Notification) -> String {
+    let mut s = String::from("<html><body style=\"font-family:sans-serif\">");
+    s.push_str(&format!("<h2>{}</h2>", esc(&n.title)));
+    if !n.reason.is_empty() {
+        s.push_str(&format!("<p><em>{}</em></p>", esc(&n.reason)));
+    }
+    for i in &n.incidents {
+        s.push_str(&format!(
+            "<h3>[{}] {}</h3><table>",
+            esc(&i.state.to_uppercase()),
+            esc(&i.summary)
+        ));
+        for (k, v) in facts(i) {
+            if k == "Argo CD" {
+                s.push_str(&format!(
+                    "<tr><th align=left>{k}</th><td><a href=\"{}\">{}</a></td></tr>",
+                    esc(&v),
+                    esc(&v)
+                ));
+            } else {
+                s.push_str(&format!("<tr><th align=left>{k}</th><td>{}</td></tr>", esc(&v)));
+            }
+        }
+        s.push_str("</table>");
+        if !i.resources.is_empty() {
+            s.push_str("<table border=1 cellpadding=4><tr><th>Kind</th><th>Namespace</th><th>Name</th><th>Status</th><th>Message</th></tr>");
+            for r in &i.resources {
+                s.push_str(&format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&r.kind),
+                    esc(&r.namespace),
+                    esc(&r.name),
+                    esc(&r.status),
+                    esc(&r.message)
+                ));
+            }
+            s.push_str("</table>");
+        }
+        for m in &i.messages {
+            s.push_str(&format!("<blockquote>{}</blockquote>", esc(m)));
+        }
+        if !i.hints.is_empty() {
+            s.push_str("<h4>What to do</h4><ul>");
+            for h in &i.hints {
+                s.push_str(&format!("<li><b>{}</b>: {}</li>", esc(&h.title), esc(&h.text)));
+            }
+            s.push_str("</ul>");
+        }
+        for note in &i.notes {
+            s.push_str(&format!("<p><em>Note: {}</em></p>", esc(note)));
+        }
+    }
+    s.push_str("</body></html>");
+    s
+}
+
+/// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST.
+pub fn status_word(n: &Notification) -> &'static str {
+    match n.action {
+        Action::Open => "FIRING",
+        Action::Update => "FIRING",
+        Action::Resolve => "RESOLVED",
+        Action::Test => "TEST",
+    }
+}
+
+/// Renders a receiver's own minijinja template with the notification as context (`notification`, `incidents`,
+/// `text`). Errors say what is wrong with the template.
+pub fn with_template(template: &str, n: &Notification) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("t", template).map_err(|e| e.to_string())?;
+    let tmpl = env.get_template("t").map_err(|e| e.to_string())?;
+    tmpl.render(minijinja::context! {
+        notification => minijinja::value::Serde(n),
+        incidents => minijinja::value::Serde(&n.incidents),
+        text => text(n),
+    })
+    .map_err(|e| e.to_string())
+}

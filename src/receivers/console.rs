@@ -1,0 +1,53 @@
+//! The console receiver: prints each rendered message to standard output (and optionally appends it to a file).
+//! The embedded default configuration uses it, so a first run shows notifications without any setup.
+
+use std::io::Write;
+
+use super::{Delivered, DeliveryError, Memo, Receiver};
+use crate::configuration::ConsoleSettings;
+use crate::notify::{Notification, render};
+
+pub struct Console {
+    settings: ConsoleSettings,
+    template: Option<String>,
+}
+
+impl Console {
+    pub fn new(settings: ConsoleSettings, template: Option<String>) -> Self {
+        Self { settings, template }
+    }
+}
+
+#[async_trait::async_trait]
+impl Receiver for Console {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let body = match &self.template {
+            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
+            None => render::text(n),
+        };
+        let message = format!(
+            "==> [{}] {} {}\n{}\n",
+            n.receiver,
+            render::status_word(n),
+            n.thread_key,
+            body
+        );
+        if let Some(path) = &self.settings.file {
+            // One JSON line per notification, so tests and scripts can read exactly what was delivered.
+            let line = serde_json::to_string(n).map_err(|e| DeliveryError::permanent(e.to_string()))?;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
+            writeln!(f, "{line}").map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(message.as_bytes());
+        let _ = out.flush();
+        Ok(Delivered {
+            memo: None,
+            detail: "printed".into(),
+        })
+    }
+}
