@@ -1,10 +1,20 @@
 //! Herald: the Argo CD Notifications webhook target with memory.
 //!
 //! The data flows one way: `api → argocd → state → incidents → routing → store/outbox → receivers`.
+//! `pipeline` ties the pure core to the store; `startup` wires the service; `cli` is the command line.
 
+pub mod api;
 pub mod argocd;
+pub mod cli;
 pub mod clock;
 pub mod configuration;
 pub mod incidents;
 pub mod notify;
+pub mod outbox;
+pub mod pipeline;
 pub mod receivers;
+pub mod routing;
+pub mod startup;
+pub mod state;
+pub mod store;
+pub mod telemetry;

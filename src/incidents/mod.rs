@@ -1,6 +1,373 @@
-//! Incidents: which conditions an Application's state is in, and the lifecycle decisions
-//! (pending → firing → resolved) that follow. Pure: no I/O, time comes in as an argument.
+//! Incidents: which conditions an Application's state is in ([`held_conditions`]), and the lifecycle decisions
+//! (pending → firing → resolved) that follow ([`decide`]). Pure: no I/O, "now" comes in as an argument.
 
+pub mod hints;
 mod kind;
 
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+
 pub use kind::Kind;
+
+use crate::argocd::Snapshot;
+use crate::configuration::{RulesSettings, Severity};
+use crate::notify::{IncidentView, ResourceRef};
+use crate::state::AppState;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IncidentState {
+    Pending,
+    Firing,
+    Resolved,
+}
+
+impl IncidentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentState::Pending => "pending",
+            IncidentState::Firing => "firing",
+            IncidentState::Resolved => "resolved",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(Self::Pending),
+            "firing" => Some(Self::Firing),
+            "resolved" => Some(Self::Resolved),
+            _ => None,
+        }
+    }
+}
+
+/// A condition the Application is in now, with what a person needs to know about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    pub kind: Kind,
+    pub fingerprint: String,
+    /// When the condition started, if the state knows (else: when Herald first saw it).
+    pub since: Option<DateTime<Utc>>,
+    pub severity: Severity,
+    pub view: IncidentView,
+}
+
+/// An incident that is not resolved, as the lifecycle needs to see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenIncident {
+    pub id: i64,
+    pub kind: Kind,
+    pub fingerprint: String,
+    pub state: IncidentState,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// A new incident: pending until `fire_at`, or firing at once when `fire_at <= now`.
+    Open {
+        held: Box<Held>,
+        since: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
+        fire_now: bool,
+    },
+    /// The condition is gone: resolve (a pending one is dropped without a word).
+    Resolve { id: i64 },
+    /// Still held: refresh the details shown.
+    Refresh { id: i64, held: Box<Held> },
+}
+
+pub fn fingerprint(app: &crate::argocd::AppId, kind: Kind, extra: &str) -> String {
+    let digest = Sha256::digest(format!("{}/{}|{}|{}", app.namespace, app.name, kind.as_str(), extra));
+    hex::encode(&digest[..10])
+}
+
+fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argocd_url: Option<&str>) -> IncidentView {
+    let s = &state.snapshot;
+    let url = s
+        .argocd_url
+        .as_deref()
+        .or(argocd_url)
+        .map(|u| format!("{}/applications/{}/{}", u.trim_end_matches('/'), s.app.namespace, s.app.name));
+    IncidentView {
+        kind: kind.as_str().into(),
+        severity: severity.as_str().into(),
+        state: "firing".into(),
+        app_namespace: s.app.namespace.clone(),
+        app_name: s.app.name.clone(),
+        project: s.project.clone(),
+        team: team.into(),
+        destination_cluster: s.destination.cluster(),
+        destination_namespace: s.destination.namespace.clone().unwrap_or_default(),
+        app_url: url,
+        since: state.sync_since,
+        revision: s
+            .operation
+            .as_ref()
+            .and_then(|o| o.revision.clone())
+            .or_else(|| s.revisions.first().cloned()),
+        labels: s.labels.clone(),
+        initiated_by: s.operation.as_ref().map(|o| o.initiator.describe()),
+        ..Default::default()
+    }
+}
+
+/// Resources waiting to be pruned: `requiresPruning` in `status.resources`, or `PruneSkipped` "requires pruning"
+/// in the last sync result.
+pub fn pending_prunes(s: &Snapshot) -> Vec<ResourceRef> {
+    let mut out: Vec<ResourceRef> = s
+        .resources
+        .iter()
+        .filter(|r| r.requires_pruning)
+        .map(|r| ResourceRef {
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            status: "requires pruning".into(),
+            message: String::new(),
+        })
+        .collect();
+    if let Some(op) = &s.operation {
+        for r in &op.resources {
+            if r.status == "PruneSkipped"
+                && r.message.contains("requires pruning")
+                && !out.iter().any(|o| o.kind == r.kind && o.namespace == r.namespace && o.name == r.name)
+            {
+                out.push(ResourceRef {
+                    kind: r.kind.clone(),
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                    status: "PruneSkipped".into(),
+                    message: r.message.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Whether the destination is production for `rules.pruned.production`.
+pub fn is_production(s: &Snapshot, rules: &RulesSettings) -> bool {
+    let (m, _) = rules.production();
+    let glob = |pattern: &str, value: &str| {
+        globset::Glob::new(pattern)
+            .map(|g| g.compile_matcher().is_match(value))
+            .unwrap_or(false)
+    };
+    let ns = s.destination.namespace.clone().unwrap_or_default();
+    let cluster = s.destination.cluster();
+    m.namespaces.iter().any(|p| glob(p, &ns))
+        || m.clusters.iter().any(|p| glob(p, &cluster))
+        || m.labels.iter().any(|(k, v)| s.labels.get(k) == Some(v))
+}
+
+/// The conditions the state holds now, for the enabled rules. `keep` gets the kinds whose open incidents must be
+/// left alone because the state cannot tell yet (a sync operation still running).
+pub fn held_conditions(
+    state: &AppState,
+    rules: &RulesSettings,
+    team: &str,
+    argocd_url: Option<&str>,
+    keep: &mut HashSet<Kind>,
+) -> Vec<Held> {
+    let s = &state.snapshot;
+    let mut out = Vec::new();
+    let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut IncidentView)| {
+        let rule = rules.rule(kind);
+        if !rule.enabled {
+            return;
+        }
+        let mut severity = rule.severity;
+        if kind == Kind::Pruned && is_production(s, rules) {
+            severity = rules.production().1;
+        }
+        let mut view = base_view(state, kind, severity, team, argocd_url);
+        view.fingerprint = fingerprint(&s.app, kind, extra);
+        if let Some(t) = since {
+            view.since = t;
+        }
+        fill(&mut view);
+        view.hints = hints::for_incident(kind, state, &view, rules);
+        out.push(Held {
+            kind,
+            fingerprint: view.fingerprint.clone(),
+            since,
+            severity,
+            view,
+        });
+    };
+    let app = s.app.to_string();
+    let out_of_sync_resources: Vec<ResourceRef> = s
+        .resources
+        .iter()
+        .filter(|r| r.status == "OutOfSync")
+        .map(|r| ResourceRef {
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            status: if r.requires_pruning {
+                "OutOfSync (requires pruning)".into()
+            } else {
+                r.status.clone()
+            },
+            message: String::new(),
+        })
+        .collect();
+    let condition_messages: Vec<String> = s
+        .conditions
+        .iter()
+        .map(|c| format!("{}: {}", c.r#type, c.message))
+        .collect();
+
+    if s.sync_status == "OutOfSync" {
+        add(Kind::OutOfSync, "", Some(state.sync_since), &|v| {
+            v.summary = format!("{app} is OutOfSync");
+            v.resources = out_of_sync_resources.clone();
+            v.messages = condition_messages.clone();
+        });
+    }
+    let prunes = pending_prunes(s);
+    if !prunes.is_empty() {
+        let since = state.prune_since.values().min().copied();
+        add(Kind::PrunePending, "", since, &|v| {
+            v.summary = format!(
+                "{app}: {} resource(s) removed from Git are still running in the cluster, waiting to be pruned",
+                prunes.len()
+            );
+            v.resources = prunes.clone();
+        });
+    }
+    if let Some(op) = &s.operation {
+        let op_id = op.started_at.map(|t| t.to_rfc3339()).unwrap_or_default();
+        match op.phase.as_str() {
+            "Failed" | "Error" => {
+                add(Kind::SyncFailed, &op_id, None, &|v| {
+                    v.summary = format!("{app}: sync {} — {}", op.phase.to_lowercase(), first_line(&op.message));
+                    v.resources = op
+                        .resources
+                        .iter()
+                        .filter(|r| r.status == "SyncFailed" || r.hook_phase == "Failed")
+                        .map(result_ref)
+                        .collect();
+                    v.messages = std::iter::once(op.message.clone())
+                        .chain(condition_messages.iter().cloned())
+                        .filter(|m| !m.is_empty())
+                        .collect();
+                    v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
+                });
+            }
+            "Running" | "Terminating" => {
+                keep.insert(Kind::SyncFailed);
+            }
+            _ => {}
+        }
+        let pruned: Vec<ResourceRef> = op
+            .resources
+            .iter()
+            .filter(|r| r.status == "Pruned")
+            .map(result_ref)
+            .collect();
+        if !pruned.is_empty() && op.phase != "Running" {
+            let before = s.previous_revision.clone();
+            add(Kind::Pruned, &op_id, None, &|v| {
+                let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
+                v.summary = format!("{app}: the sync deleted {} from the cluster", names.join(", "));
+                v.resources = pruned.clone();
+                v.previous_revision = before.clone();
+                v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
+            });
+        }
+    }
+    if s.health_status == "Degraded" || s.health_status == "Missing" {
+        add(Kind::Degraded, "", Some(state.health_since), &|v| {
+            v.summary = format!("{app} is {}", s.health_status);
+            v.messages = s.health_message.iter().cloned().collect();
+            v.resources = s
+                .resources
+                .iter()
+                .filter(|r| matches!(r.health.as_deref(), Some("Degraded") | Some("Missing")))
+                .map(|r| ResourceRef {
+                    kind: r.kind.clone(),
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                    status: r.health.clone().unwrap_or_default(),
+                    message: String::new(),
+                })
+                .collect();
+        });
+    }
+    let bad_condition = s
+        .conditions
+        .iter()
+        .any(|c| c.r#type == "ComparisonError" || c.r#type == "InvalidSpecError");
+    if s.sync_status == "Unknown" || bad_condition {
+        let since = (s.sync_status == "Unknown").then_some(state.sync_since);
+        add(Kind::SyncUnknown, "", since, &|v| {
+            v.summary = match s.conditions.iter().find(|c| c.r#type.ends_with("Error")) {
+                Some(c) => format!("{app}: {} — {}", c.r#type, first_line(&c.message)),
+                None => format!("{app}: sync status is Unknown"),
+            };
+            v.messages = condition_messages.clone();
+        });
+    }
+    out
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    if line.chars().count() > 200 {
+        format!("{}…", line.chars().take(200).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+fn result_ref(r: &crate::argocd::ResultResource) -> ResourceRef {
+    ResourceRef {
+        kind: r.kind.clone(),
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+        status: r.status.clone(),
+        message: r.message.clone(),
+    }
+}
+
+/// Compares what is held with what is open and decides. `for` comes from `rules`.
+pub fn decide(
+    open: &[OpenIncident],
+    held: Vec<Held>,
+    keep: &HashSet<Kind>,
+    rules: &RulesSettings,
+    now: DateTime<Utc>,
+) -> Vec<Decision> {
+    let mut out = Vec::new();
+    let held_fps: HashSet<&str> = held.iter().map(|h| h.fingerprint.as_str()).collect();
+    for inc in open {
+        if !held_fps.contains(inc.fingerprint.as_str()) && !keep.contains(&inc.kind) {
+            out.push(Decision::Resolve { id: inc.id });
+        }
+    }
+    for h in held {
+        match open.iter().find(|o| o.fingerprint == h.fingerprint) {
+            Some(o) => out.push(Decision::Refresh {
+                id: o.id,
+                held: Box::new(h),
+            }),
+            None => {
+                let since = h.since.unwrap_or(now).min(now);
+                let delay = chrono::Duration::from_std(rules.rule(h.kind).r#for).unwrap_or(chrono::Duration::MAX);
+                let fire_at = since.checked_add_signed(delay).unwrap_or(DateTime::<Utc>::MAX_UTC);
+                out.push(Decision::Open {
+                    held: Box::new(h),
+                    since,
+                    fire_at,
+                    fire_now: fire_at <= now,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

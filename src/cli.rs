@@ -1,0 +1,292 @@
+//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`. Glue only: each verb loads settings
+//! and calls the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::clock::{Clock, ManualClock};
+use crate::configuration::{ConfigError, Settings};
+
+#[derive(Parser, Debug)]
+#[command(name = "herald", version, about = "Argo CD Notifications webhook target with memory")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the service.
+    Serve {
+        /// Configuration file (default config/herald.yaml; a missing default file means built-in defaults).
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Validate a configuration file; errors name the key path.
+    CheckConfig { file: PathBuf },
+    /// Show which team owns an Application, the incidents its state would open, and where they would go.
+    Route {
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+        /// An Application (or an Argo CD webhook body) as JSON.
+        #[arg(long)]
+        app: PathBuf,
+    },
+    /// Dry run: print what the given bodies would do (transitions, incidents, notifications); sends nothing.
+    Replay {
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+        /// `recorded`: each body's envelope timestamp is the clock; `now`: the bodies arrive now, one after another.
+        #[arg(long, value_enum, default_value = "now")]
+        clock: ReplayClock,
+        #[arg(required = true)]
+        bodies: Vec<PathBuf>,
+    },
+    /// Send a clearly marked test notification through one receiver and print the result.
+    SendTest {
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        receiver: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReplayClock {
+    Now,
+    Recorded,
+}
+
+const DEFAULT_CONFIG: &str = "config/herald.yaml";
+
+fn load(config: Option<PathBuf>) -> Result<Settings, ConfigError> {
+    match config {
+        Some(p) => Settings::load(Some(&p), false),
+        None => Settings::load(Some(std::path::Path::new(DEFAULT_CONFIG)), true),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("herald: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("herald: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve { config } => {
+            let settings = load(config)?;
+            crate::telemetry::init_logs(&settings.log);
+            let app = crate::startup::Application::build(settings).await?;
+            app.run_until_stopped().await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CheckConfig { file } => match Settings::load(Some(&file), false) {
+            Ok(s) => {
+                if let Err(e) = s.check_exposure() {
+                    println!("{}: warning: {e}", file.display());
+                }
+                println!(
+                    "{}: OK ({} receivers, {} teams, {} routes)",
+                    file.display(),
+                    s.receivers.len(),
+                    s.teams.len(),
+                    s.routes.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("{}: invalid configuration:\n{e}", file.display());
+                Ok(ExitCode::from(2))
+            }
+        },
+        Command::Route { config, app } => route(load(config)?, app),
+        Command::Replay { config, clock, bodies } => replay(load(config)?, clock, bodies).await,
+        Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
+    }
+}
+
+fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argocd::Snapshot> {
+    let body = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
+    use crate::routing::{Labels, Router, owning_team};
+    let snap = read_snapshot(&app, settings.server.max_json_depth)?;
+    let team = owning_team(&snap, &settings.ownership);
+    let now = chrono::Utc::now();
+    let crate::state::Outcome::Changed { state, .. } = crate::state::apply(None, snap, now) else {
+        anyhow::bail!("unexpected state outcome");
+    };
+    println!("application: {}", state.snapshot.app);
+    println!("owning team: {team}");
+    let mut keep = Default::default();
+    let held = crate::incidents::held_conditions(&state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    if held.is_empty() {
+        println!("incidents:   none (the Application is in no alerting condition)");
+    }
+    let router = Router::new(&settings);
+    for h in held {
+        let rule = settings.rules.rule(h.kind);
+        let labels = Labels::from_view(&h.view);
+        let r = router.route(&labels);
+        println!(
+            "incident:    {} (severity {}, fires after {}): {}",
+            h.kind,
+            h.severity.as_str(),
+            humantime::format_duration(rule.r#for),
+            h.view.summary
+        );
+        if r.matched_routes.is_empty() {
+            println!("  routes:    none matched → team {team}'s receivers");
+        } else {
+            println!(
+                "  routes:    {}",
+                r.matched_routes.iter().map(|i| format!("routes[{i}]")).collect::<Vec<_>>().join(", ")
+            );
+        }
+        println!("  receivers: {}", if r.receivers.is_empty() { "(none)".into() } else { r.receivers.join(", ") });
+        if let Some(t) = settings.teams.get(&team) {
+            for (i, s) in t.escalation.iter().enumerate() {
+                println!(
+                    "  escalation step {}: after {} → {}",
+                    i + 1,
+                    humantime::format_duration(s.after),
+                    s.receivers.join(", ")
+                );
+            }
+        }
+        for hint in &h.view.hints {
+            println!("  hint:      {}: {}", hint.title, hint.text);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+    use secrecy::SecretString;
+    // A private in-memory store: nothing of the real one is touched, nothing is sent.
+    settings.storage.url = SecretString::from("sqlite::memory:");
+    settings.storage.max_connections = 1;
+    let settings = Arc::new(settings);
+    let store = crate::store::Store::connect(&settings.storage).await?;
+    let start = chrono::Utc::now();
+    let clock = ManualClock::new(start);
+    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
+    let mut printed = 0usize;
+    for path in &bodies {
+        let snap = match read_snapshot(path, settings.server.max_json_depth) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("{e}  → refused");
+                continue;
+            }
+        };
+        if clock_mode == ReplayClock::Recorded {
+            if let Some(t) = snap.observed_at
+                && t > clock.now()
+            {
+                advance_to(&pipeline, &clock, t).await?;
+                printed = print_outbox(&store, printed).await?;
+            } else if snap.observed_at.is_some() && clock.now() == start {
+                clock.set(snap.observed_at.unwrap_or(start));
+            }
+        } else {
+            clock.advance(std::time::Duration::from_secs(1));
+        }
+        let summary = pipeline.ingest(snap, None).await?;
+        println!(
+            "{}  {}  {}: {} (sync {}, health {})",
+            clock.now().format("%Y-%m-%dT%H:%M:%SZ"),
+            path.display(),
+            summary.application,
+            summary.outcome,
+            summary.sync,
+            summary.health
+        );
+        for t in &summary.transitions {
+            println!("    {}: {} → {}", t.field, t.from.as_deref().unwrap_or("(new)"), t.to);
+        }
+        for i in &summary.incidents {
+            println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
+        }
+        pipeline.tick().await?;
+        printed = print_outbox(&store, printed).await?;
+    }
+    // Let group_wait pass so what would be sent is shown.
+    let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
+    advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
+    print_outbox(&store, printed).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Moves the manual clock to `t` in steps, running timers as they fall due.
+async fn advance_to(
+    p: &crate::pipeline::Pipeline,
+    clock: &ManualClock,
+    t: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<()> {
+    loop {
+        p.tick().await?;
+        let now = clock.now();
+        if now >= t {
+            return Ok(());
+        }
+        let step = (t - now).min(chrono::Duration::seconds(30));
+        clock.set(now + step);
+    }
+}
+
+async fn print_outbox(store: &crate::store::Store, already: usize) -> anyhow::Result<usize> {
+    let mut rows = store.outbox(None, 10_000).await?;
+    rows.reverse();
+    for r in rows.iter().skip(already) {
+        let n: crate::notify::Notification = serde_json::from_str(&r.payload)?;
+        println!(
+            "  → would notify {} ({}): {} [{} incident(s)]",
+            r.receiver,
+            r.action,
+            n.title,
+            n.incidents.len()
+        );
+    }
+    Ok(rows.len())
+}
+
+async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode> {
+    crate::telemetry::init_logs(&settings.log);
+    let settings = Arc::new(settings);
+    let Some(rs) = settings.receiver(&name) else {
+        let names: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
+        eprintln!("no receiver {name:?}; configured: {}", names.join(", "));
+        return Ok(ExitCode::from(2));
+    };
+    let receiver = crate::receivers::build(rs, &crate::receivers::Shared::new(settings.clone()))?;
+    let n = crate::notify::Notification::test(&name, chrono::Utc::now());
+    match receiver.deliver(&n, None).await {
+        Ok(d) => {
+            println!("{name}: delivered ({})", d.detail);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("{name}: FAILED: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! The hint catalog: known failure messages and spec settings → a short text that says what to do. Table-driven:
+//! each entry is a condition and a text with the real names filled in.
+
+use crate::configuration::RulesSettings;
+use crate::notify::{Hint, IncidentView};
+use crate::state::AppState;
+
+use super::Kind;
+
+fn hint(id: &str, title: &str, text: String) -> Hint {
+    Hint {
+        id: id.into(),
+        title: title.into(),
+        text,
+    }
+}
+
+/// Every message the state carries: conditions, the operation, its resources, health.
+fn messages(state: &AppState) -> Vec<&str> {
+    let s = &state.snapshot;
+    let mut m: Vec<&str> = s.conditions.iter().map(|c| c.message.as_str()).collect();
+    if let Some(op) = &s.operation {
+        m.push(&op.message);
+        m.extend(op.resources.iter().map(|r| r.message.as_str()));
+    }
+    if let Some(h) = &s.health_message {
+        m.push(h);
+    }
+    m
+}
+
+pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &RulesSettings) -> Vec<Hint> {
+    let s = &state.snapshot;
+    let app = &s.app.name;
+    let ns_flag = if s.app.namespace == "argocd" {
+        String::new()
+    } else {
+        format!(" --app-namespace {}", s.app.namespace)
+    };
+    let msgs = messages(state);
+    let mut out = Vec::new();
+
+    let missing_crd = msgs.iter().find_map(|m| {
+        if let Some(pos) = m.find("no matches for kind") {
+            let rest = &m[pos + "no matches for kind".len()..];
+            let kind = rest.trim_start().trim_start_matches(['"', '\\']).split(['"', '\\', ' ']).next();
+            Some(kind.unwrap_or("").to_string())
+        } else if m.contains("could not find the requested resource") {
+            Some(String::new())
+        } else {
+            None
+        }
+    });
+    if let Some(crd_kind) = missing_crd
+        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed | Kind::OutOfSync)
+    {
+        let what = if crd_kind.is_empty() {
+            "a resource's CustomResourceDefinition".to_string()
+        } else {
+            format!("the CustomResourceDefinition of kind {crd_kind}")
+        };
+        out.push(hint(
+            "missing_crd",
+            "A CRD is missing",
+            format!(
+                "The cluster does not know {what}. Install the CRD first: put it in an earlier sync wave \
+                 (annotation argocd.argoproj.io/sync-wave: \"-1\"), or in a separate Application synced before \
+                 this one; add SkipDryRunOnMissingResource=true to resources whose CRD is created in the same sync."
+            ),
+        ));
+    }
+    if kind == Kind::PrunePending && !s.sync_policy.prune {
+        out.push(hint(
+            "prune_disabled",
+            "Prune is off",
+            format!(
+                "These resources were removed from Git but are still running in the cluster, because automated \
+                 prune is off. Remove them: `argocd app sync {app}{ns_flag} --prune` (or prune one: \
+                 `argocd app sync {app}{ns_flag} --prune --resource GROUP:KIND:NAME`), or enable \
+                 syncPolicy.automated.prune. Annotate what must never be removed with \
+                 argocd.argoproj.io/sync-options: Prune=false."
+            ),
+        ));
+    }
+    if kind == Kind::OutOfSync && s.sync_policy.automated && !s.sync_policy.self_heal {
+        out.push(hint(
+            "no_self_heal",
+            "Automated sync without selfHeal",
+            "Changes made in the cluster are never reverted while Git does not change: enable \
+             syncPolicy.automated.selfHeal, or fix the drift in Git."
+                .into(),
+        ));
+    }
+    if kind == Kind::OutOfSync && !s.sync_policy.automated {
+        out.push(hint(
+            "manual_sync",
+            "Auto-sync is off",
+            format!(
+                "Nothing syncs this Application by itself. Review the diff (`argocd app diff {app}{ns_flag}`) \
+                 and sync (`argocd app sync {app}{ns_flag}`), or enable syncPolicy.automated. If the difference \
+                 is harmless, ignore it with spec.ignoreDifferences so that OutOfSync means something again."
+            ),
+        ));
+    }
+    if let Some(op) = &s.operation
+        && kind == Kind::SyncFailed
+        && let Some(limit) = op.retry_limit
+        && limit > 0
+        && op.retry_count >= limit
+    {
+        out.push(hint(
+            "retry_exhausted",
+            "Retry limit exhausted",
+            format!(
+                "The sync was retried {} times (limit {limit}) and gave up. Fix the cause, then sync again: \
+                 `argocd app sync {app}{ns_flag}`.",
+                op.retry_count
+            ),
+        ));
+    }
+    if s.conditions.iter().any(|c| c.r#type == "InvalidSpecError")
+        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed)
+    {
+        out.push(hint(
+            "invalid_spec",
+            "The Application spec is invalid",
+            "Argo CD cannot use this Application's spec (see the message): check the repository URL and path, \
+             the target revision, the destination cluster and namespace, and that the project allows them."
+                .into(),
+        ));
+    }
+    if s
+        .conditions
+        .iter()
+        .any(|c| c.r#type == "SharedResourceWarning")
+    {
+        out.push(hint(
+            "shared_resource",
+            "A resource is managed by two Applications",
+            "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
+        ));
+    }
+    if kind == Kind::Pruned {
+        let prev = view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
+        let after = view.revision.as_deref().unwrap_or("the current revision");
+        let names: Vec<String> = view.resources.iter().map(|r| format!("{} {}", r.kind, r.name)).collect();
+        out.push(hint(
+            "pruned_recovery",
+            "If this deletion was a mistake",
+            format!(
+                "Find the manifests in the previous revision: `argocd app history {app}{ns_flag}` then \
+                 `argocd app manifests {app}{ns_flag} --revision {prev}`; restore {} as a Git commit (revert the \
+                 change made in {after}); let the next sync recreate it; verify the workloads that used it.",
+                names.join(", ")
+            ),
+        ));
+        for (old, new) in renames(state) {
+            out.push(hint(
+                "rename",
+                "Looks like a rename",
+                format!(
+                    "{} {old} was pruned and {} {new} was created in the same sync: a rename deletes the old object \
+                     before every consumer uses the new one. Do renames as add → migrate consumers → remove.",
+                    view.resources.iter().find(|r| r.name == old).map(|r| r.kind.as_str()).unwrap_or(""),
+                    view.resources.iter().find(|r| r.name == old).map(|r| r.kind.as_str()).unwrap_or("")
+                ),
+            ));
+        }
+        if super::is_production(s, rules) {
+            out.push(hint(
+                "production_prune",
+                "Production resources were deleted",
+                "This destination is marked production (rules.pruned.production). Check its consumers now; \
+                 consider requiring a second review for changes that remove manifests, and Prune=false on \
+                 resources that must never be deleted automatically."
+                    .into(),
+            ));
+        }
+    }
+    out
+}
+
+/// Pairs (pruned name, created name) of the same kind in the last sync: likely renames.
+pub fn renames(state: &AppState) -> Vec<(String, String)> {
+    let Some(op) = &state.snapshot.operation else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in op.resources.iter().filter(|r| r.status == "Pruned") {
+        if let Some(c) = op.resources.iter().find(|r| {
+            r.kind == p.kind
+                && r.name != p.name
+                && r.status == "Synced"
+                && (r.message.ends_with(" created") || r.message.contains("created"))
+        }) {
+            out.push((p.name.clone(), c.name.clone()));
+        }
+    }
+    out
+}

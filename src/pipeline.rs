@@ -1,0 +1,505 @@
+//! The pipeline that ties the pure core to the store: [`Pipeline::ingest`] runs one snapshot through
+//! state → incidents → routing → grouping inside ONE transaction (a 2xx means all of it is committed), and
+//! [`Pipeline::tick`] runs the durable timers (rule deadlines, group flushes, escalations, silences ending).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::argocd::{AppId, Snapshot, api::ArgoCdApi};
+use crate::clock::SharedClock;
+use crate::configuration::Settings;
+use crate::incidents::{self, Decision, IncidentState, Kind};
+use crate::notify::{Action, Notification};
+use crate::routing::{self, Labels, Router};
+use crate::state::{self, Outcome};
+use crate::store::{IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
+
+/// What one accepted body did, as the API answers it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IngestSummary {
+    pub application: String,
+    /// `changed`, `duplicate` or `stale`.
+    pub outcome: &'static str,
+    pub sync: String,
+    pub health: String,
+    pub transitions: Vec<state::Transition>,
+    pub incidents: Vec<IncidentChange>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IncidentChange {
+    pub kind: String,
+    pub fingerprint: String,
+    /// `pending`, `firing`, `resolved`.
+    pub state: String,
+}
+
+#[derive(Clone)]
+pub struct Pipeline {
+    pub settings: Arc<Settings>,
+    pub store: Store,
+    pub clock: SharedClock,
+    router: Arc<Router>,
+    argocd_api: Option<ArgoCdApi>,
+}
+
+impl Pipeline {
+    pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
+        let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
+        Self {
+            router: Arc::new(Router::new(&settings)),
+            settings,
+            store,
+            clock,
+            argocd_api,
+        }
+    }
+
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// Runs one snapshot through the whole core and commits everything it caused at once.
+    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.store.begin().await?;
+        let summary = self.ingest_in(&mut tx, snap, raw, now).await?;
+        tx.commit().await?;
+        Ok(summary)
+    }
+
+    async fn ingest_in(
+        &self,
+        tx: &mut WriteTx,
+        snap: Snapshot,
+        raw: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<IngestSummary, StoreError> {
+        let app = snap.app.clone();
+        let prev = Store::load_app(tx, &app).await?;
+        let outcome = state::apply(prev.as_ref(), snap, now);
+        if let Some(body) = raw {
+            Store::add_raw(tx, &app, now, outcome.label(), body).await?;
+        }
+        let mut summary = IngestSummary {
+            application: app.to_string(),
+            outcome: outcome.label(),
+            sync: String::new(),
+            health: String::new(),
+            transitions: Vec::new(),
+            incidents: Vec::new(),
+        };
+        match outcome {
+            Outcome::Stale { .. } => {
+                if let Some(p) = prev {
+                    summary.sync = p.snapshot.sync_status;
+                    summary.health = p.snapshot.health_status;
+                }
+            }
+            Outcome::Duplicate(state) => {
+                summary.sync = state.snapshot.sync_status.clone();
+                summary.health = state.snapshot.health_status.clone();
+                Store::touch_app(tx, &state).await?;
+            }
+            Outcome::Changed { state, transitions } => {
+                let team = routing::owning_team(&state.snapshot, &self.settings.ownership);
+                Store::save_app(tx, &team, &state).await?;
+                Store::add_transitions(tx, &app, now, &transitions).await?;
+                summary.sync = state.snapshot.sync_status.clone();
+                summary.health = state.snapshot.health_status.clone();
+                summary.transitions = transitions;
+                summary.incidents = self.evaluate(tx, &state, &team, now).await?;
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Turns the state into incident decisions and applies them.
+    async fn evaluate(
+        &self,
+        tx: &mut WriteTx,
+        state: &state::AppState,
+        team: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<IncidentChange>, StoreError> {
+        let app = &state.snapshot.app;
+        let mut keep = HashSet::new();
+        let held = incidents::held_conditions(
+            state,
+            &self.settings.rules,
+            team,
+            self.settings.argocd.url.as_deref(),
+            &mut keep,
+        );
+        let open = Store::open_incidents(tx, app).await?;
+        let decisions = incidents::decide(&open, held, &keep, &self.settings.rules, now);
+        let mut changes = Vec::new();
+        for d in decisions {
+            match d {
+                Decision::Open {
+                    held,
+                    since,
+                    fire_at,
+                    fire_now,
+                } => {
+                    let mut view = held.view.clone();
+                    view.since = since;
+                    let st = if fire_now { IncidentState::Firing } else { IncidentState::Pending };
+                    let id = Store::insert_incident(tx, &view, app, st, since, fire_at, fire_now.then_some(now)).await?;
+                    if fire_now {
+                        self.on_fired(tx, id, now).await?;
+                    }
+                    changes.push(IncidentChange {
+                        kind: held.kind.as_str().into(),
+                        fingerprint: held.fingerprint.clone(),
+                        state: if fire_now && held.kind.is_informational() {
+                            "resolved".into()
+                        } else {
+                            st.as_str().into()
+                        },
+                    });
+                }
+                Decision::Resolve { id } => {
+                    if let Some(rec) = Store::incident(tx, id).await? {
+                        self.resolve(tx, &rec, now).await?;
+                        changes.push(IncidentChange {
+                            kind: rec.kind.clone(),
+                            fingerprint: rec.fingerprint.clone(),
+                            state: "resolved".into(),
+                        });
+                    }
+                }
+                Decision::Refresh { id, held } => {
+                    let mut view = held.view.clone();
+                    if let Some(rec) = Store::incident(tx, id).await? {
+                        view.since = rec.since;
+                        view.notes = rec.view.notes.clone();
+                    }
+                    Store::refresh_incident(tx, id, &view).await?;
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
+    async fn on_fired(&self, tx: &mut WriteTx, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let Some(rec) = Store::incident(tx, id).await? else {
+            return Ok(());
+        };
+        let labels = Labels::from_view(&rec.full_view());
+        let silences = Store::silences_tx(tx, now).await?;
+        let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
+        if routing::is_silenced(&silences, &labels, now) {
+            tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, "incident fired while silenced: tracked, not delivered");
+            Store::set_notified(tx, id, false).await?;
+        } else {
+            self.route_incident(tx, &rec, &labels, now).await?;
+        }
+        if informational {
+            // Informational kinds (pruned) are told once and closed at once: there is nothing to resolve.
+            Store::set_incident_state(tx, id, IncidentState::Resolved, now).await?;
+        }
+        Ok(())
+    }
+
+    async fn route_incident(
+        &self,
+        tx: &mut WriteTx,
+        rec: &IncidentRecord,
+        labels: &Labels,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let g = &self.settings.grouping;
+        let route = self.router.route(labels);
+        for receiver in &route.receivers {
+            let Some(rs) = self.settings.receiver(receiver) else { continue };
+            let key = routing::group_key(&g.group_by, labels, rs.per_incident());
+            Store::add_to_group(tx, receiver, &key, rec.id, "firing", now, g.group_wait, g.group_interval).await?;
+        }
+        Store::set_notified(tx, rec.id, true).await?;
+        let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
+        if !informational && let Some(team) = self.settings.teams.get(&rec.team) {
+            let fired = rec.fired_at.unwrap_or(now);
+            for (i, step) in team.escalation.iter().enumerate() {
+                let due = fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
+                Store::add_escalation(tx, rec.id, i as i64 + 1, step.after.as_secs() as i64, due, &step.receivers)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn resolve(&self, tx: &mut WriteTx, rec: &IncidentRecord, now: DateTime<Utc>) -> Result<(), StoreError> {
+        Store::set_incident_state(tx, rec.id, IncidentState::Resolved, now).await?;
+        if rec.state != IncidentState::Firing || !rec.notified {
+            return Ok(());
+        }
+        let g = &self.settings.grouping;
+        for (receiver, key) in Store::groups_of(tx, rec.id).await? {
+            match self.settings.receiver(&receiver) {
+                Some(rs) if rs.sends_resolved() => {
+                    Store::add_to_group(tx, &receiver, &key, rec.id, "resolved", now, g.group_wait, g.group_interval)
+                        .await?
+                }
+                _ => Store::remove_member(tx, rec.id, &receiver).await?,
+            }
+        }
+        // Receivers an escalation step reached hear about the resolve too.
+        let sent = Store::cancel_escalations(tx, rec.id).await?;
+        let mut view = rec.full_view();
+        view.state = "resolved".into();
+        view.resolved_at = Some(now);
+        for step in sent {
+            for receiver in step.receivers {
+                if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
+                    let n = Notification {
+                        receiver: receiver.clone(),
+                        action: Action::Resolve,
+                        thread_key: format!("{receiver}:escalation:{}", rec.id),
+                        title: format!("Resolved: {}", view.summary),
+                        reason: "resolved".into(),
+                        incidents: vec![view.clone()],
+                        created_at: now,
+                    };
+                    enqueue(tx, &n, now).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every timer that is due. Each kind of timer commits on its own.
+    pub async fn tick(&self) -> Result<(), StoreError> {
+        self.fire_due_incidents().await?;
+        self.deliver_unsilenced().await?;
+        self.flush_groups().await?;
+        self.escalate().await?;
+        Ok(())
+    }
+
+    async fn fire_due_incidents(&self) -> Result<(), StoreError> {
+        loop {
+            let now = self.clock.now();
+            let lease = now + chrono::Duration::seconds(30);
+            let mut tx = self.store.begin().await?;
+            let due = Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
+            tx.commit().await?;
+            if due.is_empty() {
+                return Ok(());
+            }
+            for rec in due {
+                self.fire_one(rec).await?;
+            }
+        }
+    }
+
+    /// Fires a pending incident whose `for` has elapsed — after confirming the condition with the Argo CD API
+    /// when one is configured ("confirm in the cluster, not in Git").
+    async fn fire_one(&self, rec: IncidentRecord) -> Result<(), StoreError> {
+        let mut note = None;
+        if let Some(api) = &self.argocd_api {
+            match api.application(&rec.app).await {
+                Ok(snap) => {
+                    // Record what the cluster says; if the condition is gone this resolves the incident.
+                    let now = self.clock.now();
+                    let mut tx = self.store.begin().await?;
+                    self.ingest_in(&mut tx, snap, None, now).await?;
+                    tx.commit().await?;
+                }
+                Err(crate::argocd::api::ApiError::NotFound(_)) => {
+                    note = Some("not confirmed: the Argo CD API no longer has this Application".to_string());
+                }
+                Err(e) => {
+                    let waited = self.clock.now() - rec.fire_at;
+                    let limit = self
+                        .settings
+                        .argocd
+                        .api
+                        .as_ref()
+                        .map(|a| a.confirm_wait)
+                        .unwrap_or_default();
+                    if waited < chrono::Duration::from_std(limit).unwrap_or_default() {
+                        tracing::warn!(incident = rec.id, app = %rec.app, error = %e, "cannot confirm the condition yet; will try again");
+                        return Ok(());
+                    }
+                    note = Some(format!("not confirmed: {e} (fired after waiting {}s)", limit.as_secs()));
+                }
+            }
+        }
+        let now = self.clock.now();
+        let mut tx = self.store.begin().await?;
+        let Some(current) = Store::incident(&mut tx, rec.id).await? else {
+            return Ok(());
+        };
+        if current.state != IncidentState::Pending {
+            return Ok(()); // resolved meanwhile (or fired by another replica)
+        }
+        if let Some(n) = &note {
+            Store::add_incident_note(&mut tx, rec.id, n).await?;
+        }
+        Store::set_incident_state(&mut tx, rec.id, IncidentState::Firing, now).await?;
+        tracing::info!(incident = rec.id, app = %rec.app, kind = %rec.kind, "incident fired");
+        self.on_fired(&mut tx, rec.id, now).await?;
+        tx.commit().await
+    }
+
+    async fn deliver_unsilenced(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.store.begin().await?;
+        let waiting = Store::unnotified_firing(&mut tx, 200).await?;
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let silences = Store::silences_tx(&mut tx, now).await?;
+        for rec in waiting {
+            let labels = Labels::from_view(&rec.full_view());
+            if !routing::is_silenced(&silences, &labels, now) {
+                tracing::info!(incident = rec.id, app = %rec.app, "silence over and incident still firing: delivering");
+                self.route_incident(&mut tx, &rec, &labels, now).await?;
+            }
+        }
+        tx.commit().await
+    }
+
+    async fn flush_groups(&self) -> Result<(), StoreError> {
+        loop {
+            let now = self.clock.now();
+            let mut tx = self.store.begin().await?;
+            let groups = Store::claim_due_groups(&mut tx, self.store.engine(), now, 50).await?;
+            if groups.is_empty() {
+                tx.commit().await?;
+                return Ok(());
+            }
+            for g in groups {
+                self.flush_group(&mut tx, g, now).await?;
+            }
+            tx.commit().await?;
+        }
+    }
+
+    async fn flush_group(
+        &self,
+        tx: &mut WriteTx,
+        g: crate::store::GroupRecord,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let members = Store::members(tx, g.id).await?;
+        let firing: Vec<_> = members.iter().filter(|m| m.status == "firing").collect();
+        let new_firing = firing.iter().any(|m| m.dirty);
+        let resolved: Vec<_> = members.iter().filter(|m| m.status == "resolved" && m.dirty).collect();
+        let repeat = chrono::Duration::from_std(self.settings.grouping.repeat_interval).unwrap_or(chrono::Duration::MAX);
+        let (action, reason) = if !g.active {
+            if firing.is_empty() {
+                // Everything resolved before it was ever sent: say nothing.
+                (None, "")
+            } else {
+                (Some(Action::Open), "fired")
+            }
+        } else if firing.is_empty() {
+            (if resolved.is_empty() { None } else { Some(Action::Resolve) }, "resolved")
+        } else if new_firing || !resolved.is_empty() {
+            (Some(Action::Update), "changed")
+        } else {
+            (Some(Action::Update), "still firing")
+        };
+        let generation = if action == Some(Action::Open) { g.generation + 1 } else { g.generation };
+        if let Some(action) = action {
+            let mut incidents: Vec<_> = firing.iter().map(|m| m.incident.full_view()).collect();
+            incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
+            let title = title(action, &incidents);
+            let n = Notification {
+                receiver: g.receiver.clone(),
+                action,
+                thread_key: format!("{}:{}:{}", g.receiver, g.group_key, generation),
+                title,
+                reason: reason.into(),
+                incidents,
+                created_at: now,
+            };
+            enqueue(tx, &n, now).await?;
+        }
+        let still_active = !firing.is_empty() && (g.active || action == Some(Action::Open));
+        let next = still_active.then(|| now + repeat);
+        Store::finish_flush(tx, g.id, still_active, generation, now, next).await
+    }
+
+    async fn escalate(&self) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let mut tx = self.store.begin().await?;
+        let due = Store::claim_due_escalations(&mut tx, self.store.engine(), now, 100).await?;
+        for e in due {
+            Store::finish_escalation(&mut tx, e.id).await?;
+            let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else { continue };
+            if rec.state != IncidentState::Firing {
+                continue;
+            }
+            let view = rec.full_view();
+            for receiver in &e.receivers {
+                let n = Notification {
+                    receiver: receiver.clone(),
+                    action: Action::Open,
+                    thread_key: format!("{receiver}:escalation:{}", rec.id),
+                    title: format!("Escalated (step {}): {}", e.step, view.summary),
+                    reason: format!(
+                        "escalation step {} — still firing {} after it fired",
+                        e.step,
+                        humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
+                    ),
+                    incidents: vec![view.clone()],
+                    created_at: now,
+                };
+                enqueue(&mut tx, &n, now).await?;
+            }
+        }
+        tx.commit().await
+    }
+
+    /// Reads an Application's current snapshot from the store (for `route` and the API).
+    pub async fn app(&self, id: &AppId) -> Result<Option<crate::store::AppRecord>, StoreError> {
+        self.store.app(id).await
+    }
+}
+
+fn title(action: Action, incidents: &[crate::notify::IncidentView]) -> String {
+    let firing = incidents.iter().filter(|i| i.state != "resolved").count();
+    let word = match action {
+        Action::Resolve => "Resolved",
+        _ => "",
+    };
+    match incidents {
+        [one] => {
+            if word.is_empty() {
+                one.summary.clone()
+            } else {
+                format!("{word}: {}", one.summary)
+            }
+        }
+        many => {
+            let kind = many.first().map(|i| i.kind.as_str()).unwrap_or("");
+            let team = many.first().map(|i| i.team.as_str()).unwrap_or("");
+            if action == Action::Resolve {
+                format!("Resolved: {} {kind} incidents of team {team}", many.len())
+            } else {
+                format!("{firing} Applications of team {team}: {kind} ({} listed)", many.len())
+            }
+        }
+    }
+}
+
+async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
+    // Deliveries of one thread keep their order; escalations and groups each have their own thread.
+    let d = NewDelivery {
+        receiver: n.receiver.clone(),
+        order_key: n.thread_key.rsplit_once(':').map(|(k, _)| k.to_string()).unwrap_or_else(|| n.thread_key.clone()),
+        thread_key: n.thread_key.clone(),
+        action: n.action.as_str().into(),
+        payload: serde_json::to_string(n).unwrap_or_default(),
+    };
+    Store::enqueue(tx, &d, now).await?;
+    metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
+    Ok(())
+}

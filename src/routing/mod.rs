@@ -1,0 +1,319 @@
+//! Who hears about an incident: the owning team ([`owning_team`]), the ordered routes ([`Router`]), the grouping
+//! key ([`group_key`]) and silences ([`Silence::matches`]). Pure: compiled once from settings, no I/O.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::argocd::Snapshot;
+use crate::configuration::{OwnershipSettings, RouteSettings, Settings};
+
+/// The owning team: annotation, else label, else the project map, else the default team.
+pub fn owning_team(s: &Snapshot, o: &OwnershipSettings) -> String {
+    s.annotations
+        .get(&o.annotation)
+        .or_else(|| s.labels.get(&o.label))
+        .or_else(|| o.projects.get(&s.project))
+        .filter(|t| !t.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| o.default_team.clone())
+}
+
+/// The fields routes, groups and silences match on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Labels {
+    pub team: String,
+    pub kind: String,
+    pub severity: String,
+    pub project: String,
+    pub app: String,
+    pub app_namespace: String,
+    pub namespace: String,
+    pub cluster: String,
+    pub fingerprint: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Labels {
+    pub fn get(&self, field: &str) -> Option<&str> {
+        Some(match field {
+            "team" => &self.team,
+            "kind" => &self.kind,
+            "severity" => &self.severity,
+            "project" => &self.project,
+            "app" => &self.app,
+            "app_namespace" => &self.app_namespace,
+            "namespace" => &self.namespace,
+            "cluster" => &self.cluster,
+            "fingerprint" => &self.fingerprint,
+            other => return other.strip_prefix("labels.").and_then(|k| self.labels.get(k)).map(|s| s.as_str()),
+        })
+    }
+
+    pub fn from_view(v: &crate::notify::IncidentView) -> Self {
+        Self {
+            team: v.team.clone(),
+            kind: v.kind.clone(),
+            severity: v.severity.clone(),
+            project: v.project.clone(),
+            app: v.app_name.clone(),
+            app_namespace: v.app_namespace.clone(),
+            namespace: v.destination_namespace.clone(),
+            cluster: v.destination_cluster.clone(),
+            fingerprint: v.fingerprint.clone(),
+            labels: v.labels.clone(),
+        }
+    }
+}
+
+struct CompiledRoute {
+    settings: RouteSettings,
+    app: Option<globset::GlobMatcher>,
+    namespace: Option<globset::GlobMatcher>,
+    cluster: Option<globset::GlobMatcher>,
+}
+
+/// Routes compiled once.
+pub struct Router {
+    routes: Vec<CompiledRoute>,
+    teams: BTreeMap<String, Vec<String>>,
+    fallback: Vec<String>,
+}
+
+/// Where an incident goes and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteResult {
+    /// Indexes of the routes that matched (empty: the team's receivers).
+    pub matched_routes: Vec<usize>,
+    pub receivers: Vec<String>,
+}
+
+fn glob(p: &Option<String>) -> Option<globset::GlobMatcher> {
+    p.as_ref()
+        .and_then(|g| globset::Glob::new(g).ok())
+        .map(|g| g.compile_matcher())
+}
+
+impl Router {
+    pub fn new(settings: &Settings) -> Self {
+        let routes = settings
+            .routes
+            .iter()
+            .map(|r| CompiledRoute {
+                app: glob(&r.app),
+                namespace: glob(&r.namespace),
+                cluster: glob(&r.cluster),
+                settings: r.clone(),
+            })
+            .collect();
+        let teams = settings
+            .teams
+            .iter()
+            .map(|(k, v)| (k.clone(), v.receivers.clone()))
+            .collect();
+        // With no team entry, the default team's receivers, else every console receiver: never drop silently.
+        let fallback = settings
+            .teams
+            .get(&settings.ownership.default_team)
+            .map(|t| t.receivers.clone())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| {
+                settings
+                    .receivers
+                    .iter()
+                    .filter(|r| matches!(r.kind, crate::configuration::ReceiverKind::Console(_)))
+                    .map(|r| r.name.clone())
+                    .collect()
+            });
+        Self {
+            routes,
+            teams,
+            fallback,
+        }
+    }
+
+    fn matches(r: &CompiledRoute, l: &Labels) -> bool {
+        let s = &r.settings;
+        s.team.as_ref().is_none_or(|t| *t == l.team)
+            && s.kind.is_none_or(|k| k.as_str() == l.kind)
+            && s.severity.is_none_or(|v| v.as_str() == l.severity)
+            && s.project.as_ref().is_none_or(|p| *p == l.project)
+            && r.app.as_ref().is_none_or(|g| g.is_match(&l.app))
+            && r.namespace.as_ref().is_none_or(|g| g.is_match(&l.namespace))
+            && r.cluster.as_ref().is_none_or(|g| g.is_match(&l.cluster))
+            && s.labels.iter().all(|(k, v)| l.labels.get(k) == Some(v))
+    }
+
+    /// Ordered routes, first match wins unless `continue: true`; no match → the owning team's receivers.
+    pub fn route(&self, l: &Labels) -> RouteResult {
+        let mut matched = Vec::new();
+        let mut receivers: Vec<String> = Vec::new();
+        for (i, r) in self.routes.iter().enumerate() {
+            if Self::matches(r, l) {
+                matched.push(i);
+                for name in &r.settings.receivers {
+                    if !receivers.contains(name) {
+                        receivers.push(name.clone());
+                    }
+                }
+                if !r.settings.r#continue {
+                    break;
+                }
+            }
+        }
+        if matched.is_empty() {
+            receivers = self
+                .teams
+                .get(&l.team)
+                .filter(|r| !r.is_empty())
+                .cloned()
+                .unwrap_or_else(|| self.fallback.clone());
+        }
+        RouteResult {
+            matched_routes: matched,
+            receivers,
+        }
+    }
+}
+
+/// The grouping key of an incident for one receiver: the `group_by` values (or the fingerprint, for receivers that
+/// take one incident per message).
+pub fn group_key(group_by: &[String], l: &Labels, per_incident: bool) -> String {
+    if per_incident {
+        return format!("fingerprint={}", l.fingerprint);
+    }
+    group_by
+        .iter()
+        .map(|f| format!("{f}={}", l.get(f).unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One silence matcher: a field (as in `group_by`) and a glob on its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matcher {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Silence {
+    pub id: String,
+    pub matchers: Vec<Matcher>,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub created_by: String,
+    pub comment: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Silence {
+    pub fn active(&self, now: DateTime<Utc>) -> bool {
+        self.starts_at <= now && now < self.ends_at
+    }
+    pub fn matches(&self, l: &Labels) -> bool {
+        !self.matchers.is_empty()
+            && self.matchers.iter().all(|m| {
+                let value = l.get(&m.name).unwrap_or("");
+                globset::Glob::new(&m.value)
+                    .map(|g| g.compile_matcher().is_match(value))
+                    .unwrap_or(false)
+            })
+    }
+}
+
+pub fn is_silenced(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> bool {
+    silences.iter().any(|s| s.active(now) && s.matches(l))
+}
+
+/// Checks a silence matcher field name.
+pub fn valid_matcher_name(name: &str) -> bool {
+    matches!(
+        name,
+        "team" | "kind" | "severity" | "project" | "app" | "app_namespace" | "namespace" | "cluster" | "fingerprint"
+    ) || name.strip_prefix("labels.").is_some_and(|k| !k.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(team: &str, kind: &str, app: &str, ns: &str) -> Labels {
+        Labels {
+            team: team.into(),
+            kind: kind.into(),
+            severity: "warning".into(),
+            project: "default".into(),
+            app: app.into(),
+            namespace: ns.into(),
+            cluster: "https://kubernetes.default.svc".into(),
+            fingerprint: "fp".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn routes_are_ordered_first_match_wins_unless_continue() {
+        let s = Settings::from_yaml(
+            r#"
+receivers: [{name: a, console: {}}, {name: b, console: {}}, {name: c, console: {}}, {name: t, console: {}}]
+teams: {pay: {receivers: [t]}}
+routes:
+  - {kind: pruned, namespace: "prod-*", receivers: [a], continue: true}
+  - {app: "pay-*", receivers: [b]}
+  - {team: pay, receivers: [c]}
+"#,
+        )
+        .expect("valid");
+        let r = Router::new(&s);
+        let cases = [
+            (labels("pay", "pruned", "pay-api", "prod-eu"), vec!["a", "b"], vec![0, 1]),
+            (labels("pay", "out_of_sync", "pay-api", "dev"), vec!["b"], vec![1]),
+            (labels("pay", "out_of_sync", "ledger", "dev"), vec!["c"], vec![2]),
+            (labels("ops", "degraded", "ledger", "dev"), vec!["a", "b", "c", "t"][..0].to_vec(), vec![]),
+        ];
+        for (l, receivers, matched) in cases {
+            let got = r.route(&l);
+            assert_eq!(got.matched_routes, matched, "{l:?}");
+            if !receivers.is_empty() {
+                assert_eq!(got.receivers, receivers, "{l:?}");
+            }
+        }
+        // No route and no team entry: the default team's receivers, else the console receivers.
+        assert_eq!(r.route(&labels("ops", "degraded", "ledger", "dev")).receivers, vec!["a", "b", "c", "t"]);
+        assert_eq!(r.route(&labels("pay", "degraded", "ledger", "dev")).receivers, vec!["c"]);
+    }
+
+    #[test]
+    fn no_route_goes_to_the_owning_team() {
+        let s = Settings::from_yaml(
+            "receivers: [{name: x, console: {}}, {name: y, console: {}}]\nteams: {pay: {receivers: [y]}}",
+        )
+        .expect("valid");
+        assert_eq!(Router::new(&s).route(&labels("pay", "degraded", "a", "b")).receivers, vec!["y"]);
+    }
+
+    #[test]
+    fn group_keys_and_silences() {
+        let l = labels("pay", "sync_failed", "a", "b");
+        assert_eq!(group_key(&["team".into(), "kind".into()], &l, false), "team=pay,kind=sync_failed");
+        assert_eq!(group_key(&["team".into()], &l, true), "fingerprint=fp");
+        let now = Utc::now();
+        let s = Silence {
+            id: "1".into(),
+            matchers: vec![Matcher {
+                name: "app".into(),
+                value: "a*".into(),
+            }],
+            starts_at: now - chrono::Duration::minutes(1),
+            ends_at: now + chrono::Duration::minutes(1),
+            created_by: "me".into(),
+            comment: "".into(),
+            created_at: now,
+        };
+        assert!(is_silenced(std::slice::from_ref(&s), &l, now));
+        assert!(!is_silenced(std::slice::from_ref(&s), &l, now + chrono::Duration::minutes(2)));
+        assert!(!is_silenced(&[s], &labels("pay", "x", "other", "b"), now));
+    }
+}

@@ -1,0 +1,156 @@
+//! Builds and runs the service: store → pipeline → HTTP server (bound first, so port 0 works in tests) → the
+//! scheduler loop (timers) and the outbox worker. `run_until_stopped` handles SIGTERM/Ctrl-C gracefully: stop
+//! accepting, let in-flight requests and deliveries finish within a timeout, exit.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{App, HttpServer, web};
+use tokio::sync::watch;
+
+use crate::api::{self, AppContext, Auth};
+use crate::clock::{SharedClock, SystemClock};
+use crate::configuration::Settings;
+use crate::outbox::Worker;
+use crate::pipeline::Pipeline;
+use crate::receivers::{self, Shared};
+use crate::store::Store;
+
+pub struct Application {
+    port: u16,
+    server: actix_web::dev::Server,
+    pipeline: Pipeline,
+    worker: Worker,
+    tick: Duration,
+    purge_every: Duration,
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    pub async fn build_with_clock(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
+        settings.check_exposure()?;
+        let settings = Arc::new(settings);
+        let store = Store::connect(&settings.storage).await?;
+        let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
+        let receivers = receivers::build_all(&Shared::new(settings.clone()))?;
+        let worker = Worker::new(store.clone(), receivers, &settings, clock.clone());
+        let listener = TcpListener::bind(&settings.server.listen)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.server.listen))?;
+        let port = listener.local_addr()?.port();
+        let data = api::data(AppContext {
+            pipeline: pipeline.clone(),
+            auth: Auth::new(&settings.server.auth),
+            metrics: crate::telemetry::metrics(),
+        });
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .app_data(web::PathConfig::default().error_handler(|e, _| {
+                    api::ApiError::BadRequest(format!("bad path: {e}")).into()
+                }))
+                .configure(api::configure)
+        })
+        .shutdown_timeout(10)
+        .disable_signals();
+        if let Some(w) = settings.server.workers {
+            server = server.workers(w.max(1));
+        }
+        let server = server.listen(listener)?.run();
+        Ok(Self {
+            port,
+            server,
+            pipeline,
+            worker,
+            tick: settings.scheduler.tick,
+            purge_every: Duration::from_secs(60),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Runs until `stop` completes (tests pass their own trigger), then shuts down gracefully.
+    pub async fn run_until(self, stop: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let handle = self.server.handle();
+        let server = tokio::spawn(self.server);
+        let scheduler = tokio::spawn(scheduler_loop(
+            self.pipeline.clone(),
+            self.tick,
+            self.purge_every,
+            stop_rx.clone(),
+        ));
+        let worker = tokio::spawn(self.worker.run(stop_rx));
+        tracing::info!(port = self.port, "herald is listening");
+        stop.await;
+        tracing::info!("shutting down: no new requests; finishing what is in flight");
+        handle.stop(true).await;
+        let _ = stop_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(20), async {
+            let _ = scheduler.await;
+            let _ = worker.await;
+        })
+        .await;
+        let _ = server.await;
+        self.pipeline.store.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The durable timers: every `tick`, whatever is due in the store runs (rule deadlines, group flushes,
+/// escalations, silences that ended); raw bodies past their retention are purged now and then.
+pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut last_purge = std::time::Instant::now() - purge_every;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        if let Err(e) = p.tick().await {
+            tracing::warn!(error = %e, "scheduler tick failed; will retry");
+        }
+        if last_purge.elapsed() >= purge_every {
+            last_purge = std::time::Instant::now();
+            let before = p.clock.now() - chrono::Duration::from_std(p.settings.storage.raw_retention).unwrap_or_default();
+            match p.store.purge_raw(before).await {
+                Ok(n) if n > 0 => tracing::info!(purged = n, "raw bodies past storage.raw_retention removed"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "purging raw bodies failed"),
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
