@@ -1,0 +1,195 @@
+//! Table tests of the pure incident decisions.
+
+use super::*;
+use crate::argocd::parse_body;
+use crate::state::{Outcome, apply};
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+}
+
+fn state_of(body: &str, now: DateTime<Utc>) -> AppState {
+    let snap = parse_body(body.as_bytes(), 64).expect("valid body");
+    match apply(None, snap, now) {
+        Outcome::Changed { state, .. } => *state,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn kinds(state: &AppState, rules: &RulesSettings) -> Vec<Kind> {
+    let mut keep = HashSet::new();
+    held_conditions(state, rules, "team", None, &mut keep)
+        .into_iter()
+        .map(|h| h.kind)
+        .collect()
+}
+
+#[test]
+fn each_kind_is_held_by_its_condition() {
+    let now = t("2025-01-01T00:00:00Z");
+    let rules = RulesSettings::default();
+    let cases: [(&str, &[Kind]); 7] = [
+        (r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Synced"},"health":{"status":"Healthy"}}}"#, &[]),
+        (r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"}}}"#, &[Kind::OutOfSync]),
+        (r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Synced"},"health":{"status":"Missing"}}}"#, &[Kind::Degraded]),
+        (r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"health":{"status":"Healthy"}}}"#, &[Kind::SyncUnknown]),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"},
+               "resources":[{"kind":"CronJob","name":"reminders","namespace":"billing","status":"OutOfSync","requiresPruning":true}]}}"#,
+            &[Kind::OutOfSync, Kind::PrunePending],
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"},
+               "operationState":{"phase":"Failed","message":"one or more objects failed to apply","startedAt":"2025-01-01T00:00:00Z"}}}"#,
+            &[Kind::OutOfSync, Kind::SyncFailed],
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Synced"},"health":{"status":"Healthy"},
+               "operationState":{"phase":"Succeeded","startedAt":"2025-01-01T00:00:00Z","syncResult":{"resources":[
+               {"kind":"ConfigMap","name":"payments-config","namespace":"pay","status":"Pruned","message":"pruned"}]}}}}"#,
+            &[Kind::Pruned],
+        ),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(kinds(&state_of(body, now), &rules), expected, "{body}");
+    }
+}
+
+#[test]
+fn disabled_rules_hold_nothing() {
+    let rules = crate::configuration::Settings::from_yaml("rules: {out_of_sync: {enabled: false}}")
+        .expect("valid")
+        .rules;
+    let s = state_of(
+        r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"}}}"#,
+        t("2025-01-01T00:00:00Z"),
+    );
+    assert!(kinds(&s, &rules).is_empty());
+}
+
+#[test]
+fn a_new_condition_is_pending_until_its_for_has_elapsed() {
+    let rules = RulesSettings::default();
+    let since = t("2025-01-01T00:00:00Z");
+    let s = state_of(
+        r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"}}}"#,
+        since,
+    );
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, &rules, "t", None, &mut keep);
+    let d = decide(&[], held.clone(), &keep, &rules, since);
+    match &d[0] {
+        Decision::Open { fire_at, fire_now, .. } => {
+            assert_eq!(*fire_at, since + chrono::Duration::hours(1));
+            assert!(!fire_now);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Seen again long after: an open incident is refreshed, not opened twice.
+    let open = [OpenIncident {
+        id: 7,
+        kind: Kind::OutOfSync,
+        fingerprint: held[0].fingerprint.clone(),
+        state: IncidentState::Pending,
+    }];
+    let d = decide(&open, held, &keep, &rules, since + chrono::Duration::hours(2));
+    assert!(matches!(d.as_slice(), [Decision::Refresh { id: 7, .. }]));
+    // Gone: resolved.
+    let d = decide(&open, Vec::new(), &keep, &rules, since);
+    assert_eq!(d, vec![Decision::Resolve { id: 7 }]);
+}
+
+#[test]
+fn a_running_sync_does_not_resolve_a_failed_one() {
+    let rules = RulesSettings::default();
+    let s = state_of(
+        r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"},
+           "operationState":{"phase":"Running","startedAt":"2025-01-01T00:05:00Z"}}}"#,
+        t("2025-01-01T00:05:00Z"),
+    );
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, &rules, "t", None, &mut keep);
+    let open = [OpenIncident {
+        id: 1,
+        kind: Kind::SyncFailed,
+        fingerprint: "old-op".into(),
+        state: IncidentState::Firing,
+    }];
+    let d = decide(&open, held, &keep, &rules, t("2025-01-01T00:05:00Z"));
+    assert!(!d.iter().any(|x| matches!(x, Decision::Resolve { .. })), "{d:?}");
+}
+
+#[test]
+fn hints_from_known_failures() {
+    let rules = RulesSettings::default();
+    let now = t("2025-01-01T00:00:00Z");
+    let cases: [(&str, Kind, &str); 6] = [
+        (
+            r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
+               "message":"Failed to load live state: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\""}]}}"#,
+            Kind::SyncUnknown,
+            "missing_crd",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed",
+               "startedAt":"2025-01-01T00:00:00Z","message":"the server could not find the requested resource"}}}"#,
+            Kind::SyncFailed,
+            "missing_crd",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"spec":{"syncPolicy":{"automated":{"prune":false}}},"status":{"sync":{"status":"OutOfSync"},
+               "resources":[{"kind":"CronJob","name":"r","namespace":"n","status":"OutOfSync","requiresPruning":true}]}}"#,
+            Kind::PrunePending,
+            "prune_disabled",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"spec":{"syncPolicy":{"automated":{"prune":true}}},"status":{"sync":{"status":"OutOfSync"}}}"#,
+            Kind::OutOfSync,
+            "no_self_heal",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed","retryCount":5,
+               "startedAt":"2025-01-01T00:00:00Z","operation":{"retry":{"limit":5}},"message":"failed"}}}"#,
+            Kind::SyncFailed,
+            "retry_exhausted",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"InvalidSpecError","message":"repo not permitted"}]}}"#,
+            Kind::SyncUnknown,
+            "invalid_spec",
+        ),
+    ];
+    for (body, kind, hint) in cases {
+        let s = state_of(body, now);
+        let mut keep = HashSet::new();
+        let held = held_conditions(&s, &rules, "t", None, &mut keep);
+        let h = held.iter().find(|h| h.kind == kind).unwrap_or_else(|| panic!("{kind} not held for {body}"));
+        assert!(h.view.hints.iter().any(|x| x.id == hint), "{hint} missing for {body}: {:?}", h.view.hints);
+    }
+}
+
+#[test]
+fn a_rename_is_called_out_and_production_prunes_are_critical() {
+    let rules = crate::configuration::Settings::from_yaml("rules: {pruned: {production: {namespaces: ['prod-*']}}}")
+        .expect("valid")
+        .rules;
+    let s = state_of(
+        r#"{"metadata":{"name":"payments"},"spec":{"destination":{"namespace":"prod-eu"}},"status":{"sync":{"status":"Synced"},
+           "history":[{"revision":"aaa111"},{"revision":"bbb222"}],
+           "operationState":{"phase":"Succeeded","startedAt":"2025-01-01T00:00:00Z","operation":{"initiatedBy":{"automated":true}},
+           "syncResult":{"revision":"bbb222","resources":[
+             {"kind":"ConfigMap","name":"payments-config","namespace":"prod-eu","status":"Pruned","message":"pruned"},
+             {"kind":"ConfigMap","name":"payments-cfg","namespace":"prod-eu","status":"Synced","message":"configmap/payments-cfg created"}]}}}}"#,
+        t("2025-01-01T00:00:00Z"),
+    );
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, &rules, "pay", None, &mut keep);
+    let p = held.iter().find(|h| h.kind == Kind::Pruned).expect("pruned held");
+    assert_eq!(p.severity, Severity::Critical);
+    assert_eq!(p.view.previous_revision.as_deref(), Some("aaa111"));
+    assert_eq!(p.view.initiated_by.as_deref(), Some("automated sync"));
+    let ids: Vec<&str> = p.view.hints.iter().map(|h| h.id.as_str()).collect();
+    assert!(ids.contains(&"rename") && ids.contains(&"pruned_recovery") && ids.contains(&"production_prune"), "{ids:?}");
+    let recovery = &p.view.hints.iter().find(|h| h.id == "pruned_recovery").expect("recovery").text;
+    assert!(recovery.contains("argocd app manifests payments --revision aaa111"), "{recovery}");
+}
