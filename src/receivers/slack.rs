@@ -171,14 +171,15 @@ fn incident_text(i: &IncidentView) -> String {
 fn incident_section(i: &IncidentView) -> Value {
     let mut block = section(&incident_text(i));
     // A button needs an http(s) URL of at most 3000 characters; otherwise the section goes without one.
-    if let Some(u) = &i.app_url {
-        if (u.starts_with("https://") || u.starts_with("http://")) && u.len() <= 3000 {
-            block["accessory"] = json!({
-                "type": "button",
-                "text": {"type": "plain_text", "text": "Open in Argo CD"},
-                "url": u,
-            });
-        }
+    if let Some(u) = &i.app_url
+        && (u.starts_with("https://") || u.starts_with("http://"))
+        && u.len() <= 3000
+    {
+        block["accessory"] = json!({
+            "type": "button",
+            "text": {"type": "plain_text", "text": "Open in Argo CD"},
+            "url": u,
+        });
     }
     block
 }
