@@ -292,7 +292,7 @@ impl Jira {
             found.extend(page.issues);
             let more = if self.cloud() {
                 next_page_token = page.next_page_token;
-                page.is_last == Some(false) && next_page_token.is_some()
+                page.is_last != Some(true) && next_page_token.is_some()
             } else {
                 got > 0 && page.total.is_some_and(|t| (found.len() as u64) < t)
             };
