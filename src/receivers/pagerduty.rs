@@ -1,20 +1,577 @@
-//! PLACEHOLDER: being written in a helper branch; replaced before this receiver is used.
+//! The PagerDuty receiver: Events API v2. Open, update and test `trigger` an alert, resolve `resolve`s it; the
+//! `dedup_key` is the hex SHA-256 of the incident fingerprint, so PagerDuty itself folds repeats into one alert and
+//! Herald needs no memo. A 400 is never retried (the event is invalid); 429 and 5xx are.
 
+use secrecy::ExposeSecret;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::PagerdutySettings;
-use crate::notify::Notification;
-use super::{Delivered, DeliveryError, Memo, Receiver};
+use crate::notify::{Action, IncidentView, Notification, render};
 
-pub struct PagerDuty;
+/// Events API v2 limit on `payload.summary`.
+const SUMMARY_MAX_CHARS: usize = 1024;
+/// Keeps the event well under the API's size limit when an application has many unhealthy resources.
+const MAX_RESOURCES: usize = 50;
+
+/// The alert's identity at PagerDuty: 64 hex digits, within the 255-character limit.
+pub fn dedup_key(fingerprint: &str) -> String {
+    hex::encode(Sha256::digest(fingerprint.as_bytes()))
+}
+
+/// PagerDuty knows exactly four severities; anything else is a warning.
+fn severity(s: &str) -> &'static str {
+    match s {
+        "critical" => "critical",
+        "error" => "error",
+        "info" => "info",
+        _ => "warning",
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    (!s.trim().is_empty()).then_some(s)
+}
+
+pub struct PagerDuty {
+    settings: PagerdutySettings,
+    http: reqwest::Client,
+}
 
 impl PagerDuty {
-    pub fn new(_s: PagerdutySettings, _h: reqwest::Client) -> Self {
-        Self
+    pub fn new(settings: PagerdutySettings, http: reqwest::Client) -> Self {
+        Self { settings, http }
+    }
+
+    /// The `trigger` event: what happened (the incident's one-line summary), where, how bad, and everything a
+    /// responder reads first in `custom_details`.
+    fn trigger(&self, n: &Notification, i: &IncidentView) -> Value {
+        let summary = non_empty(&i.summary).unwrap_or(&n.title);
+        let summary = truncate(
+            &summary.split_whitespace().collect::<Vec<_>>().join(" "),
+            SUMMARY_MAX_CHARS,
+        );
+        let source = match (non_empty(&i.app_namespace), non_empty(&i.app_name)) {
+            (Some(ns), Some(name)) => format!("{ns}/{name}"),
+            (None, Some(name)) => name.to_string(),
+            _ => "argocd".to_string(),
+        };
+
+        let mut details = Map::new();
+        for (k, v) in render::facts(i) {
+            details.insert(k.to_string(), json!(v));
+        }
+        details.insert("Reason".into(), json!(n.reason));
+        details.insert("Fingerprint".into(), json!(i.fingerprint));
+        if !i.resources.is_empty() {
+            let resources: Vec<Value> = i
+                .resources
+                .iter()
+                .take(MAX_RESOURCES)
+                .map(|r| {
+                    json!({
+                        "kind": r.kind, "namespace": r.namespace, "name": r.name,
+                        "status": r.status, "message": r.message,
+                    })
+                })
+                .collect();
+            details.insert("Resources".into(), json!(resources));
+            if i.resources.len() > MAX_RESOURCES {
+                details.insert(
+                    "Resources not shown".into(),
+                    json!(i.resources.len() - MAX_RESOURCES),
+                );
+            }
+        }
+        if !i.messages.is_empty() {
+            details.insert("Messages".into(), json!(i.messages));
+        }
+        if !i.hints.is_empty() {
+            let hints: Vec<String> = i
+                .hints
+                .iter()
+                .map(|h| format!("{}: {}", h.title, h.text))
+                .collect();
+            details.insert("What to do".into(), json!(hints));
+        }
+        if !i.notes.is_empty() {
+            details.insert("Notes".into(), json!(i.notes));
+        }
+
+        let mut payload = json!({
+            "summary": summary,
+            "source": source,
+            "severity": severity(&i.severity),
+            "timestamp": i.fired_at.unwrap_or(i.since).to_rfc3339(),
+            "custom_details": details,
+        });
+        let component = i.resources.first().map(|r| r.display());
+        for (key, value) in [
+            ("component", component.as_deref()),
+            ("group", non_empty(&i.team)),
+            ("class", non_empty(&i.kind)),
+        ] {
+            if let Some(v) = value {
+                payload[key] = json!(v);
+            }
+        }
+
+        let mut event = json!({
+            "routing_key": self.settings.routing_key.expose_secret(),
+            "event_action": "trigger",
+            "dedup_key": dedup_key(&i.fingerprint),
+            "client": "Herald",
+            "payload": payload,
+        });
+        if let Some(url) = &i.app_url {
+            event["client_url"] = json!(url);
+            event["links"] = json!([{ "href": url, "text": format!("{} in Argo CD", i.app_name) }]);
+        }
+        event
+    }
+
+    /// Blanks out the routing key, should a server echo it back.
+    fn redact(&self, e: DeliveryError) -> DeliveryError {
+        let key = self.settings.routing_key.expose_secret();
+        let clean = |reason: String| {
+            let r = format!("pagerduty: {reason}");
+            if key.is_empty() {
+                r
+            } else {
+                r.replace(key, "[redacted]")
+            }
+        };
+        match e {
+            DeliveryError::Transient {
+                reason,
+                retry_after,
+            } => DeliveryError::Transient {
+                reason: clean(reason),
+                retry_after,
+            },
+            DeliveryError::Permanent { reason } => DeliveryError::Permanent {
+                reason: clean(reason),
+            },
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl Receiver for PagerDuty {
-    async fn deliver(&self, _n: &Notification, _m: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        Err(DeliveryError::permanent("this receiver is not built yet"))
+    async fn deliver(
+        &self,
+        n: &Notification,
+        _memo: Option<&Memo>,
+    ) -> Result<Delivered, DeliveryError> {
+        let i = n.primary().ok_or_else(|| {
+            DeliveryError::permanent("pagerduty: the notification carries no incident")
+        })?;
+        let key = dedup_key(&i.fingerprint);
+        let (event, verb) = match n.action {
+            Action::Resolve => (
+                json!({
+                    "routing_key": self.settings.routing_key.expose_secret(),
+                    "event_action": "resolve",
+                    "dedup_key": key,
+                }),
+                "resolved",
+            ),
+            Action::Open | Action::Update | Action::Test => (self.trigger(n, i), "triggered"),
+        };
+        let resp = self
+            .http
+            .post(&self.settings.url)
+            .json(&event)
+            .send()
+            .await
+            .map_err(|e| self.redact(transport_error(e)))?;
+        if !resp.status().is_success() {
+            return Err(self.redact(error_from_response(resp).await));
+        }
+        Ok(Delivered {
+            memo: None,
+            detail: format!("{verb} alert {}", &key[..12]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::{DateTime, TimeZone, Utc};
+    use secrecy::SecretString;
+    use serde_json::{Value, json};
+    use wiremock::matchers::{any, body_json, method, path};
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    use super::*;
+    use crate::configuration::PagerdutySettings;
+    use crate::notify::{Hint, ResourceRef};
+
+    const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
+    const FINGERPRINT: &str = "argocd/payments:degraded";
+    const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap()
+    }
+
+    fn note(action: Action) -> Notification {
+        let incident = IncidentView {
+            fingerprint: FINGERPRINT.into(),
+            kind: "degraded".into(),
+            severity: "critical".into(),
+            state: "firing".into(),
+            summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
+            app_namespace: "argocd".into(),
+            app_name: "payments".into(),
+            project: "shop".into(),
+            team: "payments".into(),
+            destination_cluster: "in-cluster".into(),
+            destination_namespace: "payments".into(),
+            app_url: Some(APP_URL.into()),
+            since: now() - chrono::Duration::minutes(5),
+            fired_at: Some(now()),
+            resources: vec![ResourceRef {
+                kind: "Deployment".into(),
+                namespace: "payments".into(),
+                name: "payments-api".into(),
+                status: "Degraded".into(),
+                message: "exceeded its progress deadline".into(),
+            }],
+            messages: vec!["Back-off pulling image".into()],
+            hints: vec![Hint {
+                id: "image_pull".into(),
+                title: "Check the image".into(),
+                text: "The tag may not exist.".into(),
+            }],
+            ..Default::default()
+        };
+        Notification {
+            receiver: "team-pd".into(),
+            action,
+            thread_key: FINGERPRINT.into(),
+            title: "[FIRING] payments is Degraded".into(),
+            reason: "fired".into(),
+            incidents: vec![incident],
+            created_at: now(),
+        }
+    }
+
+    fn pagerduty(server: &MockServer) -> PagerDuty {
+        let settings = PagerdutySettings {
+            url: format!("{}/v2/enqueue", server.uri()),
+            routing_key: SecretString::from(ROUTING_KEY),
+        };
+        PagerDuty::new(settings, reqwest::Client::new())
+    }
+
+    /// Any request no other mock expects fails the test (on drop of the server).
+    async fn refuse_anything_else(server: &MockServer) {
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(599))
+            .with_priority(u8::MAX)
+            .expect(0)
+            .named("an unexpected request")
+            .mount(server)
+            .await;
+    }
+
+    async fn enqueue_answers(server: &MockServer, template: ResponseTemplate, times: u64) {
+        Mock::given(method("POST"))
+            .and(path("/v2/enqueue"))
+            .respond_with(template)
+            .expect(times)
+            .named("enqueue")
+            .mount(server)
+            .await;
+    }
+
+    fn accepted() -> ResponseTemplate {
+        ResponseTemplate::new(202).set_body_json(json!({
+            "status": "success", "message": "Event processed", "dedup_key": dedup_key(FINGERPRINT),
+        }))
+    }
+
+    async fn sent(server: &MockServer) -> Vec<Value> {
+        server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.body_json().unwrap())
+            .collect()
+    }
+
+    fn error_text(e: &DeliveryError) -> String {
+        format!("{e} {e:?}")
+    }
+
+    #[tokio::test]
+    async fn an_open_incident_triggers_an_alert_keyed_by_its_fingerprint() {
+        let server = MockServer::start().await;
+        enqueue_answers(&server, accepted(), 1).await;
+        refuse_anything_else(&server).await;
+
+        let out = pagerduty(&server)
+            .deliver(&note(Action::Open), None)
+            .await
+            .unwrap();
+
+        assert_eq!(out.memo, None);
+        assert_eq!(
+            out.detail,
+            format!("triggered alert {}", &dedup_key(FINGERPRINT)[..12])
+        );
+        let event = &sent(&server).await[0];
+        assert_eq!(
+            *event,
+            json!({
+                "routing_key": ROUTING_KEY,
+                "event_action": "trigger",
+                "dedup_key": dedup_key(FINGERPRINT),
+                "client": "Herald",
+                "client_url": APP_URL,
+                "links": [{ "href": APP_URL, "text": "payments in Argo CD" }],
+                "payload": {
+                    "summary": "payments is Degraded: Deployment/payments-api has 0/3 ready replicas",
+                    "source": "argocd/payments",
+                    "severity": "critical",
+                    "timestamp": "2025-03-01T12:00:00+00:00",
+                    "component": "Deployment/payments/payments-api",
+                    "group": "payments",
+                    "class": "degraded",
+                    "custom_details": {
+                        "Application": "argocd/payments",
+                        "Project": "shop",
+                        "Team": "payments",
+                        "Destination": "in-cluster / payments",
+                        "Since": "2025-03-01 11:55:00 UTC",
+                        "Severity": "critical",
+                        "Argo CD": APP_URL,
+                        "Reason": "fired",
+                        "Fingerprint": FINGERPRINT,
+                        "Resources": [{
+                            "kind": "Deployment", "namespace": "payments", "name": "payments-api",
+                            "status": "Degraded", "message": "exceeded its progress deadline",
+                        }],
+                        "Messages": ["Back-off pulling image"],
+                        "What to do": ["Check the image: The tag may not exist."],
+                    },
+                },
+            })
+        );
+        assert_eq!(dedup_key(FINGERPRINT).len(), 64);
+    }
+
+    #[tokio::test]
+    async fn update_and_test_trigger_again_with_the_same_dedup_key() {
+        for action in [Action::Update, Action::Test] {
+            let server = MockServer::start().await;
+            enqueue_answers(&server, accepted(), 1).await;
+            refuse_anything_else(&server).await;
+
+            pagerduty(&server)
+                .deliver(&note(action), None)
+                .await
+                .unwrap();
+
+            let event = &sent(&server).await[0];
+            assert_eq!(event["event_action"], "trigger", "{action:?}");
+            assert_eq!(event["dedup_key"], dedup_key(FINGERPRINT), "{action:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn resolve_resolves_the_alert_with_the_same_dedup_key() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v2/enqueue"))
+            .and(body_json(json!({
+                "routing_key": ROUTING_KEY,
+                "event_action": "resolve",
+                "dedup_key": dedup_key(FINGERPRINT),
+            })))
+            .respond_with(accepted())
+            .expect(1)
+            .mount(&server)
+            .await;
+        refuse_anything_else(&server).await;
+
+        let out = pagerduty(&server)
+            .deliver(&note(Action::Resolve), None)
+            .await
+            .unwrap();
+
+        assert!(out.detail.starts_with("resolved alert "), "{}", out.detail);
+    }
+
+    #[tokio::test]
+    async fn a_bad_request_is_permanent() {
+        let server = MockServer::start().await;
+        let invalid = ResponseTemplate::new(400).set_body_json(json!({
+            "status": "invalid event", "message": "Event object is invalid", "errors": ["'payload.summary' is missing"],
+        }));
+        enqueue_answers(&server, invalid, 1).await;
+        refuse_anything_else(&server).await;
+
+        let err = pagerduty(&server)
+            .deliver(&note(Action::Open), None)
+            .await
+            .unwrap_err();
+
+        let DeliveryError::Permanent { reason } = err else {
+            panic!("{err:?}")
+        };
+        assert!(reason.starts_with("pagerduty: HTTP 400"), "{reason}");
+        assert!(reason.contains("Event object is invalid"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn throttled_is_transient_with_retry_after_when_given() {
+        let server = MockServer::start().await;
+        enqueue_answers(
+            &server,
+            ResponseTemplate::new(429).insert_header("Retry-After", "12"),
+            1,
+        )
+        .await;
+        refuse_anything_else(&server).await;
+        let err = pagerduty(&server)
+            .deliver(&note(Action::Open), None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DeliveryError::Transient {
+                reason: "pagerduty: HTTP 429".into(),
+                retry_after: Some(Duration::from_secs(12)),
+            }
+        );
+
+        let server = MockServer::start().await;
+        enqueue_answers(&server, ResponseTemplate::new(429), 1).await;
+        refuse_anything_else(&server).await;
+        let err = pagerduty(&server)
+            .deliver(&note(Action::Open), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DeliveryError::Transient {
+                    retry_after: None,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_transient() {
+        for status in [500, 502, 503] {
+            let server = MockServer::start().await;
+            enqueue_answers(&server, ResponseTemplate::new(status), 1).await;
+            refuse_anything_else(&server).await;
+
+            let err = pagerduty(&server)
+                .deliver(&note(Action::Resolve), None)
+                .await
+                .unwrap_err();
+
+            assert!(
+                matches!(err, DeliveryError::Transient { .. }),
+                "HTTP {status}: {err:?}"
+            );
+        }
+    }
+
+    /// A server that answers 400 repeating the event it was sent, routing key included.
+    struct EchoEvent;
+
+    impl wiremock::Respond for EchoEvent {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body = String::from_utf8_lossy(&request.body).into_owned();
+            ResponseTemplate::new(400).set_body_string(format!("invalid event: {body}"))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_routing_key_never_appears_in_errors() {
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(EchoEvent)
+            .expect(1)
+            .mount(&server)
+            .await;
+
+        let err = pagerduty(&server)
+            .deliver(&note(Action::Resolve), None)
+            .await
+            .unwrap_err();
+
+        let text = error_text(&err);
+        assert!(text.contains("invalid event"), "{text}");
+        assert!(text.contains("[redacted]"), "{text}");
+        assert!(!text.contains(ROUTING_KEY), "{text}");
+
+        let settings = PagerdutySettings {
+            url: "http://127.0.0.1:9/v2/enqueue".into(),
+            routing_key: SecretString::from(ROUTING_KEY),
+        };
+        let err = PagerDuty::new(settings, reqwest::Client::new())
+            .deliver(&note(Action::Open), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
+        assert!(!error_text(&err).contains(ROUTING_KEY));
+    }
+
+    #[test]
+    fn summaries_are_one_line_of_at_most_1024_characters() {
+        let server_less = PagerDuty::new(
+            PagerdutySettings {
+                url: "http://127.0.0.1:9".into(),
+                routing_key: SecretString::from(ROUTING_KEY),
+            },
+            reqwest::Client::new(),
+        );
+        let mut n = note(Action::Open);
+        n.incidents[0].summary = format!("first\nsecond {}", "ü".repeat(2000));
+        let event = server_less.trigger(&n, &n.incidents[0]);
+        let summary = event["payload"]["summary"].as_str().unwrap();
+        assert_eq!(summary.chars().count(), 1024);
+        assert!(summary.starts_with("first second ü"));
+
+        n.incidents[0].summary.clear();
+        let event = server_less.trigger(&n, &n.incidents[0]);
+        assert_eq!(event["payload"]["summary"], "[FIRING] payments is Degraded");
+    }
+
+    #[test]
+    fn severities_map_onto_the_four_pagerduty_knows() {
+        assert_eq!(severity("critical"), "critical");
+        assert_eq!(severity("error"), "error");
+        assert_eq!(severity("warning"), "warning");
+        assert_eq!(severity("info"), "info");
+        assert_eq!(severity("page-me"), "warning");
+    }
+
+    #[test]
+    fn the_events_url_defaults_to_pagerduty() {
+        let s: PagerdutySettings = serde_norway::from_str("routing_key: abc").unwrap();
+        assert_eq!(s.url, "https://events.pagerduty.com/v2/enqueue");
     }
 }
