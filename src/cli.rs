@@ -11,7 +11,11 @@ use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
 
 #[derive(Parser, Debug)]
-#[command(name = "herald", version, about = "Argo CD Notifications webhook target with memory")]
+#[command(
+    name = "herald",
+    version,
+    about = "Argo CD Notifications webhook target with memory"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -71,7 +75,10 @@ fn load(config: Option<PathBuf>) -> Result<Settings, ConfigError> {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("herald: cannot start the runtime: {e}");
@@ -116,14 +123,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Route { config, app } => route(load(config)?, app),
-        Command::Replay { config, clock, bodies } => replay(load(config)?, clock, bodies).await,
+        Command::Replay {
+            config,
+            clock,
+            bodies,
+        } => replay(load(config)?, clock, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
     }
 }
 
 fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argocd::Snapshot> {
     let body = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    crate::argocd::parse_body(&body, max_depth)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
@@ -137,7 +149,13 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     println!("application: {}", state.snapshot.app);
     println!("owning team: {team}");
     let mut keep = Default::default();
-    let held = crate::incidents::held_conditions(&state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    let held = crate::incidents::held_conditions(
+        &state,
+        &settings.rules,
+        &team,
+        settings.argocd.url.as_deref(),
+        &mut keep,
+    );
     if held.is_empty() {
         println!("incidents:   none (the Application is in no alerting condition)");
     }
@@ -158,10 +176,21 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
         } else {
             println!(
                 "  routes:    {}",
-                r.matched_routes.iter().map(|i| format!("routes[{i}]")).collect::<Vec<_>>().join(", ")
+                r.matched_routes
+                    .iter()
+                    .map(|i| format!("routes[{i}]"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
-        println!("  receivers: {}", if r.receivers.is_empty() { "(none)".into() } else { r.receivers.join(", ") });
+        println!(
+            "  receivers: {}",
+            if r.receivers.is_empty() {
+                "(none)".into()
+            } else {
+                r.receivers.join(", ")
+            }
+        );
         if let Some(t) = settings.teams.get(&team) {
             for (i, s) in t.escalation.iter().enumerate() {
                 println!(
@@ -179,7 +208,11 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn replay(
+    mut settings: Settings,
+    clock_mode: ReplayClock,
+    bodies: Vec<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
     settings.storage.url = SecretString::from("sqlite::memory:");
@@ -188,7 +221,8 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
     let store = crate::store::Store::connect(&settings.storage).await?;
     let start = chrono::Utc::now();
     let clock = ManualClock::new(start);
-    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
+    let pipeline =
+        crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
     let mut printed = 0usize;
     for path in &bodies {
         let snap = match read_snapshot(path, settings.server.max_json_depth) {
@@ -221,7 +255,12 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
             summary.health
         );
         for t in &summary.transitions {
-            println!("    {}: {} → {}", t.field, t.from.as_deref().unwrap_or("(new)"), t.to);
+            println!(
+                "    {}: {} → {}",
+                t.field,
+                t.from.as_deref().unwrap_or("(new)"),
+                t.to
+            );
         }
         for i in &summary.incidents {
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
@@ -230,7 +269,8 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
         printed = print_outbox(&store, printed).await?;
     }
     // Let group_wait pass so what would be sent is shown.
-    let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
+    let end =
+        clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
     advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
     print_outbox(&store, printed).await?;
     Ok(ExitCode::SUCCESS)

@@ -172,7 +172,9 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, PartialOrd, Ord, Hash,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -664,7 +666,8 @@ impl Settings {
         let mut builder = config::Config::builder();
         if let Some(f) = file {
             if f.exists() {
-                builder = builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
+                builder =
+                    builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
             } else if !optional {
                 return Err(ConfigError::Load(format!("{}: no such file", f.display())));
             }
@@ -707,7 +710,11 @@ impl Settings {
         let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             invalid(
-                if path == "." { "(top level)".into() } else { path },
+                if path == "." {
+                    "(top level)".into()
+                } else {
+                    path
+                },
                 e.into_inner().to_string(),
             )
         })?;
@@ -765,7 +772,11 @@ impl Settings {
                             "a bot `token` needs a `channel`",
                         ));
                     }
-                    check_url(&mut errors, &format!("receivers[{i}].slack.api_url"), &s.api_url);
+                    check_url(
+                        &mut errors,
+                        &format!("receivers[{i}].slack.api_url"),
+                        &s.api_url,
+                    );
                 }
                 ReceiverKind::Jira(j) => {
                     check_url(&mut errors, &format!("receivers[{i}].jira.url"), &j.url);
@@ -777,7 +788,11 @@ impl Settings {
                     }
                 }
                 ReceiverKind::Github(g) => {
-                    check_url(&mut errors, &format!("receivers[{i}].github.api_url"), &g.api_url);
+                    check_url(
+                        &mut errors,
+                        &format!("receivers[{i}].github.api_url"),
+                        &g.api_url,
+                    );
                     if g.repo.split('/').filter(|p| !p.is_empty()).count() != 2 {
                         errors.push(invalid(
                             format!("receivers[{i}].github.repo"),
@@ -785,9 +800,11 @@ impl Settings {
                         ));
                     }
                 }
-                ReceiverKind::Pagerduty(p) => {
-                    check_url(&mut errors, &format!("receivers[{i}].pagerduty.url"), &p.url)
-                }
+                ReceiverKind::Pagerduty(p) => check_url(
+                    &mut errors,
+                    &format!("receivers[{i}].pagerduty.url"),
+                    &p.url,
+                ),
                 ReceiverKind::Alertmanager(a) => check_url(
                     &mut errors,
                     &format!("receivers[{i}].alertmanager.url"),
@@ -843,7 +860,10 @@ impl Settings {
         }
         for (i, route) in self.routes.iter().enumerate() {
             if route.receivers.is_empty() {
-                errors.push(invalid(format!("routes[{i}].receivers"), "must name at least one receiver"));
+                errors.push(invalid(
+                    format!("routes[{i}].receivers"),
+                    "must name at least one receiver",
+                ));
             }
             for (j, r) in route.receivers.iter().enumerate() {
                 if !known(r) {
@@ -884,7 +904,14 @@ impl Settings {
         for (j, k) in self.grouping.group_by.iter().enumerate() {
             let ok = matches!(
                 k.as_str(),
-                "team" | "kind" | "severity" | "project" | "app" | "namespace" | "cluster" | "fingerprint"
+                "team"
+                    | "kind"
+                    | "severity"
+                    | "project"
+                    | "app"
+                    | "namespace"
+                    | "cluster"
+                    | "fingerprint"
             ) || k.starts_with("labels.");
             if !ok {
                 errors.push(invalid(
@@ -899,7 +926,10 @@ impl Settings {
             errors.push(invalid("grouping.group_interval", "must be greater than 0"));
         }
         if self.grouping.repeat_interval.is_zero() {
-            errors.push(invalid("grouping.repeat_interval", "must be greater than 0"));
+            errors.push(invalid(
+                "grouping.repeat_interval",
+                "must be greater than 0",
+            ));
         }
         if self.server.max_body_bytes < 1024 {
             errors.push(invalid("server.max_body_bytes", "must be at least 1024"));
@@ -907,13 +937,18 @@ impl Settings {
         if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
             errors.push(invalid(
                 "server.listen",
-                format!("{:?} is not an address:port such as 127.0.0.1:8080", self.server.listen),
+                format!(
+                    "{:?} is not an address:port such as 127.0.0.1:8080",
+                    self.server.listen
+                ),
             ));
         }
         {
             use secrecy::ExposeSecret;
             let url = self.storage.url.expose_secret();
-            if !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://"))
+            if !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
             {
                 errors.push(invalid(
                     "storage.url",
@@ -979,7 +1014,10 @@ mod tests {
         let s = Settings::from_yaml("").expect("defaults are valid");
         assert_eq!(s.server.listen, "127.0.0.1:8080");
         assert_eq!(s.receivers[0].name, "console");
-        assert_eq!(s.rules.rule(Kind::OutOfSync).r#for, Duration::from_secs(3600));
+        assert_eq!(
+            s.rules.rule(Kind::OutOfSync).r#for,
+            Duration::from_secs(3600)
+        );
     }
 
     #[test]
@@ -988,8 +1026,14 @@ mod tests {
             ("server: {listen: 5}", "server.listen"),
             ("rules: {out_of_sync: {for: -1h}}", "rules.out_of_sync.for"),
             ("routes: [{receivers: [nobody]}]", "routes[0].receivers[0]"),
-            ("routes: [{app: 'a[', receivers: [console]}]", "routes[0].app"),
-            ("teams: {pay: {receivers: [ghost]}}", "teams.pay.receivers[0]"),
+            (
+                "routes: [{app: 'a[', receivers: [console]}]",
+                "routes[0].app",
+            ),
+            (
+                "teams: {pay: {receivers: [ghost]}}",
+                "teams.pay.receivers[0]",
+            ),
             ("receivers: [{name: x, slack: {}}]", "receivers[0].slack"),
             ("receivers: [{name: x, carrier_pigeon: {}}]", "receivers[0]"),
             ("grouping: {group_by: [colour]}", "grouping.group_by[0]"),
@@ -1010,9 +1054,13 @@ mod tests {
     fn exposure_without_credentials_is_refused() {
         let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080'}").expect("valid");
         assert!(s.check_exposure().is_err());
-        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}").expect("valid");
+        let s =
+            Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}")
+                .expect("valid");
         assert!(s.check_exposure().is_ok());
-        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}").expect("valid");
+        let s =
+            Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}")
+                .expect("valid");
         assert!(s.check_exposure().is_ok());
     }
 }

@@ -63,7 +63,11 @@ impl Pipeline {
     }
 
     /// Runs one snapshot through the whole core and commits everything it caused at once.
-    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, StoreError> {
+    pub async fn ingest(
+        &self,
+        snap: Snapshot,
+        raw: Option<&str>,
+    ) -> Result<IngestSummary, StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let summary = self.ingest_in(&mut tx, snap, raw, now).await?;
@@ -147,8 +151,21 @@ impl Pipeline {
                 } => {
                     let mut view = held.view.clone();
                     view.since = since;
-                    let st = if fire_now { IncidentState::Firing } else { IncidentState::Pending };
-                    let id = Store::insert_incident(tx, &view, app, st, since, fire_at, fire_now.then_some(now)).await?;
+                    let st = if fire_now {
+                        IncidentState::Firing
+                    } else {
+                        IncidentState::Pending
+                    };
+                    let id = Store::insert_incident(
+                        tx,
+                        &view,
+                        app,
+                        st,
+                        since,
+                        fire_at,
+                        fire_now.then_some(now),
+                    )
+                    .await?;
                     if fire_now {
                         self.on_fired(tx, id, now).await?;
                     }
@@ -186,7 +203,12 @@ impl Pipeline {
     }
 
     /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
-    async fn on_fired(&self, tx: &mut WriteTx, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn on_fired(
+        &self,
+        tx: &mut WriteTx,
+        id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         let Some(rec) = Store::incident(tx, id).await? else {
             return Ok(());
         };
@@ -216,24 +238,49 @@ impl Pipeline {
         let g = &self.settings.grouping;
         let route = self.router.route(labels);
         for receiver in &route.receivers {
-            let Some(rs) = self.settings.receiver(receiver) else { continue };
+            let Some(rs) = self.settings.receiver(receiver) else {
+                continue;
+            };
             let key = routing::group_key(&g.group_by, labels, rs.per_incident());
-            Store::add_to_group(tx, receiver, &key, rec.id, "firing", now, g.group_wait, g.group_interval).await?;
+            Store::add_to_group(
+                tx,
+                receiver,
+                &key,
+                rec.id,
+                "firing",
+                now,
+                g.group_wait,
+                g.group_interval,
+            )
+            .await?;
         }
         Store::set_notified(tx, rec.id, true).await?;
         let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
         if !informational && let Some(team) = self.settings.teams.get(&rec.team) {
             let fired = rec.fired_at.unwrap_or(now);
             for (i, step) in team.escalation.iter().enumerate() {
-                let due = fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
-                Store::add_escalation(tx, rec.id, i as i64 + 1, step.after.as_secs() as i64, due, &step.receivers)
-                    .await?;
+                let due =
+                    fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
+                Store::add_escalation(
+                    tx,
+                    rec.id,
+                    i as i64 + 1,
+                    step.after.as_secs() as i64,
+                    due,
+                    &step.receivers,
+                )
+                .await?;
             }
         }
         Ok(())
     }
 
-    async fn resolve(&self, tx: &mut WriteTx, rec: &IncidentRecord, now: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn resolve(
+        &self,
+        tx: &mut WriteTx,
+        rec: &IncidentRecord,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         Store::set_incident_state(tx, rec.id, IncidentState::Resolved, now).await?;
         if rec.state != IncidentState::Firing || !rec.notified {
             return Ok(());
@@ -242,8 +289,17 @@ impl Pipeline {
         for (receiver, key) in Store::groups_of(tx, rec.id).await? {
             match self.settings.receiver(&receiver) {
                 Some(rs) if rs.sends_resolved() => {
-                    Store::add_to_group(tx, &receiver, &key, rec.id, "resolved", now, g.group_wait, g.group_interval)
-                        .await?
+                    Store::add_to_group(
+                        tx,
+                        &receiver,
+                        &key,
+                        rec.id,
+                        "resolved",
+                        now,
+                        g.group_wait,
+                        g.group_interval,
+                    )
+                    .await?
                 }
                 _ => Store::remove_member(tx, rec.id, &receiver).await?,
             }
@@ -255,7 +311,11 @@ impl Pipeline {
         view.resolved_at = Some(now);
         for step in sent {
             for receiver in step.receivers {
-                if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
+                if self
+                    .settings
+                    .receiver(&receiver)
+                    .is_some_and(|r| r.sends_resolved())
+                {
                     let n = Notification {
                         receiver: receiver.clone(),
                         action: Action::Resolve,
@@ -286,7 +346,8 @@ impl Pipeline {
             let now = self.clock.now();
             let lease = now + chrono::Duration::seconds(30);
             let mut tx = self.store.begin().await?;
-            let due = Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
+            let due =
+                Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
             tx.commit().await?;
             if due.is_empty() {
                 return Ok(());
@@ -311,7 +372,9 @@ impl Pipeline {
                     tx.commit().await?;
                 }
                 Err(crate::argocd::api::ApiError::NotFound(_)) => {
-                    note = Some("not confirmed: the Argo CD API no longer has this Application".to_string());
+                    note = Some(
+                        "not confirmed: the Argo CD API no longer has this Application".to_string(),
+                    );
                 }
                 Err(e) => {
                     let waited = self.clock.now() - rec.fire_at;
@@ -326,7 +389,10 @@ impl Pipeline {
                         tracing::warn!(incident = rec.id, app = %rec.app, error = %e, "cannot confirm the condition yet; will try again");
                         return Ok(());
                     }
-                    note = Some(format!("not confirmed: {e} (fired after waiting {}s)", limit.as_secs()));
+                    note = Some(format!(
+                        "not confirmed: {e} (fired after waiting {}s)",
+                        limit.as_secs()
+                    ));
                 }
             }
         }
@@ -390,8 +456,12 @@ impl Pipeline {
         let members = Store::members(tx, g.id).await?;
         let firing: Vec<_> = members.iter().filter(|m| m.status == "firing").collect();
         let new_firing = firing.iter().any(|m| m.dirty);
-        let resolved: Vec<_> = members.iter().filter(|m| m.status == "resolved" && m.dirty).collect();
-        let repeat = chrono::Duration::from_std(self.settings.grouping.repeat_interval).unwrap_or(chrono::Duration::MAX);
+        let resolved: Vec<_> = members
+            .iter()
+            .filter(|m| m.status == "resolved" && m.dirty)
+            .collect();
+        let repeat = chrono::Duration::from_std(self.settings.grouping.repeat_interval)
+            .unwrap_or(chrono::Duration::MAX);
         let (action, reason) = if !g.active {
             if firing.is_empty() {
                 // Everything resolved before it was ever sent: say nothing.
@@ -400,13 +470,24 @@ impl Pipeline {
                 (Some(Action::Open), "fired")
             }
         } else if firing.is_empty() {
-            (if resolved.is_empty() { None } else { Some(Action::Resolve) }, "resolved")
+            (
+                if resolved.is_empty() {
+                    None
+                } else {
+                    Some(Action::Resolve)
+                },
+                "resolved",
+            )
         } else if new_firing || !resolved.is_empty() {
             (Some(Action::Update), "changed")
         } else {
             (Some(Action::Update), "still firing")
         };
-        let generation = if action == Some(Action::Open) { g.generation + 1 } else { g.generation };
+        let generation = if action == Some(Action::Open) {
+            g.generation + 1
+        } else {
+            g.generation
+        };
         if let Some(action) = action {
             let mut incidents: Vec<_> = firing.iter().map(|m| m.incident.full_view()).collect();
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
@@ -433,7 +514,9 @@ impl Pipeline {
         let due = Store::claim_due_escalations(&mut tx, self.store.engine(), now, 100).await?;
         for e in due {
             Store::finish_escalation(&mut tx, e.id).await?;
-            let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else { continue };
+            let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else {
+                continue;
+            };
             if rec.state != IncidentState::Firing {
                 continue;
             }
@@ -447,7 +530,9 @@ impl Pipeline {
                     reason: format!(
                         "escalation step {} — still firing {} after it fired",
                         e.step,
-                        humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
+                        humantime::format_duration(std::time::Duration::from_secs(
+                            e.after_secs as u64
+                        ))
                     ),
                     incidents: vec![view.clone()],
                     created_at: now,
@@ -484,7 +569,10 @@ fn title(action: Action, incidents: &[crate::notify::IncidentView]) -> String {
             if action == Action::Resolve {
                 format!("Resolved: {} {kind} incidents of team {team}", many.len())
             } else {
-                format!("{firing} Applications of team {team}: {kind} ({} listed)", many.len())
+                format!(
+                    "{firing} Applications of team {team}: {kind} ({} listed)",
+                    many.len()
+                )
             }
         }
     }
@@ -494,7 +582,11 @@ async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Resu
     // Deliveries of one thread keep their order; escalations and groups each have their own thread.
     let d = NewDelivery {
         receiver: n.receiver.clone(),
-        order_key: n.thread_key.rsplit_once(':').map(|(k, _)| k.to_string()).unwrap_or_else(|| n.thread_key.clone()),
+        order_key: n
+            .thread_key
+            .rsplit_once(':')
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_else(|| n.thread_key.clone()),
         thread_key: n.thread_key.clone(),
         action: n.action.as_str().into(),
         payload: serde_json::to_string(n).unwrap_or_default(),

@@ -10,7 +10,9 @@ use crate::store::Store;
 pub fn init_logs(s: &LogSettings) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&s.level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match s.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
@@ -24,7 +26,8 @@ pub fn metrics() -> PrometheusHandle {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets(&[
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0,
                 ])
                 .map(|b| b.build_recorder())
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
@@ -39,7 +42,8 @@ pub fn metrics() -> PrometheusHandle {
 pub async fn refresh_gauges(store: &Store) {
     if let Ok(rows) = store.app_counts().await {
         for (sync, health, n) in rows {
-            metrics::gauge!("herald_applications", "sync" => sync, "health" => health).set(n as f64);
+            metrics::gauge!("herald_applications", "sync" => sync, "health" => health)
+                .set(n as f64);
         }
     }
     if let Ok(rows) = store.incident_counts().await {
@@ -49,7 +53,8 @@ pub async fn refresh_gauges(store: &Store) {
     }
     if let Ok(rows) = store.outbox_counts().await {
         for (receiver, state, n) in rows {
-            metrics::gauge!("herald_outbox", "receiver" => receiver, "state" => state).set(n as f64);
+            metrics::gauge!("herald_outbox", "receiver" => receiver, "state" => state)
+                .set(n as f64);
         }
     }
 }

@@ -31,11 +31,17 @@ fn any_equal(candidates: &[[u8; 32]], presented: &[u8; 32]) -> bool {
 impl Auth {
     pub fn new(s: &AuthSettings) -> Self {
         Self {
-            tokens: s.bearer_tokens.iter().map(|t| digest(t.expose_secret().as_bytes())).collect(),
+            tokens: s
+                .bearer_tokens
+                .iter()
+                .map(|t| digest(t.expose_secret().as_bytes()))
+                .collect(),
             basic: s
                 .basic
                 .iter()
-                .map(|b| digest(format!("{}:{}", b.username, b.password.expose_secret()).as_bytes()))
+                .map(|b| {
+                    digest(format!("{}:{}", b.username, b.password.expose_secret()).as_bytes())
+                })
                 .collect(),
         }
     }
@@ -51,7 +57,11 @@ impl Auth {
         let deny = ApiError::Unauthorized {
             basic: !self.basic.is_empty(),
         };
-        let Some(value) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
+        let Some(value) = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        else {
             return Err(deny);
         };
         let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));

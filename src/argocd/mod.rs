@@ -135,7 +135,9 @@ pub struct Snapshot {
 /// Why a body was refused. Every variant is the sender's fault (4xx) and says how to fix it.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PayloadError {
-    #[error("the body is empty: the Argo CD template must send a JSON body, e.g. {{\"app\": {{{{toJson .app}}}}}}")]
+    #[error(
+        "the body is empty: the Argo CD template must send a JSON body, e.g. {{\"app\": {{{{toJson .app}}}}}}"
+    )]
     Empty,
     #[error(
         "the body is plain text, not JSON ({preview:?}). Argo CD sends the template's plain `message` when the \
@@ -225,7 +227,8 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         return Err(PayloadError::Empty);
     };
     if body[start] != b'{' && body[start] != b'[' {
-        let preview: String = String::from_utf8_lossy(&body[start..body.len().min(start + 80)]).into_owned();
+        let preview: String =
+            String::from_utf8_lossy(&body[start..body.len().min(start + 80)]).into_owned();
         return Err(PayloadError::PlainText { preview });
     }
     check_depth(body, max_depth)?;
@@ -267,7 +270,10 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
                 found: type_name(other),
             });
         }
-        None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
+        None if root.contains_key("metadata")
+            || root.contains_key("status")
+            || root.contains_key("spec") =>
+        {
             (value, "", None)
         }
         None => {
@@ -289,7 +295,11 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             message: format!("{kind:?} is not an Argo CD Application"),
         });
     }
-    let name = r.req_str(app, &["metadata", "name"], "the Application has no name; send the whole Application")?;
+    let name = r.req_str(
+        app,
+        &["metadata", "name"],
+        "the Application has no name; send the whole Application",
+    )?;
     let namespace = r
         .opt_str(app, &["metadata", "namespace"])?
         .unwrap_or_else(|| "argocd".into());
@@ -301,8 +311,12 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
     annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
     annotations.remove("notified.notifications.argoproj.io");
-    let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
-    let project = r.opt_str(app, &["spec", "project"])?.unwrap_or_else(|| "default".into());
+    let deleting = r
+        .opt_str(app, &["metadata", "deletionTimestamp"])?
+        .is_some();
+    let project = r
+        .opt_str(app, &["spec", "project"])?
+        .unwrap_or_else(|| "default".into());
     let destination = Destination {
         server: r.opt_str(app, &["spec", "destination", "server"])?,
         name: r.opt_str(app, &["spec", "destination", "name"])?,
@@ -311,7 +325,9 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     let automated = r.get(app, &["spec", "syncPolicy", "automated"]);
     let sync_policy = SyncPolicy {
         automated: matches!(automated, Some(Value::Object(_))),
-        prune: r.opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?.unwrap_or(false),
+        prune: r
+            .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
+            .unwrap_or(false),
         self_heal: r
             .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
             .unwrap_or(false),
@@ -345,7 +361,10 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         .opt_str(app, &["status", "health", "status"])?
         .unwrap_or_else(|| "Unknown".into());
     let health_message = r.opt_str(app, &["status", "health", "message"])?;
-    for (path, v) in [("status.sync.status", &sync_status), ("status.health.status", &health_status)] {
+    for (path, v) in [
+        ("status.sync.status", &sync_status),
+        ("status.health.status", &health_status),
+    ] {
         if v.contains("<no value>") {
             return Err(PayloadError::NoValue {
                 path: format!("{prefix}{path}"),
@@ -379,7 +398,9 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             status,
             requires_pruning,
             health: match res.get("health") {
-                Some(Value::Object(h)) => h.get("status").and_then(Value::as_str).map(str::to_string),
+                Some(Value::Object(h)) => {
+                    h.get("status").and_then(Value::as_str).map(str::to_string)
+                }
                 _ => None,
             },
         });
@@ -422,11 +443,19 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     if observed_at.is_none() {
         let candidates = [
             r.opt_str(app, &["status", "reconciledAt"])?,
-            operation.as_ref().and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation.as_ref().and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
+            operation
+                .as_ref()
+                .and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
+            operation
+                .as_ref()
+                .and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
             r.opt_str(app, &["status", "health", "lastTransitionTime"])?,
         ];
-        observed_at = candidates.iter().flatten().filter_map(|s| parse_time(s)).max();
+        observed_at = candidates
+            .iter()
+            .flatten()
+            .filter_map(|s| parse_time(s))
+            .max();
     }
 
     Ok(Snapshot {
@@ -452,7 +481,9 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// Kubernetes names: DNS-1123 subdomain characters, at most 253.
@@ -615,18 +646,26 @@ impl Reader {
     fn time(&self, v: &Value, path: &[&str]) -> Result<Option<DateTime<Utc>>, PayloadError> {
         match self.opt_str(v, path)? {
             None => Ok(None),
-            Some(s) => parse_time(&s).map(Some).ok_or_else(|| PayloadError::Invalid {
-                path: self.path(path),
-                message: format!("{s:?} is not an RFC 3339 time"),
-            }),
+            Some(s) => parse_time(&s)
+                .map(Some)
+                .ok_or_else(|| PayloadError::Invalid {
+                    path: self.path(path),
+                    message: format!("{s:?} is not an RFC 3339 time"),
+                }),
         }
     }
 
     fn operation(&self, app: &Value) -> Result<Operation, PayloadError> {
         let base = ["status", "operationState"];
-        let at = |k: &[&'static str]| -> Vec<&'static str> { base.iter().chain(k.iter()).copied().collect() };
+        let at = |k: &[&'static str]| -> Vec<&'static str> {
+            base.iter().chain(k.iter()).copied().collect()
+        };
         let mut resources = Vec::new();
-        for (i, res) in self.array(app, &at(&["syncResult", "resources"]))?.iter().enumerate() {
+        for (i, res) in self
+            .array(app, &at(&["syncResult", "resources"]))?
+            .iter()
+            .enumerate()
+        {
             let p = format!("status.operationState.syncResult.resources[{i}]");
             resources.push(ResultResource {
                 group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
@@ -690,13 +729,20 @@ mod tests {
     #[test]
     fn nesting_is_bounded() {
         let body = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        assert_eq!(parse_body(body.as_bytes(), 64), Err(PayloadError::TooDeep(64)));
+        assert_eq!(
+            parse_body(body.as_bytes(), 64),
+            Err(PayloadError::TooDeep(64))
+        );
     }
 
     #[test]
     fn offsets_in_timestamps_are_honoured() {
-        let body = br#"{"timestamp":"2025-10-02T18:13:13.201298+02:00","app":{"metadata":{"name":"a"}}}"#;
+        let body =
+            br#"{"timestamp":"2025-10-02T18:13:13.201298+02:00","app":{"metadata":{"name":"a"}}}"#;
         let s = parse_body(body, 64).expect("valid");
-        assert_eq!(s.observed_at.map(|t| t.to_rfc3339()), Some("2025-10-02T16:13:13.201298+00:00".into()));
+        assert_eq!(
+            s.observed_at.map(|t| t.to_rfc3339()),
+            Some("2025-10-02T16:13:13.201298+00:00".into())
+        );
     }
 }

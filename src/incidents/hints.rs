@@ -29,7 +29,12 @@ fn messages(state: &AppState) -> Vec<&str> {
     m
 }
 
-pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &RulesSettings) -> Vec<Hint> {
+pub fn for_incident(
+    kind: Kind,
+    state: &AppState,
+    view: &IncidentView,
+    rules: &RulesSettings,
+) -> Vec<Hint> {
     let s = &state.snapshot;
     let app = &s.app.name;
     let ns_flag = if s.app.namespace == "argocd" {
@@ -43,7 +48,11 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &R
     let missing_crd = msgs.iter().find_map(|m| {
         if let Some(pos) = m.find("no matches for kind") {
             let rest = &m[pos + "no matches for kind".len()..];
-            let kind = rest.trim_start().trim_start_matches(['"', '\\']).split(['"', '\\', ' ']).next();
+            let kind = rest
+                .trim_start()
+                .trim_start_matches(['"', '\\'])
+                .split(['"', '\\', ' '])
+                .next();
             Some(kind.unwrap_or("").to_string())
         } else if m.contains("could not find the requested resource") {
             Some(String::new())
@@ -129,8 +138,7 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &R
                 .into(),
         ));
     }
-    if s
-        .conditions
+    if s.conditions
         .iter()
         .any(|c| c.r#type == "SharedResourceWarning")
     {
@@ -141,9 +149,16 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &R
         ));
     }
     if kind == Kind::Pruned {
-        let prev = view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
+        let prev = view
+            .previous_revision
+            .as_deref()
+            .unwrap_or("PREVIOUS_REVISION");
         let after = view.revision.as_deref().unwrap_or("the current revision");
-        let names: Vec<String> = view.resources.iter().map(|r| format!("{} {}", r.kind, r.name)).collect();
+        let names: Vec<String> = view
+            .resources
+            .iter()
+            .map(|r| format!("{} {}", r.kind, r.name))
+            .collect();
         out.push(hint(
             "pruned_recovery",
             "If this deletion was a mistake",

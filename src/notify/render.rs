@@ -19,7 +19,11 @@ pub fn age(since: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::U
 }
 
 fn short_rev(r: &str) -> &str {
-    if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) { &r[..12] } else { r }
+    if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) {
+        &r[..12]
+    } else {
+        r
+    }
 }
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.
@@ -93,7 +97,11 @@ pub fn markdown(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n\n", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!("**[{}] {}**\n\n", i.state.to_uppercase(), i.summary));
+        s.push_str(&format!(
+            "**[{}] {}**\n\n",
+            i.state.to_uppercase(),
+            i.summary
+        ));
         for (k, v) in facts(i) {
             if k == "Argo CD" {
                 s.push_str(&format!("- {k}: [{}]({v})\n", i.app_name));
@@ -158,7 +166,10 @@ pub fn html(n: &Notification) -> String {
                     esc(&v)
                 ));
             } else {
-                s.push_str(&format!("<tr><th align=left>{k}</th><td>{}</td></tr>", esc(&v)));
+                s.push_str(&format!(
+                    "<tr><th align=left>{k}</th><td>{}</td></tr>",
+                    esc(&v)
+                ));
             }
         }
         s.push_str("</table>");
@@ -182,7 +193,11 @@ pub fn html(n: &Notification) -> String {
         if !i.hints.is_empty() {
             s.push_str("<h4>What to do</h4><ul>");
             for h in &i.hints {
-                s.push_str(&format!("<li><b>{}</b>: {}</li>", esc(&h.title), esc(&h.text)));
+                s.push_str(&format!(
+                    "<li><b>{}</b>: {}</li>",
+                    esc(&h.title),
+                    esc(&h.text)
+                ));
             }
             s.push_str("</ul>");
         }

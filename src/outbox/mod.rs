@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-
 use tokio::sync::Mutex;
 
 use crate::clock::SharedClock;
@@ -25,7 +24,10 @@ pub fn next_delay(
     retry_after: Option<Duration>,
     unit: f64,
 ) -> Duration {
-    let exp = initial.saturating_mul(1u32.checked_shl(attempt.saturating_sub(1).min(20)).unwrap_or(u32::MAX));
+    let exp = initial.saturating_mul(
+        1u32.checked_shl(attempt.saturating_sub(1).min(20))
+            .unwrap_or(u32::MAX),
+    );
     let capped = exp.min(max);
     let jittered = capped / 2 + capped.mul_f64(unit.clamp(0.0, 1.0) / 2.0);
     match retry_after {
@@ -103,7 +105,8 @@ impl Worker {
             .claim_deliveries(&self.owner, now, lease, self.settings.concurrency as i64)
             .await?;
         let n = rows.len();
-        let results = futures_util::future::join_all(rows.into_iter().map(|row| self.deliver(row))).await;
+        let results =
+            futures_util::future::join_all(rows.into_iter().map(|row| self.deliver(row))).await;
         for r in results {
             r?;
         }
@@ -121,7 +124,9 @@ impl Worker {
                 "receiver {:?} is no longer configured",
                 row.receiver
             ))),
-            (_, Err(e)) => Err(DeliveryError::permanent(format!("stored notification unreadable: {e}"))),
+            (_, Err(e)) => Err(DeliveryError::permanent(format!(
+                "stored notification unreadable: {e}"
+            ))),
             (Some(r), Ok(n)) => {
                 if let Some(l) = self.limits.get(&row.receiver) {
                     l.wait().await;
@@ -143,7 +148,10 @@ impl Worker {
                 tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
                 self.store.delivered(&row, d.memo.as_ref(), now).await?;
             }
-            Err(DeliveryError::Transient { reason, retry_after }) => {
+            Err(DeliveryError::Transient {
+                reason,
+                retry_after,
+            }) => {
                 let delay = next_delay(
                     row.attempts.max(1) as u32,
                     self.settings.initial_backoff,
@@ -153,7 +161,10 @@ impl Worker {
                 );
                 let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
                 let age = retry_at - row.created_at;
-                if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
+                if age
+                    > chrono::Duration::from_std(self.settings.max_age)
+                        .unwrap_or(chrono::Duration::MAX)
+                {
                     tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
                     self.store.failed(row.id, &reason, None).await?;
                     metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead").increment(1);
@@ -180,7 +191,9 @@ impl Worker {
             match self.run_once().await {
                 Ok(n) if n > 0 => continue,
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "outbox worker cannot reach the store; retrying"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "outbox worker cannot reach the store; retrying")
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.settings.poll_interval) => {}
@@ -194,7 +207,6 @@ fn hostname() -> String {
     std::env::var("HOSTNAME").unwrap_or_else(|_| "herald".into())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +219,9 @@ mod tests {
         assert_eq!(next_delay(3, i, m, None, 1.0), Duration::from_secs(4));
         assert_eq!(next_delay(3, i, m, None, 0.0), Duration::from_secs(2));
         assert_eq!(next_delay(30, i, m, None, 1.0), m);
-        assert_eq!(next_delay(1, i, m, Some(Duration::from_secs(30)), 0.5), Duration::from_secs(30));
+        assert_eq!(
+            next_delay(1, i, m, Some(Duration::from_secs(30)), 0.5),
+            Duration::from_secs(30)
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! PLACEHOLDER: being written in a helper branch; replaced before this receiver is used.
 
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::AlertmanagerSettings;
 use crate::notify::Notification;
-use super::{Delivered, DeliveryError, Memo, Receiver};
 
 pub struct Alertmanager;
 
@@ -14,7 +14,11 @@ impl Alertmanager {
 
 #[async_trait::async_trait]
 impl Receiver for Alertmanager {
-    async fn deliver(&self, _n: &Notification, _m: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+    async fn deliver(
+        &self,
+        _n: &Notification,
+        _m: Option<&Memo>,
+    ) -> Result<Delivered, DeliveryError> {
         Err(DeliveryError::permanent("this receiver is not built yet"))
     }
 }

@@ -46,7 +46,12 @@ impl Labels {
             "namespace" => &self.namespace,
             "cluster" => &self.cluster,
             "fingerprint" => &self.fingerprint,
-            other => return other.strip_prefix("labels.").and_then(|k| self.labels.get(k)).map(|s| s.as_str()),
+            other => {
+                return other
+                    .strip_prefix("labels.")
+                    .and_then(|k| self.labels.get(k))
+                    .map(|s| s.as_str());
+            }
         })
     }
 
@@ -139,7 +144,9 @@ impl Router {
             && s.severity.is_none_or(|v| v.as_str() == l.severity)
             && s.project.as_ref().is_none_or(|p| *p == l.project)
             && r.app.as_ref().is_none_or(|g| g.is_match(&l.app))
-            && r.namespace.as_ref().is_none_or(|g| g.is_match(&l.namespace))
+            && r.namespace
+                .as_ref()
+                .is_none_or(|g| g.is_match(&l.namespace))
             && r.cluster.as_ref().is_none_or(|g| g.is_match(&l.cluster))
             && s.labels.iter().all(|(k, v)| l.labels.get(k) == Some(v))
     }
@@ -231,7 +238,15 @@ pub fn is_silenced(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> bool
 pub fn valid_matcher_name(name: &str) -> bool {
     matches!(
         name,
-        "team" | "kind" | "severity" | "project" | "app" | "app_namespace" | "namespace" | "cluster" | "fingerprint"
+        "team"
+            | "kind"
+            | "severity"
+            | "project"
+            | "app"
+            | "app_namespace"
+            | "namespace"
+            | "cluster"
+            | "fingerprint"
     ) || name.strip_prefix("labels.").is_some_and(|k| !k.is_empty())
 }
 
@@ -268,10 +283,26 @@ routes:
         .expect("valid");
         let r = Router::new(&s);
         let cases = [
-            (labels("pay", "pruned", "pay-api", "prod-eu"), vec!["a", "b"], vec![0, 1]),
-            (labels("pay", "out_of_sync", "pay-api", "dev"), vec!["b"], vec![1]),
-            (labels("pay", "out_of_sync", "ledger", "dev"), vec!["c"], vec![2]),
-            (labels("ops", "degraded", "ledger", "dev"), vec!["a", "b", "c", "t"][..0].to_vec(), vec![]),
+            (
+                labels("pay", "pruned", "pay-api", "prod-eu"),
+                vec!["a", "b"],
+                vec![0, 1],
+            ),
+            (
+                labels("pay", "out_of_sync", "pay-api", "dev"),
+                vec!["b"],
+                vec![1],
+            ),
+            (
+                labels("pay", "out_of_sync", "ledger", "dev"),
+                vec!["c"],
+                vec![2],
+            ),
+            (
+                labels("ops", "degraded", "ledger", "dev"),
+                vec!["a", "b", "c", "t"][..0].to_vec(),
+                vec![],
+            ),
         ];
         for (l, receivers, matched) in cases {
             let got = r.route(&l);
@@ -281,8 +312,16 @@ routes:
             }
         }
         // No route and no team entry: the default team's receivers, else the console receivers.
-        assert_eq!(r.route(&labels("ops", "degraded", "ledger", "dev")).receivers, vec!["a", "b", "c", "t"]);
-        assert_eq!(r.route(&labels("pay", "degraded", "ledger", "dev")).receivers, vec!["c"]);
+        assert_eq!(
+            r.route(&labels("ops", "degraded", "ledger", "dev"))
+                .receivers,
+            vec!["a", "b", "c", "t"]
+        );
+        assert_eq!(
+            r.route(&labels("pay", "degraded", "ledger", "dev"))
+                .receivers,
+            vec!["c"]
+        );
     }
 
     #[test]
@@ -291,13 +330,21 @@ routes:
             "receivers: [{name: x, console: {}}, {name: y, console: {}}]\nteams: {pay: {receivers: [y]}}",
         )
         .expect("valid");
-        assert_eq!(Router::new(&s).route(&labels("pay", "degraded", "a", "b")).receivers, vec!["y"]);
+        assert_eq!(
+            Router::new(&s)
+                .route(&labels("pay", "degraded", "a", "b"))
+                .receivers,
+            vec!["y"]
+        );
     }
 
     #[test]
     fn group_keys_and_silences() {
         let l = labels("pay", "sync_failed", "a", "b");
-        assert_eq!(group_key(&["team".into(), "kind".into()], &l, false), "team=pay,kind=sync_failed");
+        assert_eq!(
+            group_key(&["team".into(), "kind".into()], &l, false),
+            "team=pay,kind=sync_failed"
+        );
         assert_eq!(group_key(&["team".into()], &l, true), "fingerprint=fp");
         let now = Utc::now();
         let s = Silence {
@@ -313,7 +360,11 @@ routes:
             created_at: now,
         };
         assert!(is_silenced(std::slice::from_ref(&s), &l, now));
-        assert!(!is_silenced(std::slice::from_ref(&s), &l, now + chrono::Duration::minutes(2)));
+        assert!(!is_silenced(
+            std::slice::from_ref(&s),
+            &l,
+            now + chrono::Duration::minutes(2)
+        ));
         assert!(!is_silenced(&[s], &labels("pay", "x", "other", "b"), now));
     }
 }

@@ -150,7 +150,11 @@ pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Out
     };
     push("sync", &old.sync_status, &snap.sync_status);
     push("health", &old.health_status, &snap.health_status);
-    push("revision", &old.revisions.join(","), &snap.revisions.join(","));
+    push(
+        "revision",
+        &old.revisions.join(","),
+        &snap.revisions.join(","),
+    );
     let conds = |s: &Snapshot| {
         let mut v: Vec<String> = s.conditions.iter().map(|c| c.r#type.clone()).collect();
         v.sort();
@@ -225,22 +229,33 @@ mod tests {
     }
 
     fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(s)
+            .expect("time")
+            .with_timezone(&Utc)
     }
 
     #[test]
     fn a_change_keeps_since_for_unchanged_fields() {
         let now = t("2025-01-01T00:00:00Z");
-        let Outcome::Changed { state, .. } = apply(None, snap("OutOfSync", "2025-01-01T00:00:00Z"), now) else {
+        let Outcome::Changed { state, .. } =
+            apply(None, snap("OutOfSync", "2025-01-01T00:00:00Z"), now)
+        else {
             panic!("first is a change")
         };
         let later = t("2025-01-01T00:30:00Z");
         let mut s2 = snap("OutOfSync", "2025-01-01T00:30:00Z");
         s2.revisions = vec!["abc".into()];
-        let Outcome::Changed { state: st2, transitions } = apply(Some(&state), s2, later) else {
+        let Outcome::Changed {
+            state: st2,
+            transitions,
+        } = apply(Some(&state), s2, later)
+        else {
             panic!("revision change is a change")
         };
-        assert_eq!(st2.sync_since, now, "another revision while OutOfSync does not restart the clock");
+        assert_eq!(
+            st2.sync_since, now,
+            "another revision while OutOfSync does not restart the clock"
+        );
         assert_eq!(transitions.len(), 1);
         assert_eq!(transitions[0].field, "revision");
     }
@@ -248,7 +263,9 @@ mod tests {
     #[test]
     fn older_snapshots_are_stale_and_duplicates_change_nothing() {
         let now = t("2025-01-01T01:00:00Z");
-        let Outcome::Changed { state, .. } = apply(None, snap("Synced", "2025-01-01T01:00:00Z"), now) else {
+        let Outcome::Changed { state, .. } =
+            apply(None, snap("Synced", "2025-01-01T01:00:00Z"), now)
+        else {
             panic!()
         };
         assert!(matches!(

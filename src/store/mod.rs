@@ -148,7 +148,8 @@ fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
         },
         team: r.try_get("team")?,
         severity: r.try_get("severity")?,
-        state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(format!("incident state {state}")))?,
+        state: IncidentState::parse(&state)
+            .ok_or_else(|| StoreError::Decode(format!("incident state {state}")))?,
         since: from_millis(r.try_get("since")?),
         fire_at: from_millis(r.try_get("fire_at")?),
         fired_at: r.try_get::<Option<i64>, _>("fired_at")?.map(from_millis),
@@ -218,8 +219,7 @@ pub struct OutboxRecord {
     pub delivered_at: Option<DateTime<Utc>>,
 }
 
-const OUTBOX_COLUMNS: &str =
-    "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at, last_error, delivered_at";
+const OUTBOX_COLUMNS: &str = "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at, last_error, delivered_at";
 
 fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
     Ok(OutboxRecord {
@@ -234,7 +234,9 @@ fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
         due_at: from_millis(r.try_get("due_at")?),
         created_at: from_millis(r.try_get("created_at")?),
         last_error: r.try_get("last_error")?,
-        delivered_at: r.try_get::<Option<i64>, _>("delivered_at")?.map(from_millis),
+        delivered_at: r
+            .try_get::<Option<i64>, _>("delivered_at")?
+            .map(from_millis),
     })
 }
 
@@ -280,8 +282,9 @@ impl Store {
                 && let Some(dir) = std::path::Path::new(&path).parent()
                 && !dir.as_os_str().is_empty()
             {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Config(format!("cannot create {}: {e}", dir.display()))
+                })?;
             }
             if url.contains('?') {
                 url
@@ -291,9 +294,9 @@ impl Store {
         } else {
             url
         };
-        let options: AnyConnectOptions = url
-            .parse()
-            .map_err(|e: sqlx::Error| StoreError::Config(format!("storage.url is not valid: {e}")))?;
+        let options: AnyConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+            StoreError::Config(format!("storage.url is not valid: {e}"))
+        })?;
         let sync = settings.sqlite_synchronous;
         let pool = AnyPoolOptions::new()
             .max_connections(settings.max_connections.max(2))
@@ -446,7 +449,11 @@ impl Store {
         Ok(r.rows_affected())
     }
 
-    pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
+    pub async fn raw_bodies(
+        &self,
+        app: &AppId,
+        limit: i64,
+    ) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
         let rows = q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
             .bind(&app.namespace)
             .bind(&app.name)
@@ -502,11 +509,21 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get("sync_status")?, r.try_get("health_status")?, r.try_get("n")?)))
+            .map(|r| {
+                Ok((
+                    r.try_get("sync_status")?,
+                    r.try_get("health_status")?,
+                    r.try_get("n")?,
+                ))
+            })
             .collect()
     }
 
-    pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
+    pub async fn timeline(
+        &self,
+        app: &AppId,
+        limit: i64,
+    ) -> Result<Vec<TimelineEntry>, StoreError> {
         let rows = q!("SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
                        ORDER BY id DESC LIMIT $3")
         .bind(&app.namespace)
@@ -531,9 +548,14 @@ impl Store {
 
     // ---------------------------------------------------------------- Incidents
 
-    pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<OpenIncident>, StoreError> {
-        let rows = q!("SELECT id, kind, fingerprint, state FROM incidents WHERE namespace = $1 AND name = $2 \
-                       AND state IN ('pending', 'firing')")
+    pub async fn open_incidents(
+        tx: &mut WriteTx,
+        app: &AppId,
+    ) -> Result<Vec<OpenIncident>, StoreError> {
+        let rows = q!(
+            "SELECT id, kind, fingerprint, state FROM incidents WHERE namespace = $1 AND name = $2 \
+                       AND state IN ('pending', 'firing')"
+        )
         .bind(&app.namespace)
         .bind(&app.name)
         .fetch_all(&mut *tx.tx)
@@ -544,9 +566,11 @@ impl Store {
                 let state: String = r.try_get("state")?;
                 Ok(OpenIncident {
                     id: r.try_get("id")?,
-                    kind: Kind::parse(&kind).ok_or_else(|| StoreError::Decode(format!("kind {kind}")))?,
+                    kind: Kind::parse(&kind)
+                        .ok_or_else(|| StoreError::Decode(format!("kind {kind}")))?,
                     fingerprint: r.try_get("fingerprint")?,
-                    state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(state.clone()))?,
+                    state: IncidentState::parse(&state)
+                        .ok_or_else(|| StoreError::Decode(state.clone()))?,
                 })
             })
             .collect()
@@ -581,14 +605,20 @@ impl Store {
     }
 
     pub async fn incident(tx: &mut WriteTx, id: i64) -> Result<Option<IncidentRecord>, StoreError> {
-        let row = q!(format!("SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *tx.tx)
-            .await?;
+        let row = q!(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx.tx)
+        .await?;
         row.as_ref().map(incident_from_row).transpose()
     }
 
-    pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &IncidentView) -> Result<(), StoreError> {
+    pub async fn refresh_incident(
+        tx: &mut WriteTx,
+        id: i64,
+        view: &IncidentView,
+    ) -> Result<(), StoreError> {
         q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
             .bind(encode(view))
             .bind(&view.severity)
@@ -606,11 +636,21 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let sql = match state {
-            IncidentState::Firing => "UPDATE incidents SET state = 'firing', fired_at = $1 WHERE id = $2",
-            IncidentState::Resolved => "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2",
-            IncidentState::Pending => "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2",
+            IncidentState::Firing => {
+                "UPDATE incidents SET state = 'firing', fired_at = $1 WHERE id = $2"
+            }
+            IncidentState::Resolved => {
+                "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2"
+            }
+            IncidentState::Pending => {
+                "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2"
+            }
         };
-        q!(sql).bind(to_millis(at)).bind(id).execute(&mut *tx.tx).await?;
+        q!(sql)
+            .bind(to_millis(at))
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
         Ok(())
     }
 
@@ -623,7 +663,11 @@ impl Store {
         Ok(())
     }
 
-    pub async fn add_incident_note(tx: &mut WriteTx, id: i64, note: &str) -> Result<(), StoreError> {
+    pub async fn add_incident_note(
+        tx: &mut WriteTx,
+        id: i64,
+        note: &str,
+    ) -> Result<(), StoreError> {
         if let Some(mut rec) = Self::incident(tx, id).await? {
             rec.view.notes.push(note.to_string());
             Self::refresh_incident(tx, id, &rec.view).await?;
@@ -639,7 +683,11 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let lock = if engine == Engine::Postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         let sql = format!(
             "UPDATE incidents SET lease_until = $1 WHERE id IN (SELECT id FROM incidents WHERE state = 'pending' \
              AND fire_at <= $2 AND lease_until < $2 ORDER BY fire_at LIMIT $3{lock}) RETURNING {INCIDENT_COLUMNS}"
@@ -654,7 +702,10 @@ impl Store {
     }
 
     /// Firing incidents that were silenced when they fired (not notified yet).
-    pub async fn unnotified_firing(tx: &mut WriteTx, limit: i64) -> Result<Vec<IncidentRecord>, StoreError> {
+    pub async fn unnotified_firing(
+        tx: &mut WriteTx,
+        limit: i64,
+    ) -> Result<Vec<IncidentRecord>, StoreError> {
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE state = 'firing' AND notified = 0 ORDER BY id LIMIT $1"
         ))
@@ -672,7 +723,9 @@ impl Store {
         app: Option<&AppId>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let (ns, name) = app.map(|a| (a.namespace.as_str(), a.name.as_str())).unwrap_or(("", ""));
+        let (ns, name) = app
+            .map(|a| (a.namespace.as_str(), a.name.as_str()))
+            .unwrap_or(("", ""));
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
              AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) ORDER BY id DESC LIMIT $6"
@@ -694,7 +747,14 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|r| Ok((r.try_get("state")?, r.try_get("kind")?, r.try_get("team")?, r.try_get("n")?)))
+            .map(|r| {
+                Ok((
+                    r.try_get("state")?,
+                    r.try_get("kind")?,
+                    r.try_get("team")?,
+                    r.try_get("n")?,
+                ))
+            })
             .collect()
     }
 
@@ -755,7 +815,10 @@ impl Store {
     }
 
     /// The groups an incident is in, with their receivers.
-    pub async fn groups_of(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+    pub async fn groups_of(
+        tx: &mut WriteTx,
+        incident_id: i64,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let rows = q!("SELECT g.receiver, g.group_key FROM notify_groups g JOIN group_members m ON m.group_id = g.id \
                        WHERE m.incident_id = $1")
         .bind(incident_id)
@@ -766,9 +829,15 @@ impl Store {
             .collect()
     }
 
-    pub async fn remove_member(tx: &mut WriteTx, incident_id: i64, receiver: &str) -> Result<(), StoreError> {
-        q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
-            (SELECT id FROM notify_groups WHERE receiver = $2)")
+    pub async fn remove_member(
+        tx: &mut WriteTx,
+        incident_id: i64,
+        receiver: &str,
+    ) -> Result<(), StoreError> {
+        q!(
+            "DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
+            (SELECT id FROM notify_groups WHERE receiver = $2)"
+        )
         .bind(incident_id)
         .bind(receiver)
         .execute(&mut *tx.tx)
@@ -782,7 +851,11 @@ impl Store {
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<GroupRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let lock = if engine == Engine::Postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         let rows = q!(format!(
             "SELECT id, receiver, group_key, active, generation, last_flush_at FROM notify_groups \
              WHERE next_flush_at IS NOT NULL AND next_flush_at <= $1 ORDER BY next_flush_at LIMIT $2{lock}"
@@ -799,7 +872,9 @@ impl Store {
                     group_key: r.try_get("group_key")?,
                     active: r.try_get::<i64, _>("active")? != 0,
                     generation: r.try_get("generation")?,
-                    last_flush_at: r.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
+                    last_flush_at: r
+                        .try_get::<Option<i64>, _>("last_flush_at")?
+                        .map(from_millis),
                 })
             })
             .collect()
@@ -884,7 +959,11 @@ impl Store {
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<EscalationRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let lock = if engine == Engine::Postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         let rows = q!(format!(
             "SELECT id, incident_id, step, after_secs, receivers FROM escalations WHERE done = 0 AND due_at <= $1 \
              ORDER BY due_at LIMIT $2{lock}"
@@ -907,12 +986,18 @@ impl Store {
     }
 
     pub async fn finish_escalation(tx: &mut WriteTx, id: i64) -> Result<(), StoreError> {
-        q!("UPDATE escalations SET done = 1 WHERE id = $1").bind(id).execute(&mut *tx.tx).await?;
+        q!("UPDATE escalations SET done = 1 WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
         Ok(())
     }
 
     /// Cancels the steps not reached yet; returns the receivers of the steps already sent.
-    pub async fn cancel_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
+    pub async fn cancel_escalations(
+        tx: &mut WriteTx,
+        incident_id: i64,
+    ) -> Result<Vec<EscalationRecord>, StoreError> {
         q!("DELETE FROM escalations WHERE incident_id = $1 AND done = 0")
             .bind(incident_id)
             .execute(&mut *tx.tx)
@@ -936,7 +1021,11 @@ impl Store {
 
     // ---------------------------------------------------------------- Outbox
 
-    pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
+    pub async fn enqueue(
+        tx: &mut WriteTx,
+        d: &NewDelivery,
+        now: DateTime<Utc>,
+    ) -> Result<i64, StoreError> {
         let row = q!("INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at) \
                       VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6) RETURNING id")
         .bind(&d.receiver)
@@ -958,7 +1047,11 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
-        let lock = if self.engine == Engine::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let lock = if self.engine == Engine::Postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         let sql = format!(
             "UPDATE outbox SET lease_owner = $1, lease_until = $2, attempts = attempts + 1 WHERE id IN (\
              SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.due_at <= $3 AND o.lease_until < $3 \
@@ -977,13 +1070,18 @@ impl Store {
         rows.iter().map(outbox_from_row).collect()
     }
 
-    pub async fn memo(&self, receiver: &str, thread_key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+    pub async fn memo(
+        &self,
+        receiver: &str,
+        thread_key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
         let row = q!("SELECT memo FROM memos WHERE receiver = $1 AND thread_key = $2")
             .bind(receiver)
             .bind(thread_key)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| decode(&r.try_get::<String, _>("memo")?)).transpose()
+        row.map(|r| decode(&r.try_get::<String, _>("memo")?))
+            .transpose()
     }
 
     /// Records a successful delivery (and the receiver's memo) in one transaction.
@@ -1029,13 +1127,13 @@ impl Store {
                     .execute(&mut *tx.tx)
                     .await?
             }
-            None => {
-                q!("UPDATE outbox SET state = 'dead', lease_until = 0, last_error = $1 WHERE id = $2")
-                    .bind(error)
-                    .bind(id)
-                    .execute(&mut *tx.tx)
-                    .await?
-            }
+            None => q!(
+                "UPDATE outbox SET state = 'dead', lease_until = 0, last_error = $1 WHERE id = $2"
+            )
+            .bind(error)
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?,
         };
         tx.commit().await
     }
@@ -1063,7 +1161,11 @@ impl Store {
         Ok(r.rows_affected() == 1)
     }
 
-    pub async fn outbox(&self, state: Option<&str>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
+    pub async fn outbox(
+        &self,
+        state: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<OutboxRecord>, StoreError> {
         let rows = q!(format!(
             "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) ORDER BY id DESC LIMIT $2"
         ))
@@ -1113,7 +1215,11 @@ impl Store {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn silences_on<'e, E>(exec: E, all: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError>
+    async fn silences_on<'e, E>(
+        exec: E,
+        all: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Silence>, StoreError>
     where
         E: sqlx::Executor<'e, Database = Any>,
     {
@@ -1138,11 +1244,18 @@ impl Store {
             .collect()
     }
 
-    pub async fn silences(&self, include_expired: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError> {
+    pub async fn silences(
+        &self,
+        include_expired: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Silence>, StoreError> {
         Self::silences_on(&self.pool, include_expired, now).await
     }
 
-    pub async fn silences_tx(tx: &mut WriteTx, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError> {
+    pub async fn silences_tx(
+        tx: &mut WriteTx,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Silence>, StoreError> {
         Self::silences_on(&mut *tx.tx, false, now).await
     }
 }

@@ -62,8 +62,9 @@ pub struct TestApp {
 /// Merges `extra` YAML over the base settings (top-level keys of `extra` win).
 pub fn settings(dir: &Path, extra: &str) -> Settings {
     let mut base: serde_norway::Value = serde_norway::from_str(&base_yaml(dir)).expect("base yaml");
-    let extra: serde_norway::Value = serde_norway::from_str(if extra.trim().is_empty() { "{}" } else { extra })
-        .expect("extra yaml");
+    let extra: serde_norway::Value =
+        serde_norway::from_str(if extra.trim().is_empty() { "{}" } else { extra })
+            .expect("extra yaml");
     if let (Some(b), Some(e)) = (base.as_mapping_mut(), extra.as_mapping()) {
         for (k, v) in e {
             match (b.get_mut(k), v) {
@@ -78,22 +79,35 @@ pub fn settings(dir: &Path, extra: &str) -> Settings {
             }
         }
     }
-    Settings::from_yaml(&serde_norway::to_string(&base).expect("yaml")).expect("test settings are valid")
+    Settings::from_yaml(&serde_norway::to_string(&base).expect("yaml"))
+        .expect("test settings are valid")
 }
 
 impl TestApp {
     pub async fn spawn(extra: &str) -> Self {
-        Self::spawn_in(Arc::new(tempfile::tempdir().expect("tempdir")), extra, Arc::new(SystemClock)).await
+        Self::spawn_in(
+            Arc::new(tempfile::tempdir().expect("tempdir")),
+            extra,
+            Arc::new(SystemClock),
+        )
+        .await
     }
 
     pub async fn spawn_with_clock(extra: &str, clock: ManualClock) -> Self {
-        Self::spawn_in(Arc::new(tempfile::tempdir().expect("tempdir")), extra, Arc::new(clock)).await
+        Self::spawn_in(
+            Arc::new(tempfile::tempdir().expect("tempdir")),
+            extra,
+            Arc::new(clock),
+        )
+        .await
     }
 
     /// Starts on an existing directory (same database): a restart.
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, extra: &str, clock: SharedClock) -> Self {
         let s = settings(dir.path(), extra);
-        let app = Application::build_with_clock(s, clock).await.expect("app builds");
+        let app = Application::build_with_clock(s, clock)
+            .await
+            .expect("app builds");
         let address = format!("http://127.0.0.1:{}", app.port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
@@ -133,7 +147,12 @@ impl TestApp {
     }
 
     pub async fn get_json(&self, path: &str) -> Value {
-        let r = self.client.get(format!("{}{path}", self.address)).send().await.expect("request");
+        let r = self
+            .client
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .expect("request");
         assert!(r.status().is_success(), "GET {path}: {}", r.status());
         r.json().await.expect("json")
     }
@@ -231,7 +250,10 @@ impl Binary {
         let stderr = child.stderr.take().expect("stderr");
         let stdout = child.stdout.take().expect("stdout");
         for (stream, tx) in [
-            (Box::new(stderr) as Box<dyn std::io::Read + Send>, Some(port_tx)),
+            (
+                Box::new(stderr) as Box<dyn std::io::Read + Send>,
+                Some(port_tx),
+            ),
             (Box::new(stdout) as Box<dyn std::io::Read + Send>, None),
         ] {
             let out = output.clone();
@@ -240,7 +262,10 @@ impl Binary {
                     if let Some(tx) = &tx
                         && line.contains("herald is listening")
                         && let Some(p) = line.split("port=").nth(1)
-                        && let Ok(port) = p.trim().trim_matches(|c: char| !c.is_ascii_digit()).parse::<u16>()
+                        && let Ok(port) = p
+                            .trim()
+                            .trim_matches(|c: char| !c.is_ascii_digit())
+                            .parse::<u16>()
                     {
                         let _ = tx.send(port);
                     }
@@ -269,7 +294,10 @@ impl Binary {
 
     /// SIGTERM, then waits for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         for _ in 0..300 {
             if let Ok(Some(s)) = self.child.try_wait() {
                 return s;

@@ -1,0 +1,212 @@
+//! Bad input gets a 4xx that says what is wrong, and nothing is stored. Never a 5xx, never a panic.
+
+use crate::helpers::*;
+
+fn app_with(status: &str) -> String {
+    format!(r#"{{"app":{{"metadata":{{"name":"x","namespace":"argocd"}},"status":{status}}}}}"#)
+}
+
+#[tokio::test]
+async fn bad_bodies_are_refused_with_a_clear_message_and_nothing_is_stored() {
+    let app = TestApp::spawn("server: {max_body_bytes: 65536, max_json_depth: 64}").await;
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let deep_object = format!(
+        r#"{{"app":{}1{}}}"#,
+        r#"{"a":"#.repeat(100),
+        "}".repeat(100)
+    );
+    let huge = format!(
+        r#"{{"app":{{"metadata":{{"name":"x"}}}},"pad":"{}"}}"#,
+        "x".repeat(70_000)
+    );
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        ("empty body", vec![], 400, "body is empty"),
+        ("whitespace only", b"  \n ".to_vec(), 400, "body is empty"),
+        ("truncated JSON", br#"{"app": {"metadata": {"name": "x""#.to_vec(), 400, "invalid JSON at line 1"),
+        ("trailing garbage", br#"{"app": {}} xyz"#.to_vec(), 400, "invalid JSON"),
+        (
+            "hand-written JSON broken by a quote",
+            br#"{"app": "x", "message": "sync "failed""}"#.to_vec(),
+            400,
+            "toJson",
+        ),
+        (
+            "the plain-text catalog message",
+            b"Application payments sync is OutOfSync.\nSync operation details are available at: https://argocd/applications/payments".to_vec(),
+            400,
+            "webhook.herald",
+        ),
+        ("a JSON array", b"[1,2,3]".to_vec(), 422, "must be a JSON object"),
+        ("a JSON string", br#""hello""#.to_vec(), 400, "plain text"),
+        ("a number", b"42".to_vec(), 400, "plain text"),
+        ("an empty object", b"{}".to_vec(), 422, "no Application in the body"),
+        ("no metadata.name", br#"{"app":{"metadata":{"namespace":"argocd"}}}"#.to_vec(), 422, "app.metadata.name is missing"),
+        ("an empty name", br#"{"app":{"metadata":{"name":""}}}"#.to_vec(), 422, "app.metadata.name is missing"),
+        ("name of the wrong type", br#"{"app":{"metadata":{"name":42}}}"#.to_vec(), 422, "app.metadata.name must be a string"),
+        ("app of the wrong type", br#"{"app":[1]}"#.to_vec(), 422, "app must be an object"),
+        ("metadata of the wrong type", br#"{"app":{"metadata":"x"}}"#.to_vec(), 422, "app.metadata must be an object"),
+        ("sync status of the wrong type", app_with(r#"{"sync":{"status":7}}"#).into_bytes(), 422, "app.status.sync.status must be a string"),
+        ("resources not a list", app_with(r#"{"resources":{"a":1}}"#).into_bytes(), 422, "app.status.resources must be an array"),
+        ("requiresPruning not a boolean", app_with(r#"{"resources":[{"requiresPruning":"yes"}]}"#).into_bytes(), 422, "requiresPruning must be a boolean"),
+        ("a bad time", app_with(r#"{"operationState":{"phase":"Failed","startedAt":"yesterday"}}"#).into_bytes(), 422, "not an RFC 3339 time"),
+        ("labels with a non-string", br#"{"app":{"metadata":{"name":"x","labels":{"team":1}}}}"#.to_vec(), 422, "app.metadata.labels.team must be a string"),
+        ("<no value> as the app", br#"{"app":"<no value>"}"#.to_vec(), 422, "<no value>"),
+        ("<no value> as the name", br#"{"app":{"metadata":{"name":"<no value>"}}}"#.to_vec(), 422, "<no value>"),
+        ("<no value> unquoted", br#"{"app": <no value>}"#.to_vec(), 400, "<no value>"),
+        ("<no value> in the sync status", app_with(r#"{"sync":{"status":"<no value>"}}"#).into_bytes(), 422, "<no value>"),
+        ("a name that is no Kubernetes name", br#"{"app":{"metadata":{"name":"../../etc/passwd"}}}"#.to_vec(), 422, "not a Kubernetes name"),
+        ("another kind of object", br#"{"kind":"Deployment","metadata":{"name":"x"}}"#.to_vec(), 422, "not an Argo CD Application"),
+        ("deeply nested arrays", deep.into_bytes(), 400, "nested deeper than 64"),
+        ("deeply nested objects", deep_object.into_bytes(), 400, "nested deeper than 64"),
+        ("over max_body_bytes", huge.into_bytes(), 413, "max_body_bytes"),
+        ("invalid UTF-8", b"{\"app\":{\"metadata\":{\"name\":\"\xff\xfe\"}}}".to_vec(), 400, "invalid JSON"),
+        ("a NUL byte", b"{\"app\":\0}".to_vec(), 400, "invalid JSON"),
+    ];
+    assert!(cases.len() >= 20);
+    for (what, body, status, needle) in cases {
+        let r = app.post(body).await;
+        let got = r.status().as_u16();
+        let v: serde_json::Value = r
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{what}: answer is not JSON: {e}"));
+        let msg = v["error"].as_str().unwrap_or("");
+        assert_eq!(got, status, "{what}: {msg}");
+        assert!(
+            msg.contains(needle),
+            "{what}: expected {needle:?} in {msg:?}"
+        );
+    }
+    assert_eq!(
+        app.get_json("/v1/apps").await["count"],
+        0,
+        "nothing was stored"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn wrong_methods_paths_and_queries_get_4xx() {
+    let app = TestApp::spawn("").await;
+    let url = |p: &str| format!("{}{p}", app.address);
+    // GET is what Argo CD sends when the template key does not match the service name: say so.
+    let r = app
+        .client
+        .get(url("/v1/argocd/events?message=hello"))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 405);
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert!(
+        v["error"].as_str().unwrap_or("").contains("webhook.herald"),
+        "{v}"
+    );
+    let r = app
+        .client
+        .delete(url("/v1/argocd/events"))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 405);
+    for (path, status) in [
+        ("/v1/nothing", 404),
+        ("/v1/apps/argocd/never-seen", 404),
+        ("/v1/apps?limit=0", 400),
+        ("/v1/apps?limit=abc", 400),
+        ("/v1/apps?colour=red", 400),
+        ("/v1/incidents?state=burning", 400),
+        ("/v1/incidents?kind=meteor", 400),
+        ("/v1/outbox?state=lost", 400),
+    ] {
+        let r = app.client.get(url(path)).send().await.expect("req");
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        let v: serde_json::Value = r.json().await.expect("json error body");
+        assert!(v["error"].is_string(), "{path}");
+    }
+    let r = app
+        .client
+        .post(url("/v1/outbox/abc/retry"))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 400);
+    let r = app
+        .client
+        .post(url("/v1/outbox/999/retry"))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 404);
+    let r = app
+        .client
+        .delete(url("/v1/silences/nope"))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 404);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_silences_are_refused() {
+    let app = TestApp::spawn("").await;
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let past = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let cases = [
+        ("not json".to_string(), 400),
+        ("{}".to_string(), 400),
+        (
+            format!(r#"{{"matchers":[],"ends_at":"{future}","created_by":"me"}}"#),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"colour","value":"red"}}],"ends_at":"{future}","created_by":"me"}}"#
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a["}}],"ends_at":"{future}","created_by":"me"}}"#
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{past}","created_by":"me"}}"#
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"tomorrow","created_by":"me"}}"#
+            ),
+            400,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":""}}"#
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":"me","x":1}}"#
+            ),
+            400,
+        ),
+    ];
+    for (body, status) in cases {
+        let r = app
+            .client
+            .post(format!("{}/v1/silences", app.address))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("req");
+        assert_eq!(r.status().as_u16(), status, "{body}");
+    }
+    assert_eq!(app.get_json("/v1/silences").await["count"], 0);
+    app.stop().await;
+}

@@ -1,0 +1,370 @@
+//! Receiving what Argo CD sends and keeping each Application's state.
+
+use crate::helpers::*;
+use serde_json::Value;
+
+async fn post_all(app: &TestApp) -> Vec<(String, u16, Value)> {
+    let mut out = Vec::new();
+    for (name, body) in captured() {
+        let r = app.post(body).await;
+        let status = r.status().as_u16();
+        out.push((name, status, r.json().await.expect("json answer")));
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_captured_timeline_gives_the_expected_transitions() {
+    let app = TestApp::spawn("").await;
+    let results = post_all(&app).await;
+    for (name, status, body) in &results {
+        assert_eq!(*status, 202, "{name}: {body}");
+    }
+    let seen = |app_name: &str| -> Vec<(String, String, String, String)> {
+        results
+            .iter()
+            .filter(|(_, _, b)| b["application"] == format!("argocd/{app_name}"))
+            .map(|(n, _, b)| {
+                (
+                    n[..3].to_string(),
+                    b["outcome"].as_str().unwrap_or("").to_string(),
+                    b["sync"].as_str().unwrap_or("").to_string(),
+                    b["health"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let t = |f: &str, o: &str, s: &str, h: &str| {
+        (f.to_string(), o.to_string(), s.to_string(), h.to_string())
+    };
+    // Written down from reading the files. 000's timestamp is 18:13+02:00 = 16:13Z, later than 003 (16:06Z):
+    // 003 arrives after it and is older, so it is stale.
+    assert_eq!(
+        seen("aaaaaaa"),
+        vec![
+            t("000", "changed", "Unknown", "Unknown"),
+            t("003", "stale", "Unknown", "Unknown"),
+            t("009", "changed", "OutOfSync", "Missing"),
+            t("010", "changed", "Synced", "Degraded"),
+            t("012", "changed", "Unknown", "Degraded"),
+            t("015", "changed", "OutOfSync", "Degraded"),
+            t("017", "changed", "Synced", "Healthy"),
+            t("020", "changed", "OutOfSync", "Healthy"),
+            t("022", "changed", "Synced", "Healthy"),
+        ]
+    );
+    assert_eq!(
+        seen("aaaaaaaaa"),
+        vec![
+            t("007", "changed", "Synced", "Healthy"),
+            t("008", "changed", "Synced", "Healthy"),
+            t("011", "changed", "Synced", "Healthy"),
+            t("013", "changed", "Synced", "Healthy"),
+            t("014", "changed", "OutOfSync", "Healthy"),
+            t("016", "changed", "Synced", "Healthy"),
+            t("018", "changed", "OutOfSync", "Healthy"),
+            t("019", "changed", "Synced", "Healthy"),
+            t("021", "changed", "OutOfSync", "Healthy"),
+        ]
+    );
+    // 005 and 006 are the same delivery twice: one transition, then a duplicate.
+    assert_eq!(
+        seen("aaaaa-aa"),
+        vec![
+            t("005", "changed", "Unknown", "Healthy"),
+            t("006", "duplicate", "Unknown", "Healthy")
+        ]
+    );
+
+    // The sync timeline Herald keeps for each Application.
+    let sync_steps = |v: &Value| -> Vec<String> {
+        v["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .filter(|e| e["field"] == "sync")
+            .map(|e| e["to"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let podinfo_parent = app.get_json("/v1/apps/argocd/aaaaaaaaa").await;
+    assert_eq!(
+        sync_steps(&podinfo_parent),
+        [
+            "Synced",
+            "OutOfSync",
+            "Synced",
+            "OutOfSync",
+            "Synced",
+            "OutOfSync"
+        ]
+    );
+    // 021: one resource requires pruning.
+    let pruning = podinfo_parent["resources_requiring_pruning"]
+        .as_array()
+        .expect("list");
+    assert_eq!(pruning.len(), 1);
+    assert_eq!(pruning[0]["name"], "podinfo");
+    assert_eq!(pruning[0]["kind"], "Application");
+
+    let demo = app.get_json("/v1/apps/argocd/aaaaaaa").await;
+    assert_eq!(
+        sync_steps(&demo),
+        [
+            "Unknown",
+            "OutOfSync",
+            "Synced",
+            "Unknown",
+            "OutOfSync",
+            "Synced",
+            "OutOfSync",
+            "Synced"
+        ]
+    );
+    let health_steps: Vec<&str> = demo["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter(|e| e["field"] == "health")
+        .map(|e| e["to"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(health_steps, ["Unknown", "Missing", "Degraded", "Healthy"]);
+    assert!(demo["sync"]["since"].is_string() && demo["health"]["since"].is_string());
+
+    let dup = app.get_json("/v1/apps/argocd/aaaaa-aa").await;
+    assert_eq!(
+        sync_steps(&dup),
+        ["Unknown"],
+        "005/006 make one transition, not two"
+    );
+    let conditions: Vec<&str> = dup["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .map(|c| c["type"].as_str().unwrap_or(""))
+        .collect();
+    assert!(conditions.contains(&"ComparisonError"));
+
+    let all = app.get_json("/v1/apps").await;
+    assert_eq!(all["count"], 6);
+    let out_of_sync = app.get_json("/v1/apps?sync=OutOfSync").await;
+    assert_eq!(out_of_sync["count"], 1);
+    assert_eq!(out_of_sync["items"][0]["name"], "aaaaaaaaa");
+    let unknown = app.get_json("/v1/apps?sync=Unknown&health=Healthy").await;
+    assert_eq!(unknown["count"], 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn body_012_is_unknown_with_a_comparison_error() {
+    let app = TestApp::spawn("").await;
+    let r = app
+        .post(fixture("captured/012_sync_podinfo_2_2.json"))
+        .await;
+    assert_eq!(r.status(), 202);
+    let v = app.get_json("/v1/apps/argocd/aaaaaaa").await;
+    assert_eq!(v["sync"]["status"], "Unknown");
+    assert_eq!(v["conditions"][0]["type"], "ComparisonError");
+    app.stop().await;
+}
+
+fn yaml_docs_as_json(rel: &str) -> Vec<Vec<u8>> {
+    let text = String::from_utf8(fixture(rel)).expect("utf8");
+    text.split("\n---")
+        .filter(|d| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        })
+        .map(|d| {
+            let v: serde_json::Value = serde_norway::from_str(d).expect("yaml doc");
+            serde_json::to_vec(&v).expect("json")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_application_object_is_handled() {
+    let app = TestApp::spawn("").await;
+    // Whole Applications are accepted as bare bodies.
+    for (rel, expect_name) in [
+        (
+            "objects/01-argo-cd-controller-testdata-diff-cache.yaml",
+            vec!["argo-cd/velero-test"],
+        ),
+        (
+            "objects/02-live-app-outofsync-sync-failed.yaml",
+            vec!["argocd/jen"],
+        ),
+        (
+            "objects/03-argo-cd-metrics-test-apps-outofsync-degraded.yaml",
+            vec![
+                "argocd/my-app-3",
+                "argocd/my-app-4",
+                "argocd/my-app",
+                "argocd/my-app",
+            ],
+        ),
+    ] {
+        let docs = yaml_docs_as_json(rel);
+        assert_eq!(docs.len(), expect_name.len(), "{rel}");
+        for (doc, name) in docs.into_iter().zip(expect_name) {
+            let r = app.post(doc).await;
+            assert_eq!(r.status(), 202, "{rel}");
+            let v: serde_json::Value = r.json().await.expect("json");
+            assert_eq!(v["application"], name, "{rel}");
+        }
+    }
+    let jen = app.get_json("/v1/apps/argocd/jen").await;
+    assert_eq!(jen["operation"]["phase"], "Failed");
+    assert_eq!(jen["sync"]["status"], "OutOfSync");
+
+    // Objects without metadata (pieces of an Application) are refused with the missing field named.
+    for rel in [
+        "objects/04-live-app-multisource-outofsync-pruneskipped.json",
+        "objects/05-api-app-sync-succeeded-with-pruned-resources.json",
+    ] {
+        let r = app.post(fixture(rel)).await;
+        assert_eq!(r.status(), 422, "{rel}");
+        let v: serde_json::Value = r.json().await.expect("json");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("metadata.name is missing"),
+            "{rel}: {v}"
+        );
+    }
+    for doc in yaml_docs_as_json(
+        "objects/07-argo-cd-docs-v3-status-resource-health-persisted-vs-appTree.yaml",
+    ) {
+        assert_eq!(app.post(doc).await.status(), 422);
+    }
+    // 06 is the docs' example with a comment and "...": not JSON, refused with the position.
+    let r = app
+        .post(fixture(
+            "objects/06-notifications-docs-webhook-payload-syncResult.jsonc",
+        ))
+        .await;
+    assert_eq!(r.status(), 400);
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("invalid JSON at line"),
+        "{v}"
+    );
+    // my-app comes twice (operation running, then finished): five Applications.
+    assert_eq!(
+        app.get_json("/v1/apps").await["count"],
+        5,
+        "nothing stored from refused bodies"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn put_and_a_json_content_type_are_accepted_too() {
+    let app = TestApp::spawn("").await;
+    let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
+    let r = app
+        .client
+        .put(format!("{}/v1/argocd/events", app.address))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(v["application"], "argocd/pay-api");
+    assert_eq!(v["outcome"], "changed");
+    assert_eq!(v["transitions"][0]["field"], "sync");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_older_snapshot_does_not_overwrite_a_newer_one() {
+    let app = TestApp::spawn("").await;
+    let newer = envelope(
+        "pay-api",
+        "payments",
+        "Synced",
+        "Healthy",
+        "2026-01-01T10:00:00Z",
+    );
+    let older = envelope(
+        "pay-api",
+        "payments",
+        "OutOfSync",
+        "Degraded",
+        "2026-01-01T09:00:00Z",
+    );
+    assert_eq!(app.post(newer).await.status(), 202);
+    let r = app.post(older).await;
+    assert_eq!(
+        r.status(),
+        202,
+        "a stale body is acknowledged (Argo CD must not retry it)"
+    );
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(v["outcome"], "stale");
+    let state = app.get_json("/v1/apps/argocd/pay-api").await;
+    assert_eq!(state["sync"]["status"], "Synced");
+    assert_eq!(state["health"]["status"], "Healthy");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn state_survives_a_restart() {
+    let app = TestApp::spawn("").await;
+    for (_, body) in captured() {
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    let before = app.get_json("/v1/apps/argocd/aaaaaaaaa").await;
+    let dir = app.stop().await;
+    let app = TestApp::spawn_in(dir, "", std::sync::Arc::new(herald::clock::SystemClock)).await;
+    let after = app.get_json("/v1/apps/argocd/aaaaaaaaa").await;
+    assert_eq!(before["sync"], after["sync"]);
+    assert_eq!(before["timeline"], after["timeline"]);
+    assert_eq!(app.get_json("/v1/apps").await["count"], 6);
+    // A body seen before the restart is still a duplicate after it.
+    let r = app
+        .post(fixture("captured/021_remove_podinfo_1_1.json"))
+        .await;
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(v["outcome"], "duplicate");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let app = TestApp::spawn("").await;
+    assert_eq!(app.get_json("/healthz").await["status"], "ok");
+    assert_eq!(app.get_json("/readyz").await["status"], "ready");
+    app.post(fixture("captured/021_remove_podinfo_1_1.json"))
+        .await;
+    app.post(b"not json".to_vec()).await;
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains("herald_events_received_total{outcome=\"changed\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("herald_events_received_total{outcome=\"rejected\"}"),
+        "{text}"
+    );
+    assert!(text.contains("herald_ingest_seconds_bucket"), "{text}");
+    assert!(
+        text.contains("herald_applications{sync=\"OutOfSync\",health=\"Healthy\"}"),
+        "{text}"
+    );
+    app.stop().await;
+}

@@ -1,0 +1,482 @@
+//! Incidents, the one-hour rule, routing, grouping, escalation and silences — seen from outside: what the
+//! receivers got (console receivers writing JSON lines) and what the API shows.
+
+use std::time::Duration;
+
+use crate::helpers::*;
+use herald::clock::{Clock, ManualClock};
+use serde_json::Value;
+
+fn t0() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z")
+        .expect("time")
+        .with_timezone(&chrono::Utc)
+}
+
+fn console_config(dir: &std::path::Path, extra: &str) -> String {
+    format!(
+        r#"
+receivers:
+  - {{name: pay-chat, console: {{file: "{d}/pay-chat.jsonl"}}}}
+  - {{name: ops-chat, console: {{file: "{d}/ops-chat.jsonl"}}}}
+  - {{name: pager, console: {{file: "{d}/pager.jsonl"}}}}
+  - {{name: boss, console: {{file: "{d}/boss.jsonl"}}}}
+teams:
+  payments: {{receivers: [pay-chat], escalation: [{{after: 1h, receivers: [pager]}}, {{after: 4h, receivers: [boss]}}]}}
+  ops: {{receivers: [ops-chat]}}
+grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 3h}}
+{extra}
+"#,
+        d = dir.display()
+    )
+}
+
+/// Moves the manual clock and gives the scheduler and the worker time to act.
+async fn advance(clock: &ManualClock, d: Duration) {
+    clock.advance(d);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+fn actions(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| l["action"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+async fn post_at(app: &TestApp, clock: &ManualClock, name: &str, team: &str, sync: &str) {
+    let body = envelope(name, team, sync, "Healthy", &clock.now().to_rfc3339());
+    let r = app.post(body).await;
+    assert_eq!(r.status(), 202);
+}
+
+#[tokio::test]
+async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &console_config(&d, ""),
+        std::sync::Arc::new(clock.clone()),
+    )
+    .await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(59 * 60)).await;
+    assert!(
+        delivered(&d.join("pay-chat.jsonl")).is_empty(),
+        "nothing before the hour"
+    );
+    let pending = app
+        .get_json("/v1/incidents?state=pending&kind=out_of_sync")
+        .await;
+    assert_eq!(pending["count"], 1);
+    // Another revision while still OutOfSync does not restart the clock.
+    let mut body: Value = serde_json::from_str(&envelope(
+        "pay-api",
+        "payments",
+        "OutOfSync",
+        "Healthy",
+        &clock.now().to_rfc3339(),
+    ))
+    .expect("json");
+    body["app"]["status"]["sync"]["revision"] = "ffffffffffffffffffffffffffffffffffffffff".into();
+    assert_eq!(app.post(body.to_string()).await.status(), 202);
+    advance(&clock, Duration::from_secs(2 * 60)).await;
+    let got = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("the owning team was notified at minute 61");
+    assert_eq!(actions(&got), ["open"]);
+    assert_eq!(got[0]["incidents"][0]["kind"], "out_of_sync");
+    assert_eq!(got[0]["incidents"][0]["team"], "payments");
+    assert_eq!(got[0]["incidents"][0]["app_name"], "pay-api");
+    assert!(
+        delivered(&d.join("ops-chat.jsonl")).is_empty(),
+        "another team hears nothing"
+    );
+    // Time passes without change: no second notification before repeat_interval.
+    advance(&clock, Duration::from_secs(30 * 60)).await;
+    assert_eq!(
+        delivered(&d.join("pay-chat.jsonl")).len(),
+        1,
+        "fires exactly once"
+    );
+    // Synced: resolved, and the resolve is sent (console sends resolved).
+    post_at(&app, &clock, "pay-api", "payments", "Synced").await;
+    advance(&clock, Duration::from_secs(1)).await;
+    let got = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (l.len() >= 2).then_some(l)
+    })
+    .await
+    .expect("resolve delivered");
+    assert_eq!(actions(&got), ["open", "resolve"]);
+    assert_eq!(
+        app.get_json("/v1/incidents?state=resolved&kind=out_of_sync")
+            .await["count"],
+        1
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn synced_before_the_hour_never_notifies_and_a_new_out_of_sync_restarts_the_clock() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &console_config(&d, ""),
+        std::sync::Arc::new(clock.clone()),
+    )
+    .await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(59 * 60)).await;
+    post_at(&app, &clock, "pay-api", "payments", "Synced").await;
+    advance(&clock, Duration::from_secs(1)).await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(59 * 60)).await;
+    advance(&clock, Duration::from_secs(59)).await;
+    assert!(
+        delivered(&d.join("pay-chat.jsonl")).is_empty(),
+        "OutOfSync → Synced → OutOfSync restarts the clock"
+    );
+    advance(&clock, Duration::from_secs(2)).await;
+    let got = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("fires an hour after the second OutOfSync");
+    assert_eq!(got.len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_restart_while_pending_still_fires_on_time_and_once() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = console_config(&d, "");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(30 * 60)).await;
+    let dir = app.stop().await;
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    advance(&clock, Duration::from_secs(29 * 60)).await;
+    assert!(delivered(&d.join("pay-chat.jsonl")).is_empty());
+    advance(&clock, Duration::from_secs(2 * 60)).await;
+    eventually(Duration::from_secs(5), || async {
+        (!delivered(&d.join("pay-chat.jsonl")).is_empty()).then_some(())
+    })
+    .await
+    .expect("fired at minute 61 after a restart at minute 30");
+    // Down past the deadline of another app: fires at once after the restart, once.
+    post_at(&app, &clock, "ledger", "payments", "OutOfSync").await;
+    let dir = app.stop().await;
+    clock.advance(Duration::from_secs(3 * 3600));
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    let got = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        l.iter()
+            .any(|n| {
+                n["incidents"]
+                    .as_array()
+                    .is_some_and(|i| i.iter().any(|x| x["app_name"] == "ledger"))
+            })
+            .then_some(l)
+    })
+    .await
+    .expect("fired at once after the restart");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // It joins the payments/out_of_sync group whose thread is open: one message lists it, once.
+    let ledger_messages = delivered(&d.join("pay-chat.jsonl"))
+        .iter()
+        .filter(|n| {
+            n["incidents"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|x| x["app_name"] == "ledger"))
+        })
+        .count();
+    assert_eq!(ledger_messages, 1, "{got:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_repeat_interval() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &console_config(&d, ""),
+        std::sync::Arc::new(clock.clone()),
+    )
+    .await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(61 * 60)).await; // fires
+    advance(&clock, Duration::from_secs(30 * 60)).await;
+    assert!(
+        delivered(&d.join("pager.jsonl")).is_empty(),
+        "step 1 is 1h after firing"
+    );
+    advance(&clock, Duration::from_secs(31 * 60)).await; // 1h01 after firing
+    let pager = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pager.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("step 1 reached the pager");
+    assert!(
+        pager[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("escalation step 1")
+    );
+    assert!(delivered(&d.join("boss.jsonl")).is_empty());
+    // repeat_interval 3h: the team hears "still firing" 3h after the first message.
+    advance(&clock, Duration::from_secs(2 * 3600)).await; // 3h01 after firing
+    let chat = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (l.len() >= 2).then_some(l)
+    })
+    .await
+    .expect("repeat");
+    assert_eq!(actions(&chat), ["open", "update"]);
+    assert_eq!(chat[1]["reason"], "still firing");
+    // Resolved before step 2 (4h): the boss never hears; the pager hears the resolve.
+    post_at(&app, &clock, "pay-api", "payments", "Synced").await;
+    advance(&clock, Duration::from_secs(2 * 3600)).await;
+    assert!(
+        delivered(&d.join("boss.jsonl")).is_empty(),
+        "cancelled on resolve"
+    );
+    let pager = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pager.jsonl"));
+        (l.len() >= 2).then_some(l)
+    })
+    .await
+    .expect("pager hears the resolve");
+    assert_eq!(actions(&pager), ["open", "resolve"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_storm_gives_each_receiver_one_message_listing_its_applications() {
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = console_config(&d, "").replace("group_wait: 0s", "group_wait: 3s");
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &cfg,
+        std::sync::Arc::new(herald::clock::SystemClock),
+    )
+    .await;
+    let started = now_rfc3339();
+    let bodies: Vec<String> = (0..300)
+        .map(|i| {
+            let team = if i % 2 == 0 { "payments" } else { "ops" };
+            with_operation(
+                &envelope(&format!("app-{i:03}"), team, "OutOfSync", "Healthy", &now_rfc3339()),
+                serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": started}),
+            )
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    for chunk in bodies.chunks(50) {
+        let results =
+            futures_util::future::join_all(chunk.iter().map(|b| app.post(b.clone()))).await;
+        for r in results {
+            assert_eq!(r.status(), 202);
+        }
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "the storm must arrive within group_wait"
+    );
+    // Duplicates of the same events add nothing.
+    for b in bodies.iter().take(40) {
+        let r = app.post(b.clone()).await;
+        let v: Value = r.json().await.expect("json");
+        assert_eq!(v["outcome"], "duplicate");
+    }
+    let wait = |f: &'static str| {
+        let p = d.join(f);
+        async move {
+            eventually(Duration::from_secs(10), || async {
+                (!delivered(&p).is_empty()).then_some(())
+            })
+            .await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            delivered(&p)
+        }
+    };
+    let pay = wait("pay-chat.jsonl").await;
+    let ops = wait("ops-chat.jsonl").await;
+    assert_eq!(pay.len(), 1, "one message for payments");
+    assert_eq!(ops.len(), 1, "one message for ops");
+    assert_eq!(pay[0]["incidents"].as_array().map(|a| a.len()), Some(150));
+    assert_eq!(ops[0]["incidents"].as_array().map(|a| a.len()), Some(150));
+    assert!(
+        pay[0]["incidents"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|i| i["team"] == "payments" && i["kind"] == "sync_failed")
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &console_config(&d, ""),
+        std::sync::Arc::new(clock.clone()),
+    )
+    .await;
+    let ends = (clock.now() + chrono::Duration::hours(2)).to_rfc3339();
+    let r = app
+        .client
+        .post(format!("{}/v1/silences", app.address))
+        .body(format!(
+            r#"{{"matchers":[{{"name":"app","value":"pay-*"}},{{"name":"kind","value":"out_of_sync"}}],"ends_at":"{ends}","created_by":"alice","comment":"migration"}}"#
+        ))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 201);
+    let silence: Value = r.json().await.expect("json");
+    let listed = app.get_json("/v1/silences").await;
+    assert_eq!(listed["count"], 1);
+    assert_eq!(listed["items"][0]["active"], true);
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    advance(&clock, Duration::from_secs(61 * 60)).await;
+    assert_eq!(
+        app.get_json("/v1/incidents?state=firing").await["count"],
+        1,
+        "tracked and visible"
+    );
+    assert!(
+        delivered(&d.join("pay-chat.jsonl")).is_empty(),
+        "not delivered while silenced"
+    );
+    // Expire it: the still-firing incident is delivered then.
+    let r = app
+        .client
+        .delete(format!(
+            "{}/v1/silences/{}",
+            app.address,
+            silence["id"].as_str().expect("id")
+        ))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 200);
+    advance(&clock, Duration::from_secs(1)).await;
+    let got = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("delivered after the silence ended");
+    assert_eq!(actions(&got), ["open"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn routes_send_to_their_receivers_in_order() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let routes = "routes:\n  - {kind: sync_failed, team: payments, receivers: [pager], continue: true}\n  - {app: 'pay-*', receivers: [ops-chat]}\nrules: {sync_failed: {for: 0s}}";
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &console_config(&d, routes),
+        std::sync::Arc::new(clock.clone()),
+    )
+    .await;
+    let body = with_operation(
+        &envelope(
+            "pay-api",
+            "payments",
+            "OutOfSync",
+            "Healthy",
+            &clock.now().to_rfc3339(),
+        ),
+        serde_json::json!({"phase": "Error", "message": "boom", "startedAt": clock.now().to_rfc3339()}),
+    );
+    assert_eq!(app.post(body).await.status(), 202);
+    advance(&clock, Duration::from_secs(1)).await;
+    let pager = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("pager.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("first route");
+    let ops = eventually(Duration::from_secs(5), || async {
+        let l = delivered(&d.join("ops-chat.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("second route (continue: true)");
+    assert_eq!(pager[0]["incidents"][0]["kind"], "sync_failed");
+    assert_eq!(ops[0]["incidents"][0]["kind"], "sync_failed");
+    assert!(
+        delivered(&d.join("pay-chat.jsonl")).is_empty(),
+        "a matched route replaces the team's receivers"
+    );
+    app.stop().await;
+}
+
+/// The rule end to end on the real binary with `for: 2s`, including a restart while pending.
+#[tokio::test]
+async fn the_real_binary_applies_the_rule_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    let cfg = d.join("herald.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "server: {{listen: '127.0.0.1:0'}}\nstorage: {{url: 'sqlite://{db}'}}\nscheduler: {{tick: 100ms}}\n\
+             rules: {{out_of_sync: {{for: 2s}}}}\ngrouping: {{group_wait: 0s}}\nlog: {{level: info}}\n{rest}",
+            db = d.join("h.db").display(),
+            rest = console_config(d, "").replace("grouping: {group_wait: 0s, group_interval: 1m, repeat_interval: 3h}", "")
+        ),
+    )
+    .expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let r = client
+        .post(format!("{}/v1/argocd/events", bin.address))
+        .body(envelope(
+            "pay-api",
+            "payments",
+            "OutOfSync",
+            "Healthy",
+            &now_rfc3339(),
+        ))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 202);
+    bin.kill9();
+    assert!(delivered(&d.join("pay-chat.jsonl")).is_empty());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let bin = Binary::start(&cfg, &[]);
+    let got = eventually(Duration::from_secs(10), || async {
+        let l = delivered(&d.join("pay-chat.jsonl"));
+        (!l.is_empty()).then_some(l)
+    })
+    .await
+    .expect("fired after the restart");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "{got:?}");
+    drop(bin);
+}
