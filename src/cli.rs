@@ -215,31 +215,39 @@ async fn replay(
 ) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
-    settings.storage.url = SecretString::from("sqlite::memory:");
-    settings.storage.max_connections = 1;
+    let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch)?;
+    let _cleanup = RemoveOnDrop(scratch.clone());
+    settings.storage.url = SecretString::from(format!("sqlite://{}", scratch.join("replay.db").display()));
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
-    let start = chrono::Utc::now();
-    let clock = ManualClock::new(start);
+    let clock = ManualClock::new(chrono::Utc::now());
     let pipeline =
         crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
     let mut printed = 0usize;
+    let mut parsed = Vec::new();
     for path in &bodies {
-        let snap = match read_snapshot(path, settings.server.max_json_depth) {
-            Ok(s) => s,
-            Err(e) => {
-                println!("{e}  → refused");
-                continue;
-            }
-        };
+        match read_snapshot(path, settings.server.max_json_depth) {
+            Ok(s) => parsed.push((path, s)),
+            Err(e) => println!("{e}  → refused"),
+        }
+    }
+    if clock_mode == ReplayClock::Recorded {
+        // A captured timeline replays in the order it happened (file names need not be in time order).
+        parsed.sort_by_key(|(_, s)| s.observed_at);
+    }
+    if clock_mode == ReplayClock::Recorded
+        && let Some(first) = parsed.iter().filter_map(|(_, s)| s.observed_at).min()
+    {
+        clock.set(first);
+    }
+    for (path, snap) in parsed {
         if clock_mode == ReplayClock::Recorded {
             if let Some(t) = snap.observed_at
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
                 printed = print_outbox(&store, printed).await?;
-            } else if snap.observed_at.is_some() && clock.now() == start {
-                clock.set(snap.observed_at.unwrap_or(start));
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
@@ -276,6 +284,15 @@ async fn replay(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Removes the replay's scratch directory when the replay ends, however it ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Moves the manual clock to `t` in steps, running timers as they fall due.
 async fn advance_to(
     p: &crate::pipeline::Pipeline,
@@ -299,7 +316,8 @@ async fn print_outbox(store: &crate::store::Store, already: usize) -> anyhow::Re
     for r in rows.iter().skip(already) {
         let n: crate::notify::Notification = serde_json::from_str(&r.payload)?;
         println!(
-            "  → would notify {} ({}): {} [{} incident(s)]",
+            "  → {} would notify {} ({}): {} [{} incident(s)]",
+            r.created_at.format("%Y-%m-%dT%H:%M:%SZ"),
             r.receiver,
             r.action,
             n.title,

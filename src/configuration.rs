@@ -707,6 +707,10 @@ impl Settings {
         if value.is_null() {
             value = serde_json::json!({});
         }
+        // A section whose keys are all commented out reads as null: it means "the defaults".
+        if let Some(map) = value.as_object_mut() {
+            map.retain(|_, v| !v.is_null());
+        }
         let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             invalid(

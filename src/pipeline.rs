@@ -551,28 +551,17 @@ impl Pipeline {
 
 fn title(action: Action, incidents: &[crate::notify::IncidentView]) -> String {
     let firing = incidents.iter().filter(|i| i.state != "resolved").count();
-    let word = match action {
-        Action::Resolve => "Resolved",
-        _ => "",
-    };
+    let resolved = incidents.len() - firing;
     match incidents {
-        [one] => {
-            if word.is_empty() {
-                one.summary.clone()
-            } else {
-                format!("{word}: {}", one.summary)
-            }
-        }
+        [one] if action == Action::Resolve || one.state == "resolved" => format!("Resolved: {}", one.summary),
+        [one] => one.summary.clone(),
         many => {
             let kind = many.first().map(|i| i.kind.as_str()).unwrap_or("");
             let team = many.first().map(|i| i.team.as_str()).unwrap_or("");
-            if action == Action::Resolve {
-                format!("Resolved: {} {kind} incidents of team {team}", many.len())
-            } else {
-                format!(
-                    "{firing} Applications of team {team}: {kind} ({} listed)",
-                    many.len()
-                )
+            match (firing, resolved) {
+                (0, r) => format!("Resolved: {kind} on {r} Applications of team {team}"),
+                (f, 0) => format!("{kind} on {f} Applications of team {team}"),
+                (f, r) => format!("{kind} on {f} Applications of team {team} ({r} resolved)"),
             }
         }
     }
