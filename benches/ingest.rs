@@ -1,1 +1,284 @@
-fn main() {}
+//! `herald-bench`: posts real-size Argo CD bodies (the captured fixtures, with varied Application names and fresh
+//! timestamps) to a Herald, at a chosen concurrency (closed loop) or rate (open loop), and prints events/s,
+//! p50/p99/max acknowledgement latency, errors and the peak RSS of the Herald process.
+//!
+//! It can start Herald itself (`--spawn path/to/herald`, a fresh SQLite store in a temporary directory) or target
+//! a running one (`--url`, with `--pid` for RSS). Loopback only. See docs/benchmarks.md.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::Value;
+
+#[derive(Parser, Debug)]
+#[command(about = "Ingest benchmark for Herald")]
+struct Args {
+    /// Start this herald binary with a fresh store (SQLite unless --storage-url).
+    #[arg(long)]
+    spawn: Option<PathBuf>,
+    /// Storage URL for the spawned Herald (default: SQLite in a temporary directory).
+    #[arg(long)]
+    storage_url: Option<String>,
+    /// Number of Herald replicas to spawn (they share --storage-url; needs PostgreSQL for more than one).
+    #[arg(long, default_value_t = 1)]
+    replicas: usize,
+    /// Target of a running Herald (ignored with --spawn).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// PID of a running Herald, for its peak RSS.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Requests in flight at once (closed loop).
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Fixed arrival rate in events/s (open loop) instead of as fast as possible.
+    #[arg(long)]
+    rate: Option<u64>,
+    /// How long to measure.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Distinct Applications the events are spread over.
+    #[arg(long, default_value_t = 2000)]
+    apps: usize,
+    /// Bearer token to send.
+    #[arg(long)]
+    token: Option<String>,
+    /// Fixture directory with captured bodies.
+    #[arg(long, default_value = "../shared/fixtures/argocd/captured")]
+    fixtures: PathBuf,
+}
+
+struct Spawned {
+    children: Vec<std::process::Child>,
+    _dir: PathBuf,
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self._dir);
+    }
+}
+
+fn spawn(bin: &PathBuf, storage: Option<&str>, replicas: usize) -> (Spawned, Vec<String>, Vec<u32>) {
+    let dir = std::env::temp_dir().join(format!("herald-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let storage = storage
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("sqlite://{}/bench.db", dir.display()));
+    let mut children = Vec::new();
+    let mut urls = Vec::new();
+    let mut pids = Vec::new();
+    for i in 0..replicas {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+            l.local_addr().expect("addr").port()
+        };
+        let child = std::process::Command::new(bin)
+            .arg("serve")
+            .env("HERALD_CONFIG", dir.join("none.yaml"))
+            .env("HERALD__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+            .env("HERALD__STORAGE__URL", &storage)
+            .env("HERALD__LOG__LEVEL", "warn")
+            .env("HERALD__GROUPING__GROUP_WAIT", "1s")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join(format!("herald-{i}.log"))).expect("log"))
+            .spawn()
+            .expect("start herald");
+        pids.push(child.id());
+        children.push(child);
+        urls.push(format!("http://127.0.0.1:{port}"));
+    }
+    (Spawned { children, _dir: dir }, urls, pids)
+}
+
+fn peak_rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+fn load_templates(dir: &PathBuf) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for f in files {
+        if let Ok(v) = serde_json::from_slice::<Value>(&std::fs::read(&f).unwrap_or_default())
+            && v.get("app").is_some()
+        {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The i-th event: a captured body for application `i % apps`, named and timed afresh.
+fn body(templates: &[Value], i: u64, apps: usize) -> Vec<u8> {
+    let mut v = templates[(i as usize / apps) % templates.len()].clone();
+    v["timestamp"] = Value::String(chrono::Utc::now().to_rfc3339());
+    v["app"]["metadata"]["name"] = Value::String(format!("bench-{:05}", i as usize % apps));
+    v["app"]["metadata"]["uid"] = Value::String(format!("uid-{:05}", i as usize % apps));
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let templates = Arc::new(load_templates(&args.fixtures));
+    assert!(!templates.is_empty(), "no captured bodies in {}", args.fixtures.display());
+    let (_spawned, urls, pids) = match &args.spawn {
+        Some(bin) => {
+            let (s, u, p) = spawn(bin, args.storage_url.as_deref(), args.replicas);
+            (Some(s), u, p)
+        }
+        None => (None, vec![args.url.clone()], args.pid.into_iter().collect()),
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency.max(64))
+        .build()
+        .expect("client");
+    for u in &urls {
+        let ready = async {
+            for _ in 0..200 {
+                if let Ok(r) = client.get(format!("{u}/readyz")).send().await
+                    && r.status().is_success()
+                {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
+        };
+        assert!(ready.await, "herald at {u} did not become ready");
+    }
+    let avg_size: usize =
+        (0..templates.len() as u64).map(|i| body(&templates, i * args.apps as u64, args.apps).len()).sum::<usize>()
+            / templates.len();
+    let urls = Arc::new(urls);
+    let counter = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::<u32>::with_capacity(1 << 20)));
+    let start = Instant::now();
+    let deadline = start + args.duration;
+    let send = {
+        let client = client.clone();
+        let templates = templates.clone();
+        let urls = urls.clone();
+        let errors = errors.clone();
+        let latencies = latencies.clone();
+        let token = args.token.clone();
+        let apps = args.apps;
+        move |i: u64, scheduled: Instant| {
+            let client = client.clone();
+            let templates = templates.clone();
+            let urls = urls.clone();
+            let errors = errors.clone();
+            let latencies = latencies.clone();
+            let token = token.clone();
+            async move {
+                let b = body(&templates, i, apps);
+                let url = &urls[i as usize % urls.len()];
+                let mut req = client.post(format!("{url}/v1/argocd/events")).body(b);
+                if let Some(t) = &token {
+                    req = req.bearer_auth(t);
+                }
+                match req.send().await {
+                    Ok(r) if r.status().as_u16() == 202 => {
+                        let _ = r.bytes().await;
+                        let us = scheduled.elapsed().as_micros().min(u32::MAX as u128) as u32;
+                        latencies.lock().expect("lock").push(us);
+                    }
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    };
+    match args.rate {
+        None => {
+            let mut tasks = Vec::new();
+            for _ in 0..args.concurrency {
+                let counter = counter.clone();
+                let send = send.clone();
+                tasks.push(tokio::spawn(async move {
+                    while Instant::now() < deadline {
+                        let i = counter.fetch_add(1, Ordering::Relaxed);
+                        send(i, Instant::now()).await;
+                    }
+                }));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        }
+        Some(rate) => {
+            let interval = Duration::from_secs_f64(1.0 / rate as f64);
+            let mut next = Instant::now();
+            let mut inflight = tokio::task::JoinSet::new();
+            while next < deadline {
+                let i = counter.fetch_add(1, Ordering::Relaxed);
+                inflight.spawn(send(i, next));
+                next += interval;
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    tokio::time::sleep(wait).await;
+                }
+                while inflight.try_join_next().is_some() {}
+            }
+            while inflight.join_next().await.is_some() {}
+        }
+    }
+    let elapsed = start.elapsed();
+    let mut l = latencies.lock().expect("lock").clone();
+    l.sort_unstable();
+    let pct = |p: f64| -> f64 {
+        if l.is_empty() {
+            return 0.0;
+        }
+        let idx = ((l.len() as f64 * p).ceil() as usize).clamp(1, l.len()) - 1;
+        l[idx] as f64 / 1000.0
+    };
+    let ok = l.len() as f64;
+    println!(
+        "mode: {}  replicas: {}  apps: {}  avg body: {} bytes",
+        match args.rate {
+            Some(r) => format!("open loop at {r}/s"),
+            None => format!("closed loop, concurrency {}", args.concurrency),
+        },
+        urls.len(),
+        args.apps,
+        avg_size
+    );
+    println!(
+        "acknowledged: {}  errors: {}  duration: {:.1}s  throughput: {:.0} events/s",
+        l.len(),
+        errors.load(Ordering::Relaxed),
+        elapsed.as_secs_f64(),
+        ok / elapsed.as_secs_f64()
+    );
+    println!(
+        "latency ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
+        pct(0.50),
+        pct(0.90),
+        pct(0.99),
+        pct(1.0)
+    );
+    for p in pids {
+        if let Some(kb) = peak_rss_kb(p) {
+            println!("herald pid {p}: peak RSS {:.1} MB", kb as f64 / 1024.0);
+        }
+    }
+}

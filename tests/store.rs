@@ -1,0 +1,357 @@
+//! The store contract, run against both engines: embedded SQLite and a real PostgreSQL 15
+//! (`HERALD_TEST_POSTGRES_URL`, started by scripts/test). Each test gets a fresh database.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use herald::argocd::{AppId, parse_body};
+use herald::configuration::StorageSettings;
+use herald::incidents::IncidentState;
+use herald::notify::IncidentView;
+use herald::routing::{Matcher, Silence};
+use herald::state::{Outcome, apply};
+use herald::store::{NewDelivery, Store};
+use secrecy::SecretString;
+use sqlx::{Connection, Executor};
+
+enum Db {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+async fn fresh(engine: &str) -> (Store, Db) {
+    let (url, db) = match engine {
+        "sqlite" => {
+            let dir = tempfile::tempdir().expect("tmp");
+            (format!("sqlite://{}/contract.db", dir.path().display()), Db::Sqlite(dir))
+        }
+        _ => {
+            let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect(
+                "HERALD_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts PostgreSQL",
+            );
+            let name = format!("herald_{}", uuid::Uuid::new_v4().simple());
+            let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to PostgreSQL");
+            conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .await
+                .expect("create database");
+            let url = match base.rsplit_once('/') {
+                Some((prefix, _)) => format!("{prefix}/{name}"),
+                None => panic!("bad URL"),
+            };
+            (url, Db::Postgres(name))
+        }
+    };
+    let settings = StorageSettings {
+        url: SecretString::from(url),
+        max_connections: 8,
+        ..Default::default()
+    };
+    (Store::connect(&settings).await.expect("connect and migrate"), db)
+}
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+}
+
+fn app(name: &str) -> AppId {
+    AppId {
+        namespace: "argocd".into(),
+        name: name.into(),
+    }
+}
+
+fn view(fp: &str) -> IncidentView {
+    IncidentView {
+        fingerprint: fp.into(),
+        kind: "out_of_sync".into(),
+        severity: "warning".into(),
+        team: "pay".into(),
+        summary: "x".into(),
+        ..Default::default()
+    }
+}
+
+fn delivery(order: &str, n: usize) -> NewDelivery {
+    NewDelivery {
+        receiver: "r".into(),
+        order_key: order.into(),
+        thread_key: format!("{order}:1"),
+        action: format!("step-{n}"),
+        payload: "{}".into(),
+    }
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
+        mod postgres { $( #[tokio::test] async fn $name() { super::$name("postgres").await } )* }
+    };
+}
+
+contract!(
+    applications_round_trip_and_upsert,
+    incidents_are_claimed_once_when_due,
+    deliveries_keep_their_order_and_leases_are_exclusive,
+    failures_retry_then_die_and_dead_rows_can_be_retried,
+    groups_collect_members_and_schedule_flushes,
+    silences_expire,
+    migrations_are_idempotent,
+);
+
+async fn applications_round_trip_and_upsert(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let snap = parse_body(
+        br#"{"app":{"metadata":{"name":"pay","namespace":"argocd","labels":{"team":"p"}},"status":{"sync":{"status":"OutOfSync"}}}}"#,
+        64,
+    )
+    .expect("body");
+    let Outcome::Changed { state, transitions } = apply(None, snap.clone(), now) else { panic!() };
+    let mut tx = store.begin().await.expect("tx");
+    assert!(Store::load_app(&mut tx, &app("pay")).await.expect("load").is_none());
+    Store::save_app(&mut tx, "p", &state).await.expect("save");
+    Store::add_transitions(&mut tx, &app("pay"), now, &transitions).await.expect("transitions");
+    Store::add_raw(&mut tx, &app("pay"), now, "changed", "{}").await.expect("raw");
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("tx");
+    let loaded = Store::load_app(&mut tx, &app("pay")).await.expect("load").expect("present");
+    assert_eq!(loaded, *state);
+    let mut newer = (*state).clone();
+    newer.snapshot.sync_status = "Synced".into();
+    Store::save_app(&mut tx, "p", &newer).await.expect("upsert");
+    tx.commit().await.expect("commit");
+    let rec = store.app(&app("pay")).await.expect("app").expect("present");
+    assert_eq!(rec.state.snapshot.sync_status, "Synced");
+    assert_eq!(store.apps(Some("Synced"), None, 10).await.expect("list").len(), 1);
+    assert_eq!(store.apps(Some("OutOfSync"), None, 10).await.expect("list").len(), 0);
+    assert_eq!(store.timeline(&app("pay"), 10).await.expect("timeline").len(), 2);
+    assert_eq!(store.raw_bodies(&app("pay"), 10).await.expect("raw").len(), 1);
+    assert_eq!(store.purge_raw(now + chrono::Duration::seconds(1)).await.expect("purge"), 1);
+    // An uncommitted transaction leaves nothing behind.
+    let mut tx = store.begin().await.expect("tx");
+    Store::save_app(&mut tx, "p", &{
+        let mut s = newer.clone();
+        s.snapshot.app = app("ghost");
+        s
+    })
+    .await
+    .expect("save");
+    drop(tx);
+    assert!(store.app(&app("ghost")).await.expect("app").is_none());
+}
+
+async fn incidents_are_claimed_once_when_due(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut tx = store.begin().await.expect("tx");
+    let id = Store::insert_incident(
+        &mut tx,
+        &view("fp1"),
+        &app("a"),
+        IncidentState::Pending,
+        now,
+        now + chrono::Duration::hours(1),
+        None,
+    )
+    .await
+    .expect("insert");
+    tx.commit().await.expect("commit");
+    let claim = |at: DateTime<Utc>| {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await.expect("tx");
+            let got = Store::claim_due_incidents(&mut tx, store.engine(), at, at + chrono::Duration::seconds(30), 10)
+                .await
+                .expect("claim");
+            tx.commit().await.expect("commit");
+            got
+        }
+    };
+    assert!(claim(now + chrono::Duration::minutes(59)).await.is_empty(), "not due yet");
+    let due = now + chrono::Duration::minutes(61);
+    let (a, b) = tokio::join!(claim(due), claim(due));
+    assert_eq!(a.len() + b.len(), 1, "one claimer gets it");
+    assert!(claim(due + chrono::Duration::seconds(10)).await.is_empty(), "leased");
+    assert_eq!(claim(due + chrono::Duration::seconds(31)).await.len(), 1, "an expired lease is taken over");
+    let mut tx = store.begin().await.expect("tx");
+    Store::set_incident_state(&mut tx, id, IncidentState::Firing, due).await.expect("fire");
+    tx.commit().await.expect("commit");
+    assert!(claim(due + chrono::Duration::hours(1)).await.is_empty(), "firing is not pending");
+    let open = {
+        let mut tx = store.begin().await.expect("tx");
+        Store::open_incidents(&mut tx, &app("a")).await.expect("open")
+    };
+    assert_eq!(open.len(), 1);
+    assert_eq!(store.incidents(Some("firing"), Some("pay"), None, None, 10).await.expect("list").len(), 1);
+}
+
+async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut tx = store.begin().await.expect("tx");
+    for i in 0..3 {
+        Store::enqueue(&mut tx, &delivery("thread-a", i), now).await.expect("enqueue");
+    }
+    for i in 0..20 {
+        Store::enqueue(&mut tx, &delivery(&format!("thread-{i}"), 0), now).await.expect("enqueue");
+    }
+    tx.commit().await.expect("commit");
+    let lease = now + chrono::Duration::seconds(60);
+    let (a, b) = tokio::join!(
+        store.claim_deliveries("one", now, lease, 15),
+        store.claim_deliveries("two", now, lease, 15)
+    );
+    let (a, b) = (a.expect("claim"), b.expect("claim"));
+    let ids: HashSet<i64> = a.iter().chain(b.iter()).map(|r| r.id).collect();
+    assert_eq!(ids.len(), a.len() + b.len(), "no row is claimed twice");
+    assert_eq!(ids.len(), 21, "the oldest row of each thread (thread-a once)");
+    let thread_a: Vec<_> = a.iter().chain(b.iter()).filter(|r| r.order_key == "thread-a").collect();
+    assert_eq!(thread_a.len(), 1);
+    assert_eq!(thread_a[0].action, "step-0");
+    // Until step-0 is done, step-1 waits, even after the lease ends.
+    assert!(store.claim_deliveries("three", now, lease, 50).await.expect("claim").is_empty());
+    store.delivered(thread_a[0], Some(&serde_json::json!({"ts": "1.2"})), now).await.expect("done");
+    let next = store.claim_deliveries("three", now, lease, 50).await.expect("claim");
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].action, "step-1");
+    assert_eq!(store.memo("r", "thread-a:1").await.expect("memo"), Some(serde_json::json!({"ts": "1.2"})));
+    // A lease that expired (a replica died) is taken over, with the attempt counted.
+    let later = now + chrono::Duration::seconds(61);
+    let again = store
+        .claim_deliveries("four", later, later + chrono::Duration::seconds(60), 50)
+        .await
+        .expect("claim");
+    assert!(again.iter().any(|r| r.id == next[0].id && r.attempts == 2));
+}
+
+async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut tx = store.begin().await.expect("tx");
+    let id = Store::enqueue(&mut tx, &delivery("t", 0), now).await.expect("enqueue");
+    tx.commit().await.expect("commit");
+    let lease = now + chrono::Duration::seconds(60);
+    let row = store.claim_deliveries("w", now, lease, 1).await.expect("claim").remove(0);
+    store
+        .failed(row.id, "HTTP 503", Some(now + chrono::Duration::seconds(30)))
+        .await
+        .expect("retry later");
+    assert!(store.claim_deliveries("w", now + chrono::Duration::seconds(29), lease, 1).await.expect("c").is_empty());
+    let row = store
+        .claim_deliveries("w", now + chrono::Duration::seconds(31), lease + chrono::Duration::seconds(31), 1)
+        .await
+        .expect("claim")
+        .remove(0);
+    assert_eq!(row.attempts, 2);
+    store.failed(row.id, "HTTP 400: bad", None).await.expect("dead");
+    let dead = store.outbox(Some("dead"), 10).await.expect("dead");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].last_error.as_deref(), Some("HTTP 400: bad"));
+    assert!(store.claim_deliveries("w", now + chrono::Duration::hours(1), lease, 1).await.expect("c").is_empty());
+    assert!(store.retry_dead(id, now + chrono::Duration::hours(1)).await.expect("retry"));
+    assert!(!store.retry_dead(id, now).await.expect("retry"), "only dead rows");
+    let row = store
+        .claim_deliveries("w", now + chrono::Duration::hours(1), now + chrono::Duration::hours(2), 1)
+        .await
+        .expect("claim");
+    assert_eq!(row.len(), 1);
+    assert_eq!(row[0].attempts, 1);
+    store.release(row[0].id).await.expect("release");
+    assert_eq!(
+        store.claim_deliveries("w", now + chrono::Duration::hours(1), now + chrono::Duration::hours(2), 1).await.expect("c")[0].attempts,
+        1,
+        "a released lease does not count as an attempt"
+    );
+}
+
+async fn groups_collect_members_and_schedule_flushes(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let wait = Duration::from_secs(30);
+    let interval = Duration::from_secs(300);
+    let mut tx = store.begin().await.expect("tx");
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let id = Store::insert_incident(
+            &mut tx,
+            &view(&format!("fp{i}")),
+            &app(&format!("a{i}")),
+            IncidentState::Firing,
+            now,
+            now,
+            Some(now),
+        )
+        .await
+        .expect("insert");
+        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, wait, interval).await.expect("group");
+        ids.push(id);
+    }
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("tx");
+    assert!(Store::claim_due_groups(&mut tx, store.engine(), now, 10).await.expect("c").is_empty());
+    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(30), 10).await.expect("c");
+    assert_eq!(due.len(), 1);
+    let members = Store::members(&mut tx, due[0].id).await.expect("members");
+    assert_eq!(members.len(), 3);
+    assert!(members.iter().all(|m| m.dirty && m.status == "firing"));
+    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(30), None).await.expect("flush");
+    // A resolve in an active group waits for group_interval after the last flush.
+    Store::add_to_group(&mut tx, "chat", "team=pay", ids[0], "resolved", now + chrono::Duration::seconds(40), wait, interval)
+        .await
+        .expect("group");
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("tx");
+    assert!(
+        Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(300), 10).await.expect("c").is_empty()
+    );
+    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(331), 10).await.expect("c");
+    assert_eq!(due.len(), 1);
+    assert!(due[0].active);
+    assert_eq!(Store::groups_of(&mut tx, ids[0]).await.expect("groups"), vec![("chat".to_string(), "team=pay".to_string())]);
+    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(331), None).await.expect("flush");
+    assert_eq!(Store::members(&mut tx, due[0].id).await.expect("members").len(), 2, "resolved members leave");
+    tx.commit().await.expect("commit");
+}
+
+async fn silences_expire(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let s = Silence {
+        id: "s1".into(),
+        matchers: vec![Matcher {
+            name: "team".into(),
+            value: "pay".into(),
+        }],
+        starts_at: now,
+        ends_at: now + chrono::Duration::hours(1),
+        created_by: "me".into(),
+        comment: "c".into(),
+        created_at: now,
+    };
+    store.add_silence(&s).await.expect("add");
+    assert_eq!(store.silences(false, now).await.expect("list"), vec![s.clone()]);
+    assert!(store.expire_silence("s1", now + chrono::Duration::minutes(5)).await.expect("expire"));
+    assert!(!store.expire_silence("s1", now + chrono::Duration::minutes(6)).await.expect("expire"));
+    assert!(store.silences(false, now + chrono::Duration::minutes(6)).await.expect("list").is_empty());
+    assert_eq!(store.silences(true, now + chrono::Duration::minutes(6)).await.expect("list").len(), 1);
+}
+
+async fn migrations_are_idempotent(engine: &str) {
+    let (store, db) = fresh(engine).await;
+    store.ping().await.expect("ping");
+    let url = match &db {
+        Db::Sqlite(dir) => format!("sqlite://{}/contract.db", dir.path().display()),
+        Db::Postgres(name) => {
+            let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect("url");
+            format!("{}/{name}", base.rsplit_once('/').expect("url").0)
+        }
+    };
+    let again = Store::connect(&StorageSettings {
+        url: SecretString::from(url),
+        ..Default::default()
+    })
+    .await
+    .expect("second start on the same database");
+    again.ping().await.expect("ping");
+}
