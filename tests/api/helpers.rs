@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herald::clock::{Clock, ManualClock, SharedClock, SystemClock};
+use herald::clock::{SharedClock, SystemClock};
 use herald::configuration::Settings;
 use herald::startup::Application;
 use serde_json::Value;
@@ -93,15 +93,6 @@ impl TestApp {
         .await
     }
 
-    pub async fn spawn_with_clock(extra: &str, clock: ManualClock) -> Self {
-        Self::spawn_in(
-            Arc::new(tempfile::tempdir().expect("tempdir")),
-            extra,
-            Arc::new(clock),
-        )
-        .await
-    }
-
     /// Starts on an existing directory (same database): a restart.
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, extra: &str, clock: SharedClock) -> Self {
         let s = settings(dir.path(), extra);
@@ -157,9 +148,6 @@ impl TestApp {
         r.json().await.expect("json")
     }
 
-    pub fn now_from(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
-        clock.now()
-    }
 }
 
 /// A minimal but real-shaped Argo CD envelope for one Application.

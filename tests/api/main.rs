@@ -3,6 +3,7 @@
 
 mod auth;
 mod bad_input;
+mod delivery;
 mod helpers;
 mod ingest;
 mod rules;

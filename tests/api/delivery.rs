@@ -1,0 +1,237 @@
+//! Delivery through the outbox to receivers on wiremock: outages, Retry-After, dead rows, ordering, and one ticket
+//! per incident across a kill -9.
+
+use std::time::Duration;
+
+use crate::helpers::*;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn failing_then_ok(
+    fails: u64,
+    fail: ResponseTemplate,
+    ok: ResponseTemplate,
+) -> (Mock, Mock) {
+    (
+        Mock::given(method("POST")).and(path("/hooks/mm")).respond_with(fail).up_to_n_times(fails).with_priority(1),
+        Mock::given(method("POST")).and(path("/hooks/mm")).respond_with(ok).with_priority(2),
+    )
+}
+
+fn texts(reqs: &[Request]) -> Vec<String> {
+    reqs.iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_slice(&r.body).expect("json body");
+            v["text"].as_str().unwrap_or("").to_string()
+        })
+        .collect()
+}
+
+fn config(server: &MockServer, extra: &str) -> String {
+    format!(
+        r#"
+receivers: [{{name: mm, send_resolved: true, mattermost: {{webhook_url: "{}/hooks/mm"}}}}]
+teams: {{payments: {{receivers: [mm]}}}}
+rules: {{sync_failed: {{for: 0s}}, out_of_sync: {{enabled: false}}}}
+grouping: {{group_wait: 0s, group_interval: 1s}}
+outbox: {{poll_interval: 50ms, initial_backoff: 200ms, max_backoff: 1s}}
+{extra}
+"#,
+        server.uri()
+    )
+}
+
+fn failed_sync(name: &str, started: &str) -> String {
+    with_operation(
+        &envelope(name, "payments", "OutOfSync", "Healthy", &now_rfc3339()),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": started}),
+    )
+}
+
+fn recovered(name: &str, started: &str) -> String {
+    with_operation(
+        &envelope(name, "payments", "Synced", "Healthy", &now_rfc3339()),
+        serde_json::json!({"phase": "Succeeded", "message": "successfully synced", "startedAt": started}),
+    )
+}
+
+#[tokio::test]
+async fn a_receiver_down_for_a_while_gets_everything_afterwards_in_order() {
+    let server = MockServer::start().await;
+    let (fail, ok) = failing_then_ok(6, ResponseTemplate::new(503), ResponseTemplate::new(200));
+    fail.mount(&server).await;
+    ok.mount(&server).await;
+    let app = TestApp::spawn(&config(&server, "")).await;
+    assert_eq!(app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await.status(), 202);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.post(recovered("pay-api", "2026-01-01T00:05:00Z")).await.status(), 202);
+    let delivered = eventually(Duration::from_secs(20), || async {
+        let reqs = server.received_requests().await.unwrap_or_default();
+        (reqs.len() >= 8).then_some(reqs)
+    })
+    .await
+    .expect("6 failures, then both messages");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let all = texts(&server.received_requests().await.unwrap_or_default());
+    assert_eq!(all.len(), 8, "no extra deliveries: {all:#?}");
+    // Every failed attempt was the open; the resolve waited behind it.
+    assert!(all[..7].iter().all(|t| t.contains("**FIRING**")), "{all:#?}");
+    assert!(all[7].contains("**RESOLVED**"), "{all:#?}");
+    assert_eq!(delivered.len(), 8);
+    assert_eq!(app.get_json("/v1/outbox?state=done").await["count"], 2);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn retry_after_is_obeyed() {
+    let server = MockServer::start().await;
+    let (fail, ok) = failing_then_ok(
+        1,
+        ResponseTemplate::new(429).insert_header("Retry-After", "2"),
+        ResponseTemplate::new(200),
+    );
+    fail.mount(&server).await;
+    ok.mount(&server).await;
+    let app = TestApp::spawn(&config(&server, "")).await;
+    app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await;
+    eventually(Duration::from_secs(5), || async {
+        (server.received_requests().await.unwrap_or_default().len() == 1).then_some(())
+    })
+    .await
+    .expect("first attempt");
+    let first = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 1, "no retry before Retry-After");
+    eventually(Duration::from_secs(5), || async {
+        (server.received_requests().await.unwrap_or_default().len() == 2).then_some(())
+    })
+    .await
+    .expect("retried");
+    assert!(first.elapsed() >= Duration::from_millis(1900));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_permanent_failure_is_dead_visible_and_retryable() {
+    let server = MockServer::start().await;
+    let (fail, ok) = failing_then_ok(1, ResponseTemplate::new(400).set_body_string("invalid_payload"), ResponseTemplate::new(200));
+    fail.mount(&server).await;
+    ok.mount(&server).await;
+    let app = TestApp::spawn(&config(&server, "")).await;
+    app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await;
+    let dead = eventually(Duration::from_secs(5), || async {
+        let v = app.get_json("/v1/outbox?state=dead").await;
+        (v["count"] == 1).then_some(v)
+    })
+    .await
+    .expect("dead after a 400");
+    assert!(dead["items"][0]["last_error"].as_str().unwrap_or("").contains("400"), "{dead}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 1, "a 400 is never retried by itself");
+    let page = app.client.get(format!("{}/", app.address)).send().await.expect("page").text().await.expect("html");
+    assert!(page.contains("Dead notifications (1)"), "the status page shows it");
+    let metrics = app.client.get(format!("{}/metrics", app.address)).send().await.expect("m").text().await.expect("t");
+    assert!(metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 1"), "{metrics}");
+    let id = dead["items"][0]["id"].as_i64().expect("id");
+    let r = app.client.post(format!("{}/v1/outbox/{id}/retry", app.address)).send().await.expect("retry");
+    assert_eq!(r.status(), 202);
+    eventually(Duration::from_secs(5), || async {
+        let v = app.get_json("/v1/outbox?state=done").await;
+        (v["count"] == 1).then_some(())
+    })
+    .await
+    .expect("delivered after the retry");
+    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 2);
+    assert_eq!(app.get_json("/v1/outbox?state=dead").await["count"], 0);
+    app.stop().await;
+}
+
+/// A crash (kill -9 of the real binary) after GitHub created the issue but before Herald recorded it: after the
+/// restart Herald finds the issue by its fingerprint label and comments; it never opens a second one.
+#[tokio::test]
+async fn a_crash_between_creating_a_ticket_and_recording_it_opens_no_second_ticket() {
+    let gh = MockServer::start().await;
+    let issue = serde_json::json!({"number": 7, "html_url": "https://github.example/acme/pay/issues/7", "state": "open",
+                                   "labels": [{"name": "argocd"}], "title": "x"});
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/pay/issues"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!([])))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&gh)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repos/acme/pay/issues"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!([issue.clone()])))
+        .with_priority(2)
+        .mount(&gh)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/pay/issues"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(issue.clone()).set_delay(Duration::from_secs(3)))
+        .mount(&gh)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/repos/acme/pay/issues/7/comments"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(serde_json::json!({"id": 1})))
+        .mount(&gh)
+        .await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("herald.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+server: {{listen: "127.0.0.1:0"}}
+storage: {{url: "sqlite://{db}"}}
+receivers: [{{name: gh, github: {{api_url: "{api}", repo: acme/pay, token: ghp-test-token, labels: [argocd]}}}}]
+teams: {{payments: {{receivers: [gh]}}}}
+rules: {{sync_failed: {{for: 0s}}, out_of_sync: {{enabled: false}}}}
+grouping: {{group_wait: 0s}}
+outbox: {{lease: 2s, poll_interval: 50ms, initial_backoff: 100ms}}
+scheduler: {{tick: 50ms}}
+"#,
+            db = dir.path().join("h.db").display(),
+            api = gh.uri()
+        ),
+    )
+    .expect("config");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let r = client
+        .post(format!("{}/v1/argocd/events", bin.address))
+        .body(failed_sync("pay-api", "2026-01-01T00:00:00Z"))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 202);
+    let creates = || async {
+        gh.received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.method.as_str() == "POST" && r.url.path() == "/repos/acme/pay/issues")
+            .count()
+    };
+    eventually(Duration::from_secs(10), || async { (creates().await == 1).then_some(()) })
+        .await
+        .expect("the ticket creation reached GitHub");
+    bin.kill9(); // GitHub has the issue; Herald never heard the answer.
+    let bin = Binary::start(&cfg, &[]);
+    let comments = eventually(Duration::from_secs(15), || async {
+        let n = gh
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path() == "/repos/acme/pay/issues/7/comments")
+            .count();
+        (n >= 1).then_some(n)
+    })
+    .await
+    .expect("after the restart the existing issue is found and commented on");
+    assert_eq!(comments, 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(creates().await, 1, "exactly one ticket");
+    drop(bin);
+}
