@@ -3,6 +3,7 @@
 
 mod auth;
 mod bad_input;
+mod confirm;
 mod delivery;
 mod helpers;
 mod ingest;
