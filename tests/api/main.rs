@@ -8,3 +8,4 @@ mod delivery;
 mod helpers;
 mod ingest;
 mod rules;
+mod three_incidents;
