@@ -8,4 +8,5 @@ mod delivery;
 mod helpers;
 mod ingest;
 mod rules;
+mod status_page;
 mod three_incidents;

@@ -1,0 +1,150 @@
+//! The status page as a person sees it: the real binary fed with fixtures, loaded in a real headless Chromium
+//! (Debian's `chromium`, started with the flags a closed network needs). A screenshot is saved to
+//! `test-artifacts/status-page.png`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::helpers::*;
+use serde_json::Value;
+
+fn chromium(args: &[&str]) -> std::process::Output {
+    let profile = tempfile::tempdir().expect("profile");
+    let bin = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| Command::new(b).arg("--version").output().is_ok())
+        .expect("Chromium is not installed: apt-get install chromium (scripts/test does it)");
+    Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .expect("run chromium")
+}
+
+/// The text of the table rows inside the element with `id`, as Chromium rendered the DOM.
+fn rows(dom: &str, id: &str) -> Vec<String> {
+    let Some(start) = dom.find(&format!("id=\"{id}\"")) else { return Vec::new() };
+    let end = dom[start..].find("</table>").map(|e| start + e).unwrap_or(dom.len());
+    dom[start..end]
+        .split("<tr>")
+        .skip(2) // the header row
+        .map(|r| {
+            let mut text = String::new();
+            let mut in_tag = false;
+            for c in r.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => {
+                        in_tag = false;
+                        text.push('|');
+                    }
+                    c if !in_tag => text.push(c),
+                    _ => {}
+                }
+            }
+            text.split('|').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" | ")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("herald.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "server: {{listen: '127.0.0.1:0'}}\nstorage: {{url: 'sqlite://{}/h.db'}}\nscheduler: {{tick: 100ms}}\n\
+             rules: {{sync_failed: {{for: 0s}}}}\ngrouping: {{group_wait: 0s}}\n\
+             receivers: [{{name: down, webhook: {{url: 'http://127.0.0.1:9/x'}}}}, {{name: c, console: {{}}}}]\n\
+             outbox: {{max_age: 1s, initial_backoff: 100ms}}\n\
+             ownership: {{default_team: platform}}\nteams: {{platform: {{receivers: [down]}}}}\n",
+            dir.path().display()
+        ),
+    )
+    .expect("config");
+    let bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let post = |body: String| {
+        let client = client.clone();
+        let url = format!("{}/v1/argocd/events", bin.address);
+        async move {
+            let r = client.post(url).body(body).send().await.expect("post");
+            assert_eq!(r.status(), 202);
+        }
+    };
+    // The captured timeline: aaaaaaaaa ends OutOfSync with podinfo requiring pruning.
+    for (_, body) in captured() {
+        post(String::from_utf8(body).expect("utf8")).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    post(envelope("ledger", "payments", "OutOfSync", "Healthy", &now_rfc3339())).await;
+    post(with_operation(
+        &envelope("billing-api", "billing", "OutOfSync", "Healthy", &now_rfc3339()),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": now_rfc3339()}),
+    ))
+    .await;
+    let ends = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    let r = client
+        .post(format!("{}/v1/silences", bin.address))
+        .body(format!(r#"{{"matchers":[{{"name":"app","value":"legacy-*"}}],"ends_at":"{ends}","created_by":"alice","comment":"decommissioning"}}"#))
+        .send()
+        .await
+        .expect("silence");
+    assert_eq!(r.status(), 201);
+    // The webhook receiver is down: after max_age the delivery is dead.
+    eventually(Duration::from_secs(10), || async {
+        let v: Value = client.get(format!("{}/v1/outbox?state=dead", bin.address)).send().await.ok()?.json().await.ok()?;
+        (v["count"].as_i64() >= Some(1)).then_some(())
+    })
+    .await
+    .expect("a dead delivery");
+
+    let url = format!("{}/", bin.address);
+    let out = chromium(&["--dump-dom", &url]);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(dom.contains("<h1>Herald</h1>"), "Chromium rendered the page: {}", String::from_utf8_lossy(&out.stderr));
+
+    // OutOfSync Applications, the longest first, with team, since and pruning count.
+    let oos = rows(&dom, "out-of-sync-table");
+    assert_eq!(oos.len(), 3, "{oos:#?}");
+    assert!(oos[0].starts_with("argocd/aaaaaaaaa | platform"), "{oos:#?}");
+    assert!(oos[0].ends_with("| 1"), "one resource requiring pruning: {oos:#?}");
+    assert!(oos[1].starts_with("argocd/ledger | payments") || oos[1].starts_with("argocd/billing-api | billing"), "{oos:#?}");
+    let api: Value = client.get(format!("{}/v1/apps/argocd/aaaaaaaaa", bin.address)).send().await.expect("a").json().await.expect("j");
+    let since = chrono::DateTime::parse_from_rfc3339(api["sync"]["since"].as_str().expect("since")).expect("time");
+    assert!(oos[0].contains(&since.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "the time shown is the since time: {oos:#?}");
+
+    // Firing incidents by team, pending prunes, dead notifications, silences.
+    assert!(dom.contains("Team billing"), "firing incidents grouped by team");
+    assert!(dom.contains("sync_failed"));
+    let prunes = rows(&dom, "prune-table");
+    assert_eq!(prunes.len(), 1);
+    assert!(prunes[0].contains("Application/argocd/podinfo") && prunes[0].ends_with("no"), "{prunes:#?}");
+    assert_eq!(rows(&dom, "dead-table").len(), 1);
+    let silences = rows(&dom, "silence-table");
+    assert!(silences[0].contains("app=legacy-*") && silences[0].contains("alice"), "{silences:#?}");
+    assert!(dom.contains("http-equiv=\"refresh\""), "refreshes itself");
+    assert!(!dom.contains("<script"), "no scripts, nothing from a CDN");
+
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
+    let shot = artifacts.join("status-page.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,1400", &url]);
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot");
+    drop(bin);
+}
