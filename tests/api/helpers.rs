@@ -307,3 +307,164 @@ impl Drop for Binary {
         let _ = self.child.wait();
     }
 }
+
+/// A stateful GitHub Issues fake for wiremock: issues are kept, found by label, created, commented and closed, so
+/// "one ticket per incident" can be checked across crashes (counts creations per fingerprint label).
+#[derive(Clone, Default)]
+pub struct GithubFake {
+    pub issues: Arc<Mutex<Vec<Value>>>,
+    pub creations: Arc<Mutex<Vec<Vec<String>>>>,
+    pub comments: Arc<Mutex<usize>>,
+}
+
+impl wiremock::Respond for GithubFake {
+    fn respond(&self, req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use wiremock::ResponseTemplate;
+        let path = req.url.path().to_string();
+        let mut issues = self.issues.lock().expect("lock");
+        match req.method.as_str() {
+            "GET" if path.ends_with("/issues") => {
+                let wanted: Vec<String> = req
+                    .url
+                    .query_pairs()
+                    .find(|(k, _)| k == "labels")
+                    .map(|(_, v)| v.split(',').map(str::to_string).collect())
+                    .unwrap_or_default();
+                let found: Vec<Value> = issues
+                    .iter()
+                    .filter(|i| i["state"] == "open")
+                    .filter(|i| {
+                        let names: Vec<&str> =
+                            i["labels"].as_array().into_iter().flatten().filter_map(|l| l["name"].as_str()).collect();
+                        wanted.iter().all(|w| names.contains(&w.as_str()))
+                    })
+                    .cloned()
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(found)
+            }
+            "POST" if path.ends_with("/issues") => {
+                let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+                let labels: Vec<String> =
+                    body["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_string)).collect();
+                let number = issues.len() + 1;
+                let issue = serde_json::json!({"number": number, "state": "open", "title": body["title"],
+                    "html_url": format!("https://github.example/issues/{number}"),
+                    "labels": labels.iter().map(|l| serde_json::json!({"name": l})).collect::<Vec<_>>()});
+                issues.push(issue.clone());
+                self.creations.lock().expect("lock").push(labels);
+                ResponseTemplate::new(201).set_body_json(issue)
+            }
+            "POST" if path.ends_with("/comments") => {
+                *self.comments.lock().expect("lock") += 1;
+                ResponseTemplate::new(201).set_body_json(serde_json::json!({"id": 1}))
+            }
+            "PATCH" => {
+                let n: usize = path.rsplit('/').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+                if let Some(i) = issues.get_mut(n.wrapping_sub(1)) {
+                    i["state"] = "closed".into();
+                }
+                ResponseTemplate::new(200).set_body_json(serde_json::json!({"number": n, "state": "closed"}))
+            }
+            _ => ResponseTemplate::new(404),
+        }
+    }
+}
+
+impl GithubFake {
+    /// Creations per fingerprint label (`herald:` labels).
+    pub fn creations_per_fingerprint(&self) -> std::collections::HashMap<String, usize> {
+        let mut out = std::collections::HashMap::new();
+        for labels in self.creations.lock().expect("lock").iter() {
+            for l in labels.iter().filter(|l| l.starts_with("herald")) {
+                *out.entry(l.clone()).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+}
+
+/// A private PostgreSQL server for tests that stop and start it (initdb into a temporary directory, run as the
+/// `postgres` user when the tests run as root). Stopped on drop.
+pub struct PgServer {
+    pub url: String,
+    pub port: u16,
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl PgServer {
+    fn bin_dir() -> PathBuf {
+        if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
+            && out.status.success()
+        {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.join("initdb").exists() {
+                return p;
+            }
+        }
+        std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .and_then(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).find(|p| p.join("initdb").exists()))
+            .expect("PostgreSQL server binaries (initdb) not found: apt-get install postgresql")
+    }
+
+    fn run(&self, prog: &str, args: &[&str]) -> std::process::Output {
+        let exe = self.bin.join(prog);
+        let root = std::env::var("USER").map(|u| u == "root").unwrap_or(false) || unsafe_is_root();
+        let mut cmd = if root {
+            let mut c = Command::new("runuser");
+            c.arg("-u").arg("postgres").arg("--").arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        };
+        cmd.args(args).output().expect("run postgres tool")
+    }
+
+    pub fn start() -> Self {
+        let bin = Self::bin_dir();
+        let dir = tempfile::Builder::new().prefix("herald-pg").tempdir_in("/tmp").expect("tmp");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+        if unsafe_is_root() {
+            let _ = Command::new("chown").arg("postgres").arg(dir.path()).status();
+        }
+        let s = Self {
+            url: format!("postgres://herald@127.0.0.1:{port}/postgres"),
+            port,
+            bin,
+            dir,
+        };
+        let data = s.dir.path().join("data");
+        let out = s.run("initdb", &["-D", &data.display().to_string(), "-A", "trust", "-U", "herald"]);
+        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        s.pg_start();
+        s
+    }
+
+    pub fn pg_start(&self) {
+        let data = self.dir.path().join("data").display().to_string();
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=100",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("log").display().to_string();
+        let out = self.run("pg_ctl", &["-D", &data, "-w", "-l", &log, "-o", &opts, "start"]);
+        assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    pub fn pg_stop(&self) {
+        let data = self.dir.path().join("data").display().to_string();
+        let _ = self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+fn unsafe_is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.pg_stop();
+    }
+}
