@@ -8,7 +8,7 @@
 #
 # Configuration: /app/config/herald.yaml. The working directory is /app and `herald serve` reads
 #   config/herald.yaml by default (HERALD_CONFIG or `serve --config FILE` choose another file); deploy/kubernetes
-#   mounts its ConfigMap over /app/config. Any key can be overridden with HERALD__SECTION__KEY variables, e.g.
+#   mounts its ConfigMap over /app/config. Any key can be overridden with HERALD__<SECTION>__<KEY> variables, e.g.
 #   HERALD__SERVER__AUTH__BEARER_TOKENS (comma-separated). Herald refuses to listen beyond loopback without
 #   credentials, so set a token (or server.auth.allow_anonymous when a proxy in front authenticates).
 # Port: 8080 (HERALD__SERVER__LISTEN below): POST /v1/argocd/events, plus /healthz, /readyz and /metrics.
