@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# Validates what deploy/ ships, offline:
+#   1. renders deploy/argocd, deploy/kubernetes/base and both overlays with kustomize (`kubectl kustomize`);
+#   2. validates every built-in object against the Kubernetes JSON schemas shipped inside the PyPI package
+#      kubernetes-validate (strict: unknown fields are errors), for the oldest and newest Kubernetes versions we target;
+#   3. checks the Prometheus Operator objects (CRDs, which those schemas do not cover) on their own: ServiceMonitor
+#      against the Service, PrometheusRule with `promtool check rules` and `promtool test rules` (Debian `prometheus`),
+#      and every herald_* metric an alert uses against the metrics Herald's source registers;
+#   4. checks that the pieces fit: Service ↔ pods ↔ probes ↔ PDB, Secrets the Deployment reads ↔ the example Secrets,
+#      the Argo CD webhook URL ↔ the Service, replicas/strategy per overlay;
+#   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
+#      HERALD__* variables set, so a misspelt variable or key fails; and checks that every HERALD__* name written
+#      anywhere in deploy/ or the Dockerfile is a real configuration key.
+# Idempotent: installs what is missing (pip into a cache venv, apt), quietly. Exits non-zero on any problem.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${HERALD_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/herald-ci}"
+VENV="$CACHE/venv-deploy"
+KV_VERSION="1.37.0"              # kubernetes-validate: ships schemas up to Kubernetes 1.37
+K8S_VERSIONS=("1.29.0" "1.37.0") # oldest and newest Kubernetes the manifests must be valid for
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+say() { printf 'validate-deploy: %s\n' "$*"; }
+die() { printf 'validate-deploy: FAILED: %s\n' "$*" >&2; exit 1; }
+
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$WORK/apt.log" 2>&1; then
+    $sudo apt-get update -qq >"$WORK/apt.log" 2>&1 || true
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$WORK/apt.log" 2>&1 \
+      || { cat "$WORK/apt.log" >&2; die "apt-get install $* failed"; }
+  fi
+}
+
+# --- tools -----------------------------------------------------------------------------------------------------------
+# Renderer: kubectl's built-in kustomize (kustomize v5 is needed for `patches:`/`labels:`/Components), else a
+# standalone kustomize, else Debian's kubernetes-client.
+if command -v kubectl >/dev/null 2>&1; then
+  RENDER=(kubectl kustomize)
+  RENDERER="kubectl $(kubectl version --client 2>/dev/null | sed -n 's/^Kustomize Version: /(kustomize /p' | tr -d '\n'))"
+elif command -v kustomize >/dev/null 2>&1; then
+  RENDER=(kustomize build)
+  RENDERER="kustomize $(kustomize version 2>/dev/null | head -1)"
+else
+  apt_install kubernetes-client
+  RENDER=(kubectl kustomize)
+  RENDERER="kubectl from Debian kubernetes-client (its kustomize may be too old for deploy/)"
+fi
+
+if ! "$VENV/bin/python" -c "import kubernetes_validate, sys; sys.exit(kubernetes_validate.__version__ != '$KV_VERSION')" 2>/dev/null; then
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "kubernetes-validate==$KV_VERSION" >"$WORK/pip.log" 2>&1 \
+    || { cat "$WORK/pip.log" >&2; die "pip install kubernetes-validate failed"; }
+fi
+
+command -v promtool >/dev/null 2>&1 || apt_install prometheus
+PROMTOOL_VERSION="$(promtool --version 2>&1 | head -1 | awk '{print $3}')"
+
+# The herald binary, for check-config: the debug build the tests use (incremental).
+cargo build -q --bin herald
+HERALD_BIN="$(cargo metadata --format-version 1 --no-deps | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/herald"
+[ -x "$HERALD_BIN" ] || die "no herald binary at $HERALD_BIN"
+
+say "renderer: $RENDERER; schemas: kubernetes-validate $KV_VERSION (Kubernetes ${K8S_VERSIONS[*]}, strict); rules: promtool $PROMTOOL_VERSION"
+
+# --- 1. render -------------------------------------------------------------------------------------------------------
+TARGETS=(deploy/argocd deploy/kubernetes/base deploy/kubernetes/overlays/single deploy/kubernetes/overlays/ha)
+for t in "${TARGETS[@]}"; do
+  out="$WORK/$(echo "$t" | tr '/' '_').yaml"
+  "${RENDER[@]}" "$t" >"$out" 2>"$WORK/render.log" || { cat "$WORK/render.log" >&2; die "cannot render $t"; }
+done
+
+# --- 2-5. validate ---------------------------------------------------------------------------------------------------
+export ROOT WORK HERALD_BIN PROMTOOL=promtool
+export K8S_VERSION_LIST="${K8S_VERSIONS[*]}"
+"$VENV/bin/python" - <<'PY'
+import glob, json, os, re, subprocess, sys
+import yaml
+from kubernetes_validate import utils as kv
+
+ROOT, WORK = os.environ["ROOT"], os.environ["WORK"]
+VERSIONS = os.environ["K8S_VERSION_LIST"].split()
+CRD_GROUPS = ("monitoring.coreos.com/",)
+problems = []
+
+
+def fail(msg):
+    problems.append(msg)
+    print(f"  FAIL {msg}")
+
+
+def load(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def one(docs, kind, name_prefix=""):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].startswith(name_prefix)]
+    return found[0] if len(found) == 1 else None
+
+
+def rendered(target):
+    return load(os.path.join(WORK, target.replace("/", "_") + ".yaml"))
+
+
+# 2. Built-in kinds against the shipped schemas.
+def validate_schema(docs, label):
+    checked, crds = 0, []
+    for d in docs:
+        if d["apiVersion"].startswith(CRD_GROUPS):
+            crds.append(d)
+            continue
+        for v in VERSIONS:
+            try:
+                kv.validate(d, v, strict=True)
+            except kv.ValidationError as e:
+                path = ".".join(str(p) for p in e.path)
+                fail(f"{label}: {d['kind']}/{d['metadata']['name']} (Kubernetes {v}): {path}: {e.message}")
+            except kv.SchemaNotFoundError as e:
+                fail(f"{label}: {e.message}")
+        checked += 1
+    return checked, crds
+
+
+metrics_in_source = set()
+for path in glob.glob(os.path.join(ROOT, "src/**/*.rs"), recursive=True):
+    metrics_in_source |= set(re.findall(r'(?:counter|gauge|histogram)!\(\s*"(herald_[a-z_]+)"', open(path).read()))
+
+
+def metric_names(expr):
+    names = set()
+    for n in re.findall(r"\b(herald_[a-z_]+)\b", expr):
+        # A histogram is exposed as _bucket/_sum/_count series.
+        base = re.sub(r"_(bucket|sum|count)$", "", n)
+        names.add(base if base in metrics_in_source else n)
+    return names
+
+
+# 3. Prometheus Operator objects.
+def check_monitoring(docs, label):
+    svc = one(docs, "Service", "herald")
+    sm = one(docs, "ServiceMonitor", "herald")
+    rule = one(docs, "PrometheusRule", "herald")
+    if not (sm and rule):
+        fail(f"{label}: expected one ServiceMonitor and one PrometheusRule named herald")
+        return
+    sel = sm["spec"]["selector"].get("matchLabels", {})
+    if not svc or any(svc["metadata"].get("labels", {}).get(k) != v for k, v in sel.items()):
+        fail(f"{label}: ServiceMonitor selector {sel} does not select the Service herald")
+    ports = {p.get("name") for p in (svc or {}).get("spec", {}).get("ports", [])}
+    for ep in sm["spec"]["endpoints"]:
+        if ep.get("port") not in ports:
+            fail(f"{label}: ServiceMonitor endpoint port {ep.get('port')!r} is not a Service port {sorted(ports)}")
+        if ep.get("path") != "/metrics":
+            fail(f"{label}: ServiceMonitor path {ep.get('path')!r}, Herald serves /metrics")
+    alerts = {}
+    for g in rule["spec"]["groups"]:
+        for r in g["rules"]:
+            alerts[r.get("alert")] = r
+            for m in metric_names(r["expr"]) - metrics_in_source:
+                fail(f"{label}: alert {r.get('alert')} uses {m}, which Herald does not export")
+            if r.get("labels", {}).get("severity") not in ("info", "warning", "critical"):
+                fail(f"{label}: alert {r.get('alert')} has no severity label")
+    for needed in ("HeraldDeadNotifications", "HeraldReceiverFailing", "HeraldIngestErrors", "HeraldDown"):
+        if needed not in alerts:
+            fail(f"{label}: no alert {needed}")
+    rules_file = os.path.join(WORK, f"rules_{label}.yaml")
+    with open(rules_file, "w") as f:
+        yaml.safe_dump({"groups": rule["spec"]["groups"]}, f)
+    # The unit tests check when alerts fire and with which labels; `check rules` above covers the annotations'
+    # templates, so the tested copy drops them (promtool would otherwise compare every annotation's text).
+    bare = [{**g, "rules": [{k: v for k, v in r.items() if k != "annotations"} for r in g["rules"]]}
+            for g in rule["spec"]["groups"]]
+    bare_file = os.path.join(WORK, f"rules_{label}_bare.yaml")
+    with open(bare_file, "w") as f:
+        yaml.safe_dump({"groups": bare}, f)
+    for args in (["check", "rules", rules_file], ["test", "rules", write_rule_tests(bare_file)]):
+        p = subprocess.run([os.environ["PROMTOOL"], *args], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail(f"{label}: promtool {' '.join(args[:2])}:\n{p.stdout}{p.stderr}")
+
+
+def write_rule_tests(rules_file):
+    """Each alert fires on the situation it describes, and stays quiet on a healthy Herald."""
+    tests = {
+        "rule_files": [os.path.basename(rules_file)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": 'up{job="herald", namespace="herald", pod="a"}', "values": "1x30"},
+                    {"series": 'herald_outbox{job="herald", namespace="herald", pod="a", receiver="slack", state="dead"}',
+                     "values": "0x5 2x25"},
+                    {"series": 'herald_outbox{job="herald", namespace="herald", pod="b", receiver="slack", state="dead"}',
+                     "values": "0x5 2x25"},
+                    {"series": 'herald_deliveries_total{job="herald", namespace="herald", pod="a", receiver="jira", outcome="retry"}',
+                     "values": "0+1x30"},
+                    {"series": 'herald_deliveries_total{job="herald", namespace="herald", pod="a", receiver="jira", outcome="delivered"}',
+                     "values": "0+5x30"},
+                    {"series": 'herald_events_received_total{job="herald", namespace="herald", pod="a", outcome="unavailable"}',
+                     "values": "0x20 1x10"},
+                    {"series": 'herald_events_received_total{job="herald", namespace="herald", pod="a", outcome="accepted"}',
+                     "values": "0+100x30"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "4m", "alertname": "HeraldDeadNotifications", "exp_alerts": []},
+                    {"eval_time": "10m", "alertname": "HeraldDeadNotifications", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald", "receiver": "slack"}}]},
+                    {"eval_time": "25m", "alertname": "HeraldReceiverFailing", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald", "receiver": "jira"}}]},
+                    {"eval_time": "15m", "alertname": "HeraldIngestErrors", "exp_alerts": []},
+                    {"eval_time": "22m", "alertname": "HeraldIngestErrors", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "20m", "alertname": "HeraldDown", "exp_alerts": []},
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": [{"series": 'up{job="herald", namespace="herald", pod="a"}', "values": "1x5 0x20"}],
+                "alert_rule_test": [
+                    {"eval_time": "5m", "alertname": "HeraldDown", "exp_alerts": []},
+                    {"eval_time": "15m", "alertname": "HeraldDown", "exp_alerts": [
+                        {"exp_labels": {"severity": "critical"}}]},
+                ],
+            },
+        ],
+    }
+    path = rules_file.replace(".yaml", "_test.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(tests, f)
+    return path
+
+
+# 4. The pieces fit together.
+def example_secret_keys():
+    keys = {}
+    for path in glob.glob(os.path.join(ROOT, "deploy/**/*.example.yaml"), recursive=True):
+        for d in load(path):
+            if d["kind"] == "Secret":
+                keys[d["metadata"]["name"]] = set(d.get("stringData", {})) | set(d.get("data", {}))
+    return keys
+
+
+def container(deploy):
+    return next(c for c in deploy["spec"]["template"]["spec"]["containers"] if c["name"] == "herald")
+
+
+def check_wiring(docs, label):
+    deploy, svc, pdb = one(docs, "Deployment", "herald"), one(docs, "Service", "herald"), one(docs, "PodDisruptionBudget")
+    if not (deploy and svc and pdb):
+        fail(f"{label}: expected one Deployment, Service and PodDisruptionBudget")
+        return
+    pod = deploy["spec"]["template"]
+    pod_labels = pod["metadata"]["labels"]
+    for what, sel in (("Service", svc["spec"]["selector"]), ("PodDisruptionBudget", pdb["spec"]["selector"]["matchLabels"]),
+                      ("Deployment selector", deploy["spec"]["selector"]["matchLabels"])):
+        if any(pod_labels.get(k) != v for k, v in sel.items()):
+            fail(f"{label}: {what} {sel} does not select the pods {pod_labels}")
+    c = container(deploy)
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    for p in svc["spec"]["ports"]:
+        if p["targetPort"] not in ports and p["targetPort"] not in ports.values():
+            fail(f"{label}: Service targetPort {p['targetPort']} is not a container port")
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        got = c.get(probe, {}).get("httpGet", {})
+        if got.get("path") != path or got.get("port") not in ports:
+            fail(f"{label}: {probe} should GET {path} on a container port, is {got}")
+    sc = c.get("securityContext", {})
+    for k, v in (("readOnlyRootFilesystem", True), ("allowPrivilegeEscalation", False), ("runAsNonRoot", True)):
+        if sc.get(k) != v:
+            fail(f"{label}: container securityContext.{k} should be {v}")
+    secrets = example_secret_keys()
+    for e in c.get("env", []):
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        if ref and ref["key"] not in secrets.get(ref["name"], set()):
+            fail(f"{label}: env {e['name']} reads Secret {ref['name']} key {ref['key']}, which no *.example.yaml defines")
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    for m in c.get("volumeMounts", []):
+        if m["name"] not in volumes:
+            fail(f"{label}: volumeMount {m['name']} has no volume")
+    cm = volumes.get("config", {}).get("configMap", {}).get("name")
+    if not one(docs, "ConfigMap", cm or "-"):
+        fail(f"{label}: the config volume names ConfigMap {cm}, which is not rendered")
+    replicas = deploy["spec"].get("replicas", 1)
+    strategy = deploy["spec"].get("strategy", {}).get("type")
+    if label.endswith("single"):
+        claim = volumes.get("data", {}).get("persistentVolumeClaim", {}).get("claimName")
+        if replicas != 1 or strategy != "Recreate" or not one(docs, "PersistentVolumeClaim", claim or "-"):
+            fail(f"{label}: needs 1 replica, strategy Recreate and /data on a rendered PVC")
+    if label.endswith("ha"):
+        url = next((e for e in c["env"] if e["name"] == "HERALD__STORAGE__URL"), {})
+        if replicas < 2 or "secretKeyRef" not in url.get("valueFrom", {}):
+            fail(f"{label}: needs 2+ replicas and HERALD__STORAGE__URL from a Secret")
+        if pdb["spec"].get("minAvailable") != 1 or "maxUnavailable" in pdb["spec"]:
+            fail(f"{label}: the PodDisruptionBudget should be minAvailable: 1")
+        if not pod["spec"].get("topologySpreadConstraints") and not pod["spec"].get("affinity"):
+            fail(f"{label}: replicas should be spread over nodes")
+    return svc
+
+
+def check_argocd_url(svc, docs_argocd):
+    cm = one(docs_argocd, "ConfigMap", "argocd-notifications-cm")
+    service = yaml.safe_load(cm["data"]["service.webhook.herald"])
+    m = re.match(r"https?://([^./:]+)\.([^./:]+)\.svc(?:\.cluster\.local)?:(\d+)/", service["url"])
+    ports = [p["port"] for p in svc["spec"]["ports"]]
+    if not m or (m.group(1), m.group(2)) != (svc["metadata"]["name"], svc["metadata"]["namespace"]) \
+            or int(m.group(3)) not in ports:
+        fail(f"argocd: webhook URL {service['url']} does not reach Service "
+             f"{svc['metadata']['namespace']}/{svc['metadata']['name']} ports {ports}")
+
+
+# 5. HERALD__* variables are real configuration keys.
+def image_env():
+    env = {}
+    text = open(os.path.join(ROOT, "Dockerfile")).read().replace("\\\n", " ")
+    for line in text.splitlines():
+        if line.startswith("ENV "):
+            env.update(dict(re.findall(r"(HERALD__[A-Z0-9_]+)=(\S+)", line)))
+    return env
+
+
+PLACEHOLDERS = {"HERALD__STORAGE__URL": "postgres://herald:placeholder@postgres:5432/herald"}
+
+
+def check_config(docs, label):
+    deploy = one(docs, "Deployment", "herald")
+    cm = one(docs, "ConfigMap", "herald-config")
+    config = os.path.join(WORK, f"herald_{label.replace('/', '_')}.yaml")
+    with open(config, "w") as f:
+        f.write(cm["data"]["herald.yaml"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD")}
+    env.update(image_env())
+    for e in container(deploy).get("env", []):
+        if e["name"].startswith("HERALD__"):
+            env[e["name"]] = e.get("value", PLACEHOLDERS.get(e["name"], "placeholder-from-a-secret"))
+    p = subprocess.run([os.environ["HERALD_BIN"], "check-config", config], env=env, capture_output=True, text=True)
+    out = (p.stdout + p.stderr).strip()
+    if p.returncode != 0 or "warning" in out:
+        fail(f"{label}: herald check-config on the ConfigMap's herald.yaml with the Deployment's env:\n{out}")
+    return {k for k in env if k.startswith("HERALD__")}, out
+
+
+def check_every_env_name(verified):
+    files = [os.path.join(ROOT, "Dockerfile")] + glob.glob(os.path.join(ROOT, "deploy/**/*"), recursive=True)
+    named = set()
+    for path in files:
+        if os.path.isfile(path):
+            named |= set(re.findall(r"\bHERALD__[A-Z0-9_]*[A-Z0-9]\b", open(path, errors="replace").read()))
+    empty = os.path.join(WORK, "empty.yaml")
+    open(empty, "w").close()
+    for name in sorted(named - verified):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD")}
+        env[name] = "1"
+        p = subprocess.run([os.environ["HERALD_BIN"], "check-config", empty], env=env, capture_output=True, text=True)
+        if "unknown field" in p.stdout + p.stderr or "unknown variant" in p.stdout + p.stderr:
+            fail(f"{name} (written in deploy/ or the Dockerfile) is not a configuration key: {(p.stdout + p.stderr).strip()}")
+    return named
+
+
+argocd_docs = rendered("deploy/argocd")
+n, _ = validate_schema(argocd_docs, "argocd")
+print(f"  deploy/argocd: {n} object(s) schema-valid: " + ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in argocd_docs))
+
+verified = set()
+for target in ("deploy/kubernetes/base", "deploy/kubernetes/overlays/single", "deploy/kubernetes/overlays/ha"):
+    label = target.split("/")[-1]
+    docs = rendered(target)
+    n, crds = validate_schema(docs, label)
+    kinds = ", ".join(sorted(d["kind"] for d in docs))
+    print(f"  {target}: {n} built-in object(s) schema-valid [{kinds}]")
+    svc = check_wiring(docs, label) if label != "base" else None
+    if crds:
+        check_monitoring(docs, label)
+        print(f"  {target}: ServiceMonitor and PrometheusRule checked (promtool check + test rules, metric names)")
+    if label != "base":
+        check_argocd_url(svc, argocd_docs)
+        names, out = check_config(docs, label)
+        verified |= names
+        print(f"  {target}: herald check-config with {', '.join(sorted(names))}: {out.splitlines()[-1] if out else ''}")
+
+examples = sorted(glob.glob(os.path.join(ROOT, "deploy/**/*.example.yaml"), recursive=True))
+for path in examples:
+    validate_schema(load(path), os.path.relpath(path, ROOT))
+print(f"  {len(examples)} example Secret file(s) schema-valid: " + ", ".join(os.path.relpath(p, ROOT) for p in examples))
+
+named = check_every_env_name(verified)
+print(f"  {len(named)} HERALD__* name(s) in deploy/ and the Dockerfile are configuration keys: {', '.join(sorted(named))}")
+
+if problems:
+    print(f"validate-deploy: {len(problems)} problem(s)", file=sys.stderr)
+    sys.exit(1)
+PY
+say "OK"
