@@ -38,23 +38,42 @@ pub fn metrics() -> PrometheusHandle {
         .clone()
 }
 
+type GaugeKey = (&'static str, Vec<(&'static str, String)>);
+
+/// Label sets set at the previous scrape: a set that is gone now (no dead rows left, say) is set back to 0.
+fn previous() -> &'static std::sync::Mutex<std::collections::HashSet<GaugeKey>> {
+    static SEEN: OnceLock<std::sync::Mutex<std::collections::HashSet<GaugeKey>>> = OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+fn set(seen: &mut std::collections::HashSet<GaugeKey>, name: &'static str, labels: Vec<(&'static str, String)>, v: f64) {
+    let owned: Vec<metrics::Label> = labels.iter().map(|(k, v)| metrics::Label::new(*k, v.clone())).collect();
+    metrics::gauge!(name, owned).set(v);
+    seen.insert((name, labels));
+}
+
 /// Gauges read from the store at scrape time: Applications by status, open incidents, queued and dead deliveries.
 pub async fn refresh_gauges(store: &Store) {
+    let mut seen = std::collections::HashSet::new();
     if let Ok(rows) = store.app_counts().await {
         for (sync, health, n) in rows {
-            metrics::gauge!("herald_applications", "sync" => sync, "health" => health)
-                .set(n as f64);
+            set(&mut seen, "herald_applications", vec![("sync", sync), ("health", health)], n as f64);
         }
     }
     if let Ok(rows) = store.incident_counts().await {
         for (state, kind, team, n) in rows {
-            metrics::gauge!("herald_incidents_open", "state" => state, "kind" => kind, "team" => team).set(n as f64);
+            set(&mut seen, "herald_incidents_open", vec![("state", state), ("kind", kind), ("team", team)], n as f64);
         }
     }
     if let Ok(rows) = store.outbox_counts().await {
         for (receiver, state, n) in rows {
-            metrics::gauge!("herald_outbox", "receiver" => receiver, "state" => state)
-                .set(n as f64);
+            set(&mut seen, "herald_outbox", vec![("receiver", receiver), ("state", state)], n as f64);
         }
     }
+    let mut prev = previous().lock().unwrap_or_else(|e| e.into_inner());
+    for (name, labels) in prev.difference(&seen) {
+        let owned: Vec<metrics::Label> = labels.iter().map(|(k, v)| metrics::Label::new(*k, v.clone())).collect();
+        metrics::gauge!(*name, owned).set(0.0);
+    }
+    *prev = seen;
 }

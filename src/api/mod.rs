@@ -153,6 +153,9 @@ async fn readyz(ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
 }
 
 async fn metrics_endpoint(ctx: web::Data<AppContext>) -> HttpResponse {
+    // The recorder is process-wide: refresh and render as one step, so concurrent scrapes don't interleave.
+    static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = SCRAPE.lock().await;
     crate::telemetry::refresh_gauges(&ctx.pipeline.store).await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

@@ -143,6 +143,8 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
     .expect("delivered after the retry");
     assert_eq!(server.received_requests().await.unwrap_or_default().len(), 2);
     assert_eq!(app.get_json("/v1/outbox?state=dead").await["count"], 0);
+    let metrics = app.client.get(format!("{}/metrics", app.address)).send().await.expect("m").text().await.expect("t");
+    assert!(metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 0"), "the gauge goes back to 0: {metrics}");
     app.stop().await;
 }
 
