@@ -5,6 +5,7 @@ mod auth;
 mod bad_input;
 mod confirm;
 mod delivery;
+mod faults;
 mod helpers;
 mod ingest;
 mod rules;
