@@ -452,7 +452,7 @@ text = m.get_body(preferencelist=("plain",))
 html = m.get_body(preferencelist=("html",))
 print(json.dumps({
     "subject": m["subject"], "from": m["from"], "to": m["to"], "cc": m["cc"],
-    "rcpt_to": m["x-rcptto"], "message_id": m["message-id"], "in_reply_to": m["in-reply-to"],
+    "rcpt_to": m["x-rcptto"], "peer": m["x-peer"], "message_id": m["message-id"], "in_reply_to": m["in-reply-to"],
     "references": m["references"], "auto_submitted": m["auto-submitted"],
     "content_type": m.get_content_type(),
     "text": text.get_content() if text else None, "html": html.get_content() if html else None,
@@ -632,10 +632,13 @@ print(json.dumps({
             .await
             .unwrap();
         let memo = first.memo.clone().unwrap();
+        // lettre parks a used connection from a spawned task; let it run, as time between deliveries would.
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let update = email
             .deliver(&notification(Action::Update), Some(&memo))
             .await
             .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let resolve = email
             .deliver(&notification(Action::Resolve), Some(&memo))
             .await
@@ -669,6 +672,9 @@ print(json.dumps({
                 .unwrap()
                 .contains("* [RESOLVED]")
         );
+        // The same client address and port: the pooled connection was reused, not reopened.
+        assert_eq!(messages[1]["peer"], messages[0]["peer"]);
+        assert_eq!(messages[2]["peer"], messages[0]["peer"]);
     }
 
     #[tokio::test]
