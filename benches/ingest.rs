@@ -138,7 +138,11 @@ fn body(templates: &[Value], i: u64, apps: usize) -> Vec<u8> {
 async fn main() {
     let args = Args::parse();
     let templates = Arc::new(load_templates(&args.fixtures));
-    assert!(!templates.is_empty(), "no captured bodies in {}", args.fixtures.display());
+    assert!(
+        !templates.is_empty(),
+        "no captured bodies in {}",
+        args.fixtures.display()
+    );
     let (_spawned, urls, pids) = match &args.spawn {
         Some(bin) => {
             let (s, u, p) = spawn(bin, args.storage_url.as_deref(), args.replicas);
@@ -164,9 +168,10 @@ async fn main() {
         };
         assert!(ready.await, "herald at {u} did not become ready");
     }
-    let avg_size: usize =
-        (0..templates.len() as u64).map(|i| body(&templates, i * args.apps as u64, args.apps).len()).sum::<usize>()
-            / templates.len();
+    let avg_size: usize = (0..templates.len() as u64)
+        .map(|i| body(&templates, i * args.apps as u64, args.apps).len())
+        .sum::<usize>()
+        / templates.len();
     let urls = Arc::new(urls);
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));

@@ -534,6 +534,14 @@ fn default_pd_url() -> String {
 #[serde(deny_unknown_fields)]
 pub struct AlertmanagerSettings {
     pub url: String,
+    /// How long Alertmanager keeps a firing alert active without hearing from Herald again (`endsAt` = send
+    /// time + this); a resolve ends it at once. Keep it above the repeat interval.
+    #[serde(default = "default_alert_ttl", with = "humantime_serde")]
+    pub alert_ttl: Duration,
+}
+
+fn default_alert_ttl() -> Duration {
+    Duration::from_secs(24 * 3600)
 }
 
 #[derive(Debug, Clone, Deserialize)]

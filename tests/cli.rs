@@ -44,12 +44,21 @@ fn config_errors_name_the_key_path() {
     let dir = tempfile::tempdir().expect("tmp");
     let cases = [
         ("teams: {pay: {receivers: [nobody]}}", "teams.pay.receivers[0]"),
-        ("routes: [{namespace: 'prod-[', receivers: [console]}]", "routes[0].namespace"),
+        (
+            "routes: [{namespace: 'prod-[', receivers: [console]}]",
+            "routes[0].namespace",
+        ),
         ("rules: {degraded: {for: -5m}}", "rules.degraded.for"),
         ("rules: {degraded: {for: soon}}", "rules.degraded.for"),
         ("server: {max_body_bytes: -1}", "server.max_body_bytes"),
-        ("receivers: [{name: m, email: {to: [not-an-address]}}]", "receivers[0].email"),
-        ("receivers: [{name: j, jira: {url: 'ftp://x', project: P, token: t, user: u}}]", "receivers[0].jira.url"),
+        (
+            "receivers: [{name: m, email: {to: [not-an-address]}}]",
+            "receivers[0].email",
+        ),
+        (
+            "receivers: [{name: j, jira: {url: 'ftp://x', project: P, token: t, user: u}}]",
+            "receivers[0].jira.url",
+        ),
         ("grouping: {group_wait: 5}", "grouping.group_wait"),
         ("server: [1, 2]", "server"),
         ("{{{", "cannot read configuration"),
@@ -112,8 +121,18 @@ routes: [{kind: prune_pending, receivers: [pager], continue: true}]
 #[test]
 fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications() {
     let dir = tempfile::tempdir().expect("tmp");
-    let cfg = write(dir.path(), "c.yaml", "rules: {sync_unknown: {for: 5m}}\ngrouping: {group_wait: 0s}\n");
-    let mut args: Vec<String> = vec!["replay".into(), "--config".into(), cfg, "--clock".into(), "recorded".into()];
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        "rules: {sync_unknown: {for: 5m}}\ngrouping: {group_wait: 0s}\n",
+    );
+    let mut args: Vec<String> = vec![
+        "replay".into(),
+        "--config".into(),
+        cfg,
+        "--clock".into(),
+        "recorded".into(),
+    ];
     let mut files: Vec<_> = std::fs::read_dir(fixtures().join("captured"))
         .expect("dir")
         .map(|e| e.expect("e").path().display().to_string())
@@ -125,12 +144,21 @@ fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications(
     assert_eq!(code, 0, "{err}");
     // Time order, not file order: 003 (16:06Z) comes before 000 (16:13Z), so 000 is the duplicate.
     assert!(out.contains("003.json  argocd/aaaaaaa: changed"), "{out}");
-    assert!(out.contains("000_cli_template.json  argocd/aaaaaaa: duplicate"), "{out}");
+    assert!(
+        out.contains("000_cli_template.json  argocd/aaaaaaa: duplicate"),
+        "{out}"
+    );
     assert!(out.contains("sync: Synced → OutOfSync"), "{out}");
     assert!(out.contains("incident out_of_sync"), "{out}");
     // The Unknown apps of 16:06 have been Unknown for 5 minutes at 16:11: that is where the rule fires.
-    assert!(out.contains("2025-10-02T16:11:23Z would notify console (open): sync_unknown on 2 Applications"), "{out}");
-    assert!(out.contains("would notify console (open): argocd/aaaaaaa is Missing"), "{out}");
+    assert!(
+        out.contains("2025-10-02T16:11:23Z would notify console (open): sync_unknown on 2 Applications"),
+        "{out}"
+    );
+    assert!(
+        out.contains("would notify console (open): argocd/aaaaaaa is Missing"),
+        "{out}"
+    );
 }
 
 #[test]

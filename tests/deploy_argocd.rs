@@ -18,27 +18,12 @@ const TIME_ACTION: &str = r#"{{ (call .time.Now).Format "2006-01-02T15:04:05.000
 
 /// Each state Herald needs a trigger for, and what the trigger's condition must test.
 const NEEDED_TRIGGERS: &[(&str, &[&str])] = &[
-    (
-        "herald-on-out-of-sync",
-        &["app.status.sync.status", "'OutOfSync'"],
-    ),
+    ("herald-on-out-of-sync", &["app.status.sync.status", "'OutOfSync'"]),
     ("herald-on-synced", &["app.status.sync.status", "'Synced'"]),
-    (
-        "herald-on-sync-unknown",
-        &["app.status.sync.status", "'Unknown'"],
-    ),
-    (
-        "herald-on-health-degraded",
-        &["app.status.health.status", "'Degraded'"],
-    ),
-    (
-        "herald-on-health-healthy",
-        &["app.status.health.status", "'Healthy'"],
-    ),
-    (
-        "herald-on-health-missing",
-        &["app.status.health.status", "'Missing'"],
-    ),
+    ("herald-on-sync-unknown", &["app.status.sync.status", "'Unknown'"]),
+    ("herald-on-health-degraded", &["app.status.health.status", "'Degraded'"]),
+    ("herald-on-health-healthy", &["app.status.health.status", "'Healthy'"]),
+    ("herald-on-health-missing", &["app.status.health.status", "'Missing'"]),
     (
         "herald-on-sync-running",
         &["app.status.operationState.phase", "'Running'"],
@@ -172,12 +157,10 @@ fn the_patch_targets_argo_cds_notifications_configmap() {
 fn every_key_follows_the_notifications_engine_format() {
     for key in data().keys() {
         let ok = key == "subscriptions"
-            || ["service.webhook.", "template.", "trigger."]
-                .iter()
-                .any(|p| {
-                    key.strip_prefix(p)
-                        .is_some_and(|name| !name.is_empty() && !name.contains(' '))
-                });
+            || ["service.webhook.", "template.", "trigger."].iter().any(|p| {
+                key.strip_prefix(p)
+                    .is_some_and(|name| !name.is_empty() && !name.contains(' '))
+            });
         assert!(
             ok,
             "data.{key} is not service.webhook.<name>, template.<name>, trigger.<name> or subscriptions"
@@ -223,9 +206,7 @@ fn every_needed_state_has_a_trigger_without_once_per_that_sends_the_herald_templ
                 "trigger.{name} must not have oncePer"
             );
             assert!(
-                condition["when"]
-                    .as_str()
-                    .is_some_and(|w| !w.trim().is_empty()),
+                condition["when"].as_str().is_some_and(|w| !w.trim().is_empty()),
                 "trigger.{name} has no `when`"
             );
             assert_eq!(
@@ -242,10 +223,7 @@ fn every_needed_state_has_a_trigger_without_once_per_that_sends_the_herald_templ
             .unwrap_or_else(|| panic!("no trigger.{needed}"));
         let when = conditions[0]["when"].as_str().unwrap_or_default();
         for part in *tests {
-            assert!(
-                when.contains(part),
-                "trigger.{needed}: `{when}` should test {part}"
-            );
+            assert!(when.contains(part), "trigger.{needed}: `{when}` should test {part}");
         }
     }
 }
@@ -254,9 +232,7 @@ fn every_needed_state_has_a_trigger_without_once_per_that_sends_the_herald_templ
 fn one_global_subscription_sends_every_trigger_to_herald() {
     let data = data();
     let service = service_name(&data);
-    let subscriptions = data["subscriptions"]
-        .as_array()
-        .expect("subscriptions is a YAML list");
+    let subscriptions = data["subscriptions"].as_array().expect("subscriptions is a YAML list");
     assert_eq!(subscriptions.len(), 1);
     let subscription = &subscriptions[0];
     // A recipient without `:` is the service itself with an empty destination, what a webhook service takes.
@@ -282,10 +258,7 @@ fn one_global_subscription_sends_every_trigger_to_herald() {
 fn the_service_sends_a_bearer_token_that_the_example_secret_defines() {
     let data = data();
     let service = &data[&format!("service.webhook.{}", service_name(&data))];
-    assert_eq!(
-        service["url"],
-        "http://herald.herald.svc:8080/v1/argocd/events"
-    );
+    assert_eq!(service["url"], "http://herald.herald.svc:8080/v1/argocd/events");
     let headers: Vec<(&str, &str)> = service["headers"]
         .as_array()
         .expect("the service has headers")
@@ -301,10 +274,7 @@ fn the_service_sends_a_bearer_token_that_the_example_secret_defines() {
         headers.contains(&("Authorization", "Bearer $herald-token")),
         "{headers:?}"
     );
-    assert!(
-        headers.contains(&("Content-Type", "application/json")),
-        "{headers:?}"
-    );
+    assert!(headers.contains(&("Content-Type", "application/json")), "{headers:?}");
 
     let secret = yaml(&read(SECRET_EXAMPLE), SECRET_EXAMPLE);
     assert_eq!(secret["kind"], "Secret");
@@ -335,14 +305,10 @@ fn the_body_argo_cd_renders_for_a_captured_application_is_accepted() {
     let body = the_body(&data());
     let fixture = fixture("021_remove_podinfo_1_1.json");
     let rendered = render(&body, &fixture, "2025-10-02T17:01:47.257365Z");
-    let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128)
-        .expect("Herald accepts the rendered body");
+    let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128).expect("Herald accepts the rendered body");
     assert_eq!(snapshot.app.name, "aaaaaaaaa");
     assert_eq!(snapshot.sync_status, "OutOfSync");
-    assert_eq!(
-        snapshot.argocd_url.as_deref(),
-        Some("https://demo.cdviz.dev")
-    );
+    assert_eq!(snapshot.argocd_url.as_deref(), Some("https://demo.cdviz.dev"));
     let observed = snapshot
         .observed_at
         .expect("the envelope timestamp is read")
@@ -366,10 +332,7 @@ fn the_body_is_accepted_for_every_captured_application() {
         let rendered = render(&body, &fixture, "2026-01-31T23:59:59.000001+01:00");
         let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128)
             .unwrap_or_else(|e| panic!("{name}: Herald refuses the rendered body: {e}"));
-        assert_eq!(
-            snapshot.app.name, fixture["app"]["metadata"]["name"],
-            "{name}"
-        );
+        assert_eq!(snapshot.app.name, fixture["app"]["metadata"]["name"], "{name}");
         assert_eq!(
             snapshot.sync_status, fixture["app"]["status"]["sync"]["status"],
             "{name}"
@@ -394,10 +357,7 @@ fn the_kustomization_applies_the_patch_to_files_that_exist() {
         )
         .map(|v| v.as_str().expect("a path"))
         .collect();
-    assert!(
-        paths.contains(&"argocd-notifications-cm.patch.yaml"),
-        "{paths:?}"
-    );
+    assert!(paths.contains(&"argocd-notifications-cm.patch.yaml"), "{paths:?}");
     for path in paths {
         assert!(
             root().join(dir).join(path).is_file(),

@@ -24,7 +24,10 @@ async fn fresh(engine: &str) -> (Store, Db) {
     let (url, db) = match engine {
         "sqlite" => {
             let dir = tempfile::tempdir().expect("tmp");
-            (format!("sqlite://{}/contract.db", dir.path().display()), Db::Sqlite(dir))
+            (
+                format!("sqlite://{}/contract.db", dir.path().display()),
+                Db::Sqlite(dir),
+            )
         }
         _ => {
             let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect(
@@ -107,15 +110,24 @@ async fn applications_round_trip_and_upsert(engine: &str) {
         64,
     )
     .expect("body");
-    let Outcome::Changed { state, transitions } = apply(None, snap.clone(), now) else { panic!() };
+    let Outcome::Changed { state, transitions } = apply(None, snap.clone(), now) else {
+        panic!()
+    };
     let mut tx = store.begin().await.expect("tx");
     assert!(Store::load_app(&mut tx, &app("pay")).await.expect("load").is_none());
     Store::save_app(&mut tx, "p", &state).await.expect("save");
-    Store::add_transitions(&mut tx, &app("pay"), now, &transitions).await.expect("transitions");
-    Store::add_raw(&mut tx, &app("pay"), now, "changed", "{}").await.expect("raw");
+    Store::add_transitions(&mut tx, &app("pay"), now, &transitions)
+        .await
+        .expect("transitions");
+    Store::add_raw(&mut tx, &app("pay"), now, "changed", "{}")
+        .await
+        .expect("raw");
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
-    let loaded = Store::load_app(&mut tx, &app("pay")).await.expect("load").expect("present");
+    let loaded = Store::load_app(&mut tx, &app("pay"))
+        .await
+        .expect("load")
+        .expect("present");
     assert_eq!(loaded, *state);
     let mut newer = (*state).clone();
     newer.snapshot.sync_status = "Synced".into();
@@ -127,7 +139,13 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     assert_eq!(store.apps(Some("OutOfSync"), None, 10).await.expect("list").len(), 0);
     assert_eq!(store.timeline(&app("pay"), 10).await.expect("timeline").len(), 2);
     assert_eq!(store.raw_bodies(&app("pay"), 10).await.expect("raw").len(), 1);
-    assert_eq!(store.purge_raw(now + chrono::Duration::seconds(1)).await.expect("purge"), 1);
+    assert_eq!(
+        store
+            .purge_raw(now + chrono::Duration::seconds(1))
+            .await
+            .expect("purge"),
+        1
+    );
     // An uncommitted transaction leaves nothing behind.
     let mut tx = store.begin().await.expect("tx");
     Store::save_app(&mut tx, "p", &{
@@ -168,22 +186,41 @@ async fn incidents_are_claimed_once_when_due(engine: &str) {
             got
         }
     };
-    assert!(claim(now + chrono::Duration::minutes(59)).await.is_empty(), "not due yet");
+    assert!(
+        claim(now + chrono::Duration::minutes(59)).await.is_empty(),
+        "not due yet"
+    );
     let due = now + chrono::Duration::minutes(61);
     let (a, b) = tokio::join!(claim(due), claim(due));
     assert_eq!(a.len() + b.len(), 1, "one claimer gets it");
     assert!(claim(due + chrono::Duration::seconds(10)).await.is_empty(), "leased");
-    assert_eq!(claim(due + chrono::Duration::seconds(31)).await.len(), 1, "an expired lease is taken over");
+    assert_eq!(
+        claim(due + chrono::Duration::seconds(31)).await.len(),
+        1,
+        "an expired lease is taken over"
+    );
     let mut tx = store.begin().await.expect("tx");
-    Store::set_incident_state(&mut tx, id, IncidentState::Firing, due).await.expect("fire");
+    Store::set_incident_state(&mut tx, id, IncidentState::Firing, due)
+        .await
+        .expect("fire");
     tx.commit().await.expect("commit");
-    assert!(claim(due + chrono::Duration::hours(1)).await.is_empty(), "firing is not pending");
+    assert!(
+        claim(due + chrono::Duration::hours(1)).await.is_empty(),
+        "firing is not pending"
+    );
     let open = {
         let mut tx = store.begin().await.expect("tx");
         Store::open_incidents(&mut tx, &app("a")).await.expect("open")
     };
     assert_eq!(open.len(), 1);
-    assert_eq!(store.incidents(Some("firing"), Some("pay"), None, None, 10).await.expect("list").len(), 1);
+    assert_eq!(
+        store
+            .incidents(Some("firing"), Some("pay"), None, None, 10)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
 }
 
 async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
@@ -191,10 +228,14 @@ async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
     let now = t("2026-01-01T00:00:00Z");
     let mut tx = store.begin().await.expect("tx");
     for i in 0..3 {
-        Store::enqueue(&mut tx, &delivery("thread-a", i), now).await.expect("enqueue");
+        Store::enqueue(&mut tx, &delivery("thread-a", i), now)
+            .await
+            .expect("enqueue");
     }
     for i in 0..20 {
-        Store::enqueue(&mut tx, &delivery(&format!("thread-{i}"), 0), now).await.expect("enqueue");
+        Store::enqueue(&mut tx, &delivery(&format!("thread-{i}"), 0), now)
+            .await
+            .expect("enqueue");
     }
     tx.commit().await.expect("commit");
     let lease = now + chrono::Duration::seconds(60);
@@ -210,12 +251,24 @@ async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
     assert_eq!(thread_a.len(), 1);
     assert_eq!(thread_a[0].action, "step-0");
     // Until step-0 is done, step-1 waits, even after the lease ends.
-    assert!(store.claim_deliveries("three", now, lease, 50).await.expect("claim").is_empty());
-    store.delivered(thread_a[0], Some(&serde_json::json!({"ts": "1.2"})), now).await.expect("done");
+    assert!(
+        store
+            .claim_deliveries("three", now, lease, 50)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
+    store
+        .delivered(thread_a[0], Some(&serde_json::json!({"ts": "1.2"})), now)
+        .await
+        .expect("done");
     let next = store.claim_deliveries("three", now, lease, 50).await.expect("claim");
     assert_eq!(next.len(), 1);
     assert_eq!(next[0].action, "step-1");
-    assert_eq!(store.memo("r", "thread-a:1").await.expect("memo"), Some(serde_json::json!({"ts": "1.2"})));
+    assert_eq!(
+        store.memo("r", "thread-a:1").await.expect("memo"),
+        Some(serde_json::json!({"ts": "1.2"}))
+    );
     // A lease that expired (a replica died) is taken over, with the attempt counted.
     let later = now + chrono::Duration::seconds(61);
     let again = store
@@ -232,14 +285,29 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
     let id = Store::enqueue(&mut tx, &delivery("t", 0), now).await.expect("enqueue");
     tx.commit().await.expect("commit");
     let lease = now + chrono::Duration::seconds(60);
-    let row = store.claim_deliveries("w", now, lease, 1).await.expect("claim").remove(0);
+    let row = store
+        .claim_deliveries("w", now, lease, 1)
+        .await
+        .expect("claim")
+        .remove(0);
     store
         .failed(row.id, "HTTP 503", Some(now + chrono::Duration::seconds(30)))
         .await
         .expect("retry later");
-    assert!(store.claim_deliveries("w", now + chrono::Duration::seconds(29), lease, 1).await.expect("c").is_empty());
+    assert!(
+        store
+            .claim_deliveries("w", now + chrono::Duration::seconds(29), lease, 1)
+            .await
+            .expect("c")
+            .is_empty()
+    );
     let row = store
-        .claim_deliveries("w", now + chrono::Duration::seconds(31), lease + chrono::Duration::seconds(31), 1)
+        .claim_deliveries(
+            "w",
+            now + chrono::Duration::seconds(31),
+            lease + chrono::Duration::seconds(31),
+            1,
+        )
         .await
         .expect("claim")
         .remove(0);
@@ -248,18 +316,43 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
     let dead = store.outbox(Some("dead"), 10).await.expect("dead");
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].last_error.as_deref(), Some("HTTP 400: bad"));
-    assert!(store.claim_deliveries("w", now + chrono::Duration::hours(1), lease, 1).await.expect("c").is_empty());
-    assert!(store.retry_dead(id, now + chrono::Duration::hours(1)).await.expect("retry"));
+    assert!(
+        store
+            .claim_deliveries("w", now + chrono::Duration::hours(1), lease, 1)
+            .await
+            .expect("c")
+            .is_empty()
+    );
+    assert!(
+        store
+            .retry_dead(id, now + chrono::Duration::hours(1))
+            .await
+            .expect("retry")
+    );
     assert!(!store.retry_dead(id, now).await.expect("retry"), "only dead rows");
     let row = store
-        .claim_deliveries("w", now + chrono::Duration::hours(1), now + chrono::Duration::hours(2), 1)
+        .claim_deliveries(
+            "w",
+            now + chrono::Duration::hours(1),
+            now + chrono::Duration::hours(2),
+            1,
+        )
         .await
         .expect("claim");
     assert_eq!(row.len(), 1);
     assert_eq!(row[0].attempts, 1);
     store.release(row[0].id).await.expect("release");
     assert_eq!(
-        store.claim_deliveries("w", now + chrono::Duration::hours(1), now + chrono::Duration::hours(2), 1).await.expect("c")[0].attempts,
+        store
+            .claim_deliveries(
+                "w",
+                now + chrono::Duration::hours(1),
+                now + chrono::Duration::hours(2),
+                1
+            )
+            .await
+            .expect("c")[0]
+            .attempts,
         1,
         "a released lease does not count as an attempt"
     );
@@ -284,33 +377,67 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         )
         .await
         .expect("insert");
-        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, wait, interval).await.expect("group");
+        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, wait, interval)
+            .await
+            .expect("group");
         ids.push(id);
     }
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
-    assert!(Store::claim_due_groups(&mut tx, store.engine(), now, 10).await.expect("c").is_empty());
-    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(30), 10).await.expect("c");
+    assert!(
+        Store::claim_due_groups(&mut tx, store.engine(), now, 10)
+            .await
+            .expect("c")
+            .is_empty()
+    );
+    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(30), 10)
+        .await
+        .expect("c");
     assert_eq!(due.len(), 1);
     let members = Store::members(&mut tx, due[0].id).await.expect("members");
     assert_eq!(members.len(), 3);
     assert!(members.iter().all(|m| m.dirty && m.status == "firing"));
-    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(30), None).await.expect("flush");
-    // A resolve in an active group waits for group_interval after the last flush.
-    Store::add_to_group(&mut tx, "chat", "team=pay", ids[0], "resolved", now + chrono::Duration::seconds(40), wait, interval)
+    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(30), None)
         .await
-        .expect("group");
+        .expect("flush");
+    // A resolve in an active group waits for group_interval after the last flush.
+    Store::add_to_group(
+        &mut tx,
+        "chat",
+        "team=pay",
+        ids[0],
+        "resolved",
+        now + chrono::Duration::seconds(40),
+        wait,
+        interval,
+    )
+    .await
+    .expect("group");
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
     assert!(
-        Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(300), 10).await.expect("c").is_empty()
+        Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(300), 10)
+            .await
+            .expect("c")
+            .is_empty()
     );
-    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(331), 10).await.expect("c");
+    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(331), 10)
+        .await
+        .expect("c");
     assert_eq!(due.len(), 1);
     assert!(due[0].active);
-    assert_eq!(Store::groups_of(&mut tx, ids[0]).await.expect("groups"), vec![("chat".to_string(), "team=pay".to_string())]);
-    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(331), None).await.expect("flush");
-    assert_eq!(Store::members(&mut tx, due[0].id).await.expect("members").len(), 2, "resolved members leave");
+    assert_eq!(
+        Store::groups_of(&mut tx, ids[0]).await.expect("groups"),
+        vec![("chat".to_string(), "team=pay".to_string())]
+    );
+    Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(331), None)
+        .await
+        .expect("flush");
+    assert_eq!(
+        Store::members(&mut tx, due[0].id).await.expect("members").len(),
+        2,
+        "resolved members leave"
+    );
     tx.commit().await.expect("commit");
 }
 
@@ -331,10 +458,33 @@ async fn silences_expire(engine: &str) {
     };
     store.add_silence(&s).await.expect("add");
     assert_eq!(store.silences(false, now).await.expect("list"), vec![s.clone()]);
-    assert!(store.expire_silence("s1", now + chrono::Duration::minutes(5)).await.expect("expire"));
-    assert!(!store.expire_silence("s1", now + chrono::Duration::minutes(6)).await.expect("expire"));
-    assert!(store.silences(false, now + chrono::Duration::minutes(6)).await.expect("list").is_empty());
-    assert_eq!(store.silences(true, now + chrono::Duration::minutes(6)).await.expect("list").len(), 1);
+    assert!(
+        store
+            .expire_silence("s1", now + chrono::Duration::minutes(5))
+            .await
+            .expect("expire")
+    );
+    assert!(
+        !store
+            .expire_silence("s1", now + chrono::Duration::minutes(6))
+            .await
+            .expect("expire")
+    );
+    assert!(
+        store
+            .silences(false, now + chrono::Duration::minutes(6))
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .silences(true, now + chrono::Duration::minutes(6))
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
 }
 
 async fn migrations_are_idempotent(engine: &str) {

@@ -1,24 +1,362 @@
-//! PLACEHOLDER: being written in a helper branch; replaced before this receiver is used.
+//! The generic webhook receiver: POSTs every notification as versioned JSON to a configured URL, with optional
+//! static headers and, when `hmac_secret` is set, an HMAC-SHA256 signature of the exact body bytes so the
+//! receiving side can check the message came from Herald. The URL may embed a secret: it never appears in errors.
 
+<<<<<<< HEAD
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::WebhookSettings;
 use crate::notify::Notification;
+=======
+use hmac::{Hmac, Mac};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use secrecy::{ExposeSecret, SecretString};
+use sha2::Sha256;
 
-pub struct Webhook;
+use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use crate::configuration::WebhookSettings;
+use crate::notify::{Notification, render};
+>>>>>>> recv-mail
+
+/// `sha256=<hex>` of the body, keyed with `hmac_secret`.
+pub const SIGNATURE_HEADER: &str = "x-herald-signature";
+/// Unix seconds when the request was sent.
+pub const TIMESTAMP_HEADER: &str = "x-herald-timestamp";
+
+pub struct Webhook {
+    url: Result<reqwest::Url, String>,
+    hmac_secret: Option<SecretString>,
+    /// The static headers, checked once; a bad one fails every delivery with a message naming it.
+    headers: Result<HeaderMap, String>,
+    http: reqwest::Client,
+}
 
 impl Webhook {
-    pub fn new(_s: WebhookSettings, _h: reqwest::Client) -> Self {
-        Self
+    pub fn new(settings: WebhookSettings, http: reqwest::Client) -> Self {
+        let url = reqwest::Url::parse(settings.url.expose_secret())
+            .map_err(|e| format!("webhook.url is not a valid URL: {e}"));
+        let headers = static_headers(&settings);
+        Self {
+            url,
+            hmac_secret: settings.hmac_secret,
+            headers,
+            http,
+        }
     }
+}
+
+fn static_headers(settings: &WebhookSettings) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in &settings.headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("webhook.headers: {name:?} is not a valid header name"))?;
+        // The value is a secret (a token, say): the error names the header only.
+        let mut value = HeaderValue::from_str(value.expose_secret()).map_err(|_| {
+            format!("webhook.headers.{name}: the value is not a valid header value")
+        })?;
+        value.set_sensitive(true);
+        map.insert(header, value);
+    }
+    Ok(map)
+}
+
+/// The hex HMAC-SHA256 of `body` keyed with `secret`, as sent in [`SIGNATURE_HEADER`] after `sha256=`.
+pub fn signature(secret: &[u8], body: &[u8]) -> String {
+    let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC accepts keys of any length");
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+pub fn body(n: &Notification) -> serde_json::Value {
+    serde_json::json!({
+        "version": "1",
+        "action": n.action.as_str(),
+        "receiver": n.receiver,
+        "thread_key": n.thread_key,
+        "title": n.title,
+        "reason": n.reason,
+        "incidents": n.incidents,
+        "text": render::text(n),
+    })
 }
 
 #[async_trait::async_trait]
 impl Receiver for Webhook {
     async fn deliver(
         &self,
+<<<<<<< HEAD
         _n: &Notification,
         _m: Option<&Memo>,
     ) -> Result<Delivered, DeliveryError> {
         Err(DeliveryError::permanent("this receiver is not built yet"))
+=======
+        n: &Notification,
+        _memo: Option<&Memo>,
+    ) -> Result<Delivered, DeliveryError> {
+        let url = self.url.clone().map_err(DeliveryError::permanent)?;
+        let mut headers = self.headers.clone().map_err(DeliveryError::permanent)?;
+        let bytes = serde_json::to_vec(&body(n))
+            .map_err(|e| DeliveryError::permanent(format!("cannot encode the body: {e}")))?;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(secret) = &self.hmac_secret {
+            let sig = format!(
+                "sha256={}",
+                signature(secret.expose_secret().as_bytes(), &bytes)
+            );
+            let now = chrono::Utc::now().timestamp().to_string();
+            // Hex digits and decimal digits are always valid header values.
+            if let (Ok(sig), Ok(now)) = (HeaderValue::from_str(&sig), HeaderValue::from_str(&now)) {
+                headers.insert(SIGNATURE_HEADER, sig);
+                headers.insert(TIMESTAMP_HEADER, now);
+            }
+        }
+        let resp = self
+            .http
+            .post(url)
+            .headers(headers)
+            .body(bytes)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(error_from_response(resp).await);
+        }
+        Ok(Delivered {
+            memo: None,
+            detail: format!("posted, HTTP {}", status.as_u16()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::{Action, IncidentView};
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    use wiremock::matchers::{body_json, header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const SECRET_PATH: &str = "/hooks/T0001/s3cr3t-path-token";
+
+    fn settings(url: String) -> WebhookSettings {
+        WebhookSettings {
+            url: SecretString::from(url),
+            hmac_secret: None,
+            headers: BTreeMap::new(),
+        }
+    }
+
+    fn notification() -> Notification {
+        let now = chrono::Utc::now();
+        let mut n = Notification::test("team-hook", now);
+        n.action = Action::Open;
+        n.thread_key = "team=payments,kind=degraded".into();
+        n.title = "2 applications degraded".into();
+        n.reason = "fired".into();
+        n.incidents = ["payments-api", "payments-worker"]
+            .iter()
+            .map(|app| IncidentView {
+                fingerprint: format!("argocd/{app}/degraded"),
+                kind: "degraded".into(),
+                severity: "warning".into(),
+                state: "firing".into(),
+                summary: format!("{app} is Degraded: \"quoted\" <and> escaped"),
+                app_namespace: "argocd".into(),
+                app_name: app.to_string(),
+                team: "payments".into(),
+                since: now,
+                ..Default::default()
+            })
+            .collect();
+        n
+    }
+
+    fn assert_no_secret(e: &DeliveryError) {
+        let s = format!("{e} {e:?}");
+        assert!(!s.contains("s3cr3t"), "the URL leaked: {s}");
+        assert!(!s.contains("hooks/T0001"), "the URL leaked: {s}");
+        assert!(!s.contains("Bearer xyz"), "a header value leaked: {s}");
+    }
+
+    #[tokio::test]
+    async fn posts_the_notification_as_versioned_json_with_the_static_headers() {
+        let server = MockServer::start().await;
+        let n = notification();
+        let expected = serde_json::json!({
+            "version": "1",
+            "action": "open",
+            "receiver": "team-hook",
+            "thread_key": "team=payments,kind=degraded",
+            "title": "2 applications degraded",
+            "reason": "fired",
+            "incidents": serde_json::to_value(&n.incidents).unwrap(),
+            "text": render::text(&n),
+        });
+        Mock::given(method("POST"))
+            .and(path(SECRET_PATH))
+            .and(header("content-type", "application/json"))
+            .and(header("authorization", "Bearer xyz"))
+            .and(body_json(&expected))
+            .respond_with(ResponseTemplate::new(204))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
+        s.headers.insert(
+            "Authorization".into(),
+            SecretString::from("Bearer xyz".to_string()),
+        );
+        let hook = Webhook::new(s, reqwest::Client::new());
+
+        let delivered = hook.deliver(&n, None).await.unwrap();
+
+        assert_eq!(delivered.memo, None);
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 1);
+        let body: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+        assert_eq!(body["incidents"][1]["app_name"], "payments-worker");
+        assert_eq!(
+            body["incidents"][0]["summary"],
+            "payments-api is Degraded: \"quoted\" <and> escaped"
+        );
+        assert!(
+            requests[0].headers.get(SIGNATURE_HEADER).is_none(),
+            "no secret, no signature"
+        );
+    }
+
+    #[tokio::test]
+    async fn with_an_hmac_secret_the_exact_body_bytes_are_signed() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(SECRET_PATH))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
+        s.hmac_secret = Some(SecretString::from("shared-signing-key".to_string()));
+        let hook = Webhook::new(s, reqwest::Client::new());
+
+        let before = chrono::Utc::now().timestamp();
+        hook.deliver(&notification(), None).await.unwrap();
+
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 1);
+        let got = requests[0]
+            .headers
+            .get(SIGNATURE_HEADER)
+            .unwrap()
+            .to_str()
+            .unwrap();
+        // Recomputed here from the received bytes, independently of the receiver's helper.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(b"shared-signing-key").unwrap();
+        mac.update(&requests[0].body);
+        assert_eq!(
+            got,
+            format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+        );
+        let ts: i64 = requests[0]
+            .headers
+            .get(TIMESTAMP_HEADER)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(ts >= before && ts <= chrono::Utc::now().timestamp(), "{ts}");
+    }
+
+    #[test]
+    fn the_signature_matches_a_published_hmac_sha256_vector() {
+        // RFC 4231 test case 2.
+        assert_eq!(
+            signature(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    async fn failing_with(response: ResponseTemplate) -> DeliveryError {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(SECRET_PATH))
+            .respond_with(response)
+            .expect(1)
+            .mount(&server)
+            .await;
+        let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
+        s.headers.insert(
+            "Authorization".into(),
+            SecretString::from("Bearer xyz".to_string()),
+        );
+        let hook = Webhook::new(s, reqwest::Client::new());
+        let err = hook.deliver(&notification(), None).await.unwrap_err();
+        assert_no_secret(&err);
+        err
+    }
+
+    #[tokio::test]
+    async fn too_many_requests_is_transient_with_the_servers_retry_after() {
+        let err = failing_with(ResponseTemplate::new(429).insert_header("retry-after", "7")).await;
+        assert_eq!(
+            err,
+            DeliveryError::Transient {
+                reason: "HTTP 429".into(),
+                retry_after: Some(Duration::from_secs(7)),
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_error_is_transient() {
+        let err = failing_with(ResponseTemplate::new(500).set_body_string("database down")).await;
+        assert_eq!(err, DeliveryError::transient("HTTP 500: database down"));
+    }
+
+    #[tokio::test]
+    async fn a_bad_request_is_permanent() {
+        let err = failing_with(ResponseTemplate::new(400).set_body_string("unknown field")).await;
+        assert_eq!(err, DeliveryError::permanent("HTTP 400: unknown field"));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_is_transient_and_the_url_stays_secret() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let hook = Webhook::new(
+            settings(format!("http://127.0.0.1:{port}{SECRET_PATH}")),
+            reqwest::Client::new(),
+        );
+        let err = hook.deliver(&notification(), None).await.unwrap_err();
+        assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
+        assert_no_secret(&err);
+    }
+
+    #[tokio::test]
+    async fn bad_settings_fail_permanently_without_quoting_secrets() {
+        let bad_url = Webhook::new(settings("not a url s3cr3t".into()), reqwest::Client::new());
+        let err = bad_url.deliver(&notification(), None).await.unwrap_err();
+        assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
+        assert_no_secret(&err);
+
+        let mut s = settings("http://127.0.0.1:9/hook".into());
+        s.headers.insert(
+            "Authorization".into(),
+            SecretString::from("Bearer xyz\n".to_string()),
+        );
+        let bad_header = Webhook::new(s, reqwest::Client::new());
+        let err = bad_header.deliver(&notification(), None).await.unwrap_err();
+        assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("webhook.headers.Authorization"),
+            "{err}"
+        );
+        assert_no_secret(&err);
+>>>>>>> recv-mail
     }
 }

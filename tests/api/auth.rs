@@ -85,10 +85,7 @@ fn listening_beyond_loopback_without_credentials_refuses_to_start() {
         .expect("run");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("server.auth") && err.contains("allow_anonymous"),
-        "{err}"
-    );
+    assert!(err.contains("server.auth") && err.contains("allow_anonymous"), "{err}");
 }
 
 #[tokio::test]
@@ -129,13 +126,7 @@ rules: {{sync_failed: {{for: 0s}}}}
         .expect("req");
     assert_eq!(r.status(), 401);
     let body = with_operation(
-        &envelope(
-            "pay-api",
-            "payments",
-            "OutOfSync",
-            "Healthy",
-            &now_rfc3339(),
-        ),
+        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &now_rfc3339()),
         serde_json::json!({"phase": "Failed", "message": "boom", "startedAt": now_rfc3339()}),
     );
     let r = client
@@ -151,15 +142,7 @@ rules: {{sync_failed: {{for: 0s}}}}
         let client = client.clone();
         let u = format!("{}/v1/outbox", bin.address);
         async move {
-            let v: serde_json::Value = client
-                .get(&u)
-                .bearer_auth(token)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
+            let v: serde_json::Value = client.get(&u).bearer_auth(token).send().await.ok()?.json().await.ok()?;
             let errs = v["items"]
                 .as_array()?
                 .iter()
@@ -173,15 +156,9 @@ rules: {{sync_failed: {{for: 0s}}}}
     let answers = outbox.to_string();
     bin.terminate();
     let logs = bin.logs();
-    assert!(
-        logs.contains("delivery failed"),
-        "the failures were logged: {logs}"
-    );
+    assert!(logs.contains("delivery failed"), "the failures were logged: {logs}");
     for secret in [token, slack, hook, "SECRETPATH123", "B000/SECRET"] {
         assert!(!logs.contains(secret), "{secret} leaked into the logs");
-        assert!(
-            !answers.contains(secret),
-            "{secret} leaked into an API answer"
-        );
+        assert!(!answers.contains(secret), "{secret} leaked into an API answer");
     }
 }

@@ -10,11 +10,7 @@ fn app_with(status: &str) -> String {
 async fn bad_bodies_are_refused_with_a_clear_message_and_nothing_is_stored() {
     let app = TestApp::spawn("server: {max_body_bytes: 65536, max_json_depth: 64}").await;
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    let deep_object = format!(
-        r#"{{"app":{}1{}}}"#,
-        r#"{"a":"#.repeat(100),
-        "}".repeat(100)
-    );
+    let deep_object = format!(r#"{{"app":{}1{}}}"#, r#"{"a":"#.repeat(100), "}".repeat(100));
     let huge = format!(
         r#"{{"app":{{"metadata":{{"name":"x"}}}},"pad":"{}"}}"#,
         "x".repeat(70_000)
@@ -72,16 +68,9 @@ async fn bad_bodies_are_refused_with_a_clear_message_and_nothing_is_stored() {
             .unwrap_or_else(|e| panic!("{what}: answer is not JSON: {e}"));
         let msg = v["error"].as_str().unwrap_or("");
         assert_eq!(got, status, "{what}: {msg}");
-        assert!(
-            msg.contains(needle),
-            "{what}: expected {needle:?} in {msg:?}"
-        );
+        assert!(msg.contains(needle), "{what}: expected {needle:?} in {msg:?}");
     }
-    assert_eq!(
-        app.get_json("/v1/apps").await["count"],
-        0,
-        "nothing was stored"
-    );
+    assert_eq!(app.get_json("/v1/apps").await["count"], 0, "nothing was stored");
     app.stop().await;
 }
 
@@ -98,16 +87,8 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         .expect("req");
     assert_eq!(r.status(), 405);
     let v: serde_json::Value = r.json().await.expect("json");
-    assert!(
-        v["error"].as_str().unwrap_or("").contains("webhook.herald"),
-        "{v}"
-    );
-    let r = app
-        .client
-        .delete(url("/v1/argocd/events"))
-        .send()
-        .await
-        .expect("req");
+    assert!(v["error"].as_str().unwrap_or("").contains("webhook.herald"), "{v}");
+    let r = app.client.delete(url("/v1/argocd/events")).send().await.expect("req");
     assert_eq!(r.status(), 405);
     for (path, status) in [
         ("/v1/nothing", 404),
@@ -124,26 +105,11 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         let v: serde_json::Value = r.json().await.expect("json error body");
         assert!(v["error"].is_string(), "{path}");
     }
-    let r = app
-        .client
-        .post(url("/v1/outbox/abc/retry"))
-        .send()
-        .await
-        .expect("req");
+    let r = app.client.post(url("/v1/outbox/abc/retry")).send().await.expect("req");
     assert_eq!(r.status(), 400);
-    let r = app
-        .client
-        .post(url("/v1/outbox/999/retry"))
-        .send()
-        .await
-        .expect("req");
+    let r = app.client.post(url("/v1/outbox/999/retry")).send().await.expect("req");
     assert_eq!(r.status(), 404);
-    let r = app
-        .client
-        .delete(url("/v1/silences/nope"))
-        .send()
-        .await
-        .expect("req");
+    let r = app.client.delete(url("/v1/silences/nope")).send().await.expect("req");
     assert_eq!(r.status(), 404);
     app.stop().await;
 }
@@ -161,39 +127,27 @@ async fn bad_silences_are_refused() {
             422,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"colour","value":"red"}}],"ends_at":"{future}","created_by":"me"}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"colour","value":"red"}}],"ends_at":"{future}","created_by":"me"}}"#),
             422,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"app","value":"a["}}],"ends_at":"{future}","created_by":"me"}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"app","value":"a["}}],"ends_at":"{future}","created_by":"me"}}"#),
             422,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{past}","created_by":"me"}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{past}","created_by":"me"}}"#),
             422,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"tomorrow","created_by":"me"}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"tomorrow","created_by":"me"}}"#),
             400,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":""}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":""}}"#),
             422,
         ),
         (
-            format!(
-                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":"me","x":1}}"#
-            ),
+            format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":"me","x":1}}"#),
             400,
         ),
     ];

@@ -28,7 +28,9 @@ grouping: {{group_wait: 0s}}
 }
 
 fn t0() -> chrono::DateTime<chrono::Utc> {
-    chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z").expect("t").with_timezone(&chrono::Utc)
+    chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z")
+        .expect("t")
+        .with_timezone(&chrono::Utc)
 }
 
 async fn advance(clock: &ManualClock, d: Duration) {
@@ -54,7 +56,10 @@ async fn a_condition_confirmed_by_the_api_fires() {
     let app = TestApp::spawn_in(dir.clone(), &config(&api.uri(), &d), std::sync::Arc::new(clock.clone())).await;
     assert_eq!(app.post(serde_json::to_vec(&jen).expect("json")).await.status(), 202);
     advance(&clock, Duration::from_secs(59 * 60)).await;
-    assert!(api.received_requests().await.unwrap_or_default().is_empty(), "the API is asked only when the rule is due");
+    assert!(
+        api.received_requests().await.unwrap_or_default().is_empty(),
+        "the API is asked only when the rule is due"
+    );
     advance(&clock, Duration::from_secs(2 * 60)).await;
     let got = eventually(Duration::from_secs(5), || async {
         let l = delivered(&d.join("sink.jsonl"));
@@ -63,7 +68,10 @@ async fn a_condition_confirmed_by_the_api_fires() {
     .await
     .expect("fired after confirmation");
     assert_eq!(got[0]["incidents"][0]["app_name"], "jen");
-    assert!(got[0]["incidents"][0]["notes"].as_array().expect("notes").is_empty(), "confirmed: no caveat");
+    assert!(
+        got[0]["incidents"][0]["notes"].as_array().expect("notes").is_empty(),
+        "confirmed: no caveat"
+    );
     app.stop().await;
 }
 
@@ -97,7 +105,10 @@ async fn a_condition_gone_in_the_cluster_does_not_fire_and_is_recorded() {
     assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing sent");
     let state = app.get_json("/v1/apps/argo-cd/velero-test").await;
     assert_eq!(state["sync"]["status"], "Synced", "the API's snapshot was recorded");
-    assert_eq!(app.get_json("/v1/incidents?state=resolved&kind=out_of_sync").await["count"], 1);
+    assert_eq!(
+        app.get_json("/v1/incidents?state=resolved&kind=out_of_sync").await["count"],
+        1
+    );
     assert_eq!(app.get_json("/v1/incidents?state=firing").await["count"], 0);
     app.stop().await;
 }
@@ -117,8 +128,14 @@ async fn an_unreachable_api_delays_the_rule_a_bounded_time_then_it_fires_unconfi
     assert_eq!(app.post(body).await.status(), 202);
     advance(&clock, Duration::from_secs(61 * 60)).await;
     advance(&clock, Duration::from_secs(5 * 60)).await;
-    assert!(!api.received_requests().await.unwrap_or_default().is_empty(), "it tried");
-    assert!(delivered(&d.join("sink.jsonl")).is_empty(), "within confirm_wait it waits");
+    assert!(
+        !api.received_requests().await.unwrap_or_default().is_empty(),
+        "it tried"
+    );
+    assert!(
+        delivered(&d.join("sink.jsonl")).is_empty(),
+        "within confirm_wait it waits"
+    );
     advance(&clock, Duration::from_secs(6 * 60)).await; // past fire_at + confirm_wait (10m)
     let got = eventually(Duration::from_secs(5), || async {
         let l = delivered(&d.join("sink.jsonl"));

@@ -7,14 +7,17 @@ use crate::helpers::*;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-fn failing_then_ok(
-    fails: u64,
-    fail: ResponseTemplate,
-    ok: ResponseTemplate,
-) -> (Mock, Mock) {
+fn failing_then_ok(fails: u64, fail: ResponseTemplate, ok: ResponseTemplate) -> (Mock, Mock) {
     (
-        Mock::given(method("POST")).and(path("/hooks/mm")).respond_with(fail).up_to_n_times(fails).with_priority(1),
-        Mock::given(method("POST")).and(path("/hooks/mm")).respond_with(ok).with_priority(2),
+        Mock::given(method("POST"))
+            .and(path("/hooks/mm"))
+            .respond_with(fail)
+            .up_to_n_times(fails)
+            .with_priority(1),
+        Mock::given(method("POST"))
+            .and(path("/hooks/mm"))
+            .respond_with(ok)
+            .with_priority(2),
     )
 }
 
@@ -62,9 +65,15 @@ async fn a_receiver_down_for_a_while_gets_everything_afterwards_in_order() {
     fail.mount(&server).await;
     ok.mount(&server).await;
     let app = TestApp::spawn(&config(&server, "")).await;
-    assert_eq!(app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await.status(), 202);
+    assert_eq!(
+        app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await.status(),
+        202
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(app.post(recovered("pay-api", "2026-01-01T00:05:00Z")).await.status(), 202);
+    assert_eq!(
+        app.post(recovered("pay-api", "2026-01-01T00:05:00Z")).await.status(),
+        202
+    );
     let delivered = eventually(Duration::from_secs(20), || async {
         let reqs = server.received_requests().await.unwrap_or_default();
         (reqs.len() >= 8).then_some(reqs)
@@ -101,7 +110,11 @@ async fn retry_after_is_obeyed() {
     .expect("first attempt");
     let first = std::time::Instant::now();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 1, "no retry before Retry-After");
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        1,
+        "no retry before Retry-After"
+    );
     eventually(Duration::from_secs(5), || async {
         (server.received_requests().await.unwrap_or_default().len() == 2).then_some(())
     })
@@ -114,7 +127,11 @@ async fn retry_after_is_obeyed() {
 #[tokio::test]
 async fn a_permanent_failure_is_dead_visible_and_retryable() {
     let server = MockServer::start().await;
-    let (fail, ok) = failing_then_ok(1, ResponseTemplate::new(400).set_body_string("invalid_payload"), ResponseTemplate::new(200));
+    let (fail, ok) = failing_then_ok(
+        1,
+        ResponseTemplate::new(400).set_body_string("invalid_payload"),
+        ResponseTemplate::new(200),
+    );
     fail.mount(&server).await;
     ok.mount(&server).await;
     let app = TestApp::spawn(&config(&server, "")).await;
@@ -125,15 +142,46 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
     })
     .await
     .expect("dead after a 400");
-    assert!(dead["items"][0]["last_error"].as_str().unwrap_or("").contains("400"), "{dead}");
+    assert!(
+        dead["items"][0]["last_error"].as_str().unwrap_or("").contains("400"),
+        "{dead}"
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(server.received_requests().await.unwrap_or_default().len(), 1, "a 400 is never retried by itself");
-    let page = app.client.get(format!("{}/", app.address)).send().await.expect("page").text().await.expect("html");
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        1,
+        "a 400 is never retried by itself"
+    );
+    let page = app
+        .client
+        .get(format!("{}/", app.address))
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
     assert!(page.contains("Dead notifications (1)"), "the status page shows it");
-    let metrics = app.client.get(format!("{}/metrics", app.address)).send().await.expect("m").text().await.expect("t");
-    assert!(metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 1"), "{metrics}");
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("m")
+        .text()
+        .await
+        .expect("t");
+    assert!(
+        metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 1"),
+        "{metrics}"
+    );
     let id = dead["items"][0]["id"].as_i64().expect("id");
-    let r = app.client.post(format!("{}/v1/outbox/{id}/retry", app.address)).send().await.expect("retry");
+    let r = app
+        .client
+        .post(format!("{}/v1/outbox/{id}/retry", app.address))
+        .send()
+        .await
+        .expect("retry");
     assert_eq!(r.status(), 202);
     eventually(Duration::from_secs(5), || async {
         let v = app.get_json("/v1/outbox?state=done").await;
@@ -143,8 +191,19 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
     .expect("delivered after the retry");
     assert_eq!(server.received_requests().await.unwrap_or_default().len(), 2);
     assert_eq!(app.get_json("/v1/outbox?state=dead").await["count"], 0);
-    let metrics = app.client.get(format!("{}/metrics", app.address)).send().await.expect("m").text().await.expect("t");
-    assert!(metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 0"), "the gauge goes back to 0: {metrics}");
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("m")
+        .text()
+        .await
+        .expect("t");
+    assert!(
+        metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 0"),
+        "the gauge goes back to 0: {metrics}"
+    );
     app.stop().await;
 }
 
@@ -170,7 +229,11 @@ async fn a_crash_between_creating_a_ticket_and_recording_it_opens_no_second_tick
         .await;
     Mock::given(method("POST"))
         .and(path("/repos/acme/pay/issues"))
-        .respond_with(ResponseTemplate::new(201).set_body_json(issue.clone()).set_delay(Duration::from_secs(3)))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_json(issue.clone())
+                .set_delay(Duration::from_secs(3)),
+        )
         .mount(&gh)
         .await;
     Mock::given(method("POST"))
@@ -215,9 +278,11 @@ scheduler: {{tick: 50ms}}
             .filter(|r| r.method.as_str() == "POST" && r.url.path() == "/repos/acme/pay/issues")
             .count()
     };
-    eventually(Duration::from_secs(10), || async { (creates().await == 1).then_some(()) })
-        .await
-        .expect("the ticket creation reached GitHub");
+    eventually(Duration::from_secs(10), || async {
+        (creates().await == 1).then_some(())
+    })
+    .await
+    .expect("the ticket creation reached GitHub");
     bin.kill9(); // GitHub has the issue; Herald never heard the answer.
     let bin = Binary::start(&cfg, &[]);
     let comments = eventually(Duration::from_secs(15), || async {

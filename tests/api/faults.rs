@@ -37,7 +37,13 @@ log: {{level: info}}
 
 fn failed_sync(i: usize) -> String {
     with_operation(
-        &envelope(&format!("app-{i:04}"), "payments", "OutOfSync", "Healthy", &now_rfc3339()),
+        &envelope(
+            &format!("app-{i:04}"),
+            "payments",
+            "OutOfSync",
+            "Healthy",
+            &now_rfc3339(),
+        ),
         serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply",
                            "startedAt": "2026-01-01T00:00:00Z"}),
     )
@@ -45,15 +51,28 @@ fn failed_sync(i: usize) -> String {
 
 /// Posts `n` events spread over `targets` from 16 tasks; calls `midway` once after `kill_after` acknowledgements.
 /// Returns the names of the acknowledged Applications.
-async fn burst(targets: Vec<String>, n: usize, kill_after: usize, midway: impl FnOnce() + Send + 'static) -> HashSet<String> {
+async fn burst(
+    targets: Vec<String>,
+    n: usize,
+    kill_after: usize,
+    midway: impl FnOnce() + Send + 'static,
+) -> HashSet<String> {
     let acked = Arc::new(Mutex::new(HashSet::new()));
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let midway = Arc::new(Mutex::new(Some(midway)));
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
     let mut tasks = Vec::new();
     for _ in 0..16 {
-        let (acked, next, midway, client, targets) =
-            (acked.clone(), next.clone(), midway.clone(), client.clone(), targets.clone());
+        let (acked, next, midway, client, targets) = (
+            acked.clone(),
+            next.clone(),
+            midway.clone(),
+            client.clone(),
+            targets.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -81,7 +100,9 @@ async fn burst(targets: Vec<String>, n: usize, kill_after: usize, midway: impl F
     for t in tasks {
         let _ = t.await;
     }
-    Arc::try_unwrap(acked).map(|m| m.into_inner().expect("lock")).unwrap_or_default()
+    Arc::try_unwrap(acked)
+        .map(|m| m.into_inner().expect("lock"))
+        .unwrap_or_default()
 }
 
 async fn json(url: String) -> Option<Value> {
@@ -92,7 +113,10 @@ async fn json(url: String) -> Option<Value> {
 async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServer, acked: &HashSet<String>) {
     for name in acked {
         let v = json(format!("{base}/v1/apps/argocd/{name}")).await.expect("app");
-        assert_eq!(v["operation"]["phase"], "Failed", "{name} was acknowledged, so it is stored");
+        assert_eq!(
+            v["operation"]["phase"], "Failed",
+            "{name} was acknowledged, so it is stored"
+        );
     }
     let firing = eventually(Duration::from_secs(60), || async {
         let pending = json(format!("{base}/v1/outbox?state=pending&limit=10000")).await?;
@@ -107,10 +131,20 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
     let per_fp = gh.creations_per_fingerprint();
     assert_eq!(per_fp.len(), incidents, "one ticket for each incident");
     assert!(per_fp.values().all(|&n| n == 1), "no ticket opened twice: {per_fp:?}");
-    let done = json(format!("{base}/v1/outbox?state=done&limit=10000")).await.expect("outbox");
-    let chat_rows = done["items"].as_array().expect("items").iter().filter(|r| r["receiver"] == "chat").count();
+    let done = json(format!("{base}/v1/outbox?state=done&limit=10000"))
+        .await
+        .expect("outbox");
+    let chat_rows = done["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|r| r["receiver"] == "chat")
+        .count();
     let chat_got = chat.received_requests().await.unwrap_or_default().len();
-    assert!(chat_got >= chat_rows && chat_rows >= 1, "every chat notification delivered ({chat_got} for {chat_rows})");
+    assert!(
+        chat_got >= chat_rows && chat_rows >= 1,
+        "every chat notification delivered ({chat_got} for {chat_rows})"
+    );
     // Every incident is in some chat notification that was delivered.
     let delivered_fps: HashSet<String> = done["items"]
         .as_array()
@@ -132,9 +166,16 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
 async fn fakes() -> (MockServer, GithubFake, MockServer) {
     let gh_server = MockServer::start().await;
     let gh = GithubFake::default();
-    Mock::given(wiremock::matchers::any()).respond_with(gh.clone()).mount(&gh_server).await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(gh.clone())
+        .mount(&gh_server)
+        .await;
     let chat = MockServer::start().await;
-    Mock::given(method("POST")).and(path("/hooks/chat")).respond_with(ResponseTemplate::new(200)).mount(&chat).await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/chat"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&chat)
+        .await;
     (gh_server, gh, chat)
 }
 
@@ -142,12 +183,21 @@ async fn fakes() -> (MockServer, GithubFake, MockServer) {
 async fn kill_9_in_a_burst_loses_no_acknowledged_event_and_opens_no_ticket_twice_sqlite() {
     let dir = tempfile::tempdir().expect("tmp");
     let (gh_server, gh, chat) = fakes().await;
-    let cfg = write_config(dir.path(), &format!("sqlite://{}/h.db", dir.path().display()), &gh_server.uri(), &chat.uri());
+    let cfg = write_config(
+        dir.path(),
+        &format!("sqlite://{}/h.db", dir.path().display()),
+        &gh_server.uri(),
+        &chat.uri(),
+    );
     let bin = Arc::new(Mutex::new(Binary::start(&cfg, &[])));
     let target = bin.lock().expect("lock").address.clone();
     let killer = bin.clone();
     let acked = burst(vec![target], 400, 150, move || killer.lock().expect("lock").kill9()).await;
-    assert!(acked.len() >= 150 && acked.len() < 400, "killed mid-burst: {} acknowledged", acked.len());
+    assert!(
+        acked.len() >= 150 && acked.len() < 400,
+        "killed mid-burst: {} acknowledged",
+        acked.len()
+    );
     let bin = Binary::start(&cfg, &[]);
     assert_all_delivered_once(&bin.address, &gh, &chat, &acked).await;
 }
@@ -173,17 +223,30 @@ async fn two_replicas_on_postgresql_survive_kill_9_of_one() {
 async fn sigterm_stops_gracefully_and_exits_0() {
     let dir = tempfile::tempdir().expect("tmp");
     let (gh_server, _gh, chat) = fakes().await;
-    let cfg = write_config(dir.path(), &format!("sqlite://{}/h.db", dir.path().display()), &gh_server.uri(), &chat.uri());
+    let cfg = write_config(
+        dir.path(),
+        &format!("sqlite://{}/h.db", dir.path().display()),
+        &gh_server.uri(),
+        &chat.uri(),
+    );
     let mut bin = Binary::start(&cfg, &[]);
     let acked = burst(vec![bin.address.clone()], 50, usize::MAX, || {}).await;
     assert_eq!(acked.len(), 50);
     let status = bin.terminate();
     assert!(status.success(), "exit status {status:?}: {}", bin.logs());
-    assert!(bin.logs().contains("shutting down") && bin.logs().contains("stopped"), "{}", bin.logs());
+    assert!(
+        bin.logs().contains("shutting down") && bin.logs().contains("stopped"),
+        "{}",
+        bin.logs()
+    );
     // Nothing acknowledged was lost, and the next start finishes what was left.
     let bin = Binary::start(&cfg, &[]);
     for name in &acked {
-        assert!(json(format!("{}/v1/apps/argocd/{name}", bin.address)).await.is_some_and(|v| v["name"] == name.as_str()));
+        assert!(
+            json(format!("{}/v1/apps/argocd/{name}", bin.address))
+                .await
+                .is_some_and(|v| v["name"] == name.as_str())
+        );
     }
 }
 
@@ -194,7 +257,10 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
     let (gh_server, _gh, chat) = fakes().await;
     let cfg = write_config(dir.path(), &pg.url, &gh_server.uri(), &chat.uri());
     let bin = Binary::start(&cfg, &[]);
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().expect("client");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .expect("client");
     let mut acked = HashSet::new();
     let mut unavailable = 0;
     let mut other = Vec::new();
@@ -205,7 +271,12 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
         if i == 40 {
             pg.pg_start();
         }
-        let r = client.post(format!("{}/v1/argocd/events", bin.address)).body(failed_sync(i)).send().await.expect("answer");
+        let r = client
+            .post(format!("{}/v1/argocd/events", bin.address))
+            .body(failed_sync(i))
+            .send()
+            .await
+            .expect("answer");
         match r.status().as_u16() {
             202 => {
                 acked.insert(format!("app-{i:04}"));
@@ -226,10 +297,16 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
     for i in 45..60 {
         assert!(acked.contains(&format!("app-{i:04}")), "app-{i:04} after recovery");
     }
-    let ready = client.get(format!("{}/readyz", bin.address)).send().await.expect("readyz");
+    let ready = client
+        .get(format!("{}/readyz", bin.address))
+        .send()
+        .await
+        .expect("readyz");
     assert_eq!(ready.status(), 200);
     for name in &acked {
-        let v = json(format!("{}/v1/apps/argocd/{name}", bin.address)).await.expect("app");
+        let v = json(format!("{}/v1/apps/argocd/{name}", bin.address))
+            .await
+            .expect("app");
         assert_eq!(v["name"], name.as_str());
     }
     drop(bin);

@@ -63,8 +63,7 @@ pub struct TestApp {
 pub fn settings(dir: &Path, extra: &str) -> Settings {
     let mut base: serde_norway::Value = serde_norway::from_str(&base_yaml(dir)).expect("base yaml");
     let extra: serde_norway::Value =
-        serde_norway::from_str(if extra.trim().is_empty() { "{}" } else { extra })
-            .expect("extra yaml");
+        serde_norway::from_str(if extra.trim().is_empty() { "{}" } else { extra }).expect("extra yaml");
     if let (Some(b), Some(e)) = (base.as_mapping_mut(), extra.as_mapping()) {
         for (k, v) in e {
             match (b.get_mut(k), v) {
@@ -79,8 +78,7 @@ pub fn settings(dir: &Path, extra: &str) -> Settings {
             }
         }
     }
-    Settings::from_yaml(&serde_norway::to_string(&base).expect("yaml"))
-        .expect("test settings are valid")
+    Settings::from_yaml(&serde_norway::to_string(&base).expect("yaml")).expect("test settings are valid")
 }
 
 impl TestApp {
@@ -96,9 +94,7 @@ impl TestApp {
     /// Starts on an existing directory (same database): a restart.
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, extra: &str, clock: SharedClock) -> Self {
         let s = settings(dir.path(), extra);
-        let app = Application::build_with_clock(s, clock)
-            .await
-            .expect("app builds");
+        let app = Application::build_with_clock(s, clock).await.expect("app builds");
         let address = format!("http://127.0.0.1:{}", app.port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
@@ -147,7 +143,6 @@ impl TestApp {
         assert!(r.status().is_success(), "GET {path}: {}", r.status());
         r.json().await.expect("json")
     }
-
 }
 
 /// A minimal but real-shaped Argo CD envelope for one Application.
@@ -238,10 +233,7 @@ impl Binary {
         let stderr = child.stderr.take().expect("stderr");
         let stdout = child.stdout.take().expect("stdout");
         for (stream, tx) in [
-            (
-                Box::new(stderr) as Box<dyn std::io::Read + Send>,
-                Some(port_tx),
-            ),
+            (Box::new(stderr) as Box<dyn std::io::Read + Send>, Some(port_tx)),
             (Box::new(stdout) as Box<dyn std::io::Read + Send>, None),
         ] {
             let out = output.clone();
@@ -250,10 +242,7 @@ impl Binary {
                     if let Some(tx) = &tx
                         && line.contains("herald is listening")
                         && let Some(p) = line.split("port=").nth(1)
-                        && let Ok(port) = p
-                            .trim()
-                            .trim_matches(|c: char| !c.is_ascii_digit())
-                            .parse::<u16>()
+                        && let Ok(port) = p.trim().trim_matches(|c: char| !c.is_ascii_digit()).parse::<u16>()
                     {
                         let _ = tx.send(port);
                     }
@@ -334,8 +323,12 @@ impl wiremock::Respond for GithubFake {
                     .iter()
                     .filter(|i| i["state"] == "open")
                     .filter(|i| {
-                        let names: Vec<&str> =
-                            i["labels"].as_array().into_iter().flatten().filter_map(|l| l["name"].as_str()).collect();
+                        let names: Vec<&str> = i["labels"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|l| l["name"].as_str())
+                            .collect();
                         wanted.iter().all(|w| names.contains(&w.as_str()))
                     })
                     .cloned()
@@ -344,8 +337,12 @@ impl wiremock::Respond for GithubFake {
             }
             "POST" if path.ends_with("/issues") => {
                 let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
-                let labels: Vec<String> =
-                    body["labels"].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_string)).collect();
+                let labels: Vec<String> = body["labels"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l.as_str().map(str::to_string))
+                    .collect();
                 let number = issues.len() + 1;
                 let issue = serde_json::json!({"number": number, "state": "open", "title": body["title"],
                     "html_url": format!("https://github.example/issues/{number}"),
@@ -404,7 +401,11 @@ impl PgServer {
         }
         std::fs::read_dir("/usr/lib/postgresql")
             .ok()
-            .and_then(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).find(|p| p.join("initdb").exists()))
+            .and_then(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path().join("bin"))
+                    .find(|p| p.join("initdb").exists())
+            })
             .expect("PostgreSQL server binaries (initdb) not found: apt-get install postgresql")
     }
 
@@ -423,8 +424,15 @@ impl PgServer {
 
     pub fn start() -> Self {
         let bin = Self::bin_dir();
-        let dir = tempfile::Builder::new().prefix("herald-pg").tempdir_in("/tmp").expect("tmp");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+        let dir = tempfile::Builder::new()
+            .prefix("herald-pg")
+            .tempdir_in("/tmp")
+            .expect("tmp");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("port")
+            .local_addr()
+            .expect("addr")
+            .port();
         if unsafe_is_root() {
             let _ = Command::new("chown").arg("postgres").arg(dir.path()).status();
         }
@@ -435,7 +443,10 @@ impl PgServer {
             dir,
         };
         let data = s.dir.path().join("data");
-        let out = s.run("initdb", &["-D", &data.display().to_string(), "-A", "trust", "-U", "herald"]);
+        let out = s.run(
+            "initdb",
+            &["-D", &data.display().to_string(), "-A", "trust", "-U", "herald"],
+        );
         assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
         s.pg_start();
         s
@@ -450,7 +461,11 @@ impl PgServer {
         );
         let log = self.dir.path().join("log").display().to_string();
         let out = self.run("pg_ctl", &["-D", &data, "-w", "-l", &log, "-o", &opts, "start"]);
-        assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     pub fn pg_stop(&self) {
@@ -460,7 +475,11 @@ impl PgServer {
 }
 
 fn unsafe_is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
 }
 
 impl Drop for PgServer {

@@ -34,9 +34,7 @@ async fn the_captured_timeline_gives_the_expected_transitions() {
             })
             .collect()
     };
-    let t = |f: &str, o: &str, s: &str, h: &str| {
-        (f.to_string(), o.to_string(), s.to_string(), h.to_string())
-    };
+    let t = |f: &str, o: &str, s: &str, h: &str| (f.to_string(), o.to_string(), s.to_string(), h.to_string());
     // Written down from reading the files. 000's timestamp is 18:13+02:00 = 16:13Z, later than 003 (16:06Z):
     // 003 arrives after it and is older, so it is stale.
     assert_eq!(
@@ -89,19 +87,10 @@ async fn the_captured_timeline_gives_the_expected_transitions() {
     let podinfo_parent = app.get_json("/v1/apps/argocd/aaaaaaaaa").await;
     assert_eq!(
         sync_steps(&podinfo_parent),
-        [
-            "Synced",
-            "OutOfSync",
-            "Synced",
-            "OutOfSync",
-            "Synced",
-            "OutOfSync"
-        ]
+        ["Synced", "OutOfSync", "Synced", "OutOfSync", "Synced", "OutOfSync"]
     );
     // 021: one resource requires pruning.
-    let pruning = podinfo_parent["resources_requiring_pruning"]
-        .as_array()
-        .expect("list");
+    let pruning = podinfo_parent["resources_requiring_pruning"].as_array().expect("list");
     assert_eq!(pruning.len(), 1);
     assert_eq!(pruning[0]["name"], "podinfo");
     assert_eq!(pruning[0]["kind"], "Application");
@@ -131,11 +120,7 @@ async fn the_captured_timeline_gives_the_expected_transitions() {
     assert!(demo["sync"]["since"].is_string() && demo["health"]["since"].is_string());
 
     let dup = app.get_json("/v1/apps/argocd/aaaaa-aa").await;
-    assert_eq!(
-        sync_steps(&dup),
-        ["Unknown"],
-        "005/006 make one transition, not two"
-    );
+    assert_eq!(sync_steps(&dup), ["Unknown"], "005/006 make one transition, not two");
     let conditions: Vec<&str> = dup["conditions"]
         .as_array()
         .expect("conditions")
@@ -157,9 +142,7 @@ async fn the_captured_timeline_gives_the_expected_transitions() {
 #[tokio::test]
 async fn body_012_is_unknown_with_a_comparison_error() {
     let app = TestApp::spawn("").await;
-    let r = app
-        .post(fixture("captured/012_sync_podinfo_2_2.json"))
-        .await;
+    let r = app.post(fixture("captured/012_sync_podinfo_2_2.json")).await;
     assert_eq!(r.status(), 202);
     let v = app.get_json("/v1/apps/argocd/aaaaaaa").await;
     assert_eq!(v["sync"]["status"], "Unknown");
@@ -190,18 +173,10 @@ async fn every_application_object_is_handled() {
             "objects/01-argo-cd-controller-testdata-diff-cache.yaml",
             vec!["argo-cd/velero-test"],
         ),
-        (
-            "objects/02-live-app-outofsync-sync-failed.yaml",
-            vec!["argocd/jen"],
-        ),
+        ("objects/02-live-app-outofsync-sync-failed.yaml", vec!["argocd/jen"]),
         (
             "objects/03-argo-cd-metrics-test-apps-outofsync-degraded.yaml",
-            vec![
-                "argocd/my-app-3",
-                "argocd/my-app-4",
-                "argocd/my-app",
-                "argocd/my-app",
-            ],
+            vec!["argocd/my-app-3", "argocd/my-app-4", "argocd/my-app", "argocd/my-app"],
         ),
     ] {
         let docs = yaml_docs_as_json(rel);
@@ -226,16 +201,11 @@ async fn every_application_object_is_handled() {
         assert_eq!(r.status(), 422, "{rel}");
         let v: serde_json::Value = r.json().await.expect("json");
         assert!(
-            v["error"]
-                .as_str()
-                .unwrap_or("")
-                .contains("metadata.name is missing"),
+            v["error"].as_str().unwrap_or("").contains("metadata.name is missing"),
             "{rel}: {v}"
         );
     }
-    for doc in yaml_docs_as_json(
-        "objects/07-argo-cd-docs-v3-status-resource-health-persisted-vs-appTree.yaml",
-    ) {
+    for doc in yaml_docs_as_json("objects/07-argo-cd-docs-v3-status-resource-health-persisted-vs-appTree.yaml") {
         assert_eq!(app.post(doc).await.status(), 422);
     }
     // 06 is the docs' example with a comment and "...": not JSON, refused with the position.
@@ -247,10 +217,7 @@ async fn every_application_object_is_handled() {
     assert_eq!(r.status(), 400);
     let v: serde_json::Value = r.json().await.expect("json");
     assert!(
-        v["error"]
-            .as_str()
-            .unwrap_or("")
-            .contains("invalid JSON at line"),
+        v["error"].as_str().unwrap_or("").contains("invalid JSON at line"),
         "{v}"
     );
     // my-app comes twice (operation running, then finished): five Applications.
@@ -285,20 +252,8 @@ async fn put_and_a_json_content_type_are_accepted_too() {
 #[tokio::test]
 async fn an_older_snapshot_does_not_overwrite_a_newer_one() {
     let app = TestApp::spawn("").await;
-    let newer = envelope(
-        "pay-api",
-        "payments",
-        "Synced",
-        "Healthy",
-        "2026-01-01T10:00:00Z",
-    );
-    let older = envelope(
-        "pay-api",
-        "payments",
-        "OutOfSync",
-        "Degraded",
-        "2026-01-01T09:00:00Z",
-    );
+    let newer = envelope("pay-api", "payments", "Synced", "Healthy", "2026-01-01T10:00:00Z");
+    let older = envelope("pay-api", "payments", "OutOfSync", "Degraded", "2026-01-01T09:00:00Z");
     assert_eq!(app.post(newer).await.status(), 202);
     let r = app.post(older).await;
     assert_eq!(
@@ -328,9 +283,7 @@ async fn state_survives_a_restart() {
     assert_eq!(before["timeline"], after["timeline"]);
     assert_eq!(app.get_json("/v1/apps").await["count"], 6);
     // A body seen before the restart is still a duplicate after it.
-    let r = app
-        .post(fixture("captured/021_remove_podinfo_1_1.json"))
-        .await;
+    let r = app.post(fixture("captured/021_remove_podinfo_1_1.json")).await;
     let v: serde_json::Value = r.json().await.expect("json");
     assert_eq!(v["outcome"], "duplicate");
     app.stop().await;
@@ -341,8 +294,7 @@ async fn health_readiness_and_metrics() {
     let app = TestApp::spawn("").await;
     assert_eq!(app.get_json("/healthz").await["status"], "ok");
     assert_eq!(app.get_json("/readyz").await["status"], "ready");
-    app.post(fixture("captured/021_remove_podinfo_1_1.json"))
-        .await;
+    app.post(fixture("captured/021_remove_podinfo_1_1.json")).await;
     app.post(b"not json".to_vec()).await;
     let text = app
         .client

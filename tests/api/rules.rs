@@ -55,21 +55,14 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     let clock = ManualClock::new(t0());
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(
-        dir.clone(),
-        &console_config(&d, ""),
-        std::sync::Arc::new(clock.clone()),
-    )
-    .await;
+    let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
     advance(&clock, Duration::from_secs(59 * 60)).await;
     assert!(
         delivered(&d.join("pay-chat.jsonl")).is_empty(),
         "nothing before the hour"
     );
-    let pending = app
-        .get_json("/v1/incidents?state=pending&kind=out_of_sync")
-        .await;
+    let pending = app.get_json("/v1/incidents?state=pending&kind=out_of_sync").await;
     assert_eq!(pending["count"], 1);
     // Another revision while still OutOfSync does not restart the clock.
     let mut body: Value = serde_json::from_str(&envelope(
@@ -99,11 +92,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     );
     // Time passes without change: no second notification before repeat_interval.
     advance(&clock, Duration::from_secs(30 * 60)).await;
-    assert_eq!(
-        delivered(&d.join("pay-chat.jsonl")).len(),
-        1,
-        "fires exactly once"
-    );
+    assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "fires exactly once");
     // Synced: resolved, and the resolve is sent (console sends resolved).
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
     advance(&clock, Duration::from_secs(1)).await;
@@ -115,8 +104,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     .expect("resolve delivered");
     assert_eq!(actions(&got), ["open", "resolve"]);
     assert_eq!(
-        app.get_json("/v1/incidents?state=resolved&kind=out_of_sync")
-            .await["count"],
+        app.get_json("/v1/incidents?state=resolved&kind=out_of_sync").await["count"],
         1
     );
     app.stop().await;
@@ -127,12 +115,7 @@ async fn synced_before_the_hour_never_notifies_and_a_new_out_of_sync_restarts_th
     let clock = ManualClock::new(t0());
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(
-        dir.clone(),
-        &console_config(&d, ""),
-        std::sync::Arc::new(clock.clone()),
-    )
-    .await;
+    let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
     advance(&clock, Duration::from_secs(59 * 60)).await;
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
@@ -210,12 +193,7 @@ async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_rep
     let clock = ManualClock::new(t0());
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(
-        dir.clone(),
-        &console_config(&d, ""),
-        std::sync::Arc::new(clock.clone()),
-    )
-    .await;
+    let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
     advance(&clock, Duration::from_secs(61 * 60)).await; // fires
     advance(&clock, Duration::from_secs(30 * 60)).await;
@@ -230,12 +208,7 @@ async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_rep
     })
     .await
     .expect("step 1 reached the pager");
-    assert!(
-        pager[0]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("escalation step 1")
-    );
+    assert!(pager[0]["reason"].as_str().unwrap_or("").contains("escalation step 1"));
     assert!(delivered(&d.join("boss.jsonl")).is_empty());
     // repeat_interval 3h: the team hears "still firing" 3h after the first message.
     advance(&clock, Duration::from_secs(2 * 3600)).await; // 3h01 after firing
@@ -250,10 +223,7 @@ async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_rep
     // Resolved before step 2 (4h): the boss never hears; the pager hears the resolve.
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
     advance(&clock, Duration::from_secs(2 * 3600)).await;
-    assert!(
-        delivered(&d.join("boss.jsonl")).is_empty(),
-        "cancelled on resolve"
-    );
+    assert!(delivered(&d.join("boss.jsonl")).is_empty(), "cancelled on resolve");
     let pager = eventually(Duration::from_secs(5), || async {
         let l = delivered(&d.join("pager.jsonl"));
         (l.len() >= 2).then_some(l)
@@ -269,12 +239,7 @@ async fn a_storm_gives_each_receiver_one_message_listing_its_applications() {
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
     let cfg = console_config(&d, "").replace("group_wait: 0s", "group_wait: 3s");
-    let app = TestApp::spawn_in(
-        dir.clone(),
-        &cfg,
-        std::sync::Arc::new(herald::clock::SystemClock),
-    )
-    .await;
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(herald::clock::SystemClock)).await;
     let started = now_rfc3339();
     let bodies: Vec<String> = (0..300)
         .map(|i| {
@@ -287,8 +252,7 @@ async fn a_storm_gives_each_receiver_one_message_listing_its_applications() {
         .collect();
     let t = std::time::Instant::now();
     for chunk in bodies.chunks(50) {
-        let results =
-            futures_util::future::join_all(chunk.iter().map(|b| app.post(b.clone()))).await;
+        let results = futures_util::future::join_all(chunk.iter().map(|b| app.post(b.clone()))).await;
         for r in results {
             assert_eq!(r.status(), 202);
         }
@@ -335,12 +299,7 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
     let clock = ManualClock::new(t0());
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(
-        dir.clone(),
-        &console_config(&d, ""),
-        std::sync::Arc::new(clock.clone()),
-    )
-    .await;
+    let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     let ends = (clock.now() + chrono::Duration::hours(2)).to_rfc3339();
     let r = app
         .client
@@ -403,13 +362,7 @@ async fn routes_send_to_their_receivers_in_order() {
     )
     .await;
     let body = with_operation(
-        &envelope(
-            "pay-api",
-            "payments",
-            "OutOfSync",
-            "Healthy",
-            &clock.now().to_rfc3339(),
-        ),
+        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339()),
         serde_json::json!({"phase": "Error", "message": "boom", "startedAt": clock.now().to_rfc3339()}),
     );
     assert_eq!(app.post(body).await.status(), 202);
@@ -447,7 +400,10 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
             "server: {{listen: '127.0.0.1:0'}}\nstorage: {{url: 'sqlite://{db}'}}\nscheduler: {{tick: 100ms}}\n\
              rules: {{out_of_sync: {{for: 2s}}}}\ngrouping: {{group_wait: 0s}}\nlog: {{level: info}}\n{rest}",
             db = d.join("h.db").display(),
-            rest = console_config(d, "").replace("grouping: {group_wait: 0s, group_interval: 1m, repeat_interval: 3h}", "")
+            rest = console_config(d, "").replace(
+                "grouping: {group_wait: 0s, group_interval: 1m, repeat_interval: 3h}",
+                ""
+            )
         ),
     )
     .expect("write");
@@ -455,13 +411,7 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
     let client = reqwest::Client::new();
     let r = client
         .post(format!("{}/v1/argocd/events", bin.address))
-        .body(envelope(
-            "pay-api",
-            "payments",
-            "OutOfSync",
-            "Healthy",
-            &now_rfc3339(),
-        ))
+        .body(envelope("pay-api", "payments", "OutOfSync", "Healthy", &now_rfc3339()))
         .send()
         .await
         .expect("req");

@@ -35,7 +35,9 @@ fn chromium(args: &[&str]) -> std::process::Output {
 
 /// The text of the table rows inside the element with `id`, as Chromium rendered the DOM.
 fn rows(dom: &str, id: &str) -> Vec<String> {
-    let Some(start) = dom.find(&format!("id=\"{id}\"")) else { return Vec::new() };
+    let Some(start) = dom.find(&format!("id=\"{id}\"")) else {
+        return Vec::new();
+    };
     let end = dom[start..].find("</table>").map(|e| start + e).unwrap_or(dom.len());
     dom[start..end]
         .split("<tr>")
@@ -54,7 +56,11 @@ fn rows(dom: &str, id: &str) -> Vec<String> {
                     _ => {}
                 }
             }
-            text.split('|').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" | ")
+            text.split('|')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" | ")
         })
         .collect()
 }
@@ -106,7 +112,14 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     assert_eq!(r.status(), 201);
     // The webhook receiver is down: after max_age the delivery is dead.
     eventually(Duration::from_secs(10), || async {
-        let v: Value = client.get(format!("{}/v1/outbox?state=dead", bin.address)).send().await.ok()?.json().await.ok()?;
+        let v: Value = client
+            .get(format!("{}/v1/outbox?state=dead", bin.address))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
         (v["count"].as_i64() >= Some(1)).then_some(())
     })
     .await
@@ -115,27 +128,50 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     let url = format!("{}/", bin.address);
     let out = chromium(&["--dump-dom", &url]);
     let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(dom.contains("<h1>Herald</h1>"), "Chromium rendered the page: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        dom.contains("<h1>Herald</h1>"),
+        "Chromium rendered the page: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // OutOfSync Applications, the longest first, with team, since and pruning count.
     let oos = rows(&dom, "out-of-sync-table");
     assert_eq!(oos.len(), 3, "{oos:#?}");
     assert!(oos[0].starts_with("argocd/aaaaaaaaa | platform"), "{oos:#?}");
     assert!(oos[0].ends_with("| 1"), "one resource requiring pruning: {oos:#?}");
-    assert!(oos[1].starts_with("argocd/ledger | payments") || oos[1].starts_with("argocd/billing-api | billing"), "{oos:#?}");
-    let api: Value = client.get(format!("{}/v1/apps/argocd/aaaaaaaaa", bin.address)).send().await.expect("a").json().await.expect("j");
+    assert!(
+        oos[1].starts_with("argocd/ledger | payments") || oos[1].starts_with("argocd/billing-api | billing"),
+        "{oos:#?}"
+    );
+    let api: Value = client
+        .get(format!("{}/v1/apps/argocd/aaaaaaaaa", bin.address))
+        .send()
+        .await
+        .expect("a")
+        .json()
+        .await
+        .expect("j");
     let since = chrono::DateTime::parse_from_rfc3339(api["sync"]["since"].as_str().expect("since")).expect("time");
-    assert!(oos[0].contains(&since.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "the time shown is the since time: {oos:#?}");
+    assert!(
+        oos[0].contains(&since.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
+        "the time shown is the since time: {oos:#?}"
+    );
 
     // Firing incidents by team, pending prunes, dead notifications, silences.
     assert!(dom.contains("Team billing"), "firing incidents grouped by team");
     assert!(dom.contains("sync_failed"));
     let prunes = rows(&dom, "prune-table");
     assert_eq!(prunes.len(), 1);
-    assert!(prunes[0].contains("Application/argocd/podinfo") && prunes[0].ends_with("no"), "{prunes:#?}");
+    assert!(
+        prunes[0].contains("Application/argocd/podinfo") && prunes[0].ends_with("no"),
+        "{prunes:#?}"
+    );
     assert_eq!(rows(&dom, "dead-table").len(), 1);
     let silences = rows(&dom, "silence-table");
-    assert!(silences[0].contains("app=legacy-*") && silences[0].contains("alice"), "{silences:#?}");
+    assert!(
+        silences[0].contains("app=legacy-*") && silences[0].contains("alice"),
+        "{silences:#?}"
+    );
     assert!(dom.contains("http-equiv=\"refresh\""), "refreshes itself");
     assert!(!dom.contains("<script"), "no scripts, nothing from a CDN");
 
@@ -143,7 +179,11 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     std::fs::create_dir_all(&artifacts).expect("artifacts dir");
     let shot = artifacts.join("status-page.png");
     let _ = std::fs::remove_file(&shot);
-    chromium(&[&format!("--screenshot={}", shot.display()), "--window-size=1280,1400", &url]);
+    chromium(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,1400",
+        &url,
+    ]);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot");
     drop(bin);

@@ -57,7 +57,13 @@ async fn wait_for(path: &Path, n: usize) -> Vec<Value> {
         (l.len() >= n).then_some(l)
     })
     .await
-    .unwrap_or_else(|| panic!("{} got fewer than {n} notifications: {:?}", path.display(), delivered(path)))
+    .unwrap_or_else(|| {
+        panic!(
+            "{} got fewer than {n} notifications: {:?}",
+            path.display(),
+            delivered(path)
+        )
+    })
 }
 
 /// 1. Prune off: a CronJob deleted from Git keeps running. Based on 021 (prune off — `automated: {}` — with one
@@ -78,7 +84,12 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
         }
     }
     post(&bin, &body).await;
-    let pending = reqwest::get(format!("{}/v1/prune-pending", bin.address)).await.expect("get").json::<Value>().await.expect("json");
+    let pending = reqwest::get(format!("{}/v1/prune-pending", bin.address))
+        .await
+        .expect("get")
+        .json::<Value>()
+        .await
+        .expect("json");
     assert_eq!(pending["count"], 1);
     assert_eq!(pending["items"][0]["kind"], "CronJob");
     assert_eq!(pending["items"][0]["name"], "invoice-reminders");
@@ -86,7 +97,10 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
     assert_eq!(pending["items"][0]["prune_enabled"], false);
     assert!(pending["items"][0]["waiting_since"].is_string());
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert!(delivered(&dir.path().join("billing.jsonl")).is_empty(), "nothing before the rule's time");
+    assert!(
+        delivered(&dir.path().join("billing.jsonl")).is_empty(),
+        "nothing before the rule's time"
+    );
     let got = wait_for(&dir.path().join("billing.jsonl"), 1).await;
     let n = &got[0];
     assert_eq!(n["action"], "open");
@@ -95,9 +109,26 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
     assert_eq!(inc["team"], "billing");
     assert_eq!(inc["resources"][0]["kind"], "CronJob");
     assert_eq!(inc["resources"][0]["name"], "invoice-reminders");
-    assert!(inc["summary"].as_str().unwrap_or("").contains("still running in the cluster"), "{inc}");
-    let hint = inc["hints"].as_array().expect("hints").iter().find(|h| h["id"] == "prune_disabled").expect("prune hint");
-    assert!(hint["text"].as_str().unwrap_or("").contains("argocd app sync aaaaaaaaa --prune"), "{hint}");
+    assert!(
+        inc["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("still running in the cluster"),
+        "{inc}"
+    );
+    let hint = inc["hints"]
+        .as_array()
+        .expect("hints")
+        .iter()
+        .find(|h| h["id"] == "prune_disabled")
+        .expect("prune hint");
+    assert!(
+        hint["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("argocd app sync aaaaaaaaa --prune"),
+        "{hint}"
+    );
     assert!(hint["text"].as_str().unwrap_or("").contains("Prune=false"), "{hint}");
     // Argo CD keeps sending the same state: nothing more.
     for _ in 0..3 {
@@ -105,8 +136,15 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
         post(&bin, &body).await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(delivered(&dir.path().join("billing.jsonl")).len(), 1, "nothing more while it stays that way");
-    assert!(delivered(&dir.path().join("platform.jsonl")).is_empty(), "only the owning team");
+    assert_eq!(
+        delivered(&dir.path().join("billing.jsonl")).len(),
+        1,
+        "nothing more while it stays that way"
+    );
+    assert!(
+        delivered(&dir.path().join("platform.jsonl")).is_empty(),
+        "only the owning team"
+    );
     // Pruned by hand (022's shape: Synced, nothing requiring pruning): resolved.
     body["timestamp"] = now_rfc3339().into();
     body["app"]["status"]["sync"]["status"] = "Synced".into();
@@ -118,7 +156,12 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
     let got = wait_for(&dir.path().join("billing.jsonl"), 2).await;
     assert_eq!(got[1]["action"], "resolve");
     assert_eq!(got[1]["incidents"][0]["state"], "resolved");
-    let pending = reqwest::get(format!("{}/v1/prune-pending", bin.address)).await.expect("get").json::<Value>().await.expect("json");
+    let pending = reqwest::get(format!("{}/v1/prune-pending", bin.address))
+        .await
+        .expect("get")
+        .json::<Value>()
+        .await
+        .expect("json");
     assert_eq!(pending["count"], 0);
 }
 
@@ -144,7 +187,9 @@ async fn a_configmap_renamed_with_prune_on_is_a_critical_pruned_notification_wit
         .collect();
     let previous = history[history.len() - 2].clone();
     let current = history[history.len() - 1].clone();
-    let results = app["status"]["operationState"]["syncResult"]["resources"].as_array_mut().expect("resources");
+    let results = app["status"]["operationState"]["syncResult"]["resources"]
+        .as_array_mut()
+        .expect("resources");
     results.push(json!({"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "payments-prod", "name": "payments-config",
                         "status": "Pruned", "message": "pruned", "syncPhase": "Sync", "hookPhase": "Succeeded"}));
     results.push(json!({"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "payments-prod", "name": "payments-cfg",
@@ -155,16 +200,30 @@ async fn a_configmap_renamed_with_prune_on_is_a_critical_pruned_notification_wit
     assert_eq!(inc["kind"], "pruned");
     assert_eq!(inc["severity"], "critical");
     assert_eq!(inc["team"], "payments");
-    assert!(inc["summary"].as_str().unwrap_or("").contains("payments-config"), "{inc}");
+    assert!(
+        inc["summary"].as_str().unwrap_or("").contains("payments-config"),
+        "{inc}"
+    );
     assert_eq!(inc["resources"][0]["name"], "payments-config");
     assert_eq!(inc["previous_revision"], previous.as_str());
     assert_eq!(inc["revision"], current.as_str());
     assert_eq!(inc["initiated_by"], "automated sync");
-    let hints: Vec<&str> = inc["hints"].as_array().expect("hints").iter().map(|h| h["id"].as_str().unwrap_or("")).collect();
-    assert!(hints.contains(&"rename") && hints.contains(&"pruned_recovery") && hints.contains(&"production_prune"), "{hints:?}");
+    let hints: Vec<&str> = inc["hints"]
+        .as_array()
+        .expect("hints")
+        .iter()
+        .map(|h| h["id"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        hints.contains(&"rename") && hints.contains(&"pruned_recovery") && hints.contains(&"production_prune"),
+        "{hints:?}"
+    );
     let text = inc["hints"].to_string();
     assert!(text.contains("payments-cfg"), "names the new ConfigMap");
-    assert!(text.contains(&format!("argocd app manifests payments --revision {previous}")), "{text}");
+    assert!(
+        text.contains(&format!("argocd app manifests payments --revision {previous}")),
+        "{text}"
+    );
     assert!(text.contains("argocd app history payments"), "{text}");
     assert!(text.contains("add → migrate consumers → remove"), "{text}");
     // Informational: told once, nothing to resolve; the same body again adds nothing.
@@ -178,7 +237,10 @@ async fn a_configmap_renamed_with_prune_on_is_a_critical_pruned_notification_wit
 #[tokio::test]
 async fn a_service_monitor_without_its_crd_is_a_sync_unknown_notification_with_the_missing_crd_hint() {
     let dir = tempfile::tempdir().expect("tmp");
-    let bin = start(dir.path(), "rules: {sync_unknown: {for: 2s}, degraded: {enabled: false}}");
+    let bin = start(
+        dir.path(),
+        "rules: {sync_unknown: {for: 2s}, degraded: {enabled: false}}",
+    );
     let mut body = captured_body("012_sync_podinfo_2_2.json");
     body["timestamp"] = now_rfc3339().into();
     body["app"]["status"]["conditions"][0]["message"] = "Failed to load target state: failed to get cluster version for cluster \
@@ -189,8 +251,16 @@ async fn a_service_monitor_without_its_crd_is_a_sync_unknown_notification_with_t
     let got = wait_for(&dir.path().join("platform.jsonl"), 1).await;
     let inc = &got[0]["incidents"][0];
     assert_eq!(inc["kind"], "sync_unknown");
-    assert!(inc["summary"].as_str().unwrap_or("").contains("ComparisonError"), "{inc}");
-    let hint = inc["hints"].as_array().expect("hints").iter().find(|h| h["id"] == "missing_crd").expect("missing CRD hint");
+    assert!(
+        inc["summary"].as_str().unwrap_or("").contains("ComparisonError"),
+        "{inc}"
+    );
+    let hint = inc["hints"]
+        .as_array()
+        .expect("hints")
+        .iter()
+        .find(|h| h["id"] == "missing_crd")
+        .expect("missing CRD hint");
     let text = hint["text"].as_str().unwrap_or("");
     assert!(text.contains("ServiceMonitor"), "{text}");
     assert!(text.contains("sync-wave"), "{text}");
