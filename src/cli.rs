@@ -11,11 +11,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "herald",
-    version,
-    about = "Argo CD Notifications webhook target with memory"
-)]
+#[command(name = "herald", version, about = "Argo CD Notifications webhook target with memory")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -75,10 +71,7 @@ fn load(config: Option<PathBuf>) -> Result<Settings, ConfigError> {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("herald: cannot start the runtime: {e}");
@@ -123,19 +116,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Route { config, app } => route(load(config)?, app),
-        Command::Replay {
-            config,
-            clock,
-            bodies,
-        } => replay(load(config)?, clock, bodies).await,
+        Command::Replay { config, clock, bodies } => replay(load(config)?, clock, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
     }
 }
 
 fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argocd::Snapshot> {
     let body = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    crate::argocd::parse_body(&body, max_depth)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
@@ -208,11 +196,7 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(
-    mut settings: Settings,
-    clock_mode: ReplayClock,
-    bodies: Vec<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
     let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
@@ -222,8 +206,7 @@ async fn replay(
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
     let clock = ManualClock::new(chrono::Utc::now());
-    let pipeline =
-        crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
+    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
     let mut printed = 0usize;
     let mut parsed = Vec::new();
     for path in &bodies {
@@ -263,12 +246,7 @@ async fn replay(
             summary.health
         );
         for t in &summary.transitions {
-            println!(
-                "    {}: {} → {}",
-                t.field,
-                t.from.as_deref().unwrap_or("(new)"),
-                t.to
-            );
+            println!("    {}: {} → {}", t.field, t.from.as_deref().unwrap_or("(new)"), t.to);
         }
         for i in &summary.incidents {
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
@@ -277,8 +255,7 @@ async fn replay(
         printed = print_outbox(&store, printed).await?;
     }
     // Let group_wait pass so what would be sent is shown.
-    let end =
-        clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
+    let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
     advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
     print_outbox(&store, printed).await?;
     Ok(ExitCode::SUCCESS)

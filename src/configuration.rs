@@ -172,9 +172,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(
-    Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, PartialOrd, Ord, Hash,
-)]
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -674,8 +672,7 @@ impl Settings {
         let mut builder = config::Config::builder();
         if let Some(f) = file {
             if f.exists() {
-                builder =
-                    builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
+                builder = builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
             } else if !optional {
                 return Err(ConfigError::Load(format!("{}: no such file", f.display())));
             }
@@ -689,12 +686,8 @@ impl Settings {
                 .with_list_parse_key("server.auth.bearer_tokens")
                 .with_list_parse_key("grouping.group_by"),
         );
-        let raw = builder
-            .build()
-            .map_err(|e| ConfigError::Load(e.to_string()))?;
-        let value: serde_json::Value = raw
-            .try_deserialize()
-            .map_err(|e| ConfigError::Load(e.to_string()))?;
+        let raw = builder.build().map_err(|e| ConfigError::Load(e.to_string()))?;
+        let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
         Self::from_value(value)
     }
 
@@ -704,9 +697,7 @@ impl Settings {
             .add_source(config::File::from_str(text, config::FileFormat::Yaml))
             .build()
             .map_err(|e| ConfigError::Load(e.to_string()))?;
-        let value: serde_json::Value = raw
-            .try_deserialize()
-            .map_err(|e| ConfigError::Load(e.to_string()))?;
+        let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
         Self::from_value(value)
     }
 
@@ -722,11 +713,7 @@ impl Settings {
         let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             invalid(
-                if path == "." {
-                    "(top level)".into()
-                } else {
-                    path
-                },
+                if path == "." { "(top level)".into() } else { path },
                 e.into_inner().to_string(),
             )
         })?;
@@ -784,11 +771,7 @@ impl Settings {
                             "a bot `token` needs a `channel`",
                         ));
                     }
-                    check_url(
-                        &mut errors,
-                        &format!("receivers[{i}].slack.api_url"),
-                        &s.api_url,
-                    );
+                    check_url(&mut errors, &format!("receivers[{i}].slack.api_url"), &s.api_url);
                 }
                 ReceiverKind::Jira(j) => {
                     check_url(&mut errors, &format!("receivers[{i}].jira.url"), &j.url);
@@ -800,28 +783,15 @@ impl Settings {
                     }
                 }
                 ReceiverKind::Github(g) => {
-                    check_url(
-                        &mut errors,
-                        &format!("receivers[{i}].github.api_url"),
-                        &g.api_url,
-                    );
+                    check_url(&mut errors, &format!("receivers[{i}].github.api_url"), &g.api_url);
                     if g.repo.split('/').filter(|p| !p.is_empty()).count() != 2 {
-                        errors.push(invalid(
-                            format!("receivers[{i}].github.repo"),
-                            "must be `owner/name`",
-                        ));
+                        errors.push(invalid(format!("receivers[{i}].github.repo"), "must be `owner/name`"));
                     }
                 }
-                ReceiverKind::Pagerduty(p) => check_url(
-                    &mut errors,
-                    &format!("receivers[{i}].pagerduty.url"),
-                    &p.url,
-                ),
-                ReceiverKind::Alertmanager(a) => check_url(
-                    &mut errors,
-                    &format!("receivers[{i}].alertmanager.url"),
-                    &a.url,
-                ),
+                ReceiverKind::Pagerduty(p) => check_url(&mut errors, &format!("receivers[{i}].pagerduty.url"), &p.url),
+                ReceiverKind::Alertmanager(a) => {
+                    check_url(&mut errors, &format!("receivers[{i}].alertmanager.url"), &a.url)
+                }
                 _ => {}
             }
             if let Some(rate) = r.rate_limit_per_second
@@ -916,14 +886,7 @@ impl Settings {
         for (j, k) in self.grouping.group_by.iter().enumerate() {
             let ok = matches!(
                 k.as_str(),
-                "team"
-                    | "kind"
-                    | "severity"
-                    | "project"
-                    | "app"
-                    | "namespace"
-                    | "cluster"
-                    | "fingerprint"
+                "team" | "kind" | "severity" | "project" | "app" | "namespace" | "cluster" | "fingerprint"
             ) || k.starts_with("labels.");
             if !ok {
                 errors.push(invalid(
@@ -938,10 +901,7 @@ impl Settings {
             errors.push(invalid("grouping.group_interval", "must be greater than 0"));
         }
         if self.grouping.repeat_interval.is_zero() {
-            errors.push(invalid(
-                "grouping.repeat_interval",
-                "must be greater than 0",
-            ));
+            errors.push(invalid("grouping.repeat_interval", "must be greater than 0"));
         }
         if self.server.max_body_bytes < 1024 {
             errors.push(invalid("server.max_body_bytes", "must be at least 1024"));
@@ -949,19 +909,13 @@ impl Settings {
         if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
             errors.push(invalid(
                 "server.listen",
-                format!(
-                    "{:?} is not an address:port such as 127.0.0.1:8080",
-                    self.server.listen
-                ),
+                format!("{:?} is not an address:port such as 127.0.0.1:8080", self.server.listen),
             ));
         }
         {
             use secrecy::ExposeSecret;
             let url = self.storage.url.expose_secret();
-            if !(url.starts_with("sqlite:")
-                || url.starts_with("postgres://")
-                || url.starts_with("postgresql://"))
-            {
+            if !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
                 errors.push(invalid(
                     "storage.url",
                     "must start with sqlite: or postgres:// (the value is not shown: it may hold a password)",
@@ -989,11 +943,7 @@ impl Settings {
             .parse()
             .map_err(|_| invalid("server.listen", "not an address:port"))?;
         let auth = &self.server.auth;
-        if !addr.ip().is_loopback()
-            && auth.bearer_tokens.is_empty()
-            && auth.basic.is_empty()
-            && !auth.allow_anonymous
-        {
+        if !addr.ip().is_loopback() && auth.bearer_tokens.is_empty() && auth.basic.is_empty() && !auth.allow_anonymous {
             return Err(invalid(
                 "server.auth",
                 format!(
@@ -1026,10 +976,7 @@ mod tests {
         let s = Settings::from_yaml("").expect("defaults are valid");
         assert_eq!(s.server.listen, "127.0.0.1:8080");
         assert_eq!(s.receivers[0].name, "console");
-        assert_eq!(
-            s.rules.rule(Kind::OutOfSync).r#for,
-            Duration::from_secs(3600)
-        );
+        assert_eq!(s.rules.rule(Kind::OutOfSync).r#for, Duration::from_secs(3600));
     }
 
     #[test]
@@ -1038,14 +985,8 @@ mod tests {
             ("server: {listen: 5}", "server.listen"),
             ("rules: {out_of_sync: {for: -1h}}", "rules.out_of_sync.for"),
             ("routes: [{receivers: [nobody]}]", "routes[0].receivers[0]"),
-            (
-                "routes: [{app: 'a[', receivers: [console]}]",
-                "routes[0].app",
-            ),
-            (
-                "teams: {pay: {receivers: [ghost]}}",
-                "teams.pay.receivers[0]",
-            ),
+            ("routes: [{app: 'a[', receivers: [console]}]", "routes[0].app"),
+            ("teams: {pay: {receivers: [ghost]}}", "teams.pay.receivers[0]"),
             ("receivers: [{name: x, slack: {}}]", "receivers[0].slack"),
             ("receivers: [{name: x, carrier_pigeon: {}}]", "receivers[0]"),
             ("grouping: {group_by: [colour]}", "grouping.group_by[0]"),
@@ -1066,13 +1007,9 @@ mod tests {
     fn exposure_without_credentials_is_refused() {
         let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080'}").expect("valid");
         assert!(s.check_exposure().is_err());
-        let s =
-            Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}")
-                .expect("valid");
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}").expect("valid");
         assert!(s.check_exposure().is_ok());
-        let s =
-            Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}")
-                .expect("valid");
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}").expect("valid");
         assert!(s.check_exposure().is_ok());
     }
 }

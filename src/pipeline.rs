@@ -63,11 +63,7 @@ impl Pipeline {
     }
 
     /// Runs one snapshot through the whole core and commits everything it caused at once.
-    pub async fn ingest(
-        &self,
-        snap: Snapshot,
-        raw: Option<&str>,
-    ) -> Result<IngestSummary, StoreError> {
+    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let summary = self.ingest_in(&mut tx, snap, raw, now).await?;
@@ -156,16 +152,8 @@ impl Pipeline {
                     } else {
                         IncidentState::Pending
                     };
-                    let id = Store::insert_incident(
-                        tx,
-                        &view,
-                        app,
-                        st,
-                        since,
-                        fire_at,
-                        fire_now.then_some(now),
-                    )
-                    .await?;
+                    let id =
+                        Store::insert_incident(tx, &view, app, st, since, fire_at, fire_now.then_some(now)).await?;
                     if fire_now {
                         self.on_fired(tx, id, now).await?;
                     }
@@ -203,12 +191,7 @@ impl Pipeline {
     }
 
     /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
-    async fn on_fired(
-        &self,
-        tx: &mut WriteTx,
-        id: i64,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    async fn on_fired(&self, tx: &mut WriteTx, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
         let Some(rec) = Store::incident(tx, id).await? else {
             return Ok(());
         };
@@ -259,8 +242,7 @@ impl Pipeline {
         if !informational && let Some(team) = self.settings.teams.get(&rec.team) {
             let fired = rec.fired_at.unwrap_or(now);
             for (i, step) in team.escalation.iter().enumerate() {
-                let due =
-                    fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
+                let due = fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
                 Store::add_escalation(
                     tx,
                     rec.id,
@@ -275,12 +257,7 @@ impl Pipeline {
         Ok(())
     }
 
-    async fn resolve(
-        &self,
-        tx: &mut WriteTx,
-        rec: &IncidentRecord,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    async fn resolve(&self, tx: &mut WriteTx, rec: &IncidentRecord, now: DateTime<Utc>) -> Result<(), StoreError> {
         Store::set_incident_state(tx, rec.id, IncidentState::Resolved, now).await?;
         if rec.state != IncidentState::Firing || !rec.notified {
             return Ok(());
@@ -311,11 +288,7 @@ impl Pipeline {
         view.resolved_at = Some(now);
         for step in sent {
             for receiver in step.receivers {
-                if self
-                    .settings
-                    .receiver(&receiver)
-                    .is_some_and(|r| r.sends_resolved())
-                {
+                if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
                     let n = Notification {
                         receiver: receiver.clone(),
                         action: Action::Resolve,
@@ -346,8 +319,7 @@ impl Pipeline {
             let now = self.clock.now();
             let lease = now + chrono::Duration::seconds(30);
             let mut tx = self.store.begin().await?;
-            let due =
-                Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
+            let due = Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
             tx.commit().await?;
             if due.is_empty() {
                 return Ok(());
@@ -372,9 +344,7 @@ impl Pipeline {
                     tx.commit().await?;
                 }
                 Err(crate::argocd::api::ApiError::NotFound(_)) => {
-                    note = Some(
-                        "not confirmed: the Argo CD API no longer has this Application".to_string(),
-                    );
+                    note = Some("not confirmed: the Argo CD API no longer has this Application".to_string());
                 }
                 Err(e) => {
                     let waited = self.clock.now() - rec.fire_at;
@@ -389,10 +359,7 @@ impl Pipeline {
                         tracing::warn!(incident = rec.id, app = %rec.app, error = %e, "cannot confirm the condition yet; will try again");
                         return Ok(());
                     }
-                    note = Some(format!(
-                        "not confirmed: {e} (fired after waiting {}s)",
-                        limit.as_secs()
-                    ));
+                    note = Some(format!("not confirmed: {e} (fired after waiting {}s)", limit.as_secs()));
                 }
             }
         }
@@ -456,12 +423,9 @@ impl Pipeline {
         let members = Store::members(tx, g.id).await?;
         let firing: Vec<_> = members.iter().filter(|m| m.status == "firing").collect();
         let new_firing = firing.iter().any(|m| m.dirty);
-        let resolved: Vec<_> = members
-            .iter()
-            .filter(|m| m.status == "resolved" && m.dirty)
-            .collect();
-        let repeat = chrono::Duration::from_std(self.settings.grouping.repeat_interval)
-            .unwrap_or(chrono::Duration::MAX);
+        let resolved: Vec<_> = members.iter().filter(|m| m.status == "resolved" && m.dirty).collect();
+        let repeat =
+            chrono::Duration::from_std(self.settings.grouping.repeat_interval).unwrap_or(chrono::Duration::MAX);
         let (action, reason) = if !g.active {
             if firing.is_empty() {
                 // Everything resolved before it was ever sent: say nothing.
@@ -530,9 +494,7 @@ impl Pipeline {
                     reason: format!(
                         "escalation step {} — still firing {} after it fired",
                         e.step,
-                        humantime::format_duration(std::time::Duration::from_secs(
-                            e.after_secs as u64
-                        ))
+                        humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
                     ),
                     incidents: vec![view.clone()],
                     created_at: now,

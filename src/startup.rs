@@ -49,9 +49,10 @@ impl Application {
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
-                .app_data(web::PathConfig::default().error_handler(|e, _| {
-                    api::ApiError::BadRequest(format!("bad path: {e}")).into()
-                }))
+                .app_data(
+                    web::PathConfig::default()
+                        .error_handler(|e, _| api::ApiError::BadRequest(format!("bad path: {e}")).into()),
+                )
                 .configure(api::configure)
         })
         .shutdown_timeout(10)
@@ -79,10 +80,7 @@ impl Application {
     }
 
     /// Runs until `stop` completes (tests pass their own trigger), then shuts down gracefully.
-    pub async fn run_until(
-        self,
-        stop: impl std::future::Future<Output = ()>,
-    ) -> anyhow::Result<()> {
+    pub async fn run_until(self, stop: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let handle = self.server.handle();
         let server = tokio::spawn(self.server);
@@ -113,14 +111,13 @@ impl Application {
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
@@ -134,12 +131,7 @@ async fn shutdown_signal() {
 
 /// The durable timers: every `tick`, whatever is due in the store runs (rule deadlines, group flushes,
 /// escalations, silences that ended); raw bodies past their retention are purged now and then.
-pub async fn scheduler_loop(
-    p: Pipeline,
-    tick: Duration,
-    purge_every: Duration,
-    mut stop: watch::Receiver<bool>,
-) {
+pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, mut stop: watch::Receiver<bool>) {
     let mut last_purge = std::time::Instant::now() - purge_every;
     loop {
         if *stop.borrow() {
@@ -150,8 +142,8 @@ pub async fn scheduler_loop(
         }
         if last_purge.elapsed() >= purge_every {
             last_purge = std::time::Instant::now();
-            let before = p.clock.now()
-                - chrono::Duration::from_std(p.settings.storage.raw_retention).unwrap_or_default();
+            let before =
+                p.clock.now() - chrono::Duration::from_std(p.settings.storage.raw_retention).unwrap_or_default();
             match p.store.purge_raw(before).await {
                 Ok(n) if n > 0 => {
                     tracing::info!(purged = n, "raw bodies past storage.raw_retention removed")

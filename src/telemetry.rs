@@ -26,8 +26,7 @@ pub fn metrics() -> PrometheusHandle {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets(&[
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                    10.0,
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                 ])
                 .map(|b| b.build_recorder())
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
@@ -46,7 +45,12 @@ fn previous() -> &'static std::sync::Mutex<std::collections::HashSet<GaugeKey>> 
     SEEN.get_or_init(Default::default)
 }
 
-fn set(seen: &mut std::collections::HashSet<GaugeKey>, name: &'static str, labels: Vec<(&'static str, String)>, v: f64) {
+fn set(
+    seen: &mut std::collections::HashSet<GaugeKey>,
+    name: &'static str,
+    labels: Vec<(&'static str, String)>,
+    v: f64,
+) {
     let owned: Vec<metrics::Label> = labels.iter().map(|(k, v)| metrics::Label::new(*k, v.clone())).collect();
     metrics::gauge!(name, owned).set(v);
     seen.insert((name, labels));
@@ -57,17 +61,32 @@ pub async fn refresh_gauges(store: &Store) {
     let mut seen = std::collections::HashSet::new();
     if let Ok(rows) = store.app_counts().await {
         for (sync, health, n) in rows {
-            set(&mut seen, "herald_applications", vec![("sync", sync), ("health", health)], n as f64);
+            set(
+                &mut seen,
+                "herald_applications",
+                vec![("sync", sync), ("health", health)],
+                n as f64,
+            );
         }
     }
     if let Ok(rows) = store.incident_counts().await {
         for (state, kind, team, n) in rows {
-            set(&mut seen, "herald_incidents_open", vec![("state", state), ("kind", kind), ("team", team)], n as f64);
+            set(
+                &mut seen,
+                "herald_incidents_open",
+                vec![("state", state), ("kind", kind), ("team", team)],
+                n as f64,
+            );
         }
     }
     if let Ok(rows) = store.outbox_counts().await {
         for (receiver, state, n) in rows {
-            set(&mut seen, "herald_outbox", vec![("receiver", receiver), ("state", state)], n as f64);
+            set(
+                &mut seen,
+                "herald_outbox",
+                vec![("receiver", receiver), ("state", state)],
+                n as f64,
+            );
         }
     }
     let mut prev = previous().lock().unwrap_or_else(|e| e.into_inner());

@@ -39,9 +39,7 @@ impl Auth {
             basic: s
                 .basic
                 .iter()
-                .map(|b| {
-                    digest(format!("{}:{}", b.username, b.password.expose_secret()).as_bytes())
-                })
+                .map(|b| digest(format!("{}:{}", b.username, b.password.expose_secret()).as_bytes()))
                 .collect(),
         }
     }
@@ -57,11 +55,7 @@ impl Auth {
         let deny = ApiError::Unauthorized {
             basic: !self.basic.is_empty(),
         };
-        let Some(value) = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-        else {
+        let Some(value) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
             return Err(deny);
         };
         let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));

@@ -171,19 +171,12 @@ async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiError> {
                 .into(),
         )
     } else {
-        ApiError::MethodNotAllowed(format!(
-            "{} is not accepted here: use POST (or PUT)",
-            req.method()
-        ))
+        ApiError::MethodNotAllowed(format!("{} is not accepted here: use POST (or PUT)", req.method()))
     })
 }
 
 /// Reads the body with the configured limit (413 before reading when Content-Length says it is too big).
-async fn read_body(
-    req: &HttpRequest,
-    mut payload: web::Payload,
-    limit: usize,
-) -> Result<web::BytesMut, ApiError> {
+async fn read_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) -> Result<web::BytesMut, ApiError> {
     if let Some(len) = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -195,8 +188,7 @@ async fn read_body(
     }
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::BadRequest(format!("could not read the body: {e}")))?;
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("could not read the body: {e}")))?;
         if body.len() + chunk.len() > limit {
             return Err(ApiError::TooLarge(limit));
         }
@@ -242,8 +234,7 @@ async fn receive_event_inner(
     let settings = &ctx.pipeline.settings.server;
     let body = read_body(req, payload, settings.max_body_bytes).await?;
     let snap = argocd::parse_body(&body, settings.max_json_depth)?;
-    let raw = std::str::from_utf8(&body)
-        .map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
+    let raw = std::str::from_utf8(&body).map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
     let summary = ctx.pipeline.ingest(snap, Some(raw)).await?;
     tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
     Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
@@ -261,9 +252,7 @@ fn limit(l: Option<i64>) -> Result<i64, ApiError> {
     match l {
         None => Ok(1000),
         Some(n) if (1..=10_000).contains(&n) => Ok(n),
-        Some(_) => Err(ApiError::BadRequest(
-            "limit must be between 1 and 10000".into(),
-        )),
+        Some(_) => Err(ApiError::BadRequest("limit must be between 1 and 10000".into())),
     }
 }
 
@@ -318,16 +307,10 @@ async fn get_app(
     let (namespace, name) = path.into_inner();
     let id = AppId { namespace, name };
     let Some(rec) = ctx.pipeline.store.app(&id).await? else {
-        return Err(ApiError::NotFound(format!(
-            "no Application {id} has been seen"
-        )));
+        return Err(ApiError::NotFound(format!("no Application {id} has been seen")));
     };
     let timeline = ctx.pipeline.store.timeline(&id, 200).await?;
-    let incidents = ctx
-        .pipeline
-        .store
-        .incidents(None, None, None, Some(&id), 50)
-        .await?;
+    let incidents = ctx.pipeline.store.incidents(None, None, None, Some(&id), 50).await?;
     let mut v = app_json(&rec.team, &rec.state);
     v["timeline"] = json!(timeline);
     v["incidents"] = json!(incidents.iter().map(|i| i.full_view()).collect::<Vec<_>>());
@@ -343,10 +326,7 @@ struct IncidentQuery {
     limit: Option<i64>,
 }
 
-async fn list_incidents(
-    req: HttpRequest,
-    ctx: web::Data<AppContext>,
-) -> Result<HttpResponse, ApiError> {
+async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: IncidentQuery = query(&req)?;
     if let Some(s) = &q.state
@@ -378,10 +358,7 @@ async fn list_incidents(
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
 }
 
-async fn prune_pending(
-    req: HttpRequest,
-    ctx: web::Data<AppContext>,
-) -> Result<HttpResponse, ApiError> {
+async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let items = status_page::prune_rows(&ctx.pipeline).await?;
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
@@ -413,9 +390,7 @@ async fn create_silence(
         ))
     })?;
     if new.matchers.is_empty() {
-        return Err(ApiError::Unprocessable(
-            "a silence needs at least one matcher".into(),
-        ));
+        return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
     }
     for m in &new.matchers {
         if !valid_matcher_name(&m.name) {
@@ -434,16 +409,12 @@ async fn create_silence(
         }
     }
     if new.created_by.trim().is_empty() {
-        return Err(ApiError::Unprocessable(
-            "created_by must not be empty".into(),
-        ));
+        return Err(ApiError::Unprocessable("created_by must not be empty".into()));
     }
     let now = ctx.pipeline.clock.now();
     let starts_at = new.starts_at.unwrap_or(now);
     if new.ends_at <= starts_at {
-        return Err(ApiError::Unprocessable(
-            "ends_at must be after starts_at".into(),
-        ));
+        return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
     }
     let silence = Silence {
         id: uuid::Uuid::new_v4().to_string(),
@@ -465,10 +436,7 @@ struct SilenceQuery {
     expired: bool,
 }
 
-async fn list_silences(
-    req: HttpRequest,
-    ctx: web::Data<AppContext>,
-) -> Result<HttpResponse, ApiError> {
+async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: SilenceQuery = query(&req)?;
     let now = ctx.pipeline.clock.now();
@@ -506,10 +474,7 @@ struct OutboxQuery {
     limit: Option<i64>,
 }
 
-async fn list_outbox(
-    req: HttpRequest,
-    ctx: web::Data<AppContext>,
-) -> Result<HttpResponse, ApiError> {
+async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: OutboxQuery = query(&req)?;
     if let Some(s) = &q.state
@@ -519,23 +484,14 @@ async fn list_outbox(
             "state must be pending, done or dead, not {s:?}"
         )));
     }
-    let rows = ctx
-        .pipeline
-        .store
-        .outbox(q.state.as_deref(), limit(q.limit)?)
-        .await?;
+    let rows = ctx.pipeline.store.outbox(q.state.as_deref(), limit(q.limit)?).await?;
     let items: Vec<_> = rows
         .iter()
         .map(|r| {
             let mut v = json!(r);
             if let Ok(n) = serde_json::from_str::<crate::notify::Notification>(&r.payload) {
                 v["title"] = json!(n.title);
-                v["incidents"] = json!(
-                    n.incidents
-                        .iter()
-                        .map(|i| &i.fingerprint)
-                        .collect::<Vec<_>>()
-                );
+                v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
             }
             v
         })

@@ -62,10 +62,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
     let p = &ctx.pipeline;
     let now = p.clock.now();
     let out_of_sync = p.store.apps(Some("OutOfSync"), None, 500).await?;
-    let firing = p
-        .store
-        .incidents(Some("firing"), None, None, None, 500)
-        .await?;
+    let firing = p.store.incidents(Some("firing"), None, None, None, 500).await?;
     let prunes = prune_rows(p).await?;
     let dead = p.store.outbox(Some("dead"), 100).await?;
     let silences = p.store.silences(false, now).await?;

@@ -32,10 +32,7 @@ pub struct Destination {
 impl Destination {
     /// The cluster as people name it: the destination name, else the server URL.
     pub fn cluster(&self) -> String {
-        self.name
-            .clone()
-            .or_else(|| self.server.clone())
-            .unwrap_or_default()
+        self.name.clone().or_else(|| self.server.clone()).unwrap_or_default()
     }
 }
 
@@ -135,9 +132,7 @@ pub struct Snapshot {
 /// Why a body was refused. Every variant is the sender's fault (4xx) and says how to fix it.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PayloadError {
-    #[error(
-        "the body is empty: the Argo CD template must send a JSON body, e.g. {{\"app\": {{{{toJson .app}}}}}}"
-    )]
+    #[error("the body is empty: the Argo CD template must send a JSON body, e.g. {{\"app\": {{{{toJson .app}}}}}}")]
     Empty,
     #[error(
         "the body is plain text, not JSON ({preview:?}). Argo CD sends the template's plain `message` when the \
@@ -227,8 +222,7 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         return Err(PayloadError::Empty);
     };
     if body[start] != b'{' && body[start] != b'[' {
-        let preview: String =
-            String::from_utf8_lossy(&body[start..body.len().min(start + 80)]).into_owned();
+        let preview: String = String::from_utf8_lossy(&body[start..body.len().min(start + 80)]).into_owned();
         return Err(PayloadError::PlainText { preview });
     }
     check_depth(body, max_depth)?;
@@ -270,10 +264,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
                 found: type_name(other),
             });
         }
-        None if root.contains_key("metadata")
-            || root.contains_key("status")
-            || root.contains_key("spec") =>
-        {
+        None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
             (value, "", None)
         }
         None => {
@@ -311,9 +302,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
     annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
     annotations.remove("notified.notifications.argoproj.io");
-    let deleting = r
-        .opt_str(app, &["metadata", "deletionTimestamp"])?
-        .is_some();
+    let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
     let project = r
         .opt_str(app, &["spec", "project"])?
         .unwrap_or_else(|| "default".into());
@@ -398,9 +387,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             status,
             requires_pruning,
             health: match res.get("health") {
-                Some(Value::Object(h)) => {
-                    h.get("status").and_then(Value::as_str).map(str::to_string)
-                }
+                Some(Value::Object(h)) => h.get("status").and_then(Value::as_str).map(str::to_string),
                 _ => None,
             },
         });
@@ -435,27 +422,16 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
                 .map(|u| u.trim_end_matches('/').to_string());
         }
         // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
-        observed_at = env
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(parse_time);
+        observed_at = env.get("timestamp").and_then(Value::as_str).and_then(parse_time);
     }
     if observed_at.is_none() {
         let candidates = [
             r.opt_str(app, &["status", "reconciledAt"])?,
-            operation
-                .as_ref()
-                .and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation
-                .as_ref()
-                .and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
+            operation.as_ref().and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
+            operation.as_ref().and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
             r.opt_str(app, &["status", "health", "lastTransitionTime"])?,
         ];
-        observed_at = candidates
-            .iter()
-            .flatten()
-            .filter_map(|s| parse_time(s))
-            .max();
+        observed_at = candidates.iter().flatten().filter_map(|s| parse_time(s)).max();
     }
 
     Ok(Snapshot {
@@ -481,9 +457,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
 }
 
 /// Kubernetes names: DNS-1123 subdomain characters, at most 253.
@@ -646,26 +620,18 @@ impl Reader {
     fn time(&self, v: &Value, path: &[&str]) -> Result<Option<DateTime<Utc>>, PayloadError> {
         match self.opt_str(v, path)? {
             None => Ok(None),
-            Some(s) => parse_time(&s)
-                .map(Some)
-                .ok_or_else(|| PayloadError::Invalid {
-                    path: self.path(path),
-                    message: format!("{s:?} is not an RFC 3339 time"),
-                }),
+            Some(s) => parse_time(&s).map(Some).ok_or_else(|| PayloadError::Invalid {
+                path: self.path(path),
+                message: format!("{s:?} is not an RFC 3339 time"),
+            }),
         }
     }
 
     fn operation(&self, app: &Value) -> Result<Operation, PayloadError> {
         let base = ["status", "operationState"];
-        let at = |k: &[&'static str]| -> Vec<&'static str> {
-            base.iter().chain(k.iter()).copied().collect()
-        };
+        let at = |k: &[&'static str]| -> Vec<&'static str> { base.iter().chain(k.iter()).copied().collect() };
         let mut resources = Vec::new();
-        for (i, res) in self
-            .array(app, &at(&["syncResult", "resources"]))?
-            .iter()
-            .enumerate()
-        {
+        for (i, res) in self.array(app, &at(&["syncResult", "resources"]))?.iter().enumerate() {
             let p = format!("status.operationState.syncResult.resources[{i}]");
             resources.push(ResultResource {
                 group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
@@ -729,16 +695,12 @@ mod tests {
     #[test]
     fn nesting_is_bounded() {
         let body = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        assert_eq!(
-            parse_body(body.as_bytes(), 64),
-            Err(PayloadError::TooDeep(64))
-        );
+        assert_eq!(parse_body(body.as_bytes(), 64), Err(PayloadError::TooDeep(64)));
     }
 
     #[test]
     fn offsets_in_timestamps_are_honoured() {
-        let body =
-            br#"{"timestamp":"2025-10-02T18:13:13.201298+02:00","app":{"metadata":{"name":"a"}}}"#;
+        let body = br#"{"timestamp":"2025-10-02T18:13:13.201298+02:00","app":{"metadata":{"name":"a"}}}"#;
         let s = parse_body(body, 64).expect("valid");
         assert_eq!(
             s.observed_at.map(|t| t.to_rfc3339()),

@@ -29,12 +29,7 @@ fn messages(state: &AppState) -> Vec<&str> {
     m
 }
 
-pub fn for_incident(
-    kind: Kind,
-    state: &AppState,
-    view: &IncidentView,
-    rules: &RulesSettings,
-) -> Vec<Hint> {
+pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &RulesSettings) -> Vec<Hint> {
     let s = &state.snapshot;
     let app = &s.app.name;
     let ns_flag = if s.app.namespace == "argocd" {
@@ -138,10 +133,7 @@ pub fn for_incident(
                 .into(),
         ));
     }
-    if s.conditions
-        .iter()
-        .any(|c| c.r#type == "SharedResourceWarning")
-    {
+    if s.conditions.iter().any(|c| c.r#type == "SharedResourceWarning") {
         out.push(hint(
             "shared_resource",
             "A resource is managed by two Applications",
@@ -149,10 +141,7 @@ pub fn for_incident(
         ));
     }
     if kind == Kind::Pruned {
-        let prev = view
-            .previous_revision
-            .as_deref()
-            .unwrap_or("PREVIOUS_REVISION");
+        let prev = view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
         let after = view.revision.as_deref().unwrap_or("the current revision");
         let names: Vec<String> = view
             .resources
@@ -176,8 +165,16 @@ pub fn for_incident(
                 format!(
                     "{} {old} was pruned and {} {new} was created in the same sync: a rename deletes the old object \
                      before every consumer uses the new one. Do renames as add → migrate consumers → remove.",
-                    view.resources.iter().find(|r| r.name == old).map(|r| r.kind.as_str()).unwrap_or(""),
-                    view.resources.iter().find(|r| r.name == old).map(|r| r.kind.as_str()).unwrap_or("")
+                    view.resources
+                        .iter()
+                        .find(|r| r.name == old)
+                        .map(|r| r.kind.as_str())
+                        .unwrap_or(""),
+                    view.resources
+                        .iter()
+                        .find(|r| r.name == old)
+                        .map(|r| r.kind.as_str())
+                        .unwrap_or("")
                 ),
             ));
         }

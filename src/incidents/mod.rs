@@ -78,23 +78,11 @@ pub enum Decision {
 }
 
 pub fn fingerprint(app: &crate::argocd::AppId, kind: Kind, extra: &str) -> String {
-    let digest = Sha256::digest(format!(
-        "{}/{}|{}|{}",
-        app.namespace,
-        app.name,
-        kind.as_str(),
-        extra
-    ));
+    let digest = Sha256::digest(format!("{}/{}|{}|{}", app.namespace, app.name, kind.as_str(), extra));
     hex::encode(&digest[..10])
 }
 
-fn base_view(
-    state: &AppState,
-    kind: Kind,
-    severity: Severity,
-    team: &str,
-    argocd_url: Option<&str>,
-) -> IncidentView {
+fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argocd_url: Option<&str>) -> IncidentView {
     let s = &state.snapshot;
     let url = s.argocd_url.as_deref().or(argocd_url).map(|u| {
         format!(
@@ -189,10 +177,7 @@ pub fn held_conditions(
 ) -> Vec<Held> {
     let s = &state.snapshot;
     let mut out = Vec::new();
-    let mut add = |kind: Kind,
-                   extra: &str,
-                   since: Option<DateTime<Utc>>,
-                   fill: &dyn Fn(&mut IncidentView)| {
+    let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut IncidentView)| {
         let rule = rules.rule(kind);
         if !rule.enabled {
             return;
@@ -262,11 +247,7 @@ pub fn held_conditions(
         match op.phase.as_str() {
             "Failed" | "Error" => {
                 add(Kind::SyncFailed, &op_id, None, &|v| {
-                    v.summary = format!(
-                        "{app}: sync {} — {}",
-                        op.phase.to_lowercase(),
-                        first_line(&op.message)
-                    );
+                    v.summary = format!("{app}: sync {} — {}", op.phase.to_lowercase(), first_line(&op.message));
                     v.resources = op
                         .resources
                         .iter()
@@ -295,10 +276,7 @@ pub fn held_conditions(
             let before = s.previous_revision.clone();
             add(Kind::Pruned, &op_id, None, &|v| {
                 let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
-                v.summary = format!(
-                    "{app}: the sync deleted {} from the cluster",
-                    names.join(", ")
-                );
+                v.summary = format!("{app}: the sync deleted {} from the cluster", names.join(", "));
                 v.resources = pruned.clone();
                 v.previous_revision = before.clone();
                 v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
@@ -382,11 +360,8 @@ pub fn decide(
             }),
             None => {
                 let since = h.since.unwrap_or(now).min(now);
-                let delay = chrono::Duration::from_std(rules.rule(h.kind).r#for)
-                    .unwrap_or(chrono::Duration::MAX);
-                let fire_at = since
-                    .checked_add_signed(delay)
-                    .unwrap_or(DateTime::<Utc>::MAX_UTC);
+                let delay = chrono::Duration::from_std(rules.rule(h.kind).r#for).unwrap_or(chrono::Duration::MAX);
+                let fire_at = since.checked_add_signed(delay).unwrap_or(DateTime::<Utc>::MAX_UTC);
                 out.push(Decision::Open {
                     held: Box::new(h),
                     since,

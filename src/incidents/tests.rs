@@ -5,9 +5,7 @@ use crate::argocd::parse_body;
 use crate::state::{Outcome, apply};
 
 fn t(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s)
-        .expect("time")
-        .with_timezone(&Utc)
+    DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
 }
 
 fn state_of(body: &str, now: DateTime<Utc>) -> AppState {
@@ -93,9 +91,7 @@ fn a_new_condition_is_pending_until_its_for_has_elapsed() {
     let held = held_conditions(&s, &rules, "t", None, &mut keep);
     let d = decide(&[], held.clone(), &keep, &rules, since);
     match &d[0] {
-        Decision::Open {
-            fire_at, fire_now, ..
-        } => {
+        Decision::Open { fire_at, fire_now, .. } => {
             assert_eq!(*fire_at, since + chrono::Duration::hours(1));
             assert!(!fire_now);
         }
@@ -108,13 +104,7 @@ fn a_new_condition_is_pending_until_its_for_has_elapsed() {
         fingerprint: held[0].fingerprint.clone(),
         state: IncidentState::Pending,
     }];
-    let d = decide(
-        &open,
-        held,
-        &keep,
-        &rules,
-        since + chrono::Duration::hours(2),
-    );
+    let d = decide(&open, held, &keep, &rules, since + chrono::Duration::hours(2));
     assert!(matches!(d.as_slice(), [Decision::Refresh { id: 7, .. }]));
     // Gone: resolved.
     let d = decide(&open, Vec::new(), &keep, &rules, since);
@@ -138,10 +128,7 @@ fn a_running_sync_does_not_resolve_a_failed_one() {
         state: IncidentState::Firing,
     }];
     let d = decide(&open, held, &keep, &rules, t("2025-01-01T00:05:00Z"));
-    assert!(
-        !d.iter().any(|x| matches!(x, Decision::Resolve { .. })),
-        "{d:?}"
-    );
+    assert!(!d.iter().any(|x| matches!(x, Decision::Resolve { .. })), "{d:?}");
 }
 
 #[test]
@@ -202,11 +189,9 @@ fn hints_from_known_failures() {
 
 #[test]
 fn a_rename_is_called_out_and_production_prunes_are_critical() {
-    let rules = crate::configuration::Settings::from_yaml(
-        "rules: {pruned: {production: {namespaces: ['prod-*']}}}",
-    )
-    .expect("valid")
-    .rules;
+    let rules = crate::configuration::Settings::from_yaml("rules: {pruned: {production: {namespaces: ['prod-*']}}}")
+        .expect("valid")
+        .rules;
     let s = state_of(
         r#"{"metadata":{"name":"payments"},"spec":{"destination":{"namespace":"prod-eu"}},"status":{"sync":{"status":"Synced"},
            "history":[{"revision":"aaa111"},{"revision":"bbb222"}],
@@ -218,18 +203,13 @@ fn a_rename_is_called_out_and_production_prunes_are_critical() {
     );
     let mut keep = HashSet::new();
     let held = held_conditions(&s, &rules, "pay", None, &mut keep);
-    let p = held
-        .iter()
-        .find(|h| h.kind == Kind::Pruned)
-        .expect("pruned held");
+    let p = held.iter().find(|h| h.kind == Kind::Pruned).expect("pruned held");
     assert_eq!(p.severity, Severity::Critical);
     assert_eq!(p.view.previous_revision.as_deref(), Some("aaa111"));
     assert_eq!(p.view.initiated_by.as_deref(), Some("automated sync"));
     let ids: Vec<&str> = p.view.hints.iter().map(|h| h.id.as_str()).collect();
     assert!(
-        ids.contains(&"rename")
-            && ids.contains(&"pruned_recovery")
-            && ids.contains(&"production_prune"),
+        ids.contains(&"rename") && ids.contains(&"pruned_recovery") && ids.contains(&"production_prune"),
         "{ids:?}"
     );
     let recovery = &p

@@ -97,11 +97,7 @@ pub fn markdown(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n\n", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!(
-            "**[{}] {}**\n\n",
-            i.state.to_uppercase(),
-            i.summary
-        ));
+        s.push_str(&format!("**[{}] {}**\n\n", i.state.to_uppercase(), i.summary));
         for (k, v) in facts(i) {
             if k == "Argo CD" {
                 s.push_str(&format!("- {k}: [{}]({v})\n", i.app_name));
@@ -166,10 +162,7 @@ pub fn html(n: &Notification) -> String {
                     esc(&v)
                 ));
             } else {
-                s.push_str(&format!(
-                    "<tr><th align=left>{k}</th><td>{}</td></tr>",
-                    esc(&v)
-                ));
+                s.push_str(&format!("<tr><th align=left>{k}</th><td>{}</td></tr>", esc(&v)));
             }
         }
         s.push_str("</table>");
@@ -193,11 +186,7 @@ pub fn html(n: &Notification) -> String {
         if !i.hints.is_empty() {
             s.push_str("<h4>What to do</h4><ul>");
             for h in &i.hints {
-                s.push_str(&format!(
-                    "<li><b>{}</b>: {}</li>",
-                    esc(&h.title),
-                    esc(&h.text)
-                ));
+                s.push_str(&format!("<li><b>{}</b>: {}</li>", esc(&h.title), esc(&h.text)));
             }
             s.push_str("</ul>");
         }

@@ -24,10 +24,7 @@ pub fn next_delay(
     retry_after: Option<Duration>,
     unit: f64,
 ) -> Duration {
-    let exp = initial.saturating_mul(
-        1u32.checked_shl(attempt.saturating_sub(1).min(20))
-            .unwrap_or(u32::MAX),
-    );
+    let exp = initial.saturating_mul(1u32.checked_shl(attempt.saturating_sub(1).min(20)).unwrap_or(u32::MAX));
     let capped = exp.min(max);
     let jittered = capped / 2 + capped.mul_f64(unit.clamp(0.0, 1.0) / 2.0);
     match retry_after {
@@ -105,8 +102,7 @@ impl Worker {
             .claim_deliveries(&self.owner, now, lease, self.settings.concurrency as i64)
             .await?;
         let n = rows.len();
-        let results =
-            futures_util::future::join_all(rows.into_iter().map(|row| self.deliver(row))).await;
+        let results = futures_util::future::join_all(rows.into_iter().map(|row| self.deliver(row))).await;
         for r in results {
             r?;
         }
@@ -124,9 +120,7 @@ impl Worker {
                 "receiver {:?} is no longer configured",
                 row.receiver
             ))),
-            (_, Err(e)) => Err(DeliveryError::permanent(format!(
-                "stored notification unreadable: {e}"
-            ))),
+            (_, Err(e)) => Err(DeliveryError::permanent(format!("stored notification unreadable: {e}"))),
             (Some(r), Ok(n)) => {
                 if let Some(l) = self.limits.get(&row.receiver) {
                     l.wait().await;
@@ -148,10 +142,7 @@ impl Worker {
                 tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
                 self.store.delivered(&row, d.memo.as_ref(), now).await?;
             }
-            Err(DeliveryError::Transient {
-                reason,
-                retry_after,
-            }) => {
+            Err(DeliveryError::Transient { reason, retry_after }) => {
                 let delay = next_delay(
                     row.attempts.max(1) as u32,
                     self.settings.initial_backoff,
@@ -161,13 +152,11 @@ impl Worker {
                 );
                 let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
                 let age = retry_at - row.created_at;
-                if age
-                    > chrono::Duration::from_std(self.settings.max_age)
-                        .unwrap_or(chrono::Duration::MAX)
-                {
+                if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
                     tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
                     self.store.failed(row.id, &reason, None).await?;
-                    metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead").increment(1);
+                    metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead")
+                        .increment(1);
                     return Ok(());
                 }
                 tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, retry_in_ms = delay.as_millis() as u64, "delivery failed; will retry");

@@ -2,11 +2,6 @@
 //! `{url}/api/v2/alerts`, for teams that page through Alertmanager. The label set is the alert's identity there,
 //! so it holds only stable incident facts; a resolve re-posts the same labels with `endsAt` now, which ends it.
 
-<<<<<<< HEAD
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::AlertmanagerSettings;
-use crate::notify::Notification;
-=======
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -15,7 +10,6 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::AlertmanagerSettings;
 use crate::notify::{Action, IncidentView, Notification, render};
->>>>>>> recv-mail
 
 /// How long a `herald send-test` alert stays active: long enough to see it, short enough not to linger.
 const TEST_ALERT_TTL: Duration = Duration::from_secs(5 * 60);
@@ -43,11 +37,7 @@ fn timestamp(t: DateTime<Utc>) -> String {
 /// The identity of the incident's alert. Alertmanager treats an empty value as an absent label, so empty
 /// facts are left out rather than sent empty.
 pub fn labels(i: &IncidentView) -> BTreeMap<&'static str, String> {
-    let kind = if i.kind.is_empty() {
-        "incident"
-    } else {
-        &i.kind
-    };
+    let kind = if i.kind.is_empty() { "incident" } else { &i.kind };
     let mut labels = BTreeMap::from([("alertname", format!("herald_{kind}"))]);
     for (name, value) in [
         ("app", &i.app_name),
@@ -66,12 +56,7 @@ pub fn labels(i: &IncidentView) -> BTreeMap<&'static str, String> {
 }
 
 /// One alert in the `POST /api/v2/alerts` body. `now` is the send time (for `endsAt`).
-pub fn alert(
-    n: &Notification,
-    i: &IncidentView,
-    now: DateTime<Utc>,
-    ttl: Duration,
-) -> serde_json::Value {
+pub fn alert(n: &Notification, i: &IncidentView, now: DateTime<Utc>, ttl: Duration) -> serde_json::Value {
     // The description covers this incident only, even when the notification lists several.
     let single = Notification {
         incidents: vec![i.clone()],
@@ -100,11 +85,7 @@ pub fn alert(
         // In the past (or now) so Alertmanager ends it at once, never before it started (it would refuse that).
         i.resolved_at.unwrap_or(n.created_at).min(now).max(starts)
     } else {
-        let ttl = if n.action == Action::Test {
-            TEST_ALERT_TTL
-        } else {
-            ttl
-        };
+        let ttl = if n.action == Action::Test { TEST_ALERT_TTL } else { ttl };
         now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(1))
     };
 
@@ -122,26 +103,12 @@ pub fn alert(
 
 #[async_trait::async_trait]
 impl Receiver for Alertmanager {
-    async fn deliver(
-        &self,
-<<<<<<< HEAD
-        _n: &Notification,
-        _m: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        Err(DeliveryError::permanent("this receiver is not built yet"))
-=======
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         if n.incidents.is_empty() {
             return Err(DeliveryError::permanent("no incident to send as an alert"));
         }
         let now = Utc::now();
-        let alerts: Vec<serde_json::Value> = n
-            .incidents
-            .iter()
-            .map(|i| alert(n, i, now, self.alert_ttl))
-            .collect();
+        let alerts: Vec<serde_json::Value> = n.incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
         let resp = self
             .http
             .post(&self.endpoint)
@@ -170,8 +137,7 @@ mod tests {
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
-    const INSTALL: &str =
-        "this test needs Alertmanager 0.25: `apt-get install -y prometheus-alertmanager`";
+    const INSTALL: &str = "this test needs Alertmanager 0.25: `apt-get install -y prometheus-alertmanager`";
 
     fn settings(url: String) -> AlertmanagerSettings {
         AlertmanagerSettings {
@@ -193,9 +159,7 @@ mod tests {
             team: "payments".into(),
             destination_cluster: "in-cluster".into(),
             destination_namespace: "payments".into(),
-            app_url: Some(format!(
-                "https://argocd.example.com/applications/argocd/{app}"
-            )),
+            app_url: Some(format!("https://argocd.example.com/applications/argocd/{app}")),
             since: now - chrono::Duration::minutes(61),
             fired_at: Some(now - chrono::Duration::minutes(1)),
             resources: vec![ResourceRef {
@@ -221,12 +185,7 @@ mod tests {
             action,
             thread_key: i.fingerprint.clone(),
             title: format!("{app}: out of sync"),
-            reason: if action == Action::Resolve {
-                "resolved"
-            } else {
-                "fired"
-            }
-            .into(),
+            reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
             incidents: vec![i],
             created_at: now,
         }
@@ -303,10 +262,7 @@ mod tests {
                 if let Ok(Some(status)) = server.child.try_wait() {
                     panic!("Alertmanager exited with {status}");
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "Alertmanager did not become ready"
-                );
+                assert!(Instant::now() < deadline, "Alertmanager did not become ready");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
@@ -348,10 +304,7 @@ mod tests {
             .await
             .unwrap();
 
-        let alert = am
-            .active_alert_of("payments-api")
-            .await
-            .expect("the alert is active");
+        let alert = am.active_alert_of("payments-api").await.expect("the alert is active");
         assert_eq!(alert["labels"], expected_labels("payments-api"));
         assert_eq!(
             alert["annotations"]["summary"],
@@ -373,15 +326,9 @@ mod tests {
         );
         let starts: DateTime<Utc> = alert["startsAt"].as_str().unwrap().parse().unwrap();
         let fired = open.incidents[0].fired_at.unwrap();
-        assert!(
-            (starts - fired).num_milliseconds().abs() <= 1,
-            "{starts} vs {fired}"
-        );
+        assert!((starts - fired).num_milliseconds().abs() <= 1, "{starts} vs {fired}");
         let ends: DateTime<Utc> = alert["endsAt"].as_str().unwrap().parse().unwrap();
-        assert!(
-            ends > Utc::now() + chrono::Duration::hours(23),
-            "kept firing: {ends}"
-        );
+        assert!(ends > Utc::now() + chrono::Duration::hours(23), "kept firing: {ends}");
         assert_eq!(am.active_alerts().await.len(), 2);
 
         receiver
@@ -406,10 +353,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let receiver = Alertmanager::new(
-            settings(format!("{}/am", server.uri())),
-            reqwest::Client::new(),
-        );
+        let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), reqwest::Client::new());
         let mut n = notification(Action::Resolve, "payments-api");
         let mut bare = incident("orphan", n.created_at);
         bare.project = String::new();
@@ -444,11 +388,7 @@ mod tests {
                 "fingerprint": "argocd/orphan/out_of_sync",
             })
         );
-        assert_eq!(
-            body[1].get("generatorURL"),
-            None,
-            "an invalid link is left out"
-        );
+        assert_eq!(body[1].get("generatorURL"), None, "an invalid link is left out");
         assert_eq!(body[1]["annotations"].get("argocd_url"), None);
     }
 
@@ -469,17 +409,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_batch_is_permanent() {
-        let err = failing_with(
-            400,
-            "{\"code\":400,\"message\":\"start time must be before end time\"}",
-        )
-        .await;
+        let err = failing_with(400, "{\"code\":400,\"message\":\"start time must be before end time\"}").await;
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
-        assert!(
-            err.to_string()
-                .contains("start time must be before end time"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("start time must be before end time"), "{err}");
     }
 
     #[tokio::test]
@@ -495,10 +427,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let receiver = Alertmanager::new(
-            settings(format!("http://127.0.0.1:{port}")),
-            reqwest::Client::new(),
-        );
+        let receiver = Alertmanager::new(settings(format!("http://127.0.0.1:{port}")), reqwest::Client::new());
         let err = receiver
             .deliver(&notification(Action::Open, "payments-api"), None)
             .await
@@ -513,11 +442,7 @@ mod tests {
         let a = alert(&n, &n.incidents[0], now, Duration::from_secs(24 * 3600));
         let ends: DateTime<Utc> = a["endsAt"].as_str().unwrap().parse().unwrap();
         let expected = now + chrono::Duration::minutes(5);
-        assert!(
-            (ends - expected).num_milliseconds().abs() <= 1,
-            "{ends} vs {expected}"
-        );
+        assert!((ends - expected).num_milliseconds().abs() <= 1, "{ends} vs {expected}");
         assert_eq!(a["labels"]["alertname"], "herald_test");
->>>>>>> recv-mail
     }
 }

@@ -62,10 +62,7 @@ impl Redactor {
 
     pub(crate) fn apply(&self, e: DeliveryError) -> DeliveryError {
         match e {
-            DeliveryError::Transient {
-                reason,
-                retry_after,
-            } => DeliveryError::Transient {
+            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
                 reason: self.scrub(&reason),
                 retry_after,
             },
@@ -99,15 +96,9 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
     out
 }
 
-fn render_template(
-    template: Option<&str>,
-    n: &Notification,
-) -> Result<Option<String>, DeliveryError> {
+fn render_template(template: Option<&str>, n: &Notification) -> Result<Option<String>, DeliveryError> {
     template
-        .map(|t| {
-            render::with_template(t, n)
-                .map_err(|e| DeliveryError::permanent(format!("template: {e}")))
-        })
+        .map(|t| render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}"))))
         .transpose()
 }
 
@@ -136,10 +127,7 @@ async fn post_json(
 /// Names the receiver (and method) in a failure's reason.
 pub(crate) fn prefix(who: &str, e: DeliveryError) -> DeliveryError {
     match e {
-        DeliveryError::Transient {
-            reason,
-            retry_after,
-        } => DeliveryError::Transient {
+        DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
             reason: format!("{who}: {reason}"),
             retry_after,
         },
@@ -309,11 +297,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
 
 #[async_trait::async_trait]
 impl Receiver for Teams {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         // Workflows answers 202 (accepted) in general, 200 for some flows: both are success.
         post_json(
             &self.http,
@@ -346,11 +330,7 @@ pub struct GoogleChat {
 }
 
 impl GoogleChat {
-    pub fn new(
-        settings: WebhookUrlSettings,
-        http: reqwest::Client,
-        template: Option<String>,
-    ) -> Self {
+    pub fn new(settings: WebhookUrlSettings, http: reqwest::Client, template: Option<String>) -> Self {
         let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
             webhook_url: settings.webhook_url,
@@ -401,12 +381,7 @@ pub(crate) fn google_thread_key(key: &str) -> String {
 
 /// Google Chat's own light markup: `*bold*`, `_italic_`, `` `code` ``, `<url|label>`.
 pub(crate) fn google_chat_text(n: &Notification) -> String {
-    let mut s = format!(
-        "{} *{}: {}*\n",
-        status_emoji(n),
-        render::status_word(n),
-        n.title
-    );
+    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), n.title);
     if !n.reason.is_empty() {
         s.push_str(&format!("_{}_\n", n.reason));
     }
@@ -447,26 +422,14 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
 
 #[async_trait::async_trait]
 impl Receiver for GoogleChat {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        let text =
-            render_template(self.template.as_deref(), n)?.unwrap_or_else(|| google_chat_text(n));
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let text = render_template(self.template.as_deref(), n)?.unwrap_or_else(|| google_chat_text(n));
         let thread_key = google_thread_key(&n.thread_key);
         let body = json!({
             "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),
             "thread": {"threadKey": thread_key},
         });
-        post_json(
-            &self.http,
-            &self.url()?,
-            &body,
-            &self.redactor,
-            "googlechat",
-        )
-        .await?;
+        post_json(&self.http, &self.url()?, &body, &self.redactor, "googlechat").await?;
         Ok(Delivered {
             memo: None,
             detail: format!("posted in thread {thread_key}"),
@@ -489,11 +452,7 @@ pub struct Mattermost {
 }
 
 impl Mattermost {
-    pub fn new(
-        settings: WebhookUrlSettings,
-        http: reqwest::Client,
-        template: Option<String>,
-    ) -> Self {
+    pub fn new(settings: WebhookUrlSettings, http: reqwest::Client, template: Option<String>) -> Self {
         let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
             webhook_url: settings.webhook_url,
@@ -506,11 +465,7 @@ impl Mattermost {
 
 #[async_trait::async_trait]
 impl Receiver for Mattermost {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let text = match render_template(self.template.as_deref(), n)? {
             Some(t) => t,
             None => format!(
@@ -573,9 +528,7 @@ mod tests {
             destination_cluster: "in-cluster".into(),
             destination_namespace: "payments".into(),
             app_url: Some("https://argocd.example.com/applications/argocd/payments".into()),
-            since: chrono::Utc
-                .with_ymd_and_hms(2026, 11, 30, 10, 0, 0)
-                .unwrap(),
+            since: chrono::Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
             resources: vec![ResourceRef {
                 kind: "Deployment".into(),
                 namespace: "payments".into(),
@@ -597,9 +550,7 @@ mod tests {
             title: "payments is Degraded".into(),
             reason: "fired".into(),
             incidents: vec![incident],
-            created_at: chrono::Utc
-                .with_ymd_and_hms(2026, 11, 30, 10, 5, 0)
-                .unwrap(),
+            created_at: chrono::Utc.with_ymd_and_hms(2026, 11, 30, 10, 5, 0).unwrap(),
         }
     }
 
@@ -618,10 +569,7 @@ mod tests {
     }
 
     fn google_chat(server: &MockServer, template: Option<String>) -> GoogleChat {
-        let url = format!(
-            "{}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}",
-            server.uri()
-        );
+        let url = format!("{}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}", server.uri());
         GoogleChat::new(settings(url), reqwest::Client::new(), template)
     }
 
@@ -643,14 +591,7 @@ mod tests {
 
     fn assert_no_secret(e: &DeliveryError) {
         let s = e.to_string();
-        for secret in [
-            TEAMS_PATH,
-            TEAMS_SIG,
-            GCHAT_PATH,
-            GCHAT_KEY,
-            GCHAT_TOKEN,
-            MM_PATH,
-        ] {
+        for secret in [TEAMS_PATH, TEAMS_SIG, GCHAT_PATH, GCHAT_KEY, GCHAT_TOKEN, MM_PATH] {
             assert!(!s.contains(secret), "{secret:?} leaked into {s:?}");
         }
     }
@@ -670,17 +611,11 @@ mod tests {
     }
 
     /// Like [`failure`], with an answer made from the receiver's own webhook URL.
-    async fn failure_with(
-        kind: Kind,
-        answer: impl FnOnce(&str) -> ResponseTemplate,
-    ) -> DeliveryError {
+    async fn failure_with(kind: Kind, answer: impl FnOnce(&str) -> ResponseTemplate) -> DeliveryError {
         let server = MockServer::start().await;
         let url = match kind {
             Kind::Teams => format!("{}{TEAMS_PATH}?api-version=1&sig={TEAMS_SIG}", server.uri()),
-            Kind::GoogleChat => format!(
-                "{}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}",
-                server.uri()
-            ),
+            Kind::GoogleChat => format!("{}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}", server.uri()),
             Kind::Mattermost => format!("{}{MM_PATH}", server.uri()),
         };
         Mock::given(method("POST"))
@@ -692,16 +627,8 @@ mod tests {
         let http = reqwest::Client::new();
         let e = match kind {
             Kind::Teams => Teams::new(settings(url), http).deliver(&n, None).await,
-            Kind::GoogleChat => {
-                GoogleChat::new(settings(url), http, None)
-                    .deliver(&n, None)
-                    .await
-            }
-            Kind::Mattermost => {
-                Mattermost::new(settings(url), http, None)
-                    .deliver(&n, None)
-                    .await
-            }
+            Kind::GoogleChat => GoogleChat::new(settings(url), http, None).deliver(&n, None).await,
+            Kind::Mattermost => Mattermost::new(settings(url), http, None).deliver(&n, None).await,
         }
         .unwrap_err();
         assert_eq!(received(&server).await.len(), 1, "{kind:?}");
@@ -712,11 +639,7 @@ mod tests {
     #[tokio::test]
     async fn every_chat_receiver_treats_429_as_transient_with_the_retry_after_delay() {
         for kind in ALL {
-            let e = failure(
-                kind,
-                ResponseTemplate::new(429).insert_header("Retry-After", "7"),
-            )
-            .await;
+            let e = failure(kind, ResponseTemplate::new(429).insert_header("Retry-After", "7")).await;
             let delay = match e {
                 DeliveryError::Transient { retry_after, .. } => retry_after,
                 other => panic!("{kind:?}: expected a transient failure, got {other:?}"),
@@ -729,25 +652,15 @@ mod tests {
     async fn every_chat_receiver_treats_500_as_transient() {
         for kind in ALL {
             let e = failure(kind, ResponseTemplate::new(500).set_body_string("boom")).await;
-            assert!(
-                matches!(e, DeliveryError::Transient { .. }),
-                "{kind:?}: {e:?}"
-            );
+            assert!(matches!(e, DeliveryError::Transient { .. }), "{kind:?}: {e:?}");
         }
     }
 
     #[tokio::test]
     async fn every_chat_receiver_treats_400_as_permanent() {
         for kind in ALL {
-            let e = failure(
-                kind,
-                ResponseTemplate::new(400).set_body_string("bad payload"),
-            )
-            .await;
-            assert!(
-                matches!(e, DeliveryError::Permanent { .. }),
-                "{kind:?}: {e:?}"
-            );
+            let e = failure(kind, ResponseTemplate::new(400).set_body_string("bad payload")).await;
+            assert!(matches!(e, DeliveryError::Permanent { .. }), "{kind:?}: {e:?}");
             assert!(e.to_string().contains("bad payload"), "{kind:?}: {e}");
         }
     }
@@ -758,11 +671,7 @@ mod tests {
             // The whole URL, then its path and query on their own, as a careless server might echo them.
             let e = failure_with(kind, |url| {
                 let u = url::Url::parse(url).unwrap();
-                let echo = format!(
-                    "invalid webhook {url} (path {}, query {:?})",
-                    u.path(),
-                    u.query()
-                );
+                let echo = format!("invalid webhook {url} (path {}, query {:?})", u.path(), u.query());
                 ResponseTemplate::new(404).set_body_string(echo)
             })
             .await;
@@ -779,17 +688,11 @@ mod tests {
             reqwest::Client::new(),
         );
         let g = GoogleChat::new(
-            settings(format!(
-                "{base}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}"
-            )),
+            settings(format!("{base}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}")),
             reqwest::Client::new(),
             None,
         );
-        let m = Mattermost::new(
-            settings(format!("{base}{MM_PATH}")),
-            reqwest::Client::new(),
-            None,
-        );
+        let m = Mattermost::new(settings(format!("{base}{MM_PATH}")), reqwest::Client::new(), None);
         for e in [
             t.deliver(&n, None).await.unwrap_err(),
             g.deliver(&n, None).await.unwrap_err(),
@@ -812,10 +715,7 @@ mod tests {
             .mount(&server)
             .await;
 
-        let out = teams(&server)
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        let out = teams(&server).deliver(&notification(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, None);
         let reqs = received(&server).await;
@@ -823,22 +723,14 @@ mod tests {
         let body = json_body(&reqs[0]);
         assert_eq!(body["type"], "message");
         let attachment = &body["attachments"][0];
-        assert_eq!(
-            attachment["contentType"],
-            "application/vnd.microsoft.card.adaptive"
-        );
+        assert_eq!(attachment["contentType"], "application/vnd.microsoft.card.adaptive");
         let card = &attachment["content"];
         assert_eq!(card["type"], "AdaptiveCard");
         assert_eq!(card["version"], "1.4");
         let title = &card["body"][0];
         assert_eq!(title["type"], "TextBlock");
         assert_eq!(title["color"], "Attention");
-        assert!(
-            title["text"]
-                .as_str()
-                .unwrap()
-                .contains("FIRING: payments is Degraded")
-        );
+        assert!(title["text"].as_str().unwrap().contains("FIRING: payments is Degraded"));
         let incident = card["body"][2]["items"].as_array().unwrap();
         let facts = incident.iter().find(|i| i["type"] == "FactSet").unwrap();
         assert!(
@@ -849,9 +741,7 @@ mod tests {
         );
         let texts: Vec<&str> = incident.iter().filter_map(|i| i["text"].as_str()).collect();
         assert!(
-            texts
-                .iter()
-                .any(|t| t.contains("Deployment/payments/api (Degraded)")),
+            texts.iter().any(|t| t.contains("Deployment/payments/api (Degraded)")),
             "{texts:?}"
         );
         assert!(
@@ -880,10 +770,7 @@ mod tests {
             .await;
 
         let out = teams(&server)
-            .deliver(
-                &notification(Action::Resolve),
-                Some(&json!({"ignored": true})),
-            )
+            .deliver(&notification(Action::Resolve), Some(&json!({"ignored": true})))
             .await
             .unwrap();
 
@@ -901,9 +788,7 @@ mod tests {
         n.incidents = (0..30)
             .map(|k| IncidentView {
                 app_name: format!("app-{k}"),
-                app_url: Some(format!(
-                    "https://argocd.example.com/applications/argocd/app-{k}"
-                )),
+                app_url: Some(format!("https://argocd.example.com/applications/argocd/app-{k}")),
                 ..one.clone()
             })
             .collect();
@@ -954,11 +839,7 @@ mod tests {
                 key.as_str(),
                 "updates land in the first message's thread"
             );
-            let replies = r
-                .url
-                .query_pairs()
-                .filter(|(k, _)| k == "messageReplyOption")
-                .count();
+            let replies = r.url.query_pairs().filter(|(k, _)| k == "messageReplyOption").count();
             assert_eq!(replies, 1);
         }
         let open = json_body(&reqs[0]);
@@ -972,12 +853,7 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected:?} not in {text}");
         }
-        assert!(
-            json_body(&reqs[2])["text"]
-                .as_str()
-                .unwrap()
-                .contains("*RESOLVED: ")
-        );
+        assert!(json_body(&reqs[2])["text"].as_str().unwrap().contains("*RESOLVED: "));
     }
 
     #[tokio::test]
@@ -999,9 +875,7 @@ mod tests {
         );
         let chat = GoogleChat::new(settings(url), reqwest::Client::new(), None);
 
-        chat.deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        chat.deliver(&notification(Action::Open), None).await.unwrap();
 
         let reqs = received(&server).await;
         assert_eq!(reqs.len(), 1);
@@ -1012,12 +886,7 @@ mod tests {
             .map(|(_, v)| v.into_owned())
             .collect();
         assert_eq!(options, ["REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD"]);
-        assert!(
-            reqs[0]
-                .url
-                .query_pairs()
-                .any(|(k, v)| k == "token" && v == GCHAT_TOKEN)
-        );
+        assert!(reqs[0].url.query_pairs().any(|(k, v)| k == "token" && v == GCHAT_TOKEN));
     }
 
     #[tokio::test]
@@ -1030,14 +899,9 @@ mod tests {
             .await;
         let chat = google_chat(&server, Some("{{ notification.title }}!".into()));
 
-        chat.deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        chat.deliver(&notification(Action::Open), None).await.unwrap();
 
-        assert_eq!(
-            json_body(&received(&server).await[0])["text"],
-            "payments is Degraded!"
-        );
+        assert_eq!(json_body(&received(&server).await[0])["text"], "payments is Degraded!");
     }
 
     #[test]
@@ -1049,13 +913,7 @@ mod tests {
         assert!(a.starts_with("group-payments-prod-"), "{a}");
         let long = google_thread_key(&"x".repeat(500));
         assert_eq!(long.len(), THREAD_KEY_MAX);
-        for k in [
-            a,
-            b,
-            long,
-            google_thread_key(""),
-            google_thread_key("ünïcödé key"),
-        ] {
+        for k in [a, b, long, google_thread_key(""), google_thread_key("ünïcödé key")] {
             assert!(!k.is_empty() && k.len() <= THREAD_KEY_MAX, "{k}");
             assert!(
                 k.chars()

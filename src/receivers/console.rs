@@ -20,14 +20,9 @@ impl Console {
 
 #[async_trait::async_trait]
 impl Receiver for Console {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let body = match &self.template {
-            Some(t) => render::with_template(t, n)
-                .map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
+            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
             None => render::text(n),
         };
         let message = format!(
@@ -39,15 +34,13 @@ impl Receiver for Console {
         );
         if let Some(path) = &self.settings.file {
             // One JSON line per notification, so tests and scripts can read exactly what was delivered.
-            let line =
-                serde_json::to_string(n).map_err(|e| DeliveryError::permanent(e.to_string()))?;
+            let line = serde_json::to_string(n).map_err(|e| DeliveryError::permanent(e.to_string()))?;
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
                 .map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
-            writeln!(f, "{line}")
-                .map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
+            writeln!(f, "{line}").map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
         }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(message.as_bytes());

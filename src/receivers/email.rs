@@ -14,11 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::{EmailSettings, SmtpSettings};
-<<<<<<< HEAD
-use crate::notify::Notification;
-=======
 use crate::notify::{Action, Notification, render};
->>>>>>> recv-mail
 
 type Transport = AsyncSmtpTransport<Tokio1Executor>;
 
@@ -49,18 +45,7 @@ enum Security {
 }
 
 impl Email {
-    pub fn new(
-<<<<<<< HEAD
-        _s: EmailSettings,
-        _smtp: Option<SmtpSettings>,
-        _t: Option<String>,
-    ) -> Result<Self, String> {
-        Ok(Self)
-=======
-        settings: EmailSettings,
-        smtp: Option<SmtpSettings>,
-        template: Option<String>,
-    ) -> Result<Self, String> {
+    pub fn new(settings: EmailSettings, smtp: Option<SmtpSettings>, template: Option<String>) -> Result<Self, String> {
         let smtp = smtp.ok_or("an email receiver needs the `smtp` section (url, from)")?;
         let from: Mailbox = smtp
             .from
@@ -90,13 +75,11 @@ impl Email {
             timeout: smtp.timeout,
             password: smtp.password,
         })
->>>>>>> recv-mail
     }
 
     fn transport(&self) -> Transport {
         let mut slot = self.transport.lock().unwrap_or_else(|e| e.into_inner());
-        slot.get_or_insert_with(|| self.builder.clone().build())
-            .clone()
+        slot.get_or_insert_with(|| self.builder.clone().build()).clone()
     }
 
     fn forget_transport(&self) {
@@ -120,15 +103,9 @@ impl Email {
         format!("<herald.{}@{domain}>", uuid::Uuid::new_v4().simple())
     }
 
-    fn message(
-        &self,
-        n: &Notification,
-        message_id: &str,
-        parent: Option<&str>,
-    ) -> Result<Message, DeliveryError> {
+    fn message(&self, n: &Notification, message_id: &str, parent: Option<&str>) -> Result<Message, DeliveryError> {
         let text = match &self.template {
-            Some(t) => render::with_template(t, n)
-                .map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
+            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
             None => render::text(n),
         };
         let mut b = Message::builder()
@@ -147,9 +124,7 @@ impl Email {
             b = b.cc(m.clone());
         }
         if let Some(parent) = parent {
-            b = b
-                .in_reply_to(parent.to_string())
-                .references(parent.to_string());
+            b = b.in_reply_to(parent.to_string()).references(parent.to_string());
         }
         b.multipart(MultiPart::alternative_plain_html(text, render::html(n)))
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
@@ -184,18 +159,12 @@ impl Email {
 /// Turns `smtp.url` (+ credentials, CA, timeout) into a transport builder. Errors never quote the URL: it could
 /// carry credentials.
 fn transport_builder(smtp: &SmtpSettings) -> Result<AsyncSmtpTransportBuilder, String> {
-    let url =
-        url::Url::parse(&smtp.url).map_err(|e| format!("smtp.url is not a valid URL: {e}"))?;
+    let url = url::Url::parse(&smtp.url).map_err(|e| format!("smtp.url is not a valid URL: {e}"))?;
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "smtp.url must not carry credentials: set smtp.username and smtp.password".into(),
-        );
+        return Err("smtp.url must not carry credentials: set smtp.username and smtp.password".into());
     }
     let host = url.host_str().ok_or("smtp.url needs a host")?.to_string();
-    let tls = url
-        .query_pairs()
-        .find(|(k, _)| k == "tls")
-        .map(|(_, v)| v.into_owned());
+    let tls = url.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
     let (security, default_port) = match (url.scheme(), tls.as_deref()) {
         ("smtp", None | Some("none")) => (Security::Plain, 25),
         ("smtp", Some("opportunistic")) => (Security::Opportunistic, 587),
@@ -220,32 +189,22 @@ fn transport_builder(smtp: &SmtpSettings) -> Result<AsyncSmtpTransportBuilder, S
     if security != Security::Plain {
         let mut params = TlsParameters::builder(host);
         if let Some(path) = &smtp.ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("smtp.ca_file: cannot read {path}: {e}"))?;
-            let cert =
-                Certificate::from_pem(&pem).map_err(|e| format!("smtp.ca_file: {path}: {e}"))?;
+            let pem = std::fs::read(path).map_err(|e| format!("smtp.ca_file: cannot read {path}: {e}"))?;
+            let cert = Certificate::from_pem(&pem).map_err(|e| format!("smtp.ca_file: {path}: {e}"))?;
             params = params.add_root_certificate(cert);
         }
-        let params = params
-            .build()
-            .map_err(|e| format!("smtp: TLS setup failed: {e}"))?;
+        let params = params.build().map_err(|e| format!("smtp: TLS setup failed: {e}"))?;
         builder = builder.tls(match security {
             Security::Opportunistic => Tls::Opportunistic(params),
             Security::StartTls => Tls::Required(params),
             _ => Tls::Wrapper(params),
         });
     } else if smtp.ca_file.is_some() {
-        return Err(
-            "smtp.ca_file is set but smtp.url uses no TLS (add ?tls=required or use smtps://)"
-                .into(),
-        );
+        return Err("smtp.ca_file is set but smtp.url uses no TLS (add ?tls=required or use smtps://)".into());
     }
     match (&smtp.username, &smtp.password) {
         (Some(user), Some(pass)) => {
-            builder = builder.credentials(Credentials::new(
-                user.clone(),
-                pass.expose_secret().to_string(),
-            ));
+            builder = builder.credentials(Credentials::new(user.clone(), pass.expose_secret().to_string()));
         }
         (None, None) => {}
         _ => return Err("smtp.username and smtp.password go together".into()),
@@ -255,17 +214,7 @@ fn transport_builder(smtp: &SmtpSettings) -> Result<AsyncSmtpTransportBuilder, S
 
 #[async_trait::async_trait]
 impl Receiver for Email {
-    async fn deliver(
-        &self,
-<<<<<<< HEAD
-        _n: &Notification,
-        _m: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        Err(DeliveryError::permanent("this receiver is not built yet"))
-=======
-        n: &Notification,
-        memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         // A new firing starts a new conversation; updates and the resolve reply to the first message.
         let parent = match n.action {
             Action::Update | Action::Resolve => memo
@@ -310,11 +259,7 @@ mod tests {
     const INSTALL: &str = "these tests need python3 with aiosmtpd: `pip install aiosmtpd==1.4.6`";
 
     fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
     }
 
     fn require_aiosmtpd() {
@@ -340,8 +285,7 @@ mod tests {
             require_aiosmtpd();
             let port = free_port();
             let maildir = dir.join("maildir");
-            let mut args: Vec<String> =
-                vec!["-m".into(), "aiosmtpd".into(), "-n".into(), "-l".into()];
+            let mut args: Vec<String> = vec!["-m".into(), "aiosmtpd".into(), "-n".into(), "-l".into()];
             args.push(format!("127.0.0.1:{port}"));
             args.extend(extra_args.iter().map(|s| s.to_string()));
             args.extend([
@@ -375,11 +319,7 @@ mod tests {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start python3 ({e}); {INSTALL}"));
-            let mut server = Self {
-                child,
-                port,
-                maildir,
-            };
+            let mut server = Self { child, port, maildir };
             let deadline = Instant::now() + Duration::from_secs(15);
             loop {
                 if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -388,10 +328,7 @@ mod tests {
                 if let Ok(Some(status)) = server.child.try_wait() {
                     panic!("the SMTP server exited with {status}; {INSTALL}");
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "the SMTP server did not listen on {port}"
-                );
+                assert!(Instant::now() < deadline, "the SMTP server did not listen on {port}");
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -476,16 +413,8 @@ print(json.dumps({
     "text": text.get_content() if text else None, "html": html.get_content() if html else None,
 }))
 "#;
-        let out = Command::new("python3")
-            .args(["-c", script])
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new("python3").args(["-c", script]).arg(path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
@@ -569,11 +498,7 @@ print(json.dumps({
             .arg(&cert)
             .output()
             .expect("openssl is needed to make a test certificate: `apt-get install -y openssl`");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         (cert, key)
     }
 
@@ -620,10 +545,7 @@ print(json.dumps({
         )
         .unwrap();
 
-        let delivered = email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        let delivered = email.deliver(&notification(Action::Open), None).await.unwrap();
 
         let messages = server.messages(1);
         assert_is_the_sync_failed_message(&messages[0]);
@@ -645,17 +567,11 @@ print(json.dumps({
         )
         .unwrap();
 
-        let first = email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        let first = email.deliver(&notification(Action::Open), None).await.unwrap();
         let memo = first.memo.clone().unwrap();
         // lettre parks a used connection from a spawned task; let it run, as time between deliveries would.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let update = email
-            .deliver(&notification(Action::Update), Some(&memo))
-            .await
-            .unwrap();
+        let update = email.deliver(&notification(Action::Update), Some(&memo)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         let resolve = email
             .deliver(&notification(Action::Resolve), Some(&memo))
@@ -676,20 +592,9 @@ print(json.dumps({
             assert_eq!(m["in_reply_to"], first_id);
             assert_eq!(m["references"], first_id);
         }
-        assert_eq!(
-            messages[1]["subject"],
-            "[FIRING] payments-api: sync failed <prod>"
-        );
-        assert_eq!(
-            messages[2]["subject"],
-            "[RESOLVED] payments-api: sync failed <prod>"
-        );
-        assert!(
-            messages[2]["text"]
-                .as_str()
-                .unwrap()
-                .contains("* [RESOLVED]")
-        );
+        assert_eq!(messages[1]["subject"], "[FIRING] payments-api: sync failed <prod>");
+        assert_eq!(messages[2]["subject"], "[RESOLVED] payments-api: sync failed <prod>");
+        assert!(messages[2]["text"].as_str().unwrap().contains("* [RESOLVED]"));
         // The same client address and port: the pooled connection was reused, not reopened.
         assert_eq!(messages[1]["peer"], messages[0]["peer"]);
         assert_eq!(messages[2]["peer"], messages[0]["peer"]);
@@ -701,30 +606,19 @@ print(json.dumps({
         let (cert, key) = self_signed_cert(dir.path());
         let server = SmtpServer::start(
             dir.path(),
-            &[
-                "--tlscert",
-                cert.to_str().unwrap(),
-                "--tlskey",
-                key.to_str().unwrap(),
-            ],
+            &["--tlscert", cert.to_str().unwrap(), "--tlskey", key.to_str().unwrap()],
         );
         let url = format!("smtp://127.0.0.1:{}?tls=required", server.port);
 
         // Without the CA the certificate is refused, and retrying may help once the relay's certificate is fixed.
         let untrusting = Email::new(mail_settings(), Some(smtp(url.clone())), None).unwrap();
-        let err = untrusting
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = untrusting.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
 
         let mut settings = smtp(url);
         settings.ca_file = Some(cert.display().to_string());
         let email = Email::new(mail_settings(), Some(settings), None).unwrap();
-        email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        email.deliver(&notification(Action::Open), None).await.unwrap();
 
         let messages = server.messages(1);
         assert_is_the_sync_failed_message(&messages[0]);
@@ -748,17 +642,13 @@ print(json.dumps({
         settings.ca_file = Some(cert.display().to_string());
         let email = Email::new(mail_settings(), Some(settings), None).unwrap();
 
-        email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        email.deliver(&notification(Action::Open), None).await.unwrap();
 
         assert_is_the_sync_failed_message(&server.messages(1)[0]);
     }
 
     #[tokio::test]
-    async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent_without_the_password()
-     {
+    async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent_without_the_password() {
         let dir = tempfile::tempdir().unwrap();
         let server = SmtpServer::start_with_auth(dir.path(), "herald", "s3cret-Pa55");
         let with_password = |password: &str| {
@@ -798,18 +688,12 @@ print(json.dumps({
         };
 
         let refused = Email::new(to("nobody@example.com"), Some(s.clone()), None).unwrap();
-        let err = refused
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = refused.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert!(err.to_string().contains("550"), "{err}");
 
         let deferred = Email::new(to("later@example.com"), Some(s), None).unwrap();
-        let err = deferred
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = deferred.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
         assert!(err.to_string().contains("451"), "{err}");
 
@@ -820,16 +704,8 @@ print(json.dumps({
     #[tokio::test]
     async fn a_relay_that_is_down_is_transient() {
         let port = free_port();
-        let email = Email::new(
-            mail_settings(),
-            Some(smtp(format!("smtp://127.0.0.1:{port}"))),
-            None,
-        )
-        .unwrap();
-        let err = email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let email = Email::new(mail_settings(), Some(smtp(format!("smtp://127.0.0.1:{port}"))), None).unwrap();
+        let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
     }
 
@@ -848,10 +724,7 @@ print(json.dumps({
         let email = Email::new(mail_settings(), Some(settings), None).unwrap();
 
         let started = Instant::now();
-        let err = email
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
         assert!(err.to_string().contains("did not answer"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
@@ -862,8 +735,7 @@ print(json.dumps({
     async fn a_custom_template_replaces_the_text_part_and_test_messages_are_marked_once() {
         let dir = tempfile::tempdir().unwrap();
         let server = SmtpServer::start(dir.path(), &[]);
-        let template =
-            "Herald says: {{ notification.title }} ({{ incidents | length }} incident)".to_string();
+        let template = "Herald says: {{ notification.title }} ({{ incidents | length }} incident)".to_string();
         let email = Email::new(
             mail_settings(),
             Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
@@ -891,18 +763,11 @@ print(json.dumps({
 
     #[test]
     fn settings_are_checked_when_the_receiver_is_built() {
-        let build = |s: SmtpSettings| {
-            Email::new(mail_settings(), Some(s), None)
-                .err()
-                .unwrap_or_default()
-        };
+        let build = |s: SmtpSettings| Email::new(mail_settings(), Some(s), None).err().unwrap_or_default();
         assert!(Email::new(mail_settings(), None, None).is_err());
         assert!(build(smtp("imap://mail.example.com".into())).contains("unsupported scheme"));
         let with_userinfo = build(smtp("smtps://bob:hunter2@mail.example.com".into()));
-        assert!(
-            with_userinfo.contains("must not carry credentials"),
-            "{with_userinfo}"
-        );
+        assert!(with_userinfo.contains("must not carry credentials"), "{with_userinfo}");
         assert!(!with_userinfo.contains("hunter2"));
         let mut missing_ca = smtp("smtps://mail.example.com".into());
         missing_ca.ca_file = Some("/nonexistent/ca.pem".into());
@@ -917,6 +782,5 @@ print(json.dumps({
         ] {
             assert_eq!(build(smtp(ok.into())), "", "{ok}");
         }
->>>>>>> recv-mail
     }
 }

@@ -14,9 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{
-    Delivered, DeliveryError, Memo, Receiver, classify_status, parse_retry_after, transport_error,
-};
+use super::{Delivered, DeliveryError, Memo, Receiver, classify_status, parse_retry_after, transport_error};
 use crate::configuration::GithubSettings;
 use crate::notify::{Action, Notification, render};
 
@@ -64,12 +62,7 @@ struct IssueRef {
 /// GitHub's rate limits, then the shared table: 429, or 403 with `retry-after` (secondary limit), or 403/429 with
 /// `x-ratelimit-remaining: 0` (primary limit, wait until `x-ratelimit-reset`) are transient; other 403s are not.
 fn classify(status: u16, headers: &HeaderMap, body: &str, now: SystemTime) -> DeliveryError {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let retry_after = parse_retry_after(header("retry-after"), now);
     let exhausted = header("x-ratelimit-remaining") == Some("0");
     let until_reset = header("x-ratelimit-reset")
@@ -126,16 +119,11 @@ impl Github {
             }
         };
         match e {
-            DeliveryError::Transient {
-                reason,
-                retry_after,
-            } => DeliveryError::Transient {
+            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
                 reason: clean(reason),
                 retry_after,
             },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent {
-                reason: clean(reason),
-            },
+            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
         }
     }
 
@@ -184,17 +172,9 @@ impl Github {
     }
 
     /// Reads a 2xx body. An unreadable one is transient: a retry looks before it creates anything again.
-    fn parse<T: serde::de::DeserializeOwned>(
-        &self,
-        what: &str,
-        body: &str,
-    ) -> Result<T, DeliveryError> {
-        serde_json::from_str(body).map_err(|e| {
-            self.redact(
-                what,
-                DeliveryError::transient(format!("unexpected response ({e})")),
-            )
-        })
+    fn parse<T: serde::de::DeserializeOwned>(&self, what: &str, body: &str) -> Result<T, DeliveryError> {
+        serde_json::from_str(body)
+            .map_err(|e| self.redact(what, DeliveryError::transient(format!("unexpected response ({e})"))))
     }
 
     /// The newest open issue (not pull request) carrying the fingerprint label.
@@ -219,12 +199,7 @@ impl Github {
         let title = truncate(&one_line(&n.title), TITLE_MAX_CHARS);
         let body = json!({ "title": title, "body": body(n), "labels": labels });
         let text = self
-            .call(
-                "create issue",
-                Method::POST,
-                self.url("/issues")?,
-                Some(&body),
-            )
+            .call("create issue", Method::POST, self.url("/issues")?, Some(&body))
             .await?;
         self.parse("create issue", &text)
     }
@@ -233,10 +208,7 @@ impl Github {
         let what = format!("comment on #{number}");
         let url = self
             .url(&format!("/issues/{number}/comments"))
-            .map_err(|error| CallError {
-                status: None,
-                error,
-            })?;
+            .map_err(|error| CallError { status: None, error })?;
         let payload = json!({ "body": body(n) });
         self.call(&what, Method::POST, url, Some(&payload)).await?;
         Ok(())
@@ -245,22 +217,13 @@ impl Github {
     async fn close(&self, number: u64) -> Result<(), DeliveryError> {
         let url = self.url(&format!("/issues/{number}"))?;
         let payload = json!({ "state": "closed", "state_reason": "completed" });
-        self.call(
-            &format!("close #{number}"),
-            Method::PATCH,
-            url,
-            Some(&payload),
-        )
-        .await?;
+        self.call(&format!("close #{number}"), Method::PATCH, url, Some(&payload))
+            .await?;
         Ok(())
     }
 
     /// Comments on the remembered issue; `Ok(false)` when it is gone (deleted: 410, or not found: 404).
-    async fn comment_remembered(
-        &self,
-        number: u64,
-        n: &Notification,
-    ) -> Result<bool, DeliveryError> {
+    async fn comment_remembered(&self, number: u64, n: &Notification) -> Result<bool, DeliveryError> {
         match self.comment(number, n).await {
             Ok(()) => Ok(true),
             Err(e) if matches!(e.status, Some(404 | 410)) => {
@@ -275,12 +238,7 @@ impl Github {
     }
 
     /// Open, update, test: comment on the issue we know or find, or create one.
-    async fn fire(
-        &self,
-        n: &Notification,
-        label: &str,
-        remembered: Option<u64>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn fire(&self, n: &Notification, label: &str, remembered: Option<u64>) -> Result<Delivered, DeliveryError> {
         if let Some(number) = remembered
             && self.comment_remembered(number, n).await?
         {
@@ -300,9 +258,7 @@ impl Github {
         Ok(delivered(
             created.number,
             None,
-            format!("created #{} {link}", created.number)
-                .trim_end()
-                .to_string(),
+            format!("created #{} {link}", created.number).trim_end().to_string(),
         ))
     }
 
@@ -333,19 +289,12 @@ impl Github {
             }
         };
         self.close(number).await?;
-        Ok(delivered(
-            number,
-            Some(n.created_at),
-            format!("closed #{number}"),
-        ))
+        Ok(delivered(number, Some(n.created_at), format!("closed #{number}")))
     }
 }
 
 fn delivered(number: u64, resolved_at: Option<DateTime<Utc>>, detail: String) -> Delivered {
-    let memo = GithubMemo {
-        number,
-        resolved_at,
-    };
+    let memo = GithubMemo { number, resolved_at };
     Delivered {
         memo: serde_json::to_value(memo).ok(),
         detail,
@@ -371,14 +320,10 @@ fn truncate(s: &str, max: usize) -> String {
 
 #[async_trait::async_trait]
 impl Receiver for Github {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        let incident = n.primary().ok_or_else(|| {
-            DeliveryError::permanent("github: the notification carries no incident")
-        })?;
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let incident = n
+            .primary()
+            .ok_or_else(|| DeliveryError::permanent("github: the notification carries no incident"))?;
         let label = fingerprint_label(&incident.fingerprint);
         // A memo of an issue Herald closed says nothing about what is open now: look again by label.
         let remembered = memo
@@ -441,12 +386,7 @@ mod tests {
             action,
             thread_key: FINGERPRINT.into(),
             title: "[FIRING] payments is Degraded".into(),
-            reason: if action == Action::Resolve {
-                "resolved"
-            } else {
-                "fired"
-            }
-            .into(),
+            reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
             incidents: vec![incident],
             created_at: now(),
         }
@@ -517,13 +457,8 @@ mod tests {
     async fn close_expected(server: &MockServer, number: u64) {
         Mock::given(method("PATCH"))
             .and(path(format!("{REPO}/issues/{number}")))
-            .and(body_json(
-                json!({ "state": "closed", "state_reason": "completed" }),
-            ))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({ "number": number, "state": "closed" })),
-            )
+            .and(body_json(json!({ "state": "closed", "state_reason": "completed" })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "number": number, "state": "closed" })))
             .expect(1)
             .named("close as completed")
             .mount(server)
@@ -545,31 +480,17 @@ mod tests {
         create_expected(&server, 1).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "number": 42 })));
-        assert_eq!(
-            out.detail,
-            "created #42 https://github.com/acme/payments/issues/42"
-        );
+        assert_eq!(out.detail, "created #42 https://github.com/acme/payments/issues/42");
         let sent = requests(&server).await;
         assert_eq!(sent.len(), 2);
         for r in &sent {
-            assert_eq!(
-                r.headers["authorization"],
-                format!("Bearer {TOKEN}").as_str()
-            );
+            assert_eq!(r.headers["authorization"], format!("Bearer {TOKEN}").as_str());
             assert_eq!(r.headers["accept"], "application/vnd.github+json");
             assert_eq!(r.headers["x-github-api-version"], "2022-11-28");
-            assert!(
-                r.headers["user-agent"]
-                    .to_str()
-                    .unwrap()
-                    .starts_with("herald/")
-            );
+            assert!(r.headers["user-agent"].to_str().unwrap().starts_with("herald/"));
         }
         let created: Value = sent[1].body_json().unwrap();
         assert_eq!(created["title"], "[FIRING] payments is Degraded");
@@ -594,10 +515,7 @@ mod tests {
         create_expected(&server, 0).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "number": 9 })));
         assert_eq!(out.detail, "commented on #9 (found by label)");
@@ -618,10 +536,7 @@ mod tests {
         comment_expected(&server, 9, 1).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Update), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Update), None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "number": 9 })));
     }
@@ -633,10 +548,7 @@ mod tests {
         create_expected(&server, 1).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "number": 42 })));
     }
@@ -656,10 +568,7 @@ mod tests {
         assert_eq!(out.memo, Some(json!({ "number": 42 })));
         assert_eq!(out.detail, "commented on #42");
         let comment: Value = requests(&server).await[0].body_json().unwrap();
-        assert_eq!(
-            comment,
-            json!({ "body": render::markdown(&note(Action::Update)) })
-        );
+        assert_eq!(comment, json!({ "body": render::markdown(&note(Action::Update)) }));
     }
 
     #[tokio::test]
@@ -702,10 +611,7 @@ mod tests {
         close_expected(&server, 9).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Resolve), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
 
         assert_eq!(out.detail, "closed #9");
     }
@@ -716,10 +622,7 @@ mod tests {
         open_issues_are(&server, json!([])).await;
         refuse_anything_else(&server).await;
 
-        let out = github(&server)
-            .deliver(&note(Action::Resolve), None)
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
 
         assert_eq!(out.memo, None);
         assert!(out.detail.contains("nothing to resolve"));
@@ -734,10 +637,7 @@ mod tests {
         refuse_anything_else(&server).await;
 
         let memo = json!({ "number": 41, "resolved_at": "2025-03-01T10:00:00Z" });
-        let out = github(&server)
-            .deliver(&note(Action::Open), Some(&memo))
-            .await
-            .unwrap();
+        let out = github(&server).deliver(&note(Action::Open), Some(&memo)).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "number": 42 })));
     }
@@ -747,10 +647,7 @@ mod tests {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path(format!("{REPO}/issues/41/comments")))
-            .respond_with(
-                ResponseTemplate::new(410)
-                    .set_body_json(json!({ "message": "This issue was deleted" })),
-            )
+            .respond_with(ResponseTemplate::new(410).set_body_json(json!({ "message": "This issue was deleted" })))
             .expect(1)
             .mount(&server)
             .await;
@@ -786,8 +683,7 @@ mod tests {
 
     #[tokio::test]
     async fn too_many_requests_is_transient_with_retry_after() {
-        let err =
-            comment_fails_with(ResponseTemplate::new(429).insert_header("retry-after", "7")).await;
+        let err = comment_fails_with(ResponseTemplate::new(429).insert_header("retry-after", "7")).await;
         assert!(
             matches!(&err, DeliveryError::Transient { retry_after: Some(d), .. } if *d == Duration::from_secs(7)),
             "{err:?}"
@@ -802,11 +698,7 @@ mod tests {
                 .set_body_json(json!({ "message": "You have exceeded a secondary rate limit." })),
         )
         .await;
-        let DeliveryError::Transient {
-            reason,
-            retry_after,
-        } = &err
-        else {
+        let DeliveryError::Transient { reason, retry_after } = &err else {
             panic!("{err:?}")
         };
         assert_eq!(*retry_after, Some(Duration::from_secs(60)));
@@ -865,10 +757,7 @@ mod tests {
                 .await;
             refuse_anything_else(&server).await;
 
-            let err = github(&server)
-                .deliver(&note(Action::Open), None)
-                .await
-                .unwrap_err();
+            let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
 
             assert_eq!(
                 matches!(err, DeliveryError::Transient { .. }),
@@ -896,10 +785,7 @@ mod tests {
             DeliveryError::Transient { retry_after, .. } => Some(retry_after),
             DeliveryError::Permanent { .. } => None,
         };
-        let exhausted = headers(&[
-            ("x-ratelimit-remaining", "0"),
-            ("x-ratelimit-reset", "1700000090"),
-        ]);
+        let exhausted = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1700000090")]);
         assert_eq!(
             wait(classify(403, &exhausted, "", now)),
             Some(Some(Duration::from_secs(90)))
@@ -908,10 +794,7 @@ mod tests {
             wait(classify(429, &exhausted, "", now)),
             Some(Some(Duration::from_secs(90)))
         );
-        let past_reset = headers(&[
-            ("x-ratelimit-remaining", "0"),
-            ("x-ratelimit-reset", "1699999000"),
-        ]);
+        let past_reset = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1699999000")]);
         assert_eq!(
             wait(classify(403, &past_reset, "", now)),
             Some(Some(Duration::from_secs(1)))
@@ -922,17 +805,9 @@ mod tests {
             Some(Some(Duration::from_secs(30)))
         );
         assert_eq!(wait(classify(429, &HeaderMap::new(), "", now)), Some(None));
-        let plenty = headers(&[
-            ("x-ratelimit-remaining", "4999"),
-            ("x-ratelimit-reset", "1700000090"),
-        ]);
+        let plenty = headers(&[("x-ratelimit-remaining", "4999"), ("x-ratelimit-reset", "1700000090")]);
         assert_eq!(
-            wait(classify(
-                403,
-                &plenty,
-                "Resource not accessible by integration",
-                now
-            )),
+            wait(classify(403, &plenty, "Resource not accessible by integration", now)),
             None
         );
         assert_eq!(
@@ -952,8 +827,7 @@ mod tests {
                 .get("authorization")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            ResponseTemplate::new(401)
-                .set_body_json(json!({ "message": format!("Bad credentials: {auth}") }))
+            ResponseTemplate::new(401).set_body_json(json!({ "message": format!("Bad credentials: {auth}") }))
         }
     }
 
@@ -966,10 +840,7 @@ mod tests {
             .mount(&server)
             .await;
 
-        let err = github(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
 
         let text = error_text(&err);
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{text}");

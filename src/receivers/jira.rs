@@ -158,11 +158,7 @@ impl Jira {
             JiraApi::Datacenter => 2,
         };
         let base = format!("{}/rest/api/{version}", settings.url.trim_end_matches('/'));
-        Self {
-            settings,
-            http,
-            base,
-        }
+        Self { settings, http, base }
     }
 
     fn cloud(&self) -> bool {
@@ -189,10 +185,7 @@ impl Jira {
             .map(|u| base64::engine::general_purpose::STANDARD.encode(format!("{u}:{token}")));
         let clean = |reason: String| {
             let mut r = format!("jira {what}: {reason}");
-            for secret in [Some(token.to_string()), basic.clone()]
-                .into_iter()
-                .flatten()
-            {
+            for secret in [Some(token.to_string()), basic.clone()].into_iter().flatten() {
                 if !secret.is_empty() {
                     r = r.replace(&secret, "[redacted]");
                 }
@@ -200,27 +193,16 @@ impl Jira {
             r
         };
         match e {
-            DeliveryError::Transient {
-                reason,
-                retry_after,
-            } => DeliveryError::Transient {
+            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
                 reason: clean(reason),
                 retry_after,
             },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent {
-                reason: clean(reason),
-            },
+            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
         }
     }
 
     /// One request; a 2xx answers its body (possibly empty), anything else the shared classification.
-    async fn call(
-        &self,
-        what: &str,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<String, CallError> {
+    async fn call(&self, what: &str, method: Method, path: &str, body: Option<&Value>) -> Result<String, CallError> {
         let mut rb = self
             .authorize(self.http.request(method, format!("{}{path}", self.base)))
             .header(reqwest::header::ACCEPT, "application/json");
@@ -246,27 +228,16 @@ impl Jira {
     }
 
     /// Reads a 2xx body. An unreadable one is transient: a retry searches before it creates anything again.
-    fn parse<T: serde::de::DeserializeOwned>(
-        &self,
-        what: &str,
-        body: &str,
-    ) -> Result<T, DeliveryError> {
-        serde_json::from_str(body).map_err(|e| {
-            self.redact(
-                what,
-                DeliveryError::transient(format!("unexpected response ({e})")),
-            )
-        })
+    fn parse<T: serde::de::DeserializeOwned>(&self, what: &str, body: &str) -> Result<T, DeliveryError> {
+        serde_json::from_str(body)
+            .map_err(|e| self.redact(what, DeliveryError::transient(format!("unexpected response ({e})"))))
     }
 
     /// Issues carrying the fingerprint label, newest first.
     async fn search(&self, label: &str) -> Result<Vec<FoundIssue>, DeliveryError> {
         let jql = format!(
             "project = \"{}\" AND labels = \"{label}\" ORDER BY created DESC",
-            self.settings
-                .project
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"")
+            self.settings.project.replace('\\', "\\\\").replace('"', "\\\"")
         );
         let fields = ["status", "labels", "resolutiondate"];
         let mut found = Vec::new();
@@ -274,8 +245,7 @@ impl Jira {
         for _ in 0..SEARCH_MAX_PAGES {
             // Cloud: the old `/rest/api/3/search` answers 410 Gone; `/search/jql` pages with a token.
             let (path, body) = if self.cloud() {
-                let mut body =
-                    json!({ "jql": jql, "fields": fields, "maxResults": SEARCH_PAGE_SIZE });
+                let mut body = json!({ "jql": jql, "fields": fields, "maxResults": SEARCH_PAGE_SIZE });
                 if let Some(token) = &next_page_token {
                     body["nextPageToken"] = json!(token);
                 }
@@ -321,9 +291,7 @@ impl Jira {
                 "labels": labels,
             }
         });
-        let text = self
-            .call("create issue", Method::POST, "/issue", Some(&body))
-            .await?;
+        let text = self.call("create issue", Method::POST, "/issue", Some(&body)).await?;
         #[derive(Deserialize)]
         struct Created {
             key: String,
@@ -337,13 +305,8 @@ impl Jira {
         // incident's state say what changed.
         let body = json!({ "body": self.document(n) });
         let path = format!("/issue/{}/comment", path_segment(key));
-        self.call(
-            &format!("comment on {key}"),
-            Method::POST,
-            &path,
-            Some(&body),
-        )
-        .await?;
+        self.call(&format!("comment on {key}"), Method::POST, &path, Some(&body))
+            .await?;
         Ok(())
     }
 
@@ -372,13 +335,8 @@ impl Jira {
             return Ok(Transitioned::Unavailable(names));
         };
         let body = json!({ "transition": { "id": t.id } });
-        self.call(
-            &format!("transition {key}"),
-            Method::POST,
-            &path,
-            Some(&body),
-        )
-        .await?;
+        self.call(&format!("transition {key}"), Method::POST, &path, Some(&body))
+            .await?;
         Ok(Transitioned::Applied(t.name.clone()))
     }
 
@@ -399,10 +357,7 @@ impl Jira {
             return false;
         };
         // A resolution "in the future" (clock skew) is as recent as it gets.
-        (now - resolved_at)
-            .to_std()
-            .map(|age| age <= window)
-            .unwrap_or(true)
+        (now - resolved_at).to_std().map(|age| age <= window).unwrap_or(true)
     }
 
     /// Open, update, test: comment on the issue we know or find, reopen a recent one, or create one.
@@ -415,10 +370,7 @@ impl Jira {
         if let Some(key) = remembered {
             match self.comment(&key, n).await {
                 Ok(()) => {
-                    return Ok(delivered(
-                        JiraMemo::open(&key),
-                        format!("commented on {key}"),
-                    ));
+                    return Ok(delivered(JiraMemo::open(&key), format!("commented on {key}")));
                 }
                 Err(e) if e.status == Some(404) => tracing::warn!(
                     receiver = %n.receiver, issue = %key,
@@ -443,10 +395,7 @@ impl Jira {
             match self.transition(key, reopen).await? {
                 Transitioned::Applied(name) => {
                     self.comment(key, n).await?;
-                    return Ok(delivered(
-                        JiraMemo::open(key),
-                        format!("reopened {key} ({name})"),
-                    ));
+                    return Ok(delivered(JiraMemo::open(key), format!("reopened {key} ({name})")));
                 }
                 // A missing incident ticket is worse than a second one: create, and say why.
                 Transitioned::Unavailable(names) => tracing::warn!(
@@ -509,8 +458,7 @@ impl Jira {
             key,
             resolved_at: Some(n.created_at),
         };
-        let memo =
-            serde_json::to_value(&memo).map_err(|e| DeliveryError::permanent(e.to_string()))?;
+        let memo = serde_json::to_value(&memo).map_err(|e| DeliveryError::permanent(e.to_string()))?;
         Ok(delivered(memo, detail))
     }
 
@@ -553,14 +501,10 @@ fn truncate(s: &str, max: usize) -> String {
 
 #[async_trait::async_trait]
 impl Receiver for Jira {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        let incident = n.primary().ok_or_else(|| {
-            DeliveryError::permanent("jira: the notification carries no incident")
-        })?;
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let incident = n
+            .primary()
+            .ok_or_else(|| DeliveryError::permanent("jira: the notification carries no incident"))?;
         let label = fingerprint_label(&incident.fingerprint);
         // A memo of an issue Herald resolved says nothing about what is open now: look again by label.
         let remembered = memo
@@ -658,10 +602,7 @@ mod adf {
             content.push(paragraph(em(&n.reason)));
         }
         for i in &n.incidents {
-            content.push(heading(
-                4,
-                &format!("[{}] {}", i.state.to_uppercase(), i.summary),
-            ));
+            content.push(heading(4, &format!("[{}] {}", i.state.to_uppercase(), i.summary)));
             let facts: Vec<Vec<Value>> = render::facts(i)
                 .into_iter()
                 .map(|(k, v)| {
@@ -691,10 +632,7 @@ mod adf {
                         ]
                     })
                     .collect();
-                content.push(table(
-                    &["Kind", "Namespace", "Name", "Status", "Message"],
-                    rows,
-                ));
+                content.push(table(&["Kind", "Namespace", "Name", "Status", "Message"], rows));
                 if i.resources.len() > MAX_RESOURCES {
                     let more = i.resources.len() - MAX_RESOURCES;
                     content.push(paragraph(em(&format!("… and {more} more resources"))));
@@ -773,11 +711,7 @@ fn wiki(n: &Notification) -> String {
         if !i.resources.is_empty() {
             s.push_str("\nh5. Resources\n||Kind||Namespace||Name||Status||Message||\n");
             let cell = |c: &str| {
-                if c.is_empty() {
-                    " ".to_string()
-                } else {
-                    esc(c)
-                }
+                if c.is_empty() { " ".to_string() } else { esc(c) }
             };
             for r in i.resources.iter().take(MAX_RESOURCES) {
                 s.push_str(&format!(
@@ -809,10 +743,7 @@ fn wiki(n: &Notification) -> String {
         for note in &i.notes {
             s.push_str(&format!("\n_Note: {}_\n", esc(note)));
         }
-        s.push_str(&format!(
-            "\nHerald fingerprint: {{{{{}}}}}\n",
-            esc(&i.fingerprint)
-        ));
+        s.push_str(&format!("\nHerald fingerprint: {{{{{}}}}}\n", esc(&i.fingerprint)));
     }
     s
 }
@@ -1061,13 +992,9 @@ mod tests {
         assert_eq!(out.detail, "created PAY-42");
         let requests = server.received_requests().await.unwrap();
         use base64::Engine as _;
-        let basic =
-            base64::engine::general_purpose::STANDARD.encode(format!("bot@example.com:{TOKEN}"));
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("bot@example.com:{TOKEN}"));
         for r in &requests {
-            assert_eq!(
-                r.headers["authorization"],
-                format!("Basic {basic}").as_str()
-            );
+            assert_eq!(r.headers["authorization"], format!("Basic {basic}").as_str());
         }
         let created = bodies(&server, "POST", "/rest/api/3/issue").await;
         let fields = &created[0]["fields"];
@@ -1081,9 +1008,7 @@ mod tests {
         let mut texts = vec![];
         nodes_of_type(doc, "text", &mut texts);
         assert!(
-            texts
-                .iter()
-                .all(|t| !t["text"].as_str().unwrap().is_empty()),
+            texts.iter().all(|t| !t["text"].as_str().unwrap().is_empty()),
             "ADF refuses empty text nodes"
         );
         let all_text: String = texts.iter().map(|t| t["text"].as_str().unwrap()).collect();
@@ -1103,8 +1028,7 @@ mod tests {
         assert!(
             texts
                 .iter()
-                .any(|t| t["marks"][0]["type"] == "link"
-                    && t["marks"][0]["attrs"]["href"] == APP_URL),
+                .any(|t| t["marks"][0]["type"] == "link" && t["marks"][0]["attrs"]["href"] == APP_URL),
             "links to the application in Argo CD"
         );
     }
@@ -1119,12 +1043,7 @@ mod tests {
             .named("the retired /rest/api/3/search")
             .mount(&server)
             .await;
-        search_finds(
-            &server,
-            JiraApi::Cloud,
-            vec![issue("PAY-7", "indeterminate", None)],
-        )
-        .await;
+        search_finds(&server, JiraApi::Cloud, vec![issue("PAY-7", "indeterminate", None)]).await;
         comment_expected(&server, JiraApi::Cloud, "PAY-7", 1).await;
         refuse_anything_else(&server).await;
 
@@ -1152,10 +1071,7 @@ mod tests {
 
         assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
         for r in server.received_requests().await.unwrap() {
-            assert_eq!(
-                r.headers["authorization"],
-                format!("Bearer {TOKEN}").as_str()
-            );
+            assert_eq!(r.headers["authorization"], format!("Bearer {TOKEN}").as_str());
         }
         let created = bodies(&server, "POST", "/rest/api/2/issue").await;
         let fields = &created[0]["fields"];
@@ -1172,10 +1088,7 @@ mod tests {
             description.contains("|Deployment|payments|payments-api|Degraded|"),
             "{description}"
         );
-        assert!(
-            description.contains(&format!("[payments|{APP_URL}]")),
-            "{description}"
-        );
+        assert!(description.contains(&format!("[payments|{APP_URL}]")), "{description}");
         assert!(
             description.contains("{noformat}\nBack-off pulling image"),
             "{description}"
@@ -1200,10 +1113,7 @@ mod tests {
             create_expected(&server, api, 0).await;
             refuse_anything_else(&server).await;
 
-            let out = jira(&server, api)
-                .deliver(&note(Action::Open), None)
-                .await
-                .unwrap();
+            let out = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap();
 
             assert_eq!(out.memo, Some(json!({ "key": "PAY-9" })), "{api:?}");
             assert_eq!(out.detail, "commented on PAY-9 (found by label)");
@@ -1259,21 +1169,10 @@ mod tests {
 
             assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
             assert_eq!(out.detail, "commented on PAY-12");
-            let comment = &bodies(
-                &server,
-                "POST",
-                &format!("{}/issue/PAY-12/comment", base(api)),
-            )
-            .await[0];
+            let comment = &bodies(&server, "POST", &format!("{}/issue/PAY-12/comment", base(api))).await[0];
             let rendered = comment["body"].to_string();
-            assert!(
-                rendered.contains("escalation step 1 (after 1h)"),
-                "{api:?}: {rendered}"
-            );
-            assert!(
-                rendered.contains("payments is Degraded"),
-                "{api:?}: {rendered}"
-            );
+            assert!(rendered.contains("escalation step 1 (after 1h)"), "{api:?}: {rendered}");
+            assert!(rendered.contains("payments is Degraded"), "{api:?}: {rendered}");
         }
     }
 
@@ -1342,11 +1241,7 @@ mod tests {
         transitions_offered(&server, JiraApi::Cloud, "PAY-12").await;
         Mock::given(method("GET"))
             .and(path("/rest/api/3/issue/PAY-12"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(issue(
-                "PAY-12",
-                "indeterminate",
-                None,
-            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(issue("PAY-12", "indeterminate", None)))
             .expect(1)
             .mount(&server)
             .await;
@@ -1364,10 +1259,7 @@ mod tests {
             panic!("{err:?}")
         };
         assert!(reason.contains("\"Close Issue\""), "{reason}");
-        assert!(
-            reason.contains("To Do (11), Done (31), Reopen (41)"),
-            "{reason}"
-        );
+        assert!(reason.contains("To Do (11), Done (31), Reopen (41)"), "{reason}");
     }
 
     #[tokio::test]
@@ -1377,19 +1269,14 @@ mod tests {
         Mock::given(method("GET"))
             .and(path("/rest/api/3/issue/PAY-12/transitions"))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({ "transitions": [{ "id": "41", "name": "Reopen" }] })),
+                ResponseTemplate::new(200).set_body_json(json!({ "transitions": [{ "id": "41", "name": "Reopen" }] })),
             )
             .expect(1)
             .mount(&server)
             .await;
         Mock::given(method("GET"))
             .and(path("/rest/api/3/issue/PAY-12"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(issue(
-                "PAY-12",
-                "done",
-                Some(now()),
-            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(issue("PAY-12", "done", Some(now()))))
             .expect(1)
             .mount(&server)
             .await;
@@ -1411,11 +1298,7 @@ mod tests {
             search_finds(
                 &server,
                 api,
-                vec![issue(
-                    "PAY-12",
-                    "done",
-                    Some(now() - chrono::Duration::hours(2)),
-                )],
+                vec![issue("PAY-12", "done", Some(now() - chrono::Duration::hours(2)))],
             )
             .await;
             transitions_offered(&server, api, "PAY-12").await;
@@ -1442,11 +1325,7 @@ mod tests {
         search_finds(
             &server,
             JiraApi::Cloud,
-            vec![issue(
-                "PAY-12",
-                "done",
-                Some(now() - chrono::Duration::hours(25)),
-            )],
+            vec![issue("PAY-12", "done", Some(now() - chrono::Duration::hours(25)))],
         )
         .await;
         create_expected(&server, JiraApi::Cloud, 1).await;
@@ -1463,12 +1342,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
         let server = MockServer::start().await;
-        search_finds(
-            &server,
-            JiraApi::Cloud,
-            vec![issue("PAY-12", "done", Some(now()))],
-        )
-        .await;
+        search_finds(&server, JiraApi::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
         create_expected(&server, JiraApi::Cloud, 1).await;
         refuse_anything_else(&server).await;
         let mut s = settings(&server, JiraApi::Cloud);
@@ -1485,12 +1359,7 @@ mod tests {
     #[tokio::test]
     async fn a_reopen_transition_the_workflow_does_not_offer_falls_back_to_a_new_issue() {
         let server = MockServer::start().await;
-        search_finds(
-            &server,
-            JiraApi::Cloud,
-            vec![issue("PAY-12", "done", Some(now()))],
-        )
-        .await;
+        search_finds(&server, JiraApi::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
         Mock::given(method("GET"))
             .and(path("/rest/api/3/issue/PAY-12/transitions"))
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "transitions": [] })))
@@ -1514,8 +1383,7 @@ mod tests {
         Mock::given(method("POST"))
             .and(path("/rest/api/3/issue/PAY-1/comment"))
             .respond_with(
-                ResponseTemplate::new(404)
-                    .set_body_json(json!({ "errorMessages": ["Issue does not exist"] })),
+                ResponseTemplate::new(404).set_body_json(json!({ "errorMessages": ["Issue does not exist"] })),
             )
             .expect(1)
             .mount(&server)
@@ -1558,12 +1426,7 @@ mod tests {
     #[tokio::test]
     async fn resolve_with_nothing_open_changes_nothing() {
         let server = MockServer::start().await;
-        search_finds(
-            &server,
-            JiraApi::Cloud,
-            vec![issue("PAY-3", "done", Some(now()))],
-        )
-        .await;
+        search_finds(&server, JiraApi::Cloud, vec![issue("PAY-3", "done", Some(now()))]).await;
         refuse_anything_else(&server).await;
 
         let out = jira(&server, JiraApi::Cloud)
@@ -1612,10 +1475,7 @@ mod tests {
             let server = MockServer::start().await;
             Mock::given(method("POST"))
                 .and(path("/rest/api/2/issue/PAY-12/comment"))
-                .respond_with(
-                    ResponseTemplate::new(status)
-                        .set_body_json(json!({ "errorMessages": ["nope"] })),
-                )
+                .respond_with(ResponseTemplate::new(status).set_body_json(json!({ "errorMessages": ["nope"] })))
                 .expect(1)
                 .mount(&server)
                 .await;
@@ -1624,9 +1484,7 @@ mod tests {
                 search_finds(&server, JiraApi::Datacenter, vec![]).await;
                 Mock::given(method("POST"))
                     .and(path("/rest/api/2/issue"))
-                    .respond_with(
-                        ResponseTemplate::new(404).set_body_string("project PAY does not exist"),
-                    )
+                    .respond_with(ResponseTemplate::new(404).set_body_string("project PAY does not exist"))
                     .expect(1)
                     .mount(&server)
                     .await;
@@ -1645,10 +1503,7 @@ mod tests {
                 transient,
                 "HTTP {status}: {err:?}"
             );
-            assert!(
-                error_text(&err).contains(&format!("HTTP {status}")),
-                "{err:?}"
-            );
+            assert!(error_text(&err).contains(&format!("HTTP {status}")), "{err:?}");
         }
     }
 
@@ -1674,10 +1529,7 @@ mod tests {
         let DeliveryError::Permanent { reason } = err else {
             panic!("{err:?}")
         };
-        assert!(
-            reason.starts_with("jira create issue: HTTP 400"),
-            "{reason}"
-        );
+        assert!(reason.starts_with("jira create issue: HTTP 400"), "{reason}");
         assert!(reason.contains("Specify a valid issue type"), "{reason}");
     }
 
@@ -1697,8 +1549,7 @@ mod tests {
                 .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default();
-            ResponseTemplate::new(401)
-                .set_body_string(format!("bad credentials: {auth} ({decoded})"))
+            ResponseTemplate::new(401).set_body_string(format!("bad credentials: {auth} ({decoded})"))
         }
     }
 
@@ -1712,18 +1563,14 @@ mod tests {
                 .mount(&server)
                 .await;
 
-            let err = jira(&server, api)
-                .deliver(&note(Action::Open), None)
-                .await
-                .unwrap_err();
+            let err = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap_err();
 
             let text = error_text(&err);
             assert!(matches!(err, DeliveryError::Permanent { .. }), "{text}");
             assert!(text.contains("bad credentials"), "{text}");
             assert!(!text.contains(TOKEN), "{api:?}: {text}");
             use base64::Engine as _;
-            let basic = base64::engine::general_purpose::STANDARD
-                .encode(format!("bot@example.com:{TOKEN}"));
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("bot@example.com:{TOKEN}"));
             assert!(!text.contains(&basic), "{api:?}: {text}");
         }
         // Nothing listens there: a transport error, without the token either.
@@ -1743,14 +1590,8 @@ mod tests {
         assert_eq!(l.len(), "herald-".len() + 16);
         assert!(l.starts_with("herald-"));
         assert!(l["herald-".len()..].chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(
-            l,
-            fingerprint_label("argocd/payments: a fingerprint with spaces")
-        );
-        assert_ne!(
-            l,
-            fingerprint_label("argocd/orders: a fingerprint with spaces")
-        );
+        assert_eq!(l, fingerprint_label("argocd/payments: a fingerprint with spaces"));
+        assert_ne!(l, fingerprint_label("argocd/orders: a fingerprint with spaces"));
     }
 
     #[test]
@@ -1767,10 +1608,7 @@ mod tests {
     #[test]
     fn jira_dates_parse_with_or_without_a_colon_in_the_offset() {
         let expected = Utc.with_ymd_and_hms(2024, 5, 1, 8, 0, 0).unwrap();
-        assert_eq!(
-            parse_jira_time("2024-05-01T10:00:00.000+0200"),
-            Some(expected)
-        );
+        assert_eq!(parse_jira_time("2024-05-01T10:00:00.000+0200"), Some(expected));
         assert_eq!(parse_jira_time("2024-05-01T08:00:00Z"), Some(expected));
         assert_eq!(parse_jira_time("yesterday"), None);
     }
@@ -1785,10 +1623,6 @@ mod tests {
         let doc = adf::document(&n);
         let mut texts = vec![];
         nodes_of_type(&doc, "text", &mut texts);
-        assert!(
-            texts
-                .iter()
-                .all(|t| !t["text"].as_str().unwrap().is_empty())
-        );
+        assert!(texts.iter().all(|t| !t["text"].as_str().unwrap().is_empty()));
     }
 }

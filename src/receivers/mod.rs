@@ -53,20 +53,14 @@ impl DeliveryError {
         }
     }
     pub fn permanent(reason: impl Into<String>) -> Self {
-        Self::Permanent {
-            reason: reason.into(),
-        }
+        Self::Permanent { reason: reason.into() }
     }
 }
 
 #[async_trait::async_trait]
 pub trait Receiver: Send + Sync {
     /// Delivers one notification. `memo` is what this receiver returned last time for the same `thread_key`.
-    async fn deliver(
-        &self,
-        n: &Notification,
-        memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError>;
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError>;
 }
 
 /// The one status-code → retry table: 408, 425, 429 and 5xx (but 501) are worth retrying; other 4xx are not.
@@ -78,15 +72,9 @@ pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -
         format!("HTTP {status}: {snippet}")
     };
     match status {
-        408 | 425 | 429 => DeliveryError::Transient {
-            reason,
-            retry_after,
-        },
+        408 | 425 | 429 => DeliveryError::Transient { reason, retry_after },
         501 => DeliveryError::Permanent { reason },
-        500..=599 => DeliveryError::Transient {
-            reason,
-            retry_after,
-        },
+        500..=599 => DeliveryError::Transient { reason, retry_after },
         _ => DeliveryError::Permanent { reason },
     }
 }
@@ -162,15 +150,10 @@ pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>,
     };
     let receiver: Arc<dyn Receiver> = match &r.kind {
         ReceiverKind::Console(c) => Arc::new(console::Console::new(c.clone(), r.template.clone())),
-        ReceiverKind::Email(e) => Arc::new(
-            email::Email::new(e.clone(), shared.settings.smtp.clone(), r.template.clone())
-                .map_err(err)?,
-        ),
-        ReceiverKind::Slack(s) => Arc::new(slack::Slack::new(
-            s.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )),
+        ReceiverKind::Email(e) => {
+            Arc::new(email::Email::new(e.clone(), shared.settings.smtp.clone(), r.template.clone()).map_err(err)?)
+        }
+        ReceiverKind::Slack(s) => Arc::new(slack::Slack::new(s.clone(), shared.http.clone(), r.template.clone())),
         ReceiverKind::Msteams(w) => Arc::new(chat::Teams::new(w.clone(), shared.http.clone())),
         ReceiverKind::Googlechat(w) => Arc::new(chat::GoogleChat::new(
             w.clone(),
@@ -185,13 +168,8 @@ pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>,
         ReceiverKind::Webhook(w) => Arc::new(webhook::Webhook::new(w.clone(), shared.http.clone())),
         ReceiverKind::Jira(j) => Arc::new(jira::Jira::new(j.clone(), shared.http.clone())),
         ReceiverKind::Github(g) => Arc::new(github::Github::new(g.clone(), shared.http.clone())),
-        ReceiverKind::Pagerduty(p) => {
-            Arc::new(pagerduty::PagerDuty::new(p.clone(), shared.http.clone()))
-        }
-        ReceiverKind::Alertmanager(a) => Arc::new(alertmanager::Alertmanager::new(
-            a.clone(),
-            shared.http.clone(),
-        )),
+        ReceiverKind::Pagerduty(p) => Arc::new(pagerduty::PagerDuty::new(p.clone(), shared.http.clone())),
+        ReceiverKind::Alertmanager(a) => Arc::new(alertmanager::Alertmanager::new(a.clone(), shared.http.clone())),
     };
     Ok(receiver)
 }
@@ -239,15 +217,9 @@ mod tests {
     #[test]
     fn retry_after_in_seconds_or_as_a_date() {
         let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        assert_eq!(
-            parse_retry_after(Some("7"), now),
-            Some(Duration::from_secs(7))
-        );
+        assert_eq!(parse_retry_after(Some("7"), now), Some(Duration::from_secs(7)));
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(
-            parse_retry_after(Some(&later), now),
-            Some(Duration::from_secs(30))
-        );
+        assert_eq!(parse_retry_after(Some(&later), now), Some(Duration::from_secs(30)));
         assert_eq!(parse_retry_after(Some("soon"), now), None);
         assert_eq!(parse_retry_after(None, now), None);
     }

@@ -87,21 +87,14 @@ impl PagerDuty {
                 .collect();
             details.insert("Resources".into(), json!(resources));
             if i.resources.len() > MAX_RESOURCES {
-                details.insert(
-                    "Resources not shown".into(),
-                    json!(i.resources.len() - MAX_RESOURCES),
-                );
+                details.insert("Resources not shown".into(), json!(i.resources.len() - MAX_RESOURCES));
             }
         }
         if !i.messages.is_empty() {
             details.insert("Messages".into(), json!(i.messages));
         }
         if !i.hints.is_empty() {
-            let hints: Vec<String> = i
-                .hints
-                .iter()
-                .map(|h| format!("{}: {}", h.title, h.text))
-                .collect();
+            let hints: Vec<String> = i.hints.iter().map(|h| format!("{}: {}", h.title, h.text)).collect();
             details.insert("What to do".into(), json!(hints));
         }
         if !i.notes.is_empty() {
@@ -152,30 +145,21 @@ impl PagerDuty {
             }
         };
         match e {
-            DeliveryError::Transient {
-                reason,
-                retry_after,
-            } => DeliveryError::Transient {
+            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
                 reason: clean(reason),
                 retry_after,
             },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent {
-                reason: clean(reason),
-            },
+            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
         }
     }
 }
 
 #[async_trait::async_trait]
 impl Receiver for PagerDuty {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        let i = n.primary().ok_or_else(|| {
-            DeliveryError::permanent("pagerduty: the notification carries no incident")
-        })?;
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let i = n
+            .primary()
+            .ok_or_else(|| DeliveryError::permanent("pagerduty: the notification carries no incident"))?;
         let key = dedup_key(&i.fingerprint);
         let (event, verb) = match n.action {
             Action::Resolve => (
@@ -324,16 +308,10 @@ mod tests {
         enqueue_answers(&server, accepted(), 1).await;
         refuse_anything_else(&server).await;
 
-        let out = pagerduty(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap();
+        let out = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, None);
-        assert_eq!(
-            out.detail,
-            format!("triggered alert {}", &dedup_key(FINGERPRINT)[..12])
-        );
+        assert_eq!(out.detail, format!("triggered alert {}", &dedup_key(FINGERPRINT)[..12]));
         let event = &sent(&server).await[0];
         assert_eq!(
             *event,
@@ -382,10 +360,7 @@ mod tests {
             enqueue_answers(&server, accepted(), 1).await;
             refuse_anything_else(&server).await;
 
-            pagerduty(&server)
-                .deliver(&note(action), None)
-                .await
-                .unwrap();
+            pagerduty(&server).deliver(&note(action), None).await.unwrap();
 
             let event = &sent(&server).await[0];
             assert_eq!(event["event_action"], "trigger", "{action:?}");
@@ -409,10 +384,7 @@ mod tests {
             .await;
         refuse_anything_else(&server).await;
 
-        let out = pagerduty(&server)
-            .deliver(&note(Action::Resolve), None)
-            .await
-            .unwrap();
+        let out = pagerduty(&server).deliver(&note(Action::Resolve), None).await.unwrap();
 
         assert!(out.detail.starts_with("resolved alert "), "{}", out.detail);
     }
@@ -426,10 +398,7 @@ mod tests {
         enqueue_answers(&server, invalid, 1).await;
         refuse_anything_else(&server).await;
 
-        let err = pagerduty(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
 
         let DeliveryError::Permanent { reason } = err else {
             panic!("{err:?}")
@@ -448,10 +417,7 @@ mod tests {
         )
         .await;
         refuse_anything_else(&server).await;
-        let err = pagerduty(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
         assert_eq!(
             err,
             DeliveryError::Transient {
@@ -463,18 +429,9 @@ mod tests {
         let server = MockServer::start().await;
         enqueue_answers(&server, ResponseTemplate::new(429), 1).await;
         refuse_anything_else(&server).await;
-        let err = pagerduty(&server)
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap_err();
+        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
         assert!(
-            matches!(
-                err,
-                DeliveryError::Transient {
-                    retry_after: None,
-                    ..
-                }
-            ),
+            matches!(err, DeliveryError::Transient { retry_after: None, .. }),
             "{err:?}"
         );
     }
@@ -491,10 +448,7 @@ mod tests {
                 .await
                 .unwrap_err();
 
-            assert!(
-                matches!(err, DeliveryError::Transient { .. }),
-                "HTTP {status}: {err:?}"
-            );
+            assert!(matches!(err, DeliveryError::Transient { .. }), "HTTP {status}: {err:?}");
         }
     }
 

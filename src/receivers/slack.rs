@@ -7,10 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::chat::{Redactor, prefix, status_emoji, truncate};
-use super::{
-    Delivered, DeliveryError, Memo, Receiver, error_from_response, retry_after_header,
-    transport_error,
-};
+use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, retry_after_header, transport_error};
 use crate::configuration::SlackSettings;
 use crate::notify::{Action, IncidentView, Notification, render};
 
@@ -101,9 +98,7 @@ struct Message {
 
 /// mrkdwn treats `&`, `<` and `>` as control characters.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn header(n: &Notification) -> Value {
@@ -126,10 +121,7 @@ fn context(n: &Notification) -> Value {
     if !n.reason.is_empty() {
         parts.push(esc(&n.reason));
     }
-    parts.push(format!(
-        "Herald · {}",
-        n.created_at.format("%Y-%m-%d %H:%M:%S UTC")
-    ));
+    parts.push(format!("Herald · {}", n.created_at.format("%Y-%m-%d %H:%M:%S UTC")));
     json!({
         "type": "context",
         "elements": [{"type": "mrkdwn", "text": truncate(&parts.join(" · "), MAX_CONTEXT_TEXT)}],
@@ -245,20 +237,12 @@ fn fallback_text(n: &Notification) -> String {
 
 /// The short reply posted in the thread when the first message has been edited to show the resolution.
 fn resolved_reply(n: &Notification) -> Message {
-    let mut s = format!(
-        "{} *{}*: {}",
-        status_emoji(n),
-        render::status_word(n),
-        esc(&n.title)
-    );
+    let mut s = format!("{} *{}*: {}", status_emoji(n), render::status_word(n), esc(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("\n_{}_", esc(&n.reason)));
     }
     Message {
-        text: truncate(
-            &format!("{}: {}", render::status_word(n), n.title),
-            MAX_FALLBACK_TEXT,
-        ),
+        text: truncate(&format!("{}: {}", render::status_word(n), n.title), MAX_FALLBACK_TEXT),
         blocks: vec![section(&s)],
     }
 }
@@ -272,12 +256,7 @@ fn resolved_reply(n: &Notification) -> Message {
 fn api_error_is_transient(code: &str) -> bool {
     matches!(
         code,
-        "ratelimited"
-            | "rate_limited"
-            | "internal_error"
-            | "fatal_error"
-            | "service_unavailable"
-            | "request_timeout"
+        "ratelimited" | "rate_limited" | "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout"
     )
 }
 
@@ -319,11 +298,7 @@ impl Slack {
         }
     }
 
-    async fn post_webhook(
-        &self,
-        url: &SecretString,
-        msg: &Message,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn post_webhook(&self, url: &SecretString, msg: &Message) -> Result<Delivered, DeliveryError> {
         let resp = self
             .http
             .post(url.expose_secret())
@@ -343,12 +318,7 @@ impl Slack {
 
     /// Calls a Web API method. HTTP errors go through the shared status table; HTTP 200 with `ok:false` is a
     /// failure classified by its `error` code.
-    async fn call(
-        &self,
-        token: &SecretString,
-        method: &str,
-        body: &Value,
-    ) -> Result<Value, ApiError> {
+    async fn call(&self, token: &SecretString, method: &str, body: &Value) -> Result<Value, ApiError> {
         let resp = self
             .http
             .post(format!("{}/{method}", self.api_url))
@@ -359,10 +329,7 @@ impl Slack {
             .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
             let e = error_from_response(resp).await;
-            return Err(self
-                .redactor
-                .apply(prefix(&format!("slack {method}"), e))
-                .into());
+            return Err(self.redactor.apply(prefix(&format!("slack {method}"), e)).into());
         }
         let retry_after = retry_after_header(&resp);
         let text = resp.text().await.unwrap_or_default();
@@ -383,20 +350,14 @@ impl Slack {
             .to_string();
         let mut reason = format!("slack {method}: {code}");
         // invalid_blocks and friends explain themselves in response_metadata.messages.
-        if let Some(details) = value
-            .pointer("/response_metadata/messages")
-            .and_then(Value::as_array)
-        {
+        if let Some(details) = value.pointer("/response_metadata/messages").and_then(Value::as_array) {
             let details: Vec<&str> = details.iter().filter_map(Value::as_str).collect();
             if !details.is_empty() {
                 reason.push_str(&format!(" ({})", truncate(&details.join("; "), 300)));
             }
         }
         let error = if api_error_is_transient(&code) {
-            DeliveryError::Transient {
-                reason,
-                retry_after,
-            }
+            DeliveryError::Transient { reason, retry_after }
         } else {
             DeliveryError::permanent(reason)
         };
@@ -423,17 +384,12 @@ impl Slack {
         if let Some(ts) = thread_ts {
             body["thread_ts"] = json!(ts);
         }
-        let answer = self
-            .call(token, "chat.postMessage", &body)
-            .await
-            .map_err(|e| e.error)?;
-        let channel = answer
-            .get("channel")
+        let answer = self.call(token, "chat.postMessage", &body).await.map_err(|e| e.error)?;
+        let channel = answer.get("channel").and_then(Value::as_str).unwrap_or(channel);
+        let ts = answer
+            .get("ts")
             .and_then(Value::as_str)
-            .unwrap_or(channel);
-        let ts = answer.get("ts").and_then(Value::as_str).ok_or_else(|| {
-            DeliveryError::permanent("slack chat.postMessage: ok without a message ts")
-        })?;
+            .ok_or_else(|| DeliveryError::permanent("slack chat.postMessage: ok without a message ts"))?;
         Ok(Posted {
             channel: channel.to_string(),
             ts: ts.to_string(),
@@ -454,9 +410,7 @@ impl Slack {
         };
         match (n.action, first) {
             (Action::Update, Some(first)) => {
-                let reply = self
-                    .post_message(token, &first.channel, Some(&first.ts), &msg)
-                    .await?;
+                let reply = self.post_message(token, &first.channel, Some(&first.ts), &msg).await?;
                 Ok(Delivered {
                     detail: format!("replied ts {} in thread {}", reply.ts, first.ts),
                     memo: Some(first.to_memo()),
@@ -471,57 +425,40 @@ impl Slack {
                 });
                 let edited = match self.call(token, "chat.update", &edit).await {
                     Ok(_) => true,
-                    Err(ApiError {
-                        code: Some(code), ..
-                    }) if code == MESSAGE_GONE => {
+                    Err(ApiError { code: Some(code), .. }) if code == MESSAGE_GONE => {
                         let posted = self.post_message(token, channel, None, &msg).await?;
                         return Ok(new_thread(posted));
                     }
-                    Err(ApiError {
-                        code: Some(code), ..
-                    }) if cannot_edit(&code) => false,
+                    Err(ApiError { code: Some(code), .. }) if cannot_edit(&code) => false,
                     Err(e) => return Err(e.error),
                 };
                 self.post_message(token, &first.channel, Some(&first.ts), &resolved_reply(n))
                     .await?;
                 Ok(Delivered {
                     detail: if edited {
-                        format!(
-                            "edited ts {} to resolved and replied in its thread",
-                            first.ts
-                        )
+                        format!("edited ts {} to resolved and replied in its thread", first.ts)
                     } else {
-                        format!(
-                            "replied in thread {} (the message can no longer be edited)",
-                            first.ts
-                        )
+                        format!("replied in thread {} (the message can no longer be edited)", first.ts)
                     },
                     memo: Some(first.to_memo()),
                 })
             }
             // Open, Test, or nothing to thread under: a new top-level message that later ones thread under.
-            _ => Ok(new_thread(
-                self.post_message(token, channel, None, &msg).await?,
-            )),
+            _ => Ok(new_thread(self.post_message(token, channel, None, &msg).await?)),
         }
     }
 }
 
 #[async_trait::async_trait]
 impl Receiver for Slack {
-    async fn deliver(
-        &self,
-        n: &Notification,
-        memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         match &self.mode {
             Mode::Webhook(url) => self.post_webhook(url, &self.message(n)?).await,
             Mode::Bot { token, channel } => {
-                let channel = channel.as_deref().ok_or_else(|| {
-                    DeliveryError::permanent("slack: a bot token needs a `channel`")
-                })?;
-                self.deliver_bot(token, channel, n, Posted::from_memo(memo))
-                    .await
+                let channel = channel
+                    .as_deref()
+                    .ok_or_else(|| DeliveryError::permanent("slack: a bot token needs a `channel`"))?;
+                self.deliver_bot(token, channel, n, Posted::from_memo(memo)).await
             }
             Mode::Unconfigured => Err(DeliveryError::permanent(
                 "slack: needs `webhook_url`, or `token` and `channel`",
@@ -557,12 +494,8 @@ mod tests {
             team: "payments".into(),
             destination_cluster: "in-cluster".into(),
             destination_namespace: "payments".into(),
-            app_url: Some(format!(
-                "https://argocd.example.com/applications/argocd/payments-{n}"
-            )),
-            since: chrono::Utc
-                .with_ymd_and_hms(2026, 11, 30, 10, 0, 0)
-                .unwrap(),
+            app_url: Some(format!("https://argocd.example.com/applications/argocd/payments-{n}")),
+            since: chrono::Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
             resources: vec![ResourceRef {
                 kind: "Deployment".into(),
                 namespace: "payments".into(),
@@ -589,16 +522,9 @@ mod tests {
             action,
             thread_key: "group:payments".into(),
             title: "payments-1 is Degraded".into(),
-            reason: if action == Action::Resolve {
-                "resolved"
-            } else {
-                "fired"
-            }
-            .into(),
+            reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
             incidents: vec![i],
-            created_at: chrono::Utc
-                .with_ymd_and_hms(2026, 11, 30, 10, 5, 0)
-                .unwrap(),
+            created_at: chrono::Utc.with_ymd_and_hms(2026, 11, 30, 10, 5, 0).unwrap(),
         }
     }
 
@@ -633,12 +559,7 @@ mod tests {
             .await
             .unwrap()
             .iter()
-            .map(|r| {
-                (
-                    r.url.path().to_string(),
-                    serde_json::from_slice(&r.body).unwrap(),
-                )
-            })
+            .map(|r| (r.url.path().to_string(), serde_json::from_slice(&r.body).unwrap()))
             .collect()
     }
 
@@ -724,12 +645,7 @@ mod tests {
         assert_eq!(out.memo, None);
         let reqs = received(&server).await;
         assert_eq!(reqs.len(), 1);
-        assert!(
-            reqs[0].1["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("RESOLVED: ")
-        );
+        assert!(reqs[0].1["text"].as_str().unwrap().starts_with("RESOLVED: "));
         assert!(reqs[0].1.get("thread_ts").is_none());
     }
 
@@ -753,10 +669,7 @@ mod tests {
                 .await
                 .unwrap_err();
 
-            assert!(
-                matches!(e, DeliveryError::Permanent { .. }),
-                "{status}: {e:?}"
-            );
+            assert!(matches!(e, DeliveryError::Permanent { .. }), "{status}: {e:?}");
             assert!(e.to_string().contains(body), "{e}");
             assert_no_secret(&e);
         }
@@ -827,10 +740,7 @@ mod tests {
         };
         let slack = Slack::new(settings, reqwest::Client::new(), None);
 
-        let e = slack
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
 
         transient_after(&e);
         assert_no_secret(&e);
@@ -843,25 +753,20 @@ mod tests {
             .and(path("/api/chat.postMessage"))
             .and(bearer_token(TOKEN))
             .and(body_partial_json(json!({"channel": "#payments"})))
-            .respond_with(ResponseTemplate::new(200).set_body_json(
-                json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100", "message": {}}),
-            ))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100", "message": {}})),
+            )
             .expect(1)
             .mount(&server)
             .await;
 
-        let out = bot(&server)
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        let out = bot(&server).deliver(&notification(Action::Open), None).await.unwrap();
 
         assert_eq!(out.memo, Some(memo()));
         let reqs = received(&server).await;
         assert_eq!(reqs.len(), 1);
-        assert!(
-            reqs[0].1.get("thread_ts").is_none(),
-            "the first message is top-level"
-        );
+        assert!(reqs[0].1.get("thread_ts").is_none(), "the first message is top-level");
         assert_eq!(reqs[0].1["blocks"][0]["type"], "header");
     }
 
@@ -871,8 +776,7 @@ mod tests {
         Mock::given(method("POST"))
             .and(path("/api/chat.postMessage"))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})),
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})),
             )
             .expect(1)
             .mount(&server)
@@ -897,9 +801,8 @@ mod tests {
                 json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
             ))
             .respond_with(
-                ResponseTemplate::new(200).set_body_json(
-                    json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"}),
-                ),
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"})),
             )
             .expect(1)
             .mount(&server)
@@ -910,11 +813,7 @@ mod tests {
             .await
             .unwrap();
 
-        assert_eq!(
-            out.memo,
-            Some(memo()),
-            "the thread stays the first message's"
-        );
+        assert_eq!(out.memo, Some(memo()), "the thread stays the first message's");
         assert_eq!(received(&server).await.len(), 1);
     }
 
@@ -928,9 +827,8 @@ mod tests {
                 json!({"channel": "C0123", "ts": "1700000000.000100"}),
             ))
             .respond_with(
-                ResponseTemplate::new(200).set_body_json(
-                    json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100"}),
-                ),
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100"})),
             )
             .expect(1)
             .mount(&server)
@@ -941,8 +839,7 @@ mod tests {
                 json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
             ))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "3.0"})),
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "3.0"})),
             )
             .expect(1)
             .mount(&server)
@@ -967,12 +864,7 @@ mod tests {
                 .unwrap()
                 .contains("[RESOLVED]")
         );
-        assert!(
-            reqs[1].1["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("RESOLVED: ")
-        );
+        assert!(reqs[1].1["text"].as_str().unwrap().starts_with("RESOLVED: "));
     }
 
     #[tokio::test]
@@ -981,23 +873,16 @@ mod tests {
         Mock::given(method("POST"))
             .and(path("/api/chat.postMessage"))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})),
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})),
             )
             .expect(2)
             .mount(&server)
             .await;
 
         let slack = bot(&server);
-        let update = slack
-            .deliver(&notification(Action::Update), None)
-            .await
-            .unwrap();
+        let update = slack.deliver(&notification(Action::Update), None).await.unwrap();
         let resolve = slack
-            .deliver(
-                &notification(Action::Resolve),
-                Some(&json!({"unexpected": true})),
-            )
+            .deliver(&notification(Action::Resolve), Some(&json!({"unexpected": true})))
             .await
             .unwrap();
 
@@ -1013,10 +898,7 @@ mod tests {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/api/chat.update"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": false, "error": "message_not_found"})),
-            )
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "message_not_found"})))
             .expect(1)
             .mount(&server)
             .await;
@@ -1024,8 +906,7 @@ mod tests {
             .and(path("/api/chat.postMessage"))
             .and(body_partial_json(json!({"channel": "#payments"})))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "9.0"})),
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "9.0"})),
             )
             .expect(1)
             .mount(&server)
@@ -1047,10 +928,7 @@ mod tests {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/api/chat.update"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": false, "error": "edit_window_closed"})),
-            )
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "edit_window_closed"})))
             .expect(1)
             .mount(&server)
             .await;
@@ -1058,8 +936,7 @@ mod tests {
             .and(path("/api/chat.postMessage"))
             .and(body_partial_json(json!({"thread_ts": "1700000000.000100"})))
             .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "4.0"})),
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "4.0"})),
             )
             .expect(1)
             .mount(&server)
@@ -1093,10 +970,8 @@ mod tests {
 
     #[tokio::test]
     async fn bot_ok_false_invalid_auth_is_permanent() {
-        let e = bot_answering(
-            ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "invalid_auth"})),
-        )
-        .await;
+        let e = bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "invalid_auth"})))
+            .await;
 
         assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
         assert!(e.to_string().contains("invalid_auth"), "{e}");
@@ -1117,10 +992,8 @@ mod tests {
 
     #[tokio::test]
     async fn bot_ok_false_ratelimited_is_transient() {
-        let e = bot_answering(
-            ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"})),
-        )
-        .await;
+        let e =
+            bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))).await;
 
         transient_after(&e);
         assert!(e.to_string().contains("ratelimited"), "{e}");
@@ -1147,10 +1020,7 @@ mod tests {
 
     #[tokio::test]
     async fn bot_error_echoing_the_token_does_not_leak_it() {
-        let e = bot_answering(
-            ResponseTemplate::new(401).set_body_string(format!("not_authed: Bearer {TOKEN}")),
-        )
-        .await;
+        let e = bot_answering(ResponseTemplate::new(401).set_body_string(format!("not_authed: Bearer {TOKEN}"))).await;
 
         assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
         assert!(e.to_string().contains("[redacted]"), "{e}");
@@ -1193,10 +1063,7 @@ mod tests {
         };
         let slack = Slack::new(settings, reqwest::Client::new(), None);
 
-        let e = slack
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
 
         assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
         assert!(received(&server).await.is_empty());
@@ -1215,9 +1082,7 @@ mod tests {
         assert!(b[0]["text"]["text"].as_str().unwrap().chars().count() <= MAX_HEADER_TEXT);
         for block in &b {
             if block["type"] == "section" {
-                assert!(
-                    block["text"]["text"].as_str().unwrap().chars().count() <= MAX_SECTION_TEXT
-                );
+                assert!(block["text"]["text"].as_str().unwrap().chars().count() <= MAX_SECTION_TEXT);
             }
         }
         let more = b[MAX_BLOCKS - 2]["text"]["text"].as_str().unwrap();
@@ -1258,10 +1123,7 @@ mod tests {
         let template = "{{ notification.title }} for team {{ incidents[0].team }}".to_string();
         let slack = Slack::new(settings, reqwest::Client::new(), Some(template));
 
-        slack
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap();
+        slack.deliver(&notification(Action::Open), None).await.unwrap();
 
         let body = &received(&server).await[0].1;
         assert_eq!(body["text"], "payments-1 is Degraded for team payments");
@@ -1274,12 +1136,7 @@ mod tests {
 
     #[test]
     fn long_template_output_is_split_into_sections_at_line_ends() {
-        let text = format!(
-            "{}\n{}\n{}",
-            "a".repeat(2000),
-            "b".repeat(2000),
-            "c".repeat(7000)
-        );
+        let text = format!("{}\n{}\n{}", "a".repeat(2000), "b".repeat(2000), "c".repeat(7000));
 
         let pieces = chunks(&text, MAX_SECTION_TEXT);
 

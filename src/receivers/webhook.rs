@@ -2,11 +2,6 @@
 //! static headers and, when `hmac_secret` is set, an HMAC-SHA256 signature of the exact body bytes so the
 //! receiving side can check the message came from Herald. The URL may embed a secret: it never appears in errors.
 
-<<<<<<< HEAD
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::WebhookSettings;
-use crate::notify::Notification;
-=======
 use hmac::{Hmac, Mac};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
@@ -15,7 +10,6 @@ use sha2::Sha256;
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::WebhookSettings;
 use crate::notify::{Notification, render};
->>>>>>> recv-mail
 
 /// `sha256=<hex>` of the body, keyed with `hmac_secret`.
 pub const SIGNATURE_HEADER: &str = "x-herald-signature";
@@ -50,9 +44,8 @@ fn static_headers(settings: &WebhookSettings) -> Result<HeaderMap, String> {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("webhook.headers: {name:?} is not a valid header name"))?;
         // The value is a secret (a token, say): the error names the header only.
-        let mut value = HeaderValue::from_str(value.expose_secret()).map_err(|_| {
-            format!("webhook.headers.{name}: the value is not a valid header value")
-        })?;
+        let mut value = HeaderValue::from_str(value.expose_secret())
+            .map_err(|_| format!("webhook.headers.{name}: the value is not a valid header value"))?;
         value.set_sensitive(true);
         map.insert(header, value);
     }
@@ -61,8 +54,7 @@ fn static_headers(settings: &WebhookSettings) -> Result<HeaderMap, String> {
 
 /// The hex HMAC-SHA256 of `body` keyed with `secret`, as sent in [`SIGNATURE_HEADER`] after `sha256=`.
 pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    let mut mac =
-        <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC accepts keys of any length");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC accepts keys of any length");
     mac.update(body);
     hex::encode(mac.finalize().into_bytes())
 }
@@ -82,27 +74,14 @@ pub fn body(n: &Notification) -> serde_json::Value {
 
 #[async_trait::async_trait]
 impl Receiver for Webhook {
-    async fn deliver(
-        &self,
-<<<<<<< HEAD
-        _n: &Notification,
-        _m: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
-        Err(DeliveryError::permanent("this receiver is not built yet"))
-=======
-        n: &Notification,
-        _memo: Option<&Memo>,
-    ) -> Result<Delivered, DeliveryError> {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let url = self.url.clone().map_err(DeliveryError::permanent)?;
         let mut headers = self.headers.clone().map_err(DeliveryError::permanent)?;
         let bytes = serde_json::to_vec(&body(n))
             .map_err(|e| DeliveryError::permanent(format!("cannot encode the body: {e}")))?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(secret) = &self.hmac_secret {
-            let sig = format!(
-                "sha256={}",
-                signature(secret.expose_secret().as_bytes(), &bytes)
-            );
+            let sig = format!("sha256={}", signature(secret.expose_secret().as_bytes(), &bytes));
             let now = chrono::Utc::now().timestamp().to_string();
             // Hex digits and decimal digits are always valid header values.
             if let (Ok(sig), Ok(now)) = (HeaderValue::from_str(&sig), HeaderValue::from_str(&now)) {
@@ -204,10 +183,8 @@ mod tests {
             .mount(&server)
             .await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
-        s.headers.insert(
-            "Authorization".into(),
-            SecretString::from("Bearer xyz".to_string()),
-        );
+        s.headers
+            .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
         let hook = Webhook::new(s, reqwest::Client::new());
 
         let delivered = hook.deliver(&n, None).await.unwrap();
@@ -245,19 +222,11 @@ mod tests {
 
         let requests = server.received_requests().await.unwrap();
         assert_eq!(requests.len(), 1);
-        let got = requests[0]
-            .headers
-            .get(SIGNATURE_HEADER)
-            .unwrap()
-            .to_str()
-            .unwrap();
+        let got = requests[0].headers.get(SIGNATURE_HEADER).unwrap().to_str().unwrap();
         // Recomputed here from the received bytes, independently of the receiver's helper.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(b"shared-signing-key").unwrap();
         mac.update(&requests[0].body);
-        assert_eq!(
-            got,
-            format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-        );
+        assert_eq!(got, format!("sha256={}", hex::encode(mac.finalize().into_bytes())));
         let ts: i64 = requests[0]
             .headers
             .get(TIMESTAMP_HEADER)
@@ -287,10 +256,8 @@ mod tests {
             .mount(&server)
             .await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
-        s.headers.insert(
-            "Authorization".into(),
-            SecretString::from("Bearer xyz".to_string()),
-        );
+        s.headers
+            .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
         let hook = Webhook::new(s, reqwest::Client::new());
         let err = hook.deliver(&notification(), None).await.unwrap_err();
         assert_no_secret(&err);
@@ -345,18 +312,12 @@ mod tests {
         assert_no_secret(&err);
 
         let mut s = settings("http://127.0.0.1:9/hook".into());
-        s.headers.insert(
-            "Authorization".into(),
-            SecretString::from("Bearer xyz\n".to_string()),
-        );
+        s.headers
+            .insert("Authorization".into(), SecretString::from("Bearer xyz\n".to_string()));
         let bad_header = Webhook::new(s, reqwest::Client::new());
         let err = bad_header.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
-        assert!(
-            err.to_string().contains("webhook.headers.Authorization"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("webhook.headers.Authorization"), "{err}");
         assert_no_secret(&err);
->>>>>>> recv-mail
     }
 }

@@ -144,9 +144,7 @@ impl Router {
             && s.severity.is_none_or(|v| v.as_str() == l.severity)
             && s.project.as_ref().is_none_or(|p| *p == l.project)
             && r.app.as_ref().is_none_or(|g| g.is_match(&l.app))
-            && r.namespace
-                .as_ref()
-                .is_none_or(|g| g.is_match(&l.namespace))
+            && r.namespace.as_ref().is_none_or(|g| g.is_match(&l.namespace))
             && r.cluster.as_ref().is_none_or(|g| g.is_match(&l.cluster))
             && s.labels.iter().all(|(k, v)| l.labels.get(k) == Some(v))
     }
@@ -238,15 +236,7 @@ pub fn is_silenced(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> bool
 pub fn valid_matcher_name(name: &str) -> bool {
     matches!(
         name,
-        "team"
-            | "kind"
-            | "severity"
-            | "project"
-            | "app"
-            | "app_namespace"
-            | "namespace"
-            | "cluster"
-            | "fingerprint"
+        "team" | "kind" | "severity" | "project" | "app" | "app_namespace" | "namespace" | "cluster" | "fingerprint"
     ) || name.strip_prefix("labels.").is_some_and(|k| !k.is_empty())
 }
 
@@ -288,16 +278,8 @@ routes:
                 vec!["a", "b"],
                 vec![0, 1],
             ),
-            (
-                labels("pay", "out_of_sync", "pay-api", "dev"),
-                vec!["b"],
-                vec![1],
-            ),
-            (
-                labels("pay", "out_of_sync", "ledger", "dev"),
-                vec!["c"],
-                vec![2],
-            ),
+            (labels("pay", "out_of_sync", "pay-api", "dev"), vec!["b"], vec![1]),
+            (labels("pay", "out_of_sync", "ledger", "dev"), vec!["c"], vec![2]),
             (
                 labels("ops", "degraded", "ledger", "dev"),
                 vec!["a", "b", "c", "t"][..0].to_vec(),
@@ -313,13 +295,11 @@ routes:
         }
         // No route and no team entry: the default team's receivers, else the console receivers.
         assert_eq!(
-            r.route(&labels("ops", "degraded", "ledger", "dev"))
-                .receivers,
+            r.route(&labels("ops", "degraded", "ledger", "dev")).receivers,
             vec!["a", "b", "c", "t"]
         );
         assert_eq!(
-            r.route(&labels("pay", "degraded", "ledger", "dev"))
-                .receivers,
+            r.route(&labels("pay", "degraded", "ledger", "dev")).receivers,
             vec!["c"]
         );
     }
@@ -331,9 +311,7 @@ routes:
         )
         .expect("valid");
         assert_eq!(
-            Router::new(&s)
-                .route(&labels("pay", "degraded", "a", "b"))
-                .receivers,
+            Router::new(&s).route(&labels("pay", "degraded", "a", "b")).receivers,
             vec!["y"]
         );
     }

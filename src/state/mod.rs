@@ -150,11 +150,7 @@ pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Out
     };
     push("sync", &old.sync_status, &snap.sync_status);
     push("health", &old.health_status, &snap.health_status);
-    push(
-        "revision",
-        &old.revisions.join(","),
-        &snap.revisions.join(","),
-    );
+    push("revision", &old.revisions.join(","), &snap.revisions.join(","));
     let conds = |s: &Snapshot| {
         let mut v: Vec<String> = s.conditions.iter().map(|c| c.r#type.clone()).collect();
         v.sort();
@@ -229,17 +225,13 @@ mod tests {
     }
 
     fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s)
-            .expect("time")
-            .with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
     }
 
     #[test]
     fn a_change_keeps_since_for_unchanged_fields() {
         let now = t("2025-01-01T00:00:00Z");
-        let Outcome::Changed { state, .. } =
-            apply(None, snap("OutOfSync", "2025-01-01T00:00:00Z"), now)
-        else {
+        let Outcome::Changed { state, .. } = apply(None, snap("OutOfSync", "2025-01-01T00:00:00Z"), now) else {
             panic!("first is a change")
         };
         let later = t("2025-01-01T00:30:00Z");
@@ -263,9 +255,7 @@ mod tests {
     #[test]
     fn older_snapshots_are_stale_and_duplicates_change_nothing() {
         let now = t("2025-01-01T01:00:00Z");
-        let Outcome::Changed { state, .. } =
-            apply(None, snap("Synced", "2025-01-01T01:00:00Z"), now)
-        else {
+        let Outcome::Changed { state, .. } = apply(None, snap("Synced", "2025-01-01T01:00:00Z"), now) else {
             panic!()
         };
         assert!(matches!(

@@ -148,8 +148,7 @@ fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
         },
         team: r.try_get("team")?,
         severity: r.try_get("severity")?,
-        state: IncidentState::parse(&state)
-            .ok_or_else(|| StoreError::Decode(format!("incident state {state}")))?,
+        state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(format!("incident state {state}")))?,
         since: from_millis(r.try_get("since")?),
         fire_at: from_millis(r.try_get("fire_at")?),
         fired_at: r.try_get::<Option<i64>, _>("fired_at")?.map(from_millis),
@@ -234,9 +233,7 @@ fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
         due_at: from_millis(r.try_get("due_at")?),
         created_at: from_millis(r.try_get("created_at")?),
         last_error: r.try_get("last_error")?,
-        delivered_at: r
-            .try_get::<Option<i64>, _>("delivered_at")?
-            .map(from_millis),
+        delivered_at: r.try_get::<Option<i64>, _>("delivered_at")?.map(from_millis),
     })
 }
 
@@ -282,9 +279,8 @@ impl Store {
                 && let Some(dir) = std::path::Path::new(&path).parent()
                 && !dir.as_os_str().is_empty()
             {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Config(format!("cannot create {}: {e}", dir.display()))
-                })?;
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
             }
             if url.contains('?') {
                 url
@@ -294,9 +290,9 @@ impl Store {
         } else {
             url
         };
-        let options: AnyConnectOptions = url.parse().map_err(|e: sqlx::Error| {
-            StoreError::Config(format!("storage.url is not valid: {e}"))
-        })?;
+        let options: AnyConnectOptions = url
+            .parse()
+            .map_err(|e: sqlx::Error| StoreError::Config(format!("storage.url is not valid: {e}")))?;
         let sync = settings.sqlite_synchronous;
         let pool = AnyPoolOptions::new()
             .max_connections(settings.max_connections.max(2))
@@ -365,14 +361,16 @@ impl Store {
 
     pub async fn save_app(tx: &mut WriteTx, team: &str, s: &AppState) -> Result<(), StoreError> {
         let snap = &s.snapshot;
-        q!("INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
+        q!(
+            "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
             health_since, observed_at, last_seen, content_hash, state_json) \
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
             ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
             team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
             sync_since = excluded.sync_since, health_since = excluded.health_since, \
             observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
-            content_hash = excluded.content_hash, state_json = excluded.state_json")
+            content_hash = excluded.content_hash, state_json = excluded.state_json"
+        )
         .bind(&snap.app.namespace)
         .bind(&snap.app.name)
         .bind(snap.uid.clone())
@@ -449,17 +447,14 @@ impl Store {
         Ok(r.rows_affected())
     }
 
-    pub async fn raw_bodies(
-        &self,
-        app: &AppId,
-        limit: i64,
-    ) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-        let rows = q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
-            .bind(&app.namespace)
-            .bind(&app.name)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
+    pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
+        let rows =
+            q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter()
             .map(|r| Ok((from_millis(r.try_get("received_at")?), r.try_get("body")?)))
             .collect()
@@ -487,8 +482,10 @@ impl Store {
         health: Option<&str>,
         limit: i64,
     ) -> Result<Vec<AppRecord>, StoreError> {
-        let rows = q!("SELECT team, state_json FROM apps WHERE ($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
-                       ORDER BY sync_since ASC, namespace, name LIMIT $3")
+        let rows = q!(
+            "SELECT team, state_json FROM apps WHERE ($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
+                       ORDER BY sync_since ASC, namespace, name LIMIT $3"
+        )
         .bind(sync.unwrap_or(""))
         .bind(health.unwrap_or(""))
         .bind(limit)
@@ -509,23 +506,15 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("sync_status")?,
-                    r.try_get("health_status")?,
-                    r.try_get("n")?,
-                ))
-            })
+            .map(|r| Ok((r.try_get("sync_status")?, r.try_get("health_status")?, r.try_get("n")?)))
             .collect()
     }
 
-    pub async fn timeline(
-        &self,
-        app: &AppId,
-        limit: i64,
-    ) -> Result<Vec<TimelineEntry>, StoreError> {
-        let rows = q!("SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
-                       ORDER BY id DESC LIMIT $3")
+    pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
+        let rows = q!(
+            "SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
+                       ORDER BY id DESC LIMIT $3"
+        )
         .bind(&app.namespace)
         .bind(&app.name)
         .bind(limit)
@@ -548,10 +537,7 @@ impl Store {
 
     // ---------------------------------------------------------------- Incidents
 
-    pub async fn open_incidents(
-        tx: &mut WriteTx,
-        app: &AppId,
-    ) -> Result<Vec<OpenIncident>, StoreError> {
+    pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<OpenIncident>, StoreError> {
         let rows = q!(
             "SELECT id, kind, fingerprint, state FROM incidents WHERE namespace = $1 AND name = $2 \
                        AND state IN ('pending', 'firing')"
@@ -566,11 +552,9 @@ impl Store {
                 let state: String = r.try_get("state")?;
                 Ok(OpenIncident {
                     id: r.try_get("id")?,
-                    kind: Kind::parse(&kind)
-                        .ok_or_else(|| StoreError::Decode(format!("kind {kind}")))?,
+                    kind: Kind::parse(&kind).ok_or_else(|| StoreError::Decode(format!("kind {kind}")))?,
                     fingerprint: r.try_get("fingerprint")?,
-                    state: IncidentState::parse(&state)
-                        .ok_or_else(|| StoreError::Decode(state.clone()))?,
+                    state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(state.clone()))?,
                 })
             })
             .collect()
@@ -586,8 +570,10 @@ impl Store {
         fire_at: DateTime<Utc>,
         fired_at: Option<DateTime<Utc>>,
     ) -> Result<i64, StoreError> {
-        let row = q!("INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
-                      fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id")
+        let row = q!(
+            "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
+                      fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id"
+        )
         .bind(&view.fingerprint)
         .bind(&view.kind)
         .bind(&app.namespace)
@@ -605,20 +591,14 @@ impl Store {
     }
 
     pub async fn incident(tx: &mut WriteTx, id: i64) -> Result<Option<IncidentRecord>, StoreError> {
-        let row = q!(format!(
-            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&mut *tx.tx)
-        .await?;
+        let row = q!(format!("SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *tx.tx)
+            .await?;
         row.as_ref().map(incident_from_row).transpose()
     }
 
-    pub async fn refresh_incident(
-        tx: &mut WriteTx,
-        id: i64,
-        view: &IncidentView,
-    ) -> Result<(), StoreError> {
+    pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &IncidentView) -> Result<(), StoreError> {
         q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
             .bind(encode(view))
             .bind(&view.severity)
@@ -636,21 +616,11 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let sql = match state {
-            IncidentState::Firing => {
-                "UPDATE incidents SET state = 'firing', fired_at = $1 WHERE id = $2"
-            }
-            IncidentState::Resolved => {
-                "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2"
-            }
-            IncidentState::Pending => {
-                "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2"
-            }
+            IncidentState::Firing => "UPDATE incidents SET state = 'firing', fired_at = $1 WHERE id = $2",
+            IncidentState::Resolved => "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2",
+            IncidentState::Pending => "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2",
         };
-        q!(sql)
-            .bind(to_millis(at))
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?;
+        q!(sql).bind(to_millis(at)).bind(id).execute(&mut *tx.tx).await?;
         Ok(())
     }
 
@@ -663,11 +633,7 @@ impl Store {
         Ok(())
     }
 
-    pub async fn add_incident_note(
-        tx: &mut WriteTx,
-        id: i64,
-        note: &str,
-    ) -> Result<(), StoreError> {
+    pub async fn add_incident_note(tx: &mut WriteTx, id: i64, note: &str) -> Result<(), StoreError> {
         if let Some(mut rec) = Self::incident(tx, id).await? {
             rec.view.notes.push(note.to_string());
             Self::refresh_incident(tx, id, &rec.view).await?;
@@ -702,10 +668,7 @@ impl Store {
     }
 
     /// Firing incidents that were silenced when they fired (not notified yet).
-    pub async fn unnotified_firing(
-        tx: &mut WriteTx,
-        limit: i64,
-    ) -> Result<Vec<IncidentRecord>, StoreError> {
+    pub async fn unnotified_firing(tx: &mut WriteTx, limit: i64) -> Result<Vec<IncidentRecord>, StoreError> {
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE state = 'firing' AND notified = 0 ORDER BY id LIMIT $1"
         ))
@@ -723,9 +686,7 @@ impl Store {
         app: Option<&AppId>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let (ns, name) = app
-            .map(|a| (a.namespace.as_str(), a.name.as_str()))
-            .unwrap_or(("", ""));
+        let (ns, name) = app.map(|a| (a.namespace.as_str(), a.name.as_str())).unwrap_or(("", ""));
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
              AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) ORDER BY id DESC LIMIT $6"
@@ -742,8 +703,10 @@ impl Store {
     }
 
     pub async fn incident_counts(&self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
-        let rows = q!("SELECT state, kind, team, COUNT(*) AS n FROM incidents WHERE state IN ('pending', 'firing') \
-                       GROUP BY state, kind, team")
+        let rows = q!(
+            "SELECT state, kind, team, COUNT(*) AS n FROM incidents WHERE state IN ('pending', 'firing') \
+                       GROUP BY state, kind, team"
+        )
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
@@ -781,11 +744,13 @@ impl Store {
         .bind(now_ms + wait)
         .execute(&mut *tx.tx)
         .await?;
-        let row = q!("SELECT id, active, next_flush_at, last_flush_at FROM notify_groups WHERE receiver = $1 AND group_key = $2")
-            .bind(receiver)
-            .bind(key)
-            .fetch_one(&mut *tx.tx)
-            .await?;
+        let row = q!(
+            "SELECT id, active, next_flush_at, last_flush_at FROM notify_groups WHERE receiver = $1 AND group_key = $2"
+        )
+        .bind(receiver)
+        .bind(key)
+        .fetch_one(&mut *tx.tx)
+        .await?;
         let id: i64 = row.try_get("id")?;
         let active = row.try_get::<i64, _>("active")? != 0;
         let next: Option<i64> = row.try_get("next_flush_at")?;
@@ -804,8 +769,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx.tx)
             .await?;
-        q!("INSERT INTO group_members (group_id, incident_id, status, dirty) VALUES ($1, $2, $3, 1) \
-            ON CONFLICT (group_id, incident_id) DO UPDATE SET status = excluded.status, dirty = 1")
+        q!(
+            "INSERT INTO group_members (group_id, incident_id, status, dirty) VALUES ($1, $2, $3, 1) \
+            ON CONFLICT (group_id, incident_id) DO UPDATE SET status = excluded.status, dirty = 1"
+        )
         .bind(id)
         .bind(incident_id)
         .bind(status)
@@ -815,12 +782,11 @@ impl Store {
     }
 
     /// The groups an incident is in, with their receivers.
-    pub async fn groups_of(
-        tx: &mut WriteTx,
-        incident_id: i64,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        let rows = q!("SELECT g.receiver, g.group_key FROM notify_groups g JOIN group_members m ON m.group_id = g.id \
-                       WHERE m.incident_id = $1")
+    pub async fn groups_of(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = q!(
+            "SELECT g.receiver, g.group_key FROM notify_groups g JOIN group_members m ON m.group_id = g.id \
+                       WHERE m.incident_id = $1"
+        )
         .bind(incident_id)
         .fetch_all(&mut *tx.tx)
         .await?;
@@ -829,15 +795,9 @@ impl Store {
             .collect()
     }
 
-    pub async fn remove_member(
-        tx: &mut WriteTx,
-        incident_id: i64,
-        receiver: &str,
-    ) -> Result<(), StoreError> {
-        q!(
-            "DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
-            (SELECT id FROM notify_groups WHERE receiver = $2)"
-        )
+    pub async fn remove_member(tx: &mut WriteTx, incident_id: i64, receiver: &str) -> Result<(), StoreError> {
+        q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
+            (SELECT id FROM notify_groups WHERE receiver = $2)")
         .bind(incident_id)
         .bind(receiver)
         .execute(&mut *tx.tx)
@@ -872,9 +832,7 @@ impl Store {
                     group_key: r.try_get("group_key")?,
                     active: r.try_get::<i64, _>("active")? != 0,
                     generation: r.try_get("generation")?,
-                    last_flush_at: r
-                        .try_get::<Option<i64>, _>("last_flush_at")?
-                        .map(from_millis),
+                    last_flush_at: r.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
                 })
             })
             .collect()
@@ -994,10 +952,7 @@ impl Store {
     }
 
     /// Cancels the steps not reached yet; returns the receivers of the steps already sent.
-    pub async fn cancel_escalations(
-        tx: &mut WriteTx,
-        incident_id: i64,
-    ) -> Result<Vec<EscalationRecord>, StoreError> {
+    pub async fn cancel_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
         q!("DELETE FROM escalations WHERE incident_id = $1 AND done = 0")
             .bind(incident_id)
             .execute(&mut *tx.tx)
@@ -1021,11 +976,7 @@ impl Store {
 
     // ---------------------------------------------------------------- Outbox
 
-    pub async fn enqueue(
-        tx: &mut WriteTx,
-        d: &NewDelivery,
-        now: DateTime<Utc>,
-    ) -> Result<i64, StoreError> {
+    pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
         let row = q!("INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at) \
                       VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6) RETURNING id")
         .bind(&d.receiver)
@@ -1070,18 +1021,13 @@ impl Store {
         rows.iter().map(outbox_from_row).collect()
     }
 
-    pub async fn memo(
-        &self,
-        receiver: &str,
-        thread_key: &str,
-    ) -> Result<Option<serde_json::Value>, StoreError> {
+    pub async fn memo(&self, receiver: &str, thread_key: &str) -> Result<Option<serde_json::Value>, StoreError> {
         let row = q!("SELECT memo FROM memos WHERE receiver = $1 AND thread_key = $2")
             .bind(receiver)
             .bind(thread_key)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| decode(&r.try_get::<String, _>("memo")?))
-            .transpose()
+        row.map(|r| decode(&r.try_get::<String, _>("memo")?)).transpose()
     }
 
     /// Records a successful delivery (and the receiver's memo) in one transaction.
@@ -1098,8 +1044,10 @@ impl Store {
             .execute(&mut *tx.tx)
             .await?;
         if let Some(m) = memo {
-            q!("INSERT INTO memos (receiver, thread_key, memo, updated_at) VALUES ($1, $2, $3, $4) \
-                ON CONFLICT (receiver, thread_key) DO UPDATE SET memo = excluded.memo, updated_at = excluded.updated_at")
+            q!(
+                "INSERT INTO memos (receiver, thread_key, memo, updated_at) VALUES ($1, $2, $3, $4) \
+                ON CONFLICT (receiver, thread_key) DO UPDATE SET memo = excluded.memo, updated_at = excluded.updated_at"
+            )
             .bind(&row.receiver)
             .bind(&row.thread_key)
             .bind(encode(m))
@@ -1111,12 +1059,7 @@ impl Store {
     }
 
     /// Records a failed attempt: retry at `retry_at`, or dead.
-    pub async fn failed(
-        &self,
-        id: i64,
-        error: &str,
-        retry_at: Option<DateTime<Utc>>,
-    ) -> Result<(), StoreError> {
+    pub async fn failed(&self, id: i64, error: &str, retry_at: Option<DateTime<Utc>>) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         match retry_at {
             Some(at) => {
@@ -1127,13 +1070,13 @@ impl Store {
                     .execute(&mut *tx.tx)
                     .await?
             }
-            None => q!(
-                "UPDATE outbox SET state = 'dead', lease_until = 0, last_error = $1 WHERE id = $2"
-            )
-            .bind(error)
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?,
+            None => {
+                q!("UPDATE outbox SET state = 'dead', lease_until = 0, last_error = $1 WHERE id = $2")
+                    .bind(error)
+                    .bind(id)
+                    .execute(&mut *tx.tx)
+                    .await?
+            }
         };
         tx.commit().await
     }
@@ -1151,8 +1094,10 @@ impl Store {
     /// Puts a dead row back in the queue. Returns false when there is no dead row with that id.
     pub async fn retry_dead(&self, id: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let r = q!("UPDATE outbox SET state = 'pending', due_at = $1, created_at = $1, attempts = 0, lease_until = 0 \
-                    WHERE id = $2 AND state = 'dead'")
+        let r = q!(
+            "UPDATE outbox SET state = 'pending', due_at = $1, created_at = $1, attempts = 0, lease_until = 0 \
+                    WHERE id = $2 AND state = 'dead'"
+        )
         .bind(to_millis(now))
         .bind(id)
         .execute(&mut *tx.tx)
@@ -1161,11 +1106,7 @@ impl Store {
         Ok(r.rows_affected() == 1)
     }
 
-    pub async fn outbox(
-        &self,
-        state: Option<&str>,
-        limit: i64,
-    ) -> Result<Vec<OutboxRecord>, StoreError> {
+    pub async fn outbox(&self, state: Option<&str>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
         let rows = q!(format!(
             "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) ORDER BY id DESC LIMIT $2"
         ))
@@ -1189,8 +1130,10 @@ impl Store {
 
     pub async fn add_silence(&self, s: &Silence) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        q!("INSERT INTO silences (id, matchers, starts_at, ends_at, created_by, comment, created_at) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        q!(
+            "INSERT INTO silences (id, matchers, starts_at, ends_at, created_by, comment, created_at) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        )
         .bind(&s.id)
         .bind(encode(&s.matchers))
         .bind(to_millis(s.starts_at))
@@ -1215,16 +1158,14 @@ impl Store {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn silences_on<'e, E>(
-        exec: E,
-        all: bool,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Silence>, StoreError>
+    async fn silences_on<'e, E>(exec: E, all: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError>
     where
         E: sqlx::Executor<'e, Database = Any>,
     {
-        let rows = q!("SELECT id, matchers, starts_at, ends_at, created_by, comment, created_at FROM silences \
-                       WHERE $1 = 1 OR ends_at > $2 ORDER BY created_at DESC")
+        let rows = q!(
+            "SELECT id, matchers, starts_at, ends_at, created_by, comment, created_at FROM silences \
+                       WHERE $1 = 1 OR ends_at > $2 ORDER BY created_at DESC"
+        )
         .bind(all as i64)
         .bind(to_millis(now))
         .fetch_all(exec)
@@ -1244,18 +1185,11 @@ impl Store {
             .collect()
     }
 
-    pub async fn silences(
-        &self,
-        include_expired: bool,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Silence>, StoreError> {
+    pub async fn silences(&self, include_expired: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError> {
         Self::silences_on(&self.pool, include_expired, now).await
     }
 
-    pub async fn silences_tx(
-        tx: &mut WriteTx,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Silence>, StoreError> {
+    pub async fn silences_tx(tx: &mut WriteTx, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError> {
         Self::silences_on(&mut *tx.tx, false, now).await
     }
 }
