@@ -123,7 +123,10 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
         let dead = json(format!("{base}/v1/outbox?state=dead&limit=10000")).await?;
         assert_eq!(dead["count"], 0, "nothing dead: {dead}");
         let firing = json(format!("{base}/v1/incidents?state=firing&kind=sync_failed&limit=10000")).await?;
-        (pending["count"] == 0 && firing["count"].as_u64()? as usize >= acked.len()).then_some(firing)
+        let done = json(format!("{base}/v1/outbox?state=done&limit=10000")).await?;
+        let tickets_done = done["items"].as_array()?.iter().filter(|r| r["receiver"] == "tickets").count();
+        let n = firing["count"].as_u64()? as usize;
+        (pending["count"] == 0 && n >= acked.len() && tickets_done >= n).then_some(firing)
     })
     .await
     .expect("every delivery done");
