@@ -46,6 +46,10 @@ struct Args {
     /// Bearer token to send.
     #[arg(long)]
     token: Option<String>,
+    /// Post the same events to a Prometheus Alertmanager (`--url` is its base URL) as alerts, for comparison:
+    /// one alert per event, labelled by Application, with the Application JSON as an annotation.
+    #[arg(long)]
+    alertmanager: bool,
     /// Fixture directory with captured bodies.
     #[arg(long, default_value = "../shared/fixtures/argocd/captured")]
     fixtures: PathBuf,
@@ -80,9 +84,9 @@ fn spawn(bin: &PathBuf, storage: Option<&str>, replicas: usize) -> (Spawned, Vec
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
             l.local_addr().expect("addr").port()
         };
-        let child = std::process::Command::new(bin)
+        let child = std::process::Command::new(std::fs::canonicalize(bin).expect("herald binary"))
             .arg("serve")
-            .env("HERALD_CONFIG", dir.join("none.yaml"))
+            .current_dir(&dir) // no config/herald.yaml there: the built-in defaults
             .env("HERALD__SERVER__LISTEN", format!("127.0.0.1:{port}"))
             .env("HERALD__STORAGE__URL", &storage)
             .env("HERALD__LOG__LEVEL", "warn")
@@ -134,6 +138,24 @@ fn body(templates: &[Value], i: u64, apps: usize) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
+/// The same event as an Alertmanager alert (what a team paging through Alertmanager would send it).
+fn as_alert(body: &[u8]) -> Vec<u8> {
+    let v: Value = serde_json::from_slice(body).unwrap_or_default();
+    let app = &v["app"];
+    let alert = serde_json::json!([{
+        "labels": {
+            "alertname": "ArgoCDApplication",
+            "app": app["metadata"]["name"],
+            "namespace": app["metadata"]["namespace"],
+            "sync": app["status"]["sync"]["status"],
+            "health": app["status"]["health"]["status"],
+        },
+        "annotations": {"application": app.to_string()},
+        "startsAt": v["timestamp"],
+    }]);
+    serde_json::to_vec(&alert).unwrap_or_default()
+}
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
@@ -157,7 +179,8 @@ async fn main() {
     for u in &urls {
         let ready = async {
             for _ in 0..200 {
-                if let Ok(r) = client.get(format!("{u}/readyz")).send().await
+                let probe = if args.alertmanager { "-/ready" } else { "readyz" };
+                if let Ok(r) = client.get(format!("{u}/{probe}")).send().await
                     && r.status().is_success()
                 {
                     return true;
@@ -186,6 +209,7 @@ async fn main() {
         let latencies = latencies.clone();
         let token = args.token.clone();
         let apps = args.apps;
+        let alertmanager = args.alertmanager;
         move |i: u64, scheduled: Instant| {
             let client = client.clone();
             let templates = templates.clone();
@@ -196,12 +220,19 @@ async fn main() {
             async move {
                 let b = body(&templates, i, apps);
                 let url = &urls[i as usize % urls.len()];
-                let mut req = client.post(format!("{url}/v1/argocd/events")).body(b);
+                let mut req = if alertmanager {
+                    client
+                        .post(format!("{url}/api/v2/alerts"))
+                        .header("Content-Type", "application/json")
+                        .body(as_alert(&b))
+                } else {
+                    client.post(format!("{url}/v1/argocd/events")).body(b)
+                };
                 if let Some(t) = &token {
                     req = req.bearer_auth(t);
                 }
                 match req.send().await {
-                    Ok(r) if r.status().as_u16() == 202 => {
+                    Ok(r) if r.status().is_success() => {
                         let _ = r.bytes().await;
                         let us = scheduled.elapsed().as_micros().min(u32::MAX as u128) as u32;
                         latencies.lock().expect("lock").push(us);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::argocd::{AppId, Snapshot, api::ArgoCdApi};
+use crate::argocd::{Snapshot, api::ArgoCdApi};
 use crate::clock::SharedClock;
 use crate::configuration::Settings;
 use crate::incidents::{self, Decision, IncidentState, Kind};
@@ -37,8 +37,8 @@ pub struct IncidentChange {
     pub state: String,
 }
 
-#[derive(Clone)]
-pub struct Pipeline {
+/// The core: everything the pipeline does, without the ingest batching in front of it.
+pub struct Core {
     pub settings: Arc<Settings>,
     pub store: Store,
     pub clock: SharedClock,
@@ -46,43 +46,187 @@ pub struct Pipeline {
     argocd_api: Option<ArgoCdApi>,
 }
 
+/// One body waiting for the batch writer, with where to send its answer.
+struct Job {
+    snap: Snapshot,
+    raw: Option<String>,
+    reply: tokio::sync::oneshot::Sender<Result<IngestSummary, StoreError>>,
+}
+
+/// Bodies that arrive together are written in one transaction ("group commit"): each is still acknowledged only
+/// after the transaction that holds it has committed, but the commit and the writer hand-over are paid once per
+/// batch instead of once per body.
+const MAX_BATCH: usize = 64;
+
+#[derive(Clone)]
+pub struct Pipeline {
+    core: Arc<Core>,
+    jobs: tokio::sync::mpsc::Sender<Job>,
+}
+
+impl std::ops::Deref for Pipeline {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
 impl Pipeline {
+    /// Builds the pipeline and starts its batch writer (needs a Tokio runtime).
     pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
         let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
-        Self {
+        let core = Arc::new(Core {
             router: Arc::new(Router::new(&settings)),
             settings,
             store,
             clock,
             argocd_api,
+        });
+        let (jobs, rx) = tokio::sync::mpsc::channel(4096);
+        tokio::spawn(batch_writer(core.clone(), rx));
+        Self { core, jobs }
+    }
+
+    /// Runs one snapshot through the whole core; returns once everything it caused is committed.
+    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            snap,
+            raw: raw.map(str::to_string),
+            reply,
+        };
+        if self.jobs.send(job).await.is_err() {
+            return Err(StoreError::Config("the ingest writer has stopped".into()));
         }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(StoreError::Config("the ingest writer has stopped".into())))
+    }
+}
+
+async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Receiver<Job>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let jobs = std::mem::take(&mut batch);
+        match core.ingest_batch(&jobs).await {
+            Ok(summaries) => {
+                for (job, summary) in jobs.into_iter().zip(summaries) {
+                    let _ = job.reply.send(Ok(summary));
+                }
+            }
+            Err(e) if jobs.len() > 1 => {
+                // Retry one by one, so one body's trouble is not every body's.
+                tracing::warn!(error = %e, size = jobs.len(), "batch failed; retrying its bodies one by one");
+                for job in jobs {
+                    let r = core
+                        .ingest_batch(std::slice::from_ref(&job))
+                        .await
+                        .map(|mut v| v.remove(0));
+                    let _ = job.reply.send(r);
+                }
+            }
+            Err(e) => {
+                if let Some(job) = jobs.into_iter().next() {
+                    let _ = job.reply.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// What one transaction of bodies reads up front and writes at the end: the Applications and their open incidents
+/// are loaded in two queries, and the state rows, raw bodies and timeline entries are written in a few multi-row
+/// statements, instead of a round trip each per body.
+#[derive(Default)]
+struct Batch {
+    apps: std::collections::HashMap<crate::argocd::AppId, (String, state::AppState)>,
+    open: std::collections::HashMap<crate::argocd::AppId, Vec<IncidentRecord>>,
+    /// When the batch is written (resolved_at of pending incidents that went away).
+    now: DateTime<Utc>,
+    dirty: Vec<crate::argocd::AppId>,
+    raws: Vec<(crate::argocd::AppId, DateTime<Utc>, &'static str, String)>,
+    /// Pending incidents opened in this batch (placeholder ids below 0), written at the end.
+    new_pending: Vec<IncidentRecord>,
+    next_placeholder: i64,
+    /// Pending incidents whose condition went away: resolved at the end (a pending one notifies nobody).
+    resolved_pending: Vec<i64>,
+    transitions: Vec<(crate::argocd::AppId, DateTime<Utc>, state::Transition)>,
+}
+
+impl Batch {
+    async fn load(tx: &mut WriteTx, snaps: &[&Snapshot]) -> Result<Self, StoreError> {
+        let mut ids: Vec<crate::argocd::AppId> = snaps.iter().map(|s| s.app.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        Ok(Self {
+            apps: Store::load_apps(tx, &ids).await?,
+            open: Store::open_incidents_of(tx, &ids).await?,
+            ..Default::default()
+        })
+    }
+
+    async fn write(mut self, tx: &mut WriteTx) -> Result<(), StoreError> {
+        // One row per Application: a statement may not upsert the same row twice.
+        self.dirty.sort();
+        self.dirty.dedup();
+        let rows: Vec<(&str, &state::AppState)> = self
+            .dirty
+            .iter()
+            .filter_map(|id| self.apps.get(id).map(|(team, s)| (team.as_str(), s)))
+            .collect();
+        Store::save_apps(tx, &rows).await?;
+        Store::add_raws(tx, &self.raws).await?;
+        Store::insert_pending_incidents(tx, &self.new_pending).await?;
+        Store::resolve_pending(tx, &self.resolved_pending, self.now).await?;
+        Store::add_transitions_many(tx, &self.transitions).await
+    }
+}
+
+impl Core {
+    async fn ingest_batch(&self, jobs: &[Job]) -> Result<Vec<IngestSummary>, StoreError> {
+        let mut tx = self.store.begin().await?;
+        let snaps: Vec<&Snapshot> = jobs.iter().map(|j| &j.snap).collect();
+        let mut batch = Batch::load(&mut tx, &snaps).await?;
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let now = self.clock.now();
+            out.push(
+                self.ingest_in(&mut tx, &mut batch, job.snap.clone(), job.raw.as_deref(), now)
+                    .await?,
+            );
+        }
+        batch.write(&mut tx).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// One snapshot in its own transaction (the scheduler's confirmation path).
+    async fn ingest_alone(&self, snap: Snapshot, now: DateTime<Utc>) -> Result<IngestSummary, StoreError> {
+        let mut tx = self.store.begin().await?;
+        let mut batch = Batch::load(&mut tx, &[&snap]).await?;
+        let summary = self.ingest_in(&mut tx, &mut batch, snap, None, now).await?;
+        batch.write(&mut tx).await?;
+        tx.commit().await?;
+        Ok(summary)
     }
 
     pub fn router(&self) -> &Router {
         &self.router
     }
 
-    /// Runs one snapshot through the whole core and commits everything it caused at once.
-    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, StoreError> {
-        let now = self.clock.now();
-        let mut tx = self.store.begin().await?;
-        let summary = self.ingest_in(&mut tx, snap, raw, now).await?;
-        tx.commit().await?;
-        Ok(summary)
-    }
-
     async fn ingest_in(
         &self,
         tx: &mut WriteTx,
+        batch: &mut Batch,
         snap: Snapshot,
         raw: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<IngestSummary, StoreError> {
         let app = snap.app.clone();
-        let prev = Store::load_app(tx, &app).await?;
-        let outcome = state::apply(prev.as_ref(), snap, now);
+        let prev = batch.apps.get(&app).map(|(_, s)| s);
+        let outcome = state::apply(prev, snap, now);
         if let Some(body) = raw {
-            Store::add_raw(tx, &app, now, outcome.label(), body).await?;
+            batch.raws.push((app.clone(), now, outcome.label(), body.to_string()));
         }
         let mut summary = IngestSummary {
             application: app.to_string(),
@@ -95,36 +239,58 @@ impl Pipeline {
         match outcome {
             Outcome::Stale { .. } => {
                 if let Some(p) = prev {
-                    summary.sync = p.snapshot.sync_status;
-                    summary.health = p.snapshot.health_status;
+                    summary.sync = p.snapshot.sync_status.clone();
+                    summary.health = p.snapshot.health_status.clone();
                 }
             }
             Outcome::Duplicate(state) => {
                 summary.sync = state.snapshot.sync_status.clone();
                 summary.health = state.snapshot.health_status.clone();
-                Store::touch_app(tx, &state).await?;
+                let team = batch.apps.get(&app).map(|(t, _)| t.clone()).unwrap_or_default();
+                batch.apps.insert(app.clone(), (team, *state));
+                batch.dirty.push(app.clone());
             }
             Outcome::Changed { state, transitions } => {
                 let team = routing::owning_team(&state.snapshot, &self.settings.ownership);
-                Store::save_app(tx, &team, &state).await?;
-                Store::add_transitions(tx, &app, now, &transitions).await?;
                 summary.sync = state.snapshot.sync_status.clone();
                 summary.health = state.snapshot.health_status.clone();
+                batch
+                    .transitions
+                    .extend(transitions.iter().map(|t| (app.clone(), now, t.clone())));
                 summary.transitions = transitions;
-                summary.incidents = self.evaluate(tx, &state, &team, now).await?;
+                let mut open = batch.open.remove(&app).unwrap_or_default();
+                batch.now = now;
+                summary.incidents = self.evaluate(tx, batch, &state, &team, &mut open, now).await?;
+                batch.open.insert(app.clone(), open);
+                batch.apps.insert(app.clone(), (team, *state));
+                batch.dirty.push(app.clone());
             }
         }
         Ok(summary)
     }
 
-    /// Turns the state into incident decisions and applies them.
+    /// Turns the state into incident decisions and applies them. Pending incidents (no notification yet) are
+    /// written with the batch; anything that notifies is written at once. `open` is updated to what is open after.
     async fn evaluate(
         &self,
         tx: &mut WriteTx,
+        batch: &mut Batch,
         state: &state::AppState,
         team: &str,
+        open: &mut Vec<IncidentRecord>,
         now: DateTime<Utc>,
     ) -> Result<Vec<IncidentChange>, StoreError> {
+        let open_now: Vec<incidents::OpenIncident> = open
+            .iter()
+            .filter_map(|r| {
+                Some(incidents::OpenIncident {
+                    id: r.id,
+                    kind: Kind::parse(&r.kind)?,
+                    fingerprint: r.fingerprint.clone(),
+                    state: r.state,
+                })
+            })
+            .collect();
         let app = &state.snapshot.app;
         let mut keep = HashSet::new();
         let held = incidents::held_conditions(
@@ -134,8 +300,7 @@ impl Pipeline {
             self.settings.argocd.url.as_deref(),
             &mut keep,
         );
-        let open = Store::open_incidents(tx, app).await?;
-        let decisions = incidents::decide(&open, held, &keep, &self.settings.rules, now);
+        let decisions = incidents::decide(&open_now, held, &keep, &self.settings.rules, now);
         let mut changes = Vec::new();
         for d in decisions {
             match d {
@@ -147,43 +312,87 @@ impl Pipeline {
                 } => {
                     let mut view = held.view.clone();
                     view.since = since;
-                    let st = if fire_now {
-                        IncidentState::Firing
-                    } else {
-                        IncidentState::Pending
+                    let record = |id: i64, st: IncidentState| IncidentRecord {
+                        id,
+                        fingerprint: view.fingerprint.clone(),
+                        kind: view.kind.clone(),
+                        app: app.clone(),
+                        team: view.team.clone(),
+                        severity: view.severity.clone(),
+                        state: st,
+                        since,
+                        fire_at,
+                        fired_at: fire_now.then_some(now),
+                        resolved_at: None,
+                        notified: false,
+                        view: view.clone(),
                     };
-                    let id =
-                        Store::insert_incident(tx, &view, app, st, since, fire_at, fire_now.then_some(now)).await?;
                     if fire_now {
+                        let id =
+                            Store::insert_incident(tx, &view, app, IncidentState::Firing, since, fire_at, Some(now))
+                                .await?;
                         self.on_fired(tx, id, now).await?;
+                        if !held.kind.is_informational() {
+                            open.push(record(id, IncidentState::Firing));
+                        }
+                    } else {
+                        // Written with the batch; until then known by a negative placeholder id.
+                        batch.next_placeholder -= 1;
+                        let rec = record(batch.next_placeholder, IncidentState::Pending);
+                        batch.new_pending.push(rec.clone());
+                        open.push(rec);
                     }
                     changes.push(IncidentChange {
                         kind: held.kind.as_str().into(),
                         fingerprint: held.fingerprint.clone(),
                         state: if fire_now && held.kind.is_informational() {
                             "resolved".into()
+                        } else if fire_now {
+                            "firing".into()
                         } else {
-                            st.as_str().into()
+                            "pending".into()
                         },
                     });
                 }
                 Decision::Resolve { id } => {
-                    if let Some(rec) = Store::incident(tx, id).await? {
+                    let Some(pos) = open.iter().position(|r| r.id == id) else {
+                        continue;
+                    };
+                    let rec = open.remove(pos);
+                    if rec.id < 0 {
+                        // Opened and gone within this batch: it never needs a row.
+                        batch.new_pending.retain(|p| p.id != rec.id);
+                    } else if rec.state == IncidentState::Pending {
+                        batch.resolved_pending.push(rec.id);
+                    } else {
                         self.resolve(tx, &rec, now).await?;
-                        changes.push(IncidentChange {
-                            kind: rec.kind.clone(),
-                            fingerprint: rec.fingerprint.clone(),
-                            state: "resolved".into(),
-                        });
                     }
+                    changes.push(IncidentChange {
+                        kind: rec.kind.clone(),
+                        fingerprint: rec.fingerprint.clone(),
+                        state: "resolved".into(),
+                    });
                 }
                 Decision::Refresh { id, held } => {
+                    let Some(rec) = open.iter_mut().find(|r| r.id == id) else {
+                        continue;
+                    };
                     let mut view = held.view.clone();
-                    if let Some(rec) = Store::incident(tx, id).await? {
-                        view.since = rec.since;
-                        view.notes = rec.view.notes.clone();
+                    view.since = rec.view.since;
+                    view.notes = rec.view.notes.clone();
+                    if view == rec.view {
+                        continue; // nothing new to show
                     }
-                    Store::refresh_incident(tx, id, &view).await?;
+                    rec.view = view.clone();
+                    rec.severity = view.severity.clone();
+                    if id < 0 {
+                        if let Some(p) = batch.new_pending.iter_mut().find(|p| p.id == id) {
+                            p.view = view;
+                            p.severity = rec.severity.clone();
+                        }
+                    } else {
+                        Store::refresh_incident(tx, id, &view).await?;
+                    }
                 }
             }
         }
@@ -338,10 +547,7 @@ impl Pipeline {
             match api.application(&rec.app).await {
                 Ok(snap) => {
                     // Record what the cluster says; if the condition is gone this resolves the incident.
-                    let now = self.clock.now();
-                    let mut tx = self.store.begin().await?;
-                    self.ingest_in(&mut tx, snap, None, now).await?;
-                    tx.commit().await?;
+                    self.ingest_alone(snap, self.clock.now()).await?;
                 }
                 Err(crate::argocd::api::ApiError::NotFound(_)) => {
                     note = Some("not confirmed: the Argo CD API no longer has this Application".to_string());
@@ -503,11 +709,6 @@ impl Pipeline {
             }
         }
         tx.commit().await
-    }
-
-    /// Reads an Application's current snapshot from the store (for `route` and the API).
-    pub async fn app(&self, id: &AppId) -> Result<Option<crate::store::AppRecord>, StoreError> {
-        self.store.app(id).await
     }
 }
 

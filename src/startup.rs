@@ -90,6 +90,7 @@ impl Application {
             self.purge_every,
             stop_rx.clone(),
         ));
+        let checkpointer = tokio::spawn(checkpoint_loop(self.pipeline.store.clone(), stop_rx.clone()));
         let worker = tokio::spawn(self.worker.run(stop_rx));
         tracing::info!(port = self.port, "herald is listening");
         stop.await;
@@ -99,6 +100,7 @@ impl Application {
         let _ = tokio::time::timeout(Duration::from_secs(20), async {
             let _ = scheduler.await;
             let _ = worker.await;
+            let _ = checkpointer.await;
         })
         .await;
         let _ = server.await;
@@ -126,6 +128,23 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// SQLite's write-ahead log is checkpointed here, twice a second, off the writer's path.
+async fn checkpoint_loop(store: crate::store::Store, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            let _ = store.checkpoint().await;
+            return;
+        }
+        if let Err(e) = store.checkpoint().await {
+            tracing::debug!(error = %e, "checkpoint skipped");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.changed() => {}
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::configuration::{SqliteSynchronous, StorageSettings};
-use crate::incidents::{IncidentState, Kind, OpenIncident};
+use crate::incidents::IncidentState;
 use crate::notify::IncidentView;
 use crate::routing::Silence;
 use crate::state::{AppState, Transition};
@@ -296,7 +296,7 @@ impl Store {
         let sync = settings.sqlite_synchronous;
         let pool = AnyPoolOptions::new()
             .max_connections(settings.max_connections.max(2))
-            .acquire_timeout(std::time::Duration::from_secs(5))
+            .acquire_timeout(std::time::Duration::from_secs(3))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if engine == Engine::Sqlite {
@@ -308,6 +308,11 @@ impl Store {
                         })
                         .await?;
                         conn.execute("PRAGMA busy_timeout = 5000").await?;
+                        // Keep the hot pages in memory instead of re-reading them through the kernel.
+                        conn.execute("PRAGMA cache_size = -65536").await?;
+                        conn.execute("PRAGMA mmap_size = 268435456").await?;
+                        // Checkpoints run in the background (Store::checkpoint), not in the writer's commit.
+                        conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
                         conn.execute("PRAGMA foreign_keys = ON").await?;
                     }
                     Ok(())
@@ -334,6 +339,15 @@ impl Store {
         };
         let tx = self.pool.begin().await?;
         Ok(WriteTx { tx, _guard: guard })
+    }
+
+    /// SQLite: copies the write-ahead log into the database without blocking the writer (PASSIVE), so commits
+    /// never stall on a checkpoint. A no-op on PostgreSQL.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        if self.engine == Engine::Sqlite {
+            q!("PRAGMA wal_checkpoint(PASSIVE)").execute(&self.pool).await?;
+        }
+        Ok(())
     }
 
     pub async fn ping(&self) -> Result<(), StoreError> {
@@ -386,6 +400,161 @@ impl Store {
         .bind(encode(s))
         .execute(&mut *tx.tx)
         .await?;
+        Ok(())
+    }
+
+    /// Loads several Applications at once (team, state), for a batch of bodies.
+    pub async fn load_apps(
+        tx: &mut WriteTx,
+        ids: &[AppId],
+    ) -> Result<std::collections::HashMap<AppId, (String, AppState)>, StoreError> {
+        let mut out = std::collections::HashMap::new();
+        for chunk in ids.chunks(100) {
+            let pairs = (0..chunk.len())
+                .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("SELECT team, state_json FROM apps WHERE (namespace, name) IN (VALUES {pairs})");
+            let mut query = q!(sql);
+            for id in chunk {
+                query = query.bind(&id.namespace).bind(&id.name);
+            }
+            for r in query.fetch_all(&mut *tx.tx).await? {
+                let state: AppState = decode(&r.try_get::<String, _>("state_json")?)?;
+                out.insert(state.snapshot.app.clone(), (r.try_get("team")?, state));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The open incidents of several Applications at once.
+    pub async fn open_incidents_of(
+        tx: &mut WriteTx,
+        ids: &[AppId],
+    ) -> Result<std::collections::HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+        let mut out: std::collections::HashMap<AppId, Vec<IncidentRecord>> = std::collections::HashMap::new();
+        for chunk in ids.chunks(100) {
+            let pairs = (0..chunk.len())
+                .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (namespace, name) IN (VALUES {pairs}) \
+                 AND state IN ('pending', 'firing')"
+            );
+            let mut query = q!(sql);
+            for id in chunk {
+                query = query.bind(&id.namespace).bind(&id.name);
+            }
+            for r in query.fetch_all(&mut *tx.tx).await? {
+                let rec = incident_from_row(&r)?;
+                out.entry(rec.app.clone()).or_default().push(rec);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Upserts several Applications in one statement per chunk.
+    pub async fn save_apps(tx: &mut WriteTx, rows: &[(&str, &AppState)]) -> Result<(), StoreError> {
+        const COLS: usize = 13;
+        for chunk in rows.chunks(32) {
+            let values = (0..chunk.len())
+                .map(|i| {
+                    let p: Vec<String> = (1..=COLS).map(|c| format!("${}", i * COLS + c)).collect();
+                    format!("({})", p.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
+                 health_since, observed_at, last_seen, content_hash, state_json) VALUES {values} \
+                 ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
+                 team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
+                 sync_since = excluded.sync_since, health_since = excluded.health_since, \
+                 observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
+                 content_hash = excluded.content_hash, state_json = excluded.state_json"
+            );
+            let mut query = q!(sql);
+            for (team, s) in chunk {
+                let snap = &s.snapshot;
+                query = query
+                    .bind(snap.app.namespace.clone())
+                    .bind(snap.app.name.clone())
+                    .bind(snap.uid.clone())
+                    .bind(snap.project.clone())
+                    .bind(team.to_string())
+                    .bind(snap.sync_status.clone())
+                    .bind(snap.health_status.clone())
+                    .bind(to_millis(s.sync_since))
+                    .bind(to_millis(s.health_since))
+                    .bind(to_millis(s.observed_at))
+                    .bind(to_millis(s.last_seen))
+                    .bind(s.content_hash.clone())
+                    .bind(encode(s));
+            }
+            query.execute(&mut *tx.tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends raw bodies, several per statement.
+    pub async fn add_raws(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>, &str, String)]) -> Result<(), StoreError> {
+        for chunk in rows.chunks(64) {
+            let values = (0..chunk.len())
+                .map(|i| {
+                    format!(
+                        "(${}, ${}, ${}, ${}, ${})",
+                        5 * i + 1,
+                        5 * i + 2,
+                        5 * i + 3,
+                        5 * i + 4,
+                        5 * i + 5
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("INSERT INTO raw_events (received_at, namespace, name, outcome, body) VALUES {values}");
+            let mut query = q!(sql);
+            for (app, at, outcome, body) in chunk {
+                query = query
+                    .bind(to_millis(*at))
+                    .bind(app.namespace.clone())
+                    .bind(app.name.clone())
+                    .bind(outcome.to_string())
+                    .bind(body.clone());
+            }
+            query.execute(&mut *tx.tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends timeline entries, several per statement.
+    pub async fn add_transitions_many(
+        tx: &mut WriteTx,
+        rows: &[(AppId, DateTime<Utc>, Transition)],
+    ) -> Result<(), StoreError> {
+        for chunk in rows.chunks(64) {
+            let values = (0..chunk.len())
+                .map(|i| {
+                    let p: Vec<String> = (1..=6).map(|c| format!("${}", i * 6 + c)).collect();
+                    format!("({})", p.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql =
+                format!("INSERT INTO transitions (namespace, name, at, field, from_value, to_value) VALUES {values}");
+            let mut query = q!(sql);
+            for (app, at, t) in chunk {
+                query = query
+                    .bind(app.namespace.clone())
+                    .bind(app.name.clone())
+                    .bind(to_millis(*at))
+                    .bind(t.field.clone())
+                    .bind(t.from.clone())
+                    .bind(t.to.clone());
+            }
+            query.execute(&mut *tx.tx).await?;
+        }
         Ok(())
     }
 
@@ -537,27 +706,16 @@ impl Store {
 
     // ---------------------------------------------------------------- Incidents
 
-    pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<OpenIncident>, StoreError> {
-        let rows = q!(
-            "SELECT id, kind, fingerprint, state FROM incidents WHERE namespace = $1 AND name = $2 \
-                       AND state IN ('pending', 'firing')"
-        )
+    pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
+        let rows = q!(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE namespace = $1 AND name = $2 \
+             AND state IN ('pending', 'firing')"
+        ))
         .bind(&app.namespace)
         .bind(&app.name)
         .fetch_all(&mut *tx.tx)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let kind: String = r.try_get("kind")?;
-                let state: String = r.try_get("state")?;
-                Ok(OpenIncident {
-                    id: r.try_get("id")?,
-                    kind: Kind::parse(&kind).ok_or_else(|| StoreError::Decode(format!("kind {kind}")))?,
-                    fingerprint: r.try_get("fingerprint")?,
-                    state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(state.clone()))?,
-                })
-            })
-            .collect()
+        rows.iter().map(incident_from_row).collect()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -588,6 +746,56 @@ impl Store {
         .fetch_one(&mut *tx.tx)
         .await?;
         Ok(row.try_get("id")?)
+    }
+
+    /// Inserts pending incidents, several per statement.
+    pub async fn insert_pending_incidents(tx: &mut WriteTx, rows: &[IncidentRecord]) -> Result<(), StoreError> {
+        for chunk in rows.chunks(32) {
+            let values = (0..chunk.len())
+                .map(|i| {
+                    let p: Vec<String> = (1..=10).map(|c| format!("${}", i * 10 + c)).collect();
+                    format!("({})", p.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
+                 view_json) VALUES {values}"
+            );
+            let mut query = q!(sql);
+            for r in chunk {
+                query = query
+                    .bind(r.fingerprint.clone())
+                    .bind(r.kind.clone())
+                    .bind(r.app.namespace.clone())
+                    .bind(r.app.name.clone())
+                    .bind(r.team.clone())
+                    .bind(r.severity.clone())
+                    .bind(r.state.as_str())
+                    .bind(to_millis(r.since))
+                    .bind(to_millis(r.fire_at))
+                    .bind(encode(&r.view));
+            }
+            query.execute(&mut *tx.tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Resolves pending incidents (nothing was sent for them), several per statement.
+    pub async fn resolve_pending(tx: &mut WriteTx, ids: &[i64], at: DateTime<Utc>) -> Result<(), StoreError> {
+        for chunk in ids.chunks(100) {
+            let list = (0..chunk.len())
+                .map(|i| format!("${}", i + 2))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id IN ({list})");
+            let mut query = q!(sql).bind(to_millis(at));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *tx.tx).await?;
+        }
+        Ok(())
     }
 
     pub async fn incident(tx: &mut WriteTx, id: i64) -> Result<Option<IncidentRecord>, StoreError> {

@@ -124,7 +124,11 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
         assert_eq!(dead["count"], 0, "nothing dead: {dead}");
         let firing = json(format!("{base}/v1/incidents?state=firing&kind=sync_failed&limit=10000")).await?;
         let done = json(format!("{base}/v1/outbox?state=done&limit=10000")).await?;
-        let tickets_done = done["items"].as_array()?.iter().filter(|r| r["receiver"] == "tickets").count();
+        let tickets_done = done["items"]
+            .as_array()?
+            .iter()
+            .filter(|r| r["receiver"] == "tickets")
+            .count();
         let n = firing["count"].as_u64()? as usize;
         (pending["count"] == 0 && n >= acked.len() && tickets_done >= n).then_some(firing)
     })
@@ -267,11 +271,11 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
     let mut acked = HashSet::new();
     let mut unavailable = 0;
     let mut other = Vec::new();
-    for i in 0..60 {
+    for i in 0..45 {
         if i == 20 {
             pg.pg_stop();
         }
-        if i == 40 {
+        if i == 28 {
             pg.pg_start();
         }
         let r = client
@@ -290,14 +294,14 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
             }
             s => other.push(s),
         }
-        if (20..40).contains(&i) {
+        if (20..28).contains(&i) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
     assert!(other.is_empty(), "only 202 or 503: {other:?}");
-    assert!(unavailable >= 10, "503 while PostgreSQL was down ({unavailable})");
+    assert!(unavailable >= 5, "503 while PostgreSQL was down ({unavailable})");
     // Recovered by itself: the last events after the restart were accepted.
-    for i in 45..60 {
+    for i in 33..45 {
         assert!(acked.contains(&format!("app-{i:04}")), "app-{i:04} after recovery");
     }
     let ready = client
