@@ -434,17 +434,7 @@ impl Core {
                 continue;
             };
             let key = routing::group_key(&g.group_by, labels, rs.per_incident());
-            Store::add_to_group(
-                tx,
-                receiver,
-                &key,
-                rec.id,
-                "firing",
-                now,
-                g.group_wait,
-                g.group_interval,
-            )
-            .await?;
+            Store::add_to_group(tx, receiver, &key, rec.id, "firing", now, g).await?;
         }
         Store::set_notified(tx, rec.id, true).await?;
         let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
@@ -475,17 +465,7 @@ impl Core {
         for (receiver, key) in Store::groups_of(tx, rec.id).await? {
             match self.settings.receiver(&receiver) {
                 Some(rs) if rs.sends_resolved() => {
-                    Store::add_to_group(
-                        tx,
-                        &receiver,
-                        &key,
-                        rec.id,
-                        "resolved",
-                        now,
-                        g.group_wait,
-                        g.group_interval,
-                    )
-                    .await?
+                    Store::add_to_group(tx, &receiver, &key, rec.id, "resolved", now, g).await?
                 }
                 _ => Store::remove_member(tx, rec.id, &receiver).await?,
             }

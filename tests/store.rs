@@ -361,8 +361,11 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
 async fn groups_collect_members_and_schedule_flushes(engine: &str) {
     let (store, _db) = fresh(engine).await;
     let now = t("2026-01-01T00:00:00Z");
-    let wait = Duration::from_secs(30);
-    let interval = Duration::from_secs(300);
+    let timing = herald::configuration::GroupingSettings {
+        group_wait: Duration::from_secs(30),
+        group_interval: Duration::from_secs(300),
+        ..Default::default()
+    };
     let mut tx = store.begin().await.expect("tx");
     let mut ids = Vec::new();
     for i in 0..3 {
@@ -377,7 +380,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         )
         .await
         .expect("insert");
-        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, wait, interval)
+        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, &timing)
             .await
             .expect("group");
         ids.push(id);
@@ -408,8 +411,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         ids[0],
         "resolved",
         now + chrono::Duration::seconds(40),
-        wait,
-        interval,
+        &timing,
     )
     .await
     .expect("group");

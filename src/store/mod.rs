@@ -939,12 +939,11 @@ impl Store {
         incident_id: i64,
         status: &str,
         now: DateTime<Utc>,
-        group_wait: std::time::Duration,
-        group_interval: std::time::Duration,
+        timing: &crate::configuration::GroupingSettings,
     ) -> Result<(), StoreError> {
         let now_ms = to_millis(now);
-        let wait = group_wait.as_millis() as i64;
-        let interval = group_interval.as_millis() as i64;
+        let wait = timing.group_wait.as_millis() as i64;
+        let interval = timing.group_interval.as_millis() as i64;
         q!("INSERT INTO notify_groups (receiver, group_key, active, generation, next_flush_at) VALUES ($1, $2, 0, 0, $3) \
             ON CONFLICT (receiver, group_key) DO NOTHING")
         .bind(receiver)

@@ -139,7 +139,7 @@ async fn bad_silences_are_refused() {
             422,
         ),
         (
-            format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"tomorrow","created_by":"me"}}"#),
+            r#"{"matchers":[{"name":"app","value":"a"}],"ends_at":"tomorrow","created_by":"me"}"#.to_string(),
             400,
         ),
         (
