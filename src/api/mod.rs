@@ -122,6 +122,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .route("/v1/apps", web::get().to(list_apps))
         .route("/v1/apps/{namespace}/{name}", web::get().to(get_app))
+        .route("/v1/apps/{namespace}/{name}/raw", web::get().to(get_raw))
         .route("/v1/incidents", web::get().to(list_incidents))
         .route("/v1/prune-pending", web::get().to(prune_pending))
         .route("/v1/silences", web::get().to(list_silences))
@@ -315,6 +316,34 @@ async fn get_app(
     v["timeline"] = json!(timeline);
     v["incidents"] = json!(incidents.iter().map(|i| i.full_view()).collect::<Vec<_>>());
     Ok(HttpResponse::Ok().json(v))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuery {
+    limit: Option<i64>,
+}
+
+/// The bodies received for an Application (newest first, within `storage.raw_retention`), to replay them with
+/// `herald replay`.
+async fn get_raw(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let q: RawQuery = query(&req)?;
+    let (namespace, name) = path.into_inner();
+    let id = AppId { namespace, name };
+    let bodies = ctx.pipeline.store.raw_bodies(&id, limit(q.limit)?).await?;
+    let items: Vec<_> = bodies
+        .into_iter()
+        .map(|(at, body)| {
+            let parsed = serde_json::from_str::<serde_json::Value>(&body).unwrap_or(serde_json::Value::String(body));
+            json!({"received_at": at, "body": parsed})
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
 }
 
 #[derive(Deserialize)]

@@ -140,6 +140,18 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &R
             "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
         ));
     }
+    if s.conditions.iter().any(|c| c.r#type == "OrphanedResourceWarning")
+        && matches!(kind, Kind::OutOfSync | Kind::PrunePending | Kind::SyncUnknown)
+    {
+        out.push(hint(
+            "orphaned_resources",
+            "Orphaned resources in the namespace",
+            "The destination namespace holds resources no Application manages (OrphanedResourceWarning): \
+             leftovers of a rename or a manual change. Review them in the Argo CD UI (Orphaned resources) and delete \
+             them or add them to Git; ignore expected ones with the project's orphanedResources.ignore."
+                .into(),
+        ));
+    }
     if kind == Kind::Pruned {
         let prev = view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
         let after = view.revision.as_deref().unwrap_or("the current revision");

@@ -135,7 +135,17 @@ fn a_running_sync_does_not_resolve_a_failed_one() {
 fn hints_from_known_failures() {
     let rules = RulesSettings::default();
     let now = t("2025-01-01T00:00:00Z");
-    let cases: [(&str, Kind, &str); 6] = [
+    let cases: [(&str, Kind, &str); 8] = [
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"conditions":[{"type":"OrphanedResourceWarning","message":"Application has 3 orphaned resources"}]}}"#,
+            Kind::OutOfSync,
+            "orphaned_resources",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"conditions":[{"type":"SharedResourceWarning","message":"ConfigMap/x is part of applications a and b"}]}}"#,
+            Kind::OutOfSync,
+            "shared_resource",
+        ),
         (
             r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
                "message":"Failed to load live state: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\""}]}}"#,

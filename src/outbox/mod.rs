@@ -200,6 +200,21 @@ fn hostname() -> String {
 mod tests {
     use super::*;
 
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limit_spaces_messages() {
+        let l = RateLimiter {
+            interval: Duration::from_secs(1),
+            next: Mutex::new(tokio::time::Instant::now()),
+        };
+        let start = tokio::time::Instant::now();
+        let mut at = Vec::new();
+        for _ in 0..3 {
+            l.wait().await;
+            at.push(start.elapsed());
+        }
+        assert_eq!(at, [Duration::ZERO, Duration::from_secs(1), Duration::from_secs(2)]);
+    }
+
     #[test]
     fn backoff_grows_caps_and_obeys_retry_after() {
         let i = Duration::from_secs(1);

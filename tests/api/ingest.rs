@@ -282,6 +282,10 @@ async fn state_survives_a_restart() {
     assert_eq!(before["sync"], after["sync"]);
     assert_eq!(before["timeline"], after["timeline"]);
     assert_eq!(app.get_json("/v1/apps").await["count"], 6);
+    // The raw bodies are kept, for replay.
+    let raw = app.get_json("/v1/apps/argocd/aaaaaaaaa/raw?limit=3").await;
+    assert_eq!(raw["count"], 3);
+    assert_eq!(raw["items"][0]["body"]["app"]["metadata"]["name"], "aaaaaaaaa");
     // A body seen before the restart is still a duplicate after it.
     let r = app.post(fixture("captured/021_remove_podinfo_1_1.json")).await;
     let v: serde_json::Value = r.json().await.expect("json");
