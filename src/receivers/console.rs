@@ -42,9 +42,9 @@ impl Receiver for Console {
                 .map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
             writeln!(f, "{line}").map_err(|e| DeliveryError::transient(format!("cannot write {path}: {e}")))?;
         }
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(message.as_bytes());
-        let _ = out.flush();
+        // print! rather than a raw stdout handle, so test harnesses capture it like any other output.
+        print!("{message}");
+        let _ = std::io::stdout().flush();
         Ok(Delivered {
             memo: None,
             detail: "printed".into(),
