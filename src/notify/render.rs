@@ -3,6 +3,16 @@
 
 use super::{Action, IncidentView, Notification};
 
+/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits).
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 fn when(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }

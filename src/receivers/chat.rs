@@ -86,15 +86,7 @@ pub(crate) fn status_emoji(n: &Notification) -> &'static str {
     }
 }
 
-/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use crate::notify::render::truncate;
 
 fn render_template(template: Option<&str>, n: &Notification) -> Result<Option<String>, DeliveryError> {
     template

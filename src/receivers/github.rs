@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, classify_status, parse_retry_after, transport_error};
 use crate::configuration::GithubSettings;
+use crate::notify::render::truncate;
 use crate::notify::{Action, Notification, render};
 
 /// GitHub's limits on issue titles and bodies.
@@ -307,15 +308,6 @@ fn body(n: &Notification) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 #[async_trait::async_trait]

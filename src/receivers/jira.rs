@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::{JiraApi, JiraSettings};
+use crate::notify::render::truncate;
 use crate::notify::{Action, Notification, render};
 
 /// Jira rejects longer summaries.
@@ -488,15 +489,6 @@ fn path_segment(key: &str) -> String {
 fn summary(title: &str) -> String {
     let line: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
     truncate(&line, SUMMARY_MAX_CHARS)
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 #[async_trait::async_trait]

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::PagerdutySettings;
+use crate::notify::render::truncate;
 use crate::notify::{Action, IncidentView, Notification, render};
 
 /// Events API v2 limit on `payload.summary`.
@@ -28,15 +29,6 @@ fn severity(s: &str) -> &'static str {
         "info" => "info",
         _ => "warning",
     }
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 fn non_empty(s: &str) -> Option<&str> {

@@ -247,6 +247,15 @@ pub struct NewDelivery {
     pub payload: String,
 }
 
+/// Row locks that let several replicas claim due rows at once without waiting on each other (PostgreSQL);
+/// SQLite has one writer and needs none.
+fn skip_locked(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Postgres => " FOR UPDATE SKIP LOCKED",
+        Engine::Sqlite => "",
+    }
+}
+
 macro_rules! q {
     ($sql:expr) => {
         sqlx::query(sqlx::AssertSqlSafe($sql))
@@ -857,11 +866,7 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres {
-            " FOR UPDATE SKIP LOCKED"
-        } else {
-            ""
-        };
+        let lock = skip_locked(engine);
         let sql = format!(
             "UPDATE incidents SET lease_until = $1 WHERE id IN (SELECT id FROM incidents WHERE state = 'pending' \
              AND fire_at <= $2 AND lease_until < $2 ORDER BY fire_at LIMIT $3{lock}) RETURNING {INCIDENT_COLUMNS}"
@@ -1018,11 +1023,7 @@ impl Store {
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<GroupRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres {
-            " FOR UPDATE SKIP LOCKED"
-        } else {
-            ""
-        };
+        let lock = skip_locked(engine);
         let rows = q!(format!(
             "SELECT id, receiver, group_key, active, generation, last_flush_at FROM notify_groups \
              WHERE next_flush_at IS NOT NULL AND next_flush_at <= $1 ORDER BY next_flush_at LIMIT $2{lock}"
@@ -1124,11 +1125,7 @@ impl Store {
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<EscalationRecord>, StoreError> {
-        let lock = if engine == Engine::Postgres {
-            " FOR UPDATE SKIP LOCKED"
-        } else {
-            ""
-        };
+        let lock = skip_locked(engine);
         let rows = q!(format!(
             "SELECT id, incident_id, step, after_secs, receivers FROM escalations WHERE done = 0 AND due_at <= $1 \
              ORDER BY due_at LIMIT $2{lock}"
@@ -1205,11 +1202,7 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
-        let lock = if self.engine == Engine::Postgres {
-            " FOR UPDATE SKIP LOCKED"
-        } else {
-            ""
-        };
+        let lock = skip_locked(self.engine);
         let sql = format!(
             "UPDATE outbox SET lease_owner = $1, lease_until = $2, attempts = attempts + 1 WHERE id IN (\
              SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.due_at <= $3 AND o.lease_until < $3 \
