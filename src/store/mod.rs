@@ -200,6 +200,16 @@ pub struct EscalationRecord {
     pub receivers: Vec<String>,
 }
 
+fn escalation_from_row(r: &AnyRow) -> Result<EscalationRecord, StoreError> {
+    Ok(EscalationRecord {
+        id: r.try_get("id")?,
+        incident_id: r.try_get("incident_id")?,
+        step: r.try_get("step")?,
+        after_secs: r.try_get("after_secs")?,
+        receivers: decode(&r.try_get::<String, _>("receivers")?)?,
+    })
+}
+
 /// An outbox row as the API shows it and the worker claims it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OutboxRecord {
@@ -1134,17 +1144,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *tx.tx)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(EscalationRecord {
-                    id: r.try_get("id")?,
-                    incident_id: r.try_get("incident_id")?,
-                    step: r.try_get("step")?,
-                    after_secs: r.try_get("after_secs")?,
-                    receivers: decode(&r.try_get::<String, _>("receivers")?)?,
-                })
-            })
-            .collect()
+        rows.iter().map(escalation_from_row).collect()
     }
 
     pub async fn finish_escalation(tx: &mut WriteTx, id: i64) -> Result<(), StoreError> {
@@ -1165,17 +1165,7 @@ impl Store {
             .bind(incident_id)
             .fetch_all(&mut *tx.tx)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(EscalationRecord {
-                    id: r.try_get("id")?,
-                    incident_id: r.try_get("incident_id")?,
-                    step: r.try_get("step")?,
-                    after_secs: r.try_get("after_secs")?,
-                    receivers: decode(&r.try_get::<String, _>("receivers")?)?,
-                })
-            })
-            .collect()
+        rows.iter().map(escalation_from_row).collect()
     }
 
     // ---------------------------------------------------------------- Outbox
