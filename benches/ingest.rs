@@ -50,6 +50,10 @@ struct Args {
     /// one alert per event, labelled by Application, with the Application JSON as an annotation.
     #[arg(long)]
     alertmanager: bool,
+    /// Measure event → first delivery instead: this many failed syncs (each fires at once, group_wait 0), spaced
+    /// by 20 ms, to a webhook receiver served by this program; prints the delay percentiles.
+    #[arg(long)]
+    first_delivery: Option<usize>,
     /// Fixture directory with captured bodies.
     #[arg(long, default_value = "../shared/fixtures/argocd/captured")]
     fixtures: PathBuf,
@@ -70,12 +74,21 @@ impl Drop for Spawned {
     }
 }
 
-fn spawn(bin: &PathBuf, storage: Option<&str>, replicas: usize) -> (Spawned, Vec<String>, Vec<u32>) {
+fn spawn(
+    bin: &PathBuf,
+    storage: Option<&str>,
+    replicas: usize,
+    config: Option<&str>,
+) -> (Spawned, Vec<String>, Vec<u32>) {
     let dir = std::env::temp_dir().join(format!("herald-bench-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let storage = storage
         .map(str::to_string)
         .unwrap_or_else(|| format!("sqlite://{}/bench.db", dir.display()));
+    if let Some(text) = config {
+        let _ = std::fs::create_dir_all(dir.join("config"));
+        std::fs::write(dir.join("config/herald.yaml"), text).expect("config");
+    }
     let mut children = Vec::new();
     let mut urls = Vec::new();
     let mut pids = Vec::new();
@@ -86,11 +99,11 @@ fn spawn(bin: &PathBuf, storage: Option<&str>, replicas: usize) -> (Spawned, Vec
         };
         let child = std::process::Command::new(std::fs::canonicalize(bin).expect("herald binary"))
             .arg("serve")
-            .current_dir(&dir) // no config/herald.yaml there: the built-in defaults
+            .current_dir(&dir) // config/herald.yaml there only when given: else the built-in defaults
             .env("HERALD__SERVER__LISTEN", format!("127.0.0.1:{port}"))
             .env("HERALD__STORAGE__URL", &storage)
             .env("HERALD__LOG__LEVEL", "warn")
-            .env("HERALD__GROUPING__GROUP_WAIT", "1s")
+            .env("HERALD__GROUPING__GROUP_WAIT", if config.is_some() { "0s" } else { "1s" })
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.join(format!("herald-{i}.log"))).expect("log"))
             .spawn()
@@ -138,6 +151,75 @@ fn body(templates: &[Value], i: u64, apps: usize) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
+/// Event → first delivery: Herald with a webhook receiver pointing here, scheduler and outbox polling at 50 ms.
+async fn first_delivery(bin: &PathBuf, n: usize) {
+    use std::collections::HashMap;
+    let arrived: Arc<std::sync::Mutex<HashMap<String, Instant>>> = Arc::default();
+    let sink = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let sink_port = sink.local_addr().expect("addr").port();
+    let seen = arrived.clone();
+    let server = actix_web::HttpServer::new(move || {
+        let seen = seen.clone();
+        actix_web::App::new().default_service(actix_web::web::to(move |body: actix_web::web::Bytes| {
+            let seen = seen.clone();
+            async move {
+                let v: Value = serde_json::from_slice(&body).unwrap_or_default();
+                for i in v["incidents"].as_array().into_iter().flatten() {
+                    if let Some(app) = i["app_name"].as_str() {
+                        seen.lock().expect("lock").entry(app.to_string()).or_insert_with(Instant::now);
+                    }
+                }
+                actix_web::HttpResponse::Ok().finish()
+            }
+        }))
+    })
+    .workers(1)
+    .listen(sink)
+    .expect("listen")
+    .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    let config = format!(
+        "receivers: [{{name: sink, webhook: {{url: 'http://127.0.0.1:{sink_port}/hook'}}}}]\n\
+         ownership: {{default_team: t}}\nteams: {{t: {{receivers: [sink]}}}}\n\
+         grouping: {{group_by: [app], group_wait: 0s}}\nrules: {{sync_failed: {{for: 0s}}}}\n\
+         scheduler: {{tick: 50ms}}\noutbox: {{poll_interval: 50ms}}\n"
+    );
+    let (_spawned, urls, _pids) = spawn(bin, None, 1, Some(&config));
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client.get(format!("{}/readyz", urls[0])).send().await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut sent = HashMap::new();
+    for i in 0..n {
+        let app = format!("delivery-{i:05}");
+        let body = serde_json::json!({
+            "timestamp": chrono::Utc::now().to_rfc3339(),
+            "app": {"metadata": {"name": app, "namespace": "argocd"},
+                    "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"},
+                               "operationState": {"phase": "Failed", "message": "failed",
+                                                  "startedAt": chrono::Utc::now().to_rfc3339()}}}
+        });
+        sent.insert(app, Instant::now());
+        let _ = client.post(format!("{}/v1/argocd/events", urls[0])).body(body.to_string()).send().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = arrived.lock().expect("lock").clone();
+    let mut delays: Vec<f64> = sent
+        .iter()
+        .filter_map(|(app, t)| got.get(app).map(|a| a.duration_since(*t).as_secs_f64() * 1000.0))
+        .collect();
+    delays.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| delays.get(((delays.len() as f64 * p).ceil() as usize).clamp(1, delays.len().max(1)) - 1).copied().unwrap_or(0.0);
+    println!("event → first delivery: {} of {} delivered (webhook receiver, group_wait 0, tick 50 ms, poll 50 ms)", delays.len(), n);
+    println!("delay ms: p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}", pct(0.5), pct(0.9), pct(0.99), pct(1.0));
+    handle.stop(true).await;
+}
+
 /// The same event as an Alertmanager alert (what a team paging through Alertmanager would send it).
 fn as_alert(body: &[u8]) -> Vec<u8> {
     let v: Value = serde_json::from_slice(body).unwrap_or_default();
@@ -165,9 +247,13 @@ async fn main() {
         "no captured bodies in {}",
         args.fixtures.display()
     );
+    if let (Some(n), Some(bin)) = (args.first_delivery, &args.spawn) {
+        first_delivery(bin, n).await;
+        return;
+    }
     let (_spawned, urls, pids) = match &args.spawn {
         Some(bin) => {
-            let (s, u, p) = spawn(bin, args.storage_url.as_deref(), args.replicas);
+            let (s, u, p) = spawn(bin, args.storage_url.as_deref(), args.replicas, None);
             (Some(s), u, p)
         }
         None => (None, vec![args.url.clone()], args.pid.into_iter().collect()),

@@ -42,6 +42,10 @@ pub struct Core {
     pub settings: Arc<Settings>,
     pub store: Store,
     pub clock: SharedClock,
+    /// Rung after a batch commits, so timers that became due (group_wait 0) run now, not at the next tick.
+    pub wake_scheduler: Arc<tokio::sync::Notify>,
+    /// Rung when the scheduler queued deliveries, so the outbox worker does not wait for its next poll.
+    pub wake_outbox: Arc<tokio::sync::Notify>,
     router: Arc<Router>,
     argocd_api: Option<ArgoCdApi>,
 }
@@ -76,6 +80,8 @@ impl Pipeline {
     pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
         let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
         let core = Arc::new(Core {
+            wake_scheduler: Arc::default(),
+            wake_outbox: Arc::default(),
             router: Arc::new(Router::new(&settings)),
             settings,
             store,
@@ -109,7 +115,10 @@ async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Receiver<Job>)
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let jobs = std::mem::take(&mut batch);
         match core.ingest_batch(&jobs).await {
-            Ok(summaries) => {
+            Ok((summaries, wake)) => {
+                if wake {
+                    core.wake_scheduler.notify_one();
+                }
                 for (job, summary) in jobs.into_iter().zip(summaries) {
                     let _ = job.reply.send(Ok(summary));
                 }
@@ -118,10 +127,12 @@ async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Receiver<Job>)
                 // Retry one by one, so one body's trouble is not every body's.
                 tracing::warn!(error = %e, size = jobs.len(), "batch failed; retrying its bodies one by one");
                 for job in jobs {
-                    let r = core
-                        .ingest_batch(std::slice::from_ref(&job))
-                        .await
-                        .map(|mut v| v.remove(0));
+                    let r = core.ingest_batch(std::slice::from_ref(&job)).await.map(|(mut v, wake)| {
+                        if wake {
+                            core.wake_scheduler.notify_one();
+                        }
+                        v.remove(0)
+                    });
                     let _ = job.reply.send(r);
                 }
             }
@@ -150,6 +161,8 @@ struct Batch {
     next_placeholder: i64,
     /// Pending incidents whose condition went away: resolved at the end (a pending one notifies nobody).
     resolved_pending: Vec<i64>,
+    /// Something fired or resolved: a group may be due now, so the scheduler should not wait for its tick.
+    wake: bool,
     transitions: Vec<(crate::argocd::AppId, DateTime<Utc>, state::Transition)>,
 }
 
@@ -183,7 +196,7 @@ impl Batch {
 }
 
 impl Core {
-    async fn ingest_batch(&self, jobs: &[Job]) -> Result<Vec<IngestSummary>, StoreError> {
+    async fn ingest_batch(&self, jobs: &[Job]) -> Result<(Vec<IngestSummary>, bool), StoreError> {
         let mut tx = self.store.begin().await?;
         let snaps: Vec<&Snapshot> = jobs.iter().map(|j| &j.snap).collect();
         let mut batch = Batch::load(&mut tx, &snaps).await?;
@@ -195,9 +208,10 @@ impl Core {
                     .await?,
             );
         }
+        let wake = batch.wake;
         batch.write(&mut tx).await?;
         tx.commit().await?;
-        Ok(out)
+        Ok((out, wake))
     }
 
     /// One snapshot in its own transaction (the scheduler's confirmation path).
@@ -332,6 +346,7 @@ impl Core {
                             Store::insert_incident(tx, &view, app, IncidentState::Firing, since, fire_at, Some(now))
                                 .await?;
                         self.on_fired(tx, id, now).await?;
+                        batch.wake = true;
                         if !held.kind.is_informational() {
                             open.push(record(id, IncidentState::Firing));
                         }
@@ -366,6 +381,7 @@ impl Core {
                         batch.resolved_pending.push(rec.id);
                     } else {
                         self.resolve(tx, &rec, now).await?;
+                        batch.wake = true;
                     }
                     changes.push(IncidentChange {
                         kind: rec.kind.clone(),
@@ -498,8 +514,10 @@ impl Core {
     pub async fn tick(&self) -> Result<(), StoreError> {
         self.fire_due_incidents().await?;
         self.deliver_unsilenced().await?;
-        self.flush_groups().await?;
-        self.escalate().await?;
+        let queued = self.flush_groups().await? + self.escalate().await?;
+        if queued > 0 {
+            self.wake_outbox.notify_one();
+        }
         Ok(())
     }
 
@@ -584,15 +602,18 @@ impl Core {
         tx.commit().await
     }
 
-    async fn flush_groups(&self) -> Result<(), StoreError> {
+    /// Returns how many groups were flushed.
+    async fn flush_groups(&self) -> Result<usize, StoreError> {
+        let mut flushed = 0;
         loop {
             let now = self.clock.now();
             let mut tx = self.store.begin().await?;
             let groups = Store::claim_due_groups(&mut tx, self.store.engine(), now, 50).await?;
             if groups.is_empty() {
                 tx.commit().await?;
-                return Ok(());
+                return Ok(flushed);
             }
+            flushed += groups.len();
             for g in groups {
                 self.flush_group(&mut tx, g, now).await?;
             }
@@ -658,10 +679,12 @@ impl Core {
         Store::finish_flush(tx, g.id, still_active, generation, now, next).await
     }
 
-    async fn escalate(&self) -> Result<(), StoreError> {
+    /// Returns how many escalation steps were due.
+    async fn escalate(&self) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let due = Store::claim_due_escalations(&mut tx, self.store.engine(), now, 100).await?;
+        let count = due.len();
         for e in due {
             Store::finish_escalation(&mut tx, e.id).await?;
             let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else {
@@ -688,7 +711,8 @@ impl Core {
                 enqueue(&mut tx, &n, now).await?;
             }
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(count)
     }
 }
 

@@ -37,7 +37,8 @@ impl Application {
         let store = Store::connect(&settings.storage).await?;
         let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
         let receivers = receivers::build_all(&Shared::new(settings.clone()))?;
-        let worker = Worker::new(store.clone(), receivers, &settings, clock.clone());
+        let worker = Worker::new(store.clone(), receivers, &settings, clock.clone())
+            .woken_by(pipeline.wake_outbox.clone());
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.server.listen))?;
         let port = listener.local_addr()?.port();
@@ -173,7 +174,15 @@ pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, 
         }
         tokio::select! {
             _ = tokio::time::sleep(tick) => {}
+            // Woken by an ingest that made something due: gather what else arrives for a moment, so a busy
+            // ingest does not turn into a tick per batch.
+            _ = async {
+                p.wake_scheduler.notified().await;
+                tokio::time::sleep(WAKE_DEBOUNCE.min(tick)).await;
+            } => {}
             _ = stop.changed() => {}
         }
     }
 }
+
+const WAKE_DEBOUNCE: Duration = Duration::from_millis(20);

@@ -57,6 +57,7 @@ pub struct Worker {
     settings: OutboxSettings,
     clock: SharedClock,
     owner: String,
+    wake: Arc<tokio::sync::Notify>,
 }
 
 impl Worker {
@@ -90,7 +91,14 @@ impl Worker {
             settings: settings.outbox.clone(),
             clock,
             owner: format!("{}-{}", hostname(), uuid::Uuid::new_v4().simple()),
+            wake: Arc::default(),
         }
+    }
+
+    /// Polls at once when `wake` is rung (new deliveries queued), not only every `outbox.poll_interval`.
+    pub fn woken_by(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = wake;
+        self
     }
 
     /// Claims and delivers one batch. Returns how many rows it handled.
@@ -186,6 +194,7 @@ impl Worker {
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.settings.poll_interval) => {}
+                _ = self.wake.notified() => {}
                 _ = stop.changed() => {}
             }
         }
