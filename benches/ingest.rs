@@ -103,7 +103,10 @@ fn spawn(
             .env("HERALD__SERVER__LISTEN", format!("127.0.0.1:{port}"))
             .env("HERALD__STORAGE__URL", &storage)
             .env("HERALD__LOG__LEVEL", "warn")
-            .env("HERALD__GROUPING__GROUP_WAIT", if config.is_some() { "0s" } else { "1s" })
+            .env(
+                "HERALD__GROUPING__GROUP_WAIT",
+                if config.is_some() { "0s" } else { "1s" },
+            )
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.join(format!("herald-{i}.log"))).expect("log"))
             .spawn()
@@ -166,7 +169,10 @@ async fn first_delivery(bin: &PathBuf, n: usize) {
                 let v: Value = serde_json::from_slice(&body).unwrap_or_default();
                 for i in v["incidents"].as_array().into_iter().flatten() {
                     if let Some(app) = i["app_name"].as_str() {
-                        seen.lock().expect("lock").entry(app.to_string()).or_insert_with(Instant::now);
+                        seen.lock()
+                            .expect("lock")
+                            .entry(app.to_string())
+                            .or_insert_with(Instant::now);
                     }
                 }
                 actix_web::HttpResponse::Ok().finish()
@@ -188,7 +194,12 @@ async fn first_delivery(bin: &PathBuf, n: usize) {
     let (_spawned, urls, _pids) = spawn(bin, None, 1, Some(&config));
     let client = reqwest::Client::new();
     for _ in 0..200 {
-        if client.get(format!("{}/readyz", urls[0])).send().await.is_ok_and(|r| r.status().is_success()) {
+        if client
+            .get(format!("{}/readyz", urls[0]))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -204,7 +215,11 @@ async fn first_delivery(bin: &PathBuf, n: usize) {
                                                   "startedAt": chrono::Utc::now().to_rfc3339()}}}
         });
         sent.insert(app, Instant::now());
-        let _ = client.post(format!("{}/v1/argocd/events", urls[0])).body(body.to_string()).send().await;
+        let _ = client
+            .post(format!("{}/v1/argocd/events", urls[0]))
+            .body(body.to_string())
+            .send()
+            .await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -214,9 +229,24 @@ async fn first_delivery(bin: &PathBuf, n: usize) {
         .filter_map(|(app, t)| got.get(app).map(|a| a.duration_since(*t).as_secs_f64() * 1000.0))
         .collect();
     delays.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| delays.get(((delays.len() as f64 * p).ceil() as usize).clamp(1, delays.len().max(1)) - 1).copied().unwrap_or(0.0);
-    println!("event → first delivery: {} of {} delivered (webhook receiver, group_wait 0, tick 50 ms, poll 50 ms)", delays.len(), n);
-    println!("delay ms: p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}", pct(0.5), pct(0.9), pct(0.99), pct(1.0));
+    let pct = |p: f64| {
+        delays
+            .get(((delays.len() as f64 * p).ceil() as usize).clamp(1, delays.len().max(1)) - 1)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    println!(
+        "event → first delivery: {} of {} delivered (webhook receiver, group_wait 0, tick 50 ms, poll 50 ms)",
+        delays.len(),
+        n
+    );
+    println!(
+        "delay ms: p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+        pct(0.5),
+        pct(0.9),
+        pct(0.99),
+        pct(1.0)
+    );
     handle.stop(true).await;
 }
 

@@ -127,12 +127,15 @@ async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Receiver<Job>)
                 // Retry one by one, so one body's trouble is not every body's.
                 tracing::warn!(error = %e, size = jobs.len(), "batch failed; retrying its bodies one by one");
                 for job in jobs {
-                    let r = core.ingest_batch(std::slice::from_ref(&job)).await.map(|(mut v, wake)| {
-                        if wake {
-                            core.wake_scheduler.notify_one();
-                        }
-                        v.remove(0)
-                    });
+                    let r = core
+                        .ingest_batch(std::slice::from_ref(&job))
+                        .await
+                        .map(|(mut v, wake)| {
+                            if wake {
+                                core.wake_scheduler.notify_one();
+                            }
+                            v.remove(0)
+                        });
                     let _ = job.reply.send(r);
                 }
             }

@@ -37,8 +37,8 @@ impl Application {
         let store = Store::connect(&settings.storage).await?;
         let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
         let receivers = receivers::build_all(&Shared::new(settings.clone()))?;
-        let worker = Worker::new(store.clone(), receivers, &settings, clock.clone())
-            .woken_by(pipeline.wake_outbox.clone());
+        let worker =
+            Worker::new(store.clone(), receivers, &settings, clock.clone()).woken_by(pipeline.wake_outbox.clone());
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.server.listen))?;
         let port = listener.local_addr()?.port();
