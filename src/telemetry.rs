@@ -10,9 +10,11 @@ use crate::store::Store;
 pub fn init_logs(s: &LogSettings) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&s.level));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let _ = match s.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
