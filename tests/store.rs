@@ -114,24 +114,24 @@ async fn applications_round_trip_and_upsert(engine: &str) {
         panic!()
     };
     let mut tx = store.begin().await.expect("tx");
-    assert!(Store::load_app(&mut tx, &app("pay")).await.expect("load").is_none());
-    Store::save_app(&mut tx, "p", &state).await.expect("save");
-    Store::add_transitions(&mut tx, &app("pay"), now, &transitions)
+    let ids = [app("pay"), app("other")];
+    assert!(Store::load_apps(&mut tx, &ids).await.expect("load").is_empty());
+    Store::save_apps(&mut tx, &[("p", &*state)]).await.expect("save");
+    let timeline: Vec<_> = transitions.iter().map(|t| (app("pay"), now, t.clone())).collect();
+    Store::add_transitions_many(&mut tx, &timeline)
         .await
         .expect("transitions");
-    Store::add_raw(&mut tx, &app("pay"), now, "changed", "{}")
+    Store::add_raws(&mut tx, &[(app("pay"), now, "changed", "{}".to_string())])
         .await
         .expect("raw");
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
-    let loaded = Store::load_app(&mut tx, &app("pay"))
-        .await
-        .expect("load")
-        .expect("present");
-    assert_eq!(loaded, *state);
+    let loaded = Store::load_apps(&mut tx, &ids).await.expect("load");
+    assert_eq!(loaded.len(), 1, "only the stored one");
+    assert_eq!(loaded[&app("pay")], ("p".to_string(), (*state).clone()));
     let mut newer = (*state).clone();
     newer.snapshot.sync_status = "Synced".into();
-    Store::save_app(&mut tx, "p", &newer).await.expect("upsert");
+    Store::save_apps(&mut tx, &[("p", &newer)]).await.expect("upsert");
     tx.commit().await.expect("commit");
     let rec = store.app(&app("pay")).await.expect("app").expect("present");
     assert_eq!(rec.state.snapshot.sync_status, "Synced");
@@ -148,13 +148,12 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     );
     // An uncommitted transaction leaves nothing behind.
     let mut tx = store.begin().await.expect("tx");
-    Store::save_app(&mut tx, "p", &{
+    let ghost = {
         let mut s = newer.clone();
         s.snapshot.app = app("ghost");
         s
-    })
-    .await
-    .expect("save");
+    };
+    Store::save_apps(&mut tx, &[("p", &ghost)]).await.expect("save");
     drop(tx);
     assert!(store.app(&app("ghost")).await.expect("app").is_none());
 }

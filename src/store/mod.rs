@@ -380,48 +380,6 @@ impl Store {
 
     // ---------------------------------------------------------------- Applications
 
-    pub async fn load_app(tx: &mut WriteTx, app: &AppId) -> Result<Option<AppState>, StoreError> {
-        let row = q!("SELECT state_json FROM apps WHERE namespace = $1 AND name = $2")
-            .bind(&app.namespace)
-            .bind(&app.name)
-            .fetch_optional(&mut *tx.tx)
-            .await?;
-        match row {
-            Some(r) => Ok(Some(decode(&r.try_get::<String, _>("state_json")?)?)),
-            None => Ok(None),
-        }
-    }
-
-    pub async fn save_app(tx: &mut WriteTx, team: &str, s: &AppState) -> Result<(), StoreError> {
-        let snap = &s.snapshot;
-        q!(
-            "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
-            health_since, observed_at, last_seen, content_hash, state_json) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
-            ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
-            team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
-            sync_since = excluded.sync_since, health_since = excluded.health_since, \
-            observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
-            content_hash = excluded.content_hash, state_json = excluded.state_json"
-        )
-        .bind(&snap.app.namespace)
-        .bind(&snap.app.name)
-        .bind(snap.uid.clone())
-        .bind(&snap.project)
-        .bind(team)
-        .bind(&snap.sync_status)
-        .bind(&snap.health_status)
-        .bind(to_millis(s.sync_since))
-        .bind(to_millis(s.health_since))
-        .bind(to_millis(s.observed_at))
-        .bind(to_millis(s.last_seen))
-        .bind(&s.content_hash)
-        .bind(encode(s))
-        .execute(&mut *tx.tx)
-        .await?;
-        Ok(())
-    }
-
     /// Loads several Applications at once (team, state), for a batch of bodies.
     pub async fn load_apps(
         tx: &mut WriteTx,
@@ -577,56 +535,6 @@ impl Store {
         Ok(())
     }
 
-    pub async fn touch_app(tx: &mut WriteTx, s: &AppState) -> Result<(), StoreError> {
-        q!("UPDATE apps SET last_seen = $1, observed_at = $2, state_json = $3 WHERE namespace = $4 AND name = $5")
-            .bind(to_millis(s.last_seen))
-            .bind(to_millis(s.observed_at))
-            .bind(encode(s))
-            .bind(&s.snapshot.app.namespace)
-            .bind(&s.snapshot.app.name)
-            .execute(&mut *tx.tx)
-            .await?;
-        Ok(())
-    }
-
-    pub async fn add_transitions(
-        tx: &mut WriteTx,
-        app: &AppId,
-        at: DateTime<Utc>,
-        transitions: &[Transition],
-    ) -> Result<(), StoreError> {
-        for t in transitions {
-            q!("INSERT INTO transitions (namespace, name, at, field, from_value, to_value) VALUES ($1, $2, $3, $4, $5, $6)")
-                .bind(&app.namespace)
-                .bind(&app.name)
-                .bind(to_millis(at))
-                .bind(&t.field)
-                .bind(t.from.clone())
-                .bind(&t.to)
-                .execute(&mut *tx.tx)
-                .await?;
-        }
-        Ok(())
-    }
-
-    pub async fn add_raw(
-        tx: &mut WriteTx,
-        app: &AppId,
-        at: DateTime<Utc>,
-        outcome: &str,
-        body: &str,
-    ) -> Result<(), StoreError> {
-        q!("INSERT INTO raw_events (received_at, namespace, name, outcome, body) VALUES ($1, $2, $3, $4, $5)")
-            .bind(to_millis(at))
-            .bind(&app.namespace)
-            .bind(&app.name)
-            .bind(outcome)
-            .bind(body)
-            .execute(&mut *tx.tx)
-            .await?;
-        Ok(())
-    }
-
     pub async fn purge_raw(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let r = q!("DELETE FROM raw_events WHERE received_at < $1")
             .bind(to_millis(before))
@@ -726,15 +634,10 @@ impl Store {
     // ---------------------------------------------------------------- Incidents
 
     pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
-        let rows = q!(format!(
-            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE namespace = $1 AND name = $2 \
-             AND state IN ('pending', 'firing')"
-        ))
-        .bind(&app.namespace)
-        .bind(&app.name)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter().map(incident_from_row).collect()
+        Ok(Self::open_incidents_of(tx, std::slice::from_ref(app))
+            .await?
+            .remove(app)
+            .unwrap_or_default())
     }
 
     #[allow(clippy::too_many_arguments)]
