@@ -1,77 +1,13 @@
 //! Chat receivers behind one incoming-webhook URL: Microsoft Teams (Workflows webhook, Adaptive Card 1.4), Google
 //! Chat (text messages threaded by the notification's `thread_key`) and Mattermost (Slack-compatible webhook,
 //! Markdown). None of them can edit an earlier message, so each action is a new message.
-//! Also owns [`Redactor`], which keeps webhook-URL secrets and tokens out of error strings (Slack uses it too).
 
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::WebhookUrlSettings;
 use crate::notify::{Action, IncidentView, Notification, render};
-
-/// Removes secrets from error reasons: a webhook URL carries its secret in the path or the query, and a
-/// downstream may echo any of it back in an error body.
-#[derive(Default)]
-pub(crate) struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl Redactor {
-    /// The whole URL, its path and query, and its last path segment and query values when long enough to be a key
-    /// (short ones such as `invoke` or `1` are words, not secrets).
-    pub(crate) fn url(mut self, raw: &str) -> Self {
-        const KEY_LEN: usize = 16;
-        self.secrets.push(raw.to_string());
-        if let Ok(u) = url::Url::parse(raw) {
-            if u.path().len() > 1 {
-                self.secrets.push(u.path().to_string());
-            }
-            if let Some(q) = u.query() {
-                self.secrets.push(q.to_string());
-            }
-            if let Some(last) = u.path_segments().and_then(|mut s| s.next_back())
-                && last.len() >= KEY_LEN
-            {
-                self.secrets.push(last.to_string());
-            }
-            for (_, v) in u.query_pairs() {
-                if v.len() >= KEY_LEN {
-                    self.secrets.push(v.into_owned());
-                }
-            }
-        }
-        self
-    }
-
-    pub(crate) fn secret(mut self, s: &str) -> Self {
-        self.secrets.push(s.to_string());
-        self
-    }
-
-    fn scrub(&self, reason: &str) -> String {
-        let mut out = reason.to_string();
-        let mut secrets: Vec<&String> = self.secrets.iter().filter(|s| s.len() >= 6).collect();
-        // Longest first, so a URL is replaced whole rather than leaving its host around a redacted path.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        for s in secrets {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-        out
-    }
-
-    pub(crate) fn apply(&self, e: DeliveryError) -> DeliveryError {
-        match e {
-            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
-                reason: self.scrub(&reason),
-                retry_after,
-            },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent {
-                reason: self.scrub(&reason),
-            },
-        }
-    }
-}
 
 /// A coloured marker for titles, so the state reads at a glance in a channel.
 pub(crate) fn status_emoji(n: &Notification) -> &'static str {
@@ -111,22 +47,9 @@ async fn post_json(
         .map_err(|e| redactor.apply(transport_error(e)))?;
     if !resp.status().is_success() {
         let e = error_from_response(resp).await;
-        return Err(redactor.apply(prefix(who, e)));
+        return Err(redactor.apply(DeliveryError::prefixed(who, e)));
     }
     Ok(resp.text().await.unwrap_or_default())
-}
-
-/// Names the receiver (and method) in a failure's reason.
-pub(crate) fn prefix(who: &str, e: DeliveryError) -> DeliveryError {
-    match e {
-        DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
-            reason: format!("{who}: {reason}"),
-            retry_after,
-        },
-        DeliveryError::Permanent { reason } => DeliveryError::Permanent {
-            reason: format!("{who}: {reason}"),
-        },
-    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::{AsyncSmtpTransportBuilder, PoolConfig};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 
-use super::{Delivered, DeliveryError, Memo, Receiver};
+use super::{Delivered, DeliveryError, Memo, Receiver, Redactor};
 use crate::configuration::{EmailSettings, SmtpSettings};
 use crate::notify::{Action, Notification, render};
 
@@ -31,8 +31,8 @@ pub struct Email {
     transport: Mutex<Option<Transport>>,
     /// Bound on one whole send: lettre only bounds the TCP connect, not a server that stops answering.
     timeout: Duration,
-    /// Scrubbed from every error text, in case a server echoes it back.
-    password: Option<SecretString>,
+    /// Removes the password from every error text, in case a server echoes it back.
+    redactor: Redactor,
 }
 
 /// How the connection to the relay is secured, from the URL's scheme and `tls` parameter.
@@ -73,7 +73,10 @@ impl Email {
             builder,
             transport: Mutex::new(None),
             timeout: smtp.timeout,
-            password: smtp.password,
+            redactor: match &smtp.password {
+                Some(p) => Redactor::default().secret(p.expose_secret()),
+                None => Redactor::default(),
+            },
         })
     }
 
@@ -130,18 +133,11 @@ impl Email {
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
     }
 
-    fn scrub(&self, s: String) -> String {
-        match &self.password {
-            Some(p) if !p.expose_secret().is_empty() => s.replace(p.expose_secret(), "[redacted]"),
-            _ => s,
-        }
-    }
-
     /// SMTP reply codes decide: 4xx may pass later, 5xx (bad recipient, failed AUTH) will not. Without a reply,
     /// connection trouble and timeouts are worth retrying; a client-side refusal (no common AUTH mechanism,
     /// no STARTTLS offered) needs a configuration change.
     fn classify(&self, e: lettre::transport::smtp::Error) -> DeliveryError {
-        let reason = self.scrub(e.to_string());
+        let reason = self.redactor.scrub(&e.to_string());
         if e.is_permanent() {
             DeliveryError::permanent(format!("SMTP server refused the message: {reason}"))
         } else if e.is_transient() {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, classify_status, parse_retry_after, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, classify_status, parse_retry_after, transport_error};
 use crate::configuration::GithubSettings;
 use crate::notify::render::truncate;
 use crate::notify::{Action, Notification, render};
@@ -92,6 +92,7 @@ pub struct Github {
     http: reqwest::Client,
     /// `{api_url}/repos/{owner}/{name}`.
     repo_url: String,
+    redactor: Redactor,
 }
 
 impl Github {
@@ -101,31 +102,19 @@ impl Github {
             settings.api_url.trim_end_matches('/'),
             settings.repo.trim_matches('/')
         );
+        let redactor = Redactor::default().secret(settings.token.expose_secret());
         Self {
             settings,
             http,
             repo_url,
+            redactor,
         }
     }
 
     /// Prefixes what failed and blanks out the token, should a server echo it back.
     fn redact(&self, what: &str, e: DeliveryError) -> DeliveryError {
-        let token = self.settings.token.expose_secret();
-        let clean = |reason: String| {
-            let r = format!("github {what}: {reason}");
-            if token.is_empty() {
-                r
-            } else {
-                r.replace(token, "[redacted]")
-            }
-        };
-        match e {
-            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
-                reason: clean(reason),
-                retry_after,
-            },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
-        }
+        self.redactor
+            .apply(DeliveryError::prefixed(&format!("github {what}"), e))
     }
 
     /// One request; a 2xx answers its body, anything else the rate-limit-aware classification.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::{JiraApi, JiraSettings};
 use crate::notify::render::truncate;
 use crate::notify::{Action, Notification, render};
@@ -150,6 +150,7 @@ pub struct Jira {
     http: reqwest::Client,
     /// `{url}/rest/api/3` or `{url}/rest/api/2`.
     base: String,
+    redactor: Redactor,
 }
 
 impl Jira {
@@ -159,7 +160,19 @@ impl Jira {
             JiraApi::Datacenter => 2,
         };
         let base = format!("{}/rest/api/{version}", settings.url.trim_end_matches('/'));
-        Self { settings, http, base }
+        // The token, and the Basic form it travels in on Cloud, should a server echo either back.
+        use base64::Engine as _;
+        let token = settings.token.expose_secret();
+        let mut redactor = Redactor::default().secret(token);
+        if let Some(user) = &settings.user {
+            redactor = redactor.secret(&base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}")));
+        }
+        Self {
+            settings,
+            http,
+            base,
+            redactor,
+        }
     }
 
     fn cloud(&self) -> bool {
@@ -177,29 +190,7 @@ impl Jira {
 
     /// Prefixes what failed and blanks out the token (and its Basic form), should a server echo them back.
     fn redact(&self, what: &str, e: DeliveryError) -> DeliveryError {
-        use base64::Engine as _;
-        let token = self.settings.token.expose_secret();
-        let basic = self
-            .settings
-            .user
-            .as_ref()
-            .map(|u| base64::engine::general_purpose::STANDARD.encode(format!("{u}:{token}")));
-        let clean = |reason: String| {
-            let mut r = format!("jira {what}: {reason}");
-            for secret in [Some(token.to_string()), basic.clone()].into_iter().flatten() {
-                if !secret.is_empty() {
-                    r = r.replace(&secret, "[redacted]");
-                }
-            }
-            r
-        };
-        match e {
-            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
-                reason: clean(reason),
-                retry_after,
-            },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
-        }
+        self.redactor.apply(DeliveryError::prefixed(&format!("jira {what}"), e))
     }
 
     /// One request; a 2xx answers its body (possibly empty), anything else the shared classification.

@@ -6,7 +6,7 @@ use secrecy::ExposeSecret;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::PagerdutySettings;
 use crate::notify::render::truncate;
 use crate::notify::{Action, IncidentView, Notification, render};
@@ -38,11 +38,17 @@ fn non_empty(s: &str) -> Option<&str> {
 pub struct PagerDuty {
     settings: PagerdutySettings,
     http: reqwest::Client,
+    redactor: Redactor,
 }
 
 impl PagerDuty {
     pub fn new(settings: PagerdutySettings, http: reqwest::Client) -> Self {
-        Self { settings, http }
+        let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
+        Self {
+            settings,
+            http,
+            redactor,
+        }
     }
 
     /// The `trigger` event: what happened (the incident's one-line summary), where, how bad, and everything a
@@ -127,22 +133,7 @@ impl PagerDuty {
 
     /// Blanks out the routing key, should a server echo it back.
     fn redact(&self, e: DeliveryError) -> DeliveryError {
-        let key = self.settings.routing_key.expose_secret();
-        let clean = |reason: String| {
-            let r = format!("pagerduty: {reason}");
-            if key.is_empty() {
-                r
-            } else {
-                r.replace(key, "[redacted]")
-            }
-        };
-        match e {
-            DeliveryError::Transient { reason, retry_after } => DeliveryError::Transient {
-                reason: clean(reason),
-                retry_after,
-            },
-            DeliveryError::Permanent { reason } => DeliveryError::Permanent { reason: clean(reason) },
-        }
+        self.redactor.apply(DeliveryError::prefixed("pagerduty", e))
     }
 }
 

@@ -6,7 +6,8 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::chat::{Redactor, prefix, status_emoji, truncate};
+use super::Redactor;
+use super::chat::{status_emoji, truncate};
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, retry_after_header, transport_error};
 use crate::configuration::SlackSettings;
 use crate::notify::{Action, IncidentView, Notification, render};
@@ -308,7 +309,7 @@ impl Slack {
             .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
             let e = error_from_response(resp).await;
-            return Err(self.redactor.apply(prefix("slack webhook", e)));
+            return Err(self.redactor.apply(DeliveryError::prefixed("slack webhook", e)));
         }
         Ok(Delivered {
             memo: None,
@@ -329,7 +330,10 @@ impl Slack {
             .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
             let e = error_from_response(resp).await;
-            return Err(self.redactor.apply(prefix(&format!("slack {method}"), e)).into());
+            return Err(self
+                .redactor
+                .apply(DeliveryError::prefixed(&format!("slack {method}"), e))
+                .into());
         }
         let retry_after = retry_after_header(&resp);
         let text = resp.text().await.unwrap_or_default();
