@@ -247,6 +247,7 @@ impl Receiver for Email {
 mod tests {
     use super::*;
     use crate::notify::{IncidentView, ResourceRef};
+    use secrecy::SecretString;
     use std::net::TcpListener;
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
