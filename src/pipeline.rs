@@ -348,10 +348,11 @@ impl Core {
                         let id =
                             Store::insert_incident(tx, &view, app, IncidentState::Firing, since, fire_at, Some(now))
                                 .await?;
-                        self.on_fired(tx, id, now).await?;
+                        let fired = record(id, IncidentState::Firing);
+                        self.on_fired(tx, &fired, now).await?;
                         batch.wake = true;
                         if !held.kind.is_informational() {
-                            open.push(record(id, IncidentState::Firing));
+                            open.push(fired);
                         }
                     } else {
                         // Written with the batch; until then known by a negative placeholder id.
@@ -419,10 +420,8 @@ impl Core {
     }
 
     /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
-    async fn on_fired(&self, tx: &mut WriteTx, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
-        let Some(rec) = Store::incident(tx, id).await? else {
-            return Ok(());
-        };
+    async fn on_fired(&self, tx: &mut WriteTx, rec: &IncidentRecord, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let id = rec.id;
         let labels = Labels::from_view(&rec.full_view());
         let silences = Store::silences_tx(tx, now).await?;
         let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
@@ -430,7 +429,7 @@ impl Core {
             tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, "incident fired while silenced: tracked, not delivered");
             Store::set_notified(tx, id, false).await?;
         } else {
-            self.route_incident(tx, &rec, &labels, now).await?;
+            self.route_incident(tx, rec, &labels, now).await?;
         }
         if informational {
             // Informational kinds (pruned) are told once and closed at once: there is nothing to resolve.
@@ -572,18 +571,21 @@ impl Core {
         }
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
-        let Some(current) = Store::incident(&mut tx, rec.id).await? else {
+        let Some(mut current) = Store::incident(&mut tx, rec.id).await? else {
             return Ok(());
         };
         if current.state != IncidentState::Pending {
             return Ok(()); // resolved meanwhile (or fired by another replica)
         }
-        if let Some(n) = &note {
-            Store::add_incident_note(&mut tx, rec.id, n).await?;
+        if let Some(n) = note {
+            current.view.notes.push(n);
+            Store::refresh_incident(&mut tx, rec.id, &current.view).await?;
         }
         Store::set_incident_state(&mut tx, rec.id, IncidentState::Firing, now).await?;
+        current.state = IncidentState::Firing;
+        current.fired_at = Some(now);
         tracing::info!(incident = rec.id, app = %rec.app, kind = %rec.kind, "incident fired");
-        self.on_fired(&mut tx, rec.id, now).await?;
+        self.on_fired(&mut tx, &current, now).await?;
         tx.commit().await
     }
 

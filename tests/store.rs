@@ -146,6 +146,23 @@ async fn applications_round_trip_and_upsert(engine: &str) {
             .expect("purge"),
         1
     );
+    // Only Applications with something waiting to be pruned are read for /v1/prune-pending.
+    assert!(store.apps_with_pending_prunes().await.expect("prunes").is_empty());
+    let pruning = parse_body(
+        br#"{"app":{"metadata":{"name":"cron","namespace":"argocd"},"status":{"sync":{"status":"OutOfSync"},
+            "resources":[{"kind":"CronJob","name":"reminders","namespace":"billing","status":"OutOfSync","requiresPruning":true}]}}}"#,
+        64,
+    )
+    .expect("body");
+    let Outcome::Changed { state: cron, .. } = apply(None, pruning, now) else {
+        panic!()
+    };
+    let mut tx = store.begin().await.expect("tx");
+    Store::save_apps(&mut tx, &[("billing", &*cron)]).await.expect("save");
+    tx.commit().await.expect("commit");
+    let waiting = store.apps_with_pending_prunes().await.expect("prunes");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].state.snapshot.app, app("cron"));
     // An uncommitted transaction leaves nothing behind.
     let mut tx = store.begin().await.expect("tx");
     let ghost = {

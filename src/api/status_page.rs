@@ -26,7 +26,7 @@ pub struct PruneRow {
 }
 
 pub async fn prune_rows(p: &Pipeline) -> Result<Vec<PruneRow>, ApiError> {
-    let apps = p.store.apps(None, None, 100_000).await?;
+    let apps = p.store.apps_with_pending_prunes().await?;
     let mut rows = Vec::new();
     for a in apps {
         let s = &a.state;

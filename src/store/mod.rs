@@ -597,6 +597,25 @@ impl Store {
             .collect()
     }
 
+    /// Applications whose stored state mentions a resource waiting to be pruned (`requires_pruning` or a
+    /// `PruneSkipped` sync result): the rows behind `/v1/prune-pending`, without decoding every Application.
+    pub async fn apps_with_pending_prunes(&self) -> Result<Vec<AppRecord>, StoreError> {
+        let rows = q!(
+            "SELECT team, state_json FROM apps WHERE state_json LIKE '%\"requires_pruning\":true%' \
+                       OR state_json LIKE '%\"PruneSkipped\"%'"
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(AppRecord {
+                    team: r.try_get("team")?,
+                    state: decode(&r.try_get::<String, _>("state_json")?)?,
+                })
+            })
+            .collect()
+    }
+
     pub async fn app_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
         let rows = q!("SELECT sync_status, health_status, COUNT(*) AS n FROM apps GROUP BY sync_status, health_status")
             .fetch_all(&self.pool)
@@ -760,14 +779,6 @@ impl Store {
             .bind(id)
             .execute(&mut *tx.tx)
             .await?;
-        Ok(())
-    }
-
-    pub async fn add_incident_note(tx: &mut WriteTx, id: i64, note: &str) -> Result<(), StoreError> {
-        if let Some(mut rec) = Self::incident(tx, id).await? {
-            rec.view.notes.push(note.to_string());
-            Self::refresh_incident(tx, id, &rec.view).await?;
-        }
         Ok(())
     }
 

@@ -96,6 +96,8 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         ("/v1/apps?limit=0", 400),
         ("/v1/apps?limit=abc", 400),
         ("/v1/apps?colour=red", 400),
+        ("/v1/apps/argocd/x/raw?limit=-1", 400),
+        ("/v1/silences?expired=maybe", 400),
         ("/v1/incidents?state=burning", 400),
         ("/v1/incidents?kind=meteor", 400),
         ("/v1/outbox?state=lost", 400),
