@@ -61,12 +61,7 @@ async fn a_condition_confirmed_by_the_api_fires() {
         "the API is asked only when the rule is due"
     );
     advance(&clock, Duration::from_secs(2 * 60)).await;
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("sink.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("fired after confirmation");
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
     assert_eq!(got[0]["incidents"][0]["app_name"], "jen");
     assert!(
         got[0]["incidents"][0]["notes"].as_array().expect("notes").is_empty(),
@@ -137,12 +132,7 @@ async fn an_unreachable_api_delays_the_rule_a_bounded_time_then_it_fires_unconfi
         "within confirm_wait it waits"
     );
     advance(&clock, Duration::from_secs(6 * 60)).await; // past fire_at + confirm_wait (10m)
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("sink.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("fired unconfirmed");
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
     let notes = got[0]["incidents"][0]["notes"].to_string();
     assert!(notes.contains("not confirmed"), "{notes}");
     assert_eq!(got.len(), 1);

@@ -207,6 +207,22 @@ pub fn delivered(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Waits until the console receiver writing `path` has at least `n` notifications, and returns them all.
+pub async fn wait_for(path: &Path, n: usize) -> Vec<Value> {
+    eventually(Duration::from_secs(10), || async {
+        let l = delivered(path);
+        (l.len() >= n).then_some(l)
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "{} got fewer than {n} notifications: {:?}",
+            path.display(),
+            delivered(path)
+        )
+    })
+}
+
 /// The real `herald` binary as a child process; its output is collected for log assertions.
 pub struct Binary {
     pub child: Child,

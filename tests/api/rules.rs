@@ -76,12 +76,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     body["app"]["status"]["sync"]["revision"] = "ffffffffffffffffffffffffffffffffffffffff".into();
     assert_eq!(app.post(body.to_string()).await.status(), 202);
     advance(&clock, Duration::from_secs(2 * 60)).await;
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("the owning team was notified at minute 61");
+    let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(actions(&got), ["open"]);
     assert_eq!(got[0]["incidents"][0]["kind"], "out_of_sync");
     assert_eq!(got[0]["incidents"][0]["team"], "payments");
@@ -96,12 +91,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     // Synced: resolved, and the resolve is sent (console sends resolved).
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
     advance(&clock, Duration::from_secs(1)).await;
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (l.len() >= 2).then_some(l)
-    })
-    .await
-    .expect("resolve delivered");
+    let got = wait_for(&d.join("pay-chat.jsonl"), 2).await;
     assert_eq!(actions(&got), ["open", "resolve"]);
     assert_eq!(
         app.get_json("/v1/incidents?state=resolved&kind=out_of_sync").await["count"],
@@ -128,12 +118,7 @@ async fn synced_before_the_hour_never_notifies_and_a_new_out_of_sync_restarts_th
         "OutOfSync → Synced → OutOfSync restarts the clock"
     );
     advance(&clock, Duration::from_secs(2)).await;
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("fires an hour after the second OutOfSync");
+    let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(got.len(), 1);
     app.stop().await;
 }
@@ -202,34 +187,19 @@ async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_rep
         "step 1 is 1h after firing"
     );
     advance(&clock, Duration::from_secs(31 * 60)).await; // 1h01 after firing
-    let pager = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pager.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("step 1 reached the pager");
+    let pager = wait_for(&d.join("pager.jsonl"), 1).await;
     assert!(pager[0]["reason"].as_str().unwrap_or("").contains("escalation step 1"));
     assert!(delivered(&d.join("boss.jsonl")).is_empty());
     // repeat_interval 3h: the team hears "still firing" 3h after the first message.
     advance(&clock, Duration::from_secs(2 * 3600)).await; // 3h01 after firing
-    let chat = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (l.len() >= 2).then_some(l)
-    })
-    .await
-    .expect("repeat");
+    let chat = wait_for(&d.join("pay-chat.jsonl"), 2).await;
     assert_eq!(actions(&chat), ["open", "update"]);
     assert_eq!(chat[1]["reason"], "still firing");
     // Resolved before step 2 (4h): the boss never hears; the pager hears the resolve.
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
     advance(&clock, Duration::from_secs(2 * 3600)).await;
     assert!(delivered(&d.join("boss.jsonl")).is_empty(), "cancelled on resolve");
-    let pager = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pager.jsonl"));
-        (l.len() >= 2).then_some(l)
-    })
-    .await
-    .expect("pager hears the resolve");
+    let pager = wait_for(&d.join("pager.jsonl"), 2).await;
     assert_eq!(actions(&pager), ["open", "resolve"]);
     app.stop().await;
 }
@@ -339,12 +309,7 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
         .expect("req");
     assert_eq!(r.status(), 200);
     advance(&clock, Duration::from_secs(1)).await;
-    let got = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("delivered after the silence ended");
+    let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(actions(&got), ["open"]);
     app.stop().await;
 }
@@ -367,18 +332,8 @@ async fn routes_send_to_their_receivers_in_order() {
     );
     assert_eq!(app.post(body).await.status(), 202);
     advance(&clock, Duration::from_secs(1)).await;
-    let pager = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("pager.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("first route");
-    let ops = eventually(Duration::from_secs(5), || async {
-        let l = delivered(&d.join("ops-chat.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("second route (continue: true)");
+    let pager = wait_for(&d.join("pager.jsonl"), 1).await;
+    let ops = wait_for(&d.join("ops-chat.jsonl"), 1).await;
     assert_eq!(pager[0]["incidents"][0]["kind"], "sync_failed");
     assert_eq!(ops[0]["incidents"][0]["kind"], "sync_failed");
     assert!(
@@ -420,12 +375,7 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
     assert!(delivered(&d.join("pay-chat.jsonl")).is_empty());
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let bin = Binary::start(&cfg, &[]);
-    let got = eventually(Duration::from_secs(10), || async {
-        let l = delivered(&d.join("pay-chat.jsonl"));
-        (!l.is_empty()).then_some(l)
-    })
-    .await
-    .expect("fired after the restart");
+    let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "{got:?}");
     drop(bin);

@@ -51,21 +51,6 @@ async fn post(bin: &Binary, body: &Value) {
     assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
 }
 
-async fn wait_for(path: &Path, n: usize) -> Vec<Value> {
-    eventually(Duration::from_secs(10), || async {
-        let l = delivered(path);
-        (l.len() >= n).then_some(l)
-    })
-    .await
-    .unwrap_or_else(|| {
-        panic!(
-            "{} got fewer than {n} notifications: {:?}",
-            path.display(),
-            delivered(path)
-        )
-    })
-}
-
 /// 1. Prune off: a CronJob deleted from Git keeps running. Based on 021 (prune off — `automated: {}` — with one
 /// resource requiring pruning); edited: the resource is a CronJob `invoice-reminders` in `billing`, the
 /// Application is labelled `team: billing`, the timestamp is now.
