@@ -127,7 +127,8 @@ fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argo
 }
 
 fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
-    use crate::routing::{Labels, Router, owning_team};
+    use crate::domain::Labels;
+    use crate::routing::{Router, owning_team};
     let snap = read_snapshot(&app, settings.server.max_json_depth)?;
     let team = owning_team(&snap, &settings.ownership);
     let now = chrono::Utc::now();
@@ -150,7 +151,7 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     let router = Router::new(&settings);
     for h in held {
         let rule = settings.rules.rule(h.kind);
-        let labels = Labels::from_view(&h.view);
+        let labels = Labels::of(&h.view);
         let r = router.route(&labels);
         println!(
             "incident:    {} (severity {}, fires after {}): {}",
@@ -291,7 +292,7 @@ async fn print_outbox(store: &crate::store::Store, already: usize) -> anyhow::Re
     let mut rows = store.outbox(None, 10_000).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
-        let n: crate::notify::Notification = serde_json::from_str(&r.payload)?;
+        let n: crate::domain::Notification = serde_json::from_str(&r.payload)?;
         println!(
             "  → {} would notify {} ({}): {} [{} incident(s)]",
             r.created_at.format("%Y-%m-%dT%H:%M:%SZ"),
@@ -313,7 +314,7 @@ async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode>
         return Ok(ExitCode::from(2));
     };
     let receiver = crate::receivers::build(rs, &crate::receivers::Shared::new(settings.clone()))?;
-    let n = crate::notify::Notification::test(&name, chrono::Utc::now());
+    let n = crate::domain::Notification::test(&name, chrono::Utc::now());
     match receiver.deliver(&n, None).await {
         Ok(d) => {
             println!("{name}: delivered ({})", d.detail);

@@ -11,9 +11,11 @@ use serde::Serialize;
 use crate::argocd::{Snapshot, api::ArgoCdApi};
 use crate::clock::SharedClock;
 use crate::configuration::Settings;
-use crate::incidents::{self, Decision, IncidentState, Kind};
-use crate::notify::{Action, Notification};
-use crate::routing::{self, Labels, Router};
+use crate::domain::{Action, Notification};
+use crate::domain::{IncidentState, Kind, Labels};
+use crate::incidents::{self, Decision};
+use crate::routing::grouping::{GroupView, plan_flush};
+use crate::routing::{self, Router};
 use crate::state::{self, Outcome};
 use crate::store::{IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
 
@@ -31,10 +33,9 @@ pub struct IngestSummary {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct IncidentChange {
-    pub kind: String,
+    pub kind: Kind,
     pub fingerprint: String,
-    /// `pending`, `firing`, `resolved`.
-    pub state: String,
+    pub state: IncidentState,
 }
 
 /// The core: everything the pipeline does, without the ingest batching in front of it.
@@ -299,13 +300,11 @@ impl Core {
     ) -> Result<Vec<IncidentChange>, StoreError> {
         let open_now: Vec<incidents::OpenIncident> = open
             .iter()
-            .filter_map(|r| {
-                Some(incidents::OpenIncident {
-                    id: r.id,
-                    kind: Kind::parse(&r.kind)?,
-                    fingerprint: r.fingerprint.clone(),
-                    state: r.state,
-                })
+            .map(|r| incidents::OpenIncident {
+                id: r.id,
+                kind: r.kind,
+                fingerprint: r.fingerprint.clone(),
+                state: r.state,
             })
             .collect();
         let app = &state.snapshot.app;
@@ -332,10 +331,10 @@ impl Core {
                     let record = |id: i64, st: IncidentState| IncidentRecord {
                         id,
                         fingerprint: view.fingerprint.clone(),
-                        kind: view.kind.clone(),
+                        kind: view.kind,
                         app: app.clone(),
                         team: view.team.clone(),
-                        severity: view.severity.clone(),
+                        severity: view.severity,
                         state: st,
                         since,
                         fire_at,
@@ -362,14 +361,14 @@ impl Core {
                         open.push(rec);
                     }
                     changes.push(IncidentChange {
-                        kind: held.kind.as_str().into(),
+                        kind: held.kind,
                         fingerprint: held.fingerprint.clone(),
                         state: if fire_now && held.kind.is_informational() {
-                            "resolved".into()
+                            IncidentState::Resolved
                         } else if fire_now {
-                            "firing".into()
+                            IncidentState::Firing
                         } else {
-                            "pending".into()
+                            IncidentState::Pending
                         },
                     });
                 }
@@ -388,9 +387,9 @@ impl Core {
                         batch.wake = true;
                     }
                     changes.push(IncidentChange {
-                        kind: rec.kind.clone(),
+                        kind: rec.kind,
                         fingerprint: rec.fingerprint.clone(),
-                        state: "resolved".into(),
+                        state: IncidentState::Resolved,
                     });
                 }
                 Decision::Refresh { id, held } => {
@@ -404,11 +403,11 @@ impl Core {
                         continue; // nothing new to show
                     }
                     rec.view = view.clone();
-                    rec.severity = view.severity.clone();
+                    rec.severity = view.severity;
                     if id < 0 {
                         if let Some(p) = batch.new_pending.iter_mut().find(|p| p.id == id) {
                             p.view = view;
-                            p.severity = rec.severity.clone();
+                            p.severity = rec.severity;
                         }
                     } else {
                         Store::refresh_incident(tx, id, &view).await?;
@@ -422,9 +421,9 @@ impl Core {
     /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
     async fn on_fired(&self, tx: &mut WriteTx, rec: &IncidentRecord, now: DateTime<Utc>) -> Result<(), StoreError> {
         let id = rec.id;
-        let labels = Labels::from_view(&rec.full_view());
+        let labels = Labels::of(&rec.full_view());
         let silences = Store::silences_tx(tx, now).await?;
-        let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
+        let informational = rec.kind.is_informational();
         if routing::is_silenced(&silences, &labels, now) {
             tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, "incident fired while silenced: tracked, not delivered");
             Store::set_notified(tx, id, false).await?;
@@ -452,10 +451,10 @@ impl Core {
                 continue;
             };
             let key = routing::group_key(&g.group_by, labels, rs.per_incident());
-            Store::add_to_group(tx, receiver, &key, rec.id, "firing", now, g).await?;
+            Store::add_to_group(tx, receiver, &key, rec.id, IncidentState::Firing, now, g).await?;
         }
         Store::set_notified(tx, rec.id, true).await?;
-        let informational = Kind::parse(&rec.kind).is_some_and(|k| k.is_informational());
+        let informational = rec.kind.is_informational();
         if !informational && let Some(team) = self.settings.teams.get(&rec.team) {
             let fired = rec.fired_at.unwrap_or(now);
             for (i, step) in team.escalation.iter().enumerate() {
@@ -483,7 +482,7 @@ impl Core {
         for (receiver, key) in Store::groups_of(tx, rec.id).await? {
             match self.settings.receiver(&receiver) {
                 Some(rs) if rs.sends_resolved() => {
-                    Store::add_to_group(tx, &receiver, &key, rec.id, "resolved", now, g).await?
+                    Store::add_to_group(tx, &receiver, &key, rec.id, IncidentState::Resolved, now, g).await?
                 }
                 _ => Store::remove_member(tx, rec.id, &receiver).await?,
             }
@@ -491,7 +490,7 @@ impl Core {
         // Receivers an escalation step reached hear about the resolve too.
         let sent = Store::cancel_escalations(tx, rec.id).await?;
         let mut view = rec.full_view();
-        view.state = "resolved".into();
+        view.state = IncidentState::Resolved;
         view.resolved_at = Some(now);
         for step in sent {
             for receiver in step.receivers {
@@ -598,7 +597,7 @@ impl Core {
         }
         let silences = Store::silences_tx(&mut tx, now).await?;
         for rec in waiting {
-            let labels = Labels::from_view(&rec.full_view());
+            let labels = Labels::of(&rec.full_view());
             if !routing::is_silenced(&silences, &labels, now) {
                 tracing::info!(incident = rec.id, app = %rec.app, "silence over and incident still firing: delivering");
                 self.route_incident(&mut tx, &rec, &labels, now).await?;
@@ -633,55 +632,35 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let members = Store::members(tx, g.id).await?;
-        let firing: Vec<_> = members.iter().filter(|m| m.status == "firing").collect();
-        let new_firing = firing.iter().any(|m| m.dirty);
-        let resolved: Vec<_> = members.iter().filter(|m| m.status == "resolved" && m.dirty).collect();
-        let repeat =
-            chrono::Duration::from_std(self.settings.grouping.repeat_interval).unwrap_or(chrono::Duration::MAX);
-        let (action, reason) = if !g.active {
-            if firing.is_empty() {
-                // Everything resolved before it was ever sent: say nothing.
-                (None, "")
-            } else {
-                (Some(Action::Open), "fired")
-            }
-        } else if firing.is_empty() {
-            (
-                if resolved.is_empty() {
-                    None
-                } else {
-                    Some(Action::Resolve)
-                },
-                "resolved",
-            )
-        } else if new_firing || !resolved.is_empty() {
-            (Some(Action::Update), "changed")
-        } else {
-            (Some(Action::Update), "still firing")
+        let firing: Vec<_> = members.iter().filter(|m| m.status == IncidentState::Firing).collect();
+        let resolved: Vec<_> = members
+            .iter()
+            .filter(|m| m.status == IncidentState::Resolved && m.dirty)
+            .collect();
+        let view = GroupView {
+            active: g.active,
+            generation: g.generation,
+            firing: firing.len(),
+            new_firing: firing.iter().any(|m| m.dirty),
+            newly_resolved: resolved.len(),
         };
-        let generation = if action == Some(Action::Open) {
-            g.generation + 1
-        } else {
-            g.generation
-        };
-        if let Some(action) = action {
+        let plan = plan_flush(view, self.settings.grouping.repeat_interval, now);
+        if let Some((action, reason)) = plan.send {
             let mut incidents: Vec<_> = firing.iter().map(|m| m.incident.full_view()).collect();
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = title(action, &incidents);
             let n = Notification {
                 receiver: g.receiver.clone(),
                 action,
-                thread_key: format!("{}:{}:{}", g.receiver, g.group_key, generation),
+                thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
                 title,
-                reason: reason.into(),
+                reason: reason.as_str().into(),
                 incidents,
                 created_at: now,
             };
             enqueue(tx, &n, now).await?;
         }
-        let still_active = !firing.is_empty() && (g.active || action == Some(Action::Open));
-        let next = still_active.then(|| now + repeat);
-        Store::finish_flush(tx, g.id, still_active, generation, now, next).await
+        Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await
     }
 
     /// Returns how many escalation steps were due.
@@ -721,14 +700,16 @@ impl Core {
     }
 }
 
-fn title(action: Action, incidents: &[crate::notify::IncidentView]) -> String {
-    let firing = incidents.iter().filter(|i| i.state != "resolved").count();
+fn title(action: Action, incidents: &[crate::domain::Incident]) -> String {
+    let firing = incidents.iter().filter(|i| i.state != IncidentState::Resolved).count();
     let resolved = incidents.len() - firing;
     match incidents {
-        [one] if action == Action::Resolve || one.state == "resolved" => format!("Resolved: {}", one.summary),
+        [one] if action == Action::Resolve || one.state == IncidentState::Resolved => {
+            format!("Resolved: {}", one.summary)
+        }
         [one] => one.summary.clone(),
         many => {
-            let kind = many.first().map(|i| i.kind.as_str()).unwrap_or("");
+            let kind = many.first().map(|i| i.kind.as_str()).unwrap_or_default();
             let team = many.first().map(|i| i.team.as_str()).unwrap_or("");
             match (firing, resolved) {
                 (0, r) => format!("Resolved: {kind} on {r} Applications of team {team}"),
@@ -749,7 +730,7 @@ async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Resu
             .map(|(k, _)| k.to_string())
             .unwrap_or_else(|| n.thread_key.clone()),
         thread_key: n.thread_key.clone(),
-        action: n.action.as_str().into(),
+        action: n.action,
         payload: serde_json::to_string(n).unwrap_or_default(),
     };
     Store::enqueue(tx, &d, now).await?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use herald::argocd::{AppId, parse_body};
 use herald::configuration::StorageSettings;
-use herald::incidents::IncidentState;
-use herald::notify::IncidentView;
+use herald::domain::Incident;
+use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
 use herald::state::{Outcome, apply};
 use herald::store::{NewDelivery, Store};
@@ -64,11 +64,11 @@ fn app(name: &str) -> AppId {
     }
 }
 
-fn view(fp: &str) -> IncidentView {
-    IncidentView {
+fn view(fp: &str) -> Incident {
+    Incident {
         fingerprint: fp.into(),
-        kind: "out_of_sync".into(),
-        severity: "warning".into(),
+        kind: Kind::OutOfSync,
+        severity: Severity::Warning,
         team: "pay".into(),
         summary: "x".into(),
         ..Default::default()
@@ -80,8 +80,9 @@ fn delivery(order: &str, n: usize) -> NewDelivery {
         receiver: "r".into(),
         order_key: order.into(),
         thread_key: format!("{order}:1"),
-        action: format!("step-{n}"),
-        payload: "{}".into(),
+        action: Action::Update,
+        // The step number travels in the payload, so the tests can see the order rows come back in.
+        payload: format!("step-{n}"),
     }
 }
 
@@ -231,7 +232,7 @@ async fn incidents_are_claimed_once_when_due(engine: &str) {
     assert_eq!(open.len(), 1);
     assert_eq!(
         store
-            .incidents(Some("firing"), Some("pay"), None, None, 10)
+            .incidents(Some(IncidentState::Firing), Some("pay"), None, None, 10)
             .await
             .expect("list")
             .len(),
@@ -265,7 +266,7 @@ async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
     assert_eq!(ids.len(), 21, "the oldest row of each thread (thread-a once)");
     let thread_a: Vec<_> = a.iter().chain(b.iter()).filter(|r| r.order_key == "thread-a").collect();
     assert_eq!(thread_a.len(), 1);
-    assert_eq!(thread_a[0].action, "step-0");
+    assert_eq!(thread_a[0].payload, "step-0");
     // Until step-0 is done, step-1 waits, even after the lease ends.
     assert!(
         store
@@ -280,7 +281,7 @@ async fn deliveries_keep_their_order_and_leases_are_exclusive(engine: &str) {
         .expect("done");
     let next = store.claim_deliveries("three", now, lease, 50).await.expect("claim");
     assert_eq!(next.len(), 1);
-    assert_eq!(next[0].action, "step-1");
+    assert_eq!(next[0].payload, "step-1");
     assert_eq!(
         store.memo("r", "thread-a:1").await.expect("memo"),
         Some(serde_json::json!({"ts": "1.2"}))
@@ -329,7 +330,7 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
         .remove(0);
     assert_eq!(row.attempts, 2);
     store.failed(row.id, "HTTP 400: bad", None).await.expect("dead");
-    let dead = store.outbox(Some("dead"), 10).await.expect("dead");
+    let dead = store.outbox(Some(DeliveryState::Dead), 10).await.expect("dead");
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].last_error.as_deref(), Some("HTTP 400: bad"));
     assert!(
@@ -396,7 +397,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         )
         .await
         .expect("insert");
-        Store::add_to_group(&mut tx, "chat", "team=pay", id, "firing", now, &timing)
+        Store::add_to_group(&mut tx, "chat", "team=pay", id, IncidentState::Firing, now, &timing)
             .await
             .expect("group");
         ids.push(id);
@@ -415,7 +416,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
     assert_eq!(due.len(), 1);
     let members = Store::members(&mut tx, due[0].id).await.expect("members");
     assert_eq!(members.len(), 3);
-    assert!(members.iter().all(|m| m.dirty && m.status == "firing"));
+    assert!(members.iter().all(|m| m.dirty && m.status == IncidentState::Firing));
     Store::finish_flush(&mut tx, due[0].id, true, 1, now + chrono::Duration::seconds(30), None)
         .await
         .expect("flush");
@@ -425,7 +426,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         "chat",
         "team=pay",
         ids[0],
-        "resolved",
+        IncidentState::Resolved,
         now + chrono::Duration::seconds(40),
         &timing,
     )

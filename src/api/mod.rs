@@ -15,8 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::argocd::{self, AppId, PayloadError};
+use crate::domain::labels;
 use crate::pipeline::Pipeline;
-use crate::routing::{Matcher, Silence, valid_matcher_name};
+use crate::routing::{Matcher, Silence};
 use crate::store::StoreError;
 
 pub use auth::Auth;
@@ -358,30 +359,25 @@ struct IncidentQuery {
 async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: IncidentQuery = query(&req)?;
-    if let Some(s) = &q.state
-        && crate::incidents::IncidentState::parse(s).is_none()
-    {
-        return Err(ApiError::BadRequest(format!(
-            "state must be pending, firing or resolved, not {s:?}"
-        )));
-    }
-    if let Some(k) = &q.kind
-        && crate::incidents::Kind::parse(k).is_none()
-    {
-        return Err(ApiError::BadRequest(format!(
-            "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
-        )));
-    }
+    let state = match &q.state {
+        Some(s) => Some(
+            crate::domain::IncidentState::parse(s)
+                .ok_or_else(|| ApiError::BadRequest(format!("state must be pending, firing or resolved, not {s:?}")))?,
+        ),
+        None => None,
+    };
+    let kind = match &q.kind {
+        Some(k) => Some(crate::domain::Kind::parse(k).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
+            ))
+        })?),
+        None => None,
+    };
     let list = ctx
         .pipeline
         .store
-        .incidents(
-            q.state.as_deref(),
-            q.team.as_deref(),
-            q.kind.as_deref(),
-            None,
-            limit(q.limit)?,
-        )
+        .incidents(state, q.team.as_deref(), kind, None, limit(q.limit)?)
         .await?;
     let items: Vec<_> = list.iter().map(|i| i.full_view()).collect();
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
@@ -422,11 +418,11 @@ async fn create_silence(
         return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
     }
     for m in &new.matchers {
-        if !valid_matcher_name(&m.name) {
+        if !labels::is_field(&m.name) {
             return Err(ApiError::Unprocessable(format!(
-                "matcher name {:?} is unknown: use team, kind, severity, project, app, app_namespace, namespace, \
-                 cluster, fingerprint or labels.<key>",
-                m.name
+                "matcher name {:?} is unknown: use {}",
+                m.name,
+                labels::field_list()
             )));
         }
         if let Err(e) = globset::Glob::new(&m.value) {
@@ -506,19 +502,19 @@ struct OutboxQuery {
 async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: OutboxQuery = query(&req)?;
-    if let Some(s) = &q.state
-        && !matches!(s.as_str(), "pending" | "done" | "dead")
-    {
-        return Err(ApiError::BadRequest(format!(
-            "state must be pending, done or dead, not {s:?}"
-        )));
-    }
-    let rows = ctx.pipeline.store.outbox(q.state.as_deref(), limit(q.limit)?).await?;
+    let state = match &q.state {
+        Some(s) => Some(
+            crate::domain::DeliveryState::parse(s)
+                .ok_or_else(|| ApiError::BadRequest(format!("state must be pending, done or dead, not {s:?}")))?,
+        ),
+        None => None,
+    };
+    let rows = ctx.pipeline.store.outbox(state, limit(q.limit)?).await?;
     let items: Vec<_> = rows
         .iter()
         .map(|r| {
             let mut v = json!(r);
-            if let Ok(n) = serde_json::from_str::<crate::notify::Notification>(&r.payload) {
+            if let Ok(n) = serde_json::from_str::<crate::domain::Notification>(&r.payload) {
                 v["title"] = json!(n.title);
                 v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
             }

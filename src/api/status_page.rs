@@ -8,8 +8,8 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Serialize;
 
 use super::{ApiError, AppContext};
-use crate::notify::render::age;
 use crate::pipeline::Pipeline;
+use crate::receivers::render::age;
 
 #[derive(Debug, Serialize)]
 pub struct PruneRow {
@@ -62,9 +62,12 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
     let p = &ctx.pipeline;
     let now = p.clock.now();
     let out_of_sync = p.store.apps(Some("OutOfSync"), None, 500).await?;
-    let firing = p.store.incidents(Some("firing"), None, None, None, 500).await?;
+    let firing = p
+        .store
+        .incidents(Some(crate::domain::IncidentState::Firing), None, None, None, 500)
+        .await?;
     let prunes = prune_rows(p).await?;
-    let dead = p.store.outbox(Some("dead"), 100).await?;
+    let dead = p.store.outbox(Some(crate::domain::DeliveryState::Dead), 100).await?;
     let silences = p.store.silences(false, now).await?;
     let mut by_team: std::collections::BTreeMap<String, Vec<_>> = Default::default();
     for i in &firing {

@@ -2,7 +2,7 @@
 //! each entry is a condition and a text with the real names filled in.
 
 use crate::configuration::RulesSettings;
-use crate::notify::{Hint, IncidentView};
+use crate::domain::{Hint, Incident};
 use crate::state::AppState;
 
 use super::Kind;
@@ -29,7 +29,7 @@ fn messages(state: &AppState) -> Vec<&str> {
     m
 }
 
-pub fn for_incident(kind: Kind, state: &AppState, view: &IncidentView, rules: &RulesSettings) -> Vec<Hint> {
+pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &RulesSettings) -> Vec<Hint> {
     let s = &state.snapshot;
     let app = &s.app.name;
     let ns_flag = if s.app.namespace == "argocd" {

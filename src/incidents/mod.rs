@@ -2,45 +2,18 @@
 //! (pending → firing → resolved) that follow ([`decide`]). Pure: no I/O, "now" comes in as an argument.
 
 pub mod hints;
-mod kind;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 
-pub use kind::Kind;
+use crate::domain::{IncidentState, Kind};
 
 use crate::argocd::Snapshot;
-use crate::configuration::{RulesSettings, Severity};
-use crate::notify::{IncidentView, ResourceRef};
+use crate::configuration::RulesSettings;
+use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IncidentState {
-    Pending,
-    Firing,
-    Resolved,
-}
-
-impl IncidentState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IncidentState::Pending => "pending",
-            IncidentState::Firing => "firing",
-            IncidentState::Resolved => "resolved",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(Self::Pending),
-            "firing" => Some(Self::Firing),
-            "resolved" => Some(Self::Resolved),
-            _ => None,
-        }
-    }
-}
 
 /// A condition the Application is in now, with what a person needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +23,7 @@ pub struct Held {
     /// When the condition started, if the state knows (else: when Herald first saw it).
     pub since: Option<DateTime<Utc>>,
     pub severity: Severity,
-    pub view: IncidentView,
+    pub view: Incident,
 }
 
 /// An incident that is not resolved, as the lifecycle needs to see it.
@@ -82,7 +55,7 @@ pub fn fingerprint(app: &crate::argocd::AppId, kind: Kind, extra: &str) -> Strin
     hex::encode(&digest[..10])
 }
 
-fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argocd_url: Option<&str>) -> IncidentView {
+fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argocd_url: Option<&str>) -> Incident {
     let s = &state.snapshot;
     let url = s.argocd_url.as_deref().or(argocd_url).map(|u| {
         format!(
@@ -92,10 +65,10 @@ fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argoc
             s.app.name
         )
     });
-    IncidentView {
-        kind: kind.as_str().into(),
-        severity: severity.as_str().into(),
-        state: "firing".into(),
+    Incident {
+        kind,
+        severity,
+        state: crate::domain::IncidentState::Firing,
         app_namespace: s.app.namespace.clone(),
         app_name: s.app.name.clone(),
         project: s.project.clone(),
@@ -177,7 +150,7 @@ pub fn held_conditions(
 ) -> Vec<Held> {
     let s = &state.snapshot;
     let mut out = Vec::new();
-    let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut IncidentView)| {
+    let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut Incident)| {
         let rule = rules.rule(kind);
         if !rule.enabled {
             return;

@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 
 use crate::clock::SharedClock;
 use crate::configuration::{OutboxSettings, ReceiverKind, Settings};
-use crate::notify::Notification;
+use crate::domain::Notification;
 use crate::receivers::{DeliveryError, Receiver};
 use crate::store::{OutboxRecord, Store};
 

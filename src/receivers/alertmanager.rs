@@ -9,7 +9,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::AlertmanagerSettings;
-use crate::notify::{Action, IncidentView, Notification, render};
+use crate::domain::{Action, Incident, Notification};
+use crate::receivers::render;
 
 /// How long a `herald send-test` alert stays active: long enough to see it, short enough not to linger.
 const TEST_ALERT_TTL: Duration = Duration::from_secs(5 * 60);
@@ -36,27 +37,27 @@ fn timestamp(t: DateTime<Utc>) -> String {
 
 /// The identity of the incident's alert. Alertmanager treats an empty value as an absent label, so empty
 /// facts are left out rather than sent empty.
-pub fn labels(i: &IncidentView) -> BTreeMap<&'static str, String> {
-    let kind = if i.kind.is_empty() { "incident" } else { &i.kind };
+pub fn labels(i: &Incident) -> BTreeMap<&'static str, String> {
+    let kind = i.kind.as_str();
     let mut labels = BTreeMap::from([("alertname", format!("herald_{kind}"))]);
     for (name, value) in [
-        ("app", &i.app_name),
-        ("app_namespace", &i.app_namespace),
-        ("team", &i.team),
-        ("severity", &i.severity),
-        ("kind", &i.kind),
-        ("project", &i.project),
-        ("fingerprint", &i.fingerprint),
+        ("app", i.app_name.as_str()),
+        ("app_namespace", i.app_namespace.as_str()),
+        ("team", i.team.as_str()),
+        ("severity", i.severity.as_str()),
+        ("kind", kind),
+        ("project", i.project.as_str()),
+        ("fingerprint", i.fingerprint.as_str()),
     ] {
         if !value.trim().is_empty() {
-            labels.insert(name, value.clone());
+            labels.insert(name, value.to_string());
         }
     }
     labels
 }
 
 /// One alert in the `POST /api/v2/alerts` body. `now` is the send time (for `endsAt`).
-pub fn alert(n: &Notification, i: &IncidentView, now: DateTime<Utc>, ttl: Duration) -> serde_json::Value {
+pub fn alert(n: &Notification, i: &Incident, now: DateTime<Utc>, ttl: Duration) -> serde_json::Value {
     // The description covers this incident only, even when the notification lists several.
     let single = Notification {
         incidents: vec![i.clone()],
@@ -80,7 +81,7 @@ pub fn alert(n: &Notification, i: &IncidentView, now: DateTime<Utc>, ttl: Durati
     }
 
     let starts = i.fired_at.unwrap_or(i.since);
-    let resolved = n.action == Action::Resolve || i.state == "resolved";
+    let resolved = n.action == Action::Resolve || i.state == crate::domain::IncidentState::Resolved;
     let ends = if resolved {
         // In the past (or now) so Alertmanager ends it at once, never before it started (it would refuse that).
         i.resolved_at.unwrap_or(n.created_at).min(now).max(starts)
@@ -130,7 +131,7 @@ impl Receiver for Alertmanager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::ResourceRef;
+    use crate::domain::ResourceRef;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
     use std::time::Instant;
@@ -146,12 +147,12 @@ mod tests {
         }
     }
 
-    fn incident(app: &str, now: DateTime<Utc>) -> IncidentView {
-        IncidentView {
+    fn incident(app: &str, now: DateTime<Utc>) -> Incident {
+        Incident {
             fingerprint: format!("argocd/{app}/out_of_sync"),
-            kind: "out_of_sync".into(),
-            severity: "warning".into(),
-            state: "firing".into(),
+            kind: crate::domain::Kind::OutOfSync,
+            severity: crate::domain::Severity::Warning,
+            state: crate::domain::IncidentState::Firing,
             summary: format!("{app} has been OutOfSync for 1h"),
             app_namespace: "argocd".into(),
             app_name: app.into(),
@@ -177,7 +178,7 @@ mod tests {
         let now = Utc::now();
         let mut i = incident(app, now);
         if action == Action::Resolve {
-            i.state = "resolved".into();
+            i.state = crate::domain::IncidentState::Resolved;
             i.resolved_at = Some(now);
         }
         Notification {
@@ -359,7 +360,6 @@ mod tests {
         bare.project = String::new();
         bare.team = "  ".into();
         bare.app_url = Some("not a url".into());
-        bare.kind = String::new();
         n.incidents.push(bare);
 
         let delivered = receiver.deliver(&n, None).await.unwrap();

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::WebhookUrlSettings;
-use crate::notify::{Action, IncidentView, Notification, render};
+use crate::domain::{Action, Incident, Notification};
+use crate::receivers::render;
 
 /// A coloured marker for titles, so the state reads at a glance in a channel.
 pub(crate) fn status_emoji(n: &Notification) -> &'static str {
@@ -15,14 +16,14 @@ pub(crate) fn status_emoji(n: &Notification) -> &'static str {
         Action::Resolve => "✅",
         Action::Test => "🧪",
         Action::Open | Action::Update => match n.highest_severity() {
-            "critical" => "🔴",
-            "warning" => "🟠",
+            crate::domain::Severity::Critical => "🔴",
+            crate::domain::Severity::Warning => "🟠",
             _ => "🔵",
         },
     }
 }
 
-pub(crate) use crate::notify::render::truncate;
+pub(crate) use crate::receivers::render::truncate;
 
 fn render_template(template: Option<&str>, n: &Notification) -> Result<Option<String>, DeliveryError> {
     template
@@ -84,17 +85,17 @@ fn teams_colour(n: &Notification) -> &'static str {
         Action::Resolve => "Good",
         Action::Test => "Accent",
         Action::Open | Action::Update => match n.highest_severity() {
-            "critical" => "Attention",
-            "warning" => "Warning",
+            crate::domain::Severity::Critical => "Attention",
+            crate::domain::Severity::Warning => "Warning",
             _ => "Accent",
         },
     }
 }
 
-fn teams_incident(i: &IncidentView) -> Value {
+fn teams_incident(i: &Incident) -> Value {
     let mut items = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("[{}] {}", i.state.to_uppercase(), i.summary), TEAMS_MAX_TEXT),
+        "text": truncate(&format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary), TEAMS_MAX_TEXT),
         "weight": "Bolder",
         "wrap": true,
     })];
@@ -301,7 +302,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!("\n*[{}] {}*\n", i.state.to_uppercase(), i.summary));
+        s.push_str(&format!("\n*[{}] {}*\n", i.state.as_str().to_uppercase(), i.summary));
         for (k, v) in render::facts(i) {
             if k == "Argo CD" {
                 s.push_str(&format!("{k}: <{v}|open {}>\n", i.app_name));
@@ -415,7 +416,7 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::notify::{Hint, ResourceRef};
+    use crate::domain::{Hint, ResourceRef};
 
     const TEAMS_PATH: &str = "/workflows/abc123/triggers/manual/paths/invoke";
     const TEAMS_SIG: &str = "teamsSignatureSecretValue0123456789";
@@ -425,16 +426,15 @@ mod tests {
     const MM_PATH: &str = "/hooks/mattermosthooksecret0123456";
 
     fn notification(action: Action) -> Notification {
-        let incident = IncidentView {
+        let incident = Incident {
             fingerprint: "fp-1".into(),
-            kind: "degraded".into(),
-            severity: "critical".into(),
+            kind: crate::domain::Kind::Degraded,
+            severity: crate::domain::Severity::Critical,
             state: if action == Action::Resolve {
-                "resolved"
+                crate::domain::IncidentState::Resolved
             } else {
-                "firing"
-            }
-            .into(),
+                crate::domain::IncidentState::Firing
+            },
             summary: "payments is Degraded".into(),
             app_namespace: "argocd".into(),
             app_name: "payments".into(),
@@ -701,7 +701,7 @@ mod tests {
         let mut n = notification(Action::Open);
         let one = n.incidents[0].clone();
         n.incidents = (0..30)
-            .map(|k| IncidentView {
+            .map(|k| Incident {
                 app_name: format!("app-{k}"),
                 app_url: Some(format!("https://argocd.example.com/applications/argocd/app-{k}")),
                 ..one.clone()

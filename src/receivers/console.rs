@@ -5,7 +5,8 @@ use std::io::Write;
 
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::ConsoleSettings;
-use crate::notify::{Notification, render};
+use crate::domain::Notification;
+use crate::receivers::render;
 
 pub struct Console {
     settings: ConsoleSettings,

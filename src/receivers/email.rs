@@ -14,7 +14,8 @@ use secrecy::ExposeSecret;
 
 use super::{Delivered, DeliveryError, Memo, Receiver, Redactor};
 use crate::configuration::{EmailSettings, SmtpSettings};
-use crate::notify::{Action, Notification, render};
+use crate::domain::{Action, Notification};
+use crate::receivers::render;
 
 type Transport = AsyncSmtpTransport<Tokio1Executor>;
 
@@ -246,7 +247,7 @@ impl Receiver for Email {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::{IncidentView, ResourceRef};
+    use crate::domain::{Incident, ResourceRef};
     use secrecy::SecretString;
     use std::net::TcpListener;
     use std::path::{Path, PathBuf};
@@ -440,16 +441,15 @@ print(json.dumps({
         n.thread_key = "team=payments,kind=sync_failed".into();
         n.title = "payments-api: sync failed <prod>".into();
         n.reason = "fired".into();
-        n.incidents = vec![IncidentView {
+        n.incidents = vec![Incident {
             fingerprint: "argocd/payments-api/sync_failed".into(),
-            kind: "sync_failed".into(),
-            severity: "critical".into(),
+            kind: crate::domain::Kind::SyncFailed,
+            severity: crate::domain::Severity::Critical,
             state: if action == Action::Resolve {
-                "resolved"
+                crate::domain::IncidentState::Resolved
             } else {
-                "firing"
-            }
-            .into(),
+                crate::domain::IncidentState::Firing
+            },
             summary: "Sync of payments-api failed: Deployment & Service invalid".into(),
             app_namespace: "argocd".into(),
             app_name: "payments-api".into(),

@@ -16,8 +16,9 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, classify_status, parse_retry_after, transport_error};
 use crate::configuration::GithubSettings;
-use crate::notify::render::truncate;
-use crate::notify::{Action, Notification, render};
+use crate::domain::{Action, Notification};
+use crate::receivers::render;
+use crate::receivers::render::truncate;
 
 /// GitHub's limits on issue titles and bodies.
 const TITLE_MAX_CHARS: usize = 256;
@@ -327,7 +328,7 @@ mod tests {
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::notify::{IncidentView, ResourceRef};
+    use crate::domain::{Incident, ResourceRef};
 
     const TOKEN: &str = "ghp_s3cr3tT0ken4b2e";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -338,16 +339,15 @@ mod tests {
     }
 
     fn note(action: Action) -> Notification {
-        let incident = IncidentView {
+        let incident = Incident {
             fingerprint: FINGERPRINT.into(),
-            kind: "degraded".into(),
-            severity: "critical".into(),
+            kind: crate::domain::Kind::Degraded,
+            severity: crate::domain::Severity::Critical,
             state: if action == Action::Resolve {
-                "resolved"
+                crate::domain::IncidentState::Resolved
             } else {
-                "firing"
-            }
-            .into(),
+                crate::domain::IncidentState::Firing
+            },
             summary: "payments is Degraded".into(),
             app_namespace: "argocd".into(),
             app_name: "payments".into(),

@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::{JiraApi, JiraSettings};
-use crate::notify::render::truncate;
-use crate::notify::{Action, Notification, render};
+use crate::domain::{Action, Notification};
+use crate::receivers::render;
+use crate::receivers::render::truncate;
 
 /// Jira rejects longer summaries.
 const SUMMARY_MAX_CHARS: usize = 255;
@@ -506,7 +507,8 @@ mod adf {
     use serde_json::{Value, json};
 
     use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES, truncate};
-    use crate::notify::{Notification, render};
+    use crate::domain::Notification;
+    use crate::receivers::render;
 
     /// ADF refuses empty text nodes: an empty string gives no node at all.
     fn text(s: &str, marks: Value) -> Vec<Value> {
@@ -585,7 +587,10 @@ mod adf {
             content.push(paragraph(em(&n.reason)));
         }
         for i in &n.incidents {
-            content.push(heading(4, &format!("[{}] {}", i.state.to_uppercase(), i.summary)));
+            content.push(heading(
+                4,
+                &format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary),
+            ));
             let facts: Vec<Vec<Value>> = render::facts(i)
                 .into_iter()
                 .map(|(k, v)| {
@@ -677,7 +682,7 @@ fn wiki(n: &Notification) -> String {
     for i in &n.incidents {
         s.push_str(&format!(
             "h4. \\[{}\\] {}\n\n",
-            esc(&i.state.to_uppercase()),
+            esc(&i.state.as_str().to_uppercase()),
             esc(&i.summary)
         ));
         for (k, v) in render::facts(i) {
@@ -742,7 +747,7 @@ mod tests {
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::notify::{Hint, IncidentView, ResourceRef};
+    use crate::domain::{Hint, Incident, ResourceRef};
 
     const TOKEN: &str = "jira-token-s3cr3t-5b1f";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -752,13 +757,13 @@ mod tests {
         Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap()
     }
 
-    fn incident() -> IncidentView {
-        IncidentView {
+    fn incident() -> Incident {
+        Incident {
             id: 7,
             fingerprint: FINGERPRINT.into(),
-            kind: "degraded".into(),
-            severity: "critical".into(),
-            state: "firing".into(),
+            kind: crate::domain::Kind::Degraded,
+            severity: crate::domain::Severity::Critical,
+            state: crate::domain::IncidentState::Firing,
             summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
             app_namespace: "argocd".into(),
             app_name: "payments".into(),

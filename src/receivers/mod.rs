@@ -10,6 +10,7 @@ pub mod email;
 pub mod github;
 pub mod jira;
 pub mod pagerduty;
+pub mod render;
 pub mod slack;
 pub mod webhook;
 
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::configuration::{ReceiverKind, ReceiverSettings, Settings};
-use crate::notify::Notification;
+use crate::domain::Notification;
 
 /// What the receiver keeps about a thread (a ticket key, a Slack `ts`…), stored by Herald per (receiver,
 /// thread_key) and handed back on the next delivery of the same thread.

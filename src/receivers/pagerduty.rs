@@ -8,8 +8,9 @@ use sha2::{Digest, Sha256};
 
 use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
 use crate::configuration::PagerdutySettings;
-use crate::notify::render::truncate;
-use crate::notify::{Action, IncidentView, Notification, render};
+use crate::domain::{Action, Incident, Notification};
+use crate::receivers::render;
+use crate::receivers::render::truncate;
 
 /// Events API v2 limit on `payload.summary`.
 const SUMMARY_MAX_CHARS: usize = 1024;
@@ -21,14 +22,9 @@ pub fn dedup_key(fingerprint: &str) -> String {
     hex::encode(Sha256::digest(fingerprint.as_bytes()))
 }
 
-/// PagerDuty knows exactly four severities; anything else is a warning.
-fn severity(s: &str) -> &'static str {
-    match s {
-        "critical" => "critical",
-        "error" => "error",
-        "info" => "info",
-        _ => "warning",
-    }
+/// PagerDuty's severities are critical, error, warning and info; Herald's map onto three of them.
+fn severity(s: crate::domain::Severity) -> &'static str {
+    s.as_str()
 }
 
 fn non_empty(s: &str) -> Option<&str> {
@@ -53,7 +49,7 @@ impl PagerDuty {
 
     /// The `trigger` event: what happened (the incident's one-line summary), where, how bad, and everything a
     /// responder reads first in `custom_details`.
-    fn trigger(&self, n: &Notification, i: &IncidentView) -> Value {
+    fn trigger(&self, n: &Notification, i: &Incident) -> Value {
         let summary = non_empty(&i.summary).unwrap_or(&n.title);
         let summary = truncate(
             &summary.split_whitespace().collect::<Vec<_>>().join(" "),
@@ -102,7 +98,7 @@ impl PagerDuty {
         let mut payload = json!({
             "summary": summary,
             "source": source,
-            "severity": severity(&i.severity),
+            "severity": severity(i.severity),
             "timestamp": i.fired_at.unwrap_or(i.since).to_rfc3339(),
             "custom_details": details,
         });
@@ -110,7 +106,7 @@ impl PagerDuty {
         for (key, value) in [
             ("component", component.as_deref()),
             ("group", non_empty(&i.team)),
-            ("class", non_empty(&i.kind)),
+            ("class", Some(i.kind.as_str())),
         ] {
             if let Some(v) = value {
                 payload[key] = json!(v);
@@ -184,7 +180,7 @@ mod tests {
 
     use super::*;
     use crate::configuration::PagerdutySettings;
-    use crate::notify::{Hint, ResourceRef};
+    use crate::domain::{Hint, ResourceRef};
 
     const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -195,11 +191,11 @@ mod tests {
     }
 
     fn note(action: Action) -> Notification {
-        let incident = IncidentView {
+        let incident = Incident {
             fingerprint: FINGERPRINT.into(),
-            kind: "degraded".into(),
-            severity: "critical".into(),
-            state: "firing".into(),
+            kind: crate::domain::Kind::Degraded,
+            severity: crate::domain::Severity::Critical,
+            state: crate::domain::IncidentState::Firing,
             summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
             app_namespace: "argocd".into(),
             app_name: "payments".into(),
@@ -499,11 +495,13 @@ mod tests {
 
     #[test]
     fn severities_map_onto_the_four_pagerduty_knows() {
-        assert_eq!(severity("critical"), "critical");
-        assert_eq!(severity("error"), "error");
-        assert_eq!(severity("warning"), "warning");
-        assert_eq!(severity("info"), "info");
-        assert_eq!(severity("page-me"), "warning");
+        use crate::domain::Severity;
+        assert_eq!(severity(Severity::Critical), "critical");
+        assert_eq!(severity(Severity::Warning), "warning");
+        assert_eq!(severity(Severity::Info), "info");
+        for s in [Severity::Critical, Severity::Warning, Severity::Info] {
+            assert!(["critical", "error", "warning", "info"].contains(&severity(s)));
+        }
     }
 
     #[test]

@@ -10,7 +10,8 @@ use super::Redactor;
 use super::chat::{status_emoji, truncate};
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, retry_after_header, transport_error};
 use crate::configuration::SlackSettings;
-use crate::notify::{Action, IncidentView, Notification, render};
+use crate::domain::{Action, Incident, Notification};
+use crate::receivers::render;
 
 /// Block Kit limits: 50 blocks per message, 3000 characters per section text, 150 per header.
 const MAX_BLOCKS: usize = 50;
@@ -129,8 +130,8 @@ fn context(n: &Notification) -> Value {
     })
 }
 
-fn incident_text(i: &IncidentView) -> String {
-    let mut s = format!("*[{}] {}*\n", esc(&i.state.to_uppercase()), esc(&i.summary));
+fn incident_text(i: &Incident) -> String {
+    let mut s = format!("*[{}] {}*\n", esc(&i.state.as_str().to_uppercase()), esc(&i.summary));
     for (k, v) in render::facts(i) {
         if k != "Argo CD" {
             s.push_str(&format!("*{k}:* `{}`\n", esc(&v)));
@@ -161,7 +162,7 @@ fn incident_text(i: &IncidentView) -> String {
     s
 }
 
-fn incident_section(i: &IncidentView) -> Value {
+fn incident_section(i: &Incident) -> Value {
     let mut block = section(&incident_text(i));
     // A button needs an http(s) URL of at most 3000 characters; otherwise the section goes without one.
     if let Some(u) = &i.app_url
@@ -231,7 +232,7 @@ fn fallback_text(n: &Notification) -> String {
         s.push_str(&format!(" ({})", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!("\n• [{}] {}", i.state.to_uppercase(), i.summary));
+        s.push_str(&format!("\n• [{}] {}", i.state.as_str().to_uppercase(), i.summary));
     }
     truncate(&esc(&s), MAX_FALLBACK_TEXT)
 }
@@ -480,17 +481,17 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::notify::{Hint, ResourceRef};
+    use crate::domain::{Hint, ResourceRef};
 
     const TOKEN: &str = "xoxb-1111-2222-secrettokenvalue";
     const HOOK_PATH: &str = "/services/T0000/B0000/hooksecretXXXXXXXXXXXX";
 
-    fn incident(n: usize) -> IncidentView {
-        IncidentView {
+    fn incident(n: usize) -> Incident {
+        Incident {
             fingerprint: format!("fp-{n}"),
-            kind: "degraded".into(),
-            severity: "critical".into(),
-            state: "firing".into(),
+            kind: crate::domain::Kind::Degraded,
+            severity: crate::domain::Severity::Critical,
+            state: crate::domain::IncidentState::Firing,
             summary: format!("payments-{n} is Degraded"),
             app_namespace: "argocd".into(),
             app_name: format!("payments-{n}"),
@@ -519,7 +520,7 @@ mod tests {
     fn notification(action: Action) -> Notification {
         let mut i = incident(1);
         if action == Action::Resolve {
-            i.state = "resolved".into();
+            i.state = crate::domain::IncidentState::Resolved;
         }
         Notification {
             receiver: "team-slack".into(),

@@ -9,7 +9,8 @@ use sha2::Sha256;
 
 use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
 use crate::configuration::WebhookSettings;
-use crate::notify::{Notification, render};
+use crate::domain::Notification;
+use crate::receivers::render;
 
 /// `sha256=<hex>` of the body, keyed with `hmac_secret`.
 pub const SIGNATURE_HEADER: &str = "x-herald-signature";
@@ -111,7 +112,7 @@ impl Receiver for Webhook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::{Action, IncidentView};
+    use crate::domain::{Action, Incident};
     use std::collections::BTreeMap;
     use std::time::Duration;
     use wiremock::matchers::{body_json, header, method, path};
@@ -136,11 +137,11 @@ mod tests {
         n.reason = "fired".into();
         n.incidents = ["payments-api", "payments-worker"]
             .iter()
-            .map(|app| IncidentView {
+            .map(|app| Incident {
                 fingerprint: format!("argocd/{app}/degraded"),
-                kind: "degraded".into(),
-                severity: "warning".into(),
-                state: "firing".into(),
+                kind: crate::domain::Kind::Degraded,
+                severity: crate::domain::Severity::Warning,
+                state: crate::domain::IncidentState::Firing,
                 summary: format!("{app} is Degraded: \"quoted\" <and> escaped"),
                 app_namespace: "argocd".into(),
                 app_name: app.to_string(),

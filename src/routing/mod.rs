@@ -1,12 +1,15 @@
 //! Who hears about an incident: the owning team ([`owning_team`]), the ordered routes ([`Router`]), the grouping
 //! key ([`group_key`]) and silences ([`Silence::matches`]). Pure: compiled once from settings, no I/O.
 
+pub mod grouping;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::argocd::Snapshot;
 use crate::configuration::{OwnershipSettings, RouteSettings, Settings};
+use crate::domain::Labels;
 
 /// The owning team: annotation, else label, else the project map, else the default team.
 pub fn owning_team(s: &Snapshot, o: &OwnershipSettings) -> String {
@@ -17,58 +20,6 @@ pub fn owning_team(s: &Snapshot, o: &OwnershipSettings) -> String {
         .filter(|t| !t.trim().is_empty())
         .cloned()
         .unwrap_or_else(|| o.default_team.clone())
-}
-
-/// The fields routes, groups and silences match on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Labels {
-    pub team: String,
-    pub kind: String,
-    pub severity: String,
-    pub project: String,
-    pub app: String,
-    pub app_namespace: String,
-    pub namespace: String,
-    pub cluster: String,
-    pub fingerprint: String,
-    pub labels: BTreeMap<String, String>,
-}
-
-impl Labels {
-    pub fn get(&self, field: &str) -> Option<&str> {
-        Some(match field {
-            "team" => &self.team,
-            "kind" => &self.kind,
-            "severity" => &self.severity,
-            "project" => &self.project,
-            "app" => &self.app,
-            "app_namespace" => &self.app_namespace,
-            "namespace" => &self.namespace,
-            "cluster" => &self.cluster,
-            "fingerprint" => &self.fingerprint,
-            other => {
-                return other
-                    .strip_prefix("labels.")
-                    .and_then(|k| self.labels.get(k))
-                    .map(|s| s.as_str());
-            }
-        })
-    }
-
-    pub fn from_view(v: &crate::notify::IncidentView) -> Self {
-        Self {
-            team: v.team.clone(),
-            kind: v.kind.clone(),
-            severity: v.severity.clone(),
-            project: v.project.clone(),
-            app: v.app_name.clone(),
-            app_namespace: v.app_namespace.clone(),
-            namespace: v.destination_namespace.clone(),
-            cluster: v.destination_cluster.clone(),
-            fingerprint: v.fingerprint.clone(),
-            labels: v.labels.clone(),
-        }
-    }
 }
 
 struct CompiledRoute {
@@ -140,8 +91,8 @@ impl Router {
     fn matches(r: &CompiledRoute, l: &Labels) -> bool {
         let s = &r.settings;
         s.team.as_ref().is_none_or(|t| *t == l.team)
-            && s.kind.is_none_or(|k| k.as_str() == l.kind)
-            && s.severity.is_none_or(|v| v.as_str() == l.severity)
+            && s.kind.is_none_or(|k| k == l.kind)
+            && s.severity.is_none_or(|v| v == l.severity)
             && s.project.as_ref().is_none_or(|p| *p == l.project)
             && r.app.as_ref().is_none_or(|g| g.is_match(&l.app))
             && r.namespace.as_ref().is_none_or(|g| g.is_match(&l.namespace))
@@ -232,14 +183,6 @@ pub fn is_silenced(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> bool
     silences.iter().any(|s| s.active(now) && s.matches(l))
 }
 
-/// Checks a silence matcher field name.
-pub fn valid_matcher_name(name: &str) -> bool {
-    matches!(
-        name,
-        "team" | "kind" | "severity" | "project" | "app" | "app_namespace" | "namespace" | "cluster" | "fingerprint"
-    ) || name.strip_prefix("labels.").is_some_and(|k| !k.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,8 +190,8 @@ mod tests {
     fn labels(team: &str, kind: &str, app: &str, ns: &str) -> Labels {
         Labels {
             team: team.into(),
-            kind: kind.into(),
-            severity: "warning".into(),
+            kind: crate::domain::Kind::parse(kind).expect("a kind"),
+            severity: crate::domain::Severity::Warning,
             project: "default".into(),
             app: app.into(),
             namespace: ns.into(),

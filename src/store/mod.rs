@@ -18,8 +18,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::configuration::{SqliteSynchronous, StorageSettings};
-use crate::incidents::IncidentState;
-use crate::notify::IncidentView;
+use crate::domain::Incident;
+use crate::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use crate::routing::Silence;
 use crate::state::{AppState, Transition};
 
@@ -106,26 +106,26 @@ fn migrator(engine: Engine) -> Migrator {
 pub struct IncidentRecord {
     pub id: i64,
     pub fingerprint: String,
-    pub kind: String,
+    pub kind: Kind,
     pub app: AppId,
     pub team: String,
-    pub severity: String,
+    pub severity: Severity,
     pub state: IncidentState,
     pub since: DateTime<Utc>,
     pub fire_at: DateTime<Utc>,
     pub fired_at: Option<DateTime<Utc>>,
     pub resolved_at: Option<DateTime<Utc>>,
     pub notified: bool,
-    pub view: IncidentView,
+    pub view: Incident,
 }
 
 impl IncidentRecord {
     /// The view with the record's live fields filled in.
-    pub fn full_view(&self) -> IncidentView {
+    pub fn full_view(&self) -> Incident {
         let mut v = self.view.clone();
         v.id = self.id;
-        v.state = self.state.as_str().into();
-        v.severity = self.severity.clone();
+        v.state = self.state;
+        v.severity = self.severity;
         v.since = self.since;
         v.fired_at = self.fired_at;
         v.resolved_at = self.resolved_at;
@@ -138,16 +138,19 @@ const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, namespace, name, team, se
 
 fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
     let state: String = r.try_get("state")?;
+    let kind: String = r.try_get("kind")?;
+    let severity: String = r.try_get("severity")?;
     Ok(IncidentRecord {
         id: r.try_get("id")?,
         fingerprint: r.try_get("fingerprint")?,
-        kind: r.try_get("kind")?,
+        kind: parse_kind(&kind)?,
         app: AppId {
             namespace: r.try_get("namespace")?,
             name: r.try_get("name")?,
         },
         team: r.try_get("team")?,
-        severity: r.try_get("severity")?,
+        severity: Severity::parse(&severity)
+            .ok_or_else(|| StoreError::Decode(format!("incident severity {severity}")))?,
         state: IncidentState::parse(&state).ok_or_else(|| StoreError::Decode(format!("incident state {state}")))?,
         since: from_millis(r.try_get("since")?),
         fire_at: from_millis(r.try_get("fire_at")?),
@@ -156,6 +159,10 @@ fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
         notified: r.try_get::<i64, _>("notified")? != 0,
         view: decode(&r.try_get::<String, _>("view_json")?)?,
     })
+}
+
+fn parse_kind(s: &str) -> Result<Kind, StoreError> {
+    Kind::parse(s).ok_or_else(|| StoreError::Decode(format!("incident kind {s}")))
 }
 
 /// A stored Application row for listings.
@@ -187,7 +194,8 @@ pub struct GroupRecord {
 #[derive(Debug, Clone)]
 pub struct MemberRecord {
     pub incident: IncidentRecord,
-    pub status: String,
+    /// `Firing` or `Resolved`: what the group's next message says of this incident.
+    pub status: IncidentState,
     pub dirty: bool,
 }
 
@@ -217,10 +225,10 @@ pub struct OutboxRecord {
     pub receiver: String,
     pub order_key: String,
     pub thread_key: String,
-    pub action: String,
+    pub action: Action,
     #[serde(skip)]
     pub payload: String,
-    pub state: String,
+    pub state: DeliveryState,
     pub attempts: i64,
     pub due_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
@@ -231,14 +239,16 @@ pub struct OutboxRecord {
 const OUTBOX_COLUMNS: &str = "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at, last_error, delivered_at";
 
 fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
+    let action: String = r.try_get("action")?;
+    let state: String = r.try_get("state")?;
     Ok(OutboxRecord {
         id: r.try_get("id")?,
         receiver: r.try_get("receiver")?,
         order_key: r.try_get("order_key")?,
         thread_key: r.try_get("thread_key")?,
-        action: r.try_get("action")?,
+        action: Action::parse(&action).ok_or_else(|| StoreError::Decode(format!("outbox action {action}")))?,
         payload: r.try_get("payload")?,
-        state: r.try_get("state")?,
+        state: DeliveryState::parse(&state).ok_or_else(|| StoreError::Decode(format!("outbox state {state}")))?,
         attempts: r.try_get("attempts")?,
         due_at: from_millis(r.try_get("due_at")?),
         created_at: from_millis(r.try_get("created_at")?),
@@ -253,7 +263,7 @@ pub struct NewDelivery {
     pub receiver: String,
     pub order_key: String,
     pub thread_key: String,
-    pub action: String,
+    pub action: Action,
     pub payload: String,
 }
 
@@ -662,7 +672,7 @@ impl Store {
     #[allow(clippy::too_many_arguments)]
     pub async fn insert_incident(
         tx: &mut WriteTx,
-        view: &IncidentView,
+        view: &Incident,
         app: &AppId,
         state: IncidentState,
         since: DateTime<Utc>,
@@ -674,11 +684,11 @@ impl Store {
                       fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id"
         )
         .bind(&view.fingerprint)
-        .bind(&view.kind)
+        .bind(view.kind.as_str())
         .bind(&app.namespace)
         .bind(&app.name)
         .bind(&view.team)
-        .bind(&view.severity)
+        .bind(view.severity.as_str())
         .bind(state.as_str())
         .bind(to_millis(since))
         .bind(to_millis(fire_at))
@@ -707,11 +717,11 @@ impl Store {
             for r in chunk {
                 query = query
                     .bind(r.fingerprint.clone())
-                    .bind(r.kind.clone())
+                    .bind(r.kind.as_str())
                     .bind(r.app.namespace.clone())
                     .bind(r.app.name.clone())
                     .bind(r.team.clone())
-                    .bind(r.severity.clone())
+                    .bind(r.severity.as_str())
                     .bind(r.state.as_str())
                     .bind(to_millis(r.since))
                     .bind(to_millis(r.fire_at))
@@ -747,10 +757,10 @@ impl Store {
         row.as_ref().map(incident_from_row).transpose()
     }
 
-    pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &IncidentView) -> Result<(), StoreError> {
+    pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
         q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
             .bind(encode(view))
-            .bind(&view.severity)
+            .bind(view.severity.as_str())
             .bind(&view.team)
             .bind(id)
             .execute(&mut *tx.tx)
@@ -817,9 +827,9 @@ impl Store {
 
     pub async fn incidents(
         &self,
-        state: Option<&str>,
+        state: Option<IncidentState>,
         team: Option<&str>,
-        kind: Option<&str>,
+        kind: Option<Kind>,
         app: Option<&AppId>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
@@ -828,9 +838,9 @@ impl Store {
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
              AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) ORDER BY id DESC LIMIT $6"
         ))
-        .bind(state.unwrap_or(""))
+        .bind(state.map_or("", IncidentState::as_str))
         .bind(team.unwrap_or(""))
-        .bind(kind.unwrap_or(""))
+        .bind(kind.map_or("", Kind::as_str))
         .bind(ns)
         .bind(name)
         .bind(limit)
@@ -866,7 +876,7 @@ impl Store {
         receiver: &str,
         key: &str,
         incident_id: i64,
-        status: &str,
+        status: IncidentState,
         now: DateTime<Utc>,
         timing: &crate::configuration::GroupingSettings,
     ) -> Result<(), StoreError> {
@@ -911,7 +921,7 @@ impl Store {
         )
         .bind(id)
         .bind(incident_id)
-        .bind(status)
+        .bind(status.as_str())
         .execute(&mut *tx.tx)
         .await?;
         Ok(())
@@ -985,9 +995,11 @@ impl Store {
         .await?;
         rows.iter()
             .map(|r| {
+                let status: String = r.try_get("member_status")?;
                 Ok(MemberRecord {
                     incident: incident_from_row(r)?,
-                    status: r.try_get("member_status")?,
+                    status: IncidentState::parse(&status)
+                        .ok_or_else(|| StoreError::Decode(format!("group member status {status}")))?,
                     dirty: r.try_get::<i64, _>("member_dirty")? != 0,
                 })
             })
@@ -1090,7 +1102,7 @@ impl Store {
         .bind(&d.receiver)
         .bind(&d.order_key)
         .bind(&d.thread_key)
-        .bind(&d.action)
+        .bind(d.action.as_str())
         .bind(&d.payload)
         .bind(to_millis(now))
         .fetch_one(&mut *tx.tx)
@@ -1210,11 +1222,11 @@ impl Store {
         Ok(r.rows_affected() == 1)
     }
 
-    pub async fn outbox(&self, state: Option<&str>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
+    pub async fn outbox(&self, state: Option<DeliveryState>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
         let rows = q!(format!(
             "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) ORDER BY id DESC LIMIT $2"
         ))
-        .bind(state.unwrap_or(""))
+        .bind(state.map_or("", DeliveryState::as_str))
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;

@@ -1,7 +1,7 @@
 //! Shared renderings of a [`Notification`]: plain text (email, console, Jira DC), Markdown (GitHub, Mattermost, chat)
 //! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces.
 
-use super::{Action, IncidentView, Notification};
+use crate::domain::{Action, Incident, Notification};
 
 /// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits).
 pub fn truncate(s: &str, max: usize) -> String {
@@ -37,7 +37,7 @@ fn short_rev(r: &str) -> &str {
 }
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.
-pub fn facts(i: &IncidentView) -> Vec<(&'static str, String)> {
+pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
     let mut out = vec![
         ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
         ("Project", i.project.clone()),
@@ -47,7 +47,7 @@ pub fn facts(i: &IncidentView) -> Vec<(&'static str, String)> {
             format!("{} / {}", i.destination_cluster, i.destination_namespace),
         ),
         ("Since", when(i.since)),
-        ("Severity", i.severity.clone()),
+        ("Severity", i.severity.to_string()),
     ];
     if let Some(r) = &i.revision {
         out.push(("Revision", short_rev(r).to_string()));
@@ -72,7 +72,7 @@ pub fn text(n: &Notification) -> String {
         s.push_str(&format!("({})\n\n", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!("* [{}] {}\n", i.state.to_uppercase(), i.summary));
+        s.push_str(&format!("* [{}] {}\n", i.state.as_str().to_uppercase(), i.summary));
         for (k, v) in facts(i) {
             s.push_str(&format!("    {k}: {v}\n"));
         }
@@ -107,7 +107,7 @@ pub fn markdown(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n\n", n.reason));
     }
     for i in &n.incidents {
-        s.push_str(&format!("**[{}] {}**\n\n", i.state.to_uppercase(), i.summary));
+        s.push_str(&format!("**[{}] {}**\n\n", i.state.as_str().to_uppercase(), i.summary));
         for (k, v) in facts(i) {
             if k == "Argo CD" {
                 s.push_str(&format!("- {k}: [{}]({v})\n", i.app_name));
@@ -161,7 +161,7 @@ pub fn html(n: &Notification) -> String {
     for i in &n.incidents {
         s.push_str(&format!(
             "<h3>[{}] {}</h3><table>",
-            esc(&i.state.to_uppercase()),
+            esc(&i.state.as_str().to_uppercase()),
             esc(&i.summary)
         ));
         for (k, v) in facts(i) {

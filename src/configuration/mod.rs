@@ -1,0 +1,229 @@
+//! Typed settings: the YAML file (`config/herald.yaml`), then `HERALD__SECTION__KEY` environment overrides, parsed
+//! once into types that cannot hold an invalid state, then validated across sections (routes naming unknown
+//! receivers, bad globs…). Every error names the key path that is wrong.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+mod argocd;
+mod delivery;
+mod receivers;
+mod routing;
+mod rules;
+mod server;
+mod storage;
+
+pub use argocd::*;
+pub use delivery::*;
+pub use receivers::*;
+pub use routing::*;
+pub use rules::*;
+pub use server::*;
+pub use storage::*;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    #[serde(default)]
+    pub server: ServerSettings,
+    #[serde(default)]
+    pub storage: StorageSettings,
+    #[serde(default)]
+    pub argocd: ArgoCdSettings,
+    #[serde(default)]
+    pub ownership: OwnershipSettings,
+    #[serde(default)]
+    pub rules: RulesSettings,
+    #[serde(default)]
+    pub teams: BTreeMap<String, TeamSettings>,
+    #[serde(default)]
+    pub routes: Vec<RouteSettings>,
+    #[serde(default)]
+    pub grouping: GroupingSettings,
+    #[serde(default = "default_receivers")]
+    pub receivers: Vec<ReceiverSettings>,
+    #[serde(default)]
+    pub smtp: Option<SmtpSettings>,
+    #[serde(default)]
+    pub outbox: OutboxSettings,
+    #[serde(default)]
+    pub scheduler: SchedulerSettings,
+    #[serde(default)]
+    pub log: LogSettings,
+}
+
+/// A configuration error; the message names the key path.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration: {0}")]
+    Load(String),
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<ConfigError>),
+}
+
+pub(crate) fn invalid(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+impl Settings {
+    /// Loads `file` (if given and present; a given file that is missing is an error unless `optional`), then the
+    /// `HERALD__SECTION__KEY` environment overrides, then validates.
+    pub fn load(file: Option<&Path>, optional: bool) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder();
+        if let Some(f) = file {
+            if f.exists() {
+                builder = builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
+            } else if !optional {
+                return Err(ConfigError::Load(format!("{}: no such file", f.display())));
+            }
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("HERALD")
+                .prefix_separator("__")
+                .separator("__")
+                .try_parsing(true)
+                .list_separator(",")
+                .with_list_parse_key("server.auth.bearer_tokens")
+                .with_list_parse_key("grouping.group_by"),
+        );
+        let raw = builder.build().map_err(|e| ConfigError::Load(e.to_string()))?;
+        let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+        Self::from_value(value)
+    }
+
+    /// Parses an already-read YAML string (tests, `check-config`).
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        let raw = config::Config::builder()
+            .add_source(config::File::from_str(text, config::FileFormat::Yaml))
+            .build()
+            .map_err(|e| ConfigError::Load(e.to_string()))?;
+        let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+        Self::from_value(value)
+    }
+
+    fn from_value(mut value: serde_json::Value) -> Result<Self, ConfigError> {
+        // The `config` crate gives an empty file as null; treat it as "all defaults".
+        if value.is_null() {
+            value = serde_json::json!({});
+        }
+        // A section whose keys are all commented out reads as null: it means "the defaults".
+        if let Some(map) = value.as_object_mut() {
+            map.retain(|_, v| !v.is_null());
+        }
+        let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            invalid(
+                if path == "." { "(top level)".into() } else { path },
+                e.into_inner().to_string(),
+            )
+        })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Cross-section checks that serde cannot express; every error is reported, each with its key path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut errors = Vec::new();
+        let names = receivers::validate(&self.receivers, self.smtp.as_ref(), &mut errors);
+        let known = |n: &str| names.contains(n);
+        routing::validate_teams(&self.teams, &known, &mut errors);
+        routing::validate_routes(&self.routes, &known, &mut errors);
+        routing::validate_grouping(&self.grouping, &mut errors);
+        self.rules.validate(&mut errors);
+        self.server.validate(&mut errors);
+        self.storage.validate(&mut errors);
+        self.outbox.validate(&mut errors);
+        self.scheduler.validate(&mut errors);
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(ConfigError::Many(errors)),
+        }
+    }
+
+    /// Listening beyond loopback with no credentials is refused unless explicitly allowed.
+    pub fn check_exposure(&self) -> Result<(), ConfigError> {
+        let addr: std::net::SocketAddr = self
+            .server
+            .listen
+            .parse()
+            .map_err(|_| invalid("server.listen", "not an address:port"))?;
+        let auth = &self.server.auth;
+        if !addr.ip().is_loopback() && auth.bearer_tokens.is_empty() && auth.basic.is_empty() && !auth.allow_anonymous {
+            return Err(invalid(
+                "server.auth",
+                format!(
+                    "listening on {addr} (not loopback) with no credentials: set server.auth.bearer_tokens or \
+                     server.auth.basic, or server.auth.allow_anonymous: true if a proxy in front authenticates"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn receiver(&self, name: &str) -> Option<&ReceiverSettings> {
+        self.receivers.iter().find(|r| r.name == name)
+    }
+}
+
+pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
+    match url::Url::parse(u) {
+        Ok(p) if p.scheme() == "http" || p.scheme() == "https" => {}
+        _ => errors.push(invalid(path, format!("{u:?} is not an http(s) URL"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Kind;
+    use std::time::Duration;
+
+    #[test]
+    fn an_empty_file_means_every_default() {
+        let s = Settings::from_yaml("").expect("defaults are valid");
+        assert_eq!(s.server.listen, "127.0.0.1:8080");
+        assert_eq!(s.receivers[0].name, "console");
+        assert_eq!(s.rules.rule(Kind::OutOfSync).r#for, Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn errors_name_the_key_path() {
+        let cases = [
+            ("server: {listen: 5}", "server.listen"),
+            ("rules: {out_of_sync: {for: -1h}}", "rules.out_of_sync.for"),
+            ("routes: [{receivers: [nobody]}]", "routes[0].receivers[0]"),
+            ("routes: [{app: 'a[', receivers: [console]}]", "routes[0].app"),
+            ("teams: {pay: {receivers: [ghost]}}", "teams.pay.receivers[0]"),
+            ("receivers: [{name: x, slack: {}}]", "receivers[0].slack"),
+            ("receivers: [{name: x, carrier_pigeon: {}}]", "receivers[0]"),
+            ("grouping: {group_by: [colour]}", "grouping.group_by[0]"),
+            ("surprise: 1", "surprise"),
+            ("storage: {url: 'mysql://x'}", "storage.url"),
+            (
+                "teams: {pay: {escalation: [{after: 4h, receivers: [console]}, {after: 1h, receivers: [console]}]}}",
+                "teams.pay.escalation[1].after",
+            ),
+        ];
+        for (yaml, path) in cases {
+            let err = Settings::from_yaml(yaml).expect_err(yaml).to_string();
+            assert!(err.contains(path), "{yaml}: expected {path} in {err}");
+        }
+    }
+
+    #[test]
+    fn exposure_without_credentials_is_refused() {
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080'}").expect("valid");
+        assert!(s.check_exposure().is_err());
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}").expect("valid");
+        assert!(s.check_exposure().is_ok());
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}").expect("valid");
+        assert!(s.check_exposure().is_ok());
+    }
+}

@@ -1,0 +1,82 @@
+//! `server` and `log`: where Herald listens, who may call it, and how it logs.
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::{ConfigError, invalid};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    pub listen: String,
+    pub auth: AuthSettings,
+    pub max_body_bytes: usize,
+    /// JSON nesting deeper than this is refused before parsing (Application objects nest about 12 deep).
+    pub max_json_depth: usize,
+    pub workers: Option<usize>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            auth: AuthSettings::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+            max_json_depth: 128,
+            workers: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    pub bearer_tokens: Vec<SecretString>,
+    pub basic: Vec<BasicCredential>,
+    pub allow_anonymous: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicCredential {
+    pub username: String,
+    pub password: SecretString,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    /// `tracing` filter, e.g. `info,herald=debug`. `RUST_LOG` wins when set.
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl ServerSettings {
+    pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        if self.max_body_bytes < 1024 {
+            errors.push(invalid("server.max_body_bytes", "must be at least 1024"));
+        }
+        if self.listen.parse::<std::net::SocketAddr>().is_err() {
+            errors.push(invalid(
+                "server.listen",
+                format!("{:?} is not an address:port such as 127.0.0.1:8080", self.listen),
+            ));
+        }
+    }
+}

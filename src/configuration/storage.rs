@@ -1,0 +1,52 @@
+//! `storage`: where state lives (SQLite by default, PostgreSQL for several replicas) and how long raw bodies stay.
+
+use secrecy::SecretString;
+use serde::Deserialize;
+use std::time::Duration;
+
+use super::{ConfigError, invalid};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageSettings {
+    /// `sqlite://data/herald.db` (embedded default) or `postgres://user:pass@host/db`.
+    pub url: SecretString,
+    #[serde(with = "humantime_serde")]
+    pub raw_retention: Duration,
+    /// SQLite `synchronous` pragma: `normal` survives a process crash (kill -9); `full` also a power loss.
+    pub sqlite_synchronous: SqliteSynchronous,
+    pub max_connections: u32,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("sqlite://data/herald.db"),
+            raw_retention: Duration::from_secs(7 * 24 * 3600),
+            sqlite_synchronous: SqliteSynchronous::Normal,
+            max_connections: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSynchronous {
+    Normal,
+    Full,
+}
+
+impl StorageSettings {
+    pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        {
+            use secrecy::ExposeSecret;
+            let url = self.url.expose_secret();
+            if !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                errors.push(invalid(
+                    "storage.url",
+                    "must start with sqlite: or postgres:// (the value is not shown: it may hold a password)",
+                ));
+            }
+        }
+    }
+}
