@@ -55,7 +55,7 @@ struct Args {
     #[arg(long)]
     first_delivery: Option<usize>,
     /// Fixture directory with captured bodies.
-    #[arg(long, default_value = "../shared/fixtures/argocd/captured")]
+    #[arg(long, default_value = "tests/fixtures/argocd/captured")]
     fixtures: PathBuf,
 }
 

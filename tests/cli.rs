@@ -18,7 +18,7 @@ fn herald(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 }
 
 fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/argocd")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argocd")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {

@@ -106,13 +106,9 @@ fn triggers(data: &Map<String, Value>) -> Vec<(&str, &Vec<Value>)> {
         .collect()
 }
 
-/// Captured bodies, from `../shared/fixtures` beside the crate (`HERALD_SHARED_DIR` points elsewhere, e.g. from a
-/// git worktree that has no `shared/` beside it).
+/// Captured bodies, kept in the repository (`tests/fixtures/argocd/SOURCES.md` says where each comes from).
 fn captured() -> PathBuf {
-    std::env::var_os("HERALD_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared"))
-        .join("fixtures/argocd/captured")
+    root().join("tests/fixtures/argocd/captured")
 }
 
 fn fixture(name: &str) -> Value {

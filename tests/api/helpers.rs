@@ -1,5 +1,5 @@
 //! Test harness: the real application on a random port (in-process, like zero-to-production's `spawn_app`), or the
-//! real binary as a child process (for restarts, kill -9 and log checks). Fixtures come from ../shared/fixtures.
+//! real binary as a child process (for restarts, kill -9 and log checks). Fixtures are in tests/fixtures/argocd (see its SOURCES.md).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use herald::startup::Application;
 use serde_json::Value;
 
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/argocd")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argocd")
 }
 
 pub fn fixture(rel: &str) -> Vec<u8> {
