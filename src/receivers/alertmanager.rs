@@ -380,10 +380,12 @@ mod tests {
         }
         assert_eq!(
             body[1]["labels"],
+            // Project and team are empty, so they are left out (the kind is typed: it is never empty).
             serde_json::json!({
-                "alertname": "herald_incident",
+                "alertname": "herald_out_of_sync",
                 "app": "orphan",
                 "app_namespace": "argocd",
+                "kind": "out_of_sync",
                 "severity": "warning",
                 "fingerprint": "argocd/orphan/out_of_sync",
             })
