@@ -12,6 +12,7 @@ mod receivers;
 mod routing;
 mod rules;
 mod server;
+mod sources;
 mod storage;
 
 pub use argocd::*;
@@ -75,26 +76,7 @@ impl Settings {
     /// Loads `file` (if given and present; a given file that is missing is an error unless `optional`), then the
     /// `HERALD__SECTION__KEY` environment overrides, then validates.
     pub fn load(file: Option<&Path>, optional: bool) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder();
-        if let Some(f) = file {
-            if f.exists() {
-                builder = builder.add_source(config::File::from(f).format(config::FileFormat::Yaml));
-            } else if !optional {
-                return Err(ConfigError::Load(format!("{}: no such file", f.display())));
-            }
-        }
-        builder = builder.add_source(
-            config::Environment::with_prefix("HERALD")
-                .prefix_separator("__")
-                .separator("__")
-                .try_parsing(true)
-                .list_separator(",")
-                .with_list_parse_key("server.auth.bearer_tokens")
-                .with_list_parse_key("grouping.group_by"),
-        );
-        let raw = builder.build().map_err(|e| ConfigError::Load(e.to_string()))?;
-        let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
-        Self::from_value(value)
+        Self::from_value(sources::read(file, optional)?)
     }
 
     /// Parses an already-read YAML string (tests, `check-config`).
@@ -115,6 +97,15 @@ impl Settings {
         // A section whose keys are all commented out reads as null: it means "the defaults".
         if let Some(map) = value.as_object_mut() {
             map.retain(|_, v| !v.is_null());
+        }
+        let mut errors = Vec::new();
+        sources::resolve_files(&mut value, "", &mut errors);
+        if !errors.is_empty() {
+            return Err(if errors.len() == 1 {
+                errors.remove(0)
+            } else {
+                ConfigError::Many(errors)
+            });
         }
         let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();

@@ -1,0 +1,225 @@
+//! Where settings come from before they are typed: the YAML file, then the `HERALD__SECTION__KEY` environment, merged
+//! here (an environment key with a number, `HERALD__RECEIVERS__1__SLACK__TOKEN`, sets that element of a list), then
+//! every `<secret>_file` key replaced by the content of the file it names (Alertmanager's convention, so Kubernetes
+//! Secrets can be mounted as files instead of written into a ConfigMap).
+
+use serde_json::{Map, Value};
+use std::path::Path;
+
+use super::{ConfigError, invalid};
+
+/// The keys whose value may instead be read from a file named by `<key>_file`. They are the secrets (and `url`,
+/// which carries a key for webhook receivers and a password for PostgreSQL).
+const FILE_KEYS: [&str; 8] = [
+    "token",
+    "password",
+    "webhook_url",
+    "routing_key",
+    "hmac_secret",
+    "url",
+    "bearer_tokens",
+    "api_key",
+];
+
+/// Reads the YAML file (when given) and the environment, and merges the environment over the file.
+pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigError> {
+    let mut value = Value::Null;
+    if let Some(f) = file {
+        if f.exists() {
+            let raw = config::Config::builder()
+                .add_source(config::File::from(f).format(config::FileFormat::Yaml))
+                .build()
+                .map_err(|e| ConfigError::Load(e.to_string()))?;
+            value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+        } else if !optional {
+            return Err(ConfigError::Load(format!("{}: no such file", f.display())));
+        }
+    }
+    let env = config::Config::builder()
+        .add_source(
+            config::Environment::with_prefix("HERALD")
+                .prefix_separator("__")
+                .separator("__")
+                .try_parsing(true)
+                .list_separator(",")
+                .with_list_parse_key("server.auth.bearer_tokens")
+                .with_list_parse_key("grouping.group_by"),
+        )
+        .build()
+        .map_err(|e| ConfigError::Load(e.to_string()))?;
+    let env: Value = env.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+    merge(&mut value, env);
+    Ok(value)
+}
+
+/// Merges `over` into `base`: objects key by key; an object whose keys are all numbers into a list, element by
+/// element (so one environment variable can set one field of one receiver); anything else replaces.
+pub(super) fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b @ (Value::Array(_) | Value::Null), Value::Object(o)) if !o.is_empty() && o.keys().all(is_index) => {
+            if b.is_null() {
+                *b = Value::Array(Vec::new());
+            }
+            let Value::Array(list) = b else { return };
+            for (k, v) in o {
+                let Ok(i) = k.parse::<usize>() else { continue };
+                // An index far past the end would otherwise allocate without bound; a short gap is filled with
+                // empty entries that validation then reports by their key path.
+                if i > list.len() + 64 {
+                    continue;
+                }
+                while list.len() <= i {
+                    list.push(Value::Null);
+                }
+                merge(&mut list[i], v);
+            }
+        }
+        (b @ Value::Null, Value::Object(o)) => {
+            let mut map = Value::Object(Map::new());
+            merge(&mut map, Value::Object(o));
+            *b = map;
+        }
+        (b, o) => *b = o,
+    }
+}
+
+fn is_index(k: &String) -> bool {
+    !k.is_empty() && k.len() <= 4 && k.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Replaces every `<key>_file` (for the keys in [`FILE_KEYS`]) by `<key>` with the file's content, trailing newline
+/// removed. `bearer_tokens_file` holds one token per line. Errors name the key path and the file, never the content.
+pub(super) fn resolve_files(value: &mut Value, path: &str, errors: &mut Vec<ConfigError>) {
+    match value {
+        Value::Object(map) => {
+            resolve_object(map, path, errors);
+            for (k, v) in map.iter_mut() {
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                resolve_files(v, &child, errors);
+            }
+        }
+        Value::Array(list) => {
+            for (i, v) in list.iter_mut().enumerate() {
+                resolve_files(v, &format!("{path}[{i}]"), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<ConfigError>) {
+    for key in FILE_KEYS {
+        let file_key = format!("{key}_file");
+        let Some(file) = map.remove(&file_key) else {
+            continue;
+        };
+        let at = if path.is_empty() {
+            file_key.clone()
+        } else {
+            format!("{path}.{file_key}")
+        };
+        let Value::String(file) = file else {
+            errors.push(invalid(at, "must be the path of a file"));
+            continue;
+        };
+        if map.get(key).is_some_and(|v| !v.is_null()) {
+            errors.push(invalid(at, format!("set either `{key}` or `{file_key}`, not both")));
+            continue;
+        }
+        match std::fs::read_to_string(&file) {
+            Ok(text) => {
+                let text = text.trim_end_matches(['\n', '\r']);
+                let v = if key == "bearer_tokens" {
+                    Value::Array(
+                        text.lines()
+                            .map(str::trim)
+                            .filter(|l| !l.is_empty())
+                            .map(|l| Value::String(l.to_string()))
+                            .collect(),
+                    )
+                } else {
+                    Value::String(text.to_string())
+                };
+                map.insert(key.to_string(), v);
+            }
+            Err(e) => errors.push(invalid(at, format!("cannot read {file:?}: {}", e.kind()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_environment_index_sets_one_field_of_one_list_element() {
+        let mut base = json!({"receivers": [{"name": "a", "console": {}}, {"name": "b", "slack": {"channel": "#x"}}]});
+        merge(
+            &mut base,
+            json!({"receivers": {"1": {"slack": {"token": "xoxb-1"}}}, "server": {"listen": "0.0.0.0:1"}}),
+        );
+        assert_eq!(
+            base,
+            json!({"receivers": [{"name": "a", "console": {}}, {"name": "b", "slack": {"channel": "#x", "token": "xoxb-1"}}],
+                   "server": {"listen": "0.0.0.0:1"}})
+        );
+        let mut empty = Value::Null;
+        merge(&mut empty, json!({"receivers": {"0": {"name": "c"}}}));
+        assert_eq!(empty, json!({"receivers": [{"name": "c"}]}));
+        let mut far = json!({"receivers": []});
+        merge(&mut far, json!({"receivers": {"9999": {"name": "c"}}}));
+        assert_eq!(far, json!({"receivers": []}), "a far index is ignored, not allocated");
+    }
+
+    #[test]
+    fn a_secret_file_replaces_its_key_and_errors_name_the_path() {
+        let dir = tempfile::tempdir().expect("dir");
+        let token = dir.path().join("token");
+        std::fs::write(&token, "xoxb-secret\n").expect("write");
+        let tokens = dir.path().join("tokens");
+        std::fs::write(&tokens, "one-token-of-sixteen\n\n two-token-of-sixteen \n").expect("write");
+        let mut v = json!({
+            "receivers": [{"name": "s", "slack": {"token_file": token, "channel": "#c"}}],
+            "server": {"auth": {"bearer_tokens_file": tokens}},
+            "smtp": {"ca_file": "/etc/ssl/ca.pem"},
+        });
+        let mut errors = Vec::new();
+        resolve_files(&mut v, "", &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(v["receivers"][0]["slack"]["token"], "xoxb-secret");
+        assert_eq!(v["receivers"][0]["slack"].get("token_file"), None);
+        assert_eq!(
+            v["server"]["auth"]["bearer_tokens"],
+            json!(["one-token-of-sixteen", "two-token-of-sixteen"])
+        );
+        assert_eq!(
+            v["smtp"]["ca_file"], "/etc/ssl/ca.pem",
+            "ca_file is a path, not a secret"
+        );
+
+        let mut bad = json!({"receivers": [{"name": "s", "slack": {"token": "a", "token_file": token}},
+                                           {"name": "t", "pagerduty": {"routing_key_file": "/nonexistent/key"}}]});
+        let mut errors = Vec::new();
+        resolve_files(&mut bad, "", &mut errors);
+        let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(text.len(), 2, "{text:?}");
+        assert!(
+            text[0].starts_with("receivers[0].slack.token_file: set either"),
+            "{text:?}"
+        );
+        assert!(
+            text[1].starts_with("receivers[1].pagerduty.routing_key_file: cannot read"),
+            "{text:?}"
+        );
+    }
+}
