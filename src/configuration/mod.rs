@@ -127,6 +127,9 @@ impl Settings {
         routing::validate_routes(&self.routes, &known, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);
+        if let Some(api) = &self.argocd.api {
+            api.validate(&mut errors);
+        }
         self.server.validate(&mut errors);
         self.storage.validate(&mut errors);
         self.outbox.validate(&mut errors);
