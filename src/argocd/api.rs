@@ -125,10 +125,7 @@ impl ArgoCdApi {
             .json()
             .await
             .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
-        let mut snap = super::from_value(&value)?;
-        // What the API says is the state now.
-        snap.observed_at = None;
-        Ok(snap)
+        Ok(from_api(&value)?)
     }
 
     /// Every Application, in the configured projects (all when none are configured).
@@ -207,6 +204,14 @@ impl Stream {
     }
 }
 
+/// An Application read from the API: what it says is the state now (no body time), marked as from the API.
+fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
+    let mut snap = super::from_value(value)?;
+    snap.observed_at = None;
+    snap.source = super::Source::Api;
+    Ok(snap)
+}
+
 fn parse_listing(value: &Value) -> Result<Listing, ApiError> {
     let items = match value.get("items") {
         // Argo CD answers `"items": null` when there are none.
@@ -216,11 +221,8 @@ fn parse_listing(value: &Value) -> Result<Listing, ApiError> {
     };
     let mut listing = Listing::default();
     for (i, item) in items.iter().enumerate() {
-        match super::from_value(item) {
-            Ok(mut snap) => {
-                snap.observed_at = None;
-                listing.apps.push(snap);
-            }
+        match from_api(item) {
+            Ok(snap) => listing.apps.push(snap),
             Err(e) => listing.unreadable.push(format!("items[{i}]: {e}")),
         }
     }
@@ -244,8 +246,7 @@ fn parse_event(line: &[u8]) -> Result<Option<WatchEvent>, ApiError> {
     let Some(app) = result.get("application") else {
         return Ok(None);
     };
-    let mut snap = super::from_value(app)?;
-    snap.observed_at = None;
+    let snap = from_api(app)?;
     Ok(Some(match kind {
         "DELETED" => WatchEvent::Deleted(snap.app),
         _ => WatchEvent::Changed(Box::new(snap)),

@@ -121,12 +121,30 @@ pub struct Snapshot {
     pub sync_policy: SyncPolicy,
     /// The revision deployed before the current one (from `status.history`), for recovery steps.
     pub previous_revision: Option<String>,
+    /// `metadata.deletionTimestamp` is set: Argo CD is deleting the Application.
     pub deleting: bool,
+    /// `status.health.lastTransitionTime` (Argo CD 2.14+): Argo CD's own time of the last health change.
+    #[serde(default)]
+    pub health_changed_at: Option<DateTime<Utc>>,
+    /// Who told Herald: a webhook body, or the Argo CD API (resync, watch, confirmation).
+    #[serde(default)]
+    pub source: Source,
     /// Link base from `context.argocdUrl`.
     pub argocd_url: Option<String>,
     /// When Argo CD saw this state: envelope `timestamp`, else the newest of `reconciledAt`,
     /// `operationState.finishedAt/startedAt`, `health.lastTransitionTime`. `None`: the body carries no time.
     pub observed_at: Option<DateTime<Utc>>,
+}
+
+/// Where a snapshot came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A request from Argo CD Notifications.
+    #[default]
+    Webhook,
+    /// Read from the Argo CD API.
+    Api,
 }
 
 /// Why a body was refused. Every variant is the sender's fault (4xx) and says how to fix it.
@@ -424,6 +442,10 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
         observed_at = env.get("timestamp").and_then(Value::as_str).and_then(parse_time);
     }
+    let health_changed_at = r
+        .opt_str(app, &["status", "health", "lastTransitionTime"])?
+        .as_deref()
+        .and_then(parse_time);
     if observed_at.is_none() {
         let candidates = [
             r.opt_str(app, &["status", "reconciledAt"])?,
@@ -451,6 +473,8 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         sync_policy,
         previous_revision,
         deleting,
+        health_changed_at,
+        source: Source::Webhook,
         argocd_url,
         observed_at,
     })

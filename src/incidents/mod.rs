@@ -150,6 +150,10 @@ pub fn held_conditions(
 ) -> Vec<Held> {
     let s = &state.snapshot;
     let mut out = Vec::new();
+    if !state.is_live() {
+        // Being deleted, or gone: nothing about it is a problem any more; whatever is open resolves.
+        return out;
+    }
     let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut Incident)| {
         let rule = rules.rule(kind);
         if !rule.enabled {

@@ -234,3 +234,20 @@ fn a_rename_is_called_out_and_production_prunes_are_critical() {
         "{recovery}"
     );
 }
+
+#[test]
+fn an_application_being_deleted_holds_nothing() {
+    // Object 03 of the fixtures: OutOfSync and Degraded, with a deletionTimestamp (the argo-cd metrics test app).
+    let now = t("2025-01-01T00:00:00Z");
+    let body = r#"{"metadata":{"name":"my-app-3","deletionTimestamp":"2020-03-16T09:17:45Z"},
+                  "status":{"sync":{"status":"OutOfSync"},"health":{"status":"Degraded"}}}"#;
+    let state = state_of(body, now);
+    assert_eq!(state.lifecycle(), "deleting");
+    assert_eq!(kinds(&state, &RulesSettings::default()), []);
+    let mut live = state.clone();
+    live.snapshot.deleting = false;
+    assert_eq!(
+        kinds(&live, &RulesSettings::default()),
+        [Kind::OutOfSync, Kind::Degraded]
+    );
+}

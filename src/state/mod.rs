@@ -1,5 +1,7 @@
 //! Application state over time: compares a new [`Snapshot`] with the stored state and decides whether it is stale,
-//! a duplicate, or a change — and which transitions it makes. Pure: the caller passes "now" and stores the result.
+//! a duplicate, or a change — and which transitions it makes — and follows the Application's life: created, being
+//! deleted, deleted ([`delete`]), created again under the same name (a new `metadata.uid`). Pure: the caller passes
+//! "now" and stores the result.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,34 @@ pub struct AppState {
     pub observed_at: DateTime<Utc>,
     /// Hash of the state-relevant content: equal hashes are duplicates.
     pub content_hash: String,
+    /// `sync_since` / `health_since` are lower bounds: Herald first saw this Application through the Argo CD API
+    /// (a resync after a wiped store, say), not when its status changed.
+    #[serde(default)]
+    pub sync_since_at_least: bool,
+    #[serde(default)]
+    pub health_since_at_least: bool,
+    /// When Argo CD confirmed the Application is gone (the API answered 404, a complete listing lacked it, the
+    /// stream said DELETED, or a deletion body arrived with no API configured to confirm by).
+    #[serde(default)]
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+impl AppState {
+    /// `deleting` while Argo CD deletes it, `deleted` once confirmed gone, else `active`.
+    pub fn lifecycle(&self) -> &'static str {
+        if self.deleted_at.is_some() {
+            "deleted"
+        } else if self.snapshot.deleting {
+            "deleting"
+        } else {
+            "active"
+        }
+    }
+
+    /// Whether incidents may be open for it: not while it is being deleted or after.
+    pub fn is_live(&self) -> bool {
+        self.deleted_at.is_none() && !self.snapshot.deleting
+    }
 }
 
 /// One change Herald records in the Application's timeline.
@@ -56,10 +86,11 @@ impl Outcome {
 }
 
 pub fn content_hash(s: &Snapshot) -> String {
-    // Everything but the time and the link: the same state rendered twice is the same state.
+    // Everything but the time, the link and the source: the same state rendered twice is the same state.
     let mut copy = s.clone();
     copy.observed_at = None;
     copy.argocd_url = None;
+    copy.source = Default::default();
     let bytes = serde_json::to_vec(&copy).unwrap_or_default();
     hex::encode(&Sha256::digest(&bytes)[..16])
 }
@@ -82,6 +113,16 @@ fn op_key(s: &Snapshot) -> Option<String> {
 pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Outcome {
     let observed_at = snap.observed_at.unwrap_or(now);
     let hash = content_hash(&snap);
+    let prev = match prev {
+        Some(p) if is_another_application(p, &snap, observed_at) => None,
+        Some(p) if p.deleted_at.is_some() => {
+            // A late body about an Application that is gone does not bring it back.
+            return Outcome::Stale {
+                stored_at: p.observed_at.max(p.deleted_at.unwrap_or(p.observed_at)),
+            };
+        }
+        other => other,
+    };
     let Some(prev) = prev else {
         let mut transitions = vec![
             Transition {
@@ -108,16 +149,26 @@ pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Out
             .filter(|r| r.requires_pruning)
             .map(|r| (resource_key(&r.kind, &r.namespace, &r.name), now))
             .collect();
+        // Seen first through the API, Herald did not watch the status change: "now" is only a lower bound, and
+        // Argo CD's own health time is better where it has one.
+        let from_api = snap.source == crate::argocd::Source::Api;
+        let health_since = match snap.health_changed_at {
+            Some(t) if from_api => t.min(now),
+            _ => now,
+        };
         return Outcome::Changed {
             state: Box::new(AppState {
                 snapshot: snap,
                 sync_since: now,
-                health_since: now,
+                health_since,
                 prune_since,
                 first_seen: now,
                 last_seen: now,
                 observed_at,
                 content_hash: hash,
+                sync_since_at_least: from_api,
+                health_since_at_least: from_api && health_since == now,
+                deleted_at: None,
             }),
             transitions,
         };
@@ -187,6 +238,8 @@ pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Out
     } else {
         now
     };
+    let sync_since_at_least = prev.sync_since_at_least && old.sync_status == snap.sync_status;
+    let health_since_at_least = prev.health_since_at_least && old.health_status == snap.health_status;
     let prune_since = snap
         .resources
         .iter()
@@ -207,9 +260,32 @@ pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Out
             last_seen: now,
             observed_at,
             content_hash: hash,
+            sync_since_at_least,
+            health_since_at_least,
+            deleted_at: None,
         }),
         transitions,
     }
+}
+
+/// Whether `snap` is about another Application than `prev` under the same name: a different `metadata.uid`, or —
+/// when the body carries no uid — a body newer than the deletion of the stored one.
+fn is_another_application(prev: &AppState, snap: &Snapshot, observed_at: DateTime<Utc>) -> bool {
+    match (&prev.snapshot.uid, &snap.uid) {
+        (Some(a), Some(b)) => a != b,
+        _ => prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting,
+    }
+}
+
+/// Argo CD confirmed the Application is gone: the state to store, or `None` when it was already deleted.
+pub fn delete(prev: &AppState, now: DateTime<Utc>) -> Option<AppState> {
+    if prev.deleted_at.is_some() {
+        return None;
+    }
+    let mut state = prev.clone();
+    state.deleted_at = Some(now);
+    state.last_seen = now;
+    Some(state)
 }
 
 #[cfg(test)]
@@ -250,6 +326,99 @@ mod tests {
         );
         assert_eq!(transitions.len(), 1);
         assert_eq!(transitions[0].field, "revision");
+    }
+
+    fn with_uid(mut s: Snapshot, uid: &str) -> Snapshot {
+        s.uid = Some(uid.into());
+        s
+    }
+
+    #[test]
+    fn a_deleted_application_stays_deleted_until_a_new_one_takes_its_name() {
+        let now = t("2025-01-01T00:00:00Z");
+        let Outcome::Changed { state, .. } =
+            apply(None, with_uid(snap("OutOfSync", "2025-01-01T00:00:00Z"), "u1"), now)
+        else {
+            panic!("first is a change")
+        };
+        assert_eq!(state.lifecycle(), "active");
+        let mut deleting = with_uid(snap("OutOfSync", "2025-01-01T00:10:00Z"), "u1");
+        deleting.deleting = true;
+        let Outcome::Changed { state, .. } = apply(Some(&state), deleting, now) else {
+            panic!("deletion is a change")
+        };
+        assert_eq!(state.lifecycle(), "deleting");
+        assert!(!state.is_live());
+        let gone = delete(&state, t("2025-01-01T00:11:00Z")).expect("deleted");
+        assert_eq!(gone.lifecycle(), "deleted");
+        assert_eq!(delete(&gone, t("2025-01-01T00:12:00Z")), None, "deleted once");
+
+        let late = with_uid(snap("OutOfSync", "2025-01-01T00:20:00Z"), "u1");
+        assert!(
+            matches!(apply(Some(&gone), late, now), Outcome::Stale { .. }),
+            "the same uid stays gone"
+        );
+
+        let later = t("2025-01-01T01:00:00Z");
+        let Outcome::Changed { state: new, .. } = apply(
+            Some(&gone),
+            with_uid(snap("OutOfSync", "2025-01-01T01:00:00Z"), "u2"),
+            later,
+        ) else {
+            panic!("a new uid is a new Application")
+        };
+        assert_eq!(new.lifecycle(), "active");
+        assert_eq!(new.first_seen, later);
+        assert_eq!(new.sync_since, later, "the clock starts again");
+    }
+
+    #[test]
+    fn a_new_uid_under_a_live_name_starts_a_new_application() {
+        let now = t("2025-01-01T00:00:00Z");
+        let Outcome::Changed { state, .. } =
+            apply(None, with_uid(snap("OutOfSync", "2025-01-01T00:00:00Z"), "u1"), now)
+        else {
+            panic!()
+        };
+        let later = t("2025-01-01T00:50:00Z");
+        let Outcome::Changed { state: new, .. } = apply(
+            Some(&state),
+            with_uid(snap("OutOfSync", "2025-01-01T00:50:00Z"), "u2"),
+            later,
+        ) else {
+            panic!("a new uid is a change")
+        };
+        assert_eq!(
+            new.sync_since, later,
+            "the old Application's OutOfSync time is not inherited"
+        );
+    }
+
+    #[test]
+    fn first_seen_through_the_api_since_times_are_lower_bounds() {
+        let now = t("2025-01-01T02:00:00Z");
+        let mut s = snap("OutOfSync", "2025-01-01T02:00:00Z");
+        s.source = crate::argocd::Source::Api;
+        s.health_changed_at = Some(t("2025-01-01T00:30:00Z"));
+        let Outcome::Changed { state, .. } = apply(None, s.clone(), now) else {
+            panic!()
+        };
+        assert!(
+            state.sync_since_at_least,
+            "Argo CD keeps no sync time: now is a lower bound"
+        );
+        assert_eq!(
+            state.health_since,
+            t("2025-01-01T00:30:00Z"),
+            "Argo CD's own health time"
+        );
+        assert!(!state.health_since_at_least);
+        s.source = crate::argocd::Source::Webhook;
+        let Outcome::Changed { state, .. } = apply(None, s, now) else {
+            panic!()
+        };
+        assert!(!state.sync_since_at_least);
+        assert_eq!(state.health_since, now);
     }
 
     #[test]
