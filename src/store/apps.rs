@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps};
+use super::{Engine, Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::state::{AppState, Transition};
@@ -33,6 +33,26 @@ fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
         team: r.try_get("team")?,
         state: decode(&r.try_get::<String, _>("state_json")?)?,
     })
+}
+
+/// Applications whose state holds a resource that `requires_pruning`, or a last sync result `PruneSkipped`.
+/// The stored document is queried with each engine's JSON functions (no JSON type in the shared schema, and no
+/// decoding of every Application in Rust); the caller narrows the rows with `incidents::pending_prunes`.
+fn pending_prunes_sql(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => {
+            "SELECT team, state_json FROM apps WHERE \
+             EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.resources') r \
+                     WHERE json_extract(r.value, '$.requires_pruning') = 1) \
+             OR EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.operation.resources') r \
+                        WHERE json_extract(r.value, '$.status') = 'PruneSkipped')"
+        }
+        Engine::Postgres => {
+            "SELECT team, state_json FROM apps WHERE \
+             jsonb_path_exists(state_json::jsonb, '$.snapshot.resources[*] ? (@.requires_pruning == true)') \
+             OR jsonb_path_exists(state_json::jsonb, '$.snapshot.operation.resources[*] ? (@.status == \"PruneSkipped\")')"
+        }
+    }
 }
 
 impl Store {
@@ -165,15 +185,10 @@ impl Store {
         rows.iter().map(app_from_row).collect()
     }
 
-    /// Applications whose stored state mentions a resource waiting to be pruned (`requires_pruning` or a
-    /// `PruneSkipped` sync result): the rows behind `/v1/prune-pending`, without decoding every Application.
+    /// Applications with a resource waiting to be pruned (`requires_pruning` or a `PruneSkipped` sync result): the
+    /// rows behind `/v1/prune-pending`, chosen by the database rather than by decoding every Application.
     pub async fn apps_with_pending_prunes(&self) -> Result<Vec<AppRecord>, StoreError> {
-        let rows = q!(
-            "SELECT team, state_json FROM apps WHERE state_json LIKE '%\"requires_pruning\":true%' \
-                       OR state_json LIKE '%\"PruneSkipped\"%'"
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = q!(pending_prunes_sql(self.engine)).fetch_all(&self.pool).await?;
         rows.iter().map(app_from_row).collect()
     }
 

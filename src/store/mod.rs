@@ -1,5 +1,5 @@
 //! All SQL. One [`Store`] over sqlx's `Any` driver so the same statements run on SQLite (embedded default, WAL) and
-//! PostgreSQL (several replicas); the few engine differences (claims with `FOR UPDATE SKIP LOCKED`) are
+//! PostgreSQL (several replicas); the few engine differences (claims with `FOR UPDATE SKIP LOCKED`, JSON queries) are
 //! chosen in this module and nowhere else. Times are stored as epoch milliseconds, documents as JSON text.
 //!
 //! This file owns the connection: [`Store`], [`WriteTx`], [`StoreError`], [`Engine`], migrations, and the helpers
