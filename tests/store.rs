@@ -164,6 +164,39 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     let waiting = store.apps_with_pending_prunes().await.expect("prunes");
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].state.snapshot.app, app("cron"));
+    // A sync that skipped a prune counts too; the word in a label does not.
+    let skipped = parse_body(
+        br#"{"app":{"metadata":{"name":"jobs","namespace":"argocd"},"status":{"sync":{"status":"OutOfSync"},
+            "operationState":{"phase":"Succeeded","startedAt":"2026-01-01T00:00:00Z","syncResult":{"resources":[
+              {"kind":"Job","name":"old","namespace":"billing","status":"PruneSkipped","message":"ignored (requires pruning)"}]}}}}}"#,
+        64,
+    )
+    .expect("body");
+    let labelled = parse_body(
+        br#"{"app":{"metadata":{"name":"notes","namespace":"argocd","labels":{"note":"PruneSkipped"}},
+            "status":{"sync":{"status":"Synced"}}}}"#,
+        64,
+    )
+    .expect("body");
+    let (Outcome::Changed { state: skipped, .. }, Outcome::Changed { state: labelled, .. }) =
+        (apply(None, skipped, now), apply(None, labelled, now))
+    else {
+        panic!()
+    };
+    let mut tx = store.begin().await.expect("tx");
+    Store::save_apps(&mut tx, &[("billing", &*skipped), ("notes", &*labelled)])
+        .await
+        .expect("save");
+    tx.commit().await.expect("commit");
+    let mut waiting: Vec<_> = store
+        .apps_with_pending_prunes()
+        .await
+        .expect("prunes")
+        .into_iter()
+        .map(|a| a.state.snapshot.app.name)
+        .collect();
+    waiting.sort();
+    assert_eq!(waiting, ["cron", "jobs"]);
     // An uncommitted transaction leaves nothing behind.
     let mut tx = store.begin().await.expect("tx");
     let ghost = {

@@ -1,8 +1,10 @@
-//! Grouping, as Alertmanager does it: which message (if any) a group's flush sends, why, and when the group is due
-//! again. Pure: the pipeline reads the group's members, asks [`plan_flush`], and writes what it says.
+//! Grouping, as Alertmanager does it: when a group flushes after an incident joins it ([`next_flush_at`]), which
+//! message (if any) a group's flush sends, why, and when the group is due again ([`plan_flush`]). Pure: the pipeline
+//! and the store read the group, ask, and write what they are told.
 
 use chrono::{DateTime, Utc};
 
+use crate::configuration::GroupingSettings;
 use crate::domain::Action;
 
 /// Why a group's message is sent now; its text is the notification's `reason`.
@@ -78,6 +80,38 @@ pub fn plan_flush(g: GroupView, repeat_interval: std::time::Duration, now: DateT
     }
 }
 
+/// What scheduling a flush needs to know of a group that exists already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupSchedule {
+    /// A message for the current generation was sent already.
+    pub active: bool,
+    pub last_flush_at: Option<DateTime<Utc>>,
+    /// The flush already planned, if any.
+    pub next_flush_at: Option<DateTime<Utc>>,
+}
+
+/// When a group flushes after an incident joined it or changed in it (`existing` is `None` for a new group).
+///
+/// A new group, or one that never notified, waits `group_wait` so that what fires together is sent together; a group
+/// that already notified waits `group_interval` since its last flush (or flushes now, if that has passed). A flush
+/// already planned earlier than that is kept: joining never delays a group.
+pub fn next_flush_at(existing: Option<GroupSchedule>, timing: &GroupingSettings, now: DateTime<Utc>) -> DateTime<Utc> {
+    let after = |t: DateTime<Utc>, d: std::time::Duration| {
+        chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| t.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    };
+    let Some(g) = existing else {
+        return after(now, timing.group_wait);
+    };
+    let earliest = match (g.active, g.last_flush_at) {
+        (true, Some(last)) => after(last, timing.group_interval).max(now),
+        _ => after(now, timing.group_wait),
+    };
+    g.next_flush_at.map_or(earliest, |planned| planned.min(earliest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +171,68 @@ mod tests {
             assert_eq!(plan.generation, generation, "{g:?}");
             assert_eq!(plan.active, active, "{g:?}");
             assert_eq!(plan.next_at, active.then(|| now + chrono::Duration::hours(1)), "{g:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_flushes_after_group_wait_then_group_interval_and_never_later_than_planned() {
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::hours(1);
+        let timing = GroupingSettings {
+            group_wait: std::time::Duration::from_secs(30),
+            group_interval: std::time::Duration::from_secs(300),
+            ..Default::default()
+        };
+        let secs = chrono::Duration::seconds;
+        let group = |active: bool, last: Option<i64>, next: Option<i64>| {
+            Some(GroupSchedule {
+                active,
+                last_flush_at: last.map(|s| now + secs(s)),
+                next_flush_at: next.map(|s| now + secs(s)),
+            })
+        };
+        // (what the store holds, flush in seconds from now, why)
+        let cases = [
+            (None, 30, "a new group waits group_wait"),
+            (
+                group(false, None, None),
+                30,
+                "a group that never notified waits group_wait",
+            ),
+            (group(false, None, Some(10)), 10, "an earlier planned flush is kept"),
+            (
+                group(false, None, Some(60)),
+                30,
+                "a later planned flush is brought forward",
+            ),
+            (
+                group(false, Some(-100), None),
+                30,
+                "a group whose thread ended waits group_wait again",
+            ),
+            (
+                group(true, Some(-100), None),
+                200,
+                "an active group waits group_interval since its last flush",
+            ),
+            (
+                group(true, Some(-400), None),
+                0,
+                "an interval that has passed flushes now",
+            ),
+            (
+                group(true, Some(-100), Some(50)),
+                50,
+                "an earlier planned flush is kept in an active group",
+            ),
+            (group(true, Some(-100), Some(-5)), -5, "an overdue flush stays due"),
+            (
+                group(true, None, None),
+                30,
+                "an active group without a flush on record waits group_wait",
+            ),
+        ];
+        for (existing, want, why) in cases {
+            assert_eq!(next_flush_at(existing, &timing, now), now + secs(want), "{why}");
         }
     }
 }

@@ -1,0 +1,228 @@
+//! Applications: their stored state (`apps`), the raw bodies Argo CD sent (`raw_events`), and the timeline of their
+//! status changes (`transitions`).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Engine, Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps};
+use crate::argocd::AppId;
+use crate::clock::{from_millis, to_millis};
+use crate::state::{AppState, Transition};
+
+/// A stored Application row for listings.
+#[derive(Debug, Clone)]
+pub struct AppRecord {
+    pub team: String,
+    pub state: AppState,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TimelineEntry {
+    pub at: DateTime<Utc>,
+    pub field: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+/// Reads `team, state_json`.
+fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
+    Ok(AppRecord {
+        team: r.try_get("team")?,
+        state: decode(&r.try_get::<String, _>("state_json")?)?,
+    })
+}
+
+/// Applications whose state holds a resource that `requires_pruning`, or a last sync result `PruneSkipped`.
+/// The stored document is queried with each engine's JSON functions (no JSON type in the shared schema, and no
+/// decoding of every Application in Rust); the caller narrows the rows with `incidents::pending_prunes`.
+fn pending_prunes_sql(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => {
+            "SELECT team, state_json FROM apps WHERE \
+             EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.resources') r \
+                     WHERE json_extract(r.value, '$.requires_pruning') = 1) \
+             OR EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.operation.resources') r \
+                        WHERE json_extract(r.value, '$.status') = 'PruneSkipped')"
+        }
+        Engine::Postgres => {
+            "SELECT team, state_json FROM apps WHERE \
+             jsonb_path_exists(state_json::jsonb, '$.snapshot.resources[*] ? (@.requires_pruning == true)') \
+             OR jsonb_path_exists(state_json::jsonb, '$.snapshot.operation.resources[*] ? (@.status == \"PruneSkipped\")')"
+        }
+    }
+}
+
+impl Store {
+    /// Loads several Applications at once (team, state), for a batch of bodies.
+    pub async fn load_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, (String, AppState)>, StoreError> {
+        let rows = fetch_for_apps(tx, ids, |pairs| {
+            format!("SELECT team, state_json FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+        })
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let rec = app_from_row(r)?;
+                Ok((rec.state.snapshot.app.clone(), (rec.team, rec.state)))
+            })
+            .collect()
+    }
+
+    /// Upserts several Applications in one statement per chunk.
+    pub async fn save_apps(tx: &mut WriteTx, rows: &[(&str, &AppState)]) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!(
+                "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
+                 health_since, observed_at, last_seen, content_hash, state_json) VALUES {values} \
+                 ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
+                 team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
+                 sync_since = excluded.sync_since, health_since = excluded.health_since, \
+                 observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
+                 content_hash = excluded.content_hash, state_json = excluded.state_json"
+            )
+        };
+        execute_in_chunks(tx, rows, 32, 13, sql, |query, (team, s)| {
+            let snap = &s.snapshot;
+            query
+                .bind(&snap.app.namespace)
+                .bind(&snap.app.name)
+                .bind(&snap.uid)
+                .bind(&snap.project)
+                .bind(*team)
+                .bind(&snap.sync_status)
+                .bind(&snap.health_status)
+                .bind(to_millis(s.sync_since))
+                .bind(to_millis(s.health_since))
+                .bind(to_millis(s.observed_at))
+                .bind(to_millis(s.last_seen))
+                .bind(&s.content_hash)
+                .bind(encode(s))
+        })
+        .await
+    }
+
+    /// Appends raw bodies, several per statement.
+    pub async fn add_raws(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>, &str, String)]) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!("INSERT INTO raw_events (received_at, namespace, name, outcome, body) VALUES {values}")
+        };
+        execute_in_chunks(tx, rows, 64, 5, sql, |query, (app, at, outcome, body)| {
+            query
+                .bind(to_millis(*at))
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(*outcome)
+                .bind(body)
+        })
+        .await
+    }
+
+    /// Appends timeline entries, several per statement.
+    pub async fn add_transitions_many(
+        tx: &mut WriteTx,
+        rows: &[(AppId, DateTime<Utc>, Transition)],
+    ) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!("INSERT INTO transitions (namespace, name, at, field, from_value, to_value) VALUES {values}")
+        };
+        execute_in_chunks(tx, rows, 64, 6, sql, |query, (app, at, t)| {
+            query
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(to_millis(*at))
+                .bind(&t.field)
+                .bind(&t.from)
+                .bind(&t.to)
+        })
+        .await
+    }
+
+    pub async fn purge_raw(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let query = q!("DELETE FROM raw_events WHERE received_at < $1").bind(to_millis(before));
+        Ok(self.write_one(query).await?.rows_affected())
+    }
+
+    pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
+        let rows =
+            q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| Ok((from_millis(r.try_get("received_at")?), r.try_get("body")?)))
+            .collect()
+    }
+
+    pub async fn app(&self, app: &AppId) -> Result<Option<AppRecord>, StoreError> {
+        let row = q!("SELECT team, state_json FROM apps WHERE namespace = $1 AND name = $2")
+            .bind(&app.namespace)
+            .bind(&app.name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(app_from_row).transpose()
+    }
+
+    /// Applications, optionally filtered by sync and health status, OutOfSync the longest first.
+    pub async fn apps(
+        &self,
+        sync: Option<&str>,
+        health: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<AppRecord>, StoreError> {
+        let rows = q!(
+            "SELECT team, state_json FROM apps WHERE ($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
+                       ORDER BY sync_since ASC, namespace, name LIMIT $3"
+        )
+        .bind(sync.unwrap_or(""))
+        .bind(health.unwrap_or(""))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(app_from_row).collect()
+    }
+
+    /// Applications with a resource waiting to be pruned (`requires_pruning` or a `PruneSkipped` sync result): the
+    /// rows behind `/v1/prune-pending`, chosen by the database rather than by decoding every Application.
+    pub async fn apps_with_pending_prunes(&self) -> Result<Vec<AppRecord>, StoreError> {
+        let rows = q!(pending_prunes_sql(self.engine)).fetch_all(&self.pool).await?;
+        rows.iter().map(app_from_row).collect()
+    }
+
+    pub async fn app_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let rows = q!("SELECT sync_status, health_status, COUNT(*) AS n FROM apps GROUP BY sync_status, health_status")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("sync_status")?, r.try_get("health_status")?, r.try_get("n")?)))
+            .collect()
+    }
+
+    pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
+        let rows = q!(
+            "SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
+                       ORDER BY id DESC LIMIT $3"
+        )
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<TimelineEntry> = rows
+            .iter()
+            .map(|r| {
+                Ok(TimelineEntry {
+                    at: from_millis(r.try_get("at")?),
+                    field: r.try_get("field")?,
+                    from: r.try_get("from_value")?,
+                    to: r.try_get("to_value")?,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        out.reverse();
+        Ok(out)
+    }
+}

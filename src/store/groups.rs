@@ -1,0 +1,202 @@
+//! Notification groups (`notify_groups`) and their members (`group_members`): joining a group and scheduling its
+//! flush (the timing rule is `routing::grouping::next_flush_at`), claiming due groups, and recording a flush.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::incidents::{INCIDENT_COLUMNS, incident_from_row};
+use super::{Engine, IncidentRecord, Store, StoreError, WriteTx, parse_column, skip_locked};
+use crate::clock::{from_millis, to_millis};
+use crate::configuration::GroupingSettings;
+use crate::domain::IncidentState;
+use crate::routing::grouping::{GroupSchedule, next_flush_at};
+
+/// A notification group row.
+#[derive(Debug, Clone)]
+pub struct GroupRecord {
+    pub id: i64,
+    pub receiver: String,
+    pub group_key: String,
+    pub active: bool,
+    pub generation: i64,
+    pub last_flush_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MemberRecord {
+    pub incident: IncidentRecord,
+    /// `Firing` or `Resolved`: what the group's next message says of this incident.
+    pub status: IncidentState,
+    pub dirty: bool,
+}
+
+impl Store {
+    /// Adds (or updates) an incident in the (receiver, key) group and schedules the group's flush.
+    pub async fn add_to_group(
+        tx: &mut WriteTx,
+        receiver: &str,
+        key: &str,
+        incident_id: i64,
+        status: IncidentState,
+        now: DateTime<Utc>,
+        timing: &GroupingSettings,
+    ) -> Result<(), StoreError> {
+        let group_id = Self::schedule_flush(tx, receiver, key, now, timing).await?;
+        q!(
+            "INSERT INTO group_members (group_id, incident_id, status, dirty) VALUES ($1, $2, $3, 1) \
+            ON CONFLICT (group_id, incident_id) DO UPDATE SET status = excluded.status, dirty = 1"
+        )
+        .bind(group_id)
+        .bind(incident_id)
+        .bind(status.as_str())
+        .execute(&mut *tx.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Creates the (receiver, key) group, or moves its next flush as `next_flush_at` says; returns its id.
+    async fn schedule_flush(
+        tx: &mut WriteTx,
+        receiver: &str,
+        key: &str,
+        now: DateTime<Utc>,
+        timing: &GroupingSettings,
+    ) -> Result<i64, StoreError> {
+        let created = q!(
+            "INSERT INTO notify_groups (receiver, group_key, active, generation, next_flush_at) VALUES ($1, $2, 0, 0, $3) \
+             ON CONFLICT (receiver, group_key) DO NOTHING RETURNING id"
+        )
+        .bind(receiver)
+        .bind(key)
+        .bind(to_millis(next_flush_at(None, timing, now)))
+        .fetch_optional(&mut *tx.tx)
+        .await?;
+        if let Some(row) = created {
+            return Ok(row.try_get("id")?);
+        }
+        let row = q!(
+            "SELECT id, active, next_flush_at, last_flush_at FROM notify_groups WHERE receiver = $1 AND group_key = $2"
+        )
+        .bind(receiver)
+        .bind(key)
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        let id: i64 = row.try_get("id")?;
+        let existing = GroupSchedule {
+            active: row.try_get::<i64, _>("active")? != 0,
+            last_flush_at: row.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
+            next_flush_at: row.try_get::<Option<i64>, _>("next_flush_at")?.map(from_millis),
+        };
+        q!("UPDATE notify_groups SET next_flush_at = $1 WHERE id = $2")
+            .bind(to_millis(next_flush_at(Some(existing), timing, now)))
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
+        Ok(id)
+    }
+
+    /// The groups an incident is in, with their receivers.
+    pub async fn groups_of(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = q!(
+            "SELECT g.receiver, g.group_key FROM notify_groups g JOIN group_members m ON m.group_id = g.id \
+                       WHERE m.incident_id = $1"
+        )
+        .bind(incident_id)
+        .fetch_all(&mut *tx.tx)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("receiver")?, r.try_get("group_key")?)))
+            .collect()
+    }
+
+    pub async fn remove_member(tx: &mut WriteTx, incident_id: i64, receiver: &str) -> Result<(), StoreError> {
+        q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
+            (SELECT id FROM notify_groups WHERE receiver = $2)")
+        .bind(incident_id)
+        .bind(receiver)
+        .execute(&mut *tx.tx)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn claim_due_groups(
+        tx: &mut WriteTx,
+        engine: Engine,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<GroupRecord>, StoreError> {
+        let lock = skip_locked(engine);
+        let rows = q!(format!(
+            "SELECT id, receiver, group_key, active, generation, last_flush_at FROM notify_groups \
+             WHERE next_flush_at IS NOT NULL AND next_flush_at <= $1 ORDER BY next_flush_at LIMIT $2{lock}"
+        ))
+        .bind(to_millis(now))
+        .bind(limit)
+        .fetch_all(&mut *tx.tx)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(GroupRecord {
+                    id: r.try_get("id")?,
+                    receiver: r.try_get("receiver")?,
+                    group_key: r.try_get("group_key")?,
+                    active: r.try_get::<i64, _>("active")? != 0,
+                    generation: r.try_get("generation")?,
+                    last_flush_at: r.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
+                })
+            })
+            .collect()
+    }
+
+    pub async fn members(tx: &mut WriteTx, group_id: i64) -> Result<Vec<MemberRecord>, StoreError> {
+        let cols: String = INCIDENT_COLUMNS
+            .split(", ")
+            .map(|c| format!("i.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rows = q!(format!(
+            "SELECT {cols}, m.status AS member_status, m.dirty AS member_dirty FROM group_members m \
+             JOIN incidents i ON i.id = m.incident_id WHERE m.group_id = $1 ORDER BY i.namespace, i.name, i.id"
+        ))
+        .bind(group_id)
+        .fetch_all(&mut *tx.tx)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(MemberRecord {
+                    incident: incident_from_row(r)?,
+                    status: parse_column("group member status", r.try_get("member_status")?, IncidentState::parse)?,
+                    dirty: r.try_get::<i64, _>("member_dirty")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Records a flush: clears dirty flags, drops resolved members, sets the thread state and the next flush.
+    pub async fn finish_flush(
+        tx: &mut WriteTx,
+        group_id: i64,
+        active: bool,
+        generation: i64,
+        now: DateTime<Utc>,
+        next_flush_at: Option<DateTime<Utc>>,
+    ) -> Result<(), StoreError> {
+        q!("DELETE FROM group_members WHERE group_id = $1 AND status = 'resolved'")
+            .bind(group_id)
+            .execute(&mut *tx.tx)
+            .await?;
+        q!("UPDATE group_members SET dirty = 0 WHERE group_id = $1")
+            .bind(group_id)
+            .execute(&mut *tx.tx)
+            .await?;
+        q!("UPDATE notify_groups SET active = $1, generation = $2, last_flush_at = $3, next_flush_at = $4 WHERE id = $5")
+            .bind(active as i64)
+            .bind(generation)
+            .bind(to_millis(now))
+            .bind(next_flush_at.map(to_millis))
+            .bind(group_id)
+            .execute(&mut *tx.tx)
+            .await?;
+        Ok(())
+    }
+}

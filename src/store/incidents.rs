@@ -1,0 +1,284 @@
+//! Incidents (`incidents`): [`IncidentRecord`] and its row decoding, opening and resolving, the claim of pending
+//! incidents whose `for` has elapsed, and the listings.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Engine, Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps, parse_column};
+use super::{skip_locked, values};
+use crate::argocd::AppId;
+use crate::clock::{from_millis, to_millis};
+use crate::domain::{Incident, IncidentState, Kind, Severity};
+
+/// An incident row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncidentRecord {
+    pub id: i64,
+    pub fingerprint: String,
+    pub kind: Kind,
+    pub app: AppId,
+    pub team: String,
+    pub severity: Severity,
+    pub state: IncidentState,
+    pub since: DateTime<Utc>,
+    pub fire_at: DateTime<Utc>,
+    pub fired_at: Option<DateTime<Utc>>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub notified: bool,
+    pub view: Incident,
+}
+
+impl IncidentRecord {
+    /// The view with the record's live fields filled in.
+    pub fn full_view(&self) -> Incident {
+        let mut v = self.view.clone();
+        v.id = self.id;
+        v.state = self.state;
+        v.severity = self.severity;
+        v.since = self.since;
+        v.fired_at = self.fired_at;
+        v.resolved_at = self.resolved_at;
+        v
+    }
+}
+
+/// The columns [`incident_from_row`] reads.
+pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, namespace, name, team, severity, state, since, \
+                                           fire_at, fired_at, resolved_at, notified, view_json";
+
+pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
+    Ok(IncidentRecord {
+        id: r.try_get("id")?,
+        fingerprint: r.try_get("fingerprint")?,
+        kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
+        app: AppId {
+            namespace: r.try_get("namespace")?,
+            name: r.try_get("name")?,
+        },
+        team: r.try_get("team")?,
+        severity: parse_column("incident severity", r.try_get("severity")?, Severity::parse)?,
+        state: parse_column("incident state", r.try_get("state")?, IncidentState::parse)?,
+        since: from_millis(r.try_get("since")?),
+        fire_at: from_millis(r.try_get("fire_at")?),
+        fired_at: r.try_get::<Option<i64>, _>("fired_at")?.map(from_millis),
+        resolved_at: r.try_get::<Option<i64>, _>("resolved_at")?.map(from_millis),
+        notified: r.try_get::<i64, _>("notified")? != 0,
+        view: decode(&r.try_get::<String, _>("view_json")?)?,
+    })
+}
+
+impl Store {
+    /// The open incidents of several Applications at once.
+    pub async fn open_incidents_of(
+        tx: &mut WriteTx,
+        ids: &[AppId],
+    ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+        let rows = fetch_for_apps(tx, ids, |pairs| {
+            format!(
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (namespace, name) IN (VALUES {pairs}) \
+                 AND state IN ('pending', 'firing')"
+            )
+        })
+        .await?;
+        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+        for r in &rows {
+            let rec = incident_from_row(r)?;
+            out.entry(rec.app.clone()).or_default().push(rec);
+        }
+        Ok(out)
+    }
+
+    pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
+        Ok(Self::open_incidents_of(tx, std::slice::from_ref(app))
+            .await?
+            .remove(app)
+            .unwrap_or_default())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn insert_incident(
+        tx: &mut WriteTx,
+        view: &Incident,
+        app: &AppId,
+        state: IncidentState,
+        since: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
+        fired_at: Option<DateTime<Utc>>,
+    ) -> Result<i64, StoreError> {
+        let row = q!(
+            "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
+                      fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id"
+        )
+        .bind(&view.fingerprint)
+        .bind(view.kind.as_str())
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(&view.team)
+        .bind(view.severity.as_str())
+        .bind(state.as_str())
+        .bind(to_millis(since))
+        .bind(to_millis(fire_at))
+        .bind(fired_at.map(to_millis))
+        .bind(encode(view))
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// Inserts pending incidents, several per statement.
+    pub async fn insert_pending_incidents(tx: &mut WriteTx, rows: &[IncidentRecord]) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!(
+                "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
+                 view_json) VALUES {values}"
+            )
+        };
+        execute_in_chunks(tx, rows, 32, 10, sql, |query, r| {
+            query
+                .bind(&r.fingerprint)
+                .bind(r.kind.as_str())
+                .bind(&r.app.namespace)
+                .bind(&r.app.name)
+                .bind(&r.team)
+                .bind(r.severity.as_str())
+                .bind(r.state.as_str())
+                .bind(to_millis(r.since))
+                .bind(to_millis(r.fire_at))
+                .bind(encode(&r.view))
+        })
+        .await
+    }
+
+    /// Resolves pending incidents (nothing was sent for them), several per statement.
+    pub async fn resolve_pending(tx: &mut WriteTx, ids: &[i64], at: DateTime<Utc>) -> Result<(), StoreError> {
+        for chunk in ids.chunks(100) {
+            let list = values(chunk.len(), 1, 2);
+            let sql = format!("UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id IN (VALUES {list})");
+            let query = chunk.iter().fold(q!(sql).bind(to_millis(at)), |q, id| q.bind(*id));
+            query.execute(&mut *tx.tx).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn incident(tx: &mut WriteTx, id: i64) -> Result<Option<IncidentRecord>, StoreError> {
+        let row = q!(format!("SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *tx.tx)
+            .await?;
+        row.as_ref().map(incident_from_row).transpose()
+    }
+
+    pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
+        q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
+            .bind(encode(view))
+            .bind(view.severity.as_str())
+            .bind(&view.team)
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_incident_state(
+        tx: &mut WriteTx,
+        id: i64,
+        state: IncidentState,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let sql = match state {
+            IncidentState::Firing => "UPDATE incidents SET state = 'firing', fired_at = $1 WHERE id = $2",
+            IncidentState::Resolved => "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2",
+            IncidentState::Pending => "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2",
+        };
+        q!(sql).bind(to_millis(at)).bind(id).execute(&mut *tx.tx).await?;
+        Ok(())
+    }
+
+    pub async fn set_notified(tx: &mut WriteTx, id: i64, notified: bool) -> Result<(), StoreError> {
+        q!("UPDATE incidents SET notified = $1 WHERE id = $2")
+            .bind(notified as i64)
+            .bind(id)
+            .execute(&mut *tx.tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Claims pending incidents whose `for` has elapsed (lease so another replica skips them meanwhile).
+    pub async fn claim_due_incidents(
+        tx: &mut WriteTx,
+        engine: Engine,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<IncidentRecord>, StoreError> {
+        let lock = skip_locked(engine);
+        let sql = format!(
+            "UPDATE incidents SET lease_until = $1 WHERE id IN (SELECT id FROM incidents WHERE state = 'pending' \
+             AND fire_at <= $2 AND lease_until < $2 ORDER BY fire_at LIMIT $3{lock}) RETURNING {INCIDENT_COLUMNS}"
+        );
+        let rows = q!(sql)
+            .bind(to_millis(lease_until))
+            .bind(to_millis(now))
+            .bind(limit)
+            .fetch_all(&mut *tx.tx)
+            .await?;
+        rows.iter().map(incident_from_row).collect()
+    }
+
+    /// Firing incidents that were silenced when they fired (not notified yet).
+    pub async fn unnotified_firing(tx: &mut WriteTx, limit: i64) -> Result<Vec<IncidentRecord>, StoreError> {
+        let rows = q!(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE state = 'firing' AND notified = 0 ORDER BY id LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&mut *tx.tx)
+        .await?;
+        rows.iter().map(incident_from_row).collect()
+    }
+
+    pub async fn incidents(
+        &self,
+        state: Option<IncidentState>,
+        team: Option<&str>,
+        kind: Option<Kind>,
+        app: Option<&AppId>,
+        limit: i64,
+    ) -> Result<Vec<IncidentRecord>, StoreError> {
+        let (ns, name) = app.map(|a| (a.namespace.as_str(), a.name.as_str())).unwrap_or(("", ""));
+        let rows = q!(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
+             AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) ORDER BY id DESC LIMIT $6"
+        ))
+        .bind(state.map_or("", IncidentState::as_str))
+        .bind(team.unwrap_or(""))
+        .bind(kind.map_or("", Kind::as_str))
+        .bind(ns)
+        .bind(name)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(incident_from_row).collect()
+    }
+
+    pub async fn incident_counts(&self) -> Result<Vec<(String, String, String, i64)>, StoreError> {
+        let rows = q!(
+            "SELECT state, kind, team, COUNT(*) AS n FROM incidents WHERE state IN ('pending', 'firing') \
+                       GROUP BY state, kind, team"
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("state")?,
+                    r.try_get("kind")?,
+                    r.try_get("team")?,
+                    r.try_get("n")?,
+                ))
+            })
+            .collect()
+    }
+}

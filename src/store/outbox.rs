@@ -1,0 +1,194 @@
+//! The outbox (`outbox`): deliveries written in the pipeline's transaction, claimed by the worker with a lease,
+//! and their results; and the receivers' memos (`memos`: what a receiver keeps per thread, such as a message id).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Store, StoreError, WriteTx, decode, encode, parse_column, skip_locked};
+use crate::clock::{from_millis, to_millis};
+use crate::domain::{Action, DeliveryState};
+
+/// An outbox row as the API shows it and the worker claims it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OutboxRecord {
+    pub id: i64,
+    pub receiver: String,
+    pub order_key: String,
+    pub thread_key: String,
+    pub action: Action,
+    #[serde(skip)]
+    pub payload: String,
+    pub state: DeliveryState,
+    pub attempts: i64,
+    pub due_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+const OUTBOX_COLUMNS: &str = "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, \
+                              created_at, last_error, delivered_at";
+
+fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
+    Ok(OutboxRecord {
+        id: r.try_get("id")?,
+        receiver: r.try_get("receiver")?,
+        order_key: r.try_get("order_key")?,
+        thread_key: r.try_get("thread_key")?,
+        action: parse_column("outbox action", r.try_get("action")?, Action::parse)?,
+        payload: r.try_get("payload")?,
+        state: parse_column("outbox state", r.try_get("state")?, DeliveryState::parse)?,
+        attempts: r.try_get("attempts")?,
+        due_at: from_millis(r.try_get("due_at")?),
+        created_at: from_millis(r.try_get("created_at")?),
+        last_error: r.try_get("last_error")?,
+        delivered_at: r.try_get::<Option<i64>, _>("delivered_at")?.map(from_millis),
+    })
+}
+
+/// What a new outbox row carries.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub receiver: String,
+    pub order_key: String,
+    pub thread_key: String,
+    pub action: Action,
+    pub payload: String,
+}
+
+impl Store {
+    pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
+        let row = q!("INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at) \
+                      VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6) RETURNING id")
+        .bind(&d.receiver)
+        .bind(&d.order_key)
+        .bind(&d.thread_key)
+        .bind(d.action.as_str())
+        .bind(&d.payload)
+        .bind(to_millis(now))
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// Claims due deliveries, the oldest pending one per order key only (open before update before resolve).
+    pub async fn claim_deliveries(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<Vec<OutboxRecord>, StoreError> {
+        let lock = skip_locked(self.engine);
+        let sql = format!(
+            "UPDATE outbox SET lease_owner = $1, lease_until = $2, attempts = attempts + 1 WHERE id IN (\
+             SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.due_at <= $3 AND o.lease_until < $3 \
+             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.order_key = o.order_key AND p.state = 'pending' AND p.id < o.id) \
+             ORDER BY o.due_at, o.id LIMIT $4{lock}) RETURNING {OUTBOX_COLUMNS}"
+        );
+        let mut tx = self.begin().await?;
+        let rows = q!(sql)
+            .bind(owner)
+            .bind(to_millis(lease_until))
+            .bind(to_millis(now))
+            .bind(limit)
+            .fetch_all(&mut *tx.tx)
+            .await?;
+        tx.commit().await?;
+        rows.iter().map(outbox_from_row).collect()
+    }
+
+    pub async fn memo(&self, receiver: &str, thread_key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = q!("SELECT memo FROM memos WHERE receiver = $1 AND thread_key = $2")
+            .bind(receiver)
+            .bind(thread_key)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| decode(&r.try_get::<String, _>("memo")?)).transpose()
+    }
+
+    /// Records a successful delivery (and the receiver's memo) in one transaction.
+    pub async fn delivered(
+        &self,
+        row: &OutboxRecord,
+        memo: Option<&serde_json::Value>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        q!("UPDATE outbox SET state = 'done', delivered_at = $1, lease_until = 0, last_error = NULL WHERE id = $2")
+            .bind(to_millis(now))
+            .bind(row.id)
+            .execute(&mut *tx.tx)
+            .await?;
+        if let Some(m) = memo {
+            q!(
+                "INSERT INTO memos (receiver, thread_key, memo, updated_at) VALUES ($1, $2, $3, $4) \
+                ON CONFLICT (receiver, thread_key) DO UPDATE SET memo = excluded.memo, updated_at = excluded.updated_at"
+            )
+            .bind(&row.receiver)
+            .bind(&row.thread_key)
+            .bind(encode(m))
+            .bind(to_millis(now))
+            .execute(&mut *tx.tx)
+            .await?;
+        }
+        tx.commit().await
+    }
+
+    /// Records a failed attempt: retry at `retry_at`, or dead.
+    pub async fn failed(&self, id: i64, error: &str, retry_at: Option<DateTime<Utc>>) -> Result<(), StoreError> {
+        let query = match retry_at {
+            Some(at) => q!("UPDATE outbox SET due_at = $1, lease_until = 0, last_error = $2 WHERE id = $3")
+                .bind(to_millis(at))
+                .bind(error)
+                .bind(id),
+            None => q!("UPDATE outbox SET state = 'dead', lease_until = 0, last_error = $1 WHERE id = $2")
+                .bind(error)
+                .bind(id),
+        };
+        self.write_one(query).await?;
+        Ok(())
+    }
+
+    /// Gives a lease back without counting the attempt (graceful shutdown).
+    pub async fn release(&self, id: i64) -> Result<(), StoreError> {
+        self.write_one(
+            q!("UPDATE outbox SET lease_until = 0, attempts = attempts - 1 WHERE id = $1 AND state = 'pending'")
+                .bind(id),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Puts a dead row back in the queue. Returns false when there is no dead row with that id.
+    pub async fn retry_dead(&self, id: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let query = q!(
+            "UPDATE outbox SET state = 'pending', due_at = $1, created_at = $1, attempts = 0, lease_until = 0 \
+             WHERE id = $2 AND state = 'dead'"
+        )
+        .bind(to_millis(now))
+        .bind(id);
+        Ok(self.write_one(query).await?.rows_affected() == 1)
+    }
+
+    pub async fn outbox(&self, state: Option<DeliveryState>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
+        let rows = q!(format!(
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) ORDER BY id DESC LIMIT $2"
+        ))
+        .bind(state.map_or("", DeliveryState::as_str))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(outbox_from_row).collect()
+    }
+
+    pub async fn outbox_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let rows = q!("SELECT receiver, state, COUNT(*) AS n FROM outbox WHERE state IN ('pending', 'dead') GROUP BY receiver, state")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("receiver")?, r.try_get("state")?, r.try_get("n")?)))
+            .collect()
+    }
+}
