@@ -1,16 +1,15 @@
 //! The ingest side: bodies that arrive together are written in one transaction by one batch writer ([`Batch`]),
 //! and each snapshot runs through state → incidents → routing inside it ([`Core::ingest_in`]).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::explain::{self, Assessment};
 use super::{Core, IncidentChange, IngestSummary};
-use crate::argocd::Snapshot;
+use crate::argocd::{AppId, Snapshot};
 use crate::domain::IncidentState;
-use crate::incidents::{self, Decision};
-use crate::routing;
+use crate::incidents::{self, Decision, Held};
 use crate::state::{self, Outcome};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
@@ -69,12 +68,12 @@ pub(super) async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Rec
 /// statements, instead of a round trip each per body.
 #[derive(Default)]
 struct Batch {
-    apps: std::collections::HashMap<crate::argocd::AppId, (String, state::AppState)>,
-    open: std::collections::HashMap<crate::argocd::AppId, Vec<IncidentRecord>>,
+    apps: std::collections::HashMap<AppId, (String, state::AppState)>,
+    open: std::collections::HashMap<AppId, Vec<IncidentRecord>>,
     /// When the batch is written (resolved_at of pending incidents that went away).
     now: DateTime<Utc>,
-    dirty: Vec<crate::argocd::AppId>,
-    raws: Vec<(crate::argocd::AppId, DateTime<Utc>, &'static str, String)>,
+    dirty: Vec<AppId>,
+    raws: Vec<(AppId, DateTime<Utc>, &'static str, String)>,
     /// Pending incidents opened in this batch (placeholder ids below 0), written at the end.
     new_pending: Vec<IncidentRecord>,
     next_placeholder: i64,
@@ -82,12 +81,12 @@ struct Batch {
     resolved_pending: Vec<i64>,
     /// Something fired or resolved: a group may be due now, so the scheduler should not wait for its tick.
     wake: bool,
-    transitions: Vec<(crate::argocd::AppId, DateTime<Utc>, state::Transition)>,
+    transitions: Vec<(AppId, DateTime<Utc>, state::Transition)>,
 }
 
 impl Batch {
     async fn load(tx: &mut WriteTx, snaps: &[&Snapshot]) -> Result<Self, StoreError> {
-        let mut ids: Vec<crate::argocd::AppId> = snaps.iter().map(|s| s.app.clone()).collect();
+        let mut ids: Vec<AppId> = snaps.iter().map(|s| s.app.clone()).collect();
         ids.sort();
         ids.dedup();
         Ok(Self {
@@ -180,7 +179,8 @@ impl Core {
                 batch.dirty.push(app.clone());
             }
             Outcome::Changed { state, transitions } => {
-                let team = routing::owning_team(&state.snapshot, &self.settings.ownership);
+                let assessment = explain::assess(&self.settings, &state);
+                let team = assessment.team.clone();
                 summary.sync = state.snapshot.sync_status.clone();
                 summary.health = state.snapshot.health_status.clone();
                 batch
@@ -189,7 +189,14 @@ impl Core {
                 summary.transitions = transitions;
                 let mut open = batch.open.remove(&app).unwrap_or_default();
                 batch.now = now;
-                summary.incidents = self.evaluate(tx, batch, &state, &team, &mut open, now).await?;
+                let mut at = Applying {
+                    tx,
+                    batch,
+                    app: &app,
+                    open: &mut open,
+                    now,
+                };
+                summary.incidents = self.evaluate(&mut at, assessment).await?;
                 batch.open.insert(app.clone(), open);
                 batch.apps.insert(app.clone(), (team, *state));
                 batch.dirty.push(app.clone());
@@ -198,18 +205,12 @@ impl Core {
         Ok(summary)
     }
 
-    /// Turns the state into incident decisions and applies them. Pending incidents (no notification yet) are
-    /// written with the batch; anything that notifies is written at once. `open` is updated to what is open after.
-    async fn evaluate(
-        &self,
-        tx: &mut WriteTx,
-        batch: &mut Batch,
-        state: &state::AppState,
-        team: &str,
-        open: &mut Vec<IncidentRecord>,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<IncidentChange>, StoreError> {
-        let open_now: Vec<incidents::OpenIncident> = open
+    /// Compares the conditions held with the incidents open and applies each decision. Pending incidents (no
+    /// notification yet) are written with the batch; anything that notifies is written at once. `at.open` is
+    /// updated to what is open after.
+    async fn evaluate(&self, at: &mut Applying<'_>, assessment: Assessment) -> Result<Vec<IncidentChange>, StoreError> {
+        let open_now: Vec<incidents::OpenIncident> = at
+            .open
             .iter()
             .map(|r| incidents::OpenIncident {
                 id: r.id,
@@ -218,16 +219,13 @@ impl Core {
                 state: r.state,
             })
             .collect();
-        let app = &state.snapshot.app;
-        let mut keep = HashSet::new();
-        let held = incidents::held_conditions(
-            state,
+        let decisions = incidents::decide(
+            &open_now,
+            assessment.held,
+            &assessment.keep,
             &self.settings.rules,
-            team,
-            self.settings.argocd.url.as_deref(),
-            &mut keep,
+            at.now,
         );
-        let decisions = incidents::decide(&open_now, held, &keep, &self.settings.rules, now);
         let mut changes = Vec::new();
         for d in decisions {
             match d {
@@ -236,96 +234,122 @@ impl Core {
                     since,
                     fire_at,
                     fire_now,
-                } => {
-                    let mut view = held.view.clone();
-                    view.since = since;
-                    let record = |id: i64, st: IncidentState| IncidentRecord {
-                        id,
-                        fingerprint: view.fingerprint.clone(),
-                        kind: view.kind,
-                        app: app.clone(),
-                        team: view.team.clone(),
-                        severity: view.severity,
-                        state: st,
-                        since,
-                        fire_at,
-                        fired_at: fire_now.then_some(now),
-                        resolved_at: None,
-                        notified: false,
-                        view: view.clone(),
-                    };
-                    if fire_now {
-                        let id =
-                            Store::insert_incident(tx, &view, app, IncidentState::Firing, since, fire_at, Some(now))
-                                .await?;
-                        let fired = record(id, IncidentState::Firing);
-                        self.on_fired(tx, &fired, now).await?;
-                        batch.wake = true;
-                        if !held.kind.is_informational() {
-                            open.push(fired);
-                        }
-                    } else {
-                        // Written with the batch; until then known by a negative placeholder id.
-                        batch.next_placeholder -= 1;
-                        let rec = record(batch.next_placeholder, IncidentState::Pending);
-                        batch.new_pending.push(rec.clone());
-                        open.push(rec);
-                    }
-                    changes.push(IncidentChange {
-                        kind: held.kind,
-                        fingerprint: held.fingerprint.clone(),
-                        state: if fire_now && held.kind.is_informational() {
-                            IncidentState::Resolved
-                        } else if fire_now {
-                            IncidentState::Firing
-                        } else {
-                            IncidentState::Pending
-                        },
-                    });
-                }
-                Decision::Resolve { id } => {
-                    let Some(pos) = open.iter().position(|r| r.id == id) else {
-                        continue;
-                    };
-                    let rec = open.remove(pos);
-                    if rec.id < 0 {
-                        // Opened and gone within this batch: it never needs a row.
-                        batch.new_pending.retain(|p| p.id != rec.id);
-                    } else if rec.state == IncidentState::Pending {
-                        batch.resolved_pending.push(rec.id);
-                    } else {
-                        self.resolve(tx, &rec, now).await?;
-                        batch.wake = true;
-                    }
-                    changes.push(IncidentChange {
-                        kind: rec.kind,
-                        fingerprint: rec.fingerprint.clone(),
-                        state: IncidentState::Resolved,
-                    });
-                }
-                Decision::Refresh { id, held } => {
-                    let Some(rec) = open.iter_mut().find(|r| r.id == id) else {
-                        continue;
-                    };
-                    let mut view = held.view.clone();
-                    view.since = rec.view.since;
-                    view.notes = rec.view.notes.clone();
-                    if view == rec.view {
-                        continue; // nothing new to show
-                    }
-                    rec.view = view.clone();
-                    rec.severity = view.severity;
-                    if id < 0 {
-                        if let Some(p) = batch.new_pending.iter_mut().find(|p| p.id == id) {
-                            p.view = view;
-                            p.severity = rec.severity;
-                        }
-                    } else {
-                        Store::refresh_incident(tx, id, &view).await?;
-                    }
-                }
+                } => changes.push(self.open_incident(at, &held, since, fire_at, fire_now).await?),
+                Decision::Resolve { id } => changes.extend(self.resolve_open(at, id).await?),
+                Decision::Refresh { id, held } => self.refresh_open(at, id, &held).await?,
             }
         }
         Ok(changes)
     }
+
+    /// A new incident: firing at once (written now, and routed) or pending (written with the batch).
+    async fn open_incident(
+        &self,
+        at: &mut Applying<'_>,
+        held: &Held,
+        since: DateTime<Utc>,
+        fire_at: DateTime<Utc>,
+        fire_now: bool,
+    ) -> Result<IncidentChange, StoreError> {
+        let now = at.now;
+        let mut view = held.view.clone();
+        view.since = since;
+        let record = |id: i64, st: IncidentState| IncidentRecord {
+            id,
+            fingerprint: view.fingerprint.clone(),
+            kind: view.kind,
+            app: at.app.clone(),
+            team: view.team.clone(),
+            severity: view.severity,
+            state: st,
+            since,
+            fire_at,
+            fired_at: fire_now.then_some(now),
+            resolved_at: None,
+            notified: false,
+            view: view.clone(),
+        };
+        if fire_now {
+            let id =
+                Store::insert_incident(at.tx, &view, at.app, IncidentState::Firing, since, fire_at, Some(now)).await?;
+            let fired = record(id, IncidentState::Firing);
+            self.on_fired(at.tx, &fired, now).await?;
+            at.batch.wake = true;
+            if !held.kind.is_informational() {
+                at.open.push(fired);
+            }
+        } else {
+            // Written with the batch; until then known by a negative placeholder id.
+            at.batch.next_placeholder -= 1;
+            let rec = record(at.batch.next_placeholder, IncidentState::Pending);
+            at.batch.new_pending.push(rec.clone());
+            at.open.push(rec);
+        }
+        Ok(IncidentChange {
+            kind: held.kind,
+            fingerprint: held.fingerprint.clone(),
+            state: if fire_now && held.kind.is_informational() {
+                IncidentState::Resolved
+            } else if fire_now {
+                IncidentState::Firing
+            } else {
+                IncidentState::Pending
+            },
+        })
+    }
+
+    /// The condition of an open incident went away. `None` when it is not open (any more).
+    async fn resolve_open(&self, at: &mut Applying<'_>, id: i64) -> Result<Option<IncidentChange>, StoreError> {
+        let Some(pos) = at.open.iter().position(|r| r.id == id) else {
+            return Ok(None);
+        };
+        let rec = at.open.remove(pos);
+        if rec.id < 0 {
+            // Opened and gone within this batch: it never needs a row.
+            at.batch.new_pending.retain(|p| p.id != rec.id);
+        } else if rec.state == IncidentState::Pending {
+            at.batch.resolved_pending.push(rec.id);
+        } else {
+            self.resolve(at.tx, &rec, at.now).await?;
+            at.batch.wake = true;
+        }
+        Ok(Some(IncidentChange {
+            kind: rec.kind,
+            fingerprint: rec.fingerprint.clone(),
+            state: IncidentState::Resolved,
+        }))
+    }
+
+    /// The condition still holds: show its new details, if any.
+    async fn refresh_open(&self, at: &mut Applying<'_>, id: i64, held: &Held) -> Result<(), StoreError> {
+        let Some(rec) = at.open.iter_mut().find(|r| r.id == id) else {
+            return Ok(());
+        };
+        let mut view = held.view.clone();
+        view.since = rec.view.since;
+        view.notes = rec.view.notes.clone();
+        if view == rec.view {
+            return Ok(()); // nothing new to show
+        }
+        rec.view = view.clone();
+        rec.severity = view.severity;
+        if id < 0 {
+            if let Some(p) = at.batch.new_pending.iter_mut().find(|p| p.id == id) {
+                p.view = view;
+                p.severity = rec.severity;
+            }
+        } else {
+            Store::refresh_incident(at.tx, id, &view).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Where one Application's incident decisions are applied: its transaction, its batch, the incidents open for it.
+struct Applying<'a> {
+    tx: &'a mut WriteTx,
+    batch: &'a mut Batch,
+    app: &'a AppId,
+    open: &'a mut Vec<IncidentRecord>,
+    now: DateTime<Utc>,
 }

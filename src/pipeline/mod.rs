@@ -2,6 +2,7 @@
 //! state → incidents → routing → grouping inside ONE transaction (a 2xx means all of it is committed), and
 //! [`Pipeline::tick`] runs the durable timers (rule deadlines, group flushes, escalations, silences ending).
 
+pub mod explain;
 mod ingest;
 mod scheduler;
 

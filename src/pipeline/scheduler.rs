@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Core;
+use super::explain::plan_delivery;
 use crate::domain::{Action, IncidentState, Labels, Notification};
 use crate::routing;
 use crate::routing::grouping::{GroupView, plan_flush};
@@ -35,6 +36,8 @@ impl Core {
         Ok(())
     }
 
+    /// Sends a firing incident where [`plan_delivery`] says: into its receivers' groups, and up its team's
+    /// escalation ladder.
     async fn route_incident(
         &self,
         tx: &mut WriteTx,
@@ -42,31 +45,35 @@ impl Core {
         labels: &Labels,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let g = &self.settings.grouping;
-        let route = self.router.route(labels);
-        for receiver in &route.receivers {
-            let Some(rs) = self.settings.receiver(receiver) else {
-                continue;
-            };
-            let key = routing::group_key(&g.group_by, labels, rs.per_incident());
-            Store::add_to_group(tx, receiver, &key, rec.id, IncidentState::Firing, now, g).await?;
+        let plan = plan_delivery(&self.settings, &self.router, labels);
+        for g in &plan.groups {
+            Store::add_to_group(
+                tx,
+                &g.receiver,
+                &g.key,
+                rec.id,
+                IncidentState::Firing,
+                now,
+                &self.settings.grouping,
+            )
+            .await?;
         }
         Store::set_notified(tx, rec.id, true).await?;
-        let informational = rec.kind.is_informational();
-        if !informational && let Some(team) = self.settings.teams.get(&rec.team) {
-            let fired = rec.fired_at.unwrap_or(now);
-            for (i, step) in team.escalation.iter().enumerate() {
-                let due = fired + chrono::Duration::from_std(step.after).unwrap_or(chrono::Duration::MAX);
-                Store::add_escalation(
-                    tx,
-                    rec.id,
-                    i as i64 + 1,
-                    step.after.as_secs() as i64,
-                    due,
-                    &step.receivers,
-                )
-                .await?;
-            }
+        let fired = rec.fired_at.unwrap_or(now);
+        for (i, step) in plan.escalation.iter().enumerate() {
+            let due = chrono::Duration::from_std(step.after)
+                .ok()
+                .and_then(|after| fired.checked_add_signed(after))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC);
+            Store::add_escalation(
+                tx,
+                rec.id,
+                i as i64 + 1,
+                step.after.as_secs() as i64,
+                due,
+                &step.receivers,
+            )
+            .await?;
         }
         Ok(())
     }
