@@ -195,7 +195,7 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
     let clock = ManualClock::new(chrono::Utc::now());
-    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
+    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store, Arc::new(clock.clone()));
     let mut printed = 0usize;
     let mut parsed = Vec::new();
     for path in &bodies {
@@ -219,7 +219,7 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
-                printed = print_outbox(&store, printed).await?;
+                printed = print_outbox(&pipeline, printed).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
@@ -241,12 +241,12 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
         }
         pipeline.tick().await?;
-        printed = print_outbox(&store, printed).await?;
+        printed = print_outbox(&pipeline, printed).await?;
     }
     // Let group_wait pass so what would be sent is shown.
     let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
     advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
-    print_outbox(&store, printed).await?;
+    print_outbox(&pipeline, printed).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -276,8 +276,8 @@ async fn advance_to(
     }
 }
 
-async fn print_outbox(store: &crate::store::Store, already: usize) -> anyhow::Result<usize> {
-    let mut rows = store.outbox(None, 10_000).await?;
+async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::Result<usize> {
+    let mut rows = p.outbox(None, 10_000).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
         let n: crate::domain::Notification = serde_json::from_str(&r.payload)?;

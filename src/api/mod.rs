@@ -1,4 +1,4 @@
-//! HTTP handlers only: authenticate, parse, call the pipeline or the store, map errors. One error type,
+//! HTTP handlers only: authenticate, parse, call the pipeline, map errors. One error type,
 //! [`ApiError`], maps client mistakes to 4xx with a message that says what to fix, a store outage to 503 (so Argo CD
 //! retries), and anything else to an opaque 500 whose cause is logged.
 
@@ -17,8 +17,8 @@ use serde_json::json;
 use crate::argocd::{self, AppId, PayloadError};
 use crate::domain::labels;
 use crate::pipeline::Pipeline;
+use crate::pipeline::PipelineError;
 use crate::routing::{Matcher, Silence};
-use crate::store::StoreError;
 
 pub use auth::Auth;
 
@@ -27,6 +27,23 @@ pub struct AppContext {
     pub pipeline: Pipeline,
     pub auth: Auth,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
+    pub body_limits: BodyLimits,
+}
+
+/// What the event endpoint accepts (`server.max_body_bytes`, `server.max_json_depth`).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    pub max_json_depth: usize,
+}
+
+impl BodyLimits {
+    pub fn of(server: &crate::configuration::ServerSettings) -> Self {
+        Self {
+            max_bytes: server.max_body_bytes,
+            max_json_depth: server.max_json_depth,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +78,8 @@ impl From<PayloadError> for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
+impl From<PipelineError> for ApiError {
+    fn from(e: PipelineError) -> Self {
         if e.is_unavailable() {
             tracing::warn!(error = %e, "store unavailable");
             ApiError::Unavailable
@@ -147,7 +164,7 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    ctx.pipeline.store.ping().await.map_err(|e| {
+    ctx.pipeline.ready().await.map_err(|e| {
         tracing::warn!(error = %e, "not ready: store unreachable");
         ApiError::Unavailable
     })?;
@@ -158,7 +175,7 @@ async fn metrics_endpoint(ctx: web::Data<AppContext>) -> HttpResponse {
     // The recorder is process-wide: refresh and render as one step, so concurrent scrapes don't interleave.
     static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _one_at_a_time = SCRAPE.lock().await;
-    crate::telemetry::refresh_gauges(&ctx.pipeline.store).await;
+    crate::telemetry::set_gauges(&ctx.pipeline.gauges().await);
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(ctx.metrics.render())
@@ -233,9 +250,9 @@ async fn receive_event_inner(
 ) -> Result<(HttpResponse, &'static str), ApiError> {
     ctx.auth.check(req)?;
     // The Content-Type is not checked: Argo CD sends none unless configured, and the body is what counts.
-    let settings = &ctx.pipeline.settings.server;
-    let body = read_body(req, payload, settings.max_body_bytes).await?;
-    let snap = argocd::parse_body(&body, settings.max_json_depth)?;
+    let limits = ctx.body_limits;
+    let body = read_body(req, payload, limits.max_bytes).await?;
+    let snap = argocd::parse_body(&body, limits.max_json_depth)?;
     let raw = std::str::from_utf8(&body).map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
     let summary = ctx.pipeline.ingest(snap, Some(raw)).await?;
     tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
@@ -293,7 +310,6 @@ async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpR
     let q: AppQuery = query(&req)?;
     let apps = ctx
         .pipeline
-        .store
         .apps(q.sync.as_deref(), q.health.as_deref(), limit(q.limit)?)
         .await?;
     let items: Vec<_> = apps.iter().map(|a| app_json(&a.team, &a.state)).collect();
@@ -308,11 +324,11 @@ async fn get_app(
     ctx.auth.check(&req)?;
     let (namespace, name) = path.into_inner();
     let id = AppId { namespace, name };
-    let Some(rec) = ctx.pipeline.store.app(&id).await? else {
+    let Some(rec) = ctx.pipeline.app(&id).await? else {
         return Err(ApiError::NotFound(format!("no Application {id} has been seen")));
     };
-    let timeline = ctx.pipeline.store.timeline(&id, 200).await?;
-    let incidents = ctx.pipeline.store.incidents(None, None, None, Some(&id), 50).await?;
+    let timeline = ctx.pipeline.timeline(&id, 200).await?;
+    let incidents = ctx.pipeline.incidents(None, None, None, Some(&id), 50).await?;
     let mut v = app_json(&rec.team, &rec.state);
     v["timeline"] = json!(timeline);
     v["incidents"] = json!(incidents.iter().map(|i| i.full_view()).collect::<Vec<_>>());
@@ -336,7 +352,7 @@ async fn get_raw(
     let q: RawQuery = query(&req)?;
     let (namespace, name) = path.into_inner();
     let id = AppId { namespace, name };
-    let bodies = ctx.pipeline.store.raw_bodies(&id, limit(q.limit)?).await?;
+    let bodies = ctx.pipeline.raw_bodies(&id, limit(q.limit)?).await?;
     let items: Vec<_> = bodies
         .into_iter()
         .map(|(at, body)| {
@@ -376,7 +392,6 @@ async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<
     };
     let list = ctx
         .pipeline
-        .store
         .incidents(state, q.team.as_deref(), kind, None, limit(q.limit)?)
         .await?;
     let items: Vec<_> = list.iter().map(|i| i.full_view()).collect();
@@ -385,7 +400,7 @@ async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<
 
 async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
-    let items = status_page::prune_rows(&ctx.pipeline).await?;
+    let items = ctx.pipeline.prune_pending().await?;
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
 }
 
@@ -436,7 +451,7 @@ async fn create_silence(
     if new.created_by.trim().is_empty() {
         return Err(ApiError::Unprocessable("created_by must not be empty".into()));
     }
-    let now = ctx.pipeline.clock.now();
+    let now = ctx.pipeline.now();
     let starts_at = new.starts_at.unwrap_or(now);
     if new.ends_at <= starts_at {
         return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
@@ -450,7 +465,7 @@ async fn create_silence(
         comment: new.comment,
         created_at: now,
     };
-    ctx.pipeline.store.add_silence(&silence).await?;
+    ctx.pipeline.add_silence(&silence).await?;
     Ok(HttpResponse::Created().json(&silence))
 }
 
@@ -464,8 +479,8 @@ struct SilenceQuery {
 async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: SilenceQuery = query(&req)?;
-    let now = ctx.pipeline.clock.now();
-    let list = ctx.pipeline.store.silences(q.expired, now).await?;
+    let now = ctx.pipeline.now();
+    let list = ctx.pipeline.silences(q.expired, now).await?;
     let items: Vec<_> = list
         .iter()
         .map(|s| {
@@ -484,11 +499,9 @@ async fn expire_silence(
 ) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let id = path.into_inner();
-    let now = ctx.pipeline.clock.now();
-    if ctx.pipeline.store.expire_silence(&id, now).await? {
-        Ok(HttpResponse::Ok().json(json!({"id": id, "expired_at": now})))
-    } else {
-        Err(ApiError::NotFound(format!("no active silence {id:?}")))
+    match ctx.pipeline.expire_silence(&id).await? {
+        Some(expired_at) => Ok(HttpResponse::Ok().json(json!({"id": id, "expired_at": expired_at}))),
+        None => Err(ApiError::NotFound(format!("no active silence {id:?}"))),
     }
 }
 
@@ -509,7 +522,7 @@ async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<Htt
         ),
         None => None,
     };
-    let rows = ctx.pipeline.store.outbox(state, limit(q.limit)?).await?;
+    let rows = ctx.pipeline.outbox(state, limit(q.limit)?).await?;
     let items: Vec<_> = rows
         .iter()
         .map(|r| {
@@ -534,8 +547,7 @@ async fn retry_outbox(
     let id: i64 = raw
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("outbox id must be a number, not {raw:?}")))?;
-    let now = ctx.pipeline.clock.now();
-    if ctx.pipeline.store.retry_dead(id, now).await? {
+    if ctx.pipeline.retry_delivery(id).await? {
         Ok(HttpResponse::Accepted().json(json!({"id": id, "state": "pending"})))
     } else {
         Err(ApiError::NotFound(format!("no dead outbox row {id}")))

@@ -1,53 +1,12 @@
 //! `GET /`: the status page a person opens — server-rendered HTML (maud), no scripts or CDN, refreshing itself:
 //! Applications OutOfSync the longest first, firing incidents by team, pending prunes, dead notifications, silences.
-//! Also the rows behind `GET /v1/prune-pending`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
-use serde::Serialize;
 
 use super::{ApiError, AppContext};
-use crate::pipeline::Pipeline;
 use crate::receivers::render::age;
-
-#[derive(Debug, Serialize)]
-pub struct PruneRow {
-    pub app_namespace: String,
-    pub app: String,
-    pub team: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    /// `requires pruning` or `PruneSkipped`.
-    pub status: String,
-    pub waiting_since: DateTime<Utc>,
-    pub prune_enabled: bool,
-}
-
-pub async fn prune_rows(p: &Pipeline) -> Result<Vec<PruneRow>, ApiError> {
-    let apps = p.store.apps_with_pending_prunes().await?;
-    let mut rows = Vec::new();
-    for a in apps {
-        let s = &a.state;
-        for r in crate::incidents::pending_prunes(&s.snapshot) {
-            let key = crate::state::resource_key(&r.kind, &r.namespace, &r.name);
-            rows.push(PruneRow {
-                app_namespace: s.snapshot.app.namespace.clone(),
-                app: s.snapshot.app.name.clone(),
-                team: a.team.clone(),
-                kind: r.kind,
-                namespace: r.namespace,
-                name: r.name,
-                status: r.status,
-                waiting_since: s.prune_since.get(&key).copied().unwrap_or(s.last_seen),
-                prune_enabled: s.snapshot.sync_policy.prune,
-            });
-        }
-    }
-    rows.sort_by_key(|r| r.waiting_since);
-    Ok(rows)
-}
 
 fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
@@ -60,15 +19,14 @@ margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
 pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let p = &ctx.pipeline;
-    let now = p.clock.now();
-    let out_of_sync = p.store.apps(Some("OutOfSync"), None, 500).await?;
+    let now = p.now();
+    let out_of_sync = p.apps(Some("OutOfSync"), None, 500).await?;
     let firing = p
-        .store
         .incidents(Some(crate::domain::IncidentState::Firing), None, None, None, 500)
         .await?;
-    let prunes = prune_rows(p).await?;
-    let dead = p.store.outbox(Some(crate::domain::DeliveryState::Dead), 100).await?;
-    let silences = p.store.silences(false, now).await?;
+    let prunes = p.prune_pending().await?;
+    let dead = p.outbox(Some(crate::domain::DeliveryState::Dead), 100).await?;
+    let silences = p.silences(false, now).await?;
     let mut by_team: std::collections::BTreeMap<String, Vec<_>> = Default::default();
     for i in &firing {
         by_team.entry(i.team.clone()).or_default().push(i);

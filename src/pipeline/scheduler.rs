@@ -122,7 +122,7 @@ impl Core {
     }
 
     /// Runs every timer that is due. Each kind of timer commits on its own.
-    pub async fn tick(&self) -> Result<(), StoreError> {
+    pub(super) async fn tick(&self) -> Result<(), StoreError> {
         self.fire_due_incidents().await?;
         self.deliver_unsilenced().await?;
         let queued = self.flush_groups().await? + self.escalate().await?;
