@@ -1,0 +1,42 @@
+//! `GET /v1/incidents`, filtered by state, team and kind.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ApiError, AppContext, limit, query};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IncidentQuery {
+    state: Option<String>,
+    team: Option<String>,
+    kind: Option<String>,
+    limit: Option<i64>,
+}
+
+pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let q: IncidentQuery = query(&req)?;
+    let state = match &q.state {
+        Some(s) => Some(
+            crate::domain::IncidentState::parse(s)
+                .ok_or_else(|| ApiError::BadRequest(format!("state must be pending, firing or resolved, not {s:?}")))?,
+        ),
+        None => None,
+    };
+    let kind = match &q.kind {
+        Some(k) => Some(crate::domain::Kind::parse(k).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
+            ))
+        })?),
+        None => None,
+    };
+    let list = ctx
+        .pipeline
+        .incidents(state, q.team.as_deref(), kind, None, limit(q.limit)?)
+        .await?;
+    let items: Vec<_> = list.iter().map(|i| i.full_view()).collect();
+    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+}
