@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tracing::Instrument;
 
 use super::explain::{self, Assessment};
 use super::{Core, IncidentChange, IngestSummary};
@@ -114,22 +115,28 @@ impl Batch {
 }
 
 impl Core {
+    /// Writes `jobs` in one transaction, in a span of its own (`size`: how many bodies).
     async fn ingest_batch(&self, jobs: &[Job]) -> Result<(Vec<IngestSummary>, bool), StoreError> {
-        let mut tx = self.store.begin().await?;
-        let snaps: Vec<&Snapshot> = jobs.iter().map(|j| &j.snap).collect();
-        let mut batch = Batch::load(&mut tx, &snaps).await?;
-        let mut out = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            let now = self.clock.now();
-            out.push(
-                self.ingest_in(&mut tx, &mut batch, job.snap.clone(), job.raw.as_deref(), now)
-                    .await?,
-            );
+        let span = tracing::info_span!("ingest_batch", size = jobs.len());
+        async {
+            let mut tx = self.store.begin().await?;
+            let snaps: Vec<&Snapshot> = jobs.iter().map(|j| &j.snap).collect();
+            let mut batch = Batch::load(&mut tx, &snaps).await?;
+            let mut out = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                let now = self.clock.now();
+                out.push(
+                    self.ingest_in(&mut tx, &mut batch, job.snap.clone(), job.raw.as_deref(), now)
+                        .await?,
+                );
+            }
+            let wake = batch.wake;
+            batch.write(&mut tx).await?;
+            tx.commit().await?;
+            Ok((out, wake))
         }
-        let wake = batch.wake;
-        batch.write(&mut tx).await?;
-        tx.commit().await?;
-        Ok((out, wake))
+        .instrument(span)
+        .await
     }
 
     /// One snapshot in its own transaction (the scheduler's confirmation path).
