@@ -4,7 +4,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, query};
+use super::{ApiError, AppContext, limit, param, query};
+use crate::domain::{IncidentState, Kind};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,21 +19,14 @@ struct IncidentQuery {
 pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: IncidentQuery = query(&req)?;
-    let state = match &q.state {
-        Some(s) => Some(
-            crate::domain::IncidentState::parse(s)
-                .ok_or_else(|| ApiError::BadRequest(format!("state must be pending, firing or resolved, not {s:?}")))?,
-        ),
-        None => None,
-    };
-    let kind = match &q.kind {
-        Some(k) => Some(crate::domain::Kind::parse(k).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
-            ))
-        })?),
-        None => None,
-    };
+    let state = param(q.state.as_deref(), IncidentState::parse, |s| {
+        format!("state must be pending, firing or resolved, not {s:?}")
+    })?;
+    let kind = param(q.kind.as_deref(), Kind::parse, |k| {
+        format!(
+            "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
+        )
+    })?;
     let list = ctx
         .pipeline
         .incidents(state, q.team.as_deref(), kind, None, limit(q.limit)?)

@@ -94,6 +94,17 @@ fn query<T: serde::de::DeserializeOwned>(req: &HttpRequest) -> Result<T, ApiErro
         .map_err(|e| ApiError::BadRequest(format!("bad query string: {e}")))
 }
 
+/// An optional query parameter parsed with `parse`; a value it refuses is a 400 whose message `refused` writes.
+fn param<T>(
+    value: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    refused: impl Fn(&str) -> String,
+) -> Result<Option<T>, ApiError> {
+    value
+        .map(|v| parse(v).ok_or_else(|| ApiError::BadRequest(refused(v))))
+        .transpose()
+}
+
 /// Shared state for the HTTP server.
 pub fn data(ctx: AppContext) -> web::Data<AppContext> {
     web::Data::from(Arc::new(ctx))

@@ -4,7 +4,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, query};
+use super::{ApiError, AppContext, limit, param, query};
+use crate::domain::{DeliveryState, Notification};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,19 +17,15 @@ struct OutboxQuery {
 pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: OutboxQuery = query(&req)?;
-    let state = match &q.state {
-        Some(s) => Some(
-            crate::domain::DeliveryState::parse(s)
-                .ok_or_else(|| ApiError::BadRequest(format!("state must be pending, done or dead, not {s:?}")))?,
-        ),
-        None => None,
-    };
+    let state = param(q.state.as_deref(), DeliveryState::parse, |s| {
+        format!("state must be pending, done or dead, not {s:?}")
+    })?;
     let rows = ctx.pipeline.outbox(state, limit(q.limit)?).await?;
     let items: Vec<_> = rows
         .iter()
         .map(|r| {
             let mut v = json!(r);
-            if let Ok(n) = serde_json::from_str::<crate::domain::Notification>(&r.payload) {
+            if let Ok(n) = serde_json::from_str::<Notification>(&r.payload) {
                 v["title"] = json!(n.title);
                 v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
             }

@@ -20,10 +20,13 @@ use crate::configuration::Settings;
 use crate::domain::{DeliveryState, IncidentState, Kind};
 use crate::routing::{Router, Silence};
 use crate::state;
-use crate::store::{AppRecord, IncidentRecord, OutboxRecord, Store, StoreError, TimelineEntry};
+use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
 
 use ingest::{Job, batch_writer};
+
+/// The records the read methods return.
+pub use crate::store::{AppRecord, IncidentRecord, OutboxRecord, TimelineEntry};
 
 /// What one accepted body did, as the API answers it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
