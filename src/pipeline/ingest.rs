@@ -1,5 +1,5 @@
-//! The ingest side: bodies that arrive together are written in one transaction by one batch writer ([`Batch`]),
-//! and each snapshot runs through state → incidents → routing inside it ([`Core::ingest_in`]).
+//! The ingest side: bodies that arrive together are written in one transaction by one batch writer (`Batch`),
+//! and each snapshot runs through state → incidents → routing inside it (`ingest_in`).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The durable timers, run by [`Core::tick`]: rule deadlines (pending incidents that fire), silences ending,
+//! The durable timers, run by `tick`: rule deadlines (pending incidents that fire), silences ending,
 //! group flushes and escalation steps; and what firing or resolving an incident writes (shared with the ingest,
 //! which fires and resolves incidents too).
 
