@@ -127,45 +127,32 @@ fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argo
 }
 
 fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
-    use crate::domain::Labels;
-    use crate::routing::{Router, owning_team};
     let snap = read_snapshot(&app, settings.server.max_json_depth)?;
-    let team = owning_team(&snap, &settings.ownership);
-    let now = chrono::Utc::now();
-    let crate::state::Outcome::Changed { state, .. } = crate::state::apply(None, snap, now) else {
+    let Some(e) = crate::pipeline::explain::explain(&settings, snap, chrono::Utc::now()) else {
         anyhow::bail!("unexpected state outcome");
     };
-    println!("application: {}", state.snapshot.app);
+    let team = &e.team;
+    println!("application: {}", e.app);
     println!("owning team: {team}");
-    let mut keep = Default::default();
-    let held = crate::incidents::held_conditions(
-        &state,
-        &settings.rules,
-        &team,
-        settings.argocd.url.as_deref(),
-        &mut keep,
-    );
-    if held.is_empty() {
+    if e.incidents.is_empty() {
         println!("incidents:   none (the Application is in no alerting condition)");
     }
-    let router = Router::new(&settings);
-    for h in held {
-        let rule = settings.rules.rule(h.kind);
-        let labels = Labels::of(&h.view);
-        let r = router.route(&labels);
+    for i in &e.incidents {
+        let (h, d) = (&i.held, &i.delivery);
         println!(
             "incident:    {} (severity {}, fires after {}): {}",
             h.kind,
             h.severity.as_str(),
-            humantime::format_duration(rule.r#for),
+            humantime::format_duration(i.fires_after),
             h.view.summary
         );
-        if r.matched_routes.is_empty() {
+        if d.route.matched_routes.is_empty() {
             println!("  routes:    none matched → team {team}'s receivers");
         } else {
             println!(
                 "  routes:    {}",
-                r.matched_routes
+                d.route
+                    .matched_routes
                     .iter()
                     .map(|i| format!("routes[{i}]"))
                     .collect::<Vec<_>>()
@@ -174,21 +161,22 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
         }
         println!(
             "  receivers: {}",
-            if r.receivers.is_empty() {
+            if d.route.receivers.is_empty() {
                 "(none)".into()
             } else {
-                r.receivers.join(", ")
+                d.route.receivers.join(", ")
             }
         );
-        if let Some(t) = settings.teams.get(&team) {
-            for (i, s) in t.escalation.iter().enumerate() {
-                println!(
-                    "  escalation step {}: after {} → {}",
-                    i + 1,
-                    humantime::format_duration(s.after),
-                    s.receivers.join(", ")
-                );
-            }
+        for g in &d.groups {
+            println!("  group:     {} by {}", g.receiver, g.key);
+        }
+        for (n, s) in d.escalation.iter().enumerate() {
+            println!(
+                "  escalation step {}: after {} → {}",
+                n + 1,
+                humantime::format_duration(s.after),
+                s.receivers.join(", ")
+            );
         }
         for hint in &h.view.hints {
             println!("  hint:      {}: {}", hint.title, hint.text);
@@ -207,7 +195,7 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
     let clock = ManualClock::new(chrono::Utc::now());
-    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
+    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store, Arc::new(clock.clone()));
     let mut printed = 0usize;
     let mut parsed = Vec::new();
     for path in &bodies {
@@ -231,7 +219,7 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
-                printed = print_outbox(&store, printed).await?;
+                printed = print_outbox(&pipeline, printed).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
@@ -253,12 +241,12 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
         }
         pipeline.tick().await?;
-        printed = print_outbox(&store, printed).await?;
+        printed = print_outbox(&pipeline, printed).await?;
     }
     // Let group_wait pass so what would be sent is shown.
     let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
     advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
-    print_outbox(&store, printed).await?;
+    print_outbox(&pipeline, printed).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -288,8 +276,8 @@ async fn advance_to(
     }
 }
 
-async fn print_outbox(store: &crate::store::Store, already: usize) -> anyhow::Result<usize> {
-    let mut rows = store.outbox(None, 10_000).await?;
+async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::Result<usize> {
+    let mut rows = p.outbox(None, 10_000).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
         let n: crate::domain::Notification = serde_json::from_str(&r.payload)?;

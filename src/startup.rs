@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix_web::{App, HttpServer, web};
 use tokio::sync::watch;
 
-use crate::api::{self, AppContext, Auth};
+use crate::api::{self, AppContext, Auth, BodyLimits};
 use crate::clock::{SharedClock, SystemClock};
 use crate::configuration::Settings;
 use crate::outbox::Worker;
@@ -21,6 +21,7 @@ pub struct Application {
     port: u16,
     server: actix_web::dev::Server,
     pipeline: Pipeline,
+    store: Store,
     worker: Worker,
     tick: Duration,
     purge_every: Duration,
@@ -38,13 +39,14 @@ impl Application {
         let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
         let receivers = receivers::build_all(&Shared::new(settings.clone()))?;
         let worker =
-            Worker::new(store.clone(), receivers, &settings, clock.clone()).woken_by(pipeline.wake_outbox.clone());
+            Worker::new(store.clone(), receivers, &settings, clock.clone()).woken_by(pipeline.deliveries_queued());
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.server.listen))?;
         let port = listener.local_addr()?.port();
         let data = api::data(AppContext {
             pipeline: pipeline.clone(),
             auth: Auth::new(&settings.server.auth),
+            body_limits: BodyLimits::of(&settings.server),
             metrics: crate::telemetry::metrics(),
         });
         let mut server = HttpServer::new(move || {
@@ -66,6 +68,7 @@ impl Application {
             port,
             server,
             pipeline,
+            store,
             worker,
             tick: settings.scheduler.tick,
             purge_every: Duration::from_secs(60),
@@ -91,7 +94,7 @@ impl Application {
             self.purge_every,
             stop_rx.clone(),
         ));
-        let checkpointer = tokio::spawn(checkpoint_loop(self.pipeline.store.clone(), stop_rx.clone()));
+        let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), stop_rx.clone()));
         let worker = tokio::spawn(self.worker.run(stop_rx));
         tracing::info!(port = self.port, "herald is listening");
         stop.await;
@@ -105,7 +108,7 @@ impl Application {
         })
         .await;
         let _ = server.await;
-        self.pipeline.store.close().await;
+        self.store.close().await;
         tracing::info!("stopped");
         Ok(())
     }
@@ -133,7 +136,7 @@ async fn shutdown_signal() {
 }
 
 /// SQLite's write-ahead log is checkpointed here, twice a second, off the writer's path.
-async fn checkpoint_loop(store: crate::store::Store, mut stop: watch::Receiver<bool>) {
+async fn checkpoint_loop(store: Store, mut stop: watch::Receiver<bool>) {
     loop {
         if *stop.borrow() {
             let _ = store.checkpoint().await;
@@ -162,9 +165,7 @@ pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, 
         }
         if last_purge.elapsed() >= purge_every {
             last_purge = std::time::Instant::now();
-            let before =
-                p.clock.now() - chrono::Duration::from_std(p.settings.storage.raw_retention).unwrap_or_default();
-            match p.store.purge_raw(before).await {
+            match p.purge_raw_bodies().await {
                 Ok(n) if n > 0 => {
                     tracing::info!(purged = n, "raw bodies past storage.raw_retention removed")
                 }
@@ -177,7 +178,7 @@ pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, 
             // Woken by an ingest that made something due: gather what else arrives for a moment, so a busy
             // ingest does not turn into a tick per batch.
             _ = async {
-                p.wake_scheduler.notified().await;
+                p.timers_due().await;
                 tokio::time::sleep(WAKE_DEBOUNCE.min(tick)).await;
             } => {}
             _ = stop.changed() => {}

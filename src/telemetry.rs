@@ -1,11 +1,11 @@
-//! Logs (tracing, text or JSON) and the Prometheus recorder. The recorder is process-wide, installed once.
+//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once) and the gauges set at
+//! scrape time from counts the pipeline reads ([`GaugeReadings`]): this module sets metrics, it reads nothing.
 
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::configuration::{LogFormat, LogSettings};
-use crate::store::Store;
 
 pub fn init_logs(s: &LogSettings) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -58,38 +58,44 @@ fn set(
     seen.insert((name, labels));
 }
 
-/// Gauges read from the store at scrape time: Applications by status, open incidents, queued and dead deliveries.
-pub async fn refresh_gauges(store: &Store) {
+/// Counts read at scrape time, each with its label values. A list the store could not give is empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GaugeReadings {
+    /// (sync, health, how many Applications)
+    pub applications: Vec<(String, String, i64)>,
+    /// (state, kind, team, how many open incidents)
+    pub incidents: Vec<(String, String, String, i64)>,
+    /// (receiver, state, how many deliveries)
+    pub outbox: Vec<(String, String, i64)>,
+}
+
+/// Sets the gauges: Applications by status, open incidents, queued and dead deliveries. A label set that was set
+/// at the previous scrape and is not in `readings` goes back to 0.
+pub fn set_gauges(readings: &GaugeReadings) {
     let mut seen = std::collections::HashSet::new();
-    if let Ok(rows) = store.app_counts().await {
-        for (sync, health, n) in rows {
-            set(
-                &mut seen,
-                "herald_applications",
-                vec![("sync", sync), ("health", health)],
-                n as f64,
-            );
-        }
+    for (sync, health, n) in &readings.applications {
+        set(
+            &mut seen,
+            "herald_applications",
+            vec![("sync", sync.clone()), ("health", health.clone())],
+            *n as f64,
+        );
     }
-    if let Ok(rows) = store.incident_counts().await {
-        for (state, kind, team, n) in rows {
-            set(
-                &mut seen,
-                "herald_incidents_open",
-                vec![("state", state), ("kind", kind), ("team", team)],
-                n as f64,
-            );
-        }
+    for (state, kind, team, n) in &readings.incidents {
+        set(
+            &mut seen,
+            "herald_incidents_open",
+            vec![("state", state.clone()), ("kind", kind.clone()), ("team", team.clone())],
+            *n as f64,
+        );
     }
-    if let Ok(rows) = store.outbox_counts().await {
-        for (receiver, state, n) in rows {
-            set(
-                &mut seen,
-                "herald_outbox",
-                vec![("receiver", receiver), ("state", state)],
-                n as f64,
-            );
-        }
+    for (receiver, state, n) in &readings.outbox {
+        set(
+            &mut seen,
+            "herald_outbox",
+            vec![("receiver", receiver.clone()), ("state", state.clone())],
+            *n as f64,
+        );
     }
     let mut prev = previous().lock().unwrap_or_else(|e| e.into_inner());
     for (name, labels) in prev.difference(&seen) {

@@ -118,65 +118,76 @@ impl Worker {
     }
 
     async fn deliver(&self, row: OutboxRecord) -> Result<(), crate::store::StoreError> {
-        let started = std::time::Instant::now();
-        let receiver_name = row.receiver.clone();
-        let outcome = match (
-            self.receivers.get(&row.receiver),
-            serde_json::from_str::<Notification>(&row.payload),
-        ) {
-            (None, _) => Err(DeliveryError::permanent(format!(
-                "receiver {:?} is no longer configured",
-                row.receiver
-            ))),
-            (_, Err(e)) => Err(DeliveryError::permanent(format!("stored notification unreadable: {e}"))),
-            (Some(r), Ok(n)) => {
-                if let Some(l) = self.limits.get(&row.receiver) {
-                    l.wait().await;
+        // One span per attempt, so what a receiver logs is tied to the row, its thread and the attempt.
+        let span = tracing::info_span!(
+            "delivery",
+            receiver = %row.receiver,
+            outbox = row.id,
+            thread = %row.thread_key,
+            attempt = row.attempts
+        );
+        let attempt = async move {
+            let started = std::time::Instant::now();
+            let receiver_name = row.receiver.clone();
+            let outcome = match (
+                self.receivers.get(&row.receiver),
+                serde_json::from_str::<Notification>(&row.payload),
+            ) {
+                (None, _) => Err(DeliveryError::permanent(format!(
+                    "receiver {:?} is no longer configured",
+                    row.receiver
+                ))),
+                (_, Err(e)) => Err(DeliveryError::permanent(format!("stored notification unreadable: {e}"))),
+                (Some(r), Ok(n)) => {
+                    if let Some(l) = self.limits.get(&row.receiver) {
+                        l.wait().await;
+                    }
+                    let memo = self.store.memo(&row.receiver, &row.thread_key).await?;
+                    r.deliver(&n, memo.as_ref()).await
                 }
-                let memo = self.store.memo(&row.receiver, &row.thread_key).await?;
-                r.deliver(&n, memo.as_ref()).await
-            }
-        };
-        let now = self.clock.now();
-        let label = match &outcome {
-            Ok(_) => "delivered",
-            Err(DeliveryError::Transient { .. }) => "retry",
-            Err(DeliveryError::Permanent { .. }) => "dead",
-        };
-        metrics::histogram!("herald_delivery_seconds", "receiver" => receiver_name.clone())
-            .record(started.elapsed().as_secs_f64());
-        match outcome {
-            Ok(d) => {
-                tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
-                self.store.delivered(&row, d.memo.as_ref(), now).await?;
-            }
-            Err(DeliveryError::Transient { reason, retry_after }) => {
-                let delay = next_delay(
-                    row.attempts.max(1) as u32,
-                    self.settings.initial_backoff,
-                    self.settings.max_backoff,
-                    retry_after,
-                    rand::random::<f64>(),
-                );
-                let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
-                let age = retry_at - row.created_at;
-                if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
-                    tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
+            };
+            let now = self.clock.now();
+            let label = match &outcome {
+                Ok(_) => "delivered",
+                Err(DeliveryError::Transient { .. }) => "retry",
+                Err(DeliveryError::Permanent { .. }) => "dead",
+            };
+            metrics::histogram!("herald_delivery_seconds", "receiver" => receiver_name.clone())
+                .record(started.elapsed().as_secs_f64());
+            match outcome {
+                Ok(d) => {
+                    tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
+                    self.store.delivered(&row, d.memo.as_ref(), now).await?;
+                }
+                Err(DeliveryError::Transient { reason, retry_after }) => {
+                    let delay = next_delay(
+                        row.attempts.max(1) as u32,
+                        self.settings.initial_backoff,
+                        self.settings.max_backoff,
+                        retry_after,
+                        rand::random::<f64>(),
+                    );
+                    let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
+                    let age = retry_at - row.created_at;
+                    if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
+                        tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
+                        self.store.failed(row.id, &reason, None).await?;
+                        metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead")
+                            .increment(1);
+                        return Ok(());
+                    }
+                    tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, retry_in_ms = delay.as_millis() as u64, "delivery failed; will retry");
+                    self.store.failed(row.id, &reason, Some(retry_at)).await?;
+                }
+                Err(DeliveryError::Permanent { reason }) => {
+                    tracing::error!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed permanently: dead");
                     self.store.failed(row.id, &reason, None).await?;
-                    metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead")
-                        .increment(1);
-                    return Ok(());
                 }
-                tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, retry_in_ms = delay.as_millis() as u64, "delivery failed; will retry");
-                self.store.failed(row.id, &reason, Some(retry_at)).await?;
             }
-            Err(DeliveryError::Permanent { reason }) => {
-                tracing::error!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed permanently: dead");
-                self.store.failed(row.id, &reason, None).await?;
-            }
-        }
-        metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => label).increment(1);
-        Ok(())
+            metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => label).increment(1);
+            Ok(())
+        };
+        tracing::Instrument::instrument(attempt, span).await
     }
 
     /// Runs until `stop` says so; then finishes the batch in flight.

@@ -1,0 +1,91 @@
+//! The one API error type: client mistakes map to 4xx with a message that says what to fix, a store outage to 503
+//! with `Retry-After` (so Argo CD retries), anything else to an opaque 500 whose cause is logged.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+use crate::argocd::PayloadError;
+use crate::pipeline::PipelineError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("the body is larger than server.max_body_bytes ({0} bytes)")]
+    TooLarge(usize),
+    #[error("authentication required")]
+    Unauthorized { basic: bool },
+    #[error("the store is unavailable; try again")]
+    Unavailable,
+    #[error("internal error")]
+    Internal,
+}
+
+impl From<PayloadError> for ApiError {
+    fn from(e: PayloadError) -> Self {
+        match e {
+            PayloadError::Empty
+            | PayloadError::PlainText { .. }
+            | PayloadError::InvalidJson { .. }
+            | PayloadError::TooDeep(_) => ApiError::BadRequest(e.to_string()),
+            _ => ApiError::Unprocessable(e.to_string()),
+        }
+    }
+}
+
+impl From<PipelineError> for ApiError {
+    fn from(e: PipelineError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "store unavailable");
+            ApiError::Unavailable
+        } else {
+            tracing::error!(error = %e, "store error");
+            ApiError::Internal
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut resp = HttpResponse::build(self.status_code());
+        match self {
+            ApiError::Unauthorized { basic } => {
+                let challenge = if *basic {
+                    "Bearer realm=\"herald\", Basic realm=\"herald\""
+                } else {
+                    "Bearer realm=\"herald\""
+                };
+                resp.insert_header((header::WWW_AUTHENTICATE, challenge));
+            }
+            ApiError::Unavailable => {
+                resp.insert_header((header::RETRY_AFTER, "5"));
+            }
+            ApiError::MethodNotAllowed(_) => {
+                resp.insert_header((header::ALLOW, "POST, PUT"));
+            }
+            _ => {}
+        }
+        resp.json(json!({"error": self.to_string(), "status": self.status_code().as_u16()}))
+    }
+}

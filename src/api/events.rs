@@ -1,0 +1,91 @@
+//! `POST`/`PUT /v1/argocd/events`: what Argo CD Notifications sends. Authenticate, read the body within the limit,
+//! parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures_util::StreamExt;
+
+use super::{ApiError, AppContext};
+use crate::argocd;
+
+pub(super) async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(if req.method() == actix_web::http::Method::GET {
+        ApiError::MethodNotAllowed(
+            "GET is what Argo CD sends when the template has no `webhook.<service>` key equal to the service name \
+             (it then sends the plain `message`). Name the key `webhook.herald` for `service.webhook.herald`, with \
+             `method: POST` and a JSON `body` (see deploy/argocd/)."
+                .into(),
+        )
+    } else {
+        ApiError::MethodNotAllowed(format!("{} is not accepted here: use POST (or PUT)", req.method()))
+    })
+}
+
+/// Reads the body with the configured limit (413 before reading when Content-Length says it is too big).
+pub(super) async fn read_body(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::BytesMut, ApiError> {
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > limit
+    {
+        return Err(ApiError::TooLarge(limit));
+    }
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("could not read the body: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+pub(super) async fn receive_event(
+    req: HttpRequest,
+    payload: web::Payload,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    let started = std::time::Instant::now();
+    let result = receive_event_inner(&req, payload, &ctx).await;
+    let outcome = match &result {
+        Ok((_, o)) => *o,
+        Err(ApiError::Unauthorized { .. }) => "unauthorized",
+        Err(ApiError::Unavailable) => "unavailable",
+        Err(ApiError::Internal) => "error",
+        Err(_) => "rejected",
+    };
+    metrics::counter!("herald_events_received_total", "outcome" => outcome).increment(1);
+    metrics::histogram!("herald_ingest_seconds").record(started.elapsed().as_secs_f64());
+    if let Err(e) = &result
+        && matches!(
+            e,
+            ApiError::BadRequest(_) | ApiError::Unprocessable(_) | ApiError::TooLarge(_)
+        )
+    {
+        tracing::info!(error = %e, "event refused");
+    }
+    result.map(|(r, _)| r)
+}
+
+async fn receive_event_inner(
+    req: &HttpRequest,
+    payload: web::Payload,
+    ctx: &AppContext,
+) -> Result<(HttpResponse, &'static str), ApiError> {
+    ctx.auth.check(req)?;
+    // The Content-Type is not checked: Argo CD sends none unless configured, and the body is what counts.
+    let limits = ctx.body_limits;
+    let body = read_body(req, payload, limits.max_bytes).await?;
+    let snap = argocd::parse_body(&body, limits.max_json_depth)?;
+    let raw = std::str::from_utf8(&body).map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
+    let summary = ctx.pipeline.ingest(snap, Some(raw)).await?;
+    tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
+    Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
+}

@@ -1,0 +1,53 @@
+//! `/v1/outbox`: the deliveries, newest first, and `POST /v1/outbox/{id}/retry` for a dead one.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ApiError, AppContext, limit, param, query};
+use crate::domain::{DeliveryState, Notification};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutboxQuery {
+    state: Option<String>,
+    limit: Option<i64>,
+}
+
+pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let q: OutboxQuery = query(&req)?;
+    let state = param(q.state.as_deref(), DeliveryState::parse, |s| {
+        format!("state must be pending, done or dead, not {s:?}")
+    })?;
+    let rows = ctx.pipeline.outbox(state, limit(q.limit)?).await?;
+    let items: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut v = json!(r);
+            if let Ok(n) = serde_json::from_str::<Notification>(&r.payload) {
+                v["title"] = json!(n.title);
+                v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
+            }
+            v
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+}
+
+pub(super) async fn retry_outbox(
+    req: HttpRequest,
+    path: web::Path<String>,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let raw = path.into_inner();
+    let id: i64 = raw
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("outbox id must be a number, not {raw:?}")))?;
+    if ctx.pipeline.retry_delivery(id).await? {
+        Ok(HttpResponse::Accepted().json(json!({"id": id, "state": "pending"})))
+    } else {
+        Err(ApiError::NotFound(format!("no dead outbox row {id}")))
+    }
+}

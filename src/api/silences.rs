@@ -1,0 +1,111 @@
+//! `/v1/silences`: create (matchers checked here, so a bad one is a 422 that says why), list, expire.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::events::read_body;
+use super::{ApiError, AppContext, query};
+use crate::domain::labels;
+use crate::routing::{Matcher, Silence};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewSilence {
+    matchers: Vec<Matcher>,
+    #[serde(default)]
+    starts_at: Option<chrono::DateTime<chrono::Utc>>,
+    ends_at: chrono::DateTime<chrono::Utc>,
+    created_by: String,
+    #[serde(default)]
+    comment: String,
+}
+
+pub(super) async fn create_silence(
+    req: HttpRequest,
+    payload: web::Payload,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let body = read_body(&req, payload, 64 * 1024).await?;
+    let new: NewSilence = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "invalid silence: {e}. Expected {{\"matchers\": [{{\"name\": \"app\", \"value\": \"pay-*\"}}], \
+             \"ends_at\": \"RFC 3339 time\", \"created_by\": \"...\", \"comment\": \"...\"}}"
+        ))
+    })?;
+    if new.matchers.is_empty() {
+        return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
+    }
+    for m in &new.matchers {
+        if !labels::is_field(&m.name) {
+            return Err(ApiError::Unprocessable(format!(
+                "matcher name {:?} is unknown: use {}",
+                m.name,
+                labels::field_list()
+            )));
+        }
+        if let Err(e) = globset::Glob::new(&m.value) {
+            return Err(ApiError::Unprocessable(format!(
+                "matcher value {:?} is not a valid glob: {}",
+                m.value,
+                e.kind()
+            )));
+        }
+    }
+    if new.created_by.trim().is_empty() {
+        return Err(ApiError::Unprocessable("created_by must not be empty".into()));
+    }
+    let now = ctx.pipeline.now();
+    let starts_at = new.starts_at.unwrap_or(now);
+    if new.ends_at <= starts_at {
+        return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
+    }
+    let silence = Silence {
+        id: uuid::Uuid::new_v4().to_string(),
+        matchers: new.matchers,
+        starts_at,
+        ends_at: new.ends_at,
+        created_by: new.created_by,
+        comment: new.comment,
+        created_at: now,
+    };
+    ctx.pipeline.add_silence(&silence).await?;
+    Ok(HttpResponse::Created().json(&silence))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SilenceQuery {
+    #[serde(default)]
+    expired: bool,
+}
+
+pub(super) async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let q: SilenceQuery = query(&req)?;
+    let now = ctx.pipeline.now();
+    let list = ctx.pipeline.silences(q.expired, now).await?;
+    let items: Vec<_> = list
+        .iter()
+        .map(|s| {
+            let mut v = json!(s);
+            v["active"] = json!(s.active(now));
+            v
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+}
+
+pub(super) async fn expire_silence(
+    req: HttpRequest,
+    path: web::Path<String>,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    ctx.auth.check(&req)?;
+    let id = path.into_inner();
+    match ctx.pipeline.expire_silence(&id).await? {
+        Some(expired_at) => Ok(HttpResponse::Ok().json(json!({"id": id, "expired_at": expired_at}))),
+        None => Err(ApiError::NotFound(format!("no active silence {id:?}"))),
+    }
+}

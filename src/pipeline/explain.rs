@@ -1,0 +1,172 @@
+//! What the pipeline decides about an Application before anything is written, as pure functions the ingest itself
+//! calls: who owns the state and which conditions it holds ([`assess`]), and where an incident goes once it fires
+//! ([`plan_delivery`]: routes, receivers, group keys, escalation). [`explain`] strings them together for
+//! `herald route`, so what the command shows is what the ingest would do.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::argocd::{AppId, Snapshot};
+use crate::configuration::{EscalationStep, Settings};
+use crate::domain::{Kind, Labels};
+use crate::incidents::{self, Held};
+use crate::routing::{self, RouteResult, Router};
+use crate::state::{self, AppState, Outcome};
+
+/// The owning team of a state and the conditions it holds now: what the ingest decides before it compares with
+/// what is open.
+#[derive(Debug, Clone)]
+pub struct Assessment {
+    pub team: String,
+    pub held: Vec<Held>,
+    /// Kinds whose open incidents must be left alone because the state cannot tell yet (a sync still running).
+    pub keep: HashSet<Kind>,
+}
+
+pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
+    let team = routing::owning_team(&state.snapshot, &settings.ownership);
+    let mut keep = HashSet::new();
+    let held = incidents::held_conditions(state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    Assessment { team, held, keep }
+}
+
+/// One receiver's share of a firing incident: the group it joins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupTarget {
+    pub receiver: String,
+    pub key: String,
+}
+
+/// Where a firing incident goes.
+#[derive(Debug, Clone)]
+pub struct DeliveryPlan {
+    pub route: RouteResult,
+    /// One per routed receiver that is configured.
+    pub groups: Vec<GroupTarget>,
+    /// The owning team's escalation ladder, step 1 first; empty for informational kinds, which are told once and
+    /// closed at once.
+    pub escalation: Vec<EscalationStep>,
+}
+
+pub fn plan_delivery(settings: &Settings, router: &Router, labels: &Labels) -> DeliveryPlan {
+    let route = router.route(labels);
+    let groups = route
+        .receivers
+        .iter()
+        .filter_map(|receiver| {
+            let rs = settings.receiver(receiver)?;
+            Some(GroupTarget {
+                receiver: receiver.clone(),
+                key: routing::group_key(&settings.grouping.group_by, labels, rs.per_incident()),
+            })
+        })
+        .collect();
+    let escalation = match settings.teams.get(&labels.team) {
+        Some(team) if !labels.kind.is_informational() => team.escalation.clone(),
+        _ => Vec::new(),
+    };
+    DeliveryPlan {
+        route,
+        groups,
+        escalation,
+    }
+}
+
+/// What `herald route` shows for one Application.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    pub app: AppId,
+    pub team: String,
+    pub incidents: Vec<ExplainedIncident>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExplainedIncident {
+    pub held: Held,
+    /// The rule's `for`: how long the condition must hold before the incident fires.
+    pub fires_after: Duration,
+    pub delivery: DeliveryPlan,
+}
+
+/// The decisions for `snap` seen for the first time at `now`. `None` only if the state module stops treating a
+/// first snapshot as a change.
+pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Option<Explanation> {
+    let Outcome::Changed { state, .. } = state::apply(None, snap, now) else {
+        return None;
+    };
+    let router = Router::new(settings);
+    let assessment = assess(settings, &state);
+    let incidents = assessment
+        .held
+        .into_iter()
+        .map(|held| ExplainedIncident {
+            fires_after: settings.rules.rule(held.kind).r#for,
+            delivery: plan_delivery(settings, &router, &Labels::of(&held.view)),
+            held,
+        })
+        .collect();
+    Some(Explanation {
+        app: state.snapshot.app.clone(),
+        team: assessment.team,
+        incidents,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(yaml: &str) -> Settings {
+        Settings::from_yaml(yaml).expect("valid settings")
+    }
+
+    fn out_of_sync_app() -> Snapshot {
+        let body = serde_json::json!({
+            "metadata": {"name": "pay", "namespace": "argocd", "labels": {"team": "payments"}},
+            "spec": {"project": "default", "destination": {"namespace": "pay", "server": "https://kubernetes.default.svc"}},
+            "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"}}
+        });
+        crate::argocd::parse_body(body.to_string().as_bytes(), 64).expect("a valid Application")
+    }
+
+    const TEAMS: &str = "
+receivers: [{name: chat, console: {}}, {name: pager, console: {}}]
+teams:
+  payments:
+    receivers: [chat]
+    escalation: [{after: 1h, receivers: [pager]}]
+";
+
+    #[test]
+    fn an_out_of_sync_application_goes_to_its_teams_receivers_with_its_escalation_ladder() {
+        let s = settings(TEAMS);
+        let e = explain(&s, out_of_sync_app(), Utc::now()).expect("a first snapshot is a change");
+        assert_eq!(e.team, "payments");
+        let [incident] = e.incidents.as_slice() else {
+            panic!("one incident expected, got {:?}", e.incidents);
+        };
+        assert_eq!(incident.held.kind, Kind::OutOfSync);
+        assert_eq!(incident.delivery.route.receivers, ["chat"]);
+        assert!(incident.delivery.route.matched_routes.is_empty());
+        assert_eq!(incident.delivery.groups.len(), 1);
+        assert_eq!(incident.delivery.groups[0].receiver, "chat");
+        let steps: Vec<_> = incident.delivery.escalation.iter().map(|s| &s.receivers).collect();
+        assert_eq!(steps, [&vec!["pager".to_string()]]);
+    }
+
+    #[test]
+    fn an_informational_incident_is_not_escalated() {
+        let s = settings(TEAMS);
+        let mut labels = Labels::of(
+            &explain(&s, out_of_sync_app(), Utc::now()).unwrap().incidents[0]
+                .held
+                .view,
+        );
+        labels.kind = Kind::Pruned;
+        let plan = plan_delivery(&s, &Router::new(&s), &labels);
+        assert_eq!(plan.route.receivers, ["chat"]);
+        assert!(plan.escalation.is_empty());
+    }
+}
