@@ -101,7 +101,94 @@ contract!(
     groups_collect_members_and_schedule_flushes,
     silences_expire,
     migrations_are_idempotent,
+    deleted_applications_leave_the_lists_and_are_purged_after_retention,
+    a_lease_is_held_by_one_replica_until_it_ends,
 );
+
+async fn deleted_applications_leave_the_lists_and_are_purged_after_retention(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut states = Vec::new();
+    for name in ["kept", "gone"] {
+        let body = format!(
+            r#"{{"app":{{"metadata":{{"name":"{name}","namespace":"argocd"}},"spec":{{"project":"pay"}},
+                "status":{{"sync":{{"status":"OutOfSync"}},"resources":[{{"kind":"Job","name":"j","requiresPruning":true}}]}}}}}}"#
+        );
+        let Outcome::Changed { state, .. } = apply(None, parse_body(body.as_bytes(), 64).expect("body"), now) else {
+            panic!()
+        };
+        states.push(*state);
+    }
+    let gone = herald::state::delete(&states[1], now + chrono::Duration::minutes(1)).expect("deleted");
+    let mut tx = store.begin().await.expect("tx");
+    Store::save_apps(&mut tx, &[("p", &states[0]), ("p", &gone)])
+        .await
+        .expect("save");
+    tx.commit().await.expect("commit");
+    let names = |v: Vec<herald::store::AppRecord>| -> Vec<String> {
+        v.into_iter().map(|a| a.state.snapshot.app.name).collect()
+    };
+    assert_eq!(names(store.apps(None, None, false, 10).await.expect("live")), ["kept"]);
+    assert_eq!(
+        names(store.apps(None, None, true, 10).await.expect("deleted")),
+        ["gone"]
+    );
+    assert_eq!(names(store.apps_with_pending_prunes().await.expect("prunes")), ["kept"]);
+    let counted: i64 = store.app_counts().await.expect("counts").iter().map(|c| c.2).sum();
+    assert_eq!(counted, 1, "a deleted Application is not counted");
+    let live = store.live_apps(&[]).await.expect("live ids");
+    assert_eq!(live.iter().map(|(a, _)| a.name.as_str()).collect::<Vec<_>>(), ["kept"]);
+    assert!(store.live_apps(&["other".into()]).await.expect("by project").is_empty());
+    assert!(store.has_apps().await.expect("has"));
+    assert_eq!(
+        store.purge_deleted_apps(now).await.expect("purge"),
+        0,
+        "deleted after `before`: kept"
+    );
+    assert_eq!(
+        store
+            .purge_deleted_apps(now + chrono::Duration::hours(1))
+            .await
+            .expect("purge"),
+        1
+    );
+    assert!(store.app(&app("gone")).await.expect("read").is_none());
+    assert!(store.app(&app("kept")).await.expect("read").is_some());
+}
+
+async fn a_lease_is_held_by_one_replica_until_it_ends(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let later = now + chrono::Duration::minutes(5);
+    assert!(store.claim_lease("resync", "a", now, later).await.expect("claim"));
+    assert!(
+        !store.claim_lease("resync", "b", now, later).await.expect("claim"),
+        "held by a"
+    );
+    assert!(
+        !store
+            .claim_lease("resync", "b", later - chrono::Duration::seconds(1), later)
+            .await
+            .expect("claim")
+    );
+    assert!(
+        store.claim_lease("other", "b", now, later).await.expect("claim"),
+        "leases are by name"
+    );
+    assert!(
+        store
+            .claim_lease("resync", "b", later, later + chrono::Duration::minutes(5))
+            .await
+            .expect("claim")
+    );
+    store.release_lease("resync").await.expect("release");
+    assert!(
+        store
+            .claim_lease("resync", "a", later, later + chrono::Duration::minutes(5))
+            .await
+            .expect("claim")
+    );
+}
 
 async fn applications_round_trip_and_upsert(engine: &str) {
     let (store, _db) = fresh(engine).await;
@@ -136,8 +223,18 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     tx.commit().await.expect("commit");
     let rec = store.app(&app("pay")).await.expect("app").expect("present");
     assert_eq!(rec.state.snapshot.sync_status, "Synced");
-    assert_eq!(store.apps(Some("Synced"), None, 10).await.expect("list").len(), 1);
-    assert_eq!(store.apps(Some("OutOfSync"), None, 10).await.expect("list").len(), 0);
+    assert_eq!(
+        store.apps(Some("Synced"), None, false, 10).await.expect("list").len(),
+        1
+    );
+    assert_eq!(
+        store
+            .apps(Some("OutOfSync"), None, false, 10)
+            .await
+            .expect("list")
+            .len(),
+        0
+    );
     assert_eq!(store.timeline(&app("pay"), 10).await.expect("timeline").len(), 2);
     assert_eq!(store.raw_bodies(&app("pay"), 10).await.expect("raw").len(), 1);
     assert_eq!(

@@ -13,6 +13,8 @@ use crate::argocd::AppId;
 struct AppQuery {
     sync: Option<String>,
     health: Option<String>,
+    /// `true`: the deleted Applications (kept until `storage.raw_retention` ends) instead of the others.
+    deleted: Option<bool>,
     limit: Option<i64>,
 }
 
@@ -27,8 +29,12 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
         "destination": snap.destination,
         "labels": snap.labels,
         "annotations": snap.annotations,
-        "sync": {"status": snap.sync_status, "revisions": snap.revisions, "since": s.sync_since},
-        "health": {"status": snap.health_status, "message": snap.health_message, "since": s.health_since},
+        "lifecycle": s.lifecycle(),
+        "deleted_at": s.deleted_at,
+        "sync": {"status": snap.sync_status, "revisions": snap.revisions, "since": s.sync_since,
+                 "since_at_least": s.sync_since_at_least},
+        "health": {"status": snap.health_status, "message": snap.health_message, "since": s.health_since,
+                   "since_at_least": s.health_since_at_least},
         "operation": snap.operation,
         "resources_requiring_pruning": snap.resources.iter().filter(|r| r.requires_pruning).collect::<Vec<_>>(),
         "resources": snap.resources,
@@ -45,7 +51,12 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
     let q: AppQuery = query(&req)?;
     let apps = ctx
         .pipeline
-        .apps(q.sync.as_deref(), q.health.as_deref(), limit(q.limit)?)
+        .apps(
+            q.sync.as_deref(),
+            q.health.as_deref(),
+            q.deleted.unwrap_or(false),
+            limit(q.limit)?,
+        )
         .await?;
     let items: Vec<_> = apps.iter().map(|a| app_json(&a.team, &a.state)).collect();
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))

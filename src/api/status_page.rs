@@ -25,7 +25,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
     ctx.auth.check(&req)?;
     let p = &ctx.pipeline;
     let now = p.now();
-    let out_of_sync = p.apps(Some("OutOfSync"), None, 500).await?;
+    let out_of_sync = p.apps(Some("OutOfSync"), None, false, 500).await?;
     let firing = p.incidents(Some(IncidentState::Firing), None, None, None, 500).await?;
     let prunes = p.prune_pending().await?;
     let dead = p.outbox(Some(DeliveryState::Dead), 100).await?;

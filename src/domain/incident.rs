@@ -194,4 +194,7 @@ pub struct Incident {
     pub labels: std::collections::BTreeMap<String, String>,
     /// e.g. "not confirmed: Argo CD API unreachable".
     pub notes: Vec<String>,
+    /// Why it resolved, when it was not its condition going away (e.g. "Application deleted").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
 }

@@ -14,12 +14,32 @@ use crate::incidents::{self, Decision, Held};
 use crate::state::{self, Outcome};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
-/// One body waiting for the batch writer, with where to send its answer.
+/// What the batch writer is asked to do with one Application.
+pub(super) enum Work {
+    /// A snapshot from a webhook body (with the body, kept for replay) or from the Argo CD API.
+    Snapshot { snap: Snapshot, raw: Option<String> },
+    /// Argo CD confirmed the Application is gone (API 404, absent from a complete listing, stream DELETED).
+    Delete(AppId),
+}
+
+impl Work {
+    fn app(&self) -> &AppId {
+        match self {
+            Work::Snapshot { snap, .. } => &snap.app,
+            Work::Delete(app) => app,
+        }
+    }
+}
+
+/// One piece of work waiting for the batch writer, with where to send its answer.
 pub(super) struct Job {
-    pub(super) snap: Snapshot,
-    pub(super) raw: Option<String>,
+    pub(super) work: Work,
     pub(super) reply: tokio::sync::oneshot::Sender<Result<IngestSummary, StoreError>>,
 }
+
+/// Why incidents resolve when the Application itself goes away.
+const DELETED: &str = "Application deleted";
+const REPLACED: &str = "Application deleted (a new Application now has its name)";
 
 /// Bodies that arrive together are written in one transaction ("group commit"): each is still acknowledged only
 /// after the transaction that holds it has committed, but the commit and the writer hand-over are paid once per
@@ -86,8 +106,8 @@ struct Batch {
 }
 
 impl Batch {
-    async fn load(tx: &mut WriteTx, snaps: &[&Snapshot]) -> Result<Self, StoreError> {
-        let mut ids: Vec<AppId> = snaps.iter().map(|s| s.app.clone()).collect();
+    async fn load(tx: &mut WriteTx, apps: &[&AppId]) -> Result<Self, StoreError> {
+        let mut ids: Vec<AppId> = apps.iter().map(|a| (*a).clone()).collect();
         ids.sort();
         ids.dedup();
         Ok(Self {
@@ -120,15 +140,18 @@ impl Core {
         let span = tracing::info_span!("ingest_batch", size = jobs.len());
         async {
             let mut tx = self.store.begin().await?;
-            let snaps: Vec<&Snapshot> = jobs.iter().map(|j| &j.snap).collect();
-            let mut batch = Batch::load(&mut tx, &snaps).await?;
+            let apps: Vec<&AppId> = jobs.iter().map(|j| j.work.app()).collect();
+            let mut batch = Batch::load(&mut tx, &apps).await?;
             let mut out = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let now = self.clock.now();
-                out.push(
-                    self.ingest_in(&mut tx, &mut batch, job.snap.clone(), job.raw.as_deref(), now)
-                        .await?,
-                );
+                out.push(match &job.work {
+                    Work::Snapshot { snap, raw } => {
+                        self.ingest_in(&mut tx, &mut batch, snap.clone(), raw.as_deref(), now)
+                            .await?
+                    }
+                    Work::Delete(app) => self.delete_in(&mut tx, &mut batch, app, now).await?,
+                });
             }
             let wake = batch.wake;
             batch.write(&mut tx).await?;
@@ -142,7 +165,7 @@ impl Core {
     /// One snapshot in its own transaction (the scheduler's confirmation path).
     pub(super) async fn ingest_alone(&self, snap: Snapshot, now: DateTime<Utc>) -> Result<IngestSummary, StoreError> {
         let mut tx = self.store.begin().await?;
-        let mut batch = Batch::load(&mut tx, &[&snap]).await?;
+        let mut batch = Batch::load(&mut tx, &[&snap.app]).await?;
         let summary = self.ingest_in(&mut tx, &mut batch, snap, None, now).await?;
         batch.write(&mut tx).await?;
         tx.commit().await?;
@@ -185,7 +208,26 @@ impl Core {
                 batch.apps.insert(app.clone(), (team, *state));
                 batch.dirty.push(app.clone());
             }
-            Outcome::Changed { state, transitions } => {
+            Outcome::Changed {
+                mut state,
+                mut transitions,
+            } => {
+                let was = prev.map(|p| p.lifecycle());
+                // A body for this name that is not the stored Application (a new uid, or the stored one is gone).
+                let replaced = prev.is_some_and(|p| {
+                    p.deleted_at.is_some() || (p.snapshot.uid.is_some() && p.snapshot.uid != state.snapshot.uid)
+                });
+                if state.snapshot.deleting && self.argocd_api.is_none() {
+                    // Without the API nothing else will confirm it: the deletion trigger's body is the confirmation.
+                    state.deleted_at = Some(now);
+                }
+                if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
+                    transitions.push(state::Transition {
+                        field: "lifecycle".into(),
+                        from: was.map(str::to_string),
+                        to: state.lifecycle().into(),
+                    });
+                }
                 let assessment = explain::assess(&self.settings, &state);
                 let team = assessment.team.clone();
                 summary.sync = state.snapshot.sync_status.clone();
@@ -203,7 +245,14 @@ impl Core {
                     open: &mut open,
                     now,
                 };
-                summary.incidents = self.evaluate(&mut at, assessment).await?;
+                if replaced {
+                    // The old Application's incidents end here; the new one's start from nothing.
+                    summary.incidents = self.resolve_all(&mut at, REPLACED).await?;
+                }
+                let reason = (!state.is_live()).then_some(DELETED);
+                summary
+                    .incidents
+                    .extend(self.evaluate(&mut at, assessment, reason).await?);
                 batch.open.insert(app.clone(), open);
                 batch.apps.insert(app.clone(), (team, *state));
                 batch.dirty.push(app.clone());
@@ -215,7 +264,12 @@ impl Core {
     /// Compares the conditions held with the incidents open and applies each decision. Pending incidents (no
     /// notification yet) are written with the batch; anything that notifies is written at once. `at.open` is
     /// updated to what is open after.
-    async fn evaluate(&self, at: &mut Applying<'_>, assessment: Assessment) -> Result<Vec<IncidentChange>, StoreError> {
+    async fn evaluate(
+        &self,
+        at: &mut Applying<'_>,
+        assessment: Assessment,
+        resolution: Option<&str>,
+    ) -> Result<Vec<IncidentChange>, StoreError> {
         let open_now: Vec<incidents::OpenIncident> = at
             .open
             .iter()
@@ -242,7 +296,7 @@ impl Core {
                     fire_at,
                     fire_now,
                 } => changes.push(self.open_incident(at, &held, since, fire_at, fire_now).await?),
-                Decision::Resolve { id } => changes.extend(self.resolve_open(at, id).await?),
+                Decision::Resolve { id } => changes.extend(self.resolve_open(at, id, resolution).await?),
                 Decision::Refresh { id, held } => self.refresh_open(at, id, &held).await?,
             }
         }
@@ -305,12 +359,26 @@ impl Core {
         })
     }
 
-    /// The condition of an open incident went away. `None` when it is not open (any more).
-    async fn resolve_open(&self, at: &mut Applying<'_>, id: i64) -> Result<Option<IncidentChange>, StoreError> {
+    /// The condition of an open incident went away (or, with `resolution`, the Application itself). `None` when it
+    /// is not open (any more).
+    async fn resolve_open(
+        &self,
+        at: &mut Applying<'_>,
+        id: i64,
+        resolution: Option<&str>,
+    ) -> Result<Option<IncidentChange>, StoreError> {
         let Some(pos) = at.open.iter().position(|r| r.id == id) else {
             return Ok(None);
         };
-        let rec = at.open.remove(pos);
+        let mut rec = at.open.remove(pos);
+        if let Some(why) = resolution
+            && rec.id > 0
+            && rec.state != IncidentState::Pending
+        {
+            // Kept with the incident, so the resolve message says why.
+            rec.view.resolution = Some(why.to_string());
+            Store::refresh_incident(at.tx, rec.id, &rec.view).await?;
+        }
         if rec.id < 0 {
             // Opened and gone within this batch: it never needs a row.
             at.batch.new_pending.retain(|p| p.id != rec.id);
@@ -325,6 +393,67 @@ impl Core {
             fingerprint: rec.fingerprint.clone(),
             state: IncidentState::Resolved,
         }))
+    }
+
+    /// Resolves every incident open for the Application, saying why.
+    async fn resolve_all(&self, at: &mut Applying<'_>, why: &str) -> Result<Vec<IncidentChange>, StoreError> {
+        let ids: Vec<i64> = at.open.iter().map(|r| r.id).collect();
+        let mut changes = Vec::with_capacity(ids.len());
+        for id in ids {
+            changes.extend(self.resolve_open(at, id, Some(why)).await?);
+        }
+        Ok(changes)
+    }
+
+    /// Argo CD confirmed the Application is gone: it is marked deleted (hidden from the lists, kept until
+    /// `storage.raw_retention` ends) and whatever is open for it resolves once, "Application deleted".
+    async fn delete_in(
+        &self,
+        tx: &mut WriteTx,
+        batch: &mut Batch,
+        app: &AppId,
+        now: DateTime<Utc>,
+    ) -> Result<IngestSummary, StoreError> {
+        let mut summary = IngestSummary {
+            application: app.to_string(),
+            outcome: "unknown",
+            sync: String::new(),
+            health: String::new(),
+            transitions: Vec::new(),
+            incidents: Vec::new(),
+        };
+        let Some((team, prev)) = batch.apps.get(app) else {
+            return Ok(summary);
+        };
+        summary.sync = prev.snapshot.sync_status.clone();
+        summary.health = prev.snapshot.health_status.clone();
+        let Some(state) = state::delete(prev, now) else {
+            summary.outcome = "duplicate";
+            return Ok(summary);
+        };
+        summary.outcome = "deleted";
+        let transition = state::Transition {
+            field: "lifecycle".into(),
+            from: Some(prev.lifecycle().into()),
+            to: state.lifecycle().into(),
+        };
+        let team = team.clone();
+        batch.transitions.push((app.clone(), now, transition.clone()));
+        summary.transitions.push(transition);
+        let mut open = batch.open.remove(app).unwrap_or_default();
+        batch.now = now;
+        let mut at = Applying {
+            tx,
+            batch,
+            app,
+            open: &mut open,
+            now,
+        };
+        summary.incidents = self.resolve_all(&mut at, DELETED).await?;
+        batch.open.insert(app.clone(), open);
+        batch.apps.insert(app.clone(), (team, state));
+        batch.dirty.push(app.clone());
+        Ok(summary)
     }
 
     /// The condition still holds: show its new details, if any.

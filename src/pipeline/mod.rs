@@ -23,7 +23,7 @@ use crate::state;
 use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
 
-use ingest::{Job, batch_writer};
+use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
 pub use crate::store::{AppRecord, IncidentRecord, OutboxRecord, TimelineEntry};
@@ -119,12 +119,19 @@ impl Pipeline {
 
     /// Runs one snapshot through the whole core; returns once everything it caused is committed.
     pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
+        let raw = raw.map(str::to_string);
+        self.submit(Work::Snapshot { snap, raw }).await
+    }
+
+    /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
+    /// The summary's outcome is `deleted`, `duplicate` (deleted already) or `unknown` (never seen).
+    pub async fn delete(&self, app: AppId) -> Result<IngestSummary, PipelineError> {
+        self.submit(Work::Delete(app)).await
+    }
+
+    async fn submit(&self, work: Work) -> Result<IngestSummary, PipelineError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = Job {
-            snap,
-            raw: raw.map(str::to_string),
-            reply,
-        };
+        let job = Job { work, reply };
         if self.jobs.send(job).await.is_err() {
             return Err(PipelineError::WriterStopped);
         }
@@ -150,10 +157,12 @@ impl Pipeline {
         self.core.wake_outbox.clone()
     }
 
-    /// Removes the raw bodies older than `storage.raw_retention`; returns how many.
+    /// Removes the raw bodies, and the Applications deleted, longer ago than `storage.raw_retention`; returns how
+    /// many rows went.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let retention = chrono::Duration::from_std(self.core.settings.storage.raw_retention).unwrap_or_default();
-        Ok(self.core.store.purge_raw(self.now() - retention).await?)
+        let before = self.now() - retention;
+        Ok(self.core.store.purge_raw(before).await? + self.core.store.purge_deleted_apps(before).await?)
     }
 
     /// The pipeline's clock.
@@ -177,14 +186,15 @@ impl Pipeline {
         }
     }
 
-    /// Applications, filtered by sync and health status.
+    /// Applications, filtered by sync and health status; the deleted ones instead with `deleted`.
     pub async fn apps(
         &self,
         sync: Option<&str>,
         health: Option<&str>,
+        deleted: bool,
         limit: i64,
     ) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core.store.apps(sync, health, limit).await?)
+        Ok(self.core.store.apps(sync, health, deleted, limit).await?)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {

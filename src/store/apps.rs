@@ -41,16 +41,16 @@ fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
 fn pending_prunes_sql(engine: Engine) -> &'static str {
     match engine {
         Engine::Sqlite => {
-            "SELECT team, state_json FROM apps WHERE \
+            "SELECT team, state_json FROM apps WHERE deleted_at IS NULL AND (\
              EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.resources') r \
                      WHERE json_extract(r.value, '$.requires_pruning') = 1) \
              OR EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.operation.resources') r \
-                        WHERE json_extract(r.value, '$.status') = 'PruneSkipped')"
+                        WHERE json_extract(r.value, '$.status') = 'PruneSkipped'))"
         }
         Engine::Postgres => {
-            "SELECT team, state_json FROM apps WHERE \
+            "SELECT team, state_json FROM apps WHERE deleted_at IS NULL AND (\
              jsonb_path_exists(state_json::jsonb, '$.snapshot.resources[*] ? (@.requires_pruning == true)') \
-             OR jsonb_path_exists(state_json::jsonb, '$.snapshot.operation.resources[*] ? (@.status == \"PruneSkipped\")')"
+             OR jsonb_path_exists(state_json::jsonb, '$.snapshot.operation.resources[*] ? (@.status == \"PruneSkipped\")'))"
         }
     }
 }
@@ -75,15 +75,16 @@ impl Store {
         let sql = |values: &str| {
             format!(
                 "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
-                 health_since, observed_at, last_seen, content_hash, state_json) VALUES {values} \
+                 health_since, observed_at, last_seen, content_hash, state_json, deleted_at) VALUES {values} \
                  ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
                  team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
                  sync_since = excluded.sync_since, health_since = excluded.health_since, \
                  observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
-                 content_hash = excluded.content_hash, state_json = excluded.state_json"
+                 content_hash = excluded.content_hash, state_json = excluded.state_json, \
+                 deleted_at = excluded.deleted_at"
             )
         };
-        execute_in_chunks(tx, rows, 32, 13, sql, |query, (team, s)| {
+        execute_in_chunks(tx, rows, 32, 14, sql, |query, (team, s)| {
             let snap = &s.snapshot;
             query
                 .bind(&snap.app.namespace)
@@ -99,6 +100,7 @@ impl Store {
                 .bind(to_millis(s.last_seen))
                 .bind(&s.content_hash)
                 .bind(encode(s))
+                .bind(s.deleted_at.map(to_millis))
         })
         .await
     }
@@ -144,6 +146,45 @@ impl Store {
         Ok(self.write_one(query).await?.rows_affected())
     }
 
+    /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
+    pub async fn purge_deleted_apps(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let at = to_millis(before);
+        let timeline = q!("DELETE FROM transitions WHERE (namespace, name) IN \
+                           (SELECT namespace, name FROM apps WHERE deleted_at < $1)")
+        .bind(at);
+        self.write_one(timeline).await?;
+        let query = q!("DELETE FROM apps WHERE deleted_at < $1").bind(at);
+        Ok(self.write_one(query).await?.rows_affected())
+    }
+
+    /// The Applications not deleted, with when Herald last heard of each, in `projects` (all when empty): what a
+    /// complete listing from the Argo CD API is compared with.
+    pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, StoreError> {
+        let rows = q!("SELECT namespace, name, project, last_seen FROM apps WHERE deleted_at IS NULL")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let project: String = r.try_get("project")?;
+            if projects.is_empty() || projects.contains(&project) {
+                let id = AppId {
+                    namespace: r.try_get("namespace")?,
+                    name: r.try_get("name")?,
+                };
+                out.push((id, from_millis(r.try_get("last_seen")?)));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether any Application is stored (deleted or not): an empty store is refilled from the Argo CD API at start.
+    pub async fn has_apps(&self) -> Result<bool, StoreError> {
+        let row = q!("SELECT COUNT(*) AS n FROM (SELECT 1 FROM apps LIMIT 1) t")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>("n")? > 0)
+    }
+
     pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
         let rows =
             q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
@@ -166,19 +207,22 @@ impl Store {
         row.as_ref().map(app_from_row).transpose()
     }
 
-    /// Applications, optionally filtered by sync and health status, OutOfSync the longest first.
+    /// Applications, optionally filtered by sync and health status, OutOfSync the longest first. Deleted ones only
+    /// with `deleted` (then only they).
     pub async fn apps(
         &self,
         sync: Option<&str>,
         health: Option<&str>,
+        deleted: bool,
         limit: i64,
     ) -> Result<Vec<AppRecord>, StoreError> {
         let rows = q!(
             "SELECT team, state_json FROM apps WHERE ($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
-                       ORDER BY sync_since ASC, namespace, name LIMIT $3"
+                       AND (deleted_at IS NULL) = ($3 = 0) ORDER BY sync_since ASC, namespace, name LIMIT $4"
         )
         .bind(sync.unwrap_or(""))
         .bind(health.unwrap_or(""))
+        .bind(i64::from(deleted))
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
@@ -193,9 +237,12 @@ impl Store {
     }
 
     pub async fn app_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
-        let rows = q!("SELECT sync_status, health_status, COUNT(*) AS n FROM apps GROUP BY sync_status, health_status")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = q!(
+            "SELECT sync_status, health_status, COUNT(*) AS n FROM apps WHERE deleted_at IS NULL \
+                       GROUP BY sync_status, health_status"
+        )
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter()
             .map(|r| Ok((r.try_get("sync_status")?, r.try_get("health_status")?, r.try_get("n")?)))
             .collect()

@@ -41,6 +41,7 @@ mod apps;
 mod escalations;
 mod groups;
 mod incidents;
+mod leases;
 mod outbox;
 mod silences;
 
@@ -176,18 +177,39 @@ impl WriteTx {
 }
 
 fn migrator(engine: Engine) -> Migrator {
-    let sql: &'static str = match engine {
-        Engine::Sqlite => include_str!("../../migrations/sqlite/0001_init.sql"),
-        Engine::Postgres => include_str!("../../migrations/postgres/0001_init.sql"),
+    let files: [(i64, &'static str, &'static str); 2] = match engine {
+        Engine::Sqlite => [
+            (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
+            (
+                2,
+                "lifecycle",
+                include_str!("../../migrations/sqlite/0002_lifecycle.sql"),
+            ),
+        ],
+        Engine::Postgres => [
+            (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
+            (
+                2,
+                "lifecycle",
+                include_str!("../../migrations/postgres/0002_lifecycle.sql"),
+            ),
+        ],
     };
     Migrator {
-        migrations: Cow::Owned(vec![Migration::new(
-            1,
-            Cow::Borrowed("init"),
-            MigrationType::Simple,
-            sql.into_sql_str(),
-            false,
-        )]),
+        migrations: Cow::Owned(
+            files
+                .into_iter()
+                .map(|(version, name, sql)| {
+                    Migration::new(
+                        version,
+                        Cow::Borrowed(name),
+                        MigrationType::Simple,
+                        sql.into_sql_str(),
+                        false,
+                    )
+                })
+                .collect(),
+        ),
         ..Migrator::DEFAULT
     }
 }
