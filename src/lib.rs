@@ -13,6 +13,7 @@ pub mod incidents;
 pub mod outbox;
 pub mod pipeline;
 pub mod receivers;
+pub mod resync;
 pub mod routing;
 pub mod startup;
 pub mod state;

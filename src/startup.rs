@@ -95,6 +95,8 @@ impl Application {
             stop_rx.clone(),
         ));
         let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), stop_rx.clone()));
+        // The Argo CD API source, when configured (it returns at once otherwise).
+        let resync = tokio::spawn(crate::resync::run(self.pipeline.clone(), stop_rx.clone()));
         let worker = tokio::spawn(self.worker.run(stop_rx));
         tracing::info!(port = self.port, "herald is listening");
         stop.await;
@@ -105,6 +107,7 @@ impl Application {
             let _ = scheduler.await;
             let _ = worker.await;
             let _ = checkpointer.await;
+            let _ = resync.await;
         })
         .await;
         let _ = server.await;

@@ -42,6 +42,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
             body {
                 h1 { "Herald" }
                 p { "As of " span #now { (when(now)) } ". This page refreshes every 30 seconds." }
+                @if p.argocd_api().is_some() { (api_source_line(&p.api_source().report())) }
                 (out_of_sync_section(&out_of_sync, now))
                 (incidents_section(&firing))
                 (prunes_section(&prunes))
@@ -54,6 +55,23 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
         .insert_header(super::no_store())
         .content_type("text/html; charset=utf-8")
         .body(markup.into_string()))
+}
+
+/// One line on the Argo CD API source: failing (and why), or when it last listed.
+fn api_source_line(r: &crate::pipeline::SourceReport) -> Markup {
+    html! {
+        @if let Some(since) = r.failing_since {
+            p #api-source .critical {
+                "The Argo CD API source is failing since " (when(since)) ": "
+                (r.last_error.clone().unwrap_or_default())
+                ". Webhooks still work; changes that flip no trigger are not seen until it recovers."
+            }
+        } @else if let Some(at) = r.last_ok {
+            p #api-source { "Argo CD API source: last listing at " (when(at)) ", " (r.listed) " Applications." }
+        } @else {
+            p #api-source { "Argo CD API source: no listing yet." }
+        }
+    }
 }
 
 fn out_of_sync_section(apps: &[AppRecord], now: DateTime<Utc>) -> Markup {

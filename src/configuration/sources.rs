@@ -61,7 +61,7 @@ pub(super) fn merge(base: &mut Value, over: Value) {
                 merge(b.entry(k).or_insert(Value::Null), v);
             }
         }
-        (b @ (Value::Array(_) | Value::Null), Value::Object(o)) if !o.is_empty() && o.keys().all(is_index) => {
+        (b @ (Value::Array(_) | Value::Null), Value::Object(o)) if !o.is_empty() && o.keys().all(|k| is_index(k)) => {
             if b.is_null() {
                 *b = Value::Array(Vec::new());
             }
@@ -88,7 +88,7 @@ pub(super) fn merge(base: &mut Value, over: Value) {
     }
 }
 
-fn is_index(k: &String) -> bool {
+fn is_index(k: &str) -> bool {
     !k.is_empty() && k.len() <= 4 && k.bytes().all(|c| c.is_ascii_digit())
 }
 

@@ -17,7 +17,7 @@ use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 /// What the batch writer is asked to do with one Application.
 pub(super) enum Work {
     /// A snapshot from a webhook body (with the body, kept for replay) or from the Argo CD API.
-    Snapshot { snap: Snapshot, raw: Option<String> },
+    Snapshot { snap: Box<Snapshot>, raw: Option<String> },
     /// Argo CD confirmed the Application is gone (API 404, absent from a complete listing, stream DELETED).
     Delete(AppId),
 }
@@ -147,7 +147,7 @@ impl Core {
                 let now = self.clock.now();
                 out.push(match &job.work {
                     Work::Snapshot { snap, raw } => {
-                        self.ingest_in(&mut tx, &mut batch, snap.clone(), raw.as_deref(), now)
+                        self.ingest_in(&mut tx, &mut batch, (**snap).clone(), raw.as_deref(), now)
                             .await?
                     }
                     Work::Delete(app) => self.delete_in(&mut tx, &mut batch, app, now).await?,
@@ -167,6 +167,16 @@ impl Core {
         let mut tx = self.store.begin().await?;
         let mut batch = Batch::load(&mut tx, &[&snap.app]).await?;
         let summary = self.ingest_in(&mut tx, &mut batch, snap, None, now).await?;
+        batch.write(&mut tx).await?;
+        tx.commit().await?;
+        Ok(summary)
+    }
+
+    /// One confirmed deletion in its own transaction (the scheduler's confirmation path).
+    pub(super) async fn delete_alone(&self, app: &AppId, now: DateTime<Utc>) -> Result<IngestSummary, StoreError> {
+        let mut tx = self.store.begin().await?;
+        let mut batch = Batch::load(&mut tx, &[app]).await?;
+        let summary = self.delete_in(&mut tx, &mut batch, app, now).await?;
         batch.write(&mut tx).await?;
         tx.commit().await?;
         Ok(summary)

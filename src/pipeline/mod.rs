@@ -7,6 +7,9 @@
 pub mod explain;
 mod ingest;
 mod scheduler;
+mod source_status;
+
+pub use source_status::{ApiSource, SourceReport};
 
 use std::sync::Arc;
 
@@ -91,6 +94,8 @@ struct Core {
     wake_outbox: Arc<tokio::sync::Notify>,
     router: Arc<Router>,
     argocd_api: Option<ArgoCdApi>,
+    /// How the Argo CD API source is doing, for the status page and `herald_argocd_api_up`.
+    api_source: Arc<ApiSource>,
 }
 
 #[derive(Clone)]
@@ -111,6 +116,7 @@ impl Pipeline {
             store,
             clock,
             argocd_api,
+            api_source: Arc::default(),
         });
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
@@ -120,7 +126,11 @@ impl Pipeline {
     /// Runs one snapshot through the whole core; returns once everything it caused is committed.
     pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
         let raw = raw.map(str::to_string);
-        self.submit(Work::Snapshot { snap, raw }).await
+        self.submit(Work::Snapshot {
+            snap: Box::new(snap),
+            raw,
+        })
+        .await
     }
 
     /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
@@ -280,3 +290,36 @@ fn counted<T>(what: &str, counts: Result<Vec<T>, StoreError>) -> Vec<T> {
         Vec::new()
     })
 }
+
+/// The Argo CD API as a second source (see `crate::resync`): the lease that makes one replica list per interval, what
+/// a complete listing is compared with, and how the source is doing.
+impl Pipeline {
+    /// The Argo CD API client, when `argocd.api` is configured.
+    pub fn argocd_api(&self) -> Option<&ArgoCdApi> {
+        self.core.argocd_api.as_ref()
+    }
+
+    /// How the Argo CD API source is doing.
+    pub fn api_source(&self) -> &ApiSource {
+        &self.core.api_source
+    }
+
+    /// Claims the resync for `interval` (true: this replica lists now; the others skip until it ends).
+    pub async fn claim_resync(&self, owner: &str, interval: std::time::Duration) -> Result<bool, PipelineError> {
+        let now = self.now();
+        let until = now + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX / 2);
+        Ok(self.core.store.claim_lease(RESYNC_LEASE, owner, now, until).await?)
+    }
+
+    /// The Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
+    pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
+        Ok(self.core.store.live_apps(projects).await?)
+    }
+
+    /// Whether the store knows any Application (an empty one is refilled by a listing at start).
+    pub async fn has_apps(&self) -> Result<bool, PipelineError> {
+        Ok(self.core.store.has_apps().await?)
+    }
+}
+
+const RESYNC_LEASE: &str = "argocd-resync";

@@ -159,7 +159,10 @@ impl Core {
                     self.ingest_alone(snap, self.clock.now()).await?;
                 }
                 Err(crate::argocd::api::ApiError::NotFound(_)) => {
-                    note = Some("not confirmed: the Argo CD API no longer has this Application".to_string());
+                    // Gone from Argo CD: nothing to fire; the Application is deleted and what is open resolves.
+                    tracing::info!(incident = rec.id, app = %rec.app, "the Argo CD API no longer has this Application: deleted");
+                    self.delete_alone(&rec.app, self.clock.now()).await?;
+                    return Ok(());
                 }
                 Err(e) => {
                     let waited = self.clock.now() - rec.fire_at;
@@ -264,7 +267,10 @@ impl Core {
                 action,
                 thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
                 title,
-                reason: reason.as_str().into(),
+                reason: match shared_resolution(&incidents) {
+                    Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
+                    _ => reason.as_str().into(),
+                },
                 incidents,
                 created_at: now,
             };
@@ -310,13 +316,23 @@ impl Core {
     }
 }
 
+/// The resolution every resolved incident of a message shares ("Application deleted"), if they share one.
+fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
+    let mut resolved = incidents.iter().filter(|i| i.state == IncidentState::Resolved);
+    let first = resolved.next()?.resolution.as_deref()?;
+    resolved
+        .all(|i| i.resolution.as_deref() == Some(first))
+        .then_some(first)
+}
+
 fn title(action: Action, incidents: &[crate::domain::Incident]) -> String {
     let firing = incidents.iter().filter(|i| i.state != IncidentState::Resolved).count();
     let resolved = incidents.len() - firing;
     match incidents {
-        [one] if action == Action::Resolve || one.state == IncidentState::Resolved => {
-            format!("Resolved: {}", one.summary)
-        }
+        [one] if action == Action::Resolve || one.state == IncidentState::Resolved => match &one.resolution {
+            Some(why) => format!("Resolved ({why}): {}", one.summary),
+            None => format!("Resolved: {}", one.summary),
+        },
         [one] => one.summary.clone(),
         many => {
             let kind = many.first().map(|i| i.kind.as_str()).unwrap_or_default();

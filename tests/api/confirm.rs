@@ -1,5 +1,6 @@
 //! "Confirm in the cluster, not in Git": before a timed rule fires, Herald reads the Application from the Argo CD
-//! API (wiremock serving the fixture objects) and does not fire when the condition is gone.
+//! API (wiremock serving the fixture objects) and does not fire when the condition is gone. The periodic resync is
+//! off here (`resync_interval: 0s`): these tests count the confirmation requests alone.
 
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ fn object(rel: &str) -> serde_json::Value {
 fn config(api: &str, dir: &std::path::Path) -> String {
     format!(
         r#"
-argocd: {{api: {{url: "{api}", token: argocd-api-token, timeout: 1s, confirm_wait: 10m}}}}
+argocd: {{api: {{url: "{api}", token: argocd-api-token, timeout: 1s, confirm_wait: 10m, resync_interval: 0s}}}}
 receivers: [{{name: sink, console: {{file: "{}/sink.jsonl"}}}}]
 ownership: {{default_team: ops}}
 teams: {{ops: {{receivers: [sink]}}}}

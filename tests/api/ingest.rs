@@ -129,8 +129,13 @@ async fn the_captured_timeline_gives_the_expected_transitions() {
         .collect();
     assert!(conditions.contains(&"ComparisonError"));
 
+    // Six Applications; 022 carries aaaaaaa's deletionTimestamp (the demo removed it from Git), so it is deleted:
+    // five in the list, aaaaaaa among the deleted.
     let all = app.get_json("/v1/apps").await;
-    assert_eq!(all["count"], 6);
+    assert_eq!(all["count"], 5);
+    let deleted = app.get_json("/v1/apps?deleted=true").await;
+    assert_eq!(deleted["count"], 1);
+    assert_eq!(deleted["items"][0]["name"], "aaaaaaa");
     let out_of_sync = app.get_json("/v1/apps?sync=OutOfSync").await;
     assert_eq!(out_of_sync["count"], 1);
     assert_eq!(out_of_sync["items"][0]["name"], "aaaaaaaaa");
@@ -220,12 +225,16 @@ async fn every_application_object_is_handled() {
         v["error"].as_str().unwrap_or("").contains("invalid JSON at line"),
         "{v}"
     );
-    // my-app comes twice (operation running, then finished): five Applications.
+    // my-app comes twice (operation running, then finished): five Applications, of which my-app-3 (object 03)
+    // is being deleted, so it is listed among the deleted ones.
     assert_eq!(
         app.get_json("/v1/apps").await["count"],
-        5,
+        4,
         "nothing stored from refused bodies"
     );
+    let deleted = app.get_json("/v1/apps?deleted=true").await;
+    assert_eq!(deleted["count"], 1);
+    assert_eq!(deleted["items"][0]["name"], "my-app-3");
     app.stop().await;
 }
 
@@ -281,7 +290,8 @@ async fn state_survives_a_restart() {
     let after = app.get_json("/v1/apps/argocd/aaaaaaaaa").await;
     assert_eq!(before["sync"], after["sync"]);
     assert_eq!(before["timeline"], after["timeline"]);
-    assert_eq!(app.get_json("/v1/apps").await["count"], 6);
+    assert_eq!(app.get_json("/v1/apps").await["count"], 5, "aaaaaaa is deleted (022)");
+    assert_eq!(app.get_json("/v1/apps?deleted=true").await["count"], 1);
     // The raw bodies are kept, for replay.
     let raw = app.get_json("/v1/apps/argocd/aaaaaaaaa/raw?limit=3").await;
     assert_eq!(raw["count"], 3);

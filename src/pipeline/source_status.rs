@@ -1,0 +1,45 @@
+//! How the Argo CD API source is doing: the last good listing, and since when and why it fails. Kept in memory per
+//! replica (it describes this replica's view of the API); shown on the status page and as `herald_argocd_api_up`.
+
+use chrono::{DateTime, Utc};
+use std::sync::Mutex;
+
+#[derive(Debug, Default)]
+pub struct ApiSource {
+    inner: Mutex<SourceReport>,
+}
+
+/// A copy of the source's state.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SourceReport {
+    pub last_ok: Option<DateTime<Utc>>,
+    /// How many Applications the last good listing had.
+    pub listed: usize,
+    pub failing_since: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+}
+
+impl ApiSource {
+    pub fn succeeded(&self, at: DateTime<Utc>, listed: usize) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.last_ok = Some(at);
+        s.listed = listed;
+        s.failing_since = None;
+        s.last_error = None;
+        metrics::gauge!("herald_argocd_api_up").set(1.0);
+        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "ok").increment(1);
+    }
+
+    /// `error` must not hold secrets: the API client's errors carry no URL and no token.
+    pub fn failed(&self, at: DateTime<Utc>, error: &str) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.failing_since.get_or_insert(at);
+        s.last_error = Some(error.chars().take(300).collect());
+        metrics::gauge!("herald_argocd_api_up").set(0.0);
+        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "failed").increment(1);
+    }
+
+    pub fn report(&self) -> SourceReport {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

@@ -1,0 +1,491 @@
+//! Herald's picture of Argo CD matches Argo CD: deleted Applications are forgotten (their incidents resolve once),
+//! and the Argo CD API — a fake here, serving the listing with `fields`, 404s and the event stream — is a second
+//! source: a wiped store refills, a change that flips no trigger is seen, the API being down harms nothing, and two
+//! replicas list once per interval.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::helpers::*;
+use herald::clock::{Clock, ManualClock};
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn t0() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z")
+        .expect("t")
+        .with_timezone(&chrono::Utc)
+}
+
+async fn advance(clock: &ManualClock, d: Duration) {
+    clock.advance(d);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+/// The Application object (no envelope) of [`envelope`].
+fn application(name: &str, sync: &str, health: &str) -> Value {
+    let v: Value =
+        serde_json::from_str(&envelope(name, "payments", sync, health, "2026-03-02T09:00:00Z")).expect("json");
+    v["app"].clone()
+}
+
+fn with_prunes(mut app: Value, names: &[&str]) -> Value {
+    app["status"]["resources"] = names
+        .iter()
+        .map(|n| json!({"kind": "ConfigMap", "namespace": "pay", "name": n, "status": "OutOfSync", "requiresPruning": true}))
+        .collect();
+    app
+}
+
+fn listing(apps: &[Value]) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({"metadata": {}, "items": apps}))
+}
+
+fn config(dir: &std::path::Path, api: Option<&str>, extra: &str) -> String {
+    let api = api
+        .map(|u| api_settings(u, "token: argocd-read-token, resync_interval: 10s"))
+        .unwrap_or_default();
+    config_with(dir, &api, extra)
+}
+
+fn api_settings(url: &str, more: &str) -> String {
+    format!("argocd: {{api: {{url: \"{url}\", timeout: 1s, {more}}}}}")
+}
+
+fn config_with(dir: &std::path::Path, api: &str, extra: &str) -> String {
+    format!(
+        r#"
+{api}
+receivers: [{{name: sink, console: {{file: "{d}/sink.jsonl"}}}}]
+ownership: {{default_team: payments}}
+teams: {{payments: {{receivers: [sink]}}}}
+rules: {{degraded: {{for: 0s}}}}
+grouping: {{group_wait: 0s, group_interval: 1s, repeat_interval: 1h}}
+{extra}
+"#,
+        d = dir.display()
+    )
+}
+
+async fn names(app: &TestApp, query: &str) -> Vec<String> {
+    let v = app.get_json(&format!("/v1/apps{query}")).await;
+    v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|a| a["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+async fn prune_count(app: &TestApp) -> usize {
+    app.get_json("/v1/prune-pending").await["count"].as_u64().unwrap_or(0) as usize
+}
+
+#[tokio::test]
+async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists() {
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, None, ""), Arc::new(clock.clone())).await;
+    let body = envelope(
+        "pay-api",
+        "payments",
+        "OutOfSync",
+        "Degraded",
+        &clock.now().to_rfc3339(),
+    );
+    assert_eq!(app.post(body.clone()).await.status(), 202);
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(got[0]["action"], "open");
+
+    // Argo CD deletes it: the deletion trigger sends the Application with its deletionTimestamp.
+    advance(&clock, Duration::from_secs(60)).await;
+    let mut deleting: Value = serde_json::from_str(&body).expect("json");
+    deleting["timestamp"] = json!(clock.now().to_rfc3339());
+    deleting["app"]["metadata"]["deletionTimestamp"] = json!(clock.now().to_rfc3339());
+    let r = app.post(deleting.to_string()).await;
+    assert_eq!(r.status(), 202);
+    let summary: Value = r.json().await.expect("json");
+    assert!(
+        summary["incidents"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .all(|i| i["state"] == "resolved"),
+        "{summary}"
+    );
+    let got = wait_for(&d.join("sink.jsonl"), 2).await;
+    assert_eq!(got[1]["action"], "resolve");
+    assert!(
+        got[1]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Application deleted"),
+        "{}",
+        got[1]
+    );
+    assert!(
+        got[1]["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Application deleted"),
+        "{}",
+        got[1]
+    );
+
+    assert!(names(&app, "").await.is_empty(), "gone from /v1/apps");
+    assert_eq!(names(&app, "?deleted=true").await, ["pay-api"]);
+    let one = app.get_json("/v1/apps/argocd/pay-api").await;
+    assert_eq!(one["lifecycle"], "deleted");
+    let page = app
+        .client
+        .get(&app.address)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    assert!(!page.contains("pay-api"), "not on the status page");
+
+    // Hours later: no "still firing", nothing more.
+    advance(&clock, Duration::from_secs(3 * 3600)).await;
+    assert_eq!(
+        delivered(&d.join("sink.jsonl")).len(),
+        2,
+        "{:?}",
+        delivered(&d.join("sink.jsonl"))
+    );
+
+    // A new Application under the same name (a new uid) starts afresh.
+    let mut again: Value = serde_json::from_str(&body).expect("json");
+    again["timestamp"] = json!(clock.now().to_rfc3339());
+    again["app"]["metadata"]["uid"] = json!("uid-pay-api-2");
+    again["app"]["status"]["health"]["status"] = json!("Healthy");
+    assert_eq!(app.post(again.to_string()).await.status(), 202);
+    assert_eq!(names(&app, "").await, ["pay-api"]);
+    let one = app.get_json("/v1/apps/argocd/pay-api").await;
+    assert_eq!(one["lifecycle"], "active");
+    assert_eq!(one["uid"], "uid-pay-api-2");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_a_listing() {
+    let api = MockServer::start().await;
+    // The first listing has both; every later one only `stays`.
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[
+            application("stays", "Synced", "Healthy"),
+            application("goes", "Synced", "Degraded"),
+        ]))
+        .up_to_n_times(1)
+        .mount(&api)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[application("stays", "Synced", "Healthy")]))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&api.uri()), ""), Arc::new(clock.clone())).await;
+    let both = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n.len() == 2).then_some(n)
+    })
+    .await;
+    assert!(both.is_some(), "the first listing filled the store");
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(got[0]["action"], "open", "goes is Degraded");
+
+    advance(&clock, Duration::from_secs(11)).await;
+    let left = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n == ["stays"]).then_some(n)
+    })
+    .await;
+    assert!(
+        left.is_some(),
+        "absent from a complete listing: deleted ({:?})",
+        names(&app, "").await
+    );
+    let got = wait_for(&d.join("sink.jsonl"), 2).await;
+    assert_eq!(got[1]["action"], "resolve");
+    assert!(
+        got[1]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Application deleted")
+    );
+    let requests = api.received_requests().await.unwrap_or_default();
+    let list = requests
+        .iter()
+        .find(|r| r.url.path() == "/api/v1/applications")
+        .expect("a listing");
+    let fields = list
+        .url
+        .query_pairs()
+        .find(|(k, _)| k == "fields")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    assert!(
+        fields.contains("items.metadata.name") && fields.contains("items.status.resources"),
+        "{fields}"
+    );
+    assert!(!fields.contains("managedFields"), "only what Herald reads");
+    assert_eq!(
+        list.headers.get("authorization").and_then(|v| v.to_str().ok()),
+        Some("Bearer argocd-read-token")
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() {
+    let api = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications/ghost"))
+        .and(query_param("appNamespace", "argocd"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"error": "not found", "code": 5})))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    // No resync here (0s): the confirmation alone.
+    let cfg = config_with(&d, &api_settings(&api.uri(), "token: t, resync_interval: 0s"), "");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let body = envelope("ghost", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    advance(&clock, Duration::from_secs(61 * 60)).await;
+    let gone = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "?deleted=true").await;
+        (n == ["ghost"]).then_some(n)
+    })
+    .await;
+    assert!(gone.is_some(), "404: the Application is deleted");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        delivered(&d.join("sink.jsonl")).is_empty(),
+        "nothing fired for an Application Argo CD no longer has"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_due() {
+    let api = MockServer::start().await;
+    let mut degraded = application("recently-degraded", "Synced", "Degraded");
+    degraded["status"]["health"]["lastTransitionTime"] = json!("2026-03-02T08:58:00Z");
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[
+            application("drifting", "OutOfSync", "Healthy"),
+            application("fine", "Synced", "Healthy"),
+            degraded.clone(),
+        ]))
+        .mount(&api)
+        .await;
+    // Asked before the Degraded rule fires ("confirm in the cluster").
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications/recently-degraded"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(degraded))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config(&d, Some(&api.uri()), "").replace("degraded: {for: 0s}", "degraded: {for: 5m}");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let all = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n.len() == 3).then_some(n)
+    })
+    .await;
+    assert!(all.is_some(), "one listing refilled the store");
+    let drifting = app.get_json("/v1/apps/argocd/drifting").await;
+    assert_eq!(
+        drifting["sync"]["since_at_least"], true,
+        "Herald did not see it go OutOfSync"
+    );
+    let recently = app.get_json("/v1/apps/argocd/recently-degraded").await;
+    assert_eq!(
+        recently["health"]["since"], "2026-03-02T08:58:00Z",
+        "Argo CD's own time"
+    );
+    assert_eq!(recently["health"]["since_at_least"], false);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing was due yet");
+    let lists = api.received_requests().await.unwrap_or_default().len();
+    assert_eq!(lists, 1, "one request: the listing");
+    // Degraded since 08:58 by Argo CD's clock: due at 09:03.
+    advance(&clock, Duration::from_secs(4 * 60)).await;
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(got[0]["incidents"][0]["app_name"], "recently-degraded");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch() {
+    let api = MockServer::start().await;
+    let one = with_prunes(application("cron", "OutOfSync", "Healthy"), &["invoices-v1"]);
+    let two = with_prunes(
+        application("cron", "OutOfSync", "Healthy"),
+        &["invoices-v1", "reminders"],
+    );
+    let three = with_prunes(
+        application("cron", "OutOfSync", "Healthy"),
+        &["invoices-v1", "reminders", "old-cfg"],
+    );
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(std::slice::from_ref(&one)))
+        .up_to_n_times(1)
+        .mount(&api)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[two]))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&api.uri()), ""), Arc::new(clock.clone())).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 1).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the first listing");
+    // A second resource now requires pruning: the app was OutOfSync already, so no trigger flips and Argo CD sends
+    // nothing. The next resync sees it.
+    advance(&clock, Duration::from_secs(11)).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 2).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the resync saw the second resource");
+    app.stop().await;
+
+    // The same with the event stream, and no resync at all.
+    let stream = MockServer::start().await;
+    let line = |app: &Value| format!("{}\n", json!({"result": {"type": "MODIFIED", "application": app}}));
+    Mock::given(method("GET"))
+        .and(path("/api/v1/stream/applications"))
+        .and(header("authorization", "Bearer t"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(format!("{}{}", line(&one), line(&three))))
+        .mount(&stream)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(std::slice::from_ref(&three)))
+        .mount(&stream)
+        .await;
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config_with(
+        &d,
+        &api_settings(&stream.uri(), "token: t, resync_interval: 0s, watch: true"),
+        "",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(ManualClock::new(t0()))).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 3).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the watch saw the third resource");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn with_the_api_down_webhooks_still_work_and_herald_says_the_source_is_failing() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &config(&d, Some(&url), ""),
+        Arc::new(ManualClock::new(t0())),
+    )
+    .await;
+    let body = envelope("pay-api", "payments", "Synced", "Healthy", "2026-03-02T09:00:00Z");
+    assert_eq!(app.post(body).await.status(), 202);
+    let ready = app
+        .client
+        .get(format!("{}/readyz", app.address))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(ready.status(), 200, "the API is optional");
+    let failing = eventually(Duration::from_secs(10), || async {
+        let page = app.client.get(&app.address).send().await.ok()?.text().await.ok()?;
+        page.contains("The Argo CD API source is failing").then_some(page)
+    })
+    .await;
+    assert!(failing.is_some(), "the status page says the API source is failing");
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("m")
+        .text()
+        .await
+        .expect("t");
+    assert!(metrics.contains("herald_argocd_api_up 0"), "{metrics}");
+    assert!(!metrics.contains("argocd-read-token"));
+    assert_eq!(names(&app, "").await, ["pay-api"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn two_replicas_on_postgresql_list_once_per_interval() {
+    let pg = PgServer::start();
+    let api = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[application("shared", "Synced", "Healthy")]))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir_a = Arc::new(tempfile::tempdir().expect("tmp"));
+    let dir_b = Arc::new(tempfile::tempdir().expect("tmp"));
+    let storage = format!("storage: {{url: \"{}\"}}", pg.url);
+    let a = TestApp::spawn_in(
+        dir_a.clone(),
+        &config(dir_a.path(), Some(&api.uri()), &storage),
+        Arc::new(clock.clone()),
+    )
+    .await;
+    let b = TestApp::spawn_in(
+        dir_b.clone(),
+        &config(dir_b.path(), Some(&api.uri()), &storage),
+        Arc::new(clock.clone()),
+    )
+    .await;
+    // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let lists = || async {
+        api.received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path() == "/api/v1/applications")
+            .count()
+    };
+    assert_eq!(lists().await, 1, "one listing for both replicas in one interval");
+    clock.advance(Duration::from_secs(11));
+    let second = eventually(Duration::from_secs(10), || async { (lists().await == 2).then_some(()) }).await;
+    assert!(second.is_some(), "the next interval lists again");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(lists().await, 2, "still once per interval");
+    a.stop().await;
+    b.stop().await;
+}
