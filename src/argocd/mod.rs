@@ -78,7 +78,11 @@ pub struct Operation {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub initiator: Initiator,
+    /// The synced revision (single source); empty strings are left out.
     pub revision: Option<String>,
+    /// The synced revisions of a multi-source Application (`syncResult.revisions`), one per source in order.
+    #[serde(default)]
+    pub revisions: Vec<String>,
     pub retry_count: i64,
     pub retry_limit: Option<i64>,
     pub resources: Vec<ResultResource>,
@@ -94,6 +98,18 @@ pub struct ResourceStatus {
     pub status: String,
     pub requires_pruning: bool,
     pub health: Option<String>,
+    /// `health.message`, where Argo CD keeps per-resource health in the Application (before 3.0, or opted in).
+    #[serde(default)]
+    pub health_message: Option<String>,
+}
+
+/// Where an Application's manifests come from (`spec.source`, or each of `spec.sources`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRef {
+    pub repo_url: String,
+    pub path: Option<String>,
+    pub chart: Option<String>,
+    pub target_revision: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +135,9 @@ pub struct Snapshot {
     pub resources: Vec<ResourceStatus>,
     pub conditions: Vec<Condition>,
     pub sync_policy: SyncPolicy,
+    /// `spec.source`, or `spec.sources` for a multi-source Application, in order.
+    #[serde(default)]
+    pub sources: Vec<SourceRef>,
     /// The revision deployed before the current one (from `status.history`), for recovery steps.
     pub previous_revision: Option<String>,
     /// `metadata.deletionTimestamp` is set: Argo CD is deleting the Application.
@@ -339,6 +358,29 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
             .unwrap_or(false),
     };
+    let mut sources = Vec::new();
+    let source_values: Vec<(String, &Value)> = match r.get(app, &["spec", "sources"]) {
+        Some(Value::Array(list)) if !list.is_empty() => list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("spec.sources[{i}]"), v))
+            .collect(),
+        _ => r
+            .get(app, &["spec", "source"])
+            .map(|v| vec![("spec.source".to_string(), v)])
+            .unwrap_or_default(),
+    };
+    for (p, v) in source_values {
+        if !v.is_object() {
+            continue;
+        }
+        sources.push(SourceRef {
+            repo_url: r.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
+            path: r.opt_str_at(v, &p, "path")?,
+            chart: r.opt_str_at(v, &p, "chart")?,
+            target_revision: r.opt_str_at(v, &p, "targetRevision")?,
+        });
+    }
     let sync_status = r
         .opt_str(app, &["status", "sync", "status"])?
         .unwrap_or_else(|| "Unknown".into());
@@ -394,7 +436,16 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         let p = format!("status.resources[{i}]");
         let requires_pruning = r.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
         let status = r.opt_str_at(res, &p, "status")?.unwrap_or_default();
-        if status == "Synced" && !requires_pruning {
+        let (health, health_message) = match res.get("health") {
+            Some(Value::Object(h)) => (
+                h.get("status").and_then(Value::as_str).map(str::to_string),
+                h.get("message").and_then(Value::as_str).map(str::to_string),
+            ),
+            _ => (None, None),
+        };
+        // Kept: what differs from Git, what waits to be pruned, and what is unhealthy (a Degraded message names it).
+        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
+        if status == "Synced" && !requires_pruning && healthy {
             continue;
         }
         resources.push(ResourceStatus {
@@ -404,10 +455,8 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             name: r.opt_str_at(res, &p, "name")?.unwrap_or_default(),
             status,
             requires_pruning,
-            health: match res.get("health") {
-                Some(Value::Object(h)) => h.get("status").and_then(Value::as_str).map(str::to_string),
-                _ => None,
-            },
+            health,
+            health_message,
         });
     }
     let mut conditions = Vec::new();
@@ -471,6 +520,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         resources,
         conditions,
         sync_policy,
+        sources,
         previous_revision,
         deleting,
         health_changed_at,
@@ -617,6 +667,25 @@ impl Reader {
         }
     }
 
+    /// A list of strings (absent: empty); empty strings are left out.
+    fn strings(&self, v: &Value, path: &[&str]) -> Result<Vec<String>, PayloadError> {
+        let mut out = Vec::new();
+        for (i, item) in self.array(v, path)?.iter().enumerate() {
+            match item {
+                Value::String(s) if s.is_empty() => {}
+                Value::String(s) => out.push(s.clone()),
+                other => {
+                    return Err(PayloadError::WrongType {
+                        path: format!("{}[{i}]", self.path(path)),
+                        expected: "a string",
+                        found: type_name(other),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn opt_str_at(&self, v: &Value, at: &str, key: &str) -> Result<Option<String>, PayloadError> {
         match v.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -688,7 +757,11 @@ impl Reader {
             },
             revision: self
                 .opt_str(app, &at(&["syncResult", "revision"]))?
-                .or(self.opt_str(app, &at(&["operation", "sync", "revision"]))?),
+                .filter(|r| !r.is_empty())
+                .or(self
+                    .opt_str(app, &at(&["operation", "sync", "revision"]))?
+                    .filter(|r| !r.is_empty())),
+            revisions: self.strings(app, &at(&["syncResult", "revisions"]))?,
             retry_count,
             retry_limit,
             resources,
