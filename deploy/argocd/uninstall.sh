@@ -35,6 +35,7 @@ configmap=argocd-notifications-cm
 secret=argocd-notifications-secret
 
 data_keys() { # kind name -> the keys of .data (and .stringData never: the API server folds it into .data)
+  # shellcheck disable=SC2016 # a Go template, not shell
   "${kubectl[@]}" -n "$namespace" get "$1" "$2" -o go-template='{{range $k, $v := .data}}{{$k}}{{"\n"}}{{end}}'
 }
 
@@ -104,7 +105,9 @@ else
 fi
 
 if "${kubectl[@]}" -n "$namespace" get secret "$secret" >/dev/null 2>&1; then
-  if data_keys secret "$secret" | grep -qx 'herald-token'; then
+  # Read the keys first: `kubectl … | grep -q` can fail under pipefail when grep stops reading early.
+  secret_keys="$(data_keys secret "$secret")"
+  if grep -qx 'herald-token' <<<"$secret_keys"; then
     apply_patch secret "$secret" "$(removal_patch herald-token)"
   fi
 fi
