@@ -2,9 +2,12 @@
 #
 # Herald container image.
 #
-#   docker build -t herald .
+#   docker build -t <registry>/herald:<tag> .
 #   docker run -p 8080:8080 -v herald-data:/data \
-#     -e HERALD__SERVER__AUTH__BEARER_TOKENS="$TOKEN" herald
+#     -e HERALD__SERVER__AUTH__BEARER_TOKENS="$TOKEN" <registry>/herald:<tag>
+#
+# For Kubernetes, push it and name it in your overlay of deploy/kubernetes (whose placeholder is
+# registry.invalid/herald): kustomize edit set image herald=<registry>/herald:<tag>
 #
 # Configuration: /app/config/herald.yaml. The working directory is /app and `herald serve` reads
 #   config/herald.yaml by default (HERALD_CONFIG or `serve --config FILE` choose another file); deploy/kubernetes

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Validates what deploy/ ships, offline:
-#   1. renders deploy/argocd, deploy/kubernetes/base and both overlays with kustomize (`kubectl kustomize`);
-#   2. validates every built-in object against the Kubernetes JSON schemas shipped inside the PyPI package
-#      kubernetes-validate (strict: unknown fields are errors), for the oldest and newest Kubernetes versions we target;
+#   1. renders deploy/kubernetes/base and both overlays with kustomize (`kubectl kustomize`); deploy/argocd, a
+#      Component, inside a stand-in for an operator's Argo CD kustomization; overlays/single with the knobs (patches)
+#      that deploy/kubernetes/README.md documents;
+#   2. validates every built-in object (and deploy/kubernetes/namespace.yaml, the Argo CD patch and the example
+#      Secrets) against the Kubernetes JSON schemas shipped inside the PyPI package kubernetes-validate (strict:
+#      unknown fields are errors), for the oldest and newest Kubernetes versions we target;
 #   3. checks the Prometheus Operator objects (CRDs, which those schemas do not cover) on their own: ServiceMonitor
 #      against the Service, PrometheusRule with `promtool check rules` and `promtool test rules` (Debian `prometheus`),
 #      and every herald_* metric an alert uses against the metrics Herald's source registers;
-#   4. checks that the pieces fit: Service ↔ pods ↔ probes ↔ PDB, Secrets the Deployment reads ↔ the example Secrets,
-#      the Argo CD webhook URL ↔ the Service, replicas/strategy per overlay;
+#   4. checks that the pieces fit: Service ↔ pods ↔ probes ↔ PDB ↔ NetworkPolicy, Secrets the Deployment reads ↔ the
+#      example Secrets, the Argo CD webhook URL ↔ the Service, replicas/strategy per overlay, the image placeholder; and
+#      that the Argo CD kit leaves the operator's keys alone: the Component merges into their ConfigMap, and a merge
+#      patch install followed by deploy/argocd/uninstall.sh (against `kubectl patch --local`) restores it exactly;
 #   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
 #      HERALD__* variables set, so a misspelt variable or key fails; and checks that every HERALD__* name written
 #      anywhere in deploy/ or the Dockerfile is a real configuration key.
@@ -51,6 +56,9 @@ else
   RENDERER="kubectl from Debian kubernetes-client (its kustomize may be too old for deploy/)"
 fi
 
+# kubectl itself: section 4 runs deploy/argocd/uninstall.sh against `kubectl patch --local`.
+command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
+
 if ! "$VENV/bin/python" -c "import kubernetes_validate, sys; sys.exit(kubernetes_validate.__version__ != '$KV_VERSION')" 2>/dev/null; then
   rm -rf "$VENV"
   python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
@@ -69,14 +77,21 @@ HERALD_BIN="$(cargo metadata --format-version 1 --no-deps | "$VENV/bin/python" -
 say "renderer: $RENDERER; schemas: kubernetes-validate $KV_VERSION (Kubernetes ${K8S_VERSIONS[*]}, strict); rules: promtool $PROMTOOL_VERSION"
 
 # --- 1. render -------------------------------------------------------------------------------------------------------
-TARGETS=(deploy/argocd deploy/kubernetes/base deploy/kubernetes/overlays/single deploy/kubernetes/overlays/ha)
+# deploy/argocd is a Component (it owns no object) and is rendered in section 4, inside a stand-in kustomization.
+TARGETS=(deploy/kubernetes/base deploy/kubernetes/overlays/single deploy/kubernetes/overlays/ha)
 for t in "${TARGETS[@]}"; do
   out="$WORK/$(echo "$t" | tr '/' '_').yaml"
   "${RENDER[@]}" "$t" >"$out" 2>"$WORK/render.log" || { cat "$WORK/render.log" >&2; die "cannot render $t"; }
 done
 
+# The uninstall script runs against real clusters: its syntax here, its behaviour in section 4.
+bash -n deploy/argocd/uninstall.sh || die "deploy/argocd/uninstall.sh does not parse"
+if command -v shellcheck >/dev/null 2>&1; then
+  shellcheck deploy/argocd/uninstall.sh || die "shellcheck deploy/argocd/uninstall.sh"
+fi
+
 # --- 2-5. validate ---------------------------------------------------------------------------------------------------
-export ROOT WORK HERALD_BIN PROMTOOL=promtool
+export ROOT WORK HERALD_BIN PROMTOOL=promtool RENDER_CMD="${RENDER[*]}"
 export K8S_VERSION_LIST="${K8S_VERSIONS[*]}"
 "$VENV/bin/python" - <<'PY'
 import glob, json, os, re, subprocess, sys
@@ -86,6 +101,7 @@ from kubernetes_validate import utils as kv
 ROOT, WORK = os.environ["ROOT"], os.environ["WORK"]
 VERSIONS = os.environ["K8S_VERSION_LIST"].split()
 CRD_GROUPS = ("monitoring.coreos.com/",)
+ARGOCD_PATCH = "deploy/argocd/argocd-notifications-cm.patch.yaml"
 problems = []
 
 
@@ -256,17 +272,24 @@ def container(deploy):
 
 def check_wiring(docs, label):
     deploy, svc, pdb = one(docs, "Deployment", "herald"), one(docs, "Service", "herald"), one(docs, "PodDisruptionBudget")
-    if not (deploy and svc and pdb):
-        fail(f"{label}: expected one Deployment, Service and PodDisruptionBudget")
+    netpol = one(docs, "NetworkPolicy", "herald")
+    if not (deploy and svc and pdb and netpol):
+        fail(f"{label}: expected one Deployment, Service, PodDisruptionBudget and NetworkPolicy")
         return
+    if any(d["kind"] == "Namespace" for d in docs):
+        fail(f"{label}: renders a Namespace; `kubectl delete -k` would delete it with the Secrets in it")
     pod = deploy["spec"]["template"]
     pod_labels = pod["metadata"]["labels"]
     for what, sel in (("Service", svc["spec"]["selector"]), ("PodDisruptionBudget", pdb["spec"]["selector"]["matchLabels"]),
-                      ("Deployment selector", deploy["spec"]["selector"]["matchLabels"])):
+                      ("Deployment selector", deploy["spec"]["selector"]["matchLabels"]),
+                      ("NetworkPolicy", netpol["spec"]["podSelector"].get("matchLabels", {}))):
         if any(pod_labels.get(k) != v for k, v in sel.items()):
             fail(f"{label}: {what} {sel} does not select the pods {pod_labels}")
     c = container(deploy)
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check_network_policy(netpol, ports, label)
+    if c["image"].split(":")[0] == "herald":
+        fail(f"{label}: image {c['image']!r} has no registry; the overlay must set one (`kustomize edit set image`)")
     for p in svc["spec"]["ports"]:
         if p["targetPort"] not in ports and p["targetPort"] not in ports.values():
             fail(f"{label}: Service targetPort {p['targetPort']} is not a container port")
@@ -287,8 +310,10 @@ def check_wiring(docs, label):
     for m in c.get("volumeMounts", []):
         if m["name"] not in volumes:
             fail(f"{label}: volumeMount {m['name']} has no volume")
-    cm = volumes.get("config", {}).get("configMap", {}).get("name")
-    if not one(docs, "ConfigMap", cm or "-"):
+    config = volumes.get("config", {})
+    cm = config.get("configMap", {}).get("name")
+    # A Secret holding herald.yaml (README "Open the status page") is created by hand, like herald-auth.
+    if "secret" not in config and not one(docs, "ConfigMap", cm or "-"):
         fail(f"{label}: the config volume names ConfigMap {cm}, which is not rendered")
     replicas = deploy["spec"].get("replicas", 1)
     strategy = deploy["spec"].get("strategy", {}).get("type")
@@ -305,6 +330,25 @@ def check_wiring(docs, label):
         if not pod["spec"].get("topologySpreadConstraints") and not pod["spec"].get("affinity"):
             fail(f"{label}: replicas should be spread over nodes")
     return svc
+
+
+def check_network_policy(netpol, container_ports, label):
+    """Ingress only (egress stays open for receivers), to container ports, from Argo CD's namespace and Prometheus'."""
+    spec = netpol["spec"]
+    if spec.get("policyTypes") != ["Ingress"]:
+        fail(f"{label}: NetworkPolicy policyTypes {spec.get('policyTypes')}; egress is documented as open")
+    sources = []
+    for rule in spec.get("ingress", []):
+        for p in rule.get("ports", []):
+            if p.get("port") not in container_ports and p.get("port") not in container_ports.values():
+                fail(f"{label}: NetworkPolicy admits port {p.get('port')}, not a container port {container_ports}")
+        for peer in rule.get("from", [{}]):
+            sources.append(peer.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name", "*"))
+    argocd_ns = yaml.safe_load(open(os.path.join(ROOT, ARGOCD_PATCH)))["metadata"]["namespace"]
+    if argocd_ns not in sources and "*" not in sources:
+        fail(f"{label}: NetworkPolicy admits {sources}, not Argo CD's namespace {argocd_ns}")
+    if len(spec.get("ingress", [])) < 2:
+        fail(f"{label}: NetworkPolicy should admit Prometheus (a second ingress rule)")
 
 
 def check_argocd_url(svc, docs_argocd):
@@ -366,9 +410,153 @@ def check_every_env_name(verified):
     return named
 
 
-argocd_docs = rendered("deploy/argocd")
-n, _ = validate_schema(argocd_docs, "argocd")
-print(f"  deploy/argocd: {n} object(s) schema-valid: " + ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in argocd_docs))
+# 4b. The Argo CD kit adds Herald's keys to the operator's argocd-notifications-cm and removes only those.
+OPERATOR_DATA = {  # what an operator may already have: another service, template, trigger, the context
+    "service.slack": "token: $slack-token\n",
+    "template.app-sync-failed": "message: Sync of {{.app.metadata.name}} failed\n",
+    "trigger.on-sync-failed": "- when: app.status.operationState.phase in ['Error', 'Failed']\n  send: [app-sync-failed]\n",
+    "context": "argocdUrl: https://argocd.example.com\n",
+}
+OPERATOR_SUBSCRIPTION = "- recipients: [slack:deployments]\n  triggers: [on-sync-failed]\n"
+
+
+def render(directory):
+    p = subprocess.run(os.environ["RENDER_CMD"].split() + [directory], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"cannot render {os.path.relpath(directory, ROOT)}: {p.stderr.strip()}")
+        return []
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def stand_in(directory, files):
+    os.makedirs(directory, exist_ok=True)
+    for name, content in files.items():
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(content if isinstance(content, str) else yaml.safe_dump(content))
+    return directory
+
+
+def check_argocd_component(patch):
+    """The Component owns nothing, and merges Herald's keys into the ConfigMap of the kustomization including it."""
+    component = os.path.join(ROOT, "deploy/argocd")
+    alone = render(component)
+    if alone:
+        fail(f"argocd: deploy/argocd renders {len(alone)} object(s) on its own; `kubectl delete -k` would delete them")
+    # As in Argo CD's upstream install.yaml, the ConfigMap has no namespace until the operator's kustomization sets it.
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-notifications-cm"}, "data": OPERATOR_DATA}
+    d = stand_in(os.path.join(WORK, "argocd-operator"), {
+        "cm.yaml": cm,
+        "kustomization.yaml": {"namespace": "argocd", "resources": ["cm.yaml"],
+                               "components": [os.path.relpath(component, os.path.join(WORK, "argocd-operator"))]},
+    })
+    docs = render(d)
+    got = (one(docs, "ConfigMap", "argocd-notifications-cm") or {}).get("data")
+    if got != {**OPERATOR_DATA, **patch["data"]}:
+        fail(f"argocd: the Component inside an operator's kustomization renders data keys {sorted(got or {})}, "
+             f"expected the operator's {sorted(OPERATOR_DATA)} plus Herald's")
+    return validate_schema(docs, "argocd component")[0]
+
+
+FAKE_KUBECTL = """#!/usr/bin/env bash
+# Stands in for the API server: `-n NS get|patch KIND NAME ARGS` act on $FAKE_DIR/KIND.yaml with `kubectl patch --local`.
+set -euo pipefail
+[ "$1" = "-n" ] && shift 2
+verb="$1" kind="$2"; shift 3
+file="$FAKE_DIR/$kind.yaml"
+[ -f "$file" ] || { echo "Error from server (NotFound): $kind not found" >&2; exit 1; }
+case "$verb" in
+  get) [ $# -eq 0 ] || kubectl patch --local -f "$file" --type merge -p '{}' "$@" ;;
+  patch) kubectl patch --local -f "$file" "$@" -o yaml >"$file.new" && mv "$file.new" "$file" ;;
+  *) echo "fake kubectl: $verb is not implemented" >&2; exit 1 ;;
+esac
+"""
+
+
+def check_argocd_install_uninstall(patch):
+    """README's merge-patch install, then uninstall.sh: the operator's keys come out exactly as they went in."""
+    patch_file = os.path.join(ROOT, ARGOCD_PATCH)
+    script = os.path.join(ROOT, "deploy/argocd/uninstall.sh")
+    fake = stand_in(os.path.join(WORK, "argocd-cluster"), {"kubectl": FAKE_KUBECTL})
+    os.chmod(os.path.join(fake, "kubectl"), 0o755)
+    env = {**os.environ, "FAKE_DIR": fake, "KUBECTL": os.path.join(fake, "kubectl")}
+    meta = {"name": "argocd-notifications-cm", "namespace": "argocd"}
+    secret_data = {"slack-token": "eG94Yi0=", "herald-token": "dG9rZW4="}
+    results = []
+    for case, subscriptions in (("own keys only", None), ("own subscriptions merged with Herald's", OPERATOR_SUBSCRIPTION)):
+        stand_in(fake, {"configmap.yaml": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": OPERATOR_DATA},
+                        "secret.yaml": {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": secret_data,
+                                        "metadata": {**meta, "name": "argocd-notifications-secret"}}})
+        cm_file = os.path.join(fake, "configmap.yaml")
+        p = subprocess.run(["kubectl", "patch", "--local", "-f", cm_file, "--type", "merge", "--patch-file", patch_file,
+                            "-o", "yaml"], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail(f"argocd: the README's merge patch does not apply: {p.stderr.strip()}")
+            return results
+        installed = yaml.safe_load(p.stdout)
+        if installed["data"] != {**OPERATOR_DATA, **patch["data"]}:
+            fail(f"argocd ({case}): the merge patch changed keys that are not Herald's")
+        if subscriptions:  # merged the README's way: the operator's entries, then Herald's
+            installed["data"]["subscriptions"] = subscriptions + patch["data"]["subscriptions"]
+        stand_in(fake, {"configmap.yaml": installed})
+        runs = [subprocess.run(["bash", script], env=env, capture_output=True, text=True) for _ in range(2)]
+        for r in runs:
+            if r.returncode != 0:
+                fail(f"argocd ({case}): uninstall.sh failed:\n{r.stdout}{r.stderr}")
+        left = load(cm_file)[0]["data"]
+        expected = {**OPERATOR_DATA, **({"subscriptions": installed["data"]["subscriptions"]} if subscriptions else {})}
+        if left != expected:
+            fail(f"argocd ({case}): after uninstall.sh the ConfigMap has {sorted(left)}, expected {sorted(expected)}")
+        if subscriptions and "subscriptions" not in runs[0].stderr:
+            fail(f"argocd ({case}): uninstall.sh kept the merged subscriptions without saying so")
+        if load(os.path.join(fake, "secret.yaml"))[0]["data"] != {"slack-token": secret_data["slack-token"]}:
+            fail(f"argocd ({case}): uninstall.sh should remove herald-token from the Secret, and only that")
+        if "no Herald keys" not in runs[1].stdout:
+            fail(f"argocd ({case}): a second uninstall.sh should find nothing to remove:\n{runs[1].stdout}")
+        results.append(case)
+    return results
+
+
+# 4c. The knobs deploy/kubernetes/README.md documents, applied as written to overlays/single.
+KNOBS = {"release-label", "networkpolicy-namespaces", "config-from-secret"}
+
+
+def check_knobs():
+    text = open(os.path.join(ROOT, "deploy/kubernetes/README.md")).read()
+    knobs = dict(re.findall(r"<!-- validate-deploy: knob ([a-z-]+) -->\s*```yaml\n(.*?)```", text, re.S))
+    if set(knobs) != KNOBS:
+        fail(f"kubernetes README: knobs {sorted(knobs)}, expected {sorted(KNOBS)}")
+    d = os.path.join(WORK, "knobs")
+    base = os.path.relpath(os.path.join(ROOT, "deploy/kubernetes/overlays/single"), d)
+    stand_in(d, {"kustomization.yaml": f"resources:\n  - {base}\npatches:\n" + "".join(knobs.values())})
+    docs = render(d)
+    if not docs:
+        return []
+    validate_schema(docs, "knobs")
+    check_wiring(docs, "knobs-single")
+    labelled = sorted(f"{x['kind']}" for x in docs if x["metadata"].get("labels", {}).get("release") == "prometheus")
+    if labelled != ["PrometheusRule", "ServiceMonitor"]:
+        fail(f"knob release-label: labels {labelled}, expected the ServiceMonitor and the PrometheusRule")
+    netpol = one(docs, "NetworkPolicy", "herald")
+    namespaces = [r["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for r in netpol["spec"]["ingress"]]
+    if namespaces != ["argocd", "prometheus"]:
+        fail(f"knob networkpolicy-namespaces: ingress from {namespaces}, expected ['argocd', 'prometheus']")
+    config = next(v for v in one(docs, "Deployment", "herald")["spec"]["template"]["spec"]["volumes"] if v["name"] == "config")
+    if config.get("secret", {}).get("secretName") != "herald-config-secret" or "configMap" in config:
+        fail(f"knob config-from-secret: the config volume is {config}")
+    return sorted(knobs)
+
+
+argocd_patch = load(os.path.join(ROOT, ARGOCD_PATCH))[0]
+argocd_docs = [argocd_patch]
+validate_schema(argocd_docs, "argocd patch")
+n = check_argocd_component(argocd_patch)
+print(f"  deploy/argocd: the patch is a schema-valid ConfigMap; as a Component it renders nothing alone and merges into "
+      f"an operator's ConfigMap ({n} object(s) schema-valid)")
+cases = check_argocd_install_uninstall(argocd_patch)
+print(f"  deploy/argocd: merge-patch install + uninstall.sh leave the operator's keys as they were: {'; '.join(cases)}")
+
+namespace_doc = load(os.path.join(ROOT, "deploy/kubernetes/namespace.yaml"))[0]
+validate_schema([namespace_doc], "namespace.yaml")
 
 verified = set()
 for target in ("deploy/kubernetes/base", "deploy/kubernetes/overlays/single", "deploy/kubernetes/overlays/ha"):
@@ -378,6 +566,10 @@ for target in ("deploy/kubernetes/base", "deploy/kubernetes/overlays/single", "d
     kinds = ", ".join(sorted(d["kind"] for d in docs))
     print(f"  {target}: {n} built-in object(s) schema-valid [{kinds}]")
     svc = check_wiring(docs, label) if label != "base" else None
+    if label == "base" and container(one(docs, "Deployment", "herald"))["image"] != "herald":
+        fail("base: the image must be named `herald`, so that an overlay's `images:` entry matches it")
+    if {d["metadata"].get("namespace") for d in docs} != {namespace_doc["metadata"]["name"]}:
+        fail(f"{label}: objects outside the namespace of deploy/kubernetes/namespace.yaml")
     if crds:
         check_monitoring(docs, label)
         print(f"  {target}: ServiceMonitor and PrometheusRule checked (promtool check + test rules, metric names)")
@@ -386,6 +578,9 @@ for target in ("deploy/kubernetes/base", "deploy/kubernetes/overlays/single", "d
         names, out = check_config(docs, label)
         verified |= names
         print(f"  {target}: herald check-config with {', '.join(sorted(names))}: {out.splitlines()[-1] if out else ''}")
+
+knobs = check_knobs()
+print(f"  deploy/kubernetes/README.md knobs applied to overlays/single, schema-valid and effective: {', '.join(knobs)}")
 
 examples = sorted(glob.glob(os.path.join(ROOT, "deploy/**/*.example.yaml"), recursive=True))
 for path in examples:

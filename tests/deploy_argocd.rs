@@ -1,5 +1,6 @@
 //! The Argo CD side of the contract (`deploy/argocd/`, DESIGN §2 and §7): what an operator applies must make Argo CD's
-//! notifications-engine send Herald, for every state Herald tracks, a POST whose body Herald accepts.
+//! notifications-engine send Herald, for every state Herald tracks and every change of a field Herald reads, a POST
+//! whose body Herald accepts; and it must be installable and removable without touching the operator's other keys.
 //!
 //! The patch is read as notifications-engine reads it: each `data` value is itself YAML.
 
@@ -11,12 +12,14 @@ use serde_json::{Map, Value};
 const PATCH: &str = "deploy/argocd/argocd-notifications-cm.patch.yaml";
 const SECRET_EXAMPLE: &str = "deploy/argocd/argocd-notifications-secret.example.yaml";
 const KUSTOMIZATION: &str = "deploy/argocd/kustomization.yaml";
+const HELM_VALUES: &str = "deploy/argocd/helm-values.yaml";
+const UNINSTALL: &str = "deploy/argocd/uninstall.sh";
 
 /// The body of DESIGN §7, character for character.
 const BODY: &str = r#"{"timestamp": "{{ (call .time.Now).Format "2006-01-02T15:04:05.000000Z07:00" }}", "context": {{toJson .context}}, "app": {{toJson .app}}}"#;
 const TIME_ACTION: &str = r#"{{ (call .time.Now).Format "2006-01-02T15:04:05.000000Z07:00" }}"#;
 
-/// Each state Herald needs a trigger for, and what the trigger's condition must test.
+/// Each state Herald needs a flip trigger for, and what the trigger's condition must test.
 const NEEDED_TRIGGERS: &[(&str, &[&str])] = &[
     ("herald-on-out-of-sync", &["app.status.sync.status", "'OutOfSync'"]),
     ("herald-on-synced", &["app.status.sync.status", "'Synced'"]),
@@ -24,6 +27,15 @@ const NEEDED_TRIGGERS: &[(&str, &[&str])] = &[
     ("herald-on-health-degraded", &["app.status.health.status", "'Degraded'"]),
     ("herald-on-health-healthy", &["app.status.health.status", "'Healthy'"]),
     ("herald-on-health-missing", &["app.status.health.status", "'Missing'"]),
+    (
+        "herald-on-health-progressing",
+        &["app.status.health.status", "'Progressing'"],
+    ),
+    (
+        "herald-on-health-suspended",
+        &["app.status.health.status", "'Suspended'"],
+    ),
+    ("herald-on-health-unknown", &["app.status.health.status", "'Unknown'"]),
     (
         "herald-on-sync-running",
         &["app.status.operationState.phase", "'Running'"],
@@ -36,7 +48,24 @@ const NEEDED_TRIGGERS: &[(&str, &[&str])] = &[
         "herald-on-sync-failed",
         &["app.status.operationState.phase", "'Failed'", "'Error'"],
     ),
-    ("herald-on-deleted", &["app.metadata.deletionTimestamp"]),
+    (
+        "herald-on-sync-terminating",
+        &["app.status.operationState.phase", "'Terminating'"],
+    ),
+    ("herald-on-deleted", &["app.metadata.deletionTimestamp", "!= nil"]),
+];
+
+/// The one trigger with `oncePer`: it sends once per distinct signature of what Herald reads.
+const SIGNATURE_TRIGGER: &str = "herald-on-change";
+
+/// The fields the signature must name (`?.` written as `.`), so that a change of any of them is sent.
+const SIGNATURE_FIELDS: &[&str] = &[
+    "app.status.sync.status",
+    "app.status.health.status",
+    "app.status.operationState.phase",
+    "app.status.operationState.finishedAt",
+    "app.status.resources",
+    "requiresPruning",
 ];
 
 fn root() -> PathBuf {
@@ -189,18 +218,12 @@ fn the_template_posts_the_envelope_to_the_herald_service() {
 }
 
 #[test]
-fn every_needed_state_has_a_trigger_without_once_per_that_sends_the_herald_template() {
+fn every_trigger_sends_the_herald_template_when_its_condition_holds() {
     let data = data();
     let (template_name, _) = template(&data);
-    let triggers = triggers(&data);
-    for (name, conditions) in &triggers {
+    for (name, conditions) in triggers(&data) {
         assert!(!conditions.is_empty(), "trigger.{name} has no condition");
-        for condition in *conditions {
-            // With `oncePer` a failed send is dropped; without it Argo CD retries on the next evaluation.
-            assert!(
-                condition.get("oncePer").is_none(),
-                "trigger.{name} must not have oncePer"
-            );
+        for condition in conditions {
             assert!(
                 condition["when"].as_str().is_some_and(|w| !w.trim().is_empty()),
                 "trigger.{name} has no `when`"
@@ -212,15 +235,88 @@ fn every_needed_state_has_a_trigger_without_once_per_that_sends_the_herald_templ
             );
         }
     }
+}
+
+#[test]
+fn every_flip_trigger_is_without_once_per_and_the_signature_trigger_is_the_only_one_with_it() {
+    let data = data();
+    for (name, conditions) in triggers(&data) {
+        for condition in conditions {
+            if name == SIGNATURE_TRIGGER {
+                assert!(
+                    condition["oncePer"].as_str().is_some_and(|o| !o.trim().is_empty()),
+                    "trigger.{name} must have oncePer"
+                );
+            } else {
+                // With `oncePer` a failed send is dropped; without it Argo CD retries on the next evaluation.
+                assert!(
+                    condition.get("oncePer").is_none(),
+                    "trigger.{name} must not have oncePer"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_needed_state_has_a_flip_trigger_that_tests_it() {
+    let data = data();
+    let triggers = triggers(&data);
     for (needed, tests) in NEEDED_TRIGGERS {
         let (_, conditions) = triggers
             .iter()
             .find(|(name, _)| name == needed)
             .unwrap_or_else(|| panic!("no trigger.{needed}"));
+        assert!(
+            conditions[0].get("oncePer").is_none(),
+            "trigger.{needed} must be a flip trigger"
+        );
         let when = conditions[0]["when"].as_str().unwrap_or_default();
         for part in *tests {
             assert!(when.contains(part), "trigger.{needed}: `{when}` should test {part}");
         }
+    }
+}
+
+#[test]
+fn the_signature_trigger_holds_for_every_application_and_its_once_per_names_every_field_herald_reads() {
+    let data = data();
+    let triggers = triggers(&data);
+    let (_, conditions) = triggers
+        .iter()
+        .find(|(name, _)| *name == SIGNATURE_TRIGGER)
+        .unwrap_or_else(|| panic!("no trigger.{SIGNATURE_TRIGGER}"));
+    assert_eq!(conditions.len(), 1, "trigger.{SIGNATURE_TRIGGER} has one condition");
+    // Always true: it must fire for every Application, only `oncePer` decides whether to send.
+    assert_eq!(conditions[0]["when"].as_str().map(str::trim), Some("true"));
+    let once_per = conditions[0]["oncePer"].as_str().expect("oncePer is an expression");
+    let plain = once_per.replace("?.", ".");
+    for field in SIGNATURE_FIELDS {
+        assert!(plain.contains(field), "oncePer `{once_per}` should name {field}");
+    }
+}
+
+/// An expression error would make Argo CD key the trigger without its `oncePer`: one send, then silence. So every
+/// object that may be absent (`status`, `operationState`, `sync`, `health`) is read with `?.`, and `resources` only
+/// behind a nil check.
+#[test]
+fn the_signature_reads_objects_that_may_be_absent_nil_safely() {
+    let data = data();
+    let once_per = data[&format!("trigger.{SIGNATURE_TRIGGER}")][0]["oncePer"]
+        .as_str()
+        .expect("oncePer is an expression")
+        .to_string();
+    let guard = "app.status?.resources == nil ? 0 : len(filter(app.status.resources,";
+    assert!(
+        once_per.contains(guard),
+        "`resources` must be counted behind `{guard}`: {once_per}"
+    );
+    let unguarded = once_per.replace(guard, "");
+    for object in ["app.status", "sync", "health", "operationState"] {
+        assert!(
+            !unguarded.contains(&format!("{object}.")),
+            "oncePer reads `{object}` with `.`, which fails when it is absent: {once_per}"
+        );
     }
 }
 
@@ -336,9 +432,16 @@ fn the_body_is_accepted_for_every_captured_application() {
     }
 }
 
+/// A Component owns no object: applying or deleting `deploy/argocd` on its own can never replace or delete the
+/// operator's whole `argocd-notifications-cm`.
 #[test]
-fn the_kustomization_applies_the_patch_to_files_that_exist() {
+fn the_kustomization_is_a_component_that_applies_the_patch_to_files_that_exist() {
     let kustomization = yaml(&read(KUSTOMIZATION), KUSTOMIZATION);
+    assert_eq!(kustomization["kind"], "Component");
+    assert!(
+        kustomization.get("resources").is_none(),
+        "the Component must not own the ConfigMap (no resources)"
+    );
     let dir = Path::new(KUSTOMIZATION).parent().expect("a directory");
     let paths: Vec<&str> = kustomization["resources"]
         .as_array()
@@ -360,4 +463,115 @@ fn the_kustomization_applies_the_patch_to_files_that_exist() {
             "{KUSTOMIZATION} names {path}, which does not exist"
         );
     }
+    // Matched by kind and name only, so the patch also lands on a ConfigMap that gets its namespace later.
+    let target = &kustomization["patches"][0]["target"];
+    assert_eq!(target["kind"], "ConfigMap");
+    assert_eq!(target["name"], "argocd-notifications-cm");
+    assert!(target.get("namespace").is_none(), "{target}");
+}
+
+/// The argo-cd chart's keys (charts/argo-cd/values.yaml, templates/argocd-configs/argocd-notifications-cm.yaml):
+/// `notifications.notifiers`, `.templates`, `.triggers` are maps of ConfigMap keys, `.subscriptions` a list,
+/// `.secret.items` the Secret's keys, `.argocdUrl` the `argocdUrl` of the `context` key.
+#[test]
+fn the_helm_values_carry_the_same_service_template_triggers_and_subscription_as_the_patch() {
+    let values = yaml(&read(HELM_VALUES), HELM_VALUES);
+    let notifications = values["notifications"]
+        .as_object()
+        .expect("helm-values.yaml has a `notifications` map");
+    let data = data();
+    let section = |key: &str| -> Map<String, Value> {
+        notifications[key]
+            .as_object()
+            .unwrap_or_else(|| panic!("notifications.{key} must be a map of ConfigMap keys"))
+            .iter()
+            .map(|(k, v)| {
+                let text = v
+                    .as_str()
+                    .unwrap_or_else(|| panic!("notifications.{key}.{k} must be YAML text"));
+                (k.clone(), yaml(text, &format!("notifications.{key}.{k}")))
+            })
+            .collect()
+    };
+    let from_patch = |prefix: &str| -> Map<String, Value> {
+        data.iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(section("notifiers"), from_patch("service."));
+    assert_eq!(section("templates"), from_patch("template."));
+    assert_eq!(section("triggers"), from_patch("trigger."));
+    assert_eq!(notifications["subscriptions"], data["subscriptions"]);
+
+    let argocd_url = notifications["argocdUrl"].as_str().unwrap_or_default();
+    assert!(
+        argocd_url.starts_with("https://"),
+        "notifications.argocdUrl: {argocd_url:?}"
+    );
+    // The chart writes argocdUrl and notifications.context into the same `context` key: never both.
+    assert!(
+        notifications
+            .get("context")
+            .is_none_or(|c| c.get("argocdUrl").is_none()),
+        "set argocdUrl with notifications.argocdUrl only"
+    );
+    let token = notifications["secret"]["items"]["herald-token"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        token.contains("REPLACE"),
+        "notifications.secret.items.herald-token must be an obvious placeholder"
+    );
+}
+
+/// uninstall.sh removes `service.webhook.herald`, `template.herald`, `trigger.herald-on-*` and a `subscriptions` key
+/// that holds only Herald's subscription: every key the kit adds must be one of those.
+#[test]
+fn every_key_the_patch_adds_is_one_that_uninstall_removes() {
+    let script = read(UNINSTALL);
+    for pattern in [r"service\.webhook\.herald", r"template\.herald", r"trigger\.herald-on-"] {
+        assert!(script.contains(pattern), "{UNINSTALL} no longer matches {pattern}");
+    }
+    for key in data().keys() {
+        let removed = key == "service.webhook.herald"
+            || key == "template.herald"
+            || key == "subscriptions"
+            || key
+                .strip_prefix("trigger.herald-on-")
+                .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+        assert!(removed, "data.{key} would be left behind by {UNINSTALL}");
+    }
+    let subscriptions = data()["subscriptions"].clone();
+    let recipients: Vec<&Value> = subscriptions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["recipients"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        recipients.iter().all(|r| *r == "herald"),
+        "uninstall.sh recognises Herald's subscription by its only recipient, herald: {recipients:?}"
+    );
+}
+
+/// Argo CD puts `notificationType` (the service name, `herald`, not `webhook`) in the context; Herald must not
+/// depend on it.
+#[test]
+fn the_body_is_read_the_same_whatever_the_context_notification_type() {
+    let body = the_body(&data());
+    let mut fixture = fixture("021_remove_podinfo_1_1.json");
+    let now = "2025-10-02T17:01:47.257365Z";
+    let parse = |fixture: &Value| {
+        herald::argocd::parse_body(render(&body, fixture, now).as_bytes(), 128).expect("Herald accepts the body")
+    };
+    fixture["context"]["notificationType"] = Value::from("herald");
+    let as_sent = parse(&fixture);
+    fixture["context"]
+        .as_object_mut()
+        .expect("the fixture has a context")
+        .remove("notificationType");
+    assert_eq!(parse(&fixture), as_sent);
+    fixture["context"]["notificationType"] = Value::from("webhook");
+    assert_eq!(parse(&fixture), as_sent);
 }
