@@ -381,10 +381,11 @@ mod tests {
         assert_eq!(
             body[1]["labels"],
             serde_json::json!({
-                "alertname": "herald_incident",
+                "alertname": "herald_out_of_sync",
                 "app": "orphan",
                 "app_namespace": "argocd",
                 "severity": "warning",
+                "kind": "out_of_sync",
                 "fingerprint": "argocd/orphan/out_of_sync",
             })
         );
