@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use super::http::{Http, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::AlertmanagerSettings;
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
@@ -18,11 +19,11 @@ const TEST_ALERT_TTL: Duration = Duration::from_secs(5 * 60);
 pub struct Alertmanager {
     endpoint: String,
     alert_ttl: Duration,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Alertmanager {
-    pub fn new(settings: AlertmanagerSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: AlertmanagerSettings, http: Http) -> Self {
         Self {
             endpoint: format!("{}/api/v2/alerts", settings.url.trim_end_matches('/')),
             alert_ttl: settings.alert_ttl,
@@ -108,17 +109,18 @@ impl Receiver for Alertmanager {
         if n.incidents.is_empty() {
             return Err(DeliveryError::permanent("no incident to send as an alert"));
         }
-        let now = Utc::now();
+        let now = self.http.clock().now();
         let alerts: Vec<serde_json::Value> = n.incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
         let resp = self
             .http
+            .client()
             .post(&self.endpoint)
             .json(&alerts)
             .send()
             .await
             .map_err(transport_error)?;
         if !resp.status().is_success() {
-            return Err(error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp).await);
         }
         let verb = if n.is_resolve() { "resolved" } else { "posted" };
         Ok(Delivered {
@@ -132,6 +134,7 @@ impl Receiver for Alertmanager {
 mod tests {
     use super::*;
     use crate::domain::ResourceRef;
+    use crate::receivers::testing;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
     use std::time::Instant;
@@ -296,7 +299,7 @@ mod tests {
     async fn a_real_alertmanager_lists_the_opened_alert_and_ends_it_on_resolve() {
         let dir = tempfile::tempdir().unwrap();
         let am = AlertmanagerServer::start(dir.path()).await;
-        let receiver = Alertmanager::new(settings(format!("{}/", am.url)), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(format!("{}/", am.url)), testing::http());
 
         let open = notification(Action::Open, "payments-api");
         receiver.deliver(&open, None).await.unwrap();
@@ -354,7 +357,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), testing::http());
         let mut n = notification(Action::Resolve, "payments-api");
         let mut bare = incident("orphan", n.created_at);
         bare.project = String::new();
@@ -401,7 +404,7 @@ mod tests {
             .expect(1)
             .mount(&server)
             .await;
-        let receiver = Alertmanager::new(settings(server.uri()), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(server.uri()), testing::http());
         receiver
             .deliver(&notification(Action::Open, "payments-api"), None)
             .await
@@ -428,7 +431,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let receiver = Alertmanager::new(settings(format!("http://127.0.0.1:{port}")), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(format!("http://127.0.0.1:{port}")), testing::http());
         let err = receiver
             .deliver(&notification(Action::Open, "payments-api"), None)
             .await

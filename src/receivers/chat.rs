@@ -5,7 +5,9 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
+use super::http::Http;
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::WebhookUrlSettings;
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
@@ -31,28 +33,6 @@ fn render_template(template: Option<&str>, n: &Notification) -> Result<Option<St
         .transpose()
 }
 
-/// POSTs a JSON body to a webhook URL; any 2xx is success and its body is returned. Failures go through the
-/// shared status table, with the URL's secrets removed.
-async fn post_json(
-    http: &reqwest::Client,
-    url: &str,
-    body: &Value,
-    redactor: &Redactor,
-    who: &str,
-) -> Result<String, DeliveryError> {
-    let resp = http
-        .post(url)
-        .json(body)
-        .send()
-        .await
-        .map_err(|e| redactor.apply(transport_error(e)))?;
-    if !resp.status().is_success() {
-        let e = error_from_response(resp).await;
-        return Err(redactor.apply(DeliveryError::prefixed(who, e)));
-    }
-    Ok(resp.text().await.unwrap_or_default())
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Microsoft Teams
 // ---------------------------------------------------------------------------------------------------------------
@@ -64,12 +44,12 @@ const TEAMS_MAX_TEXT: usize = 2000;
 
 pub struct Teams {
     webhook_url: SecretString,
-    http: reqwest::Client,
+    http: Http,
     redactor: Redactor,
 }
 
 impl Teams {
-    pub fn new(settings: WebhookUrlSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: WebhookUrlSettings, http: Http) -> Self {
         let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
             webhook_url: settings.webhook_url,
@@ -215,14 +195,14 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
 impl Receiver for Teams {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         // Workflows answers 202 (accepted) in general, 200 for some flows: both are success.
-        post_json(
-            &self.http,
-            self.webhook_url.expose_secret(),
-            &teams_message(n),
-            &self.redactor,
-            "msteams",
-        )
-        .await?;
+        self.http
+            .post_json(
+                self.webhook_url.expose_secret(),
+                &teams_message(n),
+                &self.redactor,
+                "msteams",
+            )
+            .await?;
         Ok(Delivered {
             memo: None,
             detail: "posted an Adaptive Card".into(),
@@ -240,13 +220,13 @@ const THREAD_KEY_MAX: usize = 100;
 
 pub struct GoogleChat {
     webhook_url: SecretString,
-    http: reqwest::Client,
+    http: Http,
     template: Option<String>,
     redactor: Redactor,
 }
 
 impl GoogleChat {
-    pub fn new(settings: WebhookUrlSettings, http: reqwest::Client, template: Option<String>) -> Self {
+    pub fn new(settings: WebhookUrlSettings, http: Http, template: Option<String>) -> Self {
         let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
             webhook_url: settings.webhook_url,
@@ -345,7 +325,9 @@ impl Receiver for GoogleChat {
             "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),
             "thread": {"threadKey": thread_key},
         });
-        post_json(&self.http, &self.url()?, &body, &self.redactor, "googlechat").await?;
+        self.http
+            .post_json(&self.url()?, &body, &self.redactor, "googlechat")
+            .await?;
         Ok(Delivered {
             memo: None,
             detail: format!("posted in thread {thread_key}"),
@@ -362,13 +344,13 @@ const MATTERMOST_MAX_TEXT: usize = 16000;
 
 pub struct Mattermost {
     webhook_url: SecretString,
-    http: reqwest::Client,
+    http: Http,
     template: Option<String>,
     redactor: Redactor,
 }
 
 impl Mattermost {
-    pub fn new(settings: WebhookUrlSettings, http: reqwest::Client, template: Option<String>) -> Self {
+    pub fn new(settings: WebhookUrlSettings, http: Http, template: Option<String>) -> Self {
         let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
             webhook_url: settings.webhook_url,
@@ -392,14 +374,9 @@ impl Receiver for Mattermost {
             ),
         };
         let body = json!({"text": truncate(&text, MATTERMOST_MAX_TEXT)});
-        post_json(
-            &self.http,
-            self.webhook_url.expose_secret(),
-            &body,
-            &self.redactor,
-            "mattermost",
-        )
-        .await?;
+        self.http
+            .post_json(self.webhook_url.expose_secret(), &body, &self.redactor, "mattermost")
+            .await?;
         Ok(Delivered {
             memo: None,
             detail: "posted".into(),
@@ -417,6 +394,7 @@ mod tests {
 
     use super::*;
     use crate::domain::{Hint, ResourceRef};
+    use crate::receivers::testing;
 
     const TEAMS_PATH: &str = "/workflows/abc123/triggers/manual/paths/invoke";
     const TEAMS_SIG: &str = "teamsSignatureSecretValue0123456789";
@@ -480,18 +458,18 @@ mod tests {
             "{}{TEAMS_PATH}?api-version=1&sp=%2Ftriggers%2Fmanual%2Frun&sig={TEAMS_SIG}",
             server.uri()
         );
-        Teams::new(settings(url), reqwest::Client::new())
+        Teams::new(settings(url), testing::http())
     }
 
     fn google_chat(server: &MockServer, template: Option<String>) -> GoogleChat {
         let url = format!("{}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}", server.uri());
-        GoogleChat::new(settings(url), reqwest::Client::new(), template)
+        GoogleChat::new(settings(url), testing::http(), template)
     }
 
     fn mattermost(server: &MockServer, template: Option<String>) -> Mattermost {
         Mattermost::new(
             settings(format!("{}{MM_PATH}", server.uri())),
-            reqwest::Client::new(),
+            testing::http(),
             template,
         )
     }
@@ -539,7 +517,7 @@ mod tests {
             .mount(&server)
             .await;
         let n = notification(Action::Open);
-        let http = reqwest::Client::new();
+        let http = testing::http();
         let e = match kind {
             Kind::Teams => Teams::new(settings(url), http).deliver(&n, None).await,
             Kind::GoogleChat => GoogleChat::new(settings(url), http, None).deliver(&n, None).await,
@@ -598,16 +576,13 @@ mod tests {
     async fn an_unreachable_webhook_is_transient_and_keeps_the_url_secret() {
         let n = notification(Action::Open);
         let base = "http://127.0.0.1:9";
-        let t = Teams::new(
-            settings(format!("{base}{TEAMS_PATH}?sig={TEAMS_SIG}")),
-            reqwest::Client::new(),
-        );
+        let t = Teams::new(settings(format!("{base}{TEAMS_PATH}?sig={TEAMS_SIG}")), testing::http());
         let g = GoogleChat::new(
             settings(format!("{base}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}")),
-            reqwest::Client::new(),
+            testing::http(),
             None,
         );
-        let m = Mattermost::new(settings(format!("{base}{MM_PATH}")), reqwest::Client::new(), None);
+        let m = Mattermost::new(settings(format!("{base}{MM_PATH}")), testing::http(), None);
         for e in [
             t.deliver(&n, None).await.unwrap_err(),
             g.deliver(&n, None).await.unwrap_err(),
@@ -788,7 +763,7 @@ mod tests {
             "{}{GCHAT_PATH}?key={GCHAT_KEY}&messageReplyOption=REPLY_MESSAGE_OR_FAIL&token={GCHAT_TOKEN}",
             server.uri()
         );
-        let chat = GoogleChat::new(settings(url), reqwest::Client::new(), None);
+        let chat = GoogleChat::new(settings(url), testing::http(), None);
 
         chat.deliver(&notification(Action::Open), None).await.unwrap();
 

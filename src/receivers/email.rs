@@ -12,7 +12,9 @@ use lettre::transport::smtp::{AsyncSmtpTransportBuilder, PoolConfig};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use secrecy::ExposeSecret;
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor};
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
+use crate::clock::SharedClock;
 use crate::configuration::{EmailSettings, SmtpSettings};
 use crate::domain::{Action, Notification};
 use crate::receivers::render;
@@ -34,6 +36,8 @@ pub struct Email {
     timeout: Duration,
     /// Removes the password from every error text, in case a server echoes it back.
     redactor: Redactor,
+    /// Dates the messages (lettre would read the machine's clock).
+    clock: SharedClock,
 }
 
 /// How the connection to the relay is secured, from the URL's scheme and `tls` parameter.
@@ -46,7 +50,12 @@ enum Security {
 }
 
 impl Email {
-    pub fn new(settings: EmailSettings, smtp: Option<SmtpSettings>, template: Option<String>) -> Result<Self, String> {
+    pub fn new(
+        settings: EmailSettings,
+        smtp: Option<SmtpSettings>,
+        template: Option<String>,
+        clock: SharedClock,
+    ) -> Result<Self, String> {
         let smtp = smtp.ok_or("an email receiver needs the `smtp` section (url, from)")?;
         let from: Mailbox = smtp
             .from
@@ -78,6 +87,7 @@ impl Email {
                 Some(p) => Redactor::default().secret(p.expose_secret()),
                 None => Redactor::default(),
             },
+            clock,
         })
     }
 
@@ -116,6 +126,7 @@ impl Email {
             .from(self.from.clone())
             .subject(Self::subject(n))
             .message_id(Some(message_id.to_string()))
+            .date(std::time::SystemTime::from(self.clock.now()))
             // Tells vacation responders and ticket systems not to answer an automated message.
             .raw_header(header::HeaderValue::new(
                 header::HeaderName::new_from_ascii_str("Auto-Submitted"),
@@ -248,6 +259,7 @@ impl Receiver for Email {
 mod tests {
     use super::*;
     use crate::domain::{Incident, ResourceRef};
+    use crate::receivers::testing;
     use secrecy::SecretString;
     use std::net::TcpListener;
     use std::path::{Path, PathBuf};
@@ -539,6 +551,7 @@ print(json.dumps({
             mail_settings(),
             Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
             None,
+            testing::clock(),
         )
         .unwrap();
 
@@ -561,6 +574,7 @@ print(json.dumps({
             mail_settings(),
             Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
             None,
+            testing::clock(),
         )
         .unwrap();
 
@@ -608,13 +622,13 @@ print(json.dumps({
         let url = format!("smtp://127.0.0.1:{}?tls=required", server.port);
 
         // Without the CA the certificate is refused, and retrying may help once the relay's certificate is fixed.
-        let untrusting = Email::new(mail_settings(), Some(smtp(url.clone())), None).unwrap();
+        let untrusting = Email::new(mail_settings(), Some(smtp(url.clone())), None, testing::clock()).unwrap();
         let err = untrusting.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
 
         let mut settings = smtp(url);
         settings.ca_file = Some(cert.display().to_string());
-        let email = Email::new(mail_settings(), Some(settings), None).unwrap();
+        let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
         email.deliver(&notification(Action::Open), None).await.unwrap();
 
         let messages = server.messages(1);
@@ -637,7 +651,7 @@ print(json.dumps({
         );
         let mut settings = smtp(format!("smtps://127.0.0.1:{}", server.port));
         settings.ca_file = Some(cert.display().to_string());
-        let email = Email::new(mail_settings(), Some(settings), None).unwrap();
+        let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
 
         email.deliver(&notification(Action::Open), None).await.unwrap();
 
@@ -652,7 +666,7 @@ print(json.dumps({
             let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
             s.username = Some("herald".into());
             s.password = Some(SecretString::from(password.to_string()));
-            Email::new(mail_settings(), Some(s), None).unwrap()
+            Email::new(mail_settings(), Some(s), None, testing::clock()).unwrap()
         };
 
         let err = with_password("wrong-Pa55word")
@@ -684,12 +698,12 @@ print(json.dumps({
             cc: vec![],
         };
 
-        let refused = Email::new(to("nobody@example.com"), Some(s.clone()), None).unwrap();
+        let refused = Email::new(to("nobody@example.com"), Some(s.clone()), None, testing::clock()).unwrap();
         let err = refused.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert!(err.to_string().contains("550"), "{err}");
 
-        let deferred = Email::new(to("later@example.com"), Some(s), None).unwrap();
+        let deferred = Email::new(to("later@example.com"), Some(s), None, testing::clock()).unwrap();
         let err = deferred.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
         assert!(err.to_string().contains("451"), "{err}");
@@ -701,7 +715,13 @@ print(json.dumps({
     #[tokio::test]
     async fn a_relay_that_is_down_is_transient() {
         let port = free_port();
-        let email = Email::new(mail_settings(), Some(smtp(format!("smtp://127.0.0.1:{port}"))), None).unwrap();
+        let email = Email::new(
+            mail_settings(),
+            Some(smtp(format!("smtp://127.0.0.1:{port}"))),
+            None,
+            testing::clock(),
+        )
+        .unwrap();
         let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
     }
@@ -718,7 +738,7 @@ print(json.dumps({
         });
         let mut settings = smtp(format!("smtp://127.0.0.1:{port}"));
         settings.timeout = Duration::from_millis(500);
-        let email = Email::new(mail_settings(), Some(settings), None).unwrap();
+        let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
 
         let started = Instant::now();
         let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();
@@ -737,6 +757,7 @@ print(json.dumps({
             mail_settings(),
             Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
             Some(template),
+            testing::clock(),
         )
         .unwrap();
 
@@ -760,8 +781,12 @@ print(json.dumps({
 
     #[test]
     fn settings_are_checked_when_the_receiver_is_built() {
-        let build = |s: SmtpSettings| Email::new(mail_settings(), Some(s), None).err().unwrap_or_default();
-        assert!(Email::new(mail_settings(), None, None).is_err());
+        let build = |s: SmtpSettings| {
+            Email::new(mail_settings(), Some(s), None, testing::clock())
+                .err()
+                .unwrap_or_default()
+        };
+        assert!(Email::new(mail_settings(), None, None, testing::clock()).is_err());
         assert!(build(smtp("imap://mail.example.com".into())).contains("unsupported scheme"));
         let with_userinfo = build(smtp("smtps://bob:hunter2@mail.example.com".into()));
         assert!(with_userinfo.contains("must not carry credentials"), "{with_userinfo}");

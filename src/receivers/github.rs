@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, classify_status, parse_retry_after, transport_error};
+use super::http::{Http, classify_status, parse_retry_after, transport_error};
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::GithubSettings;
 use crate::domain::{Action, Notification};
 use crate::receivers::render;
@@ -90,14 +92,14 @@ fn classify(status: u16, headers: &HeaderMap, body: &str, now: SystemTime) -> De
 
 pub struct Github {
     settings: GithubSettings,
-    http: reqwest::Client,
+    http: Http,
     /// `{api_url}/repos/{owner}/{name}`.
     repo_url: String,
     redactor: Redactor,
 }
 
 impl Github {
-    pub fn new(settings: GithubSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: GithubSettings, http: Http) -> Self {
         let repo_url = format!(
             "{}/repos/{}",
             settings.api_url.trim_end_matches('/'),
@@ -128,6 +130,7 @@ impl Github {
     ) -> Result<String, CallError> {
         let mut rb = self
             .http
+            .client()
             .request(method, url)
             .bearer_auth(self.settings.token.expose_secret())
             .header(reqwest::header::ACCEPT, "application/vnd.github+json")
@@ -145,7 +148,7 @@ impl Github {
         if !resp.status().is_success() {
             let headers = resp.headers().clone();
             let text = resp.text().await.unwrap_or_default();
-            let error = classify(status, &headers, &text, SystemTime::now());
+            let error = classify(status, &headers, &text, SystemTime::from(self.http.clock().now()));
             return Err(CallError {
                 status: Some(status),
                 error: self.redact(what, error),
@@ -329,6 +332,7 @@ mod tests {
 
     use super::*;
     use crate::domain::{Incident, ResourceRef};
+    use crate::receivers::testing;
 
     const TOKEN: &str = "ghp_s3cr3tT0ken4b2e";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -383,7 +387,7 @@ mod tests {
     }
 
     fn github(server: &MockServer) -> Github {
-        Github::new(settings(server), reqwest::Client::new())
+        Github::new(settings(server), testing::http())
     }
 
     fn label() -> String {
@@ -830,7 +834,7 @@ mod tests {
 
         let mut s = settings(&server);
         s.api_url = "http://127.0.0.1:9".into();
-        let err = Github::new(s, reqwest::Client::new())
+        let err = Github::new(s, testing::http())
             .deliver(&note(Action::Open), None)
             .await
             .unwrap_err();

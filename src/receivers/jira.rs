@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
+use super::http::{Http, transport_error};
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::{JiraApi, JiraSettings};
 use crate::domain::{Action, Notification};
 use crate::receivers::render;
@@ -148,14 +150,14 @@ enum Transitioned {
 
 pub struct Jira {
     settings: JiraSettings,
-    http: reqwest::Client,
+    http: Http,
     /// `{url}/rest/api/3` or `{url}/rest/api/2`.
     base: String,
     redactor: Redactor,
 }
 
 impl Jira {
-    pub fn new(settings: JiraSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: JiraSettings, http: Http) -> Self {
         let version = match settings.api {
             JiraApi::Cloud => 3,
             JiraApi::Datacenter => 2,
@@ -197,7 +199,7 @@ impl Jira {
     /// One request; a 2xx answers its body (possibly empty), anything else the shared classification.
     async fn call(&self, what: &str, method: Method, path: &str, body: Option<&Value>) -> Result<String, CallError> {
         let mut rb = self
-            .authorize(self.http.request(method, format!("{}{path}", self.base)))
+            .authorize(self.http.client().request(method, format!("{}{path}", self.base)))
             .header(reqwest::header::ACCEPT, "application/json");
         if let Some(body) = body {
             rb = rb.json(body);
@@ -208,7 +210,7 @@ impl Jira {
         })?;
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
-            let error = self.redact(what, error_from_response(resp).await);
+            let error = self.redact(what, self.http.error_from_response(resp).await);
             return Err(CallError {
                 status: Some(status),
                 error,
@@ -748,6 +750,7 @@ mod tests {
 
     use super::*;
     use crate::domain::{Hint, Incident, ResourceRef};
+    use crate::receivers::testing;
 
     const TOKEN: &str = "jira-token-s3cr3t-5b1f";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -823,7 +826,7 @@ mod tests {
     }
 
     fn jira(server: &MockServer, api: JiraApi) -> Jira {
-        Jira::new(settings(server, api), reqwest::Client::new())
+        Jira::new(settings(server, api), testing::http())
     }
 
     fn base(api: JiraApi) -> &'static str {
@@ -1214,7 +1217,7 @@ mod tests {
         s.resolve_transition = Some("31".into());
 
         let memo = json!({ "key": "PAY-12" });
-        let out = Jira::new(s, reqwest::Client::new())
+        let out = Jira::new(s, testing::http())
             .deliver(&note(Action::Resolve), Some(&memo))
             .await
             .unwrap();
@@ -1238,7 +1241,7 @@ mod tests {
         s.resolve_transition = Some("Close Issue".into());
 
         let memo = json!({ "key": "PAY-12" });
-        let err = Jira::new(s, reqwest::Client::new())
+        let err = Jira::new(s, testing::http())
             .deliver(&note(Action::Resolve), Some(&memo))
             .await
             .unwrap_err();
@@ -1336,7 +1339,7 @@ mod tests {
         let mut s = settings(&server, JiraApi::Cloud);
         s.reopen_transition = None;
 
-        let out = Jira::new(s, reqwest::Client::new())
+        let out = Jira::new(s, testing::http())
             .deliver(&note(Action::Open), None)
             .await
             .unwrap();
@@ -1564,7 +1567,7 @@ mod tests {
         // Nothing listens there: a transport error, without the token either.
         let mut s = settings(&MockServer::start().await, JiraApi::Cloud);
         s.url = "http://127.0.0.1:9".into();
-        let err = Jira::new(s, reqwest::Client::new())
+        let err = Jira::new(s, testing::http())
             .deliver(&note(Action::Open), None)
             .await
             .unwrap_err();

@@ -6,7 +6,9 @@ use secrecy::ExposeSecret;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
+use super::http::{Http, transport_error};
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::PagerdutySettings;
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
@@ -33,12 +35,12 @@ fn non_empty(s: &str) -> Option<&str> {
 
 pub struct PagerDuty {
     settings: PagerdutySettings,
-    http: reqwest::Client,
+    http: Http,
     redactor: Redactor,
 }
 
 impl PagerDuty {
-    pub fn new(settings: PagerdutySettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: PagerdutySettings, http: Http) -> Self {
         let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
         Self {
             settings,
@@ -153,13 +155,14 @@ impl Receiver for PagerDuty {
         };
         let resp = self
             .http
+            .client()
             .post(&self.settings.url)
             .json(&event)
             .send()
             .await
             .map_err(|e| self.redact(transport_error(e)))?;
         if !resp.status().is_success() {
-            return Err(self.redact(error_from_response(resp).await));
+            return Err(self.redact(self.http.error_from_response(resp).await));
         }
         Ok(Delivered {
             memo: None,
@@ -181,6 +184,7 @@ mod tests {
     use super::*;
     use crate::configuration::PagerdutySettings;
     use crate::domain::{Hint, ResourceRef};
+    use crate::receivers::testing;
 
     const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
     const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -237,7 +241,7 @@ mod tests {
             url: format!("{}/v2/enqueue", server.uri()),
             routing_key: SecretString::from(ROUTING_KEY),
         };
-        PagerDuty::new(settings, reqwest::Client::new())
+        PagerDuty::new(settings, testing::http())
     }
 
     /// Any request no other mock expects fails the test (on drop of the server).
@@ -464,7 +468,7 @@ mod tests {
             url: "http://127.0.0.1:9/v2/enqueue".into(),
             routing_key: SecretString::from(ROUTING_KEY),
         };
-        let err = PagerDuty::new(settings, reqwest::Client::new())
+        let err = PagerDuty::new(settings, testing::http())
             .deliver(&note(Action::Open), None)
             .await
             .unwrap_err();
@@ -479,7 +483,7 @@ mod tests {
                 url: "http://127.0.0.1:9".into(),
                 routing_key: SecretString::from(ROUTING_KEY),
             },
-            reqwest::Client::new(),
+            testing::http(),
         );
         let mut n = note(Action::Open);
         n.incidents[0].summary = format!("first\nsecond {}", "ü".repeat(2000));

@@ -6,9 +6,10 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::Redactor;
 use super::chat::{status_emoji, truncate};
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, retry_after_header, transport_error};
+use super::http::{Http, transport_error};
+use super::redact::Redactor;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::SlackSettings;
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
@@ -35,14 +36,14 @@ enum Mode {
 pub struct Slack {
     mode: Mode,
     api_url: String,
-    http: reqwest::Client,
+    http: Http,
     template: Option<String>,
     redactor: Redactor,
 }
 
 impl Slack {
     /// A bot token wins over a webhook URL when both are set: only the Web API can thread and edit.
-    pub fn new(settings: SlackSettings, http: reqwest::Client, template: Option<String>) -> Self {
+    pub fn new(settings: SlackSettings, http: Http, template: Option<String>) -> Self {
         let mut redactor = Redactor::default();
         if let Some(u) = &settings.webhook_url {
             redactor = redactor.url(u.expose_secret());
@@ -301,17 +302,10 @@ impl Slack {
     }
 
     async fn post_webhook(&self, url: &SecretString, msg: &Message) -> Result<Delivered, DeliveryError> {
-        let resp = self
-            .http
-            .post(url.expose_secret())
-            .json(&json!({"text": msg.text, "blocks": msg.blocks}))
-            .send()
-            .await
-            .map_err(|e| self.redactor.apply(transport_error(e)))?;
-        if !resp.status().is_success() {
-            let e = error_from_response(resp).await;
-            return Err(self.redactor.apply(DeliveryError::prefixed("slack webhook", e)));
-        }
+        let body = json!({"text": msg.text, "blocks": msg.blocks});
+        self.http
+            .post_json(url.expose_secret(), &body, &self.redactor, "slack webhook")
+            .await?;
         Ok(Delivered {
             memo: None,
             detail: "posted to the incoming webhook".into(),
@@ -323,6 +317,7 @@ impl Slack {
     async fn call(&self, token: &SecretString, method: &str, body: &Value) -> Result<Value, ApiError> {
         let resp = self
             .http
+            .client()
             .post(format!("{}/{method}", self.api_url))
             .bearer_auth(token.expose_secret())
             .json(body)
@@ -330,13 +325,13 @@ impl Slack {
             .await
             .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
-            let e = error_from_response(resp).await;
+            let e = self.http.error_from_response(resp).await;
             return Err(self
                 .redactor
                 .apply(DeliveryError::prefixed(&format!("slack {method}"), e))
                 .into());
         }
-        let retry_after = retry_after_header(&resp);
+        let retry_after = self.http.retry_after(&resp);
         let text = resp.text().await.unwrap_or_default();
         let value: Value = serde_json::from_str(&text).map_err(|_| {
             // Something between us and Slack answered; the message may not have been posted.
@@ -482,6 +477,7 @@ mod tests {
 
     use super::*;
     use crate::domain::{Hint, ResourceRef};
+    use crate::receivers::testing;
 
     const TOKEN: &str = "xoxb-1111-2222-secrettokenvalue";
     const HOOK_PATH: &str = "/services/T0000/B0000/hooksecretXXXXXXXXXXXX";
@@ -540,7 +536,7 @@ mod tests {
             channel: None,
             api_url: "http://127.0.0.1:9/unused".into(),
         };
-        Slack::new(settings, reqwest::Client::new(), None)
+        Slack::new(settings, testing::http(), None)
     }
 
     fn bot(server: &MockServer) -> Slack {
@@ -550,7 +546,7 @@ mod tests {
             channel: Some("#payments".into()),
             api_url: format!("{}/api/", server.uri()),
         };
-        Slack::new(settings, reqwest::Client::new(), None)
+        Slack::new(settings, testing::http(), None)
     }
 
     fn memo() -> Memo {
@@ -743,7 +739,7 @@ mod tests {
             channel: None,
             api_url: "http://127.0.0.1:9".into(),
         };
-        let slack = Slack::new(settings, reqwest::Client::new(), None);
+        let slack = Slack::new(settings, testing::http(), None);
 
         let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
 
@@ -1066,7 +1062,7 @@ mod tests {
             channel: None,
             api_url: server.uri(),
         };
-        let slack = Slack::new(settings, reqwest::Client::new(), None);
+        let slack = Slack::new(settings, testing::http(), None);
 
         let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
 
@@ -1126,7 +1122,7 @@ mod tests {
             api_url: server.uri(),
         };
         let template = "{{ notification.title }} for team {{ incidents[0].team }}".to_string();
-        let slack = Slack::new(settings, reqwest::Client::new(), Some(template));
+        let slack = Slack::new(settings, testing::http(), Some(template));
 
         slack.deliver(&notification(Action::Open), None).await.unwrap();
 

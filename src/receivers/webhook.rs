@@ -7,7 +7,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::Sha256;
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
+use super::http::{Http, transport_error};
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::WebhookSettings;
 use crate::domain::Notification;
 use crate::receivers::render;
@@ -22,11 +23,11 @@ pub struct Webhook {
     hmac_secret: Option<SecretString>,
     /// The static headers, checked once; a bad one fails every delivery with a message naming it.
     headers: Result<HeaderMap, String>,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Webhook {
-    pub fn new(settings: WebhookSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: WebhookSettings, http: Http) -> Self {
         let url = reqwest::Url::parse(settings.url.expose_secret())
             .map_err(|e| format!("webhook.url is not a valid URL: {e}"));
         let headers = static_headers(&settings);
@@ -83,7 +84,7 @@ impl Receiver for Webhook {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(secret) = &self.hmac_secret {
             let sig = format!("sha256={}", signature(secret.expose_secret().as_bytes(), &bytes));
-            let now = chrono::Utc::now().timestamp().to_string();
+            let now = self.http.clock().now().timestamp().to_string();
             // Hex digits and decimal digits are always valid header values.
             if let (Ok(sig), Ok(now)) = (HeaderValue::from_str(&sig), HeaderValue::from_str(&now)) {
                 headers.insert(SIGNATURE_HEADER, sig);
@@ -92,6 +93,7 @@ impl Receiver for Webhook {
         }
         let resp = self
             .http
+            .client()
             .post(url)
             .headers(headers)
             .body(bytes)
@@ -100,7 +102,7 @@ impl Receiver for Webhook {
             .map_err(transport_error)?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp).await);
         }
         Ok(Delivered {
             memo: None,
@@ -113,6 +115,7 @@ impl Receiver for Webhook {
 mod tests {
     use super::*;
     use crate::domain::{Action, Incident};
+    use crate::receivers::testing;
     use std::collections::BTreeMap;
     use std::time::Duration;
     use wiremock::matchers::{body_json, header, method, path};
@@ -186,7 +189,7 @@ mod tests {
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        let hook = Webhook::new(s, testing::http());
 
         let delivered = hook.deliver(&n, None).await.unwrap();
 
@@ -216,7 +219,7 @@ mod tests {
             .await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.hmac_secret = Some(SecretString::from("shared-signing-key".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        let hook = Webhook::new(s, testing::http());
 
         let before = chrono::Utc::now().timestamp();
         hook.deliver(&notification(), None).await.unwrap();
@@ -259,7 +262,7 @@ mod tests {
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        let hook = Webhook::new(s, testing::http());
         let err = hook.deliver(&notification(), None).await.unwrap_err();
         assert_no_secret(&err);
         err
@@ -298,7 +301,7 @@ mod tests {
             .port();
         let hook = Webhook::new(
             settings(format!("http://127.0.0.1:{port}{SECRET_PATH}")),
-            reqwest::Client::new(),
+            testing::http(),
         );
         let err = hook.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
@@ -307,7 +310,7 @@ mod tests {
 
     #[tokio::test]
     async fn bad_settings_fail_permanently_without_quoting_secrets() {
-        let bad_url = Webhook::new(settings("not a url s3cr3t".into()), reqwest::Client::new());
+        let bad_url = Webhook::new(settings("not a url s3cr3t".into()), testing::http());
         let err = bad_url.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert_no_secret(&err);
@@ -315,7 +318,7 @@ mod tests {
         let mut s = settings("http://127.0.0.1:9/hook".into());
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz\n".to_string()));
-        let bad_header = Webhook::new(s, reqwest::Client::new());
+        let bad_header = Webhook::new(s, testing::http());
         let err = bad_header.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert!(err.to_string().contains("webhook.headers.Authorization"), "{err}");
