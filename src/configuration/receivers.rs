@@ -55,9 +55,9 @@ pub enum ReceiverKind {
     Console(ConsoleSettings),
     Email(EmailSettings),
     Slack(SlackSettings),
-    Msteams(WebhookUrlSettings),
-    Googlechat(WebhookUrlSettings),
-    Mattermost(WebhookUrlSettings),
+    Msteams(crate::receivers::msteams::Config),
+    Googlechat(crate::receivers::googlechat::Config),
+    Mattermost(crate::receivers::mattermost::Config),
     Webhook(WebhookSettings),
     Jira(JiraSettings),
     Github(GithubSettings),
@@ -115,12 +115,6 @@ pub struct SlackSettings {
 
 fn default_slack_api() -> String {
     "https://slack.com/api".into()
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookUrlSettings {
-    pub webhook_url: SecretString,
 }
 
 #[derive(Debug, Clone, Deserialize)]

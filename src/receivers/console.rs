@@ -22,10 +22,7 @@ impl Console {
 #[async_trait::async_trait]
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let body = match &self.template {
-            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
-            None => render::text(n),
-        };
+        let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
         let message = format!(
             "==> [{}] {} {}\n{}\n",
             n.receiver,

@@ -118,10 +118,7 @@ impl Email {
     }
 
     fn message(&self, n: &Notification, message_id: &str, parent: Option<&str>) -> Result<Message, DeliveryError> {
-        let text = match &self.template {
-            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
-            None => render::text(n),
-        };
+        let text = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(Self::subject(n))

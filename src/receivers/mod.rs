@@ -4,18 +4,22 @@
 //! The status-code → retry table is shared by every HTTP receiver ([`http::classify_status`]), tested once for all.
 
 pub mod alertmanager;
-pub mod chat;
 pub mod console;
 pub mod email;
 pub mod github;
+pub mod googlechat;
 pub mod http;
 pub mod jira;
+pub mod mattermost;
+pub mod msteams;
 pub mod pagerduty;
 pub mod redact;
 pub mod render;
 pub mod slack;
 #[cfg(test)]
 pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 pub mod webhook;
 
 use std::collections::HashMap;
@@ -138,13 +142,13 @@ pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>,
             .map_err(err)?,
         ),
         ReceiverKind::Slack(s) => Arc::new(slack::Slack::new(s.clone(), shared.http.clone(), r.template.clone())),
-        ReceiverKind::Msteams(w) => Arc::new(chat::Teams::new(w.clone(), shared.http.clone())),
-        ReceiverKind::Googlechat(w) => Arc::new(chat::GoogleChat::new(
+        ReceiverKind::Msteams(w) => Arc::new(msteams::Teams::new(w.clone(), shared.http.clone())),
+        ReceiverKind::Googlechat(w) => Arc::new(googlechat::GoogleChat::new(
             w.clone(),
             shared.http.clone(),
             r.template.clone(),
         )),
-        ReceiverKind::Mattermost(w) => Arc::new(chat::Mattermost::new(
+        ReceiverKind::Mattermost(w) => Arc::new(mattermost::Mattermost::new(
             w.clone(),
             shared.http.clone(),
             r.template.clone(),

@@ -6,13 +6,13 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
-use super::chat::{status_emoji, truncate};
 use super::http::{Http, transport_error};
 use super::redact::Redactor;
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::configuration::SlackSettings;
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
+use crate::receivers::render::{status_emoji, truncate};
 
 /// Block Kit limits: 50 blocks per message, 3000 characters per section text, 150 per header.
 const MAX_BLOCKS: usize = 50;
@@ -285,15 +285,13 @@ impl From<DeliveryError> for ApiError {
 
 impl Slack {
     fn message(&self, n: &Notification) -> Result<Message, DeliveryError> {
-        match &self.template {
-            Some(t) => {
-                let text = render::with_template(t, n)
-                    .map_err(|e| DeliveryError::permanent(format!("slack: template: {e}")))?;
-                Ok(Message {
-                    blocks: blocks(n, Some(&text)),
-                    text: truncate(&text, MAX_TEMPLATE_TEXT),
-                })
-            }
+        let custom =
+            render::custom_text(self.template.as_deref(), n).map_err(|e| DeliveryError::prefixed("slack", e))?;
+        match custom {
+            Some(text) => Ok(Message {
+                blocks: blocks(n, Some(&text)),
+                text: truncate(&text, MAX_TEMPLATE_TEXT),
+            }),
             None => Ok(Message {
                 text: fallback_text(n),
                 blocks: blocks(n, None),
