@@ -3,18 +3,55 @@
 //! so it holds only stable incident facts; a resolve re-posts the same labels with `endsAt` now, which ends it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
 
 use super::http::{Http, transport_error};
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::AlertmanagerSettings;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 
 /// How long a `herald send-test` alert stays active: long enough to see it, short enough not to linger.
 const TEST_ALERT_TTL: Duration = Duration::from_secs(5 * 60);
+
+/// `alertmanager: {url, alert_ttl}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub url: String,
+    /// How long Alertmanager keeps a firing alert active without hearing from Herald again (`endsAt` = send
+    /// time + this); a resolve ends it at once. Keep it above the repeat interval.
+    #[serde(default = "default_alert_ttl", with = "humantime_serde")]
+    pub alert_ttl: Duration,
+}
+
+fn default_alert_ttl() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+impl Integration for Config {
+    /// One alert per incident (its labels are the incident's identity), ended when the incident resolves.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: true,
+            sends_resolved: true,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        check_url(errors, &format!("{path}.url"), &self.url);
+    }
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Alertmanager::new(self.clone(), shared.http.clone())))
+    }
+}
 
 pub struct Alertmanager {
     endpoint: String,
@@ -23,7 +60,7 @@ pub struct Alertmanager {
 }
 
 impl Alertmanager {
-    pub fn new(settings: AlertmanagerSettings, http: Http) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         Self {
             endpoint: format!("{}/api/v2/alerts", settings.url.trim_end_matches('/')),
             alert_ttl: settings.alert_ttl,
@@ -143,8 +180,8 @@ mod tests {
 
     const INSTALL: &str = "this test needs Alertmanager 0.25: `apt-get install -y prometheus-alertmanager`";
 
-    fn settings(url: String) -> AlertmanagerSettings {
-        AlertmanagerSettings {
+    fn settings(url: String) -> Config {
+        Config {
             url,
             alert_ttl: Duration::from_secs(24 * 3600),
         }

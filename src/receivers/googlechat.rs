@@ -2,13 +2,16 @@
 //! `thread_key` (replies land in the first message's thread). Google Chat's own light markup, or the receiver's
 //! template.
 
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::http::Http;
 use super::redact::Redactor;
-use super::{Delivered, DeliveryError, Memo, Receiver};
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::{status_emoji, truncate};
@@ -18,6 +21,27 @@ use crate::receivers::render::{status_emoji, truncate};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub webhook_url: SecretString,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: false,
+            sends_resolved: false,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(GoogleChat::new(
+            self.clone(),
+            shared.http.clone(),
+            r.template.clone(),
+        )))
+    }
 }
 
 /// Google Chat refuses message text over 4,096 characters.

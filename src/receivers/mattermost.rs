@@ -1,13 +1,16 @@
 //! The Mattermost receiver: Markdown text through a Slack-compatible incoming webhook, one new post per action
 //! (an incoming webhook cannot edit or thread), or the receiver's template.
 
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::http::Http;
 use super::redact::Redactor;
-use super::{Delivered, DeliveryError, Memo, Receiver};
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::{status_emoji, truncate};
@@ -17,6 +20,27 @@ use crate::receivers::render::{status_emoji, truncate};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub webhook_url: SecretString,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: false,
+            sends_resolved: false,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Mattermost::new(
+            self.clone(),
+            shared.http.clone(),
+            r.template.clone(),
+        )))
+    }
 }
 
 /// Mattermost's default maximum post size is 16,383 characters.

@@ -1,7 +1,10 @@
-//! Receivers: one module per integration behind one trait, [`Receiver`], built from settings by [`build_all`].
-//! A receiver turns a [`Notification`] into the integration's request and says, when it fails, whether retrying
-//! can help ([`DeliveryError::Transient`] with an optional Retry-After) or not ([`DeliveryError::Permanent`]).
-//! The status-code → retry table is shared by every HTTP receiver ([`http::classify_status`]), tested once for all.
+//! Receivers: one module per integration behind one trait, [`Receiver`]. A receiver turns a [`Notification`] into
+//! the integration's request and says, when it fails, whether retrying can help ([`DeliveryError::Transient`] with
+//! an optional Retry-After) or not ([`DeliveryError::Permanent`]).
+//!
+//! This module owns the registry: [`ReceiverKind`] has one variant per integration, holding that integration's own
+//! settings block, and each block implements [`Integration`]: what the integration can do ([`Capabilities`]), how
+//! its block is checked, and how its receiver is built. Adding a receiver is described in `docs/receivers.md`.
 
 pub mod alertmanager;
 pub mod console;
@@ -26,9 +29,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::clock::SharedClock;
-use crate::configuration::{ReceiverKind, ReceiverSettings, Settings};
+use crate::configuration::{ConfigError, ReceiverSettings, Settings};
 use crate::domain::Notification;
+use email::SmtpSettings;
 use http::Http;
 
 /// What the receiver keeps about a thread (a ticket key, a Slack `ts`…), stored by Herald per (receiver,
@@ -118,6 +124,83 @@ impl Shared {
     }
 }
 
+/// What the pipeline and the outbox need to know about an integration before anything is sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capabilities {
+    /// One notification per incident (one ticket, one page) rather than one per group.
+    pub per_incident: bool,
+    /// Whether resolves are sent when the receiver's `send_resolved` is not set.
+    pub sends_resolved: bool,
+    /// Messages per second at most when `rate_limit_per_second` is not set (`None`: no limit).
+    pub default_rate: Option<f64>,
+    /// Receives what no team claims when the default team has no receivers, so nothing is dropped silently.
+    pub fallback: bool,
+}
+
+/// An integration's settings block (`slack: {...}`, `jira: {...}`). No method has a default: an integration that
+/// forgets one does not compile.
+pub trait Integration {
+    fn capabilities(&self) -> Capabilities;
+    /// Checks the block beyond what its types say; `path` is the block's key path (`receivers[3].slack`).
+    fn validate(&self, path: &str, sections: &Sections<'_>, errors: &mut Vec<ConfigError>);
+    /// The receiver for this block; an error says what is wrong with the settings.
+    fn build(&self, receiver: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String>;
+}
+
+/// The sections outside `receivers[]` that a receiver block may depend on.
+pub struct Sections<'a> {
+    pub smtp: Option<&'a SmtpSettings>,
+}
+
+/// The registry: one variant per integration, named by its key in a `receivers[]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReceiverKind {
+    Console(console::Config),
+    Email(email::Config),
+    Slack(slack::Config),
+    Msteams(msteams::Config),
+    Googlechat(googlechat::Config),
+    Mattermost(mattermost::Config),
+    Webhook(webhook::Config),
+    Jira(jira::Config),
+    Github(github::Config),
+    Pagerduty(pagerduty::Config),
+    Alertmanager(alertmanager::Config),
+}
+
+impl ReceiverKind {
+    /// The registry's one match: each variant's key (as serde names it) and its block.
+    fn entry(&self) -> (&'static str, &dyn Integration) {
+        match self {
+            ReceiverKind::Console(c) => ("console", c),
+            ReceiverKind::Email(c) => ("email", c),
+            ReceiverKind::Slack(c) => ("slack", c),
+            ReceiverKind::Msteams(c) => ("msteams", c),
+            ReceiverKind::Googlechat(c) => ("googlechat", c),
+            ReceiverKind::Mattermost(c) => ("mattermost", c),
+            ReceiverKind::Webhook(c) => ("webhook", c),
+            ReceiverKind::Jira(c) => ("jira", c),
+            ReceiverKind::Github(c) => ("github", c),
+            ReceiverKind::Pagerduty(c) => ("pagerduty", c),
+            ReceiverKind::Alertmanager(c) => ("alertmanager", c),
+        }
+    }
+
+    /// The block's key in a `receivers[]` entry (`slack`, `jira`…).
+    pub fn type_name(&self) -> &'static str {
+        self.entry().0
+    }
+
+    pub fn integration(&self) -> &dyn Integration {
+        self.entry().1
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        self.integration().capabilities()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("receivers[{name}]: {message}")]
 pub struct BuildError {
@@ -126,40 +209,10 @@ pub struct BuildError {
 }
 
 pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, BuildError> {
-    let err = |message: String| BuildError {
+    r.kind.integration().build(r, shared).map_err(|message| BuildError {
         name: r.name.clone(),
         message,
-    };
-    let receiver: Arc<dyn Receiver> = match &r.kind {
-        ReceiverKind::Console(c) => Arc::new(console::Console::new(c.clone(), r.template.clone())),
-        ReceiverKind::Email(e) => Arc::new(
-            email::Email::new(
-                e.clone(),
-                shared.settings.smtp.clone(),
-                r.template.clone(),
-                shared.clock().clone(),
-            )
-            .map_err(err)?,
-        ),
-        ReceiverKind::Slack(s) => Arc::new(slack::Slack::new(s.clone(), shared.http.clone(), r.template.clone())),
-        ReceiverKind::Msteams(w) => Arc::new(msteams::Teams::new(w.clone(), shared.http.clone())),
-        ReceiverKind::Googlechat(w) => Arc::new(googlechat::GoogleChat::new(
-            w.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )),
-        ReceiverKind::Mattermost(w) => Arc::new(mattermost::Mattermost::new(
-            w.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )),
-        ReceiverKind::Webhook(w) => Arc::new(webhook::Webhook::new(w.clone(), shared.http.clone())),
-        ReceiverKind::Jira(j) => Arc::new(jira::Jira::new(j.clone(), shared.http.clone())),
-        ReceiverKind::Github(g) => Arc::new(github::Github::new(g.clone(), shared.http.clone())),
-        ReceiverKind::Pagerduty(p) => Arc::new(pagerduty::PagerDuty::new(p.clone(), shared.http.clone())),
-        ReceiverKind::Alertmanager(a) => Arc::new(alertmanager::Alertmanager::new(a.clone(), shared.http.clone())),
-    };
-    Ok(receiver)
+    })
 }
 
 /// Builds every configured receiver, by name.

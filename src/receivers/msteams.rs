@@ -1,13 +1,16 @@
 //! The Microsoft Teams receiver: a Workflows incoming webhook, one Adaptive Card 1.4 per notification. Teams cannot
 //! edit an earlier card, so each action is a new card, coloured by state.
 
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::Http;
 use super::redact::Redactor;
-use super::{Delivered, DeliveryError, Memo, Receiver};
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::{status_emoji, truncate};
@@ -17,6 +20,23 @@ use crate::receivers::render::{status_emoji, truncate};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub webhook_url: SecretString,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: false,
+            sends_resolved: false,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Teams::new(self.clone(), shared.http.clone())))
+    }
 }
 
 /// Teams messages stay well under the ~28 KB payload limit with this many incidents per card.

@@ -2,14 +2,17 @@
 //! `dedup_key` is the hex SHA-256 of the incident fingerprint, so PagerDuty itself folds repeats into one alert and
 //! Herald needs no memo. A 400 is never retried (the event is invalid); 429 and 5xx are.
 
-use secrecy::ExposeSecret;
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::http::{Http, transport_error};
 use super::redact::Redactor;
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::PagerdutySettings;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::truncate;
@@ -33,14 +36,47 @@ fn non_empty(s: &str) -> Option<&str> {
     (!s.trim().is_empty()).then_some(s)
 }
 
+/// `pagerduty: {url, routing_key}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_url")]
+    pub url: String,
+    pub routing_key: SecretString,
+}
+
+fn default_url() -> String {
+    "https://events.pagerduty.com/v2/enqueue".into()
+}
+
+impl Integration for Config {
+    /// One alert per incident, resolved when the incident resolves.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: true,
+            sends_resolved: true,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        check_url(errors, &format!("{path}.url"), &self.url);
+    }
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(PagerDuty::new(self.clone(), shared.http.clone())))
+    }
+}
+
 pub struct PagerDuty {
-    settings: PagerdutySettings,
+    settings: Config,
     http: Http,
     redactor: Redactor,
 }
 
 impl PagerDuty {
-    pub fn new(settings: PagerdutySettings, http: Http) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
         Self {
             settings,
@@ -182,7 +218,6 @@ mod tests {
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::configuration::PagerdutySettings;
     use crate::domain::{Hint, ResourceRef};
     use crate::receivers::testing;
 
@@ -237,7 +272,7 @@ mod tests {
     }
 
     fn pagerduty(server: &MockServer) -> PagerDuty {
-        let settings = PagerdutySettings {
+        let settings = Config {
             url: format!("{}/v2/enqueue", server.uri()),
             routing_key: SecretString::from(ROUTING_KEY),
         };
@@ -464,7 +499,7 @@ mod tests {
         assert!(text.contains("[redacted]"), "{text}");
         assert!(!text.contains(ROUTING_KEY), "{text}");
 
-        let settings = PagerdutySettings {
+        let settings = Config {
             url: "http://127.0.0.1:9/v2/enqueue".into(),
             routing_key: SecretString::from(ROUTING_KEY),
         };
@@ -479,7 +514,7 @@ mod tests {
     #[test]
     fn summaries_are_one_line_of_at_most_1024_characters() {
         let server_less = PagerDuty::new(
-            PagerdutySettings {
+            Config {
                 url: "http://127.0.0.1:9".into(),
                 routing_key: SecretString::from(ROUTING_KEY),
             },
@@ -510,7 +545,7 @@ mod tests {
 
     #[test]
     fn the_events_url_defaults_to_pagerduty() {
-        let s: PagerdutySettings = serde_norway::from_str("routing_key: abc").unwrap();
+        let s: Config = serde_norway::from_str("routing_key: abc").unwrap();
         assert_eq!(s.url, "https://events.pagerduty.com/v2/enqueue");
     }
 }

@@ -2,14 +2,18 @@
 //! static headers and, when `hmac_secret` is set, an HMAC-SHA256 signature of the exact body bytes so the
 //! receiving side can check the message came from Herald. The URL may embed a secret: it never appears in errors.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use hmac::{Hmac, Mac};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use sha2::Sha256;
 
 use super::http::{Http, transport_error};
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::WebhookSettings;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 
@@ -17,6 +21,36 @@ use crate::receivers::render;
 pub const SIGNATURE_HEADER: &str = "x-herald-signature";
 /// Unix seconds when the request was sent.
 pub const TIMESTAMP_HEADER: &str = "x-herald-timestamp";
+
+/// `webhook: {url, hmac_secret, headers}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub url: SecretString,
+    #[serde(default)]
+    pub hmac_secret: Option<SecretString>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, SecretString>,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            per_incident: false,
+            sends_resolved: false,
+            default_rate: None,
+            fallback: false,
+        }
+    }
+
+    /// The URL and headers are checked when the receiver is built: a bad one fails each delivery, naming it
+    /// without quoting the secret.
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Webhook::new(self.clone(), shared.http.clone())))
+    }
+}
 
 pub struct Webhook {
     url: Result<reqwest::Url, String>,
@@ -27,7 +61,7 @@ pub struct Webhook {
 }
 
 impl Webhook {
-    pub fn new(settings: WebhookSettings, http: Http) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         let url = reqwest::Url::parse(settings.url.expose_secret())
             .map_err(|e| format!("webhook.url is not a valid URL: {e}"));
         let headers = static_headers(&settings);
@@ -40,7 +74,7 @@ impl Webhook {
     }
 }
 
-fn static_headers(settings: &WebhookSettings) -> Result<HeaderMap, String> {
+fn static_headers(settings: &Config) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in &settings.headers {
         let header = HeaderName::from_bytes(name.as_bytes())
@@ -116,15 +150,14 @@ mod tests {
     use super::*;
     use crate::domain::{Action, Incident};
     use crate::receivers::testing;
-    use std::collections::BTreeMap;
     use std::time::Duration;
     use wiremock::matchers::{body_json, header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     const SECRET_PATH: &str = "/hooks/T0001/s3cr3t-path-token";
 
-    fn settings(url: String) -> WebhookSettings {
-        WebhookSettings {
+    fn settings(url: String) -> Config {
+        Config {
             url: SecretString::from(url),
             hmac_secret: None,
             headers: BTreeMap::new(),
