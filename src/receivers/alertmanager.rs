@@ -36,12 +36,7 @@ fn default_alert_ttl() -> Duration {
 impl Integration for Config {
     /// One alert per incident (its labels are the incident's identity), ended when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: true,
-            sends_resolved: true,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
@@ -170,13 +165,12 @@ impl Receiver for Alertmanager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ResourceRef;
+    use crate::domain::{Kind, Severity};
     use crate::receivers::testing;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
     use std::time::Instant;
-    use wiremock::matchers::{method, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     const INSTALL: &str = "this test needs Alertmanager 0.25: `apt-get install -y prometheus-alertmanager`";
 
@@ -187,49 +181,37 @@ mod tests {
         }
     }
 
+    /// `app` out of sync for an hour, dated by the wall clock: a real Alertmanager reads it too.
     fn incident(app: &str, now: DateTime<Utc>) -> Incident {
-        Incident {
+        let mut i = Incident {
             fingerprint: format!("argocd/{app}/out_of_sync"),
-            kind: crate::domain::Kind::OutOfSync,
-            severity: crate::domain::Severity::Warning,
-            state: crate::domain::IncidentState::Firing,
+            kind: Kind::OutOfSync,
+            severity: Severity::Warning,
             summary: format!("{app} has been OutOfSync for 1h"),
-            app_namespace: "argocd".into(),
             app_name: app.into(),
             project: "payments".into(),
-            team: "payments".into(),
-            destination_cluster: "in-cluster".into(),
-            destination_namespace: "payments".into(),
             app_url: Some(format!("https://argocd.example.com/applications/argocd/{app}")),
             since: now - chrono::Duration::minutes(61),
             fired_at: Some(now - chrono::Duration::minutes(1)),
-            resources: vec![ResourceRef {
-                kind: "Deployment".into(),
-                namespace: "payments".into(),
-                name: "api".into(),
-                status: "OutOfSync".into(),
-                message: String::new(),
-            }],
-            ..Default::default()
-        }
+            ..testing::incident()
+        };
+        i.resources[0].name = "api".into();
+        i.resources[0].status = "OutOfSync".into();
+        i
     }
 
     fn notification(action: Action, app: &str) -> Notification {
         let now = Utc::now();
-        let mut i = incident(app, now);
-        if action == Action::Resolve {
-            i.state = crate::domain::IncidentState::Resolved;
-            i.resolved_at = Some(now);
-        }
-        Notification {
-            receiver: "team-am".into(),
-            action,
-            thread_key: i.fingerprint.clone(),
-            title: format!("{app}: out of sync"),
-            reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
-            incidents: vec![i],
-            created_at: now,
-        }
+        let mut n = testing::notification(action);
+        n.incidents = vec![Incident {
+            state: n.incidents[0].state,
+            resolved_at: (action == Action::Resolve).then_some(now),
+            ..incident(app, now)
+        }];
+        n.thread_key = n.incidents[0].fingerprint.clone();
+        n.title = format!("{app}: out of sync");
+        n.created_at = now;
+        n
     }
 
     fn expected_labels(app: &str) -> serde_json::Value {
@@ -388,12 +370,7 @@ mod tests {
     #[tokio::test]
     async fn posts_one_alert_per_incident_with_non_empty_labels() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/am/api/v2/alerts"))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, "/am/api/v2/alerts", ResponseTemplate::new(200), 1).await;
         let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), testing::http());
         let mut n = notification(Action::Resolve, "payments-api");
         let mut bare = incident("orphan", n.created_at);
@@ -420,12 +397,13 @@ mod tests {
         }
         assert_eq!(
             body[1]["labels"],
+            // Project and team are empty, so they are left out (the kind is typed: it is never empty).
             serde_json::json!({
                 "alertname": "herald_out_of_sync",
                 "app": "orphan",
                 "app_namespace": "argocd",
-                "severity": "warning",
                 "kind": "out_of_sync",
+                "severity": "warning",
                 "fingerprint": "argocd/orphan/out_of_sync",
             })
         );
@@ -435,12 +413,13 @@ mod tests {
 
     async fn failing_with(status: u16, body: &str) -> DeliveryError {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/api/v2/alerts"))
-            .respond_with(ResponseTemplate::new(status).set_body_string(body))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(
+            &server,
+            "/api/v2/alerts",
+            ResponseTemplate::new(status).set_body_string(body),
+            1,
+        )
+        .await;
         let receiver = Alertmanager::new(settings(server.uri()), testing::http());
         receiver
             .deliver(&notification(Action::Open, "payments-api"), None)

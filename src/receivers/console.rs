@@ -23,10 +23,9 @@ impl Integration for Config {
     /// The console shows resolves too, and is where notifications go when no team claims them.
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            per_incident: false,
             sends_resolved: true,
-            default_rate: None,
             fallback: true,
+            ..Capabilities::MESSAGES
         }
     }
 

@@ -25,12 +25,7 @@ pub struct Config {
 
 impl Integration for Config {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: false,
-            sends_resolved: false,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::MESSAGES
     }
 
     fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use super::DeliveryError;
@@ -31,22 +32,57 @@ impl Http {
         &self.clock
     }
 
+    /// "Now", as a [`SystemTime`] (what HTTP dates are compared with).
+    pub fn now(&self) -> SystemTime {
+        SystemTime::from(self.clock.now())
+    }
+
     /// The response's `Retry-After`, in seconds or as an HTTP date.
-    pub fn retry_after(&self, resp: &reqwest::Response) -> Option<Duration> {
+    pub fn retry_after(&self, headers: &HeaderMap) -> Option<Duration> {
         parse_retry_after(
-            resp.headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok()),
-            SystemTime::from(self.clock.now()),
+            headers.get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()),
+            self.now(),
         )
+    }
+
+    /// The shared classification of a failed response, with its Retry-After.
+    pub fn classify(&self, status: u16, headers: &HeaderMap, body: &str) -> DeliveryError {
+        classify_status(status, self.retry_after(headers), body)
     }
 
     /// Reads a failed response into the shared classification.
     pub async fn error_from_response(&self, resp: reqwest::Response) -> DeliveryError {
         let status = resp.status().as_u16();
-        let retry_after = self.retry_after(&resp);
+        let headers = resp.headers().clone();
         let body = resp.text().await.unwrap_or_default();
-        classify_status(status, retry_after, &body)
+        self.classify(status, &headers, &body)
+    }
+
+    /// Sends a request of a REST API: a 2xx answers its body (possibly empty); anything else is `classify`'s
+    /// failure (status, headers, body), keeping the status so callers can react to one (a 404 on a remembered
+    /// issue means "look for it again").
+    pub async fn call(
+        &self,
+        request: reqwest::RequestBuilder,
+        classify: impl FnOnce(u16, &HeaderMap, &str) -> DeliveryError,
+    ) -> Result<String, CallError> {
+        let resp = request.send().await.map_err(|e| CallError {
+            status: None,
+            error: transport_error(e),
+        })?;
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            let headers = resp.headers().clone();
+            let body = resp.text().await.unwrap_or_default();
+            return Err(CallError {
+                status: Some(status),
+                error: classify(status, &headers, &body),
+            });
+        }
+        resp.text().await.map_err(|e| CallError {
+            status: Some(status),
+            error: transport_error(e),
+        })
     }
 
     /// POSTs a JSON body to an incoming-webhook URL; any 2xx is success and its body is returned. Failures go
@@ -71,6 +107,34 @@ impl Http {
         }
         Ok(resp.text().await.unwrap_or_default())
     }
+}
+
+/// A failed [`Http::call`]: the failure, and the HTTP status when there was a response.
+pub struct CallError {
+    pub status: Option<u16>,
+    pub error: DeliveryError,
+}
+
+impl CallError {
+    /// The same failure reworded (prefixed, secrets removed); the status is kept.
+    pub fn map(self, f: impl FnOnce(DeliveryError) -> DeliveryError) -> Self {
+        Self {
+            status: self.status,
+            error: f(self.error),
+        }
+    }
+}
+
+impl From<CallError> for DeliveryError {
+    fn from(e: CallError) -> Self {
+        e.error
+    }
+}
+
+/// Reads a 2xx JSON body. An unreadable one is transient: something between Herald and the API may have answered,
+/// and a retry looks again before it creates anything.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, DeliveryError> {
+    serde_json::from_str(body).map_err(|e| DeliveryError::transient(format!("unexpected response ({e})")))
 }
 
 /// The one status-code → retry table: 408, 425, 429 and 5xx (but 501) are worth retrying; other 4xx are not.

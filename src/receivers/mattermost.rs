@@ -24,12 +24,7 @@ pub struct Config {
 
 impl Integration for Config {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: false,
-            sends_resolved: false,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::MESSAGES
     }
 
     fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
@@ -90,8 +85,7 @@ impl Receiver for Mattermost {
 
 #[cfg(test)]
 mod tests {
-    use wiremock::matchers::{method, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     use super::*;
     use crate::domain::Action;
@@ -113,12 +107,7 @@ mod tests {
     #[tokio::test]
     async fn mattermost_posts_markdown_text() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
         let out = mattermost(&server, None)
             .deliver(&testing::notification(Action::Open), None)
@@ -145,12 +134,7 @@ mod tests {
     #[tokio::test]
     async fn mattermost_uses_the_template_and_a_broken_template_is_permanent() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
         mattermost(
             &server,

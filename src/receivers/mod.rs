@@ -92,6 +92,8 @@ impl DeliveryError {
     }
 }
 
+/// One integration's delivery. What it can do ([`Capabilities`]) is asked of its settings block instead
+/// ([`Integration::capabilities`]): the pipeline needs it before any receiver is built.
 #[async_trait::async_trait]
 pub trait Receiver: Send + Sync {
     /// Delivers one notification. `memo` is what this receiver returned last time for the same `thread_key`.
@@ -135,6 +137,23 @@ pub struct Capabilities {
     pub default_rate: Option<f64>,
     /// Receives what no team claims when the default team has no receivers, so nothing is dropped silently.
     pub fallback: bool,
+}
+
+impl Capabilities {
+    /// One message per group; resolves only with `send_resolved: true` (chat, e-mail, webhooks).
+    pub const MESSAGES: Capabilities = Capabilities {
+        per_incident: false,
+        sends_resolved: false,
+        default_rate: None,
+        fallback: false,
+    };
+    /// One ticket, page or alert per incident, resolved with it.
+    pub const PER_INCIDENT: Capabilities = Capabilities {
+        per_incident: true,
+        sends_resolved: true,
+        default_rate: None,
+        fallback: false,
+    };
 }
 
 /// An integration's settings block (`slack: {...}`, `jira: {...}`). No method has a default: an integration that

@@ -24,12 +24,7 @@ pub struct Config {
 
 impl Integration for Config {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: false,
-            sends_resolved: false,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::MESSAGES
     }
 
     fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
@@ -300,12 +295,7 @@ mod tests {
     #[tokio::test]
     async fn teams_resolve_is_a_new_green_card_and_200_is_success_too() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200), 1).await;
 
         let out = teams(&server)
             .deliver(&testing::notification(Action::Resolve), Some(&json!({"ignored": true})))

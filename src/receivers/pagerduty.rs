@@ -52,12 +52,7 @@ fn default_url() -> String {
 impl Integration for Config {
     /// One alert per incident, resolved when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: true,
-            sends_resolved: true,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
@@ -211,63 +206,20 @@ impl Receiver for PagerDuty {
 mod tests {
     use std::time::Duration;
 
-    use chrono::{DateTime, TimeZone, Utc};
     use secrecy::SecretString;
     use serde_json::{Value, json};
     use wiremock::matchers::{any, body_json, method, path};
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::domain::{Hint, ResourceRef};
-    use crate::receivers::testing;
+    use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, refuse_anything_else};
 
     const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
-    const FINGERPRINT: &str = "argocd/payments:degraded";
-    const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
-
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap()
-    }
 
     fn note(action: Action) -> Notification {
-        let incident = Incident {
-            fingerprint: FINGERPRINT.into(),
-            kind: crate::domain::Kind::Degraded,
-            severity: crate::domain::Severity::Critical,
-            state: crate::domain::IncidentState::Firing,
-            summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
-            app_namespace: "argocd".into(),
-            app_name: "payments".into(),
-            project: "shop".into(),
-            team: "payments".into(),
-            destination_cluster: "in-cluster".into(),
-            destination_namespace: "payments".into(),
-            app_url: Some(APP_URL.into()),
-            since: now() - chrono::Duration::minutes(5),
-            fired_at: Some(now()),
-            resources: vec![ResourceRef {
-                kind: "Deployment".into(),
-                namespace: "payments".into(),
-                name: "payments-api".into(),
-                status: "Degraded".into(),
-                message: "exceeded its progress deadline".into(),
-            }],
-            messages: vec!["Back-off pulling image".into()],
-            hints: vec![Hint {
-                id: "image_pull".into(),
-                title: "Check the image".into(),
-                text: "The tag may not exist.".into(),
-            }],
-            ..Default::default()
-        };
         Notification {
-            receiver: "team-pd".into(),
-            action,
-            thread_key: FINGERPRINT.into(),
             title: "[FIRING] payments is Degraded".into(),
-            reason: "fired".into(),
-            incidents: vec![incident],
-            created_at: now(),
+            ..testing::notification(action)
         }
     }
 
@@ -277,17 +229,6 @@ mod tests {
             routing_key: SecretString::from(ROUTING_KEY),
         };
         PagerDuty::new(settings, testing::http())
-    }
-
-    /// Any request no other mock expects fails the test (on drop of the server).
-    async fn refuse_anything_else(server: &MockServer) {
-        Mock::given(any())
-            .respond_with(ResponseTemplate::new(599))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("an unexpected request")
-            .mount(server)
-            .await;
     }
 
     async fn enqueue_answers(server: &MockServer, template: ResponseTemplate, times: u64) {
@@ -307,17 +248,7 @@ mod tests {
     }
 
     async fn sent(server: &MockServer) -> Vec<Value> {
-        server
-            .received_requests()
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.body_json().unwrap())
-            .collect()
-    }
-
-    fn error_text(e: &DeliveryError) -> String {
-        format!("{e} {e:?}")
+        testing::requests(server).await.iter().map(testing::json).collect()
     }
 
     #[tokio::test]

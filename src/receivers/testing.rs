@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
-use wiremock::matchers::any;
+use wiremock::matchers::{self, any, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::DeliveryError;
@@ -102,11 +102,14 @@ pub async fn refuse_anything_else(server: &MockServer) {
         .await;
 }
 
-/// A server that answers any request with `answer`, and expects exactly one.
-pub async fn answering_once(answer: ResponseTemplate) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(any()).respond_with(answer).expect(1).mount(&server).await;
-    server
+/// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
+pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
+    Mock::given(method("POST"))
+        .and(matchers::path(path))
+        .respond_with(answer)
+        .expect(times)
+        .mount(server)
+        .await;
 }
 
 /// Every request the server saw, oldest first (so a test fails on extra requests, not only on missing ones).

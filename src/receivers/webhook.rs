@@ -35,12 +35,7 @@ pub struct Config {
 
 impl Integration for Config {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: false,
-            sends_resolved: false,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::MESSAGES
     }
 
     /// The URL and headers are checked when the receiver is built: a bad one fails each delivery, naming it
@@ -147,12 +142,16 @@ impl Receiver for Webhook {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::domain::{Action, Incident};
-    use crate::receivers::testing;
+    use std::sync::Arc;
     use std::time::Duration;
+
     use wiremock::matchers::{body_json, header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::domain::{Action, Incident};
+    use crate::receivers::testing;
 
     const SECRET_PATH: &str = "/hooks/T0001/s3cr3t-path-token";
 
@@ -164,36 +163,27 @@ mod tests {
         }
     }
 
+    /// Two applications of the payments team, with summaries that need escaping in JSON.
     fn notification() -> Notification {
-        let now = chrono::Utc::now();
-        let mut n = Notification::test("team-hook", now);
-        n.action = Action::Open;
+        let mut n = testing::notification(Action::Open);
+        n.receiver = "team-hook".into();
         n.thread_key = "team=payments,kind=degraded".into();
         n.title = "2 applications degraded".into();
-        n.reason = "fired".into();
         n.incidents = ["payments-api", "payments-worker"]
             .iter()
             .map(|app| Incident {
                 fingerprint: format!("argocd/{app}/degraded"),
-                kind: crate::domain::Kind::Degraded,
-                severity: crate::domain::Severity::Warning,
-                state: crate::domain::IncidentState::Firing,
                 summary: format!("{app} is Degraded: \"quoted\" <and> escaped"),
-                app_namespace: "argocd".into(),
                 app_name: app.to_string(),
-                team: "payments".into(),
-                since: now,
-                ..Default::default()
+                ..testing::incident()
             })
             .collect();
         n
     }
 
+    /// The secret path of the URL, in parts, and a header value.
     fn assert_no_secret(e: &DeliveryError) {
-        let s = format!("{e} {e:?}");
-        assert!(!s.contains("s3cr3t"), "the URL leaked: {s}");
-        assert!(!s.contains("hooks/T0001"), "the URL leaked: {s}");
-        assert!(!s.contains("Bearer xyz"), "a header value leaked: {s}");
+        testing::assert_no_secret(e, &["s3cr3t", "hooks/T0001", "Bearer xyz"]);
     }
 
     #[tokio::test]
@@ -244,17 +234,13 @@ mod tests {
     #[tokio::test]
     async fn with_an_hmac_secret_the_exact_body_bytes_are_signed() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(SECRET_PATH))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, SECRET_PATH, ResponseTemplate::new(200), 1).await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.hmac_secret = Some(SecretString::from("shared-signing-key".to_string()));
-        let hook = Webhook::new(s, testing::http());
+        // The timestamp comes from Herald's clock, not the machine's.
+        let clock = Arc::new(ManualClock::new(testing::now()));
+        let hook = Webhook::new(s, Http::new(reqwest::Client::new(), clock));
 
-        let before = chrono::Utc::now().timestamp();
         hook.deliver(&notification(), None).await.unwrap();
 
         let requests = server.received_requests().await.unwrap();
@@ -272,7 +258,7 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        assert!(ts >= before && ts <= chrono::Utc::now().timestamp(), "{ts}");
+        assert_eq!(ts, testing::now().timestamp());
     }
 
     #[test]
@@ -286,12 +272,7 @@ mod tests {
 
     async fn failing_with(response: ResponseTemplate) -> DeliveryError {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(SECRET_PATH))
-            .respond_with(response)
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, SECRET_PATH, response, 1).await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));

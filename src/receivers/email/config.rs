@@ -42,12 +42,7 @@ fn default_smtp_timeout() -> Duration {
 impl Integration for Config {
     /// A mailbox is no place for "it recovered" unless asked for (`send_resolved: true`).
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: false,
-            sends_resolved: false,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::MESSAGES
     }
 
     fn validate(&self, path: &str, sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

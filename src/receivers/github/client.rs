@@ -13,22 +13,10 @@ use serde_json::{Value, json};
 use super::{Github, TITLE_MAX_CHARS, body, one_line};
 use crate::domain::Notification;
 use crate::receivers::DeliveryError;
-use crate::receivers::http::{classify_status, parse_retry_after, transport_error};
+use crate::receivers::http::{CallError, classify_status, parse_json, parse_retry_after};
 use crate::receivers::render::truncate;
 
 const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
-
-/// A failed call. Keeps the status so a remembered issue that is gone (404, 410) can be looked up again.
-pub(super) struct CallError {
-    pub(super) status: Option<u16>,
-    pub(super) error: DeliveryError,
-}
-
-impl From<CallError> for DeliveryError {
-    fn from(e: CallError) -> Self {
-        e.error
-    }
-}
 
 #[derive(Debug, Deserialize)]
 pub(super) struct IssueRef {
@@ -94,24 +82,9 @@ impl Github {
         if let Some(body) = body {
             rb = rb.json(body);
         }
-        let resp = rb.send().await.map_err(|e| CallError {
-            status: None,
-            error: self.redact(what, transport_error(e)),
-        })?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let headers = resp.headers().clone();
-            let text = resp.text().await.unwrap_or_default();
-            let error = classify(status, &headers, &text, SystemTime::from(self.http.clock().now()));
-            return Err(CallError {
-                status: Some(status),
-                error: self.redact(what, error),
-            });
-        }
-        resp.text().await.map_err(|e| CallError {
-            status: Some(status),
-            error: self.redact(what, transport_error(e)),
-        })
+        let classify = |status: u16, headers: &HeaderMap, body: &str| classify(status, headers, body, self.http.now());
+        let answer = self.http.call(rb, classify).await;
+        answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 
     pub(super) fn url(&self, path: &str) -> Result<reqwest::Url, DeliveryError> {
@@ -121,8 +94,7 @@ impl Github {
 
     /// Reads a 2xx body. An unreadable one is transient: a retry looks before it creates anything again.
     pub(super) fn parse<T: serde::de::DeserializeOwned>(&self, what: &str, body: &str) -> Result<T, DeliveryError> {
-        serde_json::from_str(body)
-            .map_err(|e| self.redact(what, DeliveryError::transient(format!("unexpected response ({e})"))))
+        parse_json(body).map_err(|e| self.redact(what, e))
     }
 
     /// The newest open issue (not pull request) carrying the fingerprint label.

@@ -254,12 +254,13 @@ async fn a_new_occurrence_after_a_resolve_looks_again_and_opens_a_new_issue() {
 #[tokio::test]
 async fn a_remembered_issue_that_was_deleted_is_replaced() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues/41/comments")))
-        .respond_with(ResponseTemplate::new(410).set_body_json(json!({ "message": "This issue was deleted" })))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        &format!("{REPO}/issues/41/comments"),
+        ResponseTemplate::new(410).set_body_json(json!({ "message": "This issue was deleted" })),
+        1,
+    )
+    .await;
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
     refuse_anything_else(&server).await;
@@ -276,12 +277,7 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
 /// One failing comment on a remembered issue, answered with `template`.
 async fn comment_fails_with(template: ResponseTemplate) -> DeliveryError {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues/42/comments")))
-        .respond_with(template)
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, &format!("{REPO}/issues/42/comments"), template, 1).await;
     refuse_anything_else(&server).await;
     let memo = json!({ "number": 42 });
     github(&server)
@@ -354,16 +350,15 @@ async fn other_client_errors_are_permanent_and_server_errors_transient() {
         // 404 on a remembered issue means "look again": use the create path for the statuses themselves.
         let server = MockServer::start().await;
         open_issues_are(&server, json!([])).await;
-        Mock::given(method("POST"))
-            .and(path(format!("{REPO}/issues")))
-            .respond_with(
-                ResponseTemplate::new(status)
-                    .insert_header("x-ratelimit-remaining", "4999")
-                    .set_body_json(json!({ "message": "Validation Failed" })),
-            )
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(
+            &server,
+            &format!("{REPO}/issues"),
+            ResponseTemplate::new(status)
+                .insert_header("x-ratelimit-remaining", "4999")
+                .set_body_json(json!({ "message": "Validation Failed" })),
+            1,
+        )
+        .await;
         refuse_anything_else(&server).await;
 
         let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use reqwest::Method;
+use reqwest::header::HeaderMap;
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -11,23 +12,11 @@ use serde_json::{Value, json};
 use super::{Jira, summary};
 use crate::domain::Notification;
 use crate::receivers::DeliveryError;
-use crate::receivers::http::transport_error;
+use crate::receivers::http::{CallError, parse_json};
 
 /// Issues per search page, and how many pages we read at most (one fingerprint rarely has more than a few).
 const SEARCH_PAGE_SIZE: u64 = 50;
 const SEARCH_MAX_PAGES: usize = 10;
-
-/// A failed call. Keeps the status so a remembered issue that is gone (404) can be looked up again.
-pub(super) struct CallError {
-    pub(super) status: Option<u16>,
-    pub(super) error: DeliveryError,
-}
-
-impl From<CallError> for DeliveryError {
-    fn from(e: CallError) -> Self {
-        e.error
-    }
-}
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct SearchPage {
@@ -144,28 +133,14 @@ impl Jira {
         if let Some(body) = body {
             rb = rb.json(body);
         }
-        let resp = rb.send().await.map_err(|e| CallError {
-            status: None,
-            error: self.redact(what, transport_error(e)),
-        })?;
-        let status = resp.status().as_u16();
-        if !resp.status().is_success() {
-            let error = self.redact(what, self.http.error_from_response(resp).await);
-            return Err(CallError {
-                status: Some(status),
-                error,
-            });
-        }
-        resp.text().await.map_err(|e| CallError {
-            status: Some(status),
-            error: self.redact(what, transport_error(e)),
-        })
+        let classify = |status: u16, headers: &HeaderMap, body: &str| self.http.classify(status, headers, body);
+        let answer = self.http.call(rb, classify).await;
+        answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 
     /// Reads a 2xx body. An unreadable one is transient: a retry searches before it creates anything again.
     pub(super) fn parse<T: serde::de::DeserializeOwned>(&self, what: &str, body: &str) -> Result<T, DeliveryError> {
-        serde_json::from_str(body)
-            .map_err(|e| self.redact(what, DeliveryError::transient(format!("unexpected response ({e})"))))
+        parse_json(body).map_err(|e| self.redact(what, e))
     }
 
     /// Issues carrying the fingerprint label, newest first.

@@ -51,12 +51,7 @@ fn default_issue_type() -> String {
 impl Integration for Config {
     /// One issue per incident, commented on and transitioned when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            per_incident: true,
-            sends_resolved: true,
-            default_rate: None,
-            fallback: false,
-        }
+        Capabilities::PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

@@ -320,16 +320,7 @@ async fn cloud_search_follows_the_next_page_token() {
         .with_priority(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/rest/api/3/search/jql"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "issues": [issue("PAY-5", "done", Some(now() - chrono::Duration::days(9)))],
-            "isLast": false,
-            "nextPageToken": "page-2",
-        })))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, "/rest/api/3/search/jql", ResponseTemplate::new(200).set_body_json(json!({ "issues": [issue("PAY-5", "done", Some(now() - chrono::Duration::days(9)))], "isLast": false, "nextPageToken": "page-2", })), 1).await;
     comment_expected(&server, Api::Cloud, "PAY-2", 1).await;
     refuse_anything_else(&server).await;
 
@@ -567,12 +558,13 @@ async fn a_reopen_transition_the_workflow_does_not_offer_falls_back_to_a_new_iss
 #[tokio::test]
 async fn a_remembered_issue_that_was_deleted_is_replaced() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/rest/api/3/issue/PAY-1/comment"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(json!({ "errorMessages": ["Issue does not exist"] })))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/rest/api/3/issue/PAY-1/comment",
+        ResponseTemplate::new(404).set_body_json(json!({ "errorMessages": ["Issue does not exist"] })),
+        1,
+    )
+    .await;
     search_finds(&server, Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
     refuse_anything_else(&server).await;
@@ -621,12 +613,13 @@ async fn resolve_with_nothing_open_changes_nothing() {
 #[tokio::test]
 async fn rate_limited_is_transient_with_the_servers_retry_after() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/rest/api/3/search/jql"))
-        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "30"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/rest/api/3/search/jql",
+        ResponseTemplate::new(429).insert_header("Retry-After", "30"),
+        1,
+    )
+    .await;
     refuse_anything_else(&server).await;
 
     let err = jira(&server, Api::Cloud)
@@ -653,21 +646,23 @@ async fn statuses_are_classified_by_the_shared_table() {
     ];
     for (status, transient) in cases {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/rest/api/2/issue/PAY-12/comment"))
-            .respond_with(ResponseTemplate::new(status).set_body_json(json!({ "errorMessages": ["nope"] })))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(
+            &server,
+            "/rest/api/2/issue/PAY-12/comment",
+            ResponseTemplate::new(status).set_body_json(json!({ "errorMessages": ["nope"] })),
+            1,
+        )
+        .await;
         // A 404 on a remembered issue looks for it again; nothing is found and a new one is created…
         if status == 404 {
             search_finds(&server, Api::Datacenter, vec![]).await;
-            Mock::given(method("POST"))
-                .and(path("/rest/api/2/issue"))
-                .respond_with(ResponseTemplate::new(404).set_body_string("project PAY does not exist"))
-                .expect(1)
-                .mount(&server)
-                .await;
+            testing::expect_post(
+                &server,
+                "/rest/api/2/issue",
+                ResponseTemplate::new(404).set_body_string("project PAY does not exist"),
+                1,
+            )
+            .await;
         }
         refuse_anything_else(&server).await;
 
@@ -691,14 +686,14 @@ async fn statuses_are_classified_by_the_shared_table() {
 async fn a_create_rejected_as_bad_request_is_permanent_and_says_why() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![]).await;
-    Mock::given(method("POST"))
-        .and(path("/rest/api/3/issue"))
-        .respond_with(ResponseTemplate::new(400).set_body_json(json!({
-            "errorMessages": [], "errors": { "issuetype": "Specify a valid issue type" }
-        })))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/rest/api/3/issue",
+        ResponseTemplate::new(400)
+            .set_body_json(json!({ "errorMessages": [], "errors": { "issuetype": "Specify a valid issue type" } })),
+        1,
+    )
+    .await;
     refuse_anything_else(&server).await;
 
     let err = jira(&server, Api::Cloud)

@@ -79,7 +79,7 @@ impl Slack {
                 .apply(DeliveryError::prefixed(&format!("slack {method}"), e))
                 .into());
         }
-        let retry_after = self.http.retry_after(&resp);
+        let retry_after = self.http.retry_after(resp.headers());
         let text = resp.text().await.unwrap_or_default();
         let value: Value = serde_json::from_str(&text).map_err(|_| {
             // Something between us and Slack answered; the message may not have been posted.

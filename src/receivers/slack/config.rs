@@ -32,10 +32,9 @@ impl Integration for Config {
     /// A bot edits the first message to show the resolve; Slack allows about one message per second per channel.
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            per_incident: false,
             sends_resolved: true,
             default_rate: Some(1.0),
-            fallback: false,
+            ..Capabilities::MESSAGES
         }
     }
 

@@ -72,12 +72,7 @@ async fn received(server: &MockServer) -> Vec<(String, Value)> {
 #[tokio::test]
 async fn webhook_posts_text_and_blocks_and_accepts_ok() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(HOOK_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
     let out = webhook(&server)
         .deliver(&notification(Action::Open), None)
@@ -122,12 +117,7 @@ async fn webhook_posts_text_and_blocks_and_accepts_ok() {
 #[tokio::test]
 async fn webhook_resolve_is_a_new_message_saying_resolved() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(HOOK_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
     let out = webhook(&server)
         .deliver(&notification(Action::Resolve), Some(&memo()))
@@ -149,12 +139,13 @@ async fn webhook_rejections_are_permanent() {
         (410, "channel_is_archived"),
     ] {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(HOOK_PATH))
-            .respond_with(ResponseTemplate::new(status).set_body_string(body))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(
+            &server,
+            HOOK_PATH,
+            ResponseTemplate::new(status).set_body_string(body),
+            1,
+        )
+        .await;
 
         let e = webhook(&server)
             .deliver(&notification(Action::Open), None)
@@ -265,12 +256,13 @@ async fn bot_open_posts_to_the_channel_and_keeps_channel_and_ts_as_memo() {
 #[tokio::test]
 async fn bot_open_with_an_old_memo_starts_a_new_thread() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/api/chat.postMessage",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})),
+        1,
+    )
+    .await;
 
     let out = bot(&server)
         .deliver(&notification(Action::Open), Some(&memo()))
@@ -358,12 +350,13 @@ async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
 #[tokio::test]
 async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})))
-        .expect(2)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/api/chat.postMessage",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})),
+        2,
+    )
+    .await;
 
     let slack = bot(&server);
     let update = slack.deliver(&notification(Action::Update), None).await.unwrap();
@@ -382,12 +375,13 @@ async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
 #[tokio::test]
 async fn bot_resolve_of_a_deleted_first_message_starts_a_new_thread() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.update"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "message_not_found"})))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/api/chat.update",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "message_not_found"})),
+        1,
+    )
+    .await;
     Mock::given(method("POST"))
         .and(path("/api/chat.postMessage"))
         .and(body_partial_json(json!({"channel": "#payments"})))
@@ -410,12 +404,13 @@ async fn bot_resolve_of_a_deleted_first_message_starts_a_new_thread() {
 #[tokio::test]
 async fn bot_resolve_of_a_message_that_cannot_be_edited_still_replies_in_its_thread() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.update"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "edit_window_closed"})))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(
+        &server,
+        "/api/chat.update",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "edit_window_closed"})),
+        1,
+    )
+    .await;
     Mock::given(method("POST"))
         .and(path("/api/chat.postMessage"))
         .and(body_partial_json(json!({"thread_ts": "1700000000.000100"})))
@@ -435,12 +430,7 @@ async fn bot_resolve_of_a_message_that_cannot_be_edited_still_replies_in_its_thr
 
 async fn bot_answering(answer: ResponseTemplate) -> DeliveryError {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .respond_with(answer)
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, "/api/chat.postMessage", answer, 1).await;
     let e = bot(&server)
         .deliver(&notification(Action::Open), None)
         .await
@@ -589,12 +579,7 @@ fn text_from_argo_cd_cannot_inject_slack_markup() {
 #[tokio::test]
 async fn a_template_becomes_the_text_and_the_message_body() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path(HOOK_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
     let settings = Config {
         webhook_url: Some(SecretString::from(format!("{}{HOOK_PATH}", server.uri()))),
         token: None,
