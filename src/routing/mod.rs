@@ -286,6 +286,6 @@ routes:
             &l,
             now + chrono::Duration::minutes(2)
         ));
-        assert!(!is_silenced(&[s], &labels("pay", "x", "other", "b"), now));
+        assert!(!is_silenced(&[s], &labels("pay", "degraded", "other", "b"), now));
     }
 }
