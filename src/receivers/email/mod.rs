@@ -2,7 +2,7 @@
 //! pooled lettre transport per receiver (plain, STARTTLS or implicit TLS; optional AUTH and an extra trusted CA).
 //! Messages of one thread are chained with `In-Reply-To`/`References` so mail clients show them as a conversation.
 //!
-//! The connection (scheme, TLS, AUTH, CA) is set up in [`transport`].
+//! The connection (scheme, TLS, AUTH, CA) is set up in `transport`.
 
 mod config;
 #[cfg(test)]

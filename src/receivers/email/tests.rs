@@ -1,3 +1,6 @@
+//! The e-mail receiver against a real SMTP server (aiosmtpd): multipart messages, threading, pooled connections,
+//! STARTTLS and implicit TLS, AUTH, refused and deferred recipients, timeouts, templates, settings checks.
+
 use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
@@ -15,6 +18,11 @@ fn smtp(url: String) -> SmtpSettings {
         ca_file: None,
         timeout: Duration::from_secs(5),
     }
+}
+
+/// The e-mail receiver for `payments@` and `oncall@` (cc `lead@`), sending through `smtp`.
+fn email(smtp: SmtpSettings) -> Email {
+    Email::new(mail_settings(), Some(smtp), None, testing::clock()).unwrap()
 }
 
 fn mail_settings() -> Config {
@@ -68,13 +76,7 @@ fn assert_is_the_sync_failed_message(m: &serde_json::Value) {
 async fn a_firing_group_is_mailed_as_text_and_html_over_plain_smtp() {
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start(dir.path(), &[]);
-    let email = Email::new(
-        mail_settings(),
-        Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
-        None,
-        testing::clock(),
-    )
-    .unwrap();
+    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
 
     let delivered = email.deliver(&notification(Action::Open), None).await.unwrap();
 
@@ -91,13 +93,7 @@ async fn a_firing_group_is_mailed_as_text_and_html_over_plain_smtp() {
 async fn updates_and_the_resolve_reply_to_the_first_message_through_one_pooled_connection() {
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start(dir.path(), &[]);
-    let email = Email::new(
-        mail_settings(),
-        Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
-        None,
-        testing::clock(),
-    )
-    .unwrap();
+    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
 
     let first = email.deliver(&notification(Action::Open), None).await.unwrap();
     let memo = first.memo.clone().unwrap();
@@ -143,13 +139,13 @@ async fn starttls_to_a_relay_with_a_self_signed_certificate_trusted_through_ca_f
     let url = format!("smtp://127.0.0.1:{}?tls=required", server.port);
 
     // Without the CA the certificate is refused, and retrying may help once the relay's certificate is fixed.
-    let untrusting = Email::new(mail_settings(), Some(smtp(url.clone())), None, testing::clock()).unwrap();
+    let untrusting = email(smtp(url.clone()));
     let err = untrusting.deliver(&notification(Action::Open), None).await.unwrap_err();
     assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
 
     let mut settings = smtp(url);
     settings.ca_file = Some(cert.display().to_string());
-    let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
+    let email = email(settings);
     email.deliver(&notification(Action::Open), None).await.unwrap();
 
     let messages = server.messages(1);
@@ -172,7 +168,7 @@ async fn implicit_tls_with_smtps() {
     );
     let mut settings = smtp(format!("smtps://127.0.0.1:{}", server.port));
     settings.ca_file = Some(cert.display().to_string());
-    let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
+    let email = email(settings);
 
     email.deliver(&notification(Action::Open), None).await.unwrap();
 
@@ -187,7 +183,7 @@ async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent
         let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
         s.username = Some("herald".into());
         s.password = Some(SecretString::from(password.to_string()));
-        Email::new(mail_settings(), Some(s), None, testing::clock()).unwrap()
+        email(s)
     };
 
     let err = with_password("wrong-Pa55word")
@@ -236,13 +232,7 @@ async fn a_refused_recipient_is_permanent_and_a_deferred_one_is_transient() {
 #[tokio::test]
 async fn a_relay_that_is_down_is_transient() {
     let port = free_port();
-    let email = Email::new(
-        mail_settings(),
-        Some(smtp(format!("smtp://127.0.0.1:{port}"))),
-        None,
-        testing::clock(),
-    )
-    .unwrap();
+    let email = email(smtp(format!("smtp://127.0.0.1:{port}")));
     let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();
     assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
 }
@@ -259,7 +249,7 @@ async fn a_relay_that_accepts_but_never_answers_times_out_as_transient() {
     });
     let mut settings = smtp(format!("smtp://127.0.0.1:{port}"));
     settings.timeout = Duration::from_millis(500);
-    let email = Email::new(mail_settings(), Some(settings), None, testing::clock()).unwrap();
+    let email = email(settings);
 
     let started = Instant::now();
     let err = email.deliver(&notification(Action::Open), None).await.unwrap_err();

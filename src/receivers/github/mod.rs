@@ -4,7 +4,7 @@
 //! comments and closes the issue as completed. Primary and secondary rate limits come back as transient failures
 //! carrying how long to wait.
 //!
-//! The REST calls and the rate-limit classification are in [`client`].
+//! The REST calls and the rate-limit classification are in `client`.
 
 mod client;
 mod config;

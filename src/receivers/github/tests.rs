@@ -1,3 +1,6 @@
+//! The GitHub receiver against a wiremock GitHub: the issue lifecycle (find by label, create, comment, close),
+//! primary and secondary rate limits, and the token kept out of failures.
+
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;

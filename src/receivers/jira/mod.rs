@@ -6,7 +6,7 @@
 //! create. Updates comment, resolve comments then applies `resolve_transition`, and a new occurrence reopens the
 //! last issue (`reopen_transition`) when it was resolved within `reopen_window` (no window: any age).
 //!
-//! The REST calls are in [`client`]; the issue text is rendered as ADF ([`adf`]) or wiki markup ([`wiki`]).
+//! The REST calls are in `client`; the issue text is rendered as ADF (`adf`) or wiki markup (`wiki`).
 
 mod adf;
 mod client;

@@ -1,3 +1,6 @@
+//! The Jira receiver against a wiremock Jira (Cloud and Data Center): the issue lifecycle (search by label,
+//! create, comment, resolve, reopen), ADF and wiki rendering, the status table, and the token kept out of failures.
+
 use std::time::Duration;
 
 use chrono::TimeZone;

@@ -1,7 +1,7 @@
 //! The Slack receiver: Block Kit messages through an incoming webhook (one new message per action), or through a
 //! bot token and the Web API, where the first message's `{channel, ts}` is the memo: updates reply in its thread,
 //! a resolve edits it (`chat.update`) to show RESOLVED and replies in the thread.
-//! The Block Kit rendering is in [`blocks`], the Web API calls and their `ok:false` error → retry mapping in [`api`].
+//! The Block Kit rendering is in `blocks`, the Web API calls and their `ok:false` error → retry mapping in `api`.
 
 mod api;
 mod blocks;

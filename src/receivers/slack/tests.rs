@@ -1,3 +1,6 @@
+//! The Slack receiver against a wiremock Slack: incoming webhooks, the Web API's threading and edits, its
+//! `ok:false` codes, Block Kit limits and escaping, and secrets kept out of failures.
+
 use std::time::Duration;
 
 use secrecy::SecretString;
