@@ -301,8 +301,9 @@ async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode>
         eprintln!("no receiver {name:?}; configured: {}", names.join(", "));
         return Ok(ExitCode::from(2));
     };
-    let receiver = crate::receivers::build(rs, &crate::receivers::Shared::new(settings.clone()))?;
-    let n = crate::domain::Notification::test(&name, chrono::Utc::now());
+    let clock: crate::clock::SharedClock = Arc::new(crate::clock::SystemClock);
+    let receiver = crate::receivers::build(rs, &crate::receivers::Shared::new(settings.clone(), clock.clone()))?;
+    let n = crate::domain::Notification::test(&name, clock.now());
     match receiver.deliver(&n, None).await {
         Ok(d) => {
             println!("{name}: delivered ({})", d.detail);

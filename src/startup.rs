@@ -37,7 +37,7 @@ impl Application {
         let settings = Arc::new(settings);
         let store = Store::connect(&settings.storage).await?;
         let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
-        let receivers = receivers::build_all(&Shared::new(settings.clone()))?;
+        let receivers = receivers::build_all(&Shared::new(settings.clone(), clock.clone()))?;
         let worker =
             Worker::new(store.clone(), receivers, &settings, clock.clone()).woken_by(pipeline.deliveries_queued());
         let listener = TcpListener::bind(&settings.server.listen)

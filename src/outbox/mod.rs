@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 
 use crate::clock::SharedClock;
-use crate::configuration::{OutboxSettings, ReceiverKind, Settings};
+use crate::configuration::{OutboxSettings, Settings};
 use crate::domain::Notification;
 use crate::receivers::{DeliveryError, Receiver};
 use crate::store::{OutboxRecord, Store};
@@ -71,10 +71,7 @@ impl Worker {
             .receivers
             .iter()
             .filter_map(|r| {
-                let rate = r.rate_limit_per_second.or(match r.kind {
-                    ReceiverKind::Slack(_) => Some(1.0),
-                    _ => None,
-                })?;
+                let rate = r.rate_limit()?;
                 Some((
                     r.name.clone(),
                     Arc::new(RateLimiter {

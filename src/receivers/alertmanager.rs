@@ -3,26 +3,59 @@
 //! so it holds only stable incident facts; a resolve re-posts the same labels with `endsAt` now, which ends it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
-use crate::configuration::AlertmanagerSettings;
+use super::http::{Http, transport_error};
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 
 /// How long a `herald send-test` alert stays active: long enough to see it, short enough not to linger.
 const TEST_ALERT_TTL: Duration = Duration::from_secs(5 * 60);
 
+/// `alertmanager: {url, alert_ttl}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub url: String,
+    /// How long Alertmanager keeps a firing alert active without hearing from Herald again (`endsAt` = send
+    /// time + this); a resolve ends it at once. Keep it above the repeat interval.
+    #[serde(default = "default_alert_ttl", with = "humantime_serde")]
+    pub alert_ttl: Duration,
+}
+
+fn default_alert_ttl() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+impl Integration for Config {
+    /// One alert per incident (its labels are the incident's identity), ended when the incident resolves.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::PER_INCIDENT
+    }
+
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        check_url(errors, &format!("{path}.url"), &self.url);
+    }
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Alertmanager::new(self.clone(), shared.http.clone())))
+    }
+}
+
 pub struct Alertmanager {
     endpoint: String,
     alert_ttl: Duration,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Alertmanager {
-    pub fn new(settings: AlertmanagerSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         Self {
             endpoint: format!("{}/api/v2/alerts", settings.url.trim_end_matches('/')),
             alert_ttl: settings.alert_ttl,
@@ -108,17 +141,18 @@ impl Receiver for Alertmanager {
         if n.incidents.is_empty() {
             return Err(DeliveryError::permanent("no incident to send as an alert"));
         }
-        let now = Utc::now();
+        let now = self.http.clock().now();
         let alerts: Vec<serde_json::Value> = n.incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
         let resp = self
             .http
+            .client()
             .post(&self.endpoint)
             .json(&alerts)
             .send()
             .await
             .map_err(transport_error)?;
         if !resp.status().is_success() {
-            return Err(error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp).await);
         }
         let verb = if n.is_resolve() { "resolved" } else { "posted" };
         Ok(Delivered {
@@ -131,65 +165,53 @@ impl Receiver for Alertmanager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ResourceRef;
+    use crate::domain::{Kind, Severity};
+    use crate::receivers::testing;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
     use std::time::Instant;
-    use wiremock::matchers::{method, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     const INSTALL: &str = "this test needs Alertmanager 0.25: `apt-get install -y prometheus-alertmanager`";
 
-    fn settings(url: String) -> AlertmanagerSettings {
-        AlertmanagerSettings {
+    fn settings(url: String) -> Config {
+        Config {
             url,
             alert_ttl: Duration::from_secs(24 * 3600),
         }
     }
 
+    /// `app` out of sync for an hour, dated by the wall clock: a real Alertmanager reads it too.
     fn incident(app: &str, now: DateTime<Utc>) -> Incident {
-        Incident {
+        let mut i = Incident {
             fingerprint: format!("argocd/{app}/out_of_sync"),
-            kind: crate::domain::Kind::OutOfSync,
-            severity: crate::domain::Severity::Warning,
-            state: crate::domain::IncidentState::Firing,
+            kind: Kind::OutOfSync,
+            severity: Severity::Warning,
             summary: format!("{app} has been OutOfSync for 1h"),
-            app_namespace: "argocd".into(),
             app_name: app.into(),
             project: "payments".into(),
-            team: "payments".into(),
-            destination_cluster: "in-cluster".into(),
-            destination_namespace: "payments".into(),
             app_url: Some(format!("https://argocd.example.com/applications/argocd/{app}")),
             since: now - chrono::Duration::minutes(61),
             fired_at: Some(now - chrono::Duration::minutes(1)),
-            resources: vec![ResourceRef {
-                kind: "Deployment".into(),
-                namespace: "payments".into(),
-                name: "api".into(),
-                status: "OutOfSync".into(),
-                message: String::new(),
-            }],
-            ..Default::default()
-        }
+            ..testing::incident()
+        };
+        i.resources[0].name = "api".into();
+        i.resources[0].status = "OutOfSync".into();
+        i
     }
 
     fn notification(action: Action, app: &str) -> Notification {
         let now = Utc::now();
-        let mut i = incident(app, now);
-        if action == Action::Resolve {
-            i.state = crate::domain::IncidentState::Resolved;
-            i.resolved_at = Some(now);
-        }
-        Notification {
-            receiver: "team-am".into(),
-            action,
-            thread_key: i.fingerprint.clone(),
-            title: format!("{app}: out of sync"),
-            reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
-            incidents: vec![i],
-            created_at: now,
-        }
+        let mut n = testing::notification(action);
+        n.incidents = vec![Incident {
+            state: n.incidents[0].state,
+            resolved_at: (action == Action::Resolve).then_some(now),
+            ..incident(app, now)
+        }];
+        n.thread_key = n.incidents[0].fingerprint.clone();
+        n.title = format!("{app}: out of sync");
+        n.created_at = now;
+        n
     }
 
     fn expected_labels(app: &str) -> serde_json::Value {
@@ -296,7 +318,7 @@ mod tests {
     async fn a_real_alertmanager_lists_the_opened_alert_and_ends_it_on_resolve() {
         let dir = tempfile::tempdir().unwrap();
         let am = AlertmanagerServer::start(dir.path()).await;
-        let receiver = Alertmanager::new(settings(format!("{}/", am.url)), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(format!("{}/", am.url)), testing::http());
 
         let open = notification(Action::Open, "payments-api");
         receiver.deliver(&open, None).await.unwrap();
@@ -348,13 +370,8 @@ mod tests {
     #[tokio::test]
     async fn posts_one_alert_per_incident_with_non_empty_labels() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/am/api/v2/alerts"))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), reqwest::Client::new());
+        testing::expect_post(&server, "/am/api/v2/alerts", ResponseTemplate::new(200), 1).await;
+        let receiver = Alertmanager::new(settings(format!("{}/am", server.uri())), testing::http());
         let mut n = notification(Action::Resolve, "payments-api");
         let mut bare = incident("orphan", n.created_at);
         bare.project = String::new();
@@ -396,13 +413,14 @@ mod tests {
 
     async fn failing_with(status: u16, body: &str) -> DeliveryError {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/api/v2/alerts"))
-            .respond_with(ResponseTemplate::new(status).set_body_string(body))
-            .expect(1)
-            .mount(&server)
-            .await;
-        let receiver = Alertmanager::new(settings(server.uri()), reqwest::Client::new());
+        testing::expect_post(
+            &server,
+            "/api/v2/alerts",
+            ResponseTemplate::new(status).set_body_string(body),
+            1,
+        )
+        .await;
+        let receiver = Alertmanager::new(settings(server.uri()), testing::http());
         receiver
             .deliver(&notification(Action::Open, "payments-api"), None)
             .await
@@ -429,7 +447,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let receiver = Alertmanager::new(settings(format!("http://127.0.0.1:{port}")), reqwest::Client::new());
+        let receiver = Alertmanager::new(settings(format!("http://127.0.0.1:{port}")), testing::http());
         let err = receiver
             .deliver(&notification(Action::Open, "payments-api"), None)
             .await

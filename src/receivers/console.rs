@@ -2,19 +2,47 @@
 //! The embedded default configuration uses it, so a first run shows notifications without any setup.
 
 use std::io::Write;
+use std::sync::Arc;
 
-use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::configuration::ConsoleSettings;
+use serde::Deserialize;
+
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 
+/// `console: {file}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Also append each rendered message to this file (handy for tests and demos).
+    pub file: Option<String>,
+}
+
+impl Integration for Config {
+    /// The console shows resolves too, and is where notifications go when no team claims them.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            sends_resolved: true,
+            fallback: true,
+            ..Capabilities::MESSAGES
+        }
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, r: &ReceiverSettings, _shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Console::new(self.clone(), r.template.clone())))
+    }
+}
+
 pub struct Console {
-    settings: ConsoleSettings,
+    settings: Config,
     template: Option<String>,
 }
 
 impl Console {
-    pub fn new(settings: ConsoleSettings, template: Option<String>) -> Self {
+    pub fn new(settings: Config, template: Option<String>) -> Self {
         Self { settings, template }
     }
 }
@@ -22,10 +50,7 @@ impl Console {
 #[async_trait::async_trait]
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let body = match &self.template {
-            Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
-            None => render::text(n),
-        };
+        let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
         let message = format!(
             "==> [{}] {} {}\n{}\n",
             n.receiver,

@@ -1,25 +1,41 @@
-//! Receivers: one module per integration behind one trait, [`Receiver`], built from settings by [`build_all`].
-//! A receiver turns a [`Notification`] into the integration's request and says, when it fails, whether retrying
-//! can help ([`DeliveryError::Transient`] with an optional Retry-After) or not ([`DeliveryError::Permanent`]).
-//! The status-code → retry table lives here ([`classify_status`]) and is tested once for all.
+//! Receivers: one module per integration behind one trait, [`Receiver`]. A receiver turns a [`Notification`] into
+//! the integration's request and says, when it fails, whether retrying can help ([`DeliveryError::Transient`] with
+//! an optional Retry-After) or not ([`DeliveryError::Permanent`]).
+//!
+//! This module owns the registry: [`ReceiverKind`] has one variant per integration, holding that integration's own
+//! settings block, and each block implements [`Integration`]: what the integration can do ([`Capabilities`]), how
+//! its block is checked, and how its receiver is built. Adding a receiver is described in `docs/receivers.md`.
 
 pub mod alertmanager;
-pub mod chat;
 pub mod console;
 pub mod email;
 pub mod github;
+pub mod googlechat;
+pub mod http;
 pub mod jira;
+pub mod mattermost;
+pub mod msteams;
 pub mod pagerduty;
+pub mod redact;
 pub mod render;
 pub mod slack;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 pub mod webhook;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::configuration::{ReceiverKind, ReceiverSettings, Settings};
+use serde::Deserialize;
+
+use crate::clock::SharedClock;
+use crate::configuration::{ConfigError, ReceiverSettings, Settings};
 use crate::domain::Notification;
+use email::SmtpSettings;
+use http::Http;
 
 /// What the receiver keeps about a thread (a ticket key, a Slack `ts`…), stored by Herald per (receiver,
 /// thread_key) and handed back on the next delivery of the same thread.
@@ -76,137 +92,131 @@ impl DeliveryError {
     }
 }
 
-/// Removes secrets from error reasons: a webhook URL carries its secret in the path or the query, and a
-/// downstream may echo any of it back in an error body.
-#[derive(Default)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl Redactor {
-    /// The whole URL, its path and query, and its last path segment and query values when long enough to be a key
-    /// (short ones such as `invoke` or `1` are words, not secrets).
-    pub fn url(mut self, raw: &str) -> Self {
-        const KEY_LEN: usize = 16;
-        self.secrets.push(raw.to_string());
-        if let Ok(u) = url::Url::parse(raw) {
-            if u.path().len() > 1 {
-                self.secrets.push(u.path().to_string());
-            }
-            if let Some(q) = u.query() {
-                self.secrets.push(q.to_string());
-            }
-            if let Some(last) = u.path_segments().and_then(|mut s| s.next_back())
-                && last.len() >= KEY_LEN
-            {
-                self.secrets.push(last.to_string());
-            }
-            for (_, v) in u.query_pairs() {
-                if v.len() >= KEY_LEN {
-                    self.secrets.push(v.into_owned());
-                }
-            }
-        }
-        self
-    }
-
-    pub fn secret(mut self, s: &str) -> Self {
-        self.secrets.push(s.to_string());
-        self
-    }
-
-    pub fn scrub(&self, reason: &str) -> String {
-        let mut out = reason.to_string();
-        let mut secrets: Vec<&String> = self.secrets.iter().filter(|s| s.len() >= 6).collect();
-        // Longest first, so a URL is replaced whole rather than leaving its host around a redacted path.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        for s in secrets {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-        out
-    }
-
-    pub fn apply(&self, e: DeliveryError) -> DeliveryError {
-        e.map_reason(|reason| self.scrub(&reason))
-    }
-}
-
+/// One integration's delivery. What it can do ([`Capabilities`]) is asked of its settings block instead
+/// ([`Integration::capabilities`]): the pipeline needs it before any receiver is built.
 #[async_trait::async_trait]
 pub trait Receiver: Send + Sync {
     /// Delivers one notification. `memo` is what this receiver returned last time for the same `thread_key`.
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError>;
 }
 
-/// The one status-code → retry table: 408, 425, 429 and 5xx (but 501) are worth retrying; other 4xx are not.
-pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> DeliveryError {
-    let snippet: String = body.chars().take(300).collect();
-    let reason = if snippet.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {snippet}")
-    };
-    match status {
-        408 | 425 | 429 => DeliveryError::Transient { reason, retry_after },
-        501 => DeliveryError::Permanent { reason },
-        500..=599 => DeliveryError::Transient { reason, retry_after },
-        _ => DeliveryError::Permanent { reason },
-    }
-}
-
-/// `Retry-After` in seconds or as an HTTP date.
-pub fn parse_retry_after(value: Option<&str>, now: std::time::SystemTime) -> Option<Duration> {
-    let v = value?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-pub fn retry_after_header(resp: &reqwest::Response) -> Option<Duration> {
-    parse_retry_after(
-        resp.headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok()),
-        std::time::SystemTime::now(),
-    )
-}
-
-/// Maps a reqwest transport error (no response) to a transient failure, without the URL (it may hold a key).
-pub fn transport_error(e: reqwest::Error) -> DeliveryError {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else {
-        "request failed"
-    };
-    DeliveryError::transient(format!("{kind}: {}", e.without_url()))
-}
-
-/// Reads a failed response into the shared classification.
-pub async fn error_from_response(resp: reqwest::Response) -> DeliveryError {
-    let status = resp.status().as_u16();
-    let retry_after = retry_after_header(&resp);
-    let body = resp.text().await.unwrap_or_default();
-    classify_status(status, retry_after, &body)
-}
-
-/// Everything a receiver may need besides its own settings.
+/// Everything a receiver may need besides its own settings: one HTTP client (with the clock, for Retry-After
+/// dates, signatures and alert lifetimes) and the whole configuration (e-mail reads `smtp`).
 #[derive(Clone)]
 pub struct Shared {
-    pub http: reqwest::Client,
+    pub http: Http,
     pub settings: Arc<Settings>,
 }
 
 impl Shared {
-    pub fn new(settings: Arc<Settings>) -> Self {
-        let http = reqwest::Client::builder()
+    pub fn new(settings: Arc<Settings>, clock: SharedClock) -> Self {
+        let client = reqwest::Client::builder()
             .timeout(settings.outbox.http_timeout)
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_default();
-        Self { http, settings }
+        Self {
+            http: Http::new(client, clock),
+            settings,
+        }
+    }
+
+    pub fn clock(&self) -> &SharedClock {
+        self.http.clock()
+    }
+}
+
+/// What the pipeline and the outbox need to know about an integration before anything is sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capabilities {
+    /// One notification per incident (one ticket, one page) rather than one per group.
+    pub per_incident: bool,
+    /// Whether resolves are sent when the receiver's `send_resolved` is not set.
+    pub sends_resolved: bool,
+    /// Messages per second at most when `rate_limit_per_second` is not set (`None`: no limit).
+    pub default_rate: Option<f64>,
+    /// Receives what no team claims when the default team has no receivers, so nothing is dropped silently.
+    pub fallback: bool,
+}
+
+impl Capabilities {
+    /// One message per group; resolves only with `send_resolved: true` (chat, e-mail, webhooks).
+    pub const MESSAGES: Capabilities = Capabilities {
+        per_incident: false,
+        sends_resolved: false,
+        default_rate: None,
+        fallback: false,
+    };
+    /// One ticket, page or alert per incident, resolved with it.
+    pub const PER_INCIDENT: Capabilities = Capabilities {
+        per_incident: true,
+        sends_resolved: true,
+        default_rate: None,
+        fallback: false,
+    };
+}
+
+/// An integration's settings block (`slack: {...}`, `jira: {...}`). No method has a default: an integration that
+/// forgets one does not compile.
+pub trait Integration {
+    fn capabilities(&self) -> Capabilities;
+    /// Checks the block beyond what its types say; `path` is the block's key path (`receivers[3].slack`).
+    fn validate(&self, path: &str, sections: &Sections<'_>, errors: &mut Vec<ConfigError>);
+    /// The receiver for this block; an error says what is wrong with the settings.
+    fn build(&self, receiver: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String>;
+}
+
+/// The sections outside `receivers[]` that a receiver block may depend on.
+pub struct Sections<'a> {
+    pub smtp: Option<&'a SmtpSettings>,
+}
+
+/// The registry: one variant per integration, named by its key in a `receivers[]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReceiverKind {
+    Console(console::Config),
+    Email(email::Config),
+    Slack(slack::Config),
+    Msteams(msteams::Config),
+    Googlechat(googlechat::Config),
+    Mattermost(mattermost::Config),
+    Webhook(webhook::Config),
+    Jira(jira::Config),
+    Github(github::Config),
+    Pagerduty(pagerduty::Config),
+    Alertmanager(alertmanager::Config),
+}
+
+impl ReceiverKind {
+    /// The registry's one match: each variant's key (as serde names it) and its block.
+    fn entry(&self) -> (&'static str, &dyn Integration) {
+        match self {
+            ReceiverKind::Console(c) => ("console", c),
+            ReceiverKind::Email(c) => ("email", c),
+            ReceiverKind::Slack(c) => ("slack", c),
+            ReceiverKind::Msteams(c) => ("msteams", c),
+            ReceiverKind::Googlechat(c) => ("googlechat", c),
+            ReceiverKind::Mattermost(c) => ("mattermost", c),
+            ReceiverKind::Webhook(c) => ("webhook", c),
+            ReceiverKind::Jira(c) => ("jira", c),
+            ReceiverKind::Github(c) => ("github", c),
+            ReceiverKind::Pagerduty(c) => ("pagerduty", c),
+            ReceiverKind::Alertmanager(c) => ("alertmanager", c),
+        }
+    }
+
+    /// The block's key in a `receivers[]` entry (`slack`, `jira`…).
+    pub fn type_name(&self) -> &'static str {
+        self.entry().0
+    }
+
+    pub fn integration(&self) -> &dyn Integration {
+        self.entry().1
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        self.integration().capabilities()
     }
 }
 
@@ -218,34 +228,10 @@ pub struct BuildError {
 }
 
 pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, BuildError> {
-    let err = |message: String| BuildError {
+    r.kind.integration().build(r, shared).map_err(|message| BuildError {
         name: r.name.clone(),
         message,
-    };
-    let receiver: Arc<dyn Receiver> = match &r.kind {
-        ReceiverKind::Console(c) => Arc::new(console::Console::new(c.clone(), r.template.clone())),
-        ReceiverKind::Email(e) => {
-            Arc::new(email::Email::new(e.clone(), shared.settings.smtp.clone(), r.template.clone()).map_err(err)?)
-        }
-        ReceiverKind::Slack(s) => Arc::new(slack::Slack::new(s.clone(), shared.http.clone(), r.template.clone())),
-        ReceiverKind::Msteams(w) => Arc::new(chat::Teams::new(w.clone(), shared.http.clone())),
-        ReceiverKind::Googlechat(w) => Arc::new(chat::GoogleChat::new(
-            w.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )),
-        ReceiverKind::Mattermost(w) => Arc::new(chat::Mattermost::new(
-            w.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )),
-        ReceiverKind::Webhook(w) => Arc::new(webhook::Webhook::new(w.clone(), shared.http.clone())),
-        ReceiverKind::Jira(j) => Arc::new(jira::Jira::new(j.clone(), shared.http.clone())),
-        ReceiverKind::Github(g) => Arc::new(github::Github::new(g.clone(), shared.http.clone())),
-        ReceiverKind::Pagerduty(p) => Arc::new(pagerduty::PagerDuty::new(p.clone(), shared.http.clone())),
-        ReceiverKind::Alertmanager(a) => Arc::new(alertmanager::Alertmanager::new(a.clone(), shared.http.clone())),
-    };
-    Ok(receiver)
+    })
 }
 
 /// Builds every configured receiver, by name.
@@ -255,46 +241,4 @@ pub fn build_all(shared: &Shared) -> Result<HashMap<String, Arc<dyn Receiver>>, 
         out.insert(r.name.clone(), build(r, shared)?);
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_retry_table() {
-        let cases = [
-            (400, false),
-            (401, false),
-            (403, false),
-            (404, false),
-            (408, true),
-            (410, false),
-            (422, false),
-            (429, true),
-            (500, true),
-            (501, false),
-            (502, true),
-            (503, true),
-            (504, true),
-        ];
-        for (status, transient) in cases {
-            let e = classify_status(status, None, "");
-            assert_eq!(
-                matches!(e, DeliveryError::Transient { .. }),
-                transient,
-                "status {status}"
-            );
-        }
-    }
-
-    #[test]
-    fn retry_after_in_seconds_or_as_a_date() {
-        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        assert_eq!(parse_retry_after(Some("7"), now), Some(Duration::from_secs(7)));
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(parse_retry_after(Some(&later), now), Some(Duration::from_secs(30)));
-        assert_eq!(parse_retry_after(Some("soon"), now), None);
-        assert_eq!(parse_retry_after(None, now), None);
-    }
 }

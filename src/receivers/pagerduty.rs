@@ -2,12 +2,17 @@
 //! `dedup_key` is the hex SHA-256 of the incident fingerprint, so PagerDuty itself folds repeats into one alert and
 //! Herald needs no memo. A 400 is never retried (the event is invalid); 429 and 5xx are.
 
-use secrecy::ExposeSecret;
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Delivered, DeliveryError, Memo, Receiver, Redactor, error_from_response, transport_error};
-use crate::configuration::PagerdutySettings;
+use super::http::{Http, transport_error};
+use super::redact::Redactor;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::truncate;
@@ -31,14 +36,42 @@ fn non_empty(s: &str) -> Option<&str> {
     (!s.trim().is_empty()).then_some(s)
 }
 
+/// `pagerduty: {url, routing_key}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default = "default_url")]
+    pub url: String,
+    pub routing_key: SecretString,
+}
+
+fn default_url() -> String {
+    "https://events.pagerduty.com/v2/enqueue".into()
+}
+
+impl Integration for Config {
+    /// One alert per incident, resolved when the incident resolves.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::PER_INCIDENT
+    }
+
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        check_url(errors, &format!("{path}.url"), &self.url);
+    }
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(PagerDuty::new(self.clone(), shared.http.clone())))
+    }
+}
+
 pub struct PagerDuty {
-    settings: PagerdutySettings,
-    http: reqwest::Client,
+    settings: Config,
+    http: Http,
     redactor: Redactor,
 }
 
 impl PagerDuty {
-    pub fn new(settings: PagerdutySettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
         Self {
             settings,
@@ -153,13 +186,14 @@ impl Receiver for PagerDuty {
         };
         let resp = self
             .http
+            .client()
             .post(&self.settings.url)
             .json(&event)
             .send()
             .await
             .map_err(|e| self.redact(transport_error(e)))?;
         if !resp.status().is_success() {
-            return Err(self.redact(error_from_response(resp).await));
+            return Err(self.redact(self.http.error_from_response(resp).await));
         }
         Ok(Delivered {
             memo: None,
@@ -172,83 +206,29 @@ impl Receiver for PagerDuty {
 mod tests {
     use std::time::Duration;
 
-    use chrono::{DateTime, TimeZone, Utc};
     use secrecy::SecretString;
     use serde_json::{Value, json};
     use wiremock::matchers::{any, body_json, method, path};
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::configuration::PagerdutySettings;
-    use crate::domain::{Hint, ResourceRef};
+    use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, refuse_anything_else};
 
     const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
-    const FINGERPRINT: &str = "argocd/payments:degraded";
-    const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
-
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0).unwrap()
-    }
 
     fn note(action: Action) -> Notification {
-        let incident = Incident {
-            fingerprint: FINGERPRINT.into(),
-            kind: crate::domain::Kind::Degraded,
-            severity: crate::domain::Severity::Critical,
-            state: crate::domain::IncidentState::Firing,
-            summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
-            app_namespace: "argocd".into(),
-            app_name: "payments".into(),
-            project: "shop".into(),
-            team: "payments".into(),
-            destination_cluster: "in-cluster".into(),
-            destination_namespace: "payments".into(),
-            app_url: Some(APP_URL.into()),
-            since: now() - chrono::Duration::minutes(5),
-            fired_at: Some(now()),
-            resources: vec![ResourceRef {
-                kind: "Deployment".into(),
-                namespace: "payments".into(),
-                name: "payments-api".into(),
-                status: "Degraded".into(),
-                message: "exceeded its progress deadline".into(),
-            }],
-            messages: vec!["Back-off pulling image".into()],
-            hints: vec![Hint {
-                id: "image_pull".into(),
-                title: "Check the image".into(),
-                text: "The tag may not exist.".into(),
-            }],
-            ..Default::default()
-        };
         Notification {
-            receiver: "team-pd".into(),
-            action,
-            thread_key: FINGERPRINT.into(),
             title: "[FIRING] payments is Degraded".into(),
-            reason: "fired".into(),
-            incidents: vec![incident],
-            created_at: now(),
+            ..testing::notification(action)
         }
     }
 
     fn pagerduty(server: &MockServer) -> PagerDuty {
-        let settings = PagerdutySettings {
+        let settings = Config {
             url: format!("{}/v2/enqueue", server.uri()),
             routing_key: SecretString::from(ROUTING_KEY),
         };
-        PagerDuty::new(settings, reqwest::Client::new())
-    }
-
-    /// Any request no other mock expects fails the test (on drop of the server).
-    async fn refuse_anything_else(server: &MockServer) {
-        Mock::given(any())
-            .respond_with(ResponseTemplate::new(599))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("an unexpected request")
-            .mount(server)
-            .await;
+        PagerDuty::new(settings, testing::http())
     }
 
     async fn enqueue_answers(server: &MockServer, template: ResponseTemplate, times: u64) {
@@ -268,17 +248,7 @@ mod tests {
     }
 
     async fn sent(server: &MockServer) -> Vec<Value> {
-        server
-            .received_requests()
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.body_json().unwrap())
-            .collect()
-    }
-
-    fn error_text(e: &DeliveryError) -> String {
-        format!("{e} {e:?}")
+        testing::requests(server).await.iter().map(testing::json).collect()
     }
 
     #[tokio::test]
@@ -460,11 +430,11 @@ mod tests {
         assert!(text.contains("[redacted]"), "{text}");
         assert!(!text.contains(ROUTING_KEY), "{text}");
 
-        let settings = PagerdutySettings {
+        let settings = Config {
             url: "http://127.0.0.1:9/v2/enqueue".into(),
             routing_key: SecretString::from(ROUTING_KEY),
         };
-        let err = PagerDuty::new(settings, reqwest::Client::new())
+        let err = PagerDuty::new(settings, testing::http())
             .deliver(&note(Action::Open), None)
             .await
             .unwrap_err();
@@ -475,11 +445,11 @@ mod tests {
     #[test]
     fn summaries_are_one_line_of_at_most_1024_characters() {
         let server_less = PagerDuty::new(
-            PagerdutySettings {
+            Config {
                 url: "http://127.0.0.1:9".into(),
                 routing_key: SecretString::from(ROUTING_KEY),
             },
-            reqwest::Client::new(),
+            testing::http(),
         );
         let mut n = note(Action::Open);
         n.incidents[0].summary = format!("first\nsecond {}", "ü".repeat(2000));
@@ -506,7 +476,7 @@ mod tests {
 
     #[test]
     fn the_events_url_defaults_to_pagerduty() {
-        let s: PagerdutySettings = serde_norway::from_str("routing_key: abc").unwrap();
+        let s: Config = serde_norway::from_str("routing_key: abc").unwrap();
         assert_eq!(s.url, "https://events.pagerduty.com/v2/enqueue");
     }
 }

@@ -1,7 +1,8 @@
 //! Shared renderings of a [`Notification`]: plain text (email, console, Jira DC), Markdown (GitHub, Mattermost, chat)
 //! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces.
 
-use crate::domain::{Action, Incident, Notification};
+use super::DeliveryError;
+use crate::domain::{Action, Incident, Notification, Severity};
 
 /// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits).
 pub fn truncate(s: &str, max: usize) -> String {
@@ -218,6 +219,27 @@ pub fn status_word(n: &Notification) -> &'static str {
     }
 }
 
+/// A coloured marker for chat titles, so the state reads at a glance in a channel.
+pub fn status_emoji(n: &Notification) -> &'static str {
+    match n.action {
+        Action::Resolve => "✅",
+        Action::Test => "🧪",
+        Action::Open | Action::Update => match n.highest_severity() {
+            Severity::Critical => "🔴",
+            Severity::Warning => "🟠",
+            _ => "🔵",
+        },
+    }
+}
+
+/// The receiver's own `template` rendered, when it has one. A template that does not render fails the delivery
+/// for good: retrying renders it the same way.
+pub fn custom_text(template: Option<&str>, n: &Notification) -> Result<Option<String>, DeliveryError> {
+    template
+        .map(|t| with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}"))))
+        .transpose()
+}
+
 /// Renders a receiver's own minijinja template with the notification as context (`notification`, `incidents`,
 /// `text`). Errors say what is wrong with the template.
 pub fn with_template(template: &str, n: &Notification) -> Result<String, String> {
@@ -230,4 +252,15 @@ pub fn with_template(template: &str, n: &Notification) -> Result<String, String>
         text => text(n),
     })
     .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        assert_eq!(truncate("héllo", 5), "héllo");
+        assert_eq!(truncate("héllo wörld", 5), "héll…");
+    }
 }

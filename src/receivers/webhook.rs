@@ -2,13 +2,18 @@
 //! static headers and, when `hmac_secret` is set, an HMAC-SHA256 signature of the exact body bytes so the
 //! receiving side can check the message came from Herald. The URL may embed a secret: it never appears in errors.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use hmac::{Hmac, Mac};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use sha2::Sha256;
 
-use super::{Delivered, DeliveryError, Memo, Receiver, error_from_response, transport_error};
-use crate::configuration::WebhookSettings;
+use super::http::{Http, transport_error};
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 
@@ -17,16 +22,41 @@ pub const SIGNATURE_HEADER: &str = "x-herald-signature";
 /// Unix seconds when the request was sent.
 pub const TIMESTAMP_HEADER: &str = "x-herald-timestamp";
 
+/// `webhook: {url, hmac_secret, headers}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub url: SecretString,
+    #[serde(default)]
+    pub hmac_secret: Option<SecretString>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, SecretString>,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MESSAGES
+    }
+
+    /// The URL and headers are checked when the receiver is built: a bad one fails each delivery, naming it
+    /// without quoting the secret.
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Webhook::new(self.clone(), shared.http.clone())))
+    }
+}
+
 pub struct Webhook {
     url: Result<reqwest::Url, String>,
     hmac_secret: Option<SecretString>,
     /// The static headers, checked once; a bad one fails every delivery with a message naming it.
     headers: Result<HeaderMap, String>,
-    http: reqwest::Client,
+    http: Http,
 }
 
 impl Webhook {
-    pub fn new(settings: WebhookSettings, http: reqwest::Client) -> Self {
+    pub fn new(settings: Config, http: Http) -> Self {
         let url = reqwest::Url::parse(settings.url.expose_secret())
             .map_err(|e| format!("webhook.url is not a valid URL: {e}"));
         let headers = static_headers(&settings);
@@ -39,7 +69,7 @@ impl Webhook {
     }
 }
 
-fn static_headers(settings: &WebhookSettings) -> Result<HeaderMap, String> {
+fn static_headers(settings: &Config) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in &settings.headers {
         let header = HeaderName::from_bytes(name.as_bytes())
@@ -83,7 +113,7 @@ impl Receiver for Webhook {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(secret) = &self.hmac_secret {
             let sig = format!("sha256={}", signature(secret.expose_secret().as_bytes(), &bytes));
-            let now = chrono::Utc::now().timestamp().to_string();
+            let now = self.http.clock().now().timestamp().to_string();
             // Hex digits and decimal digits are always valid header values.
             if let (Ok(sig), Ok(now)) = (HeaderValue::from_str(&sig), HeaderValue::from_str(&now)) {
                 headers.insert(SIGNATURE_HEADER, sig);
@@ -92,6 +122,7 @@ impl Receiver for Webhook {
         }
         let resp = self
             .http
+            .client()
             .post(url)
             .headers(headers)
             .body(bytes)
@@ -100,7 +131,7 @@ impl Receiver for Webhook {
             .map_err(transport_error)?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp).await);
         }
         Ok(Delivered {
             memo: None,
@@ -111,53 +142,48 @@ impl Receiver for Webhook {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::domain::{Action, Incident};
-    use std::collections::BTreeMap;
+    use std::sync::Arc;
     use std::time::Duration;
+
     use wiremock::matchers::{body_json, header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::domain::{Action, Incident};
+    use crate::receivers::testing;
+
     const SECRET_PATH: &str = "/hooks/T0001/s3cr3t-path-token";
 
-    fn settings(url: String) -> WebhookSettings {
-        WebhookSettings {
+    fn settings(url: String) -> Config {
+        Config {
             url: SecretString::from(url),
             hmac_secret: None,
             headers: BTreeMap::new(),
         }
     }
 
+    /// Two applications of the payments team, with summaries that need escaping in JSON.
     fn notification() -> Notification {
-        let now = chrono::Utc::now();
-        let mut n = Notification::test("team-hook", now);
-        n.action = Action::Open;
+        let mut n = testing::notification(Action::Open);
+        n.receiver = "team-hook".into();
         n.thread_key = "team=payments,kind=degraded".into();
         n.title = "2 applications degraded".into();
-        n.reason = "fired".into();
         n.incidents = ["payments-api", "payments-worker"]
             .iter()
             .map(|app| Incident {
                 fingerprint: format!("argocd/{app}/degraded"),
-                kind: crate::domain::Kind::Degraded,
-                severity: crate::domain::Severity::Warning,
-                state: crate::domain::IncidentState::Firing,
                 summary: format!("{app} is Degraded: \"quoted\" <and> escaped"),
-                app_namespace: "argocd".into(),
                 app_name: app.to_string(),
-                team: "payments".into(),
-                since: now,
-                ..Default::default()
+                ..testing::incident()
             })
             .collect();
         n
     }
 
+    /// The secret path of the URL, in parts, and a header value.
     fn assert_no_secret(e: &DeliveryError) {
-        let s = format!("{e} {e:?}");
-        assert!(!s.contains("s3cr3t"), "the URL leaked: {s}");
-        assert!(!s.contains("hooks/T0001"), "the URL leaked: {s}");
-        assert!(!s.contains("Bearer xyz"), "a header value leaked: {s}");
+        testing::assert_no_secret(e, &["s3cr3t", "hooks/T0001", "Bearer xyz"]);
     }
 
     #[tokio::test]
@@ -186,7 +212,7 @@ mod tests {
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        let hook = Webhook::new(s, testing::http());
 
         let delivered = hook.deliver(&n, None).await.unwrap();
 
@@ -208,17 +234,13 @@ mod tests {
     #[tokio::test]
     async fn with_an_hmac_secret_the_exact_body_bytes_are_signed() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(SECRET_PATH))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, SECRET_PATH, ResponseTemplate::new(200), 1).await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.hmac_secret = Some(SecretString::from("shared-signing-key".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        // The timestamp comes from Herald's clock, not the machine's.
+        let clock = Arc::new(ManualClock::new(testing::now()));
+        let hook = Webhook::new(s, Http::new(reqwest::Client::new(), clock));
 
-        let before = chrono::Utc::now().timestamp();
         hook.deliver(&notification(), None).await.unwrap();
 
         let requests = server.received_requests().await.unwrap();
@@ -236,7 +258,7 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        assert!(ts >= before && ts <= chrono::Utc::now().timestamp(), "{ts}");
+        assert_eq!(ts, testing::now().timestamp());
     }
 
     #[test]
@@ -250,16 +272,11 @@ mod tests {
 
     async fn failing_with(response: ResponseTemplate) -> DeliveryError {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(SECRET_PATH))
-            .respond_with(response)
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, SECRET_PATH, response, 1).await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz".to_string()));
-        let hook = Webhook::new(s, reqwest::Client::new());
+        let hook = Webhook::new(s, testing::http());
         let err = hook.deliver(&notification(), None).await.unwrap_err();
         assert_no_secret(&err);
         err
@@ -298,7 +315,7 @@ mod tests {
             .port();
         let hook = Webhook::new(
             settings(format!("http://127.0.0.1:{port}{SECRET_PATH}")),
-            reqwest::Client::new(),
+            testing::http(),
         );
         let err = hook.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
@@ -307,7 +324,7 @@ mod tests {
 
     #[tokio::test]
     async fn bad_settings_fail_permanently_without_quoting_secrets() {
-        let bad_url = Webhook::new(settings("not a url s3cr3t".into()), reqwest::Client::new());
+        let bad_url = Webhook::new(settings("not a url s3cr3t".into()), testing::http());
         let err = bad_url.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert_no_secret(&err);
@@ -315,7 +332,7 @@ mod tests {
         let mut s = settings("http://127.0.0.1:9/hook".into());
         s.headers
             .insert("Authorization".into(), SecretString::from("Bearer xyz\n".to_string()));
-        let bad_header = Webhook::new(s, reqwest::Client::new());
+        let bad_header = Webhook::new(s, testing::http());
         let err = bad_header.deliver(&notification(), None).await.unwrap_err();
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
         assert!(err.to_string().contains("webhook.headers.Authorization"), "{err}");

@@ -77,7 +77,7 @@ impl Router {
                 settings
                     .receivers
                     .iter()
-                    .filter(|r| matches!(r.kind, crate::configuration::ReceiverKind::Console(_)))
+                    .filter(|r| r.capabilities().fallback)
                     .map(|r| r.name.clone())
                     .collect()
             });

@@ -1,0 +1,313 @@
+//! The Google Chat receiver: text messages through a space's incoming webhook, threaded by the notification's
+//! `thread_key` (replies land in the first message's thread). Google Chat's own light markup, or the receiver's
+//! template.
+
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::Http;
+use super::redact::Redactor;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
+use crate::domain::Notification;
+use crate::receivers::render;
+use crate::receivers::render::{status_emoji, truncate};
+
+/// `googlechat: {webhook_url}`: a space's incoming webhook (its `key` and `token` are the secret).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub webhook_url: SecretString,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MESSAGES
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(GoogleChat::new(
+            self.clone(),
+            shared.http.clone(),
+            r.template.clone(),
+        )))
+    }
+}
+
+/// Google Chat refuses message text over 4,096 characters.
+const GOOGLE_CHAT_MAX_TEXT: usize = 4000;
+const THREAD_KEY_MAX: usize = 100;
+
+pub struct GoogleChat {
+    webhook_url: SecretString,
+    http: Http,
+    template: Option<String>,
+    redactor: Redactor,
+}
+
+impl GoogleChat {
+    pub fn new(settings: Config, http: Http, template: Option<String>) -> Self {
+        let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
+        Self {
+            webhook_url: settings.webhook_url,
+            http,
+            template,
+            redactor,
+        }
+    }
+
+    /// The webhook URL (which already carries `key` and `token`) plus the reply option that threads by key.
+    fn url(&self) -> Result<String, DeliveryError> {
+        let mut u = url::Url::parse(self.webhook_url.expose_secret())
+            .map_err(|_| DeliveryError::permanent("googlechat: webhook_url is not a valid URL"))?;
+        let kept: Vec<(String, String)> = u
+            .query_pairs()
+            .filter(|(k, _)| k != "messageReplyOption")
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        u.query_pairs_mut()
+            .clear()
+            .extend_pairs(kept)
+            .append_pair("messageReplyOption", "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD");
+        Ok(u.into())
+    }
+}
+
+/// A thread key Google Chat accepts as is: ASCII letters, digits, `-`, `_` and `.`, at most 100 characters. When
+/// the key had to change, a hash of the original keeps distinct keys distinct.
+pub(crate) fn google_thread_key(key: &str) -> String {
+    let clean: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if clean == key && !clean.is_empty() && clean.len() <= THREAD_KEY_MAX {
+        return clean;
+    }
+    use sha2::Digest;
+    let hash = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+    let head: String = clean.chars().take(THREAD_KEY_MAX - 17).collect();
+    format!("{head}-{}", &hash[..16])
+}
+
+/// Google Chat's own light markup: `*bold*`, `_italic_`, `` `code` ``, `<url|label>`.
+pub(crate) fn google_chat_text(n: &Notification) -> String {
+    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), n.title);
+    if !n.reason.is_empty() {
+        s.push_str(&format!("_{}_\n", n.reason));
+    }
+    for i in &n.incidents {
+        s.push_str(&format!("\n*[{}] {}*\n", i.state.as_str().to_uppercase(), i.summary));
+        for (k, v) in render::facts(i) {
+            if k == "Argo CD" {
+                s.push_str(&format!("{k}: <{v}|open {}>\n", i.app_name));
+            } else {
+                s.push_str(&format!("{k}: `{v}`\n"));
+            }
+        }
+        if !i.resources.is_empty() {
+            s.push_str("Resources:\n");
+            for r in &i.resources {
+                s.push_str(&format!("• `{}` ({})", r.display(), r.status));
+                if !r.message.is_empty() {
+                    s.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                }
+                s.push('\n');
+            }
+        }
+        for m in &i.messages {
+            s.push_str(&format!("> {}\n", m.replace('\n', " ")));
+        }
+        if !i.hints.is_empty() {
+            s.push_str("*What to do*\n");
+            for h in &i.hints {
+                s.push_str(&format!("• *{}*: {}\n", h.title, h.text));
+            }
+        }
+        for note in &i.notes {
+            s.push_str(&format!("_Note: {note}_\n"));
+        }
+    }
+    s
+}
+
+#[async_trait::async_trait]
+impl Receiver for GoogleChat {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        let text = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| google_chat_text(n));
+        let thread_key = google_thread_key(&n.thread_key);
+        let body = json!({
+            "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),
+            "thread": {"threadKey": thread_key},
+        });
+        self.http
+            .post_json(&self.url()?, &body, &self.redactor, "googlechat")
+            .await?;
+        Ok(Delivered {
+            memo: None,
+            detail: format!("posted in thread {thread_key}"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::{method, path, query_param};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::domain::Action;
+    use crate::receivers::testing::{self, json, requests};
+
+    const PATH: &str = "/v1/spaces/AAAAspace/messages";
+    const KEY: &str = "AIzaSyGoogleChatKeySecret0123";
+    const TOKEN: &str = "googleChatTokenSecret0123456789";
+
+    /// Threaded by a key Google Chat would refuse as is.
+    fn notification(action: Action) -> Notification {
+        Notification {
+            thread_key: "group:payments/prod".into(),
+            ..testing::notification(action)
+        }
+    }
+
+    fn settings(url: String) -> Config {
+        Config {
+            webhook_url: url.into(),
+        }
+    }
+
+    fn google_chat(server: &MockServer, template: Option<String>) -> GoogleChat {
+        let url = format!("{}{PATH}?key={KEY}&token={TOKEN}", server.uri());
+        GoogleChat::new(settings(url), testing::http(), template)
+    }
+
+    #[tokio::test]
+    async fn google_chat_keeps_key_and_token_and_threads_by_the_notification_key() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(PATH))
+            .and(query_param("key", KEY))
+            .and(query_param("token", TOKEN))
+            .and(query_param(
+                "messageReplyOption",
+                "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
+            ))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "name": "spaces/AAAAspace/messages/m1",
+                "thread": {"name": "spaces/AAAAspace/threads/t1"},
+            })))
+            .expect(3)
+            .mount(&server)
+            .await;
+
+        let chat = google_chat(&server, None);
+        for action in [Action::Open, Action::Update, Action::Resolve] {
+            let out = chat.deliver(&notification(action), None).await.unwrap();
+            assert_eq!(out.memo, None);
+        }
+
+        let reqs = requests(&server).await;
+        assert_eq!(reqs.len(), 3);
+        let key = google_thread_key("group:payments/prod");
+        for r in &reqs {
+            let body = json(r);
+            assert_eq!(
+                body["thread"]["threadKey"],
+                key.as_str(),
+                "updates land in the first message's thread"
+            );
+            let replies = r.url.query_pairs().filter(|(k, _)| k == "messageReplyOption").count();
+            assert_eq!(replies, 1);
+        }
+        let open = json(&reqs[0]);
+        let text = open["text"].as_str().unwrap();
+        for expected in [
+            "*FIRING: payments is Degraded*",
+            "Application: `argocd/payments`",
+            "• `Deployment/payments/payments-api` (Degraded)",
+            "*What to do*",
+            "<https://argocd.example.com/applications/argocd/payments|open payments>",
+        ] {
+            assert!(text.contains(expected), "{expected:?} not in {text}");
+        }
+        assert!(json(&reqs[2])["text"].as_str().unwrap().contains("*RESOLVED: "));
+    }
+
+    #[tokio::test]
+    async fn google_chat_replaces_a_reply_option_already_in_the_url() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(PATH))
+            .and(query_param(
+                "messageReplyOption",
+                "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
+            ))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let url = format!(
+            "{}{PATH}?key={KEY}&messageReplyOption=REPLY_MESSAGE_OR_FAIL&token={TOKEN}",
+            server.uri()
+        );
+        let chat = GoogleChat::new(settings(url), testing::http(), None);
+
+        chat.deliver(&notification(Action::Open), None).await.unwrap();
+
+        let reqs = requests(&server).await;
+        assert_eq!(reqs.len(), 1);
+        let options: Vec<String> = reqs[0]
+            .url
+            .query_pairs()
+            .filter(|(k, _)| k == "messageReplyOption")
+            .map(|(_, v)| v.into_owned())
+            .collect();
+        assert_eq!(options, ["REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD"]);
+        assert!(reqs[0].url.query_pairs().any(|(k, v)| k == "token" && v == TOKEN));
+    }
+
+    #[tokio::test]
+    async fn google_chat_uses_the_template_as_text() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let chat = google_chat(&server, Some("{{ notification.title }}!".into()));
+
+        chat.deliver(&notification(Action::Open), None).await.unwrap();
+
+        assert_eq!(json(&requests(&server).await[0])["text"], "payments is Degraded!");
+    }
+
+    #[test]
+    fn thread_keys_are_sanitised_short_and_still_distinct() {
+        assert_eq!(google_thread_key("herald-group_1.a"), "herald-group_1.a");
+        let a = google_thread_key("group:payments/prod");
+        let b = google_thread_key("group:payments:prod");
+        assert_ne!(a, b, "keys that sanitise alike keep distinct hashes");
+        assert!(a.starts_with("group-payments-prod-"), "{a}");
+        let long = google_thread_key(&"x".repeat(500));
+        assert_eq!(long.len(), THREAD_KEY_MAX);
+        for k in [a, b, long, google_thread_key(""), google_thread_key("ünïcödé key")] {
+            assert!(!k.is_empty() && k.len() <= THREAD_KEY_MAX, "{k}");
+            assert!(
+                k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+                "{k}"
+            );
+        }
+    }
+}

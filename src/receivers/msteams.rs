@@ -1,0 +1,334 @@
+//! The Microsoft Teams receiver: a Workflows incoming webhook, one Adaptive Card 1.4 per notification. Teams cannot
+//! edit an earlier card, so each action is a new card, coloured by state.
+
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::http::Http;
+use super::redact::Redactor;
+use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
+use crate::configuration::{ConfigError, ReceiverSettings};
+use crate::domain::{Action, Incident, Notification};
+use crate::receivers::render;
+use crate::receivers::render::{status_emoji, truncate};
+
+/// `msteams: {webhook_url}`: a Workflows incoming webhook (its URL is the secret).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub webhook_url: SecretString,
+}
+
+impl Integration for Config {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::MESSAGES
+    }
+
+    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Teams::new(self.clone(), shared.http.clone())))
+    }
+}
+
+/// Teams messages stay well under the ~28 KB payload limit with this many incidents per card.
+const TEAMS_MAX_INCIDENTS: usize = 20;
+const TEAMS_MAX_ACTIONS: usize = 5;
+const TEAMS_MAX_TEXT: usize = 2000;
+
+pub struct Teams {
+    webhook_url: SecretString,
+    http: Http,
+    redactor: Redactor,
+}
+
+impl Teams {
+    pub fn new(settings: Config, http: Http) -> Self {
+        let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
+        Self {
+            webhook_url: settings.webhook_url,
+            http,
+            redactor,
+        }
+    }
+}
+
+/// Adaptive Card colour of the title: red when critical, amber when a warning, green when resolved.
+fn teams_colour(n: &Notification) -> &'static str {
+    match n.action {
+        Action::Resolve => "Good",
+        Action::Test => "Accent",
+        Action::Open | Action::Update => match n.highest_severity() {
+            crate::domain::Severity::Critical => "Attention",
+            crate::domain::Severity::Warning => "Warning",
+            _ => "Accent",
+        },
+    }
+}
+
+fn teams_incident(i: &Incident) -> Value {
+    let mut items = vec![json!({
+        "type": "TextBlock",
+        "text": truncate(&format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary), TEAMS_MAX_TEXT),
+        "weight": "Bolder",
+        "wrap": true,
+    })];
+    let facts: Vec<Value> = render::facts(i)
+        .into_iter()
+        // The Argo CD link is an action button instead.
+        .filter(|(k, _)| *k != "Argo CD")
+        .map(|(k, v)| json!({"title": k, "value": truncate(&v, 500)}))
+        .collect();
+    items.push(json!({"type": "FactSet", "facts": facts}));
+    if !i.resources.is_empty() {
+        let lines: Vec<String> = i
+            .resources
+            .iter()
+            .map(|r| {
+                let mut l = format!("- {} ({})", r.display(), r.status);
+                if !r.message.is_empty() {
+                    l.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                }
+                l
+            })
+            .collect();
+        items.push(json!({
+            "type": "TextBlock",
+            "text": truncate(&format!("**Resources**\n\n{}", lines.join("\n")), TEAMS_MAX_TEXT),
+            "wrap": true,
+        }));
+    }
+    for m in i.messages.iter().take(3) {
+        items.push(json!({
+            "type": "TextBlock",
+            "text": truncate(m, TEAMS_MAX_TEXT),
+            "isSubtle": true,
+            "wrap": true,
+        }));
+    }
+    if !i.hints.is_empty() {
+        let lines: Vec<String> = i
+            .hints
+            .iter()
+            .map(|h| format!("- **{}**: {}", h.title, h.text))
+            .collect();
+        items.push(json!({
+            "type": "TextBlock",
+            "text": truncate(&format!("**What to do**\n\n{}", lines.join("\n")), TEAMS_MAX_TEXT),
+            "wrap": true,
+        }));
+    }
+    for note in &i.notes {
+        items.push(json!({
+            "type": "TextBlock",
+            "text": truncate(&format!("Note: {note}"), TEAMS_MAX_TEXT),
+            "isSubtle": true,
+            "wrap": true,
+        }));
+    }
+    json!({"type": "Container", "separator": true, "items": items})
+}
+
+/// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
+pub(crate) fn teams_message(n: &Notification) -> Value {
+    let mut body = vec![json!({
+        "type": "TextBlock",
+        "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), n.title), 500),
+        "size": "Medium",
+        "weight": "Bolder",
+        "color": teams_colour(n),
+        "wrap": true,
+    })];
+    if !n.reason.is_empty() {
+        body.push(json!({"type": "TextBlock", "text": truncate(&n.reason, 500), "isSubtle": true, "wrap": true}));
+    }
+    let shown = &n.incidents[..n.incidents.len().min(TEAMS_MAX_INCIDENTS)];
+    body.extend(shown.iter().map(teams_incident));
+    if n.incidents.len() > shown.len() {
+        body.push(json!({
+            "type": "TextBlock",
+            "text": format!("…and {} more", n.incidents.len() - shown.len()),
+            "isSubtle": true,
+            "wrap": true,
+        }));
+    }
+    let mut actions: Vec<Value> = Vec::new();
+    for i in shown {
+        if let Some(u) = &i.app_url
+            && actions.len() < TEAMS_MAX_ACTIONS
+            && !actions.iter().any(|a| a["url"] == u.as_str())
+        {
+            actions.push(json!({
+                "type": "Action.OpenUrl",
+                "title": truncate(&format!("Open {} in Argo CD", i.app_name), 100),
+                "url": u,
+            }));
+        }
+    }
+    let mut card = json!({
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "type": "AdaptiveCard",
+        "version": "1.4",
+        "msteams": {"width": "Full"},
+        "body": body,
+    });
+    if !actions.is_empty() {
+        card["actions"] = Value::Array(actions);
+    }
+    json!({
+        "type": "message",
+        "attachments": [{
+            "contentType": "application/vnd.microsoft.card.adaptive",
+            "contentUrl": null,
+            "content": card,
+        }],
+    })
+}
+
+#[async_trait::async_trait]
+impl Receiver for Teams {
+    async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        // Workflows answers 202 (accepted) in general, 200 for some flows: both are success.
+        self.http
+            .post_json(
+                self.webhook_url.expose_secret(),
+                &teams_message(n),
+                &self.redactor,
+                "msteams",
+            )
+            .await?;
+        Ok(Delivered {
+            memo: None,
+            detail: "posted an Adaptive Card".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::{method, path, query_param};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::receivers::testing::{self, json, requests};
+
+    const PATH: &str = "/workflows/abc123/triggers/manual/paths/invoke";
+    const SIG: &str = "teamsSignatureSecretValue0123456789";
+
+    fn teams(server: &MockServer) -> Teams {
+        let url = format!(
+            "{}{PATH}?api-version=1&sp=%2Ftriggers%2Fmanual%2Frun&sig={SIG}",
+            server.uri()
+        );
+        Teams::new(
+            Config {
+                webhook_url: url.into(),
+            },
+            testing::http(),
+        )
+    }
+
+    #[tokio::test]
+    async fn teams_posts_an_adaptive_card_and_accepts_202() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(PATH))
+            .and(query_param("sig", SIG))
+            .and(query_param("api-version", "1"))
+            .respond_with(ResponseTemplate::new(202))
+            .expect(1)
+            .mount(&server)
+            .await;
+
+        let out = teams(&server)
+            .deliver(&testing::notification(Action::Open), None)
+            .await
+            .unwrap();
+
+        assert_eq!(out.memo, None);
+        let reqs = requests(&server).await;
+        assert_eq!(reqs.len(), 1);
+        let body = json(&reqs[0]);
+        assert_eq!(body["type"], "message");
+        let attachment = &body["attachments"][0];
+        assert_eq!(attachment["contentType"], "application/vnd.microsoft.card.adaptive");
+        let card = &attachment["content"];
+        assert_eq!(card["type"], "AdaptiveCard");
+        assert_eq!(card["version"], "1.4");
+        let title = &card["body"][0];
+        assert_eq!(title["type"], "TextBlock");
+        assert_eq!(title["color"], "Attention");
+        assert!(title["text"].as_str().unwrap().contains("FIRING: payments is Degraded"));
+        let incident = card["body"][2]["items"].as_array().unwrap();
+        let facts = incident.iter().find(|i| i["type"] == "FactSet").unwrap();
+        assert!(
+            facts["facts"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({"title": "Application", "value": "argocd/payments"}))
+        );
+        let texts: Vec<&str> = incident.iter().filter_map(|i| i["text"].as_str()).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("Deployment/payments/payments-api (Degraded)")),
+            "{texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("**What to do**") && t.contains("Check the image"))
+        );
+        assert_eq!(
+            card["actions"],
+            json!([{
+                "type": "Action.OpenUrl",
+                "title": "Open payments in Argo CD",
+                "url": "https://argocd.example.com/applications/argocd/payments",
+            }])
+        );
+    }
+
+    #[tokio::test]
+    async fn teams_resolve_is_a_new_green_card_and_200_is_success_too() {
+        let server = MockServer::start().await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200), 1).await;
+
+        let out = teams(&server)
+            .deliver(&testing::notification(Action::Resolve), Some(&json!({"ignored": true})))
+            .await
+            .unwrap();
+
+        assert_eq!(out.memo, None);
+        let body = json(&requests(&server).await[0]);
+        let title = &body["attachments"][0]["content"]["body"][0];
+        assert_eq!(title["color"], "Good");
+        assert!(title["text"].as_str().unwrap().contains("RESOLVED"));
+    }
+
+    #[test]
+    fn a_teams_card_with_many_incidents_is_capped() {
+        let mut n = testing::notification(Action::Open);
+        let one = n.incidents[0].clone();
+        n.incidents = (0..30)
+            .map(|k| Incident {
+                app_name: format!("app-{k}"),
+                app_url: Some(format!("https://argocd.example.com/applications/argocd/app-{k}")),
+                ..one.clone()
+            })
+            .collect();
+
+        let card = &teams_message(&n)["attachments"][0]["content"];
+
+        let body = card["body"].as_array().unwrap();
+        assert_eq!(
+            body.iter().filter(|b| b["type"] == "Container").count(),
+            TEAMS_MAX_INCIDENTS
+        );
+        assert_eq!(body.last().unwrap()["text"], "…and 10 more");
+        assert_eq!(card["actions"].as_array().unwrap().len(), TEAMS_MAX_ACTIONS);
+    }
+}

@@ -1,0 +1,58 @@
+//! `slack: {webhook_url, token, channel, api_url}`: an incoming webhook, or a bot token and the channel it posts to.
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::Slack;
+use crate::configuration::{ConfigError, ReceiverSettings, check_url, invalid};
+use crate::receivers::{Capabilities, Integration, Receiver, Sections, Shared};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Incoming webhook (contains a secret path).
+    #[serde(default)]
+    pub webhook_url: Option<SecretString>,
+    /// Bot token for `chat.postMessage` (threads updates, edits on resolve).
+    #[serde(default)]
+    pub token: Option<SecretString>,
+    #[serde(default)]
+    pub channel: Option<String>,
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+}
+
+fn default_api_url() -> String {
+    "https://slack.com/api".into()
+}
+
+impl Integration for Config {
+    /// A bot edits the first message to show the resolve; Slack allows about one message per second per channel.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            sends_resolved: true,
+            default_rate: Some(1.0),
+            ..Capabilities::MESSAGES
+        }
+    }
+
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        if self.webhook_url.is_none() && self.token.is_none() {
+            errors.push(invalid(path, "needs `webhook_url` or `token` + `channel`"));
+        }
+        if self.token.is_some() && self.channel.is_none() {
+            errors.push(invalid(format!("{path}.channel"), "a bot `token` needs a `channel`"));
+        }
+        check_url(errors, &format!("{path}.api_url"), &self.api_url);
+    }
+
+    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        Ok(Arc::new(Slack::new(
+            self.clone(),
+            shared.http.clone(),
+            r.template.clone(),
+        )))
+    }
+}

@@ -1,0 +1,616 @@
+//! The Slack receiver against a wiremock Slack: incoming webhooks, the Web API's threading and edits, its
+//! `ok:false` codes, Block Kit limits and escaping, and secrets kept out of failures.
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use wiremock::matchers::{bearer_token, body_partial_json, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::api::api_error_is_transient;
+use super::blocks::{MAX_BLOCKS, MAX_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_SECTION_TEXT, chunks};
+use super::*;
+use crate::domain::Incident;
+use crate::receivers::testing::{self, assert_no_secret, transient_after};
+
+const TOKEN: &str = "xoxb-1111-2222-secrettokenvalue";
+const HOOK_PATH: &str = "/services/T0000/B0000/hooksecretXXXXXXXXXXXX";
+const SECRETS: [&str; 3] = [TOKEN, HOOK_PATH, "hooksecretXXXXXXXXXXXX"];
+
+/// Makes `i` the incident of the `k`th payments application.
+fn number(i: &mut Incident, k: usize) {
+    i.fingerprint = format!("fp-{k}");
+    i.summary = format!("payments-{k} is Degraded");
+    i.app_name = format!("payments-{k}");
+    i.app_url = Some(format!("https://argocd.example.com/applications/argocd/payments-{k}"));
+}
+
+fn incident(k: usize) -> Incident {
+    let mut i = testing::incident();
+    number(&mut i, k);
+    i
+}
+
+fn notification(action: Action) -> Notification {
+    let mut n = testing::notification(action);
+    n.title = "payments-1 is Degraded".into();
+    number(&mut n.incidents[0], 1);
+    n
+}
+
+fn webhook(server: &MockServer) -> Slack {
+    let settings = Config {
+        webhook_url: Some(SecretString::from(format!("{}{HOOK_PATH}", server.uri()))),
+        token: None,
+        channel: None,
+        api_url: "http://127.0.0.1:9/unused".into(),
+    };
+    Slack::new(settings, testing::http(), None)
+}
+
+fn bot(server: &MockServer) -> Slack {
+    let settings = Config {
+        webhook_url: None,
+        token: Some(SecretString::from(TOKEN)),
+        channel: Some("#payments".into()),
+        api_url: format!("{}/api/", server.uri()),
+    };
+    Slack::new(settings, testing::http(), None)
+}
+
+fn memo() -> Memo {
+    json!({"channel": "C0123", "ts": "1700000000.000100"})
+}
+
+/// Every request the server saw, as (path, JSON body).
+async fn received(server: &MockServer) -> Vec<(String, Value)> {
+    testing::requests(server)
+        .await
+        .iter()
+        .map(|r| (r.url.path().to_string(), testing::json(r)))
+        .collect()
+}
+
+#[tokio::test]
+async fn webhook_posts_text_and_blocks_and_accepts_ok() {
+    let server = MockServer::start().await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
+
+    let out = webhook(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, None, "an incoming webhook cannot thread");
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 1);
+    let body = &reqs[0].1;
+    assert!(
+        body["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("FIRING: payments-1 is Degraded")
+    );
+    let blocks = body["blocks"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "header");
+    assert!(
+        blocks[0]["text"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("FIRING: payments-1 is Degraded")
+    );
+    let section = blocks[1]["text"]["text"].as_str().unwrap();
+    for expected in [
+        "payments-1 is Degraded",
+        "*Application:* `argocd/payments-1`",
+        "`Deployment/payments/payments-api` (Degraded)",
+        "*What to do*",
+        "Check the image",
+    ] {
+        assert!(section.contains(expected), "{expected:?} not in {section}");
+    }
+    assert_eq!(
+        blocks[1]["accessory"]["url"],
+        "https://argocd.example.com/applications/argocd/payments-1"
+    );
+    assert_eq!(blocks.last().unwrap()["type"], "context");
+}
+
+#[tokio::test]
+async fn webhook_resolve_is_a_new_message_saying_resolved() {
+    let server = MockServer::start().await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
+
+    let out = webhook(&server)
+        .deliver(&notification(Action::Resolve), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, None);
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].1["text"].as_str().unwrap().starts_with("RESOLVED: "));
+    assert!(reqs[0].1.get("thread_ts").is_none());
+}
+
+#[tokio::test]
+async fn webhook_rejections_are_permanent() {
+    for (status, body) in [
+        (400, "invalid_payload"),
+        (404, "no_service"),
+        (410, "channel_is_archived"),
+    ] {
+        let server = MockServer::start().await;
+        testing::expect_post(
+            &server,
+            HOOK_PATH,
+            ResponseTemplate::new(status).set_body_string(body),
+            1,
+        )
+        .await;
+
+        let e = webhook(&server)
+            .deliver(&notification(Action::Open), None)
+            .await
+            .unwrap_err();
+
+        assert!(matches!(e, DeliveryError::Permanent { .. }), "{status}: {e:?}");
+        assert!(e.to_string().contains(body), "{e}");
+        assert_no_secret(&e, &SECRETS);
+    }
+}
+
+#[tokio::test]
+async fn webhook_429_is_transient_with_the_retry_after_delay() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "7"))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let e = webhook(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap_err();
+
+    assert_eq!(transient_after(&e), Some(Duration::from_secs(7)));
+    assert_no_secret(&e, &SECRETS);
+}
+
+#[tokio::test]
+async fn webhook_500_is_transient() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("internal error"))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let e = webhook(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap_err();
+
+    assert_eq!(transient_after(&e), None);
+    assert_no_secret(&e, &SECRETS);
+}
+
+#[tokio::test]
+async fn an_error_body_echoing_the_webhook_url_does_not_leak_it() {
+    let server = MockServer::start().await;
+    let echo = format!("no_service for {}{HOOK_PATH}", server.uri());
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404).set_body_string(echo))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let e = webhook(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap_err();
+
+    assert_no_secret(&e, &SECRETS);
+    assert!(e.to_string().contains("[redacted]"), "{e}");
+}
+
+#[tokio::test]
+async fn a_webhook_that_cannot_be_reached_is_transient_and_keeps_the_url_secret() {
+    let settings = Config {
+        webhook_url: Some(SecretString::from(format!("http://127.0.0.1:9{HOOK_PATH}"))),
+        token: None,
+        channel: None,
+        api_url: "http://127.0.0.1:9".into(),
+    };
+    let slack = Slack::new(settings, testing::http(), None);
+
+    let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
+
+    transient_after(&e);
+    assert_no_secret(&e, &SECRETS);
+}
+
+#[tokio::test]
+async fn bot_open_posts_to_the_channel_and_keeps_channel_and_ts_as_memo() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .and(bearer_token(TOKEN))
+        .and(body_partial_json(json!({"channel": "#payments"})))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100", "message": {}})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let out = bot(&server).deliver(&notification(Action::Open), None).await.unwrap();
+
+    assert_eq!(out.memo, Some(memo()));
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].1.get("thread_ts").is_none(), "the first message is top-level");
+    assert_eq!(reqs[0].1["blocks"][0]["type"], "header");
+}
+
+#[tokio::test]
+async fn bot_open_with_an_old_memo_starts_a_new_thread() {
+    let server = MockServer::start().await;
+    testing::expect_post(
+        &server,
+        "/api/chat.postMessage",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})),
+        1,
+    )
+    .await;
+
+    let out = bot(&server)
+        .deliver(&notification(Action::Open), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, Some(json!({"channel": "C0123", "ts": "2.0"})));
+    assert!(received(&server).await[0].1.get("thread_ts").is_none());
+}
+
+#[tokio::test]
+async fn bot_update_replies_in_the_thread_of_the_first_message() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .and(bearer_token(TOKEN))
+        .and(body_partial_json(
+            json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
+        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let out = bot(&server)
+        .deliver(&notification(Action::Update), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, Some(memo()), "the thread stays the first message's");
+    assert_eq!(received(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.update"))
+        .and(bearer_token(TOKEN))
+        .and(body_partial_json(
+            json!({"channel": "C0123", "ts": "1700000000.000100"}),
+        ))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .and(body_partial_json(
+            json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "3.0"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let out = bot(&server)
+        .deliver(&notification(Action::Resolve), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, Some(memo()));
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].0, "/api/chat.update", "edit first, then reply");
+    let edit = &reqs[0].1;
+    assert!(edit["text"].as_str().unwrap().starts_with("RESOLVED: "));
+    let header = edit["blocks"][0]["text"]["text"].as_str().unwrap();
+    assert!(header.contains("RESOLVED"), "{header}");
+    assert!(
+        edit["blocks"][1]["text"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[RESOLVED]")
+    );
+    assert!(reqs[1].1["text"].as_str().unwrap().starts_with("RESOLVED: "));
+}
+
+#[tokio::test]
+async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
+    let server = MockServer::start().await;
+    testing::expect_post(
+        &server,
+        "/api/chat.postMessage",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})),
+        2,
+    )
+    .await;
+
+    let slack = bot(&server);
+    let update = slack.deliver(&notification(Action::Update), None).await.unwrap();
+    let resolve = slack
+        .deliver(&notification(Action::Resolve), Some(&json!({"unexpected": true})))
+        .await
+        .unwrap();
+
+    assert_eq!(update.memo, Some(json!({"channel": "C0999", "ts": "5.0"})));
+    assert_eq!(resolve.memo, Some(json!({"channel": "C0999", "ts": "5.0"})));
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 2, "no chat.update without a message to edit");
+    assert!(reqs.iter().all(|(_, b)| b.get("thread_ts").is_none()));
+}
+
+#[tokio::test]
+async fn bot_resolve_of_a_deleted_first_message_starts_a_new_thread() {
+    let server = MockServer::start().await;
+    testing::expect_post(
+        &server,
+        "/api/chat.update",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "message_not_found"})),
+        1,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .and(body_partial_json(json!({"channel": "#payments"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "9.0"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let out = bot(&server)
+        .deliver(&notification(Action::Resolve), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, Some(json!({"channel": "C0123", "ts": "9.0"})));
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].1.get("thread_ts").is_none());
+}
+
+#[tokio::test]
+async fn bot_resolve_of_a_message_that_cannot_be_edited_still_replies_in_its_thread() {
+    let server = MockServer::start().await;
+    testing::expect_post(
+        &server,
+        "/api/chat.update",
+        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "edit_window_closed"})),
+        1,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .and(body_partial_json(json!({"thread_ts": "1700000000.000100"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "4.0"})))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let out = bot(&server)
+        .deliver(&notification(Action::Resolve), Some(&memo()))
+        .await
+        .unwrap();
+
+    assert_eq!(out.memo, Some(memo()));
+    assert_eq!(received(&server).await.len(), 2);
+}
+
+async fn bot_answering(answer: ResponseTemplate) -> DeliveryError {
+    let server = MockServer::start().await;
+    testing::expect_post(&server, "/api/chat.postMessage", answer, 1).await;
+    let e = bot(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap_err();
+    assert_eq!(received(&server).await.len(), 1);
+    assert_no_secret(&e, &SECRETS);
+    e
+}
+
+#[tokio::test]
+async fn bot_ok_false_invalid_auth_is_permanent() {
+    let e =
+        bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "invalid_auth"}))).await;
+
+    assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
+    assert!(e.to_string().contains("invalid_auth"), "{e}");
+}
+
+#[tokio::test]
+async fn bot_ok_false_invalid_blocks_is_permanent_and_says_why() {
+    let e = bot_answering(ResponseTemplate::new(200).set_body_json(json!({
+        "ok": false,
+        "error": "invalid_blocks",
+        "response_metadata": {"messages": ["[ERROR] must be less than 3001 characters [json-pointer:/blocks/1/text/text]"]},
+    })))
+    .await;
+
+    assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
+    assert!(e.to_string().contains("3001 characters"), "{e}");
+}
+
+#[tokio::test]
+async fn bot_ok_false_ratelimited_is_transient() {
+    let e = bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))).await;
+
+    transient_after(&e);
+    assert!(e.to_string().contains("ratelimited"), "{e}");
+}
+
+#[tokio::test]
+async fn bot_http_429_is_transient_with_the_retry_after_delay() {
+    let e = bot_answering(
+        ResponseTemplate::new(429)
+            .insert_header("Retry-After", "7")
+            .set_body_json(json!({"ok": false, "error": "ratelimited"})),
+    )
+    .await;
+
+    assert_eq!(transient_after(&e), Some(Duration::from_secs(7)));
+}
+
+#[tokio::test]
+async fn bot_http_500_is_transient() {
+    let e = bot_answering(ResponseTemplate::new(500).set_body_string("oops")).await;
+
+    assert_eq!(transient_after(&e), None);
+}
+
+#[tokio::test]
+async fn bot_error_echoing_the_token_does_not_leak_it() {
+    let e = bot_answering(ResponseTemplate::new(401).set_body_string(format!("not_authed: Bearer {TOKEN}"))).await;
+
+    assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
+    assert!(e.to_string().contains("[redacted]"), "{e}");
+}
+
+#[test]
+fn web_api_error_codes_say_whether_retrying_helps() {
+    for code in [
+        "ratelimited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+    ] {
+        assert!(api_error_is_transient(code), "{code}");
+    }
+    for code in [
+        "invalid_auth",
+        "not_authed",
+        "channel_not_found",
+        "not_in_channel",
+        "account_inactive",
+        "token_revoked",
+        "invalid_blocks",
+        "msg_too_long",
+        "something_new",
+    ] {
+        assert!(!api_error_is_transient(code), "{code}");
+    }
+}
+
+#[tokio::test]
+async fn a_bot_without_a_channel_fails_permanently_without_calling_slack() {
+    let server = MockServer::start().await;
+    let settings = Config {
+        webhook_url: None,
+        token: Some(SecretString::from(TOKEN)),
+        channel: None,
+        api_url: server.uri(),
+    };
+    let slack = Slack::new(settings, testing::http(), None);
+
+    let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
+
+    assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
+    assert!(received(&server).await.is_empty());
+}
+
+#[test]
+fn blocks_stay_within_slack_limits() {
+    let mut n = notification(Action::Open);
+    n.title = "t".repeat(400);
+    n.incidents = (0..60).map(incident).collect();
+    n.incidents[0].summary = "x".repeat(5000);
+
+    let b = blocks(&n, None);
+
+    assert_eq!(b.len(), MAX_BLOCKS);
+    assert!(b[0]["text"]["text"].as_str().unwrap().chars().count() <= MAX_HEADER_TEXT);
+    for block in &b {
+        if block["type"] == "section" {
+            assert!(block["text"]["text"].as_str().unwrap().chars().count() <= MAX_SECTION_TEXT);
+        }
+    }
+    let more = b[MAX_BLOCKS - 2]["text"]["text"].as_str().unwrap();
+    assert_eq!(more, "…and 13 more");
+    assert!(fallback_text(&n).chars().count() <= MAX_FALLBACK_TEXT);
+}
+
+#[test]
+fn text_from_argo_cd_cannot_inject_slack_markup() {
+    let mut n = notification(Action::Open);
+    n.incidents[0].summary = "<!channel> & <https://evil.example|click>".into();
+
+    let b = blocks(&n, None);
+
+    let section = b[1]["text"]["text"].as_str().unwrap();
+    assert!(
+        section.contains("&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;"),
+        "{section}"
+    );
+    assert!(!fallback_text(&n).contains("<!channel>"));
+}
+
+#[tokio::test]
+async fn a_template_becomes_the_text_and_the_message_body() {
+    let server = MockServer::start().await;
+    testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
+    let settings = Config {
+        webhook_url: Some(SecretString::from(format!("{}{HOOK_PATH}", server.uri()))),
+        token: None,
+        channel: None,
+        api_url: server.uri(),
+    };
+    let template = "{{ notification.title }} for team {{ incidents[0].team }}".to_string();
+    let slack = Slack::new(settings, testing::http(), Some(template));
+
+    slack.deliver(&notification(Action::Open), None).await.unwrap();
+
+    let body = &received(&server).await[0].1;
+    assert_eq!(body["text"], "payments-1 is Degraded for team payments");
+    assert_eq!(body["blocks"][0]["type"], "header");
+    assert_eq!(
+        body["blocks"][1]["text"]["text"],
+        "payments-1 is Degraded for team payments"
+    );
+}
+
+#[test]
+fn long_template_output_is_split_into_sections_at_line_ends() {
+    let text = format!("{}\n{}\n{}", "a".repeat(2000), "b".repeat(2000), "c".repeat(7000));
+
+    let pieces = chunks(&text, MAX_SECTION_TEXT);
+
+    assert!(pieces.iter().all(|p| p.chars().count() <= MAX_SECTION_TEXT));
+    assert_eq!(pieces.concat(), text);
+    assert!(pieces[0].starts_with('a') && pieces[0].ends_with('\n'));
+    assert!(pieces[1].starts_with('b'));
+}

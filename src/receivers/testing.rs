@@ -1,0 +1,142 @@
+//! Shared fixtures for the receivers' tests: the one incident and notification they deliver (each test changes
+//! only what it is about), the clock and HTTP client receivers are built with, and the wiremock helpers that make
+//! a test fail on extra requests and on leaked secrets.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::Value;
+use wiremock::matchers::{self, any, method};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use super::DeliveryError;
+use super::http::Http;
+use crate::clock::{SharedClock, SystemClock};
+use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity};
+
+pub const FINGERPRINT: &str = "argocd/payments:degraded";
+pub const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
+/// A local address nothing listens on (the discard port): connecting fails at once.
+pub const UNREACHABLE: &str = "http://127.0.0.1:9";
+
+/// "Now" in the receivers' tests: 2025-03-01 12:00 UTC.
+pub fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 3, 1, 12, 0, 0)
+        .single()
+        .expect("a valid date")
+}
+
+/// The wall clock: most receiver tests talk to servers (Alertmanager, an SMTP relay) that read it too.
+pub fn clock() -> SharedClock {
+    Arc::new(SystemClock)
+}
+
+/// A plain reqwest client with the wall clock.
+pub fn http() -> Http {
+    Http::new(reqwest::Client::new(), clock())
+}
+
+/// A firing, critical Degraded incident of `argocd/payments` (project shop, team payments), with one unhealthy
+/// Deployment, one message and one hint: every section a rendering has.
+pub fn incident() -> Incident {
+    Incident {
+        id: 7,
+        fingerprint: FINGERPRINT.into(),
+        kind: Kind::Degraded,
+        severity: Severity::Critical,
+        state: IncidentState::Firing,
+        summary: "payments is Degraded: Deployment/payments-api has 0/3 ready replicas".into(),
+        app_namespace: "argocd".into(),
+        app_name: "payments".into(),
+        project: "shop".into(),
+        team: "payments".into(),
+        destination_cluster: "in-cluster".into(),
+        destination_namespace: "payments".into(),
+        app_url: Some(APP_URL.into()),
+        since: now() - chrono::Duration::minutes(5),
+        fired_at: Some(now()),
+        resources: vec![ResourceRef {
+            kind: "Deployment".into(),
+            namespace: "payments".into(),
+            name: "payments-api".into(),
+            status: "Degraded".into(),
+            message: "exceeded its progress deadline".into(),
+        }],
+        messages: vec!["Back-off pulling image".into()],
+        hints: vec![Hint {
+            id: "image_pull".into(),
+            title: "Check the image".into(),
+            text: "The tag may not exist.".into(),
+        }],
+        ..Default::default()
+    }
+}
+
+/// The notification of [`incident`] for `action`, threaded by its fingerprint; a resolve carries the incident
+/// resolved.
+pub fn notification(action: Action) -> Notification {
+    let mut i = incident();
+    if action == Action::Resolve {
+        i.state = IncidentState::Resolved;
+        i.resolved_at = Some(now());
+    }
+    Notification {
+        receiver: "team-payments".into(),
+        action,
+        thread_key: FINGERPRINT.into(),
+        title: "payments is Degraded".into(),
+        reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
+        incidents: vec![i],
+        created_at: now(),
+    }
+}
+
+/// Any request no other mock expects fails the test (when the server drops).
+pub async fn refuse_anything_else(server: &MockServer) {
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(599))
+        .with_priority(u8::MAX)
+        .expect(0)
+        .named("an unexpected request")
+        .mount(server)
+        .await;
+}
+
+/// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
+pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
+    Mock::given(method("POST"))
+        .and(matchers::path(path))
+        .respond_with(answer)
+        .expect(times)
+        .mount(server)
+        .await;
+}
+
+/// Every request the server saw, oldest first (so a test fails on extra requests, not only on missing ones).
+pub async fn requests(server: &MockServer) -> Vec<Request> {
+    server.received_requests().await.unwrap_or_default()
+}
+
+pub fn json(r: &Request) -> Value {
+    serde_json::from_slice(&r.body).expect("a JSON body")
+}
+
+/// A failure as it is logged and stored: its message and its debug form.
+pub fn error_text(e: &DeliveryError) -> String {
+    format!("{e} {e:?}")
+}
+
+pub fn assert_no_secret(e: &DeliveryError, secrets: &[&str]) {
+    let text = error_text(e);
+    for secret in secrets {
+        assert!(!text.contains(secret), "{secret:?} leaked into {text:?}");
+    }
+}
+
+/// The failure's `retry_after`; panics when the failure is permanent.
+pub fn transient_after(e: &DeliveryError) -> Option<std::time::Duration> {
+    match e {
+        DeliveryError::Transient { retry_after, .. } => *retry_after,
+        other => panic!("expected a transient failure, got {other:?}"),
+    }
+}

@@ -1,0 +1,270 @@
+//! Tests across integrations: the registry (every kind parses, keeps its defaults and builds), and the chat receivers
+//! that post to one incoming-webhook URL, which classify failures alike and never leak that URL.
+
+use std::time::Duration;
+
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::testing::{self, assert_no_secret, requests};
+use super::{DeliveryError, Receiver, Shared, build_all, googlechat, mattermost, msteams};
+use crate::configuration::Settings;
+use crate::domain::Action;
+
+/// One receiver of every kind, each named by its key.
+const EVERY_KIND: &str = r#"
+smtp: {url: "smtp://127.0.0.1:25", from: herald@example.com}
+receivers:
+  - {name: console, console: {file: /dev/null}}
+  - {name: email, email: {to: [oncall@example.com]}}
+  - {name: slack, slack: {webhook_url: "https://hooks.slack.com/services/T0/B0/x"}}
+  - {name: msteams, msteams: {webhook_url: "https://example.com/workflows/x"}}
+  - {name: googlechat, googlechat: {webhook_url: "https://chat.googleapis.com/v1/spaces/x/messages"}}
+  - {name: mattermost, mattermost: {webhook_url: "https://mattermost.example.com/hooks/x"}}
+  - {name: webhook, webhook: {url: "https://example.com/hook"}}
+  - {name: jira, jira: {url: "https://jira.example.com", user: bot@example.com, token: t, project: PAY}}
+  - {name: github, github: {repo: acme/payments, token: t}}
+  - {name: pagerduty, pagerduty: {routing_key: k}}
+  - {name: alertmanager, alertmanager: {url: "http://alertmanager:9093"}}
+"#;
+
+#[test]
+fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
+    let settings = Settings::from_yaml(EVERY_KIND).expect("every kind is valid");
+    // (key, sends resolves, one notification per incident, messages per second, receives what no team claims)
+    let expected = [
+        ("console", true, false, None, true),
+        ("email", false, false, None, false),
+        ("slack", true, false, Some(1.0), false),
+        ("msteams", false, false, None, false),
+        ("googlechat", false, false, None, false),
+        ("mattermost", false, false, None, false),
+        ("webhook", false, false, None, false),
+        ("jira", true, true, None, false),
+        ("github", true, true, None, false),
+        ("pagerduty", true, true, None, false),
+        ("alertmanager", true, true, None, false),
+    ];
+    assert_eq!(settings.receivers.len(), expected.len());
+    for (r, (key, resolves, per_incident, rate, fallback)) in settings.receivers.iter().zip(expected) {
+        assert_eq!(
+            (r.name.as_str(), r.kind.type_name()),
+            (key, key),
+            "the key serde reads is the key we name"
+        );
+        assert_eq!(r.sends_resolved(), resolves, "{key}");
+        assert_eq!(r.per_incident(), per_incident, "{key}");
+        assert_eq!(r.rate_limit(), rate, "{key}");
+        assert_eq!(r.capabilities().fallback, fallback, "{key}");
+    }
+}
+
+#[test]
+fn send_resolved_and_rate_limit_per_second_override_the_defaults() {
+    let settings = Settings::from_yaml(
+        r#"
+receivers:
+  - {name: quiet-slack, send_resolved: false, rate_limit_per_second: 5, slack: {webhook_url: "https://hooks.slack.com/x"}}
+  - {name: loud-hook, send_resolved: true, rate_limit_per_second: 0.5, webhook: {url: "https://example.com/hook"}}
+"#,
+    )
+    .expect("valid");
+    let slack = &settings.receivers[0];
+    assert!(!slack.sends_resolved());
+    assert_eq!(slack.rate_limit(), Some(5.0));
+    let hook = &settings.receivers[1];
+    assert!(hook.sends_resolved());
+    assert_eq!(hook.rate_limit(), Some(0.5));
+}
+
+#[test]
+fn every_kind_builds_into_a_receiver() {
+    let settings = Settings::from_yaml(EVERY_KIND).expect("every kind is valid");
+    let shared = Shared::new(std::sync::Arc::new(settings), testing::clock());
+
+    let built = build_all(&shared).expect("every kind builds");
+
+    assert_eq!(built.len(), 11);
+}
+
+#[test]
+fn each_kind_checks_its_own_block_under_its_key_path() {
+    let cases = [
+        ("receivers: [{name: x, email: {to: [nobody]}}]", "receivers[0].email"),
+        (
+            "receivers: [{name: x, email: {to: [a@example.com]}}]",
+            "receivers[0].email",
+        ),
+        (
+            "receivers: [{name: x, slack: {token: t}}]",
+            "receivers[0].slack.channel",
+        ),
+        (
+            "receivers: [{name: x, slack: {webhook_url: u, api_url: nope}}]",
+            "receivers[0].slack.api_url",
+        ),
+        (
+            "receivers: [{name: x, jira: {url: u, token: t, project: P, api: datacenter}}]",
+            "receivers[0].jira.url",
+        ),
+        (
+            "receivers: [{name: x, jira: {url: 'https://j', token: t, project: P}}]",
+            "receivers[0].jira.user",
+        ),
+        (
+            "receivers: [{name: x, github: {repo: acme, token: t}}]",
+            "receivers[0].github.repo",
+        ),
+        (
+            "receivers: [{name: x, github: {repo: a/b, token: t, api_url: nope}}]",
+            "receivers[0].github.api_url",
+        ),
+        (
+            "receivers: [{name: x, pagerduty: {routing_key: k, url: nope}}]",
+            "receivers[0].pagerduty.url",
+        ),
+        (
+            "receivers: [{name: x, alertmanager: {url: nope}}]",
+            "receivers[0].alertmanager.url",
+        ),
+    ];
+    for (yaml, path) in cases {
+        let err = Settings::from_yaml(yaml).expect_err(yaml).to_string();
+        assert!(err.contains(path), "{yaml}: expected {path} in {err}");
+    }
+}
+
+const TEAMS_PATH: &str = "/workflows/abc123/triggers/manual/paths/invoke";
+const TEAMS_SIG: &str = "teamsSignatureSecretValue0123456789";
+const GCHAT_PATH: &str = "/v1/spaces/AAAAspace/messages";
+const GCHAT_KEY: &str = "AIzaSyGoogleChatKeySecret0123";
+const GCHAT_TOKEN: &str = "googleChatTokenSecret0123456789";
+const MM_PATH: &str = "/hooks/mattermosthooksecret0123456";
+const SECRETS: [&str; 6] = [TEAMS_PATH, TEAMS_SIG, GCHAT_PATH, GCHAT_KEY, GCHAT_TOKEN, MM_PATH];
+
+#[derive(Clone, Copy, Debug)]
+enum ChatReceiver {
+    Teams,
+    GoogleChat,
+    Mattermost,
+}
+
+const ALL: [ChatReceiver; 3] = [ChatReceiver::Teams, ChatReceiver::GoogleChat, ChatReceiver::Mattermost];
+
+impl ChatReceiver {
+    /// The receiver's webhook URL on `base`, secrets included.
+    fn url(self, base: &str) -> String {
+        match self {
+            ChatReceiver::Teams => format!("{base}{TEAMS_PATH}?api-version=1&sig={TEAMS_SIG}"),
+            ChatReceiver::GoogleChat => format!("{base}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}"),
+            ChatReceiver::Mattermost => format!("{base}{MM_PATH}"),
+        }
+    }
+
+    fn receiver(self, url: String) -> Box<dyn Receiver> {
+        let http = testing::http();
+        match self {
+            ChatReceiver::Teams => Box::new(msteams::Teams::new(
+                msteams::Config {
+                    webhook_url: url.into(),
+                },
+                http,
+            )),
+            ChatReceiver::GoogleChat => Box::new(googlechat::GoogleChat::new(
+                googlechat::Config {
+                    webhook_url: url.into(),
+                },
+                http,
+                None,
+            )),
+            ChatReceiver::Mattermost => Box::new(mattermost::Mattermost::new(
+                mattermost::Config {
+                    webhook_url: url.into(),
+                },
+                http,
+                None,
+            )),
+        }
+    }
+}
+
+/// Mounts one answer on any POST, delivers once and returns the failure (after checking exactly one request).
+async fn failure(kind: ChatReceiver, answer: ResponseTemplate) -> DeliveryError {
+    failure_with(kind, move |_| answer).await
+}
+
+/// Like [`failure`], with an answer made from the receiver's own webhook URL.
+async fn failure_with(kind: ChatReceiver, answer: impl FnOnce(&str) -> ResponseTemplate) -> DeliveryError {
+    let server = MockServer::start().await;
+    let url = kind.url(&server.uri());
+    Mock::given(method("POST"))
+        .respond_with(answer(&url))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let e = kind
+        .receiver(url)
+        .deliver(&testing::notification(Action::Open), None)
+        .await
+        .unwrap_err();
+    assert_eq!(requests(&server).await.len(), 1, "{kind:?}");
+    assert_no_secret(&e, &SECRETS);
+    e
+}
+
+#[tokio::test]
+async fn every_chat_receiver_treats_429_as_transient_with_the_retry_after_delay() {
+    for kind in ALL {
+        let e = failure(kind, ResponseTemplate::new(429).insert_header("Retry-After", "7")).await;
+        let delay = match e {
+            DeliveryError::Transient { retry_after, .. } => retry_after,
+            other => panic!("{kind:?}: expected a transient failure, got {other:?}"),
+        };
+        assert_eq!(delay, Some(Duration::from_secs(7)), "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_chat_receiver_treats_500_as_transient() {
+    for kind in ALL {
+        let e = failure(kind, ResponseTemplate::new(500).set_body_string("boom")).await;
+        assert!(matches!(e, DeliveryError::Transient { .. }), "{kind:?}: {e:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_chat_receiver_treats_400_as_permanent() {
+    for kind in ALL {
+        let e = failure(kind, ResponseTemplate::new(400).set_body_string("bad payload")).await;
+        assert!(matches!(e, DeliveryError::Permanent { .. }), "{kind:?}: {e:?}");
+        assert!(e.to_string().contains("bad payload"), "{kind:?}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn an_error_body_echoing_the_webhook_url_does_not_leak_it() {
+    for kind in ALL {
+        // The whole URL, then its path and query on their own, as a careless server might echo them.
+        let e = failure_with(kind, |url| {
+            let u = url::Url::parse(url).unwrap();
+            let echo = format!("invalid webhook {url} (path {}, query {:?})", u.path(), u.query());
+            ResponseTemplate::new(404).set_body_string(echo)
+        })
+        .await;
+        assert!(e.to_string().contains("[redacted]"), "{kind:?}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_webhook_is_transient_and_keeps_the_url_secret() {
+    let n = testing::notification(Action::Open);
+    for kind in ALL {
+        let e = kind
+            .receiver(kind.url(testing::UNREACHABLE))
+            .deliver(&n, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DeliveryError::Transient { .. }), "{kind:?}: {e:?}");
+        assert_no_secret(&e, &SECRETS);
+    }
+}
