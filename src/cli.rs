@@ -277,7 +277,7 @@ async fn advance_to(
 }
 
 async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::Result<usize> {
-    let mut rows = p.outbox(None, 10_000).await?;
+    let mut rows = p.outbox(None, 10_000, None).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
         let n: crate::domain::Notification = serde_json::from_str(&r.payload)?;

@@ -11,7 +11,7 @@ use herald::domain::Incident;
 use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
 use herald::state::{Outcome, apply};
-use herald::store::{NewDelivery, Store};
+use herald::store::{AppFilter, IncidentFilter, NewDelivery, Store};
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
 
@@ -55,6 +55,15 @@ async fn fresh(engine: &str) -> (Store, Db) {
 
 fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+}
+
+fn filter(sync: Option<&str>, deleted: bool, limit: i64) -> AppFilter {
+    AppFilter {
+        sync: sync.map(str::to_string),
+        deleted,
+        limit,
+        ..Default::default()
+    }
 }
 
 fn app(name: &str) -> AppId {
@@ -103,7 +112,50 @@ contract!(
     migrations_are_idempotent,
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
+    pages_follow_their_cursor,
 );
+
+async fn pages_follow_their_cursor(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut tx = store.begin().await.expect("tx");
+    for (i, name) in ["e", "d", "c", "b", "a"].iter().enumerate() {
+        let body = format!(
+            r#"{{"app":{{"metadata":{{"name":"{name}","namespace":"argocd"}},"status":{{"sync":{{"status":"OutOfSync"}},
+                "resources":[{{"kind":"Job","name":"j","requiresPruning":true}}]}}}}}}"#
+        );
+        // Two share a since-time: the name breaks the tie.
+        let at = now + chrono::Duration::minutes((i / 2) as i64);
+        let Outcome::Changed { state, .. } = apply(None, parse_body(body.as_bytes(), 64).expect("body"), at) else {
+            panic!()
+        };
+        Store::save_apps(&mut tx, &[("p", &*state)]).await.expect("save");
+    }
+    tx.commit().await.expect("commit");
+    let mut order = Vec::new();
+    let mut f = filter(None, false, 2);
+    loop {
+        let page = store.apps(&f).await.expect("page");
+        order.extend(page.iter().map(|a| a.state.snapshot.app.name.clone()));
+        match page.last() {
+            Some(last) if page.len() == 2 => f.after = Some(herald::store::AppCursor::of(&last.state)),
+            _ => break,
+        }
+    }
+    assert_eq!(
+        order,
+        ["d", "e", "b", "c", "a"],
+        "by since-time, then by name, each once"
+    );
+    assert_eq!(store.count_apps(&filter(None, false, 0)).await.expect("count"), 5);
+    let first = store.apps_with_pending_prunes(2, None).await.expect("prunes");
+    assert_eq!(first.len(), 2);
+    let rest = store
+        .apps_with_pending_prunes(10, Some(&first[1].state.snapshot.app))
+        .await
+        .expect("prunes");
+    assert_eq!(rest.len(), 3);
+}
 
 async fn deleted_applications_leave_the_lists_and_are_purged_after_retention(engine: &str) {
     let (store, _db) = fresh(engine).await;
@@ -128,12 +180,18 @@ async fn deleted_applications_leave_the_lists_and_are_purged_after_retention(eng
     let names = |v: Vec<herald::store::AppRecord>| -> Vec<String> {
         v.into_iter().map(|a| a.state.snapshot.app.name).collect()
     };
-    assert_eq!(names(store.apps(None, None, false, 10).await.expect("live")), ["kept"]);
     assert_eq!(
-        names(store.apps(None, None, true, 10).await.expect("deleted")),
+        names(store.apps(&filter(None, false, 10)).await.expect("live")),
+        ["kept"]
+    );
+    assert_eq!(
+        names(store.apps(&filter(None, true, 10)).await.expect("deleted")),
         ["gone"]
     );
-    assert_eq!(names(store.apps_with_pending_prunes().await.expect("prunes")), ["kept"]);
+    assert_eq!(
+        names(store.apps_with_pending_prunes(100, None).await.expect("prunes")),
+        ["kept"]
+    );
     let counted: i64 = store.app_counts().await.expect("counts").iter().map(|c| c.2).sum();
     assert_eq!(counted, 1, "a deleted Application is not counted");
     let live = store.live_apps(&[]).await.expect("live ids");
@@ -224,12 +282,16 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     let rec = store.app(&app("pay")).await.expect("app").expect("present");
     assert_eq!(rec.state.snapshot.sync_status, "Synced");
     assert_eq!(
-        store.apps(Some("Synced"), None, false, 10).await.expect("list").len(),
+        store
+            .apps(&filter(Some("Synced"), false, 10))
+            .await
+            .expect("list")
+            .len(),
         1
     );
     assert_eq!(
         store
-            .apps(Some("OutOfSync"), None, false, 10)
+            .apps(&filter(Some("OutOfSync"), false, 10))
             .await
             .expect("list")
             .len(),
@@ -245,7 +307,13 @@ async fn applications_round_trip_and_upsert(engine: &str) {
         1
     );
     // Only Applications with something waiting to be pruned are read for /v1/prune-pending.
-    assert!(store.apps_with_pending_prunes().await.expect("prunes").is_empty());
+    assert!(
+        store
+            .apps_with_pending_prunes(100, None)
+            .await
+            .expect("prunes")
+            .is_empty()
+    );
     let pruning = parse_body(
         br#"{"app":{"metadata":{"name":"cron","namespace":"argocd"},"status":{"sync":{"status":"OutOfSync"},
             "resources":[{"kind":"CronJob","name":"reminders","namespace":"billing","status":"OutOfSync","requiresPruning":true}]}}}"#,
@@ -258,7 +326,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     let mut tx = store.begin().await.expect("tx");
     Store::save_apps(&mut tx, &[("billing", &*cron)]).await.expect("save");
     tx.commit().await.expect("commit");
-    let waiting = store.apps_with_pending_prunes().await.expect("prunes");
+    let waiting = store.apps_with_pending_prunes(100, None).await.expect("prunes");
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].state.snapshot.app, app("cron"));
     // A sync that skipped a prune counts too; the word in a label does not.
@@ -286,7 +354,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
         .expect("save");
     tx.commit().await.expect("commit");
     let mut waiting: Vec<_> = store
-        .apps_with_pending_prunes()
+        .apps_with_pending_prunes(100, None)
         .await
         .expect("prunes")
         .into_iter()
@@ -362,7 +430,12 @@ async fn incidents_are_claimed_once_when_due(engine: &str) {
     assert_eq!(open.len(), 1);
     assert_eq!(
         store
-            .incidents(Some(IncidentState::Firing), Some("pay"), None, None, 10)
+            .incidents(&IncidentFilter {
+                state: Some(IncidentState::Firing),
+                team: Some("pay".into()),
+                limit: 10,
+                ..Default::default()
+            })
             .await
             .expect("list")
             .len(),
@@ -460,7 +533,7 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
         .remove(0);
     assert_eq!(row.attempts, 2);
     store.failed(row.id, "HTTP 400: bad", None).await.expect("dead");
-    let dead = store.outbox(Some(DeliveryState::Dead), 10).await.expect("dead");
+    let dead = store.outbox(Some(DeliveryState::Dead), 10, None).await.expect("dead");
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].last_error.as_deref(), Some("HTTP 400: bad"));
     assert!(

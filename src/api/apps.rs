@@ -5,8 +5,9 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, query};
+use super::{ApiError, AppContext, limit, limit_of, page_json, query};
 use crate::argocd::AppId;
+use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -15,7 +16,10 @@ struct AppQuery {
     health: Option<String>,
     /// `true`: the deleted Applications (kept until `storage.raw_retention` ends) instead of the others.
     deleted: Option<bool>,
+    team: Option<String>,
     limit: Option<i64>,
+    /// The cursor of the `next` link.
+    after: Option<String>,
 }
 
 fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
@@ -49,17 +53,25 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
     let q: AppQuery = query(&req)?;
-    let apps = ctx
-        .pipeline
-        .apps(
-            q.sync.as_deref(),
-            q.health.as_deref(),
-            q.deleted.unwrap_or(false),
-            limit(q.limit)?,
-        )
-        .await?;
+    let after = match q.after.as_deref() {
+        Some(a) => Some(AppCursor::decode(a).ok_or_else(|| {
+            ApiError::BadRequest("after must be the cursor of a `next` link, as Herald wrote it".into())
+        })?),
+        None => None,
+    };
+    let filter = AppFilter {
+        sync: q.sync,
+        health: q.health,
+        team: q.team,
+        deleted: q.deleted.unwrap_or(false),
+        limit: limit_of(q.limit, 100, 1000)?,
+        after,
+        ..Default::default()
+    };
+    let apps = ctx.pipeline.apps(&filter).await?;
+    let cursor = apps.last().map(|a| AppCursor::of(&a.state).encode());
     let items: Vec<_> = apps.iter().map(|a| app_json(&a.team, &a.state)).collect();
-    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+    Ok(HttpResponse::Ok().json(page_json(&req, items, filter.limit, cursor)))
 }
 
 pub(super) async fn get_app(
@@ -74,7 +86,12 @@ pub(super) async fn get_app(
         return Err(ApiError::NotFound(format!("no Application {id} has been seen")));
     };
     let timeline = ctx.pipeline.timeline(&id, 200).await?;
-    let incidents = ctx.pipeline.incidents(None, None, None, Some(&id), 50).await?;
+    let filter = IncidentFilter {
+        app: Some(id.clone()),
+        limit: 50,
+        ..Default::default()
+    };
+    let incidents = ctx.pipeline.incidents(&filter).await?;
     let mut v = app_json(&rec.team, &rec.state);
     v["timeline"] = json!(timeline);
     v["incidents"] = json!(incidents.iter().map(|i| i.full_view()).collect::<Vec<_>>());
@@ -109,8 +126,42 @@ pub(super) async fn get_raw(
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PruneQuery {
+    limit: Option<i64>,
+    /// `namespace/name` of the last Application of the previous page.
+    after: Option<String>,
+}
+
+/// The resources waiting to be pruned, a page of Applications at a time (their resources, the longest waiting first).
 pub(super) async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
-    let items = ctx.pipeline.prune_pending().await?;
-    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+    let q: PruneQuery = query(&req)?;
+    let after = match q.after.as_deref() {
+        Some(a) => {
+            let (namespace, name) = a
+                .split_once('/')
+                .ok_or_else(|| ApiError::BadRequest("after must be namespace/name".into()))?;
+            Some(AppId {
+                namespace: namespace.into(),
+                name: name.into(),
+            })
+        }
+        None => None,
+    };
+    let (rows, next) = ctx
+        .pipeline
+        .prune_pending(limit_of(q.limit, 200, 1000)?, after.as_ref())
+        .await?;
+    let mut v = json!({"count": rows.len(), "items": rows});
+    if let Some(next) = next {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query.append_pair("after", &next.to_string());
+        if let Some(l) = q.limit {
+            query.append_pair("limit", &l.to_string());
+        }
+        v["next"] = json!(format!("{}?{}", req.path(), query.finish()));
+    }
+    Ok(HttpResponse::Ok().json(v))
 }

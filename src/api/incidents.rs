@@ -2,10 +2,10 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
-use serde_json::json;
 
-use super::{ApiError, AppContext, limit, param, query};
+use super::{ApiError, AppContext, limit, page_json, param, query};
 use crate::domain::{IncidentState, Kind};
+use crate::pipeline::IncidentFilter;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -14,6 +14,8 @@ struct IncidentQuery {
     team: Option<String>,
     kind: Option<String>,
     limit: Option<i64>,
+    /// The cursor of the `next` link: the id of the last incident of the previous page.
+    after: Option<i64>,
 }
 
 pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
@@ -27,10 +29,16 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
             "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
         )
     })?;
-    let list = ctx
-        .pipeline
-        .incidents(state, q.team.as_deref(), kind, None, limit(q.limit)?)
-        .await?;
-    let items: Vec<_> = list.iter().map(|i| i.full_view()).collect();
-    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+    let filter = IncidentFilter {
+        state,
+        team: q.team,
+        kind,
+        limit: limit(q.limit)?,
+        before_id: q.after,
+        ..Default::default()
+    };
+    let list = ctx.pipeline.incidents(&filter).await?;
+    let cursor = list.last().map(|i| i.id.to_string());
+    let items: Vec<_> = list.iter().map(|i| serde_json::json!(i.full_view())).collect();
+    Ok(HttpResponse::Ok().json(page_json(&req, items, filter.limit, cursor)))
 }

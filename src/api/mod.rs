@@ -80,11 +80,44 @@ async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
 
 /// The `limit` query parameter: 1000 unless given, at most 10000.
 fn limit(l: Option<i64>) -> Result<i64, ApiError> {
+    limit_of(l, 1000, 10_000)
+}
+
+/// The `limit` query parameter: `default` unless given, at most `max` (a page must fit in memory).
+fn limit_of(l: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
     match l {
-        None => Ok(1000),
-        Some(n) if (1..=10_000).contains(&n) => Ok(n),
-        Some(_) => Err(ApiError::BadRequest("limit must be between 1 and 10000".into())),
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(_) => Err(ApiError::BadRequest(format!("limit must be between 1 and {max}"))),
     }
+}
+
+/// One page of a list as JSON: `count`, `items`, and — when the page is full — `next`, this request's path and
+/// query with `after` set to the cursor after its last item.
+fn page_json(
+    req: &HttpRequest,
+    items: Vec<serde_json::Value>,
+    limit: i64,
+    cursor: Option<String>,
+) -> serde_json::Value {
+    let mut v = serde_json::json!({"count": items.len(), "items": items});
+    if items_full(&v, limit)
+        && let Some(cursor) = cursor
+    {
+        let pairs = url::form_urlencoded::parse(req.query_string().as_bytes())
+            .filter(|(k, _)| k != "after")
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .chain(std::iter::once(("after".to_string(), cursor)));
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish();
+        v["next"] = serde_json::json!(format!("{}?{query}", req.path()));
+    }
+    v
+}
+
+fn items_full(v: &serde_json::Value, limit: i64) -> bool {
+    v["count"].as_i64() == Some(limit)
 }
 
 /// The query string as `T`; unknown or malformed parameters are a 400 that names them.

@@ -4,7 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, param, query};
+use super::{ApiError, AppContext, limit, page_json, param, query};
 use crate::domain::{DeliveryState, Notification};
 
 #[derive(Deserialize)]
@@ -12,6 +12,8 @@ use crate::domain::{DeliveryState, Notification};
 struct OutboxQuery {
     state: Option<String>,
     limit: Option<i64>,
+    /// The cursor of the `next` link: the id of the last delivery of the previous page.
+    after: Option<i64>,
 }
 
 pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
@@ -20,7 +22,9 @@ pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) ->
     let state = param(q.state.as_deref(), DeliveryState::parse, |s| {
         format!("state must be pending, done or dead, not {s:?}")
     })?;
-    let rows = ctx.pipeline.outbox(state, limit(q.limit)?).await?;
+    let limit = limit(q.limit)?;
+    let rows = ctx.pipeline.outbox(state, limit, q.after).await?;
+    let cursor = rows.last().map(|r| r.id.to_string());
     let items: Vec<_> = rows
         .iter()
         .map(|r| {
@@ -32,7 +36,7 @@ pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) ->
             v
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+    Ok(HttpResponse::Ok().json(page_json(&req, items, limit, cursor)))
 }
 
 pub(super) async fn retry_outbox(

@@ -1,51 +1,104 @@
-//! `GET /`: the status page a person opens — server-rendered HTML (maud), no scripts or CDN, refreshing itself:
-//! Applications OutOfSync the longest first, firing incidents by team, pending prunes, dead notifications, silences.
+//! `GET /`: the status page an on-call person keeps open — server-rendered HTML (maud), no scripts, no CDN,
+//! refreshing itself, readable on a phone. Every Application that is not Synced+Healthy (the longest first, in Argo
+//! CD's status colours, linked to Argo CD), firing incidents by team, pending ones ("fires in 35 min"), resources
+//! waiting to be pruned, dead notifications, silences. `/?team=payments` shows one team (a link to share). Each
+//! section shows its first rows and says how many more there are: no request reads a whole table.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
+use serde::Deserialize;
 
-use super::{ApiError, AppContext};
+use super::{ApiError, AppContext, query};
 use crate::domain::{DeliveryState, IncidentState};
-use crate::pipeline::{AppRecord, IncidentRecord, OutboxRecord, PruneRow};
+use crate::pipeline::{AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow};
 use crate::receivers::render::age;
 use crate::routing::Silence;
+
+/// Rows shown per section; the rest are counted ("and 12 more").
+const SHOWN: i64 = 100;
 
 fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;\
-margin-bottom:1.5em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}\
-.warning{color:#a60}.critical{color:#b00;font-weight:bold}.empty{color:#777}h2{margin-top:1.2em}";
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em;color:#222;max-width:1200px}\
+.scroll{overflow-x:auto}table{border-collapse:collapse;margin-bottom:1em;min-width:60%}\
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}\
+.warning{color:#a60}.critical{color:#b00;font-weight:bold}.info{color:#346}.empty,.more{color:#777}\
+h2{margin-top:1.2em;font-size:1.2em}.badge{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;\
+font-size:.9em;white-space:nowrap}.Synced,.Healthy{background:#18be94}.OutOfSync,.Missing{background:#f4c030;color:#222}\
+.Unknown{background:#ccd6dd;color:#222}.Progressing{background:#0dadea}.Degraded{background:#e96d76}\
+.Suspended{background:#766f94}nav a{margin-right:.8em}.nowrap{white-space:nowrap}a{color:#0b5cad}\
+@media (max-width:600px){body{margin:.5em}td,th{padding:3px 4px;font-size:.9em}}";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    team: Option<String>,
+}
+
+/// What one section shows: its first rows, and how many there are in all.
+struct Shown<T> {
+    rows: Vec<T>,
+    total: usize,
+}
 
 pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     ctx.auth.check(&req)?;
+    let q: PageQuery = query(&req)?;
+    let team = q.team.filter(|t| !t.trim().is_empty());
     let p = &ctx.pipeline;
     let now = p.now();
-    let out_of_sync = p.apps(Some("OutOfSync"), None, false, 500).await?;
-    let firing = p.incidents(Some(IncidentState::Firing), None, None, None, 500).await?;
-    let prunes = p.prune_pending().await?;
-    let dead = p.outbox(Some(DeliveryState::Dead), 100).await?;
+    let attention = Shown {
+        rows: p
+            .apps(&AppFilter {
+                team: team.clone(),
+                needs_attention: true,
+                by_problem_since: true,
+                limit: SHOWN,
+                ..Default::default()
+            })
+            .await?,
+        total: p.count_needing_attention(team.as_deref()).await?,
+    };
+    let firing = incidents(p, IncidentState::Firing, team.as_deref()).await?;
+    let pending = incidents(p, IncidentState::Pending, team.as_deref()).await?;
+    let (mut prunes, more_prunes) = p.prune_pending(SHOWN, None).await?;
+    if let Some(t) = &team {
+        prunes.retain(|r| &r.team == t);
+    }
+    let dead = p.outbox(Some(DeliveryState::Dead), SHOWN, None).await?;
     let silences = p.silences(false, now).await?;
+    let teams = p.team_names().await;
     let markup: Markup = html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
                 meta http-equiv="refresh" content="30";
-                title { "Herald — status" }
+                title { "Herald — " (team.as_deref().unwrap_or("status")) }
                 style { (STYLE) }
             }
             body {
                 h1 { "Herald" }
                 p { "As of " span #now { (when(now)) } ". This page refreshes every 30 seconds." }
+                nav #teams {
+                    "Team: "
+                    @if team.is_some() { a href="/" { "all" } } @else { b { "all" } " " }
+                    @for t in &teams {
+                        @if team.as_deref() == Some(t.as_str()) { b { (t) } " " }
+                        @else { a href={ "/?team=" (urlencode(t)) } { (t) } }
+                    }
+                }
                 @if p.argocd_api().is_some() { (api_source_line(&p.api_source().report())) }
-                (out_of_sync_section(&out_of_sync, now))
+                (attention_section(p, &attention, now))
                 (incidents_section(&firing))
-                (prunes_section(&prunes))
+                (pending_section(&pending, now))
+                (prunes_section(&prunes, more_prunes.is_some()))
                 (dead_section(&dead))
                 (silences_section(&silences, now))
             }
@@ -55,6 +108,30 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
         .insert_header(super::no_store())
         .content_type("text/html; charset=utf-8")
         .body(markup.into_string()))
+}
+
+async fn incidents(p: &Pipeline, state: IncidentState, team: Option<&str>) -> Result<Shown<IncidentRecord>, ApiError> {
+    let rows = p
+        .incidents(&IncidentFilter {
+            state: Some(state),
+            team: team.map(str::to_string),
+            soonest_first: state == IncidentState::Pending,
+            limit: SHOWN,
+            ..Default::default()
+        })
+        .await?;
+    let total = p.count_incidents(state, team).await?;
+    Ok(Shown { rows, total })
+}
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn more<T>(s: &Shown<T>) -> Markup {
+    html! {
+        @if s.total > s.rows.len() { p.more { "… and " (s.total - s.rows.len()) " more." } }
+    }
 }
 
 /// One line on the Argo CD API source: failing (and why), or when it last listed.
@@ -74,58 +151,115 @@ fn api_source_line(r: &crate::pipeline::SourceReport) -> Markup {
     }
 }
 
-fn out_of_sync_section(apps: &[AppRecord], now: DateTime<Utc>) -> Markup {
+/// Every Application that is not Synced+Healthy, the longest first.
+fn attention_section(p: &Pipeline, apps: &Shown<AppRecord>, now: DateTime<Utc>) -> Markup {
     html! {
-        h2 #out-of-sync { "OutOfSync Applications (" (apps.len()) ")" }
-        @if apps.is_empty() { p.empty { "None." } } @else {
-            table #out-of-sync-table {
-                tr { th { "Application" } th { "Team" } th { "OutOfSync since" } th { "For" } th { "Requiring pruning" } }
-                @for a in apps {
+        h2 #attention { "Needs attention (" (apps.total) ")" }
+        @if apps.rows.is_empty() { p.empty { "Every Application is Synced and Healthy." } } @else {
+            div.scroll { table #attention-table {
+                tr { th { "Application" } th { "Team" } th { "Sync" } th { "Health" } th { "Since" } th { "For" }
+                     th { "Requiring pruning" } }
+                @for a in &apps.rows {
+                    @let s = &a.state;
+                    @let since = problem_since(s);
                     tr {
-                        td { (a.state.snapshot.app) }
+                        td { @match p.app_link(s) {
+                            Some(link) => a href=(link) { (s.snapshot.app) },
+                            None => (s.snapshot.app),
+                        } }
                         td { (a.team) }
-                        td { (when(a.state.sync_since)) }
-                        td { (age(a.state.sync_since, now)) }
-                        td { (a.state.prune_since.len()) }
+                        td { span class={ "badge " (s.snapshot.sync_status) } { (s.snapshot.sync_status) } }
+                        td { span class={ "badge " (s.snapshot.health_status) } { (s.snapshot.health_status) } }
+                        td { (at_least(s, since)) (when(since)) }
+                        td { (age(since, now)) }
+                        td { (s.prune_since.len()) }
                     }
                 }
-            }
+            } }
+            (more(apps))
         }
     }
 }
 
+/// When its trouble started: the older of the two since-times that are not fine.
+fn problem_since(s: &crate::state::AppState) -> DateTime<Utc> {
+    let sync = (s.snapshot.sync_status != "Synced").then_some(s.sync_since);
+    let health = (s.snapshot.health_status != "Healthy").then_some(s.health_since);
+    sync.into_iter().chain(health).min().unwrap_or(s.sync_since)
+}
+
+fn at_least(s: &crate::state::AppState, since: DateTime<Utc>) -> &'static str {
+    let lower_bound =
+        (since == s.sync_since && s.sync_since_at_least) || (since == s.health_since && s.health_since_at_least);
+    if lower_bound { "at least since " } else { "" }
+}
+
 /// Firing incidents, one table per team.
-fn incidents_section(firing: &[IncidentRecord]) -> Markup {
+fn incidents_section(firing: &Shown<IncidentRecord>) -> Markup {
     let mut by_team: BTreeMap<&str, Vec<&IncidentRecord>> = BTreeMap::new();
-    for i in firing {
+    for i in &firing.rows {
         by_team.entry(i.team.as_str()).or_default().push(i);
     }
     html! {
-        h2 #incidents { "Firing incidents (" (firing.len()) ")" }
-        @if firing.is_empty() { p.empty { "None." } }
+        h2 #incidents { "Firing incidents (" (firing.total) ")" }
+        @if firing.rows.is_empty() { p.empty { "None." } }
         @for (team, list) in &by_team {
             h3 { "Team " (team) }
-            table.incidents {
+            div.scroll { table.incidents {
                 tr { th { "Kind" } th { "Severity" } th { "Application" } th { "Summary" } th { "Firing since" } }
                 @for i in list {
                     tr {
                         td { (i.kind) }
                         td class=(i.severity) { (i.severity) }
-                        td { (i.app) }
+                        td { @match &i.view.app_url {
+                            Some(link) => a href=(link) { (i.app) },
+                            None => (i.app),
+                        } }
                         td { (i.view.summary) }
                         td { (i.fired_at.map(when).unwrap_or_default()) }
                     }
                 }
-            }
+            } }
+        }
+        (more(firing))
+    }
+}
+
+/// Pending incidents: their condition holds, their `for` has not elapsed yet.
+fn pending_section(pending: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Markup {
+    html! {
+        h2 #pending { "Pending incidents (" (pending.total) ")" }
+        @if pending.rows.is_empty() { p.empty { "None." } } @else {
+            div.scroll { table #pending-table {
+                tr { th { "Fires in" } th { "Kind" } th { "Application" } th { "Team" } th { "Summary" } }
+                @for i in &pending.rows {
+                    tr {
+                        td.nowrap { (fires_in(i.fire_at, now)) }
+                        td { (i.kind) }
+                        td { (i.app) }
+                        td { (i.team) }
+                        td { (i.view.summary) }
+                    }
+                }
+            } }
+            (more(pending))
         }
     }
 }
 
-fn prunes_section(prunes: &[PruneRow]) -> Markup {
+fn fires_in(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    if at <= now {
+        "now".into()
+    } else {
+        format!("fires in {}", age(now, at))
+    }
+}
+
+fn prunes_section(prunes: &[PruneRow], more_apps: bool) -> Markup {
     html! {
-        h2 #prune-pending { "Waiting to be pruned (" (prunes.len()) ")" }
+        h2 #prune-pending { "Waiting to be pruned (" (prunes.len()) (if more_apps { "+" } else { "" }) ")" }
         @if prunes.is_empty() { p.empty { "None." } } @else {
-            table #prune-table {
+            div.scroll { table #prune-table {
                 tr { th { "Application" } th { "Team" } th { "Resource" } th { "Waiting since" } th { "Prune enabled" } }
                 @for r in prunes {
                     tr {
@@ -136,7 +270,8 @@ fn prunes_section(prunes: &[PruneRow]) -> Markup {
                         td { (if r.prune_enabled { "yes" } else { "no" }) }
                     }
                 }
-            }
+            } }
+            @if more_apps { p.more { "… and more: " a href="/v1/prune-pending" { "/v1/prune-pending" } } }
         }
     }
 }
@@ -145,12 +280,12 @@ fn dead_section(dead: &[OutboxRecord]) -> Markup {
     html! {
         h2 #dead { "Dead notifications (" (dead.len()) ")" }
         @if dead.is_empty() { p.empty { "None." } } @else {
-            table #dead-table {
+            div.scroll { table #dead-table {
                 tr { th { "Id" } th { "Receiver" } th { "Action" } th { "Attempts" } th { "Last error" } }
                 @for d in dead {
                     tr { td { (d.id) } td { (d.receiver) } td { (d.action) } td { (d.attempts) } td { (d.last_error.clone().unwrap_or_default()) } }
                 }
-            }
+            } }
         }
     }
 }
@@ -159,7 +294,7 @@ fn silences_section(silences: &[Silence], now: DateTime<Utc>) -> Markup {
     html! {
         h2 #silences { "Active silences (" (silences.iter().filter(|s| s.active(now)).count()) ")" }
         @if silences.is_empty() { p.empty { "None." } } @else {
-            table #silence-table {
+            div.scroll { table #silence-table {
                 tr { th { "Matchers" } th { "Until" } th { "By" } th { "Comment" } }
                 @for s in silences {
                     tr {
@@ -169,7 +304,7 @@ fn silences_section(silences: &[Silence], now: DateTime<Utc>) -> Markup {
                         td { (s.comment) }
                     }
                 }
-            }
+            } }
         }
     }
 }

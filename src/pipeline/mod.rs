@@ -29,7 +29,7 @@ use crate::telemetry::GaugeReadings;
 use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
-pub use crate::store::{AppRecord, IncidentRecord, OutboxRecord, TimelineEntry};
+pub use crate::store::{AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry};
 
 /// What one accepted body did, as the API answers it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -196,15 +196,49 @@ impl Pipeline {
         }
     }
 
-    /// Applications, filtered by sync and health status; the deleted ones instead with `deleted`.
-    pub async fn apps(
-        &self,
-        sync: Option<&str>,
-        health: Option<&str>,
-        deleted: bool,
-        limit: i64,
-    ) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core.store.apps(sync, health, deleted, limit).await?)
+    /// How many Applications are not Synced+Healthy (of `team`, when given).
+    pub async fn count_needing_attention(&self, team: Option<&str>) -> Result<usize, PipelineError> {
+        let filter = AppFilter {
+            team: team.map(str::to_string),
+            needs_attention: true,
+            ..Default::default()
+        };
+        Ok(self.core.store.count_apps(&filter).await?)
+    }
+
+    /// How many incidents are in `state` (of `team`, when given).
+    pub async fn count_incidents(&self, state: IncidentState, team: Option<&str>) -> Result<usize, PipelineError> {
+        Ok(self.core.store.count_incidents(state, team).await?)
+    }
+
+    /// The teams a person may filter by: the configured ones and those owning Applications.
+    pub async fn team_names(&self) -> Vec<String> {
+        let mut teams: Vec<String> = self.core.settings.teams.keys().cloned().collect();
+        teams.extend(counted("teams", self.core.store.app_teams().await));
+        teams.sort();
+        teams.dedup();
+        teams
+    }
+
+    /// The Application's page in Argo CD, when the URL is known (`context.argocdUrl`, else `argocd.url`).
+    pub fn app_link(&self, s: &state::AppState) -> Option<String> {
+        let base = s
+            .snapshot
+            .argocd_url
+            .as_deref()
+            .or(self.core.settings.argocd.url.as_deref())?;
+        let app = &s.snapshot.app;
+        Some(format!(
+            "{}/applications/{}/{}",
+            base.trim_end_matches('/'),
+            app.namespace,
+            app.name
+        ))
+    }
+
+    /// One page of Applications (see [`AppFilter`]).
+    pub async fn apps(&self, filter: &AppFilter) -> Result<Vec<AppRecord>, PipelineError> {
+        Ok(self.core.store.apps(filter).await?)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {
@@ -221,20 +255,22 @@ impl Pipeline {
         Ok(self.core.store.raw_bodies(id, limit).await?)
     }
 
-    pub async fn incidents(
-        &self,
-        state: Option<IncidentState>,
-        team: Option<&str>,
-        kind: Option<Kind>,
-        app: Option<&AppId>,
-        limit: i64,
-    ) -> Result<Vec<IncidentRecord>, PipelineError> {
-        Ok(self.core.store.incidents(state, team, kind, app, limit).await?)
+    /// One page of incidents (see [`IncidentFilter`]).
+    pub async fn incidents(&self, filter: &IncidentFilter) -> Result<Vec<IncidentRecord>, PipelineError> {
+        Ok(self.core.store.incidents(filter).await?)
     }
 
-    /// Every resource waiting to be pruned, the longest waiting first.
-    pub async fn prune_pending(&self) -> Result<Vec<PruneRow>, PipelineError> {
-        let apps = self.core.store.apps_with_pending_prunes().await?;
+    /// The resources waiting to be pruned of at most `limit` Applications (by name, after `after`), the longest
+    /// waiting first; with the last Application read, the cursor of the next page (`None`: no more).
+    pub async fn prune_pending(
+        &self,
+        limit: i64,
+        after: Option<&AppId>,
+    ) -> Result<(Vec<PruneRow>, Option<AppId>), PipelineError> {
+        let apps = self.core.store.apps_with_pending_prunes(limit, after).await?;
+        let next = (apps.len() as i64 == limit)
+            .then(|| apps.last().map(|a| a.state.snapshot.app.clone()))
+            .flatten();
         let mut rows = Vec::new();
         for a in apps {
             let s = &a.state;
@@ -254,7 +290,7 @@ impl Pipeline {
             }
         }
         rows.sort_by_key(|r| r.waiting_since);
-        Ok(rows)
+        Ok((rows, next))
     }
 
     pub async fn add_silence(&self, silence: &Silence) -> Result<(), PipelineError> {
@@ -272,9 +308,14 @@ impl Pipeline {
         Ok(self.core.store.expire_silence(id, now).await?.then_some(now))
     }
 
-    /// Deliveries, newest first.
-    pub async fn outbox(&self, state: Option<DeliveryState>, limit: i64) -> Result<Vec<OutboxRecord>, PipelineError> {
-        Ok(self.core.store.outbox(state, limit).await?)
+    /// Deliveries, newest first: at most `limit`, older than `before_id`.
+    pub async fn outbox(
+        &self,
+        state: Option<DeliveryState>,
+        limit: i64,
+        before_id: Option<i64>,
+    ) -> Result<Vec<OutboxRecord>, PipelineError> {
+        Ok(self.core.store.outbox(state, limit, before_id).await?)
     }
 
     /// Puts a dead delivery back in the queue; `false` if there is no dead delivery `id`.

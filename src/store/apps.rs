@@ -27,6 +27,62 @@ pub struct TimelineEntry {
     pub to: String,
 }
 
+/// Which Applications [`Store::apps`] returns: by sync and health status, team, those not Synced+Healthy
+/// (`needs_attention`), the deleted ones instead of the others (`deleted`); at most `limit`, after the cursor.
+#[derive(Debug, Clone, Default)]
+pub struct AppFilter {
+    pub sync: Option<String>,
+    pub health: Option<String>,
+    pub team: Option<String>,
+    pub needs_attention: bool,
+    pub deleted: bool,
+    /// Ordered by when their trouble started (the older of the since-times not fine) instead; no cursor then.
+    pub by_problem_since: bool,
+    pub limit: i64,
+    pub after: Option<AppCursor>,
+}
+
+/// The conditions of [`AppFilter`] but the cursor, on `$1`…`$5`.
+const APP_FILTER: &str = "($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
+     AND (deleted_at IS NULL) = ($3 = 0) AND ($4 = '' OR team = $4) \
+     AND ($5 = 0 OR NOT (sync_status = 'Synced' AND health_status = 'Healthy'))";
+
+/// When an Application's trouble started, in SQL: the older of the since-times whose status is not fine.
+const PROBLEM_SINCE: &str = "CASE WHEN sync_status <> 'Synced' AND health_status <> 'Healthy' \
+     THEN (CASE WHEN sync_since < health_since THEN sync_since ELSE health_since END) \
+     WHEN sync_status <> 'Synced' THEN sync_since ELSE health_since END";
+
+/// Where a page of Applications ended, in their order (OutOfSync the longest first, then by name). Opaque to
+/// clients: [`AppCursor::encode`] makes the `after=` value of the `next` link.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AppCursor {
+    pub sync_since: i64,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl AppCursor {
+    pub fn of(s: &AppState) -> Self {
+        Self {
+            sync_since: to_millis(s.sync_since),
+            namespace: s.snapshot.app.namespace.clone(),
+            name: s.snapshot.app.name.clone(),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(encode(self))
+    }
+
+    /// `None` for anything [`AppCursor::encode`] did not make.
+    pub fn decode(text: &str) -> Option<Self> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
 /// Reads `team, state_json`.
 fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
     Ok(AppRecord {
@@ -207,33 +263,78 @@ impl Store {
         row.as_ref().map(app_from_row).transpose()
     }
 
-    /// Applications, optionally filtered by sync and health status, OutOfSync the longest first. Deleted ones only
-    /// with `deleted` (then only they).
-    pub async fn apps(
-        &self,
-        sync: Option<&str>,
-        health: Option<&str>,
-        deleted: bool,
-        limit: i64,
-    ) -> Result<Vec<AppRecord>, StoreError> {
-        let rows = q!(
-            "SELECT team, state_json FROM apps WHERE ($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
-                       AND (deleted_at IS NULL) = ($3 = 0) ORDER BY sync_since ASC, namespace, name LIMIT $4"
-        )
-        .bind(sync.unwrap_or(""))
-        .bind(health.unwrap_or(""))
-        .bind(i64::from(deleted))
-        .bind(limit)
+    /// One page of Applications, OutOfSync the longest first (see [`AppFilter`]).
+    pub async fn apps(&self, f: &AppFilter) -> Result<Vec<AppRecord>, StoreError> {
+        let after = f.after.clone().unwrap_or_default();
+        let order = if f.by_problem_since {
+            PROBLEM_SINCE
+        } else {
+            "sync_since"
+        };
+        let rows = q!(format!(
+            "SELECT team, state_json FROM apps WHERE {APP_FILTER} \
+             AND ($6 = 0 OR (sync_since, namespace, name) > ($7, $8, $9)) \
+             ORDER BY {order} ASC, namespace, name LIMIT $10"
+        ))
+        .bind(f.sync.as_deref().unwrap_or(""))
+        .bind(f.health.as_deref().unwrap_or(""))
+        .bind(i64::from(f.deleted))
+        .bind(f.team.as_deref().unwrap_or(""))
+        .bind(i64::from(f.needs_attention))
+        .bind(i64::from(f.after.is_some()))
+        .bind(after.sync_since)
+        .bind(after.namespace)
+        .bind(after.name)
+        .bind(f.limit)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(app_from_row).collect()
     }
 
     /// Applications with a resource waiting to be pruned (`requires_pruning` or a `PruneSkipped` sync result): the
-    /// rows behind `/v1/prune-pending`, chosen by the database rather than by decoding every Application.
-    pub async fn apps_with_pending_prunes(&self) -> Result<Vec<AppRecord>, StoreError> {
-        let rows = q!(pending_prunes_sql(self.engine)).fetch_all(&self.pool).await?;
+    /// rows behind `/v1/prune-pending`, chosen by the database rather than by decoding every Application; by name,
+    /// at most `limit`, after `after`.
+    pub async fn apps_with_pending_prunes(
+        &self,
+        limit: i64,
+        after: Option<&AppId>,
+    ) -> Result<Vec<AppRecord>, StoreError> {
+        let (ns, name) = after
+            .map(|a| (a.namespace.as_str(), a.name.as_str()))
+            .unwrap_or(("", ""));
+        let sql = format!(
+            "{} AND ($1 = 0 OR (namespace, name) > ($2, $3)) ORDER BY namespace, name LIMIT $4",
+            pending_prunes_sql(self.engine)
+        );
+        let rows = q!(sql)
+            .bind(i64::from(after.is_some()))
+            .bind(ns)
+            .bind(name)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(app_from_row).collect()
+    }
+
+    /// How many Applications [`Store::apps`] would return with `f` and no limit.
+    pub async fn count_apps(&self, f: &AppFilter) -> Result<usize, StoreError> {
+        let row = q!(format!("SELECT COUNT(*) AS n FROM apps WHERE {APP_FILTER}"))
+            .bind(f.sync.as_deref().unwrap_or(""))
+            .bind(f.health.as_deref().unwrap_or(""))
+            .bind(i64::from(f.deleted))
+            .bind(f.team.as_deref().unwrap_or(""))
+            .bind(i64::from(f.needs_attention))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>("n")?.max(0) as usize)
+    }
+
+    /// The teams owning Applications that are not deleted.
+    pub async fn app_teams(&self) -> Result<Vec<String>, StoreError> {
+        let rows = q!("SELECT DISTINCT team FROM apps WHERE deleted_at IS NULL ORDER BY team LIMIT 500")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get("team")?)).collect()
     }
 
     pub async fn app_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {

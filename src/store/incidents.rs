@@ -70,6 +70,19 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
     })
 }
 
+/// Which incidents [`Store::incidents`] returns: by state, team, kind and Application; newest first (or the soonest
+/// to fire first, for pending ones); at most `limit`, older than `before_id` (the cursor).
+#[derive(Debug, Clone, Default)]
+pub struct IncidentFilter {
+    pub state: Option<IncidentState>,
+    pub team: Option<String>,
+    pub kind: Option<Kind>,
+    pub app: Option<AppId>,
+    pub soonest_first: bool,
+    pub limit: i64,
+    pub before_id: Option<i64>,
+}
+
 impl Store {
     /// The open incidents of several Applications at once.
     pub async fn open_incidents_of(
@@ -239,28 +252,39 @@ impl Store {
         rows.iter().map(incident_from_row).collect()
     }
 
-    pub async fn incidents(
-        &self,
-        state: Option<IncidentState>,
-        team: Option<&str>,
-        kind: Option<Kind>,
-        app: Option<&AppId>,
-        limit: i64,
-    ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let (ns, name) = app.map(|a| (a.namespace.as_str(), a.name.as_str())).unwrap_or(("", ""));
+    /// One page of incidents, newest first (see [`IncidentFilter`]).
+    pub async fn incidents(&self, f: &IncidentFilter) -> Result<Vec<IncidentRecord>, StoreError> {
+        let (ns, name) = f
+            .app
+            .as_ref()
+            .map(|a| (a.namespace.as_str(), a.name.as_str()))
+            .unwrap_or(("", ""));
+        let order = if f.soonest_first { "fire_at ASC, id" } else { "id DESC" };
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
-             AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) ORDER BY id DESC LIMIT $6"
+             AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) \
+             AND ($6 = 0 OR id < $6) ORDER BY {order} LIMIT $7"
         ))
-        .bind(state.map_or("", IncidentState::as_str))
-        .bind(team.unwrap_or(""))
-        .bind(kind.map_or("", Kind::as_str))
+        .bind(f.state.map_or("", IncidentState::as_str))
+        .bind(f.team.as_deref().unwrap_or(""))
+        .bind(f.kind.map_or("", Kind::as_str))
         .bind(ns)
         .bind(name)
-        .bind(limit)
+        .bind(f.before_id.unwrap_or(0))
+        .bind(f.limit)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(incident_from_row).collect()
+    }
+
+    /// How many incidents are in `state` (of `team`, when given).
+    pub async fn count_incidents(&self, state: IncidentState, team: Option<&str>) -> Result<usize, StoreError> {
+        let row = q!("SELECT COUNT(*) AS n FROM incidents WHERE state = $1 AND ($2 = '' OR team = $2)")
+            .bind(state.as_str())
+            .bind(team.unwrap_or(""))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>("n")?.max(0) as usize)
     }
 
     pub async fn incident_counts(&self) -> Result<Vec<(String, String, String, i64)>, StoreError> {

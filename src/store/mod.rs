@@ -45,10 +45,10 @@ mod leases;
 mod outbox;
 mod silences;
 
-pub use apps::{AppRecord, TimelineEntry};
+pub use apps::{AppCursor, AppFilter, AppRecord, TimelineEntry};
 pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
-pub use incidents::IncidentRecord;
+pub use incidents::{IncidentFilter, IncidentRecord};
 pub use outbox::{NewDelivery, OutboxRecord};
 
 #[derive(Debug, thiserror::Error)]

@@ -172,11 +172,19 @@ impl Store {
         Ok(self.write_one(query).await?.rows_affected() == 1)
     }
 
-    pub async fn outbox(&self, state: Option<DeliveryState>, limit: i64) -> Result<Vec<OutboxRecord>, StoreError> {
+    /// Deliveries in `state` (all when `None`), newest first: at most `limit`, older than `before_id`.
+    pub async fn outbox(
+        &self,
+        state: Option<DeliveryState>,
+        limit: i64,
+        before_id: Option<i64>,
+    ) -> Result<Vec<OutboxRecord>, StoreError> {
         let rows = q!(format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) ORDER BY id DESC LIMIT $2"
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR id < $2) \
+             ORDER BY id DESC LIMIT $3"
         ))
         .bind(state.map_or("", DeliveryState::as_str))
+        .bind(before_id.unwrap_or(0))
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;

@@ -334,3 +334,50 @@ async fn health_readiness_and_metrics() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn every_list_is_paged_with_a_next_link() {
+    let app = TestApp::spawn("rules: {out_of_sync: {for: 1h}}").await;
+    for i in 0..5 {
+        let body = envelope(&format!("app-{i}"), "payments", "OutOfSync", "Healthy", &now_rfc3339());
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    let mut seen = Vec::new();
+    let mut next = Some("/v1/apps?limit=2".to_string());
+    while let Some(path) = next {
+        let page = app.get_json(&path).await;
+        assert!(page["count"].as_u64().unwrap_or(0) <= 2, "{page}");
+        seen.extend(
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|a| a["name"].as_str().unwrap_or_default().to_string()),
+        );
+        next = page["next"].as_str().map(str::to_string);
+        assert!(seen.len() <= 5, "no page twice: {seen:?}");
+    }
+    seen.sort();
+    assert_eq!(seen, ["app-0", "app-1", "app-2", "app-3", "app-4"]);
+    // Incidents page by id, newest first.
+    let first = app.get_json("/v1/incidents?state=pending&limit=3").await;
+    assert_eq!(first["count"], 3);
+    let rest = app.get_json(first["next"].as_str().expect("a next link")).await;
+    assert_eq!(rest["count"], 2);
+    assert!(rest.get("next").is_none(), "the last page has no next link: {rest}");
+    let bad = app
+        .client
+        .get(format!("{}/v1/apps?after=not-a-cursor", app.address))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(bad.status(), 400);
+    let too_many = app
+        .client
+        .get(format!("{}/v1/apps?limit=5000", app.address))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(too_many.status(), 400, "a page of Applications is at most 1000");
+    app.stop().await;
+}

@@ -134,13 +134,21 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // OutOfSync Applications, the longest first, with team, since and pruning count.
-    let oos = rows(&dom, "out-of-sync-table");
-    assert_eq!(oos.len(), 3, "{oos:#?}");
-    assert!(oos[0].starts_with("argocd/aaaaaaaaa | platform"), "{oos:#?}");
-    assert!(oos[0].ends_with("| 1"), "one resource requiring pruning: {oos:#?}");
+    // Every Application that is not Synced+Healthy, the longest first, with team, statuses, since and pruning count.
+    let oos = rows(&dom, "attention-table");
+    assert_eq!(oos.len(), 4, "{oos:#?}");
     assert!(
-        oos[1].starts_with("argocd/ledger | payments") || oos[1].starts_with("argocd/billing-api | billing"),
+        oos[0].starts_with("argocd/aaaaa-aa | platform | Unknown | Healthy"),
+        "{oos:#?}"
+    );
+    let aaa = oos
+        .iter()
+        .find(|r| r.starts_with("argocd/aaaaaaaaa | platform | OutOfSync | Healthy"))
+        .expect("aaaaaaaaa needs attention");
+    assert!(aaa.ends_with("| 1"), "one resource requiring pruning: {oos:#?}");
+    assert!(
+        oos.iter().any(|r| r.starts_with("argocd/ledger | payments"))
+            && oos.iter().any(|r| r.starts_with("argocd/billing-api | billing")),
         "{oos:#?}"
     );
     let api: Value = client
@@ -153,8 +161,35 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
         .expect("j");
     let since = chrono::DateTime::parse_from_rfc3339(api["sync"]["since"].as_str().expect("since")).expect("time");
     assert!(
-        oos[0].contains(&since.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
+        aaa.contains(&since.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
         "the time shown is the since time: {oos:#?}"
+    );
+    // Argo CD's colours and a link to the Application in Argo CD (context.argocdUrl of the captured bodies).
+    assert!(dom.contains("class=\"badge OutOfSync\""), "status colours");
+    assert!(
+        dom.contains("href=\"https://argocd.example.com/applications/argocd/ledger\""),
+        "linked to Argo CD"
+    );
+    assert!(dom.contains("name=\"viewport\""), "readable on a phone");
+
+    // One team, by a link to share: only its Applications and incidents.
+    let team_url = format!("{}/?team=payments", bin.address);
+    let team_dom = String::from_utf8_lossy(&chromium(&["--dump-dom", &team_url]).stdout).into_owned();
+    let team_rows = rows(&team_dom, "attention-table");
+    assert_eq!(team_rows.len(), 1, "{team_rows:#?}");
+    assert!(team_rows[0].starts_with("argocd/ledger | payments"), "{team_rows:#?}");
+    assert!(
+        !team_dom.contains("Team billing"),
+        "another team's incidents are not shown"
+    );
+
+    // Pending incidents say when they fire: ledger is OutOfSync, due in about an hour.
+    let pending = rows(&dom, "pending-table");
+    assert!(
+        pending
+            .iter()
+            .any(|r| r.contains("fires in 59m") && r.contains("argocd/ledger")),
+        "{pending:#?}"
     );
 
     // Firing incidents by team, pending prunes, dead notifications, silences.
