@@ -170,7 +170,10 @@ pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, 
             last_purge = std::time::Instant::now();
             match p.purge_raw_bodies().await {
                 Ok(n) if n > 0 => {
-                    tracing::info!(purged = n, "raw bodies past storage.raw_retention removed")
+                    tracing::info!(
+                        purged = n,
+                        "rows past their retention removed (raw bodies, deleted Applications, delivered notifications)"
+                    )
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "purging raw bodies failed"),

@@ -113,7 +113,45 @@ contract!(
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
+    delivered_rows_are_purged_after_their_retention,
 );
+
+async fn delivered_rows_are_purged_after_their_retention(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    let mut tx = store.begin().await.expect("tx");
+    for n in 0..3 {
+        Store::enqueue(&mut tx, &delivery(&format!("t{n}"), n), now)
+            .await
+            .expect("enqueue");
+    }
+    tx.commit().await.expect("commit");
+    let lease = now + chrono::Duration::seconds(30);
+    let claimed = store.claim_deliveries("me", now, lease, 10).await.expect("claim");
+    assert_eq!(claimed.len(), 3);
+    store.delivered(&claimed[0], None, now).await.expect("done");
+    store.failed(claimed[1].id, "down", None).await.expect("dead");
+    assert_eq!(
+        store.purge_delivered(now).await.expect("purge"),
+        0,
+        "delivered at `before`: kept"
+    );
+    assert_eq!(
+        store
+            .purge_delivered(now + chrono::Duration::seconds(1))
+            .await
+            .expect("purge"),
+        1
+    );
+    let left: Vec<_> = store
+        .outbox(None, 10, None)
+        .await
+        .expect("rows")
+        .iter()
+        .map(|r| r.state)
+        .collect();
+    assert_eq!(left.len(), 2, "the dead and the pending row stay: {left:?}");
+}
 
 async fn pages_follow_their_cursor(engine: &str) {
     let (store, _db) = fresh(engine).await;
@@ -668,10 +706,7 @@ async fn silences_expire(engine: &str) {
     let now = t("2026-01-01T00:00:00Z");
     let s = Silence {
         id: "s1".into(),
-        matchers: vec![Matcher {
-            name: "team".into(),
-            value: "pay".into(),
-        }],
+        matchers: vec![Matcher::new("team", "pay")],
         starts_at: now,
         ends_at: now + chrono::Duration::hours(1),
         created_by: "me".into(),

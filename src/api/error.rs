@@ -86,6 +86,31 @@ impl ResponseError for ApiError {
             }
             _ => {}
         }
-        resp.json(json!({"error": self.to_string(), "status": self.status_code().as_u16()}))
+        resp.json(json!({"error": capped(&self.to_string()), "status": self.status_code().as_u16()}))
+    }
+}
+
+/// An error answer echoes at most this much of what the client sent (a 3 MB query key is not sent back whole).
+const MAX_MESSAGE: usize = 600;
+
+fn capped(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE {
+        return message.to_string();
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &message[..end], message.len())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_messages_are_cut_on_a_character_boundary() {
+        assert_eq!(super::capped("short"), "short");
+        let long = "é".repeat(1000);
+        let cut = super::capped(&long);
+        assert!(cut.len() < 700 && cut.ends_with("(2000 bytes in all)"), "{cut}");
     }
 }

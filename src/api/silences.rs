@@ -21,6 +21,10 @@ struct NewSilence {
     comment: String,
 }
 
+const MAX_MATCHERS: usize = 16;
+const MAX_VALUE: usize = 256;
+const MAX_COMMENT: usize = 4096;
+
 pub(super) async fn create_silence(
     req: HttpRequest,
     payload: web::Payload,
@@ -36,6 +40,27 @@ pub(super) async fn create_silence(
     })?;
     if new.matchers.is_empty() {
         return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
+    }
+    // Bounds, so one silence cannot make every ingest slow (a 60 KB glob is matched against every incident).
+    if new.matchers.len() > MAX_MATCHERS {
+        return Err(ApiError::Unprocessable(format!(
+            "a silence has at most {MAX_MATCHERS} matchers"
+        )));
+    }
+    if let Some(m) = new
+        .matchers
+        .iter()
+        .find(|m| m.value.len() > MAX_VALUE || m.name.len() > MAX_VALUE)
+    {
+        return Err(ApiError::Unprocessable(format!(
+            "matcher {:?}: names and values are at most {MAX_VALUE} bytes",
+            m.name.chars().take(40).collect::<String>()
+        )));
+    }
+    if new.comment.len() > MAX_COMMENT || new.created_by.len() > MAX_VALUE {
+        return Err(ApiError::Unprocessable(format!(
+            "comment is at most {MAX_COMMENT} bytes, created_by at most {MAX_VALUE}"
+        )));
     }
     for m in &new.matchers {
         if !labels::is_field(&m.name) {

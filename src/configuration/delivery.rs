@@ -23,6 +23,9 @@ pub struct OutboxSettings {
     pub concurrency: usize,
     #[serde(with = "humantime_serde")]
     pub http_timeout: Duration,
+    /// Delivered rows are kept this long (for `/v1/outbox` and the tickets' history), then removed.
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
 }
 
 impl Default for OutboxSettings {
@@ -35,6 +38,7 @@ impl Default for OutboxSettings {
             poll_interval: Duration::from_millis(200),
             concurrency: 8,
             http_timeout: Duration::from_secs(15),
+            retention: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

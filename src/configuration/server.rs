@@ -14,6 +14,9 @@ pub struct ServerSettings {
     /// JSON nesting deeper than this is refused before parsing (Application objects nest about 12 deep).
     pub max_json_depth: usize,
     pub workers: Option<usize>,
+    /// A body time further ahead of Herald's clock than this is taken as now.
+    #[serde(with = "humantime_serde")]
+    pub max_clock_skew: std::time::Duration,
 }
 
 impl Default for ServerSettings {
@@ -24,6 +27,7 @@ impl Default for ServerSettings {
             max_body_bytes: 4 * 1024 * 1024,
             max_json_depth: 128,
             workers: None,
+            max_clock_skew: std::time::Duration::from_secs(300),
         }
     }
 }

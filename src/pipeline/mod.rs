@@ -124,13 +124,28 @@ impl Pipeline {
     }
 
     /// Runs one snapshot through the whole core; returns once everything it caused is committed.
-    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
+    pub async fn ingest(&self, mut snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
+        self.clamp_future_time(&mut snap);
         let raw = raw.map(str::to_string);
         self.submit(Work::Snapshot {
             snap: Box::new(snap),
             raw,
         })
         .await
+    }
+
+    /// A body dated far in the future (a wrong clock, or a hostile sender) would make every later body of the
+    /// Application stale: beyond `server.max_clock_skew` its time is taken as now.
+    fn clamp_future_time(&self, snap: &mut Snapshot) {
+        let now = self.now();
+        let skew = chrono::Duration::from_std(self.core.settings.server.max_clock_skew).unwrap_or_default();
+        if let Some(t) = snap.observed_at
+            && t > now + skew
+        {
+            tracing::warn!(app = %snap.app, body_time = %t, "a body dated ahead of Herald's clock by more than server.max_clock_skew is taken as now");
+            metrics::counter!("herald_clock_skew_clamped_total").increment(1);
+            snap.observed_at = Some(now);
+        }
     }
 
     /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
@@ -167,12 +182,16 @@ impl Pipeline {
         self.core.wake_outbox.clone()
     }
 
-    /// Removes the raw bodies, and the Applications deleted, longer ago than `storage.raw_retention`; returns how
-    /// many rows went.
+    /// Removes what is past its retention: raw bodies and deleted Applications (`storage.raw_retention`), delivered
+    /// outbox rows (`outbox.retention`); returns how many rows went.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
-        let retention = chrono::Duration::from_std(self.core.settings.storage.raw_retention).unwrap_or_default();
-        let before = self.now() - retention;
-        Ok(self.core.store.purge_raw(before).await? + self.core.store.purge_deleted_apps(before).await?)
+        let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
+        let settings = &self.core.settings;
+        let before = ago(settings.storage.raw_retention);
+        let store = &self.core.store;
+        Ok(store.purge_raw(before).await?
+            + store.purge_deleted_apps(before).await?
+            + store.purge_delivered(ago(settings.outbox.retention)).await?)
     }
 
     /// The pipeline's clock.

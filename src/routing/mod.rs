@@ -145,12 +145,38 @@ pub fn group_key(group_by: &[String], l: &Labels, per_incident: bool) -> String 
         .join(",")
 }
 
-/// One silence matcher: a field (as in `group_by`) and a glob on its value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One silence matcher: a field (as in `group_by`) and a glob on its value, compiled once when first used.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Matcher {
     pub name: String,
     pub value: String,
+    #[serde(skip)]
+    glob: std::sync::OnceLock<Option<globset::GlobMatcher>>,
+}
+
+impl PartialEq for Matcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.value == other.value
+    }
+}
+
+impl Matcher {
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            glob: Default::default(),
+        }
+    }
+
+    /// Whether `value` matches the glob (an invalid glob matches nothing).
+    pub fn is_match(&self, value: &str) -> bool {
+        self.glob
+            .get_or_init(|| globset::Glob::new(&self.value).ok().map(|g| g.compile_matcher()))
+            .as_ref()
+            .is_some_and(|g| g.is_match(value))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,13 +195,7 @@ impl Silence {
         self.starts_at <= now && now < self.ends_at
     }
     pub fn matches(&self, l: &Labels) -> bool {
-        !self.matchers.is_empty()
-            && self.matchers.iter().all(|m| {
-                let value = l.get(&m.name).unwrap_or("");
-                globset::Glob::new(&m.value)
-                    .map(|g| g.compile_matcher().is_match(value))
-                    .unwrap_or(false)
-            })
+        !self.matchers.is_empty() && self.matchers.iter().all(|m| m.is_match(l.get(&m.name).unwrap_or("")))
     }
 }
 
@@ -270,10 +290,7 @@ routes:
         let now = Utc::now();
         let s = Silence {
             id: "1".into(),
-            matchers: vec![Matcher {
-                name: "app".into(),
-                value: "a*".into(),
-            }],
+            matchers: vec![Matcher::new("app", "a*")],
             starts_at: now - chrono::Duration::minutes(1),
             ends_at: now + chrono::Duration::minutes(1),
             created_by: "me".into(),

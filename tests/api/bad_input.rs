@@ -152,6 +152,28 @@ async fn bad_silences_are_refused() {
             format!(r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":"me","x":1}}"#),
             400,
         ),
+        // A 60 KB glob would be matched against every incident: refused.
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"{}"}}],"ends_at":"{future}","created_by":"me"}}"#,
+                "a*".repeat(30_000)
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{}],"ends_at":"{future}","created_by":"me"}}"#,
+                vec![r#"{"name":"app","value":"a"}"#; 17].join(",")
+            ),
+            422,
+        ),
+        (
+            format!(
+                r#"{{"matchers":[{{"name":"app","value":"a"}}],"ends_at":"{future}","created_by":"me","comment":"{}"}}"#,
+                "x".repeat(5000)
+            ),
+            422,
+        ),
     ];
     for (body, status) in cases {
         let r = app
@@ -161,8 +183,35 @@ async fn bad_silences_are_refused() {
             .send()
             .await
             .expect("req");
-        assert_eq!(r.status().as_u16(), status, "{body}");
+        assert_eq!(
+            r.status().as_u16(),
+            status,
+            "{}",
+            body.chars().take(200).collect::<String>()
+        );
+        let text = r.text().await.expect("text");
+        assert!(
+            text.len() < 1000,
+            "the answer echoes a few hundred bytes at most: {} bytes",
+            text.len()
+        );
     }
     assert_eq!(app.get_json("/v1/silences").await["count"], 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_error_answer_echoes_only_a_little_of_a_huge_value() {
+    let app = TestApp::spawn("").await;
+    let key = "k".repeat(20_000);
+    let r = app
+        .client
+        .get(format!("{}/v1/apps?{key}=1", app.address))
+        .send()
+        .await
+        .expect("req");
+    assert!(r.status().is_client_error(), "{}", r.status());
+    let text = r.text().await.expect("text");
+    assert!(text.len() < 1000, "{} bytes came back", text.len());
     app.stop().await;
 }

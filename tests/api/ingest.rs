@@ -381,3 +381,29 @@ async fn every_list_is_paged_with_a_next_link() {
     assert_eq!(too_many.status(), 400, "a page of Applications is at most 1000");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_dated_far_in_the_future_does_not_poison_the_application() {
+    let app = TestApp::spawn("").await;
+    let poison = envelope("pay-api", "payments", "OutOfSync", "Healthy", "2999-01-01T00:00:00Z");
+    assert_eq!(app.post(poison).await.status(), 202);
+    let fixed = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
+    let r = app.post(fixed).await;
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(v["outcome"], "changed", "the later body is not stale: {v}");
+    assert_eq!(
+        app.get_json("/v1/apps/argocd/pay-api").await["sync"]["status"],
+        "Synced"
+    );
+    let metrics = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("m")
+        .text()
+        .await
+        .expect("t");
+    assert!(metrics.contains("herald_clock_skew_clamped_total 1"), "{metrics}");
+    app.stop().await;
+}
