@@ -49,9 +49,11 @@ impl Application {
             body_limits: BodyLimits::of(&settings.server),
             metrics: crate::telemetry::metrics(),
         });
+        let budget = web::Data::new(api::BodyBudget::of(&settings.server));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
+                .app_data(budget.clone())
                 .app_data(
                     web::PathConfig::default()
                         .error_handler(|e, _| api::ApiError::BadRequest(format!("bad path: {e}")).into()),

@@ -7,6 +7,7 @@ mod auth;
 mod error;
 mod events;
 mod incidents;
+mod limits;
 mod outbox;
 mod probes;
 mod silences;
@@ -21,6 +22,7 @@ use crate::pipeline::Pipeline;
 
 pub use auth::Auth;
 pub use error::ApiError;
+pub use limits::BodyBudget;
 
 /// What every handler can reach.
 pub struct AppContext {
@@ -53,6 +55,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/", web::get().to(status_page::page))
         .service(
             web::resource("/v1/argocd/events")
+                .wrap(actix_web::middleware::from_fn(limits::bounded))
                 .route(web::post().to(events::receive_event))
                 .route(web::put().to(events::receive_event))
                 .route(web::route().to(events::wrong_method)),

@@ -17,6 +17,11 @@ pub struct ServerSettings {
     /// A body time further ahead of Herald's clock than this is taken as now.
     #[serde(with = "humantime_serde")]
     pub max_clock_skew: std::time::Duration,
+    /// The bytes of event bodies read at once, all requests together; beyond it a request waits, then gets 503.
+    pub max_inflight_body_bytes: usize,
+    /// An event request not received and handled within this is answered 408 (a slow body is not held forever).
+    #[serde(with = "humantime_serde")]
+    pub body_read_timeout: std::time::Duration,
 }
 
 impl Default for ServerSettings {
@@ -28,6 +33,8 @@ impl Default for ServerSettings {
             max_json_depth: 128,
             workers: None,
             max_clock_skew: std::time::Duration::from_secs(300),
+            max_inflight_body_bytes: 16 * 1024 * 1024,
+            body_read_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -73,6 +80,12 @@ pub enum LogFormat {
 
 impl ServerSettings {
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        if self.max_inflight_body_bytes < 1024 {
+            errors.push(invalid("server.max_inflight_body_bytes", "must be at least 1024"));
+        }
+        if self.body_read_timeout.is_zero() {
+            errors.push(invalid("server.body_read_timeout", "must be greater than 0"));
+        }
         if self.max_body_bytes < 1024 {
             errors.push(invalid("server.max_body_bytes", "must be at least 1024"));
         }

@@ -215,3 +215,56 @@ async fn an_error_answer_echoes_only_a_little_of_a_huge_value() {
     assert!(text.len() < 1000, "{} bytes came back", text.len());
     app.stop().await;
 }
+
+/// Sends a request head promising `length` bytes of body but only `sent` of them, and keeps the connection open.
+async fn slow_post(address: &str, length: usize, sent: usize) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let host = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let head = format!("POST /v1/argocd/events HTTP/1.1\r\nHost: {host}\r\nContent-Length: {length}\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(&vec![b' '; sent]).await.expect("part of the body");
+    stream
+}
+
+#[tokio::test]
+async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
+    let app = TestApp::spawn("server: {body_read_timeout: 1s}").await;
+    // A body that never finishes: 408 after the timeout, the connection is not kept.
+    let mut slow = slow_post(&app.address, 4096, 100).await;
+    let mut answer = String::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 4096];
+        let n = slow.read(&mut buf).await.unwrap_or(0);
+        answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+    })
+    .await;
+    assert!(read.is_ok(), "answered within the timeout");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+
+    app.stop().await;
+
+    // While one request holds the whole budget, another waits, then is told to come back (503 + Retry-After).
+    let app = TestApp::spawn("server: {body_read_timeout: 20s, max_inflight_body_bytes: 4096}").await;
+    let holder = slow_post(&app.address, 4096, 10).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
+    let r = app
+        .client
+        .post(format!("{}/v1/argocd/events", app.address))
+        .body(format!("{body:<4096}"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    drop(holder);
+    // Once the budget is free again (the holder hung up), bodies go through.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let r = app
+        .post(envelope("ledger", "payments", "Synced", "Healthy", &now_rfc3339()))
+        .await;
+    assert_eq!(r.status(), 202);
+    app.stop().await;
+}
