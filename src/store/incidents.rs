@@ -70,6 +70,57 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
     })
 }
 
+/// One text field of a stored incident holds at most this many bytes, and a list at most [`MAX_ITEMS`] entries:
+/// a 2 MB operation message must not become megabytes per row and per delivery.
+const MAX_FIELD: usize = 16 * 1024;
+const MAX_ITEMS: usize = 100;
+
+fn cap(s: &mut String) {
+    if s.len() > MAX_FIELD {
+        let mut end = MAX_FIELD;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("… (cut)");
+    }
+}
+
+/// The incident as stored: every text capped, long lists cut with a note saying how much was left out.
+fn stored_view(view: &Incident) -> String {
+    let fits = |s: &str| s.len() <= MAX_FIELD;
+    let small = fits(&view.summary)
+        && view.messages.len() <= MAX_ITEMS
+        && view.resources.len() <= MAX_ITEMS
+        && view.messages.iter().all(|m| fits(m))
+        && view.resources.iter().all(|r| fits(&r.message) && fits(&r.name))
+        && view.hints.iter().all(|h| fits(&h.text))
+        && view.notes.iter().all(|n| fits(n));
+    if small {
+        return encode(view);
+    }
+    let mut v = view.clone();
+    cap(&mut v.summary);
+    if v.resources.len() > MAX_ITEMS {
+        let left = v.resources.len() - MAX_ITEMS;
+        v.resources.truncate(MAX_ITEMS);
+        v.notes.push(format!("{left} more resources are not shown"));
+    }
+    if v.messages.len() > MAX_ITEMS {
+        let left = v.messages.len() - MAX_ITEMS;
+        v.messages.truncate(MAX_ITEMS);
+        v.notes.push(format!("{left} more messages are not shown"));
+    }
+    v.messages.iter_mut().for_each(cap);
+    for r in &mut v.resources {
+        cap(&mut r.message);
+        cap(&mut r.name);
+    }
+    v.hints.iter_mut().for_each(|h| cap(&mut h.text));
+    v.notes.iter_mut().for_each(cap);
+    encode(&v)
+}
+
 /// Which incidents [`Store::incidents`] returns: by state, team, kind and Application; newest first (or the soonest
 /// to fire first, for pending ones); at most `limit`, older than `before_id` (the cursor).
 #[derive(Debug, Clone, Default)]
@@ -135,7 +186,7 @@ impl Store {
         .bind(to_millis(since))
         .bind(to_millis(fire_at))
         .bind(fired_at.map(to_millis))
-        .bind(encode(view))
+        .bind(stored_view(view))
         .fetch_one(&mut *tx.tx)
         .await?;
         Ok(row.try_get("id")?)
@@ -160,7 +211,7 @@ impl Store {
                 .bind(r.state.as_str())
                 .bind(to_millis(r.since))
                 .bind(to_millis(r.fire_at))
-                .bind(encode(&r.view))
+                .bind(stored_view(&r.view))
         })
         .await
     }
@@ -186,7 +237,7 @@ impl Store {
 
     pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
         q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
-            .bind(encode(view))
+            .bind(stored_view(view))
             .bind(view.severity.as_str())
             .bind(&view.team)
             .bind(id)
@@ -304,5 +355,41 @@ impl Store {
                 ))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_incident_is_stored_capped() {
+        let view = Incident {
+            summary: "s".repeat(100_000),
+            messages: vec!["m".repeat(2_000_000); 3],
+            resources: (0..250)
+                .map(|i| crate::domain::ResourceRef {
+                    name: format!("r{i}"),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let stored = stored_view(&view);
+        assert!(stored.len() < 120 * 1024, "{} bytes", stored.len());
+        let back: Incident = decode(&stored).expect("decodes");
+        assert!(back.summary.ends_with("… (cut)"));
+        assert_eq!(back.resources.len(), MAX_ITEMS);
+        assert!(
+            back.notes.iter().any(|n| n == "150 more resources are not shown"),
+            "{:?}",
+            back.notes
+        );
+        let small = Incident::default();
+        assert_eq!(
+            stored_view(&small),
+            encode(&small),
+            "a normal incident is stored as it is"
+        );
     }
 }
