@@ -201,6 +201,10 @@ mod tests {
             ("surprise: 1", "surprise"),
             ("storage: {url: 'mysql://x'}", "storage.url"),
             (
+                "rules: {degraded: {production: {namespaces: [prod]}}}",
+                "rules.degraded.production",
+            ),
+            (
                 "teams: {pay: {escalation: [{after: 4h, receivers: [console]}, {after: 1h, receivers: [console]}]}}",
                 "teams.pay.escalation[1].after",
             ),

@@ -8,6 +8,7 @@ use crate::domain::{Kind, Severity};
 
 use super::{ConfigError, invalid};
 
+/// One kind's rule. `production_severity` and `production` are for `rules.pruned` only (checked in `validate`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSettings {
@@ -17,6 +18,11 @@ pub struct RuleSettings {
     pub severity: Option<Severity>,
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Severity when the destination is production (default critical).
+    #[serde(default)]
+    pub production_severity: Option<Severity>,
+    #[serde(default)]
+    pub production: Option<ProductionMatchers>,
 }
 
 fn yes() -> bool {
@@ -32,23 +38,7 @@ pub struct RulesSettings {
     pub sync_failed: Option<RuleSettings>,
     pub degraded: Option<RuleSettings>,
     pub sync_unknown: Option<RuleSettings>,
-    pub pruned: Option<PrunedRuleSettings>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PrunedRuleSettings {
-    #[serde(default, with = "humantime_serde::option")]
-    pub r#for: Option<Duration>,
-    #[serde(default)]
-    pub severity: Option<Severity>,
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// Severity when the destination is production (default critical).
-    #[serde(default)]
-    pub production_severity: Option<Severity>,
-    #[serde(default)]
-    pub production: ProductionMatchers,
+    pub pruned: Option<RuleSettings>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -70,17 +60,9 @@ pub struct Rule {
 impl RulesSettings {
     pub fn rule(&self, kind: Kind) -> Rule {
         let (default_for, default_sev) = kind.defaults();
-        let (f, s, e) = match kind {
-            Kind::OutOfSync => opt(&self.out_of_sync),
-            Kind::PrunePending => opt(&self.prune_pending),
-            Kind::SyncFailed => opt(&self.sync_failed),
-            Kind::Degraded => opt(&self.degraded),
-            Kind::SyncUnknown => opt(&self.sync_unknown),
-            Kind::Test => (None, None, true),
-            Kind::Pruned => match &self.pruned {
-                Some(p) => (p.r#for, p.severity, p.enabled),
-                None => (None, None, true),
-            },
+        let (f, s, e) = match self.settings(kind) {
+            Some(r) => (r.r#for, r.severity, r.enabled),
+            None => (None, None, true),
         };
         Rule {
             enabled: e,
@@ -89,26 +71,40 @@ impl RulesSettings {
         }
     }
 
-    pub fn production(&self) -> (ProductionMatchers, Severity) {
-        match &self.pruned {
-            Some(p) => (
-                p.production.clone(),
-                p.production_severity.unwrap_or(Severity::Critical),
-            ),
-            None => (ProductionMatchers::default(), Severity::Critical),
+    /// What is written under `rules.<kind>`, if anything.
+    fn settings(&self, kind: Kind) -> Option<&RuleSettings> {
+        match kind {
+            Kind::OutOfSync => self.out_of_sync.as_ref(),
+            Kind::PrunePending => self.prune_pending.as_ref(),
+            Kind::SyncFailed => self.sync_failed.as_ref(),
+            Kind::Degraded => self.degraded.as_ref(),
+            Kind::SyncUnknown => self.sync_unknown.as_ref(),
+            Kind::Pruned => self.pruned.as_ref(),
+            Kind::Test => None,
         }
     }
-}
 
-fn opt(r: &Option<RuleSettings>) -> (Option<Duration>, Option<Severity>, bool) {
-    match r {
-        Some(r) => (r.r#for, r.severity, r.enabled),
-        None => (None, None, true),
+    pub fn production(&self) -> (ProductionMatchers, Severity) {
+        let p = self.pruned.as_ref();
+        (
+            p.and_then(|p| p.production.clone()).unwrap_or_default(),
+            p.and_then(|p| p.production_severity).unwrap_or(Severity::Critical),
+        )
     }
 }
 
 impl RulesSettings {
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Pruned) {
+            if let Some(r) = self.settings(kind)
+                && (r.production.is_some() || r.production_severity.is_some())
+            {
+                errors.push(invalid(
+                    format!("rules.{kind}.production"),
+                    "only rules.pruned takes production and production_severity",
+                ));
+            }
+        }
         for (key, globs) in [
             ("namespaces", &self.production().0.namespaces),
             ("clusters", &self.production().0.clusters),
