@@ -10,6 +10,7 @@ pub mod clock;
 pub mod configuration;
 pub mod domain;
 pub mod incidents;
+pub mod live;
 pub mod outbox;
 pub mod pipeline;
 pub mod receivers;
