@@ -185,3 +185,28 @@ fn send_test_reports_success_and_failure() {
     assert_eq!(code, 2);
     assert!(err.contains("configured: c, down"), "{err}");
 }
+
+#[test]
+fn with_json_logs_the_console_receiver_writes_one_json_object_per_notification() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        "log: {format: json}\nreceivers: [{name: console, console: {}}]\n",
+    );
+    let (code, out, err) = herald(&["send-test", "--config", &cfg, "--receiver", "console"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let objects: Vec<serde_json::Value> = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert_eq!(objects.len(), 1, "one object per notification: {out}");
+    let n = &objects[0];
+    assert_eq!(n["receiver"], "console");
+    assert!(n["text"].as_str().is_some_and(|t| t.contains("[TEST]")), "{n}");
+    assert!(n.get("thread_key").is_none(), "no internal keys: {n}");
+    assert!(!out.contains("herald-test-") && !out.contains("==>"), "{out}");
+    // What is not the object is the send-test verdict, one line.
+    assert_eq!(out.lines().filter(|l| !l.starts_with('{')).count(), 1, "{out}");
+}

@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, query};
+use super::{ApiError, AppContext, limit, param, query};
 use crate::argocd::AppId;
 
 #[derive(Deserialize)]
@@ -42,10 +42,23 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
 
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: AppQuery = query(&req)?;
-    let apps = ctx
-        .pipeline
-        .apps(q.sync.as_deref(), q.health.as_deref(), limit(q.limit)?)
-        .await?;
+    // Argo CD's statuses: a misspelt filter (`outofsync`) is an error, not an empty list.
+    const SYNC: [&str; 3] = ["Synced", "OutOfSync", "Unknown"];
+    const HEALTH: [&str; 6] = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"];
+    let one_of = |key: &'static str, valid: &'static [&'static str]| {
+        move |v: &str| format!("{key} must be one of {}; not {v:?}", valid.join(", "))
+    };
+    let sync = param(
+        q.sync.as_deref(),
+        |v| SYNC.into_iter().find(|s| *s == v),
+        one_of("sync", &SYNC),
+    )?;
+    let health = param(
+        q.health.as_deref(),
+        |v| HEALTH.into_iter().find(|s| *s == v),
+        one_of("health", &HEALTH),
+    )?;
+    let apps = ctx.pipeline.apps(sync, health, limit(q.limit)?).await?;
     let items: Vec<_> = apps.iter().map(|a| app_json(&a.team, &a.state)).collect();
     Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
 }

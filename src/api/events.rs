@@ -61,7 +61,7 @@ pub(super) async fn receive_event(
         Err(_) => "rejected",
     };
     metrics::counter!("herald_events_received_total", "outcome" => outcome).increment(1);
-    metrics::histogram!("herald_ingest_seconds").record(started.elapsed().as_secs_f64());
+    metrics::histogram!("herald_ingest_duration_seconds").record(started.elapsed().as_secs_f64());
     if let Err(e) = &result
         && matches!(
             e,

@@ -152,7 +152,7 @@ impl Worker {
                 Err(DeliveryError::Transient { .. }) => "retry",
                 Err(DeliveryError::Permanent { .. }) => "dead",
             };
-            metrics::histogram!("herald_delivery_seconds", "receiver" => receiver_name.clone())
+            metrics::histogram!("herald_delivery_duration_seconds", "receiver" => receiver_name.clone())
                 .record(started.elapsed().as_secs_f64());
             match outcome {
                 Ok(d) => {

@@ -11,11 +11,23 @@ use crate::receivers::render;
 pub struct Console {
     settings: ConsoleSettings,
     template: Option<String>,
+    json: bool,
 }
 
 impl Console {
     pub fn new(settings: ConsoleSettings, template: Option<String>) -> Self {
-        Self { settings, template }
+        Self {
+            settings,
+            template,
+            json: false,
+        }
+    }
+
+    /// With `log.format: json`: one JSON object per notification, so standard output stays a stream of JSON
+    /// lines for the log collector (the text, newlines escaped, is a field; the thread key is left out).
+    pub fn json_lines(mut self, json: bool) -> Self {
+        self.json = json;
+        self
     }
 }
 
@@ -26,13 +38,27 @@ impl Receiver for Console {
             Some(t) => render::with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}")))?,
             None => render::text(n),
         };
-        let message = format!(
-            "==> [{}] {} {}\n{}\n",
-            n.receiver,
-            render::status_word(n),
-            n.thread_key,
-            body
-        );
+        let message = if self.json {
+            let line = serde_json::json!({
+                "level": "INFO",
+                "target": module_path!(),
+                "message": n.title,
+                "receiver": n.receiver,
+                "status": render::status_word(n),
+                "reason": n.reason,
+                "text": body,
+                "created_at": n.created_at,
+            });
+            format!("{line}\n")
+        } else {
+            format!(
+                "==> [{}] {} {}\n{}\n",
+                n.receiver,
+                render::status_word(n),
+                n.thread_key,
+                body
+            )
+        };
         if let Some(path) = &self.settings.file {
             // One JSON line per notification, so tests and scripts can read exactly what was delivered.
             let line = serde_json::to_string(n).map_err(|e| DeliveryError::permanent(e.to_string()))?;

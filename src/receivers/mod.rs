@@ -223,7 +223,10 @@ pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>,
         message,
     };
     let receiver: Arc<dyn Receiver> = match &r.kind {
-        ReceiverKind::Console(c) => Arc::new(console::Console::new(c.clone(), r.template.clone())),
+        ReceiverKind::Console(c) => Arc::new(
+            console::Console::new(c.clone(), r.template.clone())
+                .json_lines(shared.settings.log.format == crate::configuration::LogFormat::Json),
+        ),
         ReceiverKind::Email(e) => {
             Arc::new(email::Email::new(e.clone(), shared.settings.smtp.clone(), r.template.clone()).map_err(err)?)
         }

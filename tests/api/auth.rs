@@ -187,7 +187,10 @@ fn empty_short_or_blank_credentials_refuse_to_start_and_name_the_key() {
     let err = refused_to_start("server: {listen: '127.0.0.1:0', auth: {bearer_tokens: ['']}}", &[]);
     assert!(err.contains("server.auth.bearer_tokens[0]: empty token"), "{err}");
     let err = refused_to_start("server: {listen: '127.0.0.1:0', auth: {bearer_tokens: [ab]}}", &[]);
-    assert!(err.contains("server.auth.bearer_tokens[0]: a token of 2 characters"), "{err}");
+    assert!(
+        err.contains("server.auth.bearer_tokens[0]: a token of 2 characters"),
+        "{err}"
+    );
     let err = refused_to_start(
         "server: {listen: '127.0.0.1:0', auth: {basic: [{username: '', password: ''}]}}",
         &[],
@@ -197,7 +200,10 @@ fn empty_short_or_blank_credentials_refuse_to_start_and_name_the_key() {
         "server: {listen: '127.0.0.1:0'}",
         &[("HERALD__SERVER__AUTH__INGEST_TOKENS", "tok-real-123456789,short")],
     );
-    assert!(err.contains("server.auth.ingest_tokens[1]: a token of 5 characters"), "{err}");
+    assert!(
+        err.contains("server.auth.ingest_tokens[1]: a token of 5 characters"),
+        "{err}"
+    );
     assert!(!err.contains("tok-real"), "the tokens are not shown: {err}");
     // An empty variable is no token: beyond loopback that is no credential at all.
     let err = refused_to_start(
@@ -213,10 +219,7 @@ async fn a_trailing_comma_in_the_environment_adds_no_empty_token() {
     let cfg = dir.path().join("herald.yaml");
     std::fs::write(&cfg, base_yaml(dir.path())).expect("write");
     let token = "tok-real-1234567890";
-    let bin = Binary::start(
-        &cfg,
-        &[("HERALD__SERVER__AUTH__BEARER_TOKENS", &format!("{token},"))],
-    );
+    let bin = Binary::start(&cfg, &[("HERALD__SERVER__AUTH__BEARER_TOKENS", &format!("{token},"))]);
     let client = reqwest::Client::new();
     let url = format!("{}/v1/argocd/events", bin.address);
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
@@ -238,7 +241,13 @@ async fn a_trailing_comma_in_the_environment_adds_no_empty_token() {
             .expect("req");
         assert_eq!(r.status(), 401, "silences with {header:?}");
     }
-    let r = client.post(&url).bearer_auth(token).body(body).send().await.expect("req");
+    let r = client
+        .post(&url)
+        .bearer_auth(token)
+        .body(body)
+        .send()
+        .await
+        .expect("req");
     assert_eq!(r.status(), 202);
 }
 
@@ -313,7 +322,12 @@ async fn each_credential_may_do_what_its_scope_allows_and_no_more() {
     }
     // Probes stay open.
     for path in ["/healthz", "/readyz", "/metrics"] {
-        let r = app.client.get(format!("{}{path}", app.address)).send().await.expect("req");
+        let r = app
+            .client
+            .get(format!("{}{path}", app.address))
+            .send()
+            .await
+            .expect("req");
         assert_eq!(r.status(), 200, "{path}");
     }
     app.stop().await;
@@ -425,6 +439,12 @@ async fn refused_credentials_are_counted_and_logged_once_a_minute_without_the_to
     let logs = bin.logs();
     let refused: Vec<&str> = logs.lines().filter(|l| l.contains("credential refused")).collect();
     assert_eq!(refused.len(), 1, "one line per address per minute: {logs}");
-    assert!(refused[0].contains("unknown_credential") && refused[0].contains("127.0.0.1"), "{logs}");
-    assert!(!logs.contains(guess) && !logs.contains("argocd-token-0123456789"), "{logs}");
+    assert!(
+        refused[0].contains("unknown_credential") && refused[0].contains("127.0.0.1"),
+        "{logs}"
+    );
+    assert!(
+        !logs.contains(guess) && !logs.contains("argocd-token-0123456789"),
+        "{logs}"
+    );
 }

@@ -8,6 +8,7 @@ mod delivery;
 mod faults;
 mod helpers;
 mod ingest;
+mod metrics;
 mod rules;
 mod status_page;
 mod three_incidents;
