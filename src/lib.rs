@@ -6,6 +6,7 @@
 pub mod api;
 pub mod argocd;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod configuration;
 pub mod domain;

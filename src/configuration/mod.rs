@@ -222,6 +222,25 @@ pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
     }
 }
 
+/// [`check_url`] for a URL that carries a secret (a webhook's path or key): the error does not repeat it.
+pub(crate) fn check_secret_url(errors: &mut Vec<ConfigError>, path: &str, u: &secrecy::SecretString) {
+    use secrecy::ExposeSecret;
+    match url::Url::parse(u.expose_secret()) {
+        Ok(p) if (p.scheme() == "http" || p.scheme() == "https") && p.host().is_some() => {}
+        Ok(p) => errors.push(invalid(
+            path,
+            format!(
+                "is not an http(s) URL (scheme {:?}; value not shown, it is a secret)",
+                p.scheme()
+            ),
+        )),
+        Err(e) => errors.push(invalid(
+            path,
+            format!("is not a URL: {e} (value not shown, it is a secret)"),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

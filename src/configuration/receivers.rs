@@ -5,7 +5,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{ConfigError, check_url, invalid};
+use super::{ConfigError, check_secret_url, check_url, invalid};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -296,7 +296,15 @@ pub(super) fn validate<'a>(
                     ));
                 }
                 check_url(errors, &format!("receivers[{i}].slack.api_url"), &s.api_url);
+                if let Some(u) = &s.webhook_url {
+                    check_secret_url(errors, &format!("receivers[{i}].slack.webhook_url"), u);
+                }
             }
+            ReceiverKind::Msteams(w) | ReceiverKind::Googlechat(w) | ReceiverKind::Mattermost(w) => {
+                let at = format!("receivers[{i}].{}.webhook_url", r.kind.type_name());
+                check_secret_url(errors, &at, &w.webhook_url);
+            }
+            ReceiverKind::Webhook(w) => check_secret_url(errors, &format!("receivers[{i}].webhook.url"), &w.url),
             ReceiverKind::Jira(j) => {
                 check_url(errors, &format!("receivers[{i}].jira.url"), &j.url);
                 if j.api == JiraApi::Cloud && j.user.is_none() {
