@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::client::commands::{Remote, SilenceAction, incidents, silence};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
+use crate::reload::ConfigSource;
 
 #[derive(Parser, Debug)]
 #[command(name = "herald", version, about = "Argo CD Notifications webhook target with memory")]
@@ -139,9 +140,18 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config } => {
-            let settings = load(config)?;
+            let source = match config {
+                Some(file) => ConfigSource { file, optional: false },
+                None => ConfigSource {
+                    file: DEFAULT_CONFIG.into(),
+                    optional: true,
+                },
+            };
+            let settings = Settings::load(Some(&source.file), source.optional)?;
             crate::telemetry::init_logs(&settings.log);
-            let app = crate::startup::Application::build(settings).await?;
+            let app = crate::startup::Application::build(settings)
+                .await?
+                .reloading_from(source);
             app.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }

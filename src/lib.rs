@@ -15,6 +15,7 @@ pub mod live;
 pub mod outbox;
 pub mod pipeline;
 pub mod receivers;
+pub mod reload;
 pub mod routing;
 pub mod startup;
 pub mod state;

@@ -18,6 +18,7 @@ use crate::argocd::{AppId, Snapshot, api::ArgoCdApi};
 use crate::clock::SharedClock;
 use crate::configuration::Settings;
 use crate::domain::{DeliveryState, IncidentState, Kind};
+use crate::live::Live;
 use crate::routing::{Router, Silence};
 use crate::state;
 use crate::store::{Store, StoreError};
@@ -95,7 +96,9 @@ struct Core {
 
 #[derive(Clone)]
 pub struct Pipeline {
-    core: Arc<Core>,
+    /// The current core; a reload (SIGHUP) replaces it whole with one built on the new settings, and each
+    /// operation takes the core it started with to its end (see `crate::live`).
+    core: Arc<Live<Core>>,
     jobs: tokio::sync::mpsc::Sender<Job>,
 }
 
@@ -103,7 +106,7 @@ impl Pipeline {
     /// Builds the pipeline and starts its batch writer (needs a Tokio runtime).
     pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
         let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
-        let core = Arc::new(Core {
+        let core = Arc::new(Live::new(Core {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
             router: Arc::new(Router::new(&settings)),
@@ -111,10 +114,15 @@ impl Pipeline {
             store,
             clock,
             argocd_api,
-        });
+        }));
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
         Self { core, jobs }
+    }
+
+    /// The core an operation runs with, to its end.
+    fn core(&self) -> Arc<Core> {
+        self.core.get()
     }
 
     /// Runs one snapshot through the whole core; returns once everything it caused is committed.
@@ -137,39 +145,40 @@ impl Pipeline {
     /// Runs every timer that is due (see `scheduler`).
     pub async fn tick(&self) -> Result<(), PipelineError> {
         let span = tracing::info_span!("scheduler_tick");
-        Ok(self.core.tick().instrument(span).await?)
+        Ok(self.core().tick().instrument(span).await?)
     }
 
     /// Resolves when an ingest made a timer due, so the scheduler loop need not wait for its next tick.
     pub async fn timers_due(&self) {
-        self.core.wake_scheduler.notified().await
+        self.core().wake_scheduler.notified().await
     }
 
     /// Rung whenever deliveries were queued: what the outbox worker waits on besides its poll interval.
     pub fn deliveries_queued(&self) -> Arc<tokio::sync::Notify> {
-        self.core.wake_outbox.clone()
+        self.core().wake_outbox.clone()
     }
 
     /// Removes the raw bodies older than `storage.raw_retention`; returns how many.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
-        let retention = chrono::Duration::from_std(self.core.settings.storage.raw_retention).unwrap_or_default();
-        Ok(self.core.store.purge_raw(self.now() - retention).await?)
+        let retention = chrono::Duration::from_std(self.core().settings.storage.raw_retention).unwrap_or_default();
+        Ok(self.core().store.purge_raw(self.now() - retention).await?)
     }
 
     /// The pipeline's clock.
     pub fn now(&self) -> DateTime<Utc> {
-        self.core.clock.now()
+        self.core().clock.now()
     }
 
     /// Whether the store answers.
     pub async fn ready(&self) -> Result<(), PipelineError> {
-        Ok(self.core.store.ping().await?)
+        Ok(self.core().store.ping().await?)
     }
 
     /// Applications by sync and health status, open incidents, queued and dead deliveries, for the gauges. A count
     /// the store cannot give now is left out.
     pub async fn gauges(&self) -> GaugeReadings {
-        let store = &self.core.store;
+        let core = self.core();
+        let store = &core.store;
         GaugeReadings {
             applications: counted("Applications", store.app_counts().await),
             incidents: counted("incidents", store.incident_counts().await),
@@ -184,21 +193,21 @@ impl Pipeline {
         health: Option<&str>,
         limit: i64,
     ) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core.store.apps(sync, health, limit).await?)
+        Ok(self.core().store.apps(sync, health, limit).await?)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {
-        Ok(self.core.store.app(id).await?)
+        Ok(self.core().store.app(id).await?)
     }
 
     /// What changed for an Application, newest first.
     pub async fn timeline(&self, id: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, PipelineError> {
-        Ok(self.core.store.timeline(id, limit).await?)
+        Ok(self.core().store.timeline(id, limit).await?)
     }
 
     /// The bodies received for an Application (newest first, within `storage.raw_retention`).
     pub async fn raw_bodies(&self, id: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, PipelineError> {
-        Ok(self.core.store.raw_bodies(id, limit).await?)
+        Ok(self.core().store.raw_bodies(id, limit).await?)
     }
 
     pub async fn incidents(
@@ -209,12 +218,12 @@ impl Pipeline {
         app: Option<&AppId>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, PipelineError> {
-        Ok(self.core.store.incidents(state, team, kind, app, limit).await?)
+        Ok(self.core().store.incidents(state, team, kind, app, limit).await?)
     }
 
     /// Every resource waiting to be pruned, the longest waiting first.
     pub async fn prune_pending(&self) -> Result<Vec<PruneRow>, PipelineError> {
-        let apps = self.core.store.apps_with_pending_prunes().await?;
+        let apps = self.core().store.apps_with_pending_prunes().await?;
         let mut rows = Vec::new();
         for a in apps {
             let s = &a.state;
@@ -238,28 +247,28 @@ impl Pipeline {
     }
 
     pub async fn add_silence(&self, silence: &Silence) -> Result<(), PipelineError> {
-        Ok(self.core.store.add_silence(silence).await?)
+        Ok(self.core().store.add_silence(silence).await?)
     }
 
     /// The silences not yet ended at `now` (all of them with `include_expired`).
     pub async fn silences(&self, include_expired: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, PipelineError> {
-        Ok(self.core.store.silences(include_expired, now).await?)
+        Ok(self.core().store.silences(include_expired, now).await?)
     }
 
     /// Ends an active silence now; returns when, or `None` if there is no active silence `id`.
     pub async fn expire_silence(&self, id: &str) -> Result<Option<DateTime<Utc>>, PipelineError> {
         let now = self.now();
-        Ok(self.core.store.expire_silence(id, now).await?.then_some(now))
+        Ok(self.core().store.expire_silence(id, now).await?.then_some(now))
     }
 
     /// Deliveries, newest first.
     pub async fn outbox(&self, state: Option<DeliveryState>, limit: i64) -> Result<Vec<OutboxRecord>, PipelineError> {
-        Ok(self.core.store.outbox(state, limit).await?)
+        Ok(self.core().store.outbox(state, limit).await?)
     }
 
     /// Puts a dead delivery back in the queue; `false` if there is no dead delivery `id`.
     pub async fn retry_delivery(&self, id: i64) -> Result<bool, PipelineError> {
-        Ok(self.core.store.retry_dead(id, self.now()).await?)
+        Ok(self.core().store.retry_dead(id, self.now()).await?)
     }
 }
 
@@ -269,4 +278,23 @@ fn counted<T>(what: &str, counts: Result<Vec<T>, StoreError>) -> Vec<T> {
         tracing::debug!(error = %e, "cannot count {what} for the gauges");
         Vec::new()
     })
+}
+
+/// Reload (SIGHUP): the settings a running pipeline decides with.
+impl Pipeline {
+    /// Decides with `settings` from the next operation on: rules, ownership, teams, routes, grouping, receivers.
+    /// The store, the clock and the Argo CD API client stay those the pipeline was built with (a restart changes
+    /// them), so the caller keeps `storage` and `argocd.api` as they were.
+    pub fn reload(&self, settings: Arc<Settings>) {
+        let old = self.core();
+        self.core.replace(Core {
+            router: Arc::new(Router::new(&settings)),
+            settings,
+            store: old.store.clone(),
+            clock: old.clock.clone(),
+            wake_scheduler: old.wake_scheduler.clone(),
+            wake_outbox: old.wake_outbox.clone(),
+            argocd_api: old.argocd_api.clone(),
+        });
+    }
 }

@@ -9,6 +9,7 @@ mod faults;
 mod helpers;
 mod ingest;
 mod metrics;
+mod reload;
 mod rules;
 mod status_page;
 mod three_incidents;
