@@ -357,20 +357,7 @@ async fn replay(
         pipeline.tick().await?;
         printed = print_outbox(&pipeline, printed).await?;
     }
-    // Let group_wait pass so what would be sent is shown (or run on to --until).
-    let end = match until {
-        None => {
-            clock.now()
-                + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default()
-                + chrono::Duration::seconds(1)
-        }
-        Some(Until::After(d)) => clock.now() + chrono::Duration::from_std(d).unwrap_or(MAX_UNTIL),
-        Some(Until::At(t)) => t,
-    };
-    // The clock moves in 30-second ticks: a far end would run for hours.
-    if end - clock.now() > MAX_UNTIL {
-        anyhow::bail!("--until is more than 31 days after the last body; replay a shorter span");
-    }
+    let end = replay_end(clock.now(), settings.grouping.group_wait, until)?;
     advance_to(&pipeline, &clock, end).await?;
     print_outbox(&pipeline, printed).await?;
     if until.is_some() {
@@ -379,7 +366,31 @@ async fn replay(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The clock moves in 30-second ticks: a far end would run for hours.
 const MAX_UNTIL: chrono::Duration = chrono::Duration::days(31);
+
+/// Where `replay` stops the clock after the last body (at `now`): once group_wait has passed, so what would be sent
+/// is shown; or at `--until`.
+fn replay_end(
+    now: chrono::DateTime<chrono::Utc>,
+    group_wait: std::time::Duration,
+    until: Option<Until>,
+) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    let end = match until {
+        None => {
+            let wait = chrono::Duration::from_std(group_wait).unwrap_or_default();
+            return Ok(now + wait + chrono::Duration::seconds(1));
+        }
+        Some(Until::After(d)) => chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d)),
+        Some(Until::At(t)) => Some(t),
+    };
+    match end {
+        Some(end) if end - now <= MAX_UNTIL => Ok(end),
+        _ => anyhow::bail!("--until is more than 31 days after the last body; replay a shorter span"),
+    }
+}
 
 /// The end of `replay --until`: what fired, what resolved, what is still pending and when it would fire.
 async fn print_summary(p: &crate::pipeline::Pipeline) -> anyhow::Result<()> {
