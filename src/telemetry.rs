@@ -1,5 +1,6 @@
-//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once) and the gauges set at
-//! scrape time from counts the pipeline reads ([`GaugeReadings`]): this module sets metrics, it reads nothing.
+//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once, with every metric family
+//! described for `# HELP` and `herald_build_info`) and the gauges set at scrape time from counts the pipeline reads
+//! ([`GaugeReadings`]): this module sets metrics, it reads nothing.
 
 use std::sync::OnceLock;
 
@@ -47,7 +48,8 @@ const FAMILIES: [(&str, &str); 11] = [
     ),
     (
         "herald_auth_failures_total",
-        "Requests refused for their credentials, by reason (missing, malformed, unknown_credential, insufficient_scope).",
+        "Requests refused for their credentials, by reason \
+         (missing, malformed, unknown_credential, insufficient_scope).",
     ),
     (
         "herald_config_reloads_total",

@@ -1,5 +1,5 @@
-//! `POST`/`PUT /v1/argocd/events`: what Argo CD Notifications sends (with an `ingest` credential). Read the body within the limit,
-//! parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed.
+//! `POST`/`PUT /v1/argocd/events`: what Argo CD Notifications sends (with an `ingest` credential). Read the body
+//! within the limit, parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed.
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};

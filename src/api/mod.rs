@@ -1,6 +1,6 @@
-//! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]); authentication is route middleware. One room per resource
-//! (`events`, `apps`, `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the
-//! routes and holds what they share: the [`AppContext`] and the query helpers.
+//! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]). One room per resource (`events`, `apps`,
+//! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the routes, each with the
+//! scope it needs (`auth`, route middleware), and holds what they share: the [`AppContext`] and the query helpers.
 
 mod apps;
 mod auth;
