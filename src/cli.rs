@@ -1,5 +1,6 @@
-//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`. Glue only: each verb loads settings
-//! and calls the library.
+//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`, and `silence …` and `incidents`, which
+//! talk to a running Herald (`crate::client`). Glue only: each verb loads settings (or reaches the API) and calls the
+//! library.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,8 +8,10 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::client::commands::{Remote, SilenceAction, incidents, silence};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
+use crate::reload::ConfigSource;
 
 #[derive(Parser, Debug)]
 #[command(name = "herald", version, about = "Argo CD Notifications webhook target with memory")]
@@ -25,13 +28,15 @@ pub enum Command {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
     },
-    /// Validate a configuration file; errors name the key path.
+    /// Validate a configuration file as `serve` would: every error at once, each naming its key path; exits 2
+    /// where `serve` would refuse to start.
     CheckConfig { file: PathBuf },
     /// Show which team owns an Application, the incidents its state would open, and where they would go.
     Route {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
-        /// An Application (or an Argo CD webhook body) as JSON.
+        /// An Application (or an Argo CD webhook body) as JSON or YAML (`kubectl get app NAME -o yaml`); `-` reads
+        /// standard input.
         #[arg(long)]
         app: PathBuf,
     },
@@ -42,6 +47,10 @@ pub enum Command {
         /// `recorded`: each body's envelope timestamp is the clock; `now`: the bodies arrive now, one after another.
         #[arg(long, value_enum, default_value = "now")]
         clock: ReplayClock,
+        /// Keep the clock running after the last body until this time (`+2h`: after the last body; or an RFC 3339
+        /// time), then print what fired, what resolved and what is still pending.
+        #[arg(long, value_parser = parse_until)]
+        until: Option<Until>,
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
@@ -52,6 +61,47 @@ pub enum Command {
         #[arg(long)]
         receiver: String,
     },
+    /// Silences of a running Herald: add, list, expire.
+    Silence {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(subcommand)]
+        action: SilenceAction,
+    },
+    /// Incidents of a running Herald, newest first.
+    Incidents {
+        #[command(flatten)]
+        remote: Remote,
+        /// pending, firing or resolved.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        team: Option<String>,
+        /// out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned.
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+}
+
+/// Until when `replay --until` runs the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// This long after the last body.
+    After(std::time::Duration),
+    At(chrono::DateTime<chrono::Utc>),
+}
+
+fn parse_until(s: &str) -> Result<Until, String> {
+    if let Some(d) = s.strip_prefix('+') {
+        return humantime::parse_duration(d.trim())
+            .map(Until::After)
+            .map_err(|e| format!("{d:?}: {e} (write +2h, +30m, +1d)"));
+    }
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| Until::At(t.with_timezone(&chrono::Utc)))
+        .map_err(|e| format!("{s:?}: {e} (write +2h, or an RFC 3339 time such as 2025-10-02T18:00:00Z)"))
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -90,40 +140,99 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config } => {
-            let settings = load(config)?;
+            let source = match config {
+                Some(file) => ConfigSource { file, optional: false },
+                None => ConfigSource {
+                    file: DEFAULT_CONFIG.into(),
+                    optional: true,
+                },
+            };
+            let settings = Settings::load(Some(&source.file), source.optional)?;
             crate::telemetry::init_logs(&settings.log);
-            let app = crate::startup::Application::build(settings).await?;
+            let app = crate::startup::Application::build(settings)
+                .await?
+                .reloading_from(source);
             app.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::CheckConfig { file } => match Settings::load(Some(&file), false) {
-            Ok(s) => {
-                if let Err(e) = s.check_exposure() {
-                    println!("{}: warning: {e}", file.display());
-                }
-                println!(
-                    "{}: OK ({} receivers, {} teams, {} routes)",
-                    file.display(),
-                    s.receivers.len(),
-                    s.teams.len(),
-                    s.routes.len()
-                );
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(e) => {
-                eprintln!("{}: invalid configuration:\n{e}", file.display());
-                Ok(ExitCode::from(2))
-            }
-        },
+        Command::CheckConfig { file } => Ok(check_config(&file)),
         Command::Route { config, app } => route(load(config)?, app),
-        Command::Replay { config, clock, bodies } => replay(load(config)?, clock, bodies).await,
+        Command::Replay {
+            config,
+            clock,
+            until,
+            bodies,
+        } => replay(load(config)?, clock, until, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
+        Command::Silence { remote, action } => silence(remote, action).await,
+        Command::Incidents {
+            remote,
+            state,
+            team,
+            kind,
+            limit,
+        } => incidents(remote, state, team, kind, limit).await,
     }
 }
 
+/// Loads `file` as `serve` would (environment included), builds the receivers (a CA file that cannot be read, an
+/// SMTP URL lettre refuses) and checks the exposure; prints every problem, exits 2 on any.
+fn check_config(file: &std::path::Path) -> ExitCode {
+    let s = match Settings::load(Some(file), false) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: invalid configuration:\n{e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut problems = Vec::new();
+    if let Err(e) = s.check_exposure() {
+        problems.push(e.to_string());
+    }
+    let shared = crate::receivers::Shared::new(Arc::new(s.clone()), Arc::new(crate::clock::SystemClock));
+    if let Err(e) = crate::receivers::build_all(&shared) {
+        problems.push(e.to_string());
+    }
+    if !problems.is_empty() {
+        eprintln!(
+            "{}: invalid configuration (herald serve would not start):\n{}",
+            file.display(),
+            problems.join("\n")
+        );
+        return ExitCode::from(2);
+    }
+    println!(
+        "{}: OK ({} receivers, {} teams, {} routes)",
+        file.display(),
+        s.receivers.len(),
+        s.teams.len(),
+        s.routes.len()
+    );
+    ExitCode::SUCCESS
+}
+
 fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argocd::Snapshot> {
-    let body = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let body = if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(|e| anyhow::anyhow!("stdin: {e}"))?;
+        buf
+    } else {
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+    };
+    let body = yaml_as_json(body).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A YAML document (`kubectl get app -o yaml`) as JSON; JSON as it is (what Argo CD sends is parsed as JSON, so
+/// its errors stay the JSON parser's).
+fn yaml_as_json(body: Vec<u8>) -> anyhow::Result<Vec<u8>> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{') | Some(b'[') | None) {
+        return Ok(body);
+    }
+    let value: serde_json::Value =
+        serde_norway::from_slice(&body).map_err(|e| anyhow::anyhow!("neither JSON nor YAML: {e}"))?;
+    Ok(serde_json::to_vec(&value)?)
 }
 
 fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
@@ -185,7 +294,12 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn replay(
+    mut settings: Settings,
+    clock_mode: ReplayClock,
+    until: Option<Until>,
+    bodies: Vec<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
     let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
@@ -243,11 +357,80 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
         pipeline.tick().await?;
         printed = print_outbox(&pipeline, printed).await?;
     }
-    // Let group_wait pass so what would be sent is shown.
-    let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
-    advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
+    let end = replay_end(clock.now(), settings.grouping.group_wait, until)?;
+    advance_to(&pipeline, &clock, end).await?;
     print_outbox(&pipeline, printed).await?;
+    if until.is_some() {
+        print_summary(&pipeline).await?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The clock moves in 30-second ticks: a far end would run for hours.
+const MAX_UNTIL: chrono::Duration = chrono::Duration::days(31);
+
+/// Where `replay` stops the clock after the last body (at `now`): once group_wait has passed, so what would be sent
+/// is shown; or at `--until`.
+fn replay_end(
+    now: chrono::DateTime<chrono::Utc>,
+    group_wait: std::time::Duration,
+    until: Option<Until>,
+) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    let end = match until {
+        None => {
+            let wait = chrono::Duration::from_std(group_wait).unwrap_or_default();
+            return Ok(now + wait + chrono::Duration::seconds(1));
+        }
+        Some(Until::After(d)) => chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d)),
+        Some(Until::At(t)) => Some(t),
+    };
+    match end {
+        Some(end) if end - now <= MAX_UNTIL => Ok(end),
+        _ => anyhow::bail!("--until is more than 31 days after the last body; replay a shorter span"),
+    }
+}
+
+/// The end of `replay --until`: what fired, what resolved, what is still pending and when it would fire.
+async fn print_summary(p: &crate::pipeline::Pipeline) -> anyhow::Result<()> {
+    use crate::domain::IncidentState;
+    let now = p.now();
+    let filter = crate::pipeline::IncidentFilter {
+        limit: 10_000,
+        ..Default::default()
+    };
+    let mut list = p.incidents(&filter).await?;
+    list.sort_by_key(|i| (i.since, i.id));
+    println!("summary at {}:", now.format("%Y-%m-%dT%H:%M:%SZ"));
+    let time = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    for i in &list {
+        if let Some(at) = i.fired_at {
+            println!("  fired     {}  {} {}", time(at), i.kind, i.app);
+        }
+    }
+    for i in &list {
+        if let (Some(_), Some(at)) = (i.fired_at, i.resolved_at) {
+            println!("  resolved  {}  {} {}", time(at), i.kind, i.app);
+        }
+    }
+    for i in list.iter().filter(|i| i.state == IncidentState::Pending) {
+        let left = (i.fire_at - now).to_std().unwrap_or_default();
+        let left = humantime::format_duration(std::time::Duration::from_secs(left.as_secs()));
+        println!(
+            "  pending   {} {} would fire at {} (in {left})",
+            i.kind,
+            i.app,
+            time(i.fire_at)
+        );
+    }
+    if list
+        .iter()
+        .all(|i| i.fired_at.is_none() && i.state != IncidentState::Pending)
+    {
+        println!("  nothing fired, nothing pending");
+    }
+    Ok(())
 }
 
 /// Removes the replay's scratch directory when the replay ends, however it ends.

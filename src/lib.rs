@@ -6,13 +6,16 @@
 pub mod api;
 pub mod argocd;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod configuration;
 pub mod domain;
 pub mod incidents;
+pub mod live;
 pub mod outbox;
 pub mod pipeline;
 pub mod receivers;
+pub mod reload;
 pub mod resync;
 pub mod routing;
 pub mod startup;

@@ -19,7 +19,7 @@ const IN_FLIGHT: usize = 64;
 
 /// Runs the resync (and the watch, when configured) until `stop`.
 pub async fn run(pipeline: Pipeline, stop: watch::Receiver<bool>) {
-    let Some(api) = pipeline.argocd_api().cloned() else {
+    let Some(api) = pipeline.argocd_api() else {
         return;
     };
     let resync_now = Arc::new(Notify::new());

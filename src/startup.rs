@@ -1,6 +1,7 @@
 //! Builds and runs the service: store → pipeline → HTTP server (bound first, so port 0 works in tests) → the
 //! scheduler loop (timers) and the outbox worker. `run_until_stopped` handles SIGTERM/Ctrl-C gracefully: stop
-//! accepting, let in-flight requests and deliveries finish within a timeout, exit.
+//! accepting, let in-flight requests and deliveries finish within a timeout, exit; and, when the application knows
+//! its configuration file ([`Application::reloading_from`]), SIGHUP reloads it (`crate::reload`).
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::configuration::Settings;
 use crate::outbox::Worker;
 use crate::pipeline::Pipeline;
 use crate::receivers::{self, Shared};
+use crate::reload::{ConfigSource, Reloader};
 use crate::store::Store;
 
 pub struct Application {
@@ -25,6 +27,9 @@ pub struct Application {
     worker: Worker,
     tick: Duration,
     purge_every: Duration,
+    settings: Arc<Settings>,
+    api: web::Data<AppContext>,
+    reloader: Option<Arc<Reloader>>,
 }
 
 impl Application {
@@ -50,6 +55,7 @@ impl Application {
             metrics: crate::telemetry::metrics(),
         });
         let budget = web::Data::new(api::BodyBudget::of(&settings.server));
+        let api = data.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(data.clone())
@@ -74,7 +80,22 @@ impl Application {
             worker,
             tick: settings.scheduler.tick,
             purge_every: Duration::from_secs(60),
+            settings,
+            api,
+            reloader: None,
         })
+    }
+
+    /// Reloads the configuration from `source` on SIGHUP (see `crate::reload`).
+    pub fn reloading_from(mut self, source: ConfigSource) -> Self {
+        self.reloader = Some(Arc::new(Reloader::new(
+            source,
+            self.settings.clone(),
+            self.pipeline.clone(),
+            self.worker.receiver_set(),
+            self.api.clone(),
+        )));
+        self
     }
 
     pub fn port(&self) -> u16 {
@@ -99,6 +120,9 @@ impl Application {
         let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), stop_rx.clone()));
         // The Argo CD API source, when configured (it returns at once otherwise).
         let resync = tokio::spawn(crate::resync::run(self.pipeline.clone(), stop_rx.clone()));
+        if let Some(reloader) = self.reloader.clone() {
+            tokio::spawn(reload_on_hangup(reloader, stop_rx.clone()));
+        }
         let worker = tokio::spawn(self.worker.run(stop_rx));
         tracing::info!(port = self.port, "herald is listening");
         stop.await;
@@ -137,6 +161,35 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Reloads the configuration on each SIGHUP until the service stops.
+async fn reload_on_hangup(reloader: Arc<Reloader>, mut stop: watch::Receiver<bool>) {
+    #[cfg(unix)]
+    {
+        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration will not be reloaded");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = hangup.recv() => {
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    // Loading reads files: off the runtime's workers.
+                    let r = reloader.clone();
+                    let _ = tokio::task::spawn_blocking(move || r.reload()).await;
+                }
+                _ = stop.changed() => return,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (reloader, stop.changed().await);
     }
 }
 

@@ -1,5 +1,6 @@
-//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once) and the gauges set at
-//! scrape time from counts the pipeline reads ([`GaugeReadings`]): this module sets metrics, it reads nothing.
+//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once, with every metric family
+//! described for `# HELP` and `herald_build_info`) and the gauges set at scrape time from counts the pipeline reads
+//! ([`GaugeReadings`]): this module sets metrics, it reads nothing.
 
 use std::sync::OnceLock;
 
@@ -21,7 +22,71 @@ pub fn init_logs(s: &LogSettings) {
     };
 }
 
-/// The process-wide Prometheus handle.
+/// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
+/// here when it is introduced, wherever it is recorded.
+const FAMILIES: [(&str, &str); 15] = [
+    ("herald_build_info", "Always 1; the labels say which Herald is running."),
+    (
+        "herald_events_received_total",
+        "Argo CD event bodies received, by outcome (changed, duplicate, stale, rejected, unavailable, error).",
+    ),
+    (
+        "herald_ingest_duration_seconds",
+        "Time from receiving an Argo CD body to answering it (committed or refused), in seconds.",
+    ),
+    (
+        "herald_notifications_queued_total",
+        "Notifications put in the outbox, by receiver and action (open, update, resolve).",
+    ),
+    (
+        "herald_deliveries_total",
+        "Delivery attempts, by receiver and outcome (delivered, retry, dead).",
+    ),
+    (
+        "herald_delivery_duration_seconds",
+        "Time one delivery attempt took, by receiver, in seconds.",
+    ),
+    (
+        "herald_auth_failures_total",
+        "Requests refused for their credentials, by reason \
+         (missing, malformed, unknown_credential, insufficient_scope).",
+    ),
+    (
+        "herald_config_reloads_total",
+        "Configuration reloads on SIGHUP, by outcome (applied, refused).",
+    ),
+    (
+        "herald_applications",
+        "Applications known, by sync and health status (read from the store at scrape time).",
+    ),
+    (
+        "herald_incidents_open",
+        "Open incidents, by state, kind and team (read from the store at scrape time).",
+    ),
+    (
+        "herald_outbox",
+        "Deliveries in the outbox, by receiver and state (read from the store at scrape time).",
+    ),
+    (
+        "herald_argocd_api_up",
+        "1 when the last call to the Argo CD API (listing, stream) succeeded, 0 when it failed.",
+    ),
+    (
+        "herald_argocd_resyncs_total",
+        "Listings of every Application from the Argo CD API, by outcome (ok, failed).",
+    ),
+    (
+        "herald_clock_skew_clamped_total",
+        "Bodies dated further ahead than server.max_clock_skew, whose time was taken as now.",
+    ),
+    (
+        "herald_events_shed_total",
+        "Event requests refused to bound memory and connections, by reason (busy: 503, timeout: 408).",
+    ),
+];
+
+/// The process-wide Prometheus handle. The first call installs the recorder, describes every family and sets
+/// `herald_build_info`.
 pub fn metrics() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
@@ -33,10 +98,21 @@ pub fn metrics() -> PrometheusHandle {
                 .map(|b| b.build_recorder())
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
             let handle = recorder.handle();
-            let _ = metrics::set_global_recorder(recorder);
+            let installed = metrics::set_global_recorder(recorder).is_ok();
+            if installed {
+                describe_families();
+            }
             handle
         })
         .clone()
+}
+
+fn describe_families() {
+    for (name, help) in FAMILIES {
+        // The recorder keeps one description per name, whatever the kind: describing as a counter is enough.
+        metrics::describe_counter!(name, help);
+    }
+    metrics::gauge!("herald_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 
 type GaugeKey = (&'static str, Vec<(&'static str, String)>);

@@ -185,3 +185,390 @@ fn send_test_reports_success_and_failure() {
     assert_eq!(code, 2);
     assert!(err.contains("configured: c, down"), "{err}");
 }
+
+#[test]
+fn with_json_logs_the_console_receiver_writes_one_json_object_per_notification() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        "log: {format: json}\nreceivers: [{name: console, console: {}}]\n",
+    );
+    let (code, out, err) = herald(&["send-test", "--config", &cfg, "--receiver", "console"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let objects: Vec<serde_json::Value> = out
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert_eq!(objects.len(), 1, "one object per notification: {out}");
+    let n = &objects[0];
+    assert_eq!(n["receiver"], "console");
+    assert!(n["text"].as_str().is_some_and(|t| t.contains("[TEST]")), "{n}");
+    assert!(n.get("thread_key").is_none(), "no internal keys: {n}");
+    assert!(!out.contains("herald-test-") && !out.contains("==>"), "{out}");
+    // What is not the object is the send-test verdict, one line.
+    assert_eq!(out.lines().filter(|l| !l.starts_with('{')).count(), 1, "{out}");
+}
+
+fn herald_with_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run herald");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin)
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn route_reads_kubectl_yaml_from_a_file_or_standard_input() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(dir.path(), "c.yaml", "ownership: {default_team: platform}\n");
+    let yaml = fixtures().join("objects/02-live-app-outofsync-sync-failed.yaml");
+    let (code, from_file, err) = herald(&["route", "--config", &cfg, "--app", &yaml.display().to_string()], &[]);
+    assert_eq!(code, 0, "{from_file}{err}");
+    assert!(from_file.contains("application: argocd/jen"), "{from_file}");
+    assert!(from_file.contains("incident:    out_of_sync"), "{from_file}");
+    let text = std::fs::read(&yaml).expect("yaml");
+    let (code, from_stdin, err) = herald_with_stdin(&["route", "--config", &cfg, "--app", "-"], &text);
+    assert_eq!(code, 0, "{from_stdin}{err}");
+    assert_eq!(from_stdin, from_file);
+    // JSON on standard input too; and what is neither says so.
+    let json = std::fs::read(fixtures().join("captured/021_remove_podinfo_1_1.json")).expect("json");
+    let (code, out, err) = herald_with_stdin(&["route", "--config", &cfg, "--app", "-"], &json);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("application: argocd/aaaaaaaaa"), "{out}");
+    let (code, _, err) = herald_with_stdin(&["route", "--config", &cfg, "--app", "-"], b"key: [unclosed");
+    assert_ne!(code, 0);
+    assert!(err.contains("neither JSON nor YAML"), "{err}");
+}
+
+#[test]
+fn replay_until_runs_the_clock_on_and_summarises_fired_resolved_and_pending() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        "rules: {degraded: {for: 10m}, out_of_sync: {for: 1h}}\ngrouping: {group_wait: 0s}\n",
+    );
+    let body = |sync: &str, health: &str, t: &str| {
+        serde_json::json!({
+            "timestamp": t,
+            "app": {
+                "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
+                "spec": {"project": "default", "destination": {"namespace": "pay"}},
+                "status": {"sync": {"status": sync}, "health": {"status": health}}
+            }
+        })
+        .to_string()
+    };
+    let a = write(
+        dir.path(),
+        "a.json",
+        &body("OutOfSync", "Degraded", "2025-10-02T16:00:00Z"),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &body("OutOfSync", "Healthy", "2025-10-02T16:20:00Z"),
+    );
+    let (code, out, err) = herald(
+        &[
+            "replay", "--config", &cfg, "--clock", "recorded", "--until", "+30m", &a, &b,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let summary = out
+        .split("at 2025-10-02T16:50:00Z:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        summary.contains("fired     2025-10-02T16:10:00Z  degraded argocd/pay-api"),
+        "{out}"
+    );
+    assert!(
+        summary.contains("resolved  2025-10-02T16:20:00Z  degraded argocd/pay-api"),
+        "{out}"
+    );
+    assert!(
+        summary.contains("pending   out_of_sync argocd/pay-api would fire at 2025-10-02T17:00:00Z (in 10m)"),
+        "{out}"
+    );
+    // The degraded incident was sent when it fired and when it resolved, while the clock ran on.
+    assert!(
+        out.contains("2025-10-02T16:10:00Z would notify console (open)"),
+        "{out}"
+    );
+    // An absolute end works too; a bad one says how to write it.
+    let (code, out, err) = herald(
+        &[
+            "replay",
+            "--config",
+            &cfg,
+            "--clock",
+            "recorded",
+            "--until",
+            "2025-10-02T17:00:30Z",
+            &a,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("fired     2025-10-02T17:00:00Z  out_of_sync argocd/pay-api"),
+        "{out}"
+    );
+    let (code, _, err) = herald(&["replay", "--config", &cfg, "--until", "soon", &a], &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("+2h"), "{err}");
+}
+
+#[test]
+fn check_config_reports_every_error_at_once_and_refuses_what_serve_refuses() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let many = write(
+        dir.path(),
+        "many.yaml",
+        r#"
+server: {listen: nowhere, auth: {bearer_tokens: [short]}}
+rules: {degraded: {for: soon}}
+argocd: {url: 'not a url'}
+receivers:
+  - {name: hook, webhook: {url: 'ftp://hooks.example/SECRET-PATH'}}
+  - {name: teams, msteams: {webhook_url: 'SECRET-not-a-url'}}
+"#,
+    );
+    let (code, out, err) = herald(&["check-config", &many], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    // `rules` cannot be read: that is reported with the rest of what can be.
+    assert!(err.contains("rules.degraded.for"), "{err}");
+    let (code, _, err) = herald(
+        &["check-config", &write(dir.path(), "typed.yaml", &many_without_rules())],
+        &[],
+    );
+    assert_eq!(code, 2);
+    for path in [
+        "server.listen",
+        "server.auth.bearer_tokens[0]",
+        "argocd.url",
+        "receivers[0].webhook.url",
+        "receivers[1].msteams.webhook_url",
+    ] {
+        assert!(err.contains(path), "{path} in {err}");
+    }
+    assert!(!err.contains("SECRET"), "secret URLs are not echoed: {err}");
+
+    let exposed = write(dir.path(), "exposed.yaml", "server: {listen: '0.0.0.0:8080'}\n");
+    let (code, out, err) = herald(&["check-config", &exposed], &[]);
+    assert_eq!(code, 2, "serve would refuse to start: {out}{err}");
+    assert!(err.contains("server.auth") && err.contains("no credentials"), "{err}");
+    let (code, out, err) = herald(
+        &["check-config", &exposed],
+        &[("HERALD__SERVER__AUTH__INGEST_TOKENS", "argocd-token-0123456789,")],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+fn many_without_rules() -> String {
+    r#"
+server: {listen: nowhere, auth: {bearer_tokens: [short]}}
+argocd: {url: 'not a url'}
+receivers:
+  - {name: hook, webhook: {url: 'ftp://hooks.example/SECRET-PATH'}}
+  - {name: teams, msteams: {webhook_url: 'SECRET-not-a-url'}}
+"#
+    .into()
+}
+
+/// `herald serve` on a free port with `yaml`; stopped on drop.
+struct Server {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(yaml: &str) -> Self {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().expect("tmp");
+        let cfg = write(
+            dir.path(),
+            "herald.yaml",
+            &format!(
+                "{yaml}\nstorage: {{url: 'sqlite://{}/h.db'}}\nscheduler: {{tick: 50ms}}\n",
+                dir.path().display()
+            ),
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["serve", "--config", &cfg])
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(p) = line.split("port=").nth(1) {
+                    let _ = tx.send(p.trim().to_string());
+                }
+            }
+        });
+        let port = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("herald is listening");
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+
+    fn post_event(&self, token: &str, body: &str) {
+        let out = Command::new("curl")
+            .args([
+                "-sf",
+                "-XPOST",
+                "-H",
+                &format!("Authorization: Bearer {token}"),
+                "--data-binary",
+                body,
+            ])
+            .arg(format!("{}/v1/argocd/events", self.url))
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ADMIN: &str = "admin-token-0123456789";
+const READ: &str = "read-token-0123456789";
+
+#[test]
+fn silences_are_added_listed_and_expired_against_a_running_herald() {
+    let server = Server::start(&format!(
+        "server: {{listen: '127.0.0.1:0', auth: {{bearer_tokens: [{ADMIN}], read_tokens: [{READ}]}}}}"
+    ));
+    let env = [("HERALD_URL", server.url.as_str()), ("HERALD_TOKEN", ADMIN)];
+    let (code, out, err) = herald(
+        &[
+            "silence",
+            "add",
+            "app=pay-*",
+            "kind=out_of_sync",
+            "--duration",
+            "2h",
+            "--comment",
+            "migration",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.trim().to_string();
+    assert_eq!(id.len(), 36, "the new silence's id: {out}");
+
+    let (code, out, err) = herald(&["silence", "list", "--url", &server.url, "--token", READ], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("ID") && lines[0].contains("MATCHERS"), "{out}");
+    assert!(lines[1].starts_with(&id), "{out}");
+    assert!(lines[1].contains("app=pay-* kind=out_of_sync"), "{out}");
+    assert!(lines[1].contains("active"), "{out}");
+    assert!(
+        lines[1].contains("bearer_tokens[0]"),
+        "created by the token's credential: {out}"
+    );
+    assert!(lines[1].ends_with("migration"), "{out}");
+
+    // A read token may list, not expire; without a token, nothing.
+    let (code, _, err) = herald(&["silence", "expire", &id, "--url", &server.url, "--token", READ], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("403") && err.contains("admin"), "{err}");
+    let (code, _, err) = herald(&["silence", "list", "--url", &server.url], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("401") && err.contains("HERALD_TOKEN"), "{err}");
+
+    let (code, out, err) = herald(&["silence", "expire", &id], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), format!("expired {id}"));
+    let (code, out, _) = herald(&["silence", "list", "-q"], &env);
+    assert_eq!(code, 0);
+    assert!(out.trim().is_empty(), "{out}");
+    let (code, out, _) = herald(&["silence", "list", "-q", "--expired"], &env);
+    assert_eq!(code, 0);
+    assert_eq!(out.trim(), id);
+
+    let (code, _, err) = herald(&["silence", "add", "pay-*", "--comment", "x"], &env);
+    assert_ne!(code, 0);
+    assert!(err.contains("FIELD=GLOB"), "{err}");
+    let (code, _, err) = herald(&["silence", "list", "--url", "http://127.0.0.1:9"], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("cannot reach Herald at http://127.0.0.1:9/"), "{err}");
+}
+
+#[test]
+fn incidents_are_listed_from_a_running_herald_filtered_by_state() {
+    let server = Server::start(&format!(
+        "server: {{listen: '127.0.0.1:0', auth: {{bearer_tokens: [{ADMIN}], read_tokens: [{READ}]}}}}\n\
+         rules: {{degraded: {{for: 0s}}}}"
+    ));
+    let now = chrono::Utc::now().to_rfc3339();
+    for (name, health) in [("pay-api", "Degraded"), ("cart", "Healthy")] {
+        let body = serde_json::json!({
+            "timestamp": now,
+            "app": {
+                "metadata": {"name": name, "namespace": "argocd", "uid": name, "labels": {"team": "payments"}},
+                "spec": {"project": "default"},
+                "status": {"sync": {"status": "OutOfSync"}, "health": {"status": health}}
+            }
+        });
+        server.post_event(ADMIN, &body.to_string());
+    }
+    let env = [("HERALD_URL", server.url.as_str()), ("HERALD_TOKEN", READ)];
+    let (code, out, err) = herald(&["incidents", "--state", "firing"], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ID") && lines[0].contains("APPLICATION"), "{out}");
+    assert_eq!(lines.len(), 2, "only the firing one: {out}");
+    assert!(lines[1].contains("firing") && lines[1].contains("degraded"), "{out}");
+    assert!(
+        lines[1].contains("argocd/pay-api") && lines[1].contains("payments"),
+        "{out}"
+    );
+    let (code, out, _) = herald(&["incidents", "--state", "pending"], &env);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 3, "two out_of_sync incidents are pending: {out}");
+    let (code, _, err) = herald(&["incidents", "--state", "burning"], &env);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("400") && err.contains("pending, firing or resolved"),
+        "{err}"
+    );
+}

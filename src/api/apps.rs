@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, limit_of, page_json, query};
+use super::{ApiError, AppContext, limit, limit_of, page_json, param, query};
 use crate::argocd::AppId;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
@@ -51,8 +51,23 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
 }
 
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let q: AppQuery = query(&req)?;
+    // Argo CD's statuses: a misspelt filter (`outofsync`) is an error, not an empty list.
+    const SYNC: [&str; 3] = ["Synced", "OutOfSync", "Unknown"];
+    const HEALTH: [&str; 6] = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"];
+    let one_of = |key: &'static str, valid: &'static [&'static str]| {
+        move |v: &str| format!("{key} must be one of {}; not {v:?}", valid.join(", "))
+    };
+    let sync = param(
+        q.sync.as_deref(),
+        |v| SYNC.into_iter().find(|s| *s == v),
+        one_of("sync", &SYNC),
+    )?;
+    let health = param(
+        q.health.as_deref(),
+        |v| HEALTH.into_iter().find(|s| *s == v),
+        one_of("health", &HEALTH),
+    )?;
     let after = match q.after.as_deref() {
         Some(a) => Some(AppCursor::decode(a).ok_or_else(|| {
             ApiError::BadRequest("after must be the cursor of a `next` link, as Herald wrote it".into())
@@ -60,8 +75,8 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
         None => None,
     };
     let filter = AppFilter {
-        sync: q.sync,
-        health: q.health,
+        sync: sync.map(str::to_string),
+        health: health.map(str::to_string),
         team: q.team,
         deleted: q.deleted.unwrap_or(false),
         limit: limit_of(q.limit, 100, 1000)?,
@@ -75,11 +90,9 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
 }
 
 pub(super) async fn get_app(
-    req: HttpRequest,
     path: web::Path<(String, String)>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let (namespace, name) = path.into_inner();
     let id = AppId { namespace, name };
     let Some(rec) = ctx.pipeline.app(&id).await? else {
@@ -111,7 +124,6 @@ pub(super) async fn get_raw(
     path: web::Path<(String, String)>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let q: RawQuery = query(&req)?;
     let (namespace, name) = path.into_inner();
     let id = AppId { namespace, name };
@@ -136,7 +148,6 @@ struct PruneQuery {
 
 /// The resources waiting to be pruned, a page of Applications at a time (their resources, the longest waiting first).
 pub(super) async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let q: PruneQuery = query(&req)?;
     let after = match q.after.as_deref() {
         Some(a) => {

@@ -1,74 +1,343 @@
-//! Request authentication: bearer tokens (several, for rotation) and HTTP basic credentials, compared in constant
-//! time (on SHA-256 digests, so neither content nor length leaks through timing).
+//! Who may call Herald: bearer tokens (several, for rotation) and HTTP basic credentials, each with a name and a
+//! [`Scope`], compared in constant time (on SHA-256 digests, so neither content nor length leaks through timing).
+//! Applied once, as route middleware ([`needs`]): a route declares the scope it needs, the handler finds the
+//! [`Caller`] in the request's extensions. Refusals are counted (`herald_auth_failures_total{reason}`) and logged
+//! without the credential, at most once a minute per remote address.
 
-use actix_web::HttpRequest;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use actix_web::body::BoxBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage, web};
 use base64::Engine;
+use futures_util::future::LocalBoxFuture;
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::ApiError;
-use crate::configuration::AuthSettings;
+use super::{ApiError, AppContext};
+use crate::configuration::{AuthSettings, CredentialSecret, Scope};
+use crate::live::Live;
 
-pub struct Auth {
-    tokens: Vec<[u8; 32]>,
-    basic: Vec<[u8; 32]>,
+/// The authenticated credential of a request: its name (a basic username, a named token, or the key path of a
+/// plain one, e.g. `ingest_tokens[0]`) and its scope. Absent when no credentials are configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    pub scope: Scope,
 }
 
-fn digest(s: &[u8]) -> [u8; 32] {
+/// Why a request was refused; the `reason` label of `herald_auth_failures_total`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No `Authorization` header.
+    Missing,
+    /// A scheme other than Bearer or Basic, an empty token, Basic that is not base64.
+    Malformed,
+    /// No configured credential matches.
+    Unknown,
+    /// A valid credential whose scope does not allow this.
+    Scope { caller: Caller, needed: Scope },
+}
+
+impl Refusal {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::Missing => "missing",
+            Refusal::Malformed => "malformed",
+            Refusal::Unknown => "unknown_credential",
+            Refusal::Scope { .. } => "insufficient_scope",
+        }
+    }
+}
+
+type Digest32 = [u8; 32];
+
+/// The configured credentials, as digests.
+struct Keys {
+    tokens: Vec<(Digest32, Caller)>,
+    basic: Vec<(Digest32, Caller)>,
+}
+
+impl Keys {
+    fn of(s: &AuthSettings) -> Self {
+        let mut keys = Keys {
+            tokens: Vec::new(),
+            basic: Vec::new(),
+        };
+        for c in s.credentials() {
+            let caller = Caller {
+                name: c.name,
+                scope: c.scope,
+            };
+            match c.secret {
+                CredentialSecret::Bearer(t) => keys.tokens.push((digest(t.expose_secret().as_bytes()), caller)),
+                CredentialSecret::Basic { username, password } => keys.basic.push((
+                    digest(format!("{username}:{}", password.expose_secret()).as_bytes()),
+                    caller,
+                )),
+            }
+        }
+        keys
+    }
+
+    fn enabled(&self) -> bool {
+        !self.tokens.is_empty() || !self.basic.is_empty()
+    }
+}
+
+fn digest(s: &[u8]) -> Digest32 {
     Sha256::digest(s).into()
 }
 
-fn any_equal(candidates: &[[u8; 32]], presented: &[u8; 32]) -> bool {
-    // Compare against every candidate, no early exit.
-    candidates
-        .iter()
-        .fold(subtle::Choice::from(0), |acc, c| acc | c.ct_eq(presented))
-        .into()
+/// The caller whose digest equals `presented`. Every candidate is compared, with no early exit.
+fn find<'a>(candidates: &'a [(Digest32, Caller)], presented: &Digest32) -> Option<&'a Caller> {
+    candidates.iter().fold(None, |found, (d, caller)| {
+        let equal: bool = d.ct_eq(presented).into();
+        found.or(equal.then_some(caller))
+    })
+}
+
+pub struct Auth {
+    keys: Live<Keys>,
+    refusals: Mutex<RefusalLog>,
 }
 
 impl Auth {
     pub fn new(s: &AuthSettings) -> Self {
         Self {
-            tokens: s
-                .bearer_tokens
-                .iter()
-                .map(|t| digest(t.expose_secret().as_bytes()))
-                .collect(),
-            basic: s
-                .basic
-                .iter()
-                .map(|b| digest(format!("{}:{}", b.username, b.password.expose_secret()).as_bytes()))
-                .collect(),
+            keys: Live::new(Keys::of(s)),
+            refusals: Mutex::new(RefusalLog::default()),
         }
     }
 
-    pub fn enabled(&self) -> bool {
-        !self.tokens.is_empty() || !self.basic.is_empty()
+    /// Takes the credentials of reloaded settings (already validated).
+    pub fn replace(&self, s: &AuthSettings) {
+        self.keys.replace(Keys::of(s));
     }
 
-    pub fn check(&self, req: &HttpRequest) -> Result<(), ApiError> {
-        if !self.enabled() {
-            return Ok(());
+    /// Whether a request with this `Authorization` header may do what needs `needed`: its caller (`None` when no
+    /// credentials are configured, so everyone may), or why not.
+    pub fn admit(&self, authorization: Option<&str>, needed: Scope) -> Result<Option<Caller>, Refusal> {
+        let keys = self.keys.get();
+        if !keys.enabled() {
+            return Ok(None);
         }
-        let deny = ApiError::Unauthorized {
-            basic: !self.basic.is_empty(),
-        };
-        let Some(value) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-            return Err(deny);
-        };
+        let value = authorization.ok_or(Refusal::Missing)?;
         let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
-        let ok = if scheme.eq_ignore_ascii_case("bearer") {
-            any_equal(&self.tokens, &digest(rest.trim().as_bytes()))
+        let rest = rest.trim();
+        if rest.is_empty() {
+            return Err(Refusal::Malformed);
+        }
+        let caller = if scheme.eq_ignore_ascii_case("bearer") {
+            find(&keys.tokens, &digest(rest.as_bytes()))
         } else if scheme.eq_ignore_ascii_case("basic") {
-            match base64::engine::general_purpose::STANDARD.decode(rest.trim()) {
-                Ok(decoded) => any_equal(&self.basic, &digest(&decoded)),
-                Err(_) => false,
-            }
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(rest)
+                .map_err(|_| Refusal::Malformed)?;
+            find(&keys.basic, &digest(&decoded))
         } else {
-            false
+            return Err(Refusal::Malformed);
         };
-        if ok { Ok(()) } else { Err(deny) }
+        let caller = caller.ok_or(Refusal::Unknown)?.clone();
+        if caller.scope.allows(needed) {
+            Ok(Some(caller))
+        } else {
+            Err(Refusal::Scope { caller, needed })
+        }
+    }
+
+    fn challenge_basic(&self) -> bool {
+        !self.keys.get().basic.is_empty()
+    }
+
+    /// Counts the refusal, and logs it unless this address was logged less than a minute ago.
+    fn record(&self, refusal: &Refusal, remote: Option<IpAddr>, method: &str, path: &str) {
+        metrics::counter!("herald_auth_failures_total", "reason" => refusal.reason()).increment(1);
+        let log = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .should_log(remote, Instant::now());
+        if !log {
+            return;
+        }
+        let remote = remote.map(|a| a.to_string()).unwrap_or_else(|| "unknown".into());
+        match refusal {
+            Refusal::Missing => {
+                tracing::info!(reason = refusal.reason(), %remote, %method, %path, "request without credentials refused")
+            }
+            Refusal::Scope { caller, needed } => tracing::warn!(
+                reason = refusal.reason(),
+                %remote,
+                %method,
+                %path,
+                credential = %caller.name,
+                scope = caller.scope.as_str(),
+                needed = needed.as_str(),
+                "credential refused: its scope does not allow this"
+            ),
+            _ => tracing::warn!(reason = refusal.reason(), %remote, %method, %path, "credential refused"),
+        }
+    }
+}
+
+/// At most one log line per remote address per [`RefusalLog::QUIET`]: a client retrying with a wrong token must
+/// not flood the log (the counter still counts every refusal).
+#[derive(Default)]
+struct RefusalLog {
+    last: HashMap<Option<IpAddr>, Instant>,
+}
+
+impl RefusalLog {
+    const QUIET: Duration = Duration::from_secs(60);
+    /// Addresses remembered at most; past this, those quiet for a minute are forgotten.
+    const MAX_ADDRESSES: usize = 4096;
+
+    fn should_log(&mut self, remote: Option<IpAddr>, now: Instant) -> bool {
+        if self.last.len() >= Self::MAX_ADDRESSES {
+            self.last.retain(|_, at| now.duration_since(*at) < Self::QUIET);
+            if self.last.len() >= Self::MAX_ADDRESSES {
+                // Many addresses at once: an attack; the counter tells the size, one line per minute is enough.
+                self.last.clear();
+            }
+        }
+        match self.last.get(&remote) {
+            Some(at) if now.duration_since(*at) < Self::QUIET => false,
+            _ => {
+                self.last.insert(remote, now);
+                true
+            }
+        }
+    }
+}
+
+/// Route middleware: the request goes on only with a credential that allows `needed`.
+pub fn needs(
+    needed: Scope,
+) -> impl Fn(ServiceRequest, Next<BoxBody>) -> LocalBoxFuture<'static, Result<ServiceResponse<BoxBody>, Error>> + 'static
+{
+    move |req, next| Box::pin(authorize(needed, req, next))
+}
+
+async fn authorize(needed: Scope, req: ServiceRequest, next: Next<BoxBody>) -> Result<ServiceResponse<BoxBody>, Error> {
+    let Some(ctx) = req.app_data::<web::Data<AppContext>>().cloned() else {
+        tracing::error!("no application state: the routes are wired without AppContext");
+        return Err(ApiError::Internal.into());
+    };
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or(""));
+    match ctx.auth.admit(authorization, needed) {
+        Ok(caller) => {
+            if let Some(caller) = caller {
+                req.extensions_mut().insert(caller);
+            }
+            next.call(req).await
+        }
+        Err(refusal) => {
+            let remote = req.peer_addr().map(|a| a.ip());
+            ctx.auth.record(&refusal, remote, req.method().as_str(), req.path());
+            Err(match refusal {
+                Refusal::Scope { caller, needed } => ApiError::Forbidden(format!(
+                    "credential {:?} has the scope {}; this needs {}",
+                    caller.name,
+                    caller.scope.as_str(),
+                    needed.as_str()
+                )),
+                _ => ApiError::Unauthorized {
+                    basic: ctx.auth.challenge_basic(),
+                },
+            }
+            .into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::configuration::Settings;
+
+    fn auth(yaml: &str) -> Auth {
+        Auth::new(&Settings::from_yaml(yaml).expect("valid").server.auth)
+    }
+
+    fn basic(user_password: &str) -> String {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(user_password)
+        )
+    }
+
+    #[test]
+    fn a_credential_is_admitted_within_its_scope_and_named() {
+        let a = auth(
+            "server: {auth: {ingest_tokens: [argocd-token-0123456], basic: [{username: alice, password: pw, scope: read}]}}",
+        );
+        assert_eq!(
+            a.admit(Some("Bearer argocd-token-0123456"), Scope::Ingest),
+            Ok(Some(Caller {
+                name: "ingest_tokens[0]".into(),
+                scope: Scope::Ingest
+            }))
+        );
+        assert!(matches!(
+            a.admit(Some("Bearer argocd-token-0123456"), Scope::Read),
+            Err(Refusal::Scope { .. })
+        ));
+        assert_eq!(
+            a.admit(Some(&basic("alice:pw")), Scope::Read)
+                .map(|c| c.map(|c| c.name)),
+            Ok(Some("alice".into()))
+        );
+        assert!(matches!(
+            a.admit(Some(&basic("alice:pw")), Scope::Admin),
+            Err(Refusal::Scope { .. })
+        ));
+    }
+
+    #[test]
+    fn empty_and_malformed_credentials_are_refused_with_their_reason() {
+        let a = auth("server: {auth: {bearer_tokens: [admin-token-0123456], basic: [{username: u, password: p}]}}");
+        for (header, reason) in [
+            (None, "missing"),
+            (Some("Bearer"), "malformed"),
+            (Some("Bearer    "), "malformed"),
+            (Some("Basic Og=="), "unknown_credential"),
+            (Some("Basic !!"), "malformed"),
+            (Some("Token admin-token-0123456"), "malformed"),
+            (Some("Bearer admin-token-012345"), "unknown_credential"),
+        ] {
+            assert_eq!(
+                a.admit(header, Scope::Read).map_err(|r| r.reason()),
+                Err(reason),
+                "{header:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_credentials_everyone_is_admitted_anonymously() {
+        let a = auth("");
+        assert_eq!(a.admit(None, Scope::Admin), Ok(None));
+    }
+
+    #[test]
+    fn refusals_are_logged_once_a_minute_per_address() {
+        let mut log = RefusalLog::default();
+        let t0 = Instant::now();
+        let a: Option<IpAddr> = "10.0.0.1".parse().ok();
+        let b: Option<IpAddr> = "10.0.0.2".parse().ok();
+        assert!(log.should_log(a, t0));
+        assert!(!log.should_log(a, t0 + Duration::from_secs(59)));
+        assert!(log.should_log(b, t0 + Duration::from_secs(1)));
+        assert!(log.should_log(a, t0 + Duration::from_secs(61)));
     }
 }

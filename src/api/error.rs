@@ -23,6 +23,9 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("authentication required")]
     Unauthorized { basic: bool },
+    /// A valid credential without the scope this needs.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("the store is unavailable; try again")]
     Unavailable,
     #[error("internal error")]
@@ -62,6 +65,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -71,8 +75,9 @@ impl ResponseError for ApiError {
         let mut resp = HttpResponse::build(self.status_code());
         match self {
             ApiError::Unauthorized { basic } => {
+                // Basic first: a browser shows its login dialog for the first scheme it knows.
                 let challenge = if *basic {
-                    "Bearer realm=\"herald\", Basic realm=\"herald\""
+                    "Basic realm=\"herald\", charset=\"UTF-8\", Bearer realm=\"herald\""
                 } else {
                     "Bearer realm=\"herald\""
                 };

@@ -1,6 +1,6 @@
-//! HTTP handlers only: authenticate, parse, call the pipeline, map errors ([`ApiError`]). One room per resource
-//! (`events`, `apps`, `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the
-//! routes and holds what they share: the [`AppContext`] and the query helpers.
+//! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]). One room per resource (`events`, `apps`,
+//! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the routes, each with the
+//! scope it needs (`auth`, route middleware), and holds what they share: the [`AppContext`] and the query helpers.
 
 mod apps;
 mod auth;
@@ -20,7 +20,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::pipeline::Pipeline;
 
-pub use auth::Auth;
+pub use auth::{Auth, Caller};
 pub use error::ApiError;
 pub use limits::BodyBudget;
 
@@ -48,29 +48,53 @@ impl BodyLimits {
     }
 }
 
+/// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
+/// reading the API and the status page needs `read`; silences and retries need `admin`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(probes::healthz))
-        .route("/readyz", web::get().to(probes::readyz))
-        .route("/metrics", web::get().to(probes::metrics_endpoint))
-        .route("/", web::get().to(status_page::page))
-        .service(
-            web::resource("/v1/argocd/events")
-                .wrap(actix_web::middleware::from_fn(limits::bounded))
-                .route(web::post().to(events::receive_event))
-                .route(web::put().to(events::receive_event))
-                .route(web::route().to(events::wrong_method)),
-        )
-        .route("/v1/apps", web::get().to(apps::list_apps))
-        .route("/v1/apps/{namespace}/{name}", web::get().to(apps::get_app))
-        .route("/v1/apps/{namespace}/{name}/raw", web::get().to(apps::get_raw))
-        .route("/v1/incidents", web::get().to(incidents::list_incidents))
-        .route("/v1/prune-pending", web::get().to(apps::prune_pending))
-        .route("/v1/silences", web::get().to(silences::list_silences))
-        .route("/v1/silences", web::post().to(silences::create_silence))
-        .route("/v1/silences/{id}", web::delete().to(silences::expire_silence))
-        .route("/v1/outbox", web::get().to(outbox::list_outbox))
-        .route("/v1/outbox/{id}/retry", web::post().to(outbox::retry_outbox))
-        .default_service(web::to(not_found));
+    use crate::configuration::Scope::{Admin, Ingest, Read};
+    cfg.service(
+        web::resource("/healthz")
+            .route(web::get().to(probes::healthz))
+            .route(web::head().to(probes::healthz)),
+    )
+    .route("/readyz", web::get().to(probes::readyz))
+    .route("/metrics", web::get().to(probes::metrics_endpoint))
+    .route("/", needing(Read, web::get().to(status_page::page)))
+    .service(
+        web::resource("/v1/argocd/events")
+            .wrap(actix_web::middleware::from_fn(limits::bounded))
+            .route(needing(Ingest, web::post().to(events::receive_event)))
+            .route(needing(Ingest, web::put().to(events::receive_event)))
+            .route(web::route().to(events::wrong_method)),
+    )
+    .route("/v1/apps", needing(Read, web::get().to(apps::list_apps)))
+    .route(
+        "/v1/apps/{namespace}/{name}",
+        needing(Read, web::get().to(apps::get_app)),
+    )
+    .route(
+        "/v1/apps/{namespace}/{name}/raw",
+        needing(Read, web::get().to(apps::get_raw)),
+    )
+    .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
+    .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))
+    .route("/v1/silences", needing(Read, web::get().to(silences::list_silences)))
+    .route("/v1/silences", needing(Admin, web::post().to(silences::create_silence)))
+    .route(
+        "/v1/silences/{id}",
+        needing(Admin, web::delete().to(silences::expire_silence)),
+    )
+    .route("/v1/outbox", needing(Read, web::get().to(outbox::list_outbox)))
+    .route(
+        "/v1/outbox/{id}/retry",
+        needing(Admin, web::post().to(outbox::retry_outbox)),
+    )
+    .default_service(web::to(not_found));
+}
+
+/// `route`, for callers whose credential allows `scope` only.
+fn needing(scope: crate::configuration::Scope, route: actix_web::Route) -> actix_web::Route {
+    route.wrap(actix_web::middleware::from_fn(auth::needs(scope)))
 }
 
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {

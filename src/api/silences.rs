@@ -1,11 +1,12 @@
-//! `/v1/silences`: create (matchers checked here, so a bad one is a 422 that says why), list, expire.
+//! `/v1/silences`: create (matchers checked here, so a bad one is a 422 that says why; `ends_at` or `duration`;
+//! `created_by` defaults to the caller's credential name), list, expire.
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::events::read_body;
-use super::{ApiError, AppContext, query};
+use super::{ApiError, AppContext, Caller, query};
 use crate::domain::labels;
 use crate::routing::{Matcher, Silence};
 
@@ -15,8 +16,14 @@ struct NewSilence {
     matchers: Vec<Matcher>,
     #[serde(default)]
     starts_at: Option<chrono::DateTime<chrono::Utc>>,
-    ends_at: chrono::DateTime<chrono::Utc>,
-    created_by: String,
+    /// When it ends; or `duration` (`"2h"`) after it starts, as `amtool silence add --duration` does.
+    #[serde(default)]
+    ends_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(default, with = "humantime_serde::option")]
+    duration: Option<std::time::Duration>,
+    /// Who asked; the caller's credential name when not given.
+    #[serde(default)]
+    created_by: Option<String>,
     #[serde(default)]
     comment: String,
 }
@@ -30,12 +37,11 @@ pub(super) async fn create_silence(
     payload: web::Payload,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let body = read_body(&req, payload, 64 * 1024).await?;
     let new: NewSilence = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
             "invalid silence: {e}. Expected {{\"matchers\": [{{\"name\": \"app\", \"value\": \"pay-*\"}}], \
-             \"ends_at\": \"RFC 3339 time\", \"created_by\": \"...\", \"comment\": \"...\"}}"
+             \"ends_at\": \"RFC 3339 time\" or \"duration\": \"2h\", \"created_by\": \"...\", \"comment\": \"...\"}}"
         ))
     })?;
     if new.matchers.is_empty() {
@@ -57,7 +63,7 @@ pub(super) async fn create_silence(
             m.name.chars().take(40).collect::<String>()
         )));
     }
-    if new.comment.len() > MAX_COMMENT || new.created_by.len() > MAX_VALUE {
+    if new.comment.len() > MAX_COMMENT || new.created_by.as_ref().is_some_and(|c| c.len() > MAX_VALUE) {
         return Err(ApiError::Unprocessable(format!(
             "comment is at most {MAX_COMMENT} bytes, created_by at most {MAX_VALUE}"
         )));
@@ -78,20 +84,31 @@ pub(super) async fn create_silence(
             )));
         }
     }
-    if new.created_by.trim().is_empty() {
+    let caller = req.extensions().get::<Caller>().map(|c| c.name.clone());
+    let Some(created_by) = new.created_by.filter(|c| !c.trim().is_empty()).or(caller) else {
         return Err(ApiError::Unprocessable("created_by must not be empty".into()));
-    }
+    };
     let now = ctx.pipeline.now();
     let starts_at = new.starts_at.unwrap_or(now);
-    if new.ends_at <= starts_at {
+    let ends_at = match (new.ends_at, new.duration) {
+        (Some(at), None) => at,
+        (None, Some(d)) => {
+            starts_at
+                + chrono::Duration::from_std(d)
+                    .map_err(|_| ApiError::Unprocessable(format!("duration {d:?} is too long")))?
+        }
+        (Some(_), Some(_)) => return Err(ApiError::Unprocessable("give ends_at or duration, not both".into())),
+        (None, None) => return Err(ApiError::Unprocessable("a silence needs ends_at or duration".into())),
+    };
+    if ends_at <= starts_at {
         return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
     }
     let silence = Silence {
         id: uuid::Uuid::new_v4().to_string(),
         matchers: new.matchers,
         starts_at,
-        ends_at: new.ends_at,
-        created_by: new.created_by,
+        ends_at,
+        created_by,
         comment: new.comment,
         created_at: now,
     };
@@ -107,7 +124,6 @@ struct SilenceQuery {
 }
 
 pub(super) async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let q: SilenceQuery = query(&req)?;
     let now = ctx.pipeline.now();
     let list = ctx.pipeline.silences(q.expired, now).await?;
@@ -123,11 +139,9 @@ pub(super) async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) 
 }
 
 pub(super) async fn expire_silence(
-    req: HttpRequest,
     path: web::Path<String>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let id = path.into_inner();
     match ctx.pipeline.expire_silence(&id).await? {
         Some(expired_at) => Ok(HttpResponse::Ok().json(json!({"id": id, "expired_at": expired_at}))),

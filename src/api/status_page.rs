@@ -47,7 +47,6 @@ struct Shown<T> {
 }
 
 pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    ctx.auth.check(&req)?;
     let q: PageQuery = query(&req)?;
     let team = q.team.filter(|t| !t.trim().is_empty());
     let p = &ctx.pipeline;

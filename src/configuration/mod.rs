@@ -100,20 +100,26 @@ impl Settings {
         }
         let mut errors = Vec::new();
         sources::resolve_files(&mut value, "", &mut errors);
+        let settings = match serde_path_to_error::deserialize::<_, Settings>(value.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                // serde stops at the first error; each section alone shows the others' too, so a fix is one round.
+                // A section whose secret file could not be read misses that key: its error says so already.
+                let unread: Vec<String> = errors.iter().filter_map(section_of).collect();
+                let sections: Vec<ConfigError> = section_errors(&value)
+                    .into_iter()
+                    .filter(|e| section_of(e).is_none_or(|s| !unread.contains(&s)))
+                    .collect();
+                if sections.is_empty() && errors.is_empty() {
+                    errors.push(typed_error(e));
+                }
+                errors.extend(sections);
+                return Err(many(errors));
+            }
+        };
         if !errors.is_empty() {
-            return Err(if errors.len() == 1 {
-                errors.remove(0)
-            } else {
-                ConfigError::Many(errors)
-            });
+            return Err(many(errors));
         }
-        let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            invalid(
-                if path == "." { "(top level)".into() } else { path },
-                e.into_inner().to_string(),
-            )
-        })?;
         settings.validate()?;
         Ok(settings)
     }
@@ -134,14 +140,16 @@ impl Settings {
         self.storage.validate(&mut errors);
         self.outbox.validate(&mut errors);
         self.scheduler.validate(&mut errors);
+        if let Some(u) = &self.argocd.url {
+            check_url(&mut errors, "argocd.url", u);
+        }
         match errors.len() {
             0 => Ok(()),
-            1 => Err(errors.remove(0)),
-            _ => Err(ConfigError::Many(errors)),
+            _ => Err(many(errors)),
         }
     }
 
-    /// Listening beyond loopback with no credentials is refused unless explicitly allowed.
+    /// Listening beyond loopback with no usable credentials is refused unless explicitly allowed.
     pub fn check_exposure(&self) -> Result<(), ConfigError> {
         let addr: std::net::SocketAddr = self
             .server
@@ -149,12 +157,13 @@ impl Settings {
             .parse()
             .map_err(|_| invalid("server.listen", "not an address:port"))?;
         let auth = &self.server.auth;
-        if !addr.ip().is_loopback() && auth.bearer_tokens.is_empty() && auth.basic.is_empty() && !auth.allow_anonymous {
+        if !addr.ip().is_loopback() && auth.credentials().is_empty() && !auth.allow_anonymous {
             return Err(invalid(
                 "server.auth",
                 format!(
-                    "listening on {addr} (not loopback) with no credentials: set server.auth.bearer_tokens or \
-                     server.auth.basic, or server.auth.allow_anonymous: true if a proxy in front authenticates"
+                    "listening on {addr} (not loopback) with no credentials: set server.auth.ingest_tokens, \
+                     read_tokens, bearer_tokens or basic, or server.auth.allow_anonymous: true if a proxy in front \
+                     authenticates"
                 ),
             ));
         }
@@ -166,10 +175,69 @@ impl Settings {
     }
 }
 
+/// One error as it is, several as [`ConfigError::Many`].
+fn many(mut errors: Vec<ConfigError>) -> ConfigError {
+    if errors.len() == 1 {
+        errors.remove(0)
+    } else {
+        ConfigError::Many(errors)
+    }
+}
+
+fn typed_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
+    let path = e.path().to_string();
+    invalid(
+        if path == "." { "(top level)".into() } else { path },
+        e.into_inner().to_string(),
+    )
+}
+
+/// The top-level section an error is in (`receivers` for `receivers[1].slack.token_file`).
+fn section_of(e: &ConfigError) -> Option<String> {
+    match e {
+        ConfigError::Invalid { path, .. } => path.split(['.', '[']).next().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// The typing error of each top-level section, each read alone (the others at their defaults).
+fn section_errors(value: &serde_json::Value) -> Vec<ConfigError> {
+    let Some(map) = value.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| {
+            let alone = serde_json::json!({ k: v });
+            serde_path_to_error::deserialize::<_, Settings>(alone)
+                .err()
+                .map(typed_error)
+        })
+        .collect()
+}
+
 pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
     match url::Url::parse(u) {
         Ok(p) if p.scheme() == "http" || p.scheme() == "https" => {}
         _ => errors.push(invalid(path, format!("{u:?} is not an http(s) URL"))),
+    }
+}
+
+/// [`check_url`] for a URL that carries a secret (a webhook's path or key): the error does not repeat it.
+pub(crate) fn check_secret_url(errors: &mut Vec<ConfigError>, path: &str, u: &secrecy::SecretString) {
+    use secrecy::ExposeSecret;
+    match url::Url::parse(u.expose_secret()) {
+        Ok(p) if (p.scheme() == "http" || p.scheme() == "https") && p.host().is_some() => {}
+        Ok(p) => errors.push(invalid(
+            path,
+            format!(
+                "is not an http(s) URL (scheme {:?}; value not shown, it is a secret)",
+                p.scheme()
+            ),
+        )),
+        Err(e) => errors.push(invalid(
+            path,
+            format!("is not a URL: {e} (value not shown, it is a secret)"),
+        )),
     }
 }
 
@@ -221,7 +289,22 @@ mod tests {
         assert!(s.check_exposure().is_err());
         let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}").expect("valid");
         assert!(s.check_exposure().is_ok());
-        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abc]}}").expect("valid");
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {bearer_tokens: [abcdefghijklmnop]}}")
+            .expect("valid");
         assert!(s.check_exposure().is_ok());
+        let s = Settings::from_yaml("server: {listen: '0.0.0.0:8080', auth: {read_tokens: [abcdefghijklmnop]}}")
+            .expect("valid");
+        assert!(s.check_exposure().is_ok());
+    }
+
+    #[test]
+    fn every_section_that_cannot_be_read_is_reported_at_once() {
+        let err = Settings::from_yaml("server: {listen: 5, colour: red}\nrules: {degraded: {for: soon}}\nsurprise: 1")
+            .expect_err("three errors")
+            .to_string();
+        for path in ["server", "rules.degraded.for", "surprise"] {
+            assert!(err.contains(path), "{path} in {err}");
+        }
+        assert_eq!(err.lines().count(), 3, "{err}");
     }
 }

@@ -10,7 +10,7 @@ use super::{ConfigError, invalid};
 
 /// The keys whose value may instead be read from a file named by `<key>_file`. They are the secrets (and `url`,
 /// which carries a key for webhook receivers and a password for PostgreSQL).
-const FILE_KEYS: [&str; 8] = [
+const FILE_KEYS: [&str; 10] = [
     "token",
     "password",
     "webhook_url",
@@ -18,8 +18,13 @@ const FILE_KEYS: [&str; 8] = [
     "hmac_secret",
     "url",
     "bearer_tokens",
+    "ingest_tokens",
+    "read_tokens",
     "api_key",
 ];
+
+/// The token lists: comma-separated in the environment, one per line in a `<key>_file`.
+const TOKEN_LISTS: [&str; 3] = ["bearer_tokens", "ingest_tokens", "read_tokens"];
 
 /// Reads the YAML file (when given) and the environment, and merges the environment over the file.
 pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigError> {
@@ -43,13 +48,29 @@ pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigE
                 .try_parsing(true)
                 .list_separator(",")
                 .with_list_parse_key("server.auth.bearer_tokens")
+                .with_list_parse_key("server.auth.ingest_tokens")
+                .with_list_parse_key("server.auth.read_tokens")
                 .with_list_parse_key("grouping.group_by"),
         )
         .build()
         .map_err(|e| ConfigError::Load(e.to_string()))?;
-    let env: Value = env.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+    let mut env: Value = env.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
+    drop_blank_tokens(&mut env);
     merge(&mut value, env);
     Ok(value)
+}
+
+/// Splitting `tok1,` or an empty variable gives empty entries: they are no tokens, not empty tokens (which
+/// validation refuses when written in the file).
+fn drop_blank_tokens(env: &mut Value) {
+    let Some(auth) = env.pointer_mut("/server/auth").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in TOKEN_LISTS {
+        if let Some(Value::Array(list)) = auth.get_mut(key) {
+            list.retain(|v| v.as_str().is_none_or(|s| !s.trim().is_empty()));
+        }
+    }
 }
 
 /// Merges `over` into `base`: objects key by key; an object whose keys are all numbers into a list, element by
@@ -93,7 +114,7 @@ fn is_index(k: &str) -> bool {
 }
 
 /// Replaces every `<key>_file` (for the keys in [`FILE_KEYS`]) by `<key>` with the file's content, trailing newline
-/// removed. `bearer_tokens_file` holds one token per line. Errors name the key path and the file, never the content.
+/// removed. A token list's file (`bearer_tokens_file`…) holds one token per line. Errors name the key path and the file, never the content.
 pub(super) fn resolve_files(value: &mut Value, path: &str, errors: &mut Vec<ConfigError>) {
     match value {
         Value::Object(map) => {
@@ -138,7 +159,7 @@ fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<Con
         match std::fs::read_to_string(&file) {
             Ok(text) => {
                 let text = text.trim_end_matches(['\n', '\r']);
-                let v = if key == "bearer_tokens" {
+                let v = if TOKEN_LISTS.contains(&key) {
                     Value::Array(
                         text.lines()
                             .map(str::trim)

@@ -1,7 +1,8 @@
 //! Delivery: the worker loop claims due outbox rows with a short lease (one transaction), calls the receiver with
 //! no transaction open, and records the outcome in a second short transaction. Retries back off exponentially with
 //! jitter ([`next_delay`], pure), honour Retry-After, and stop at `outbox.max_age`: the row is then dead, visible
-//! and retryable through the API. A per-receiver rate limit spaces messages (Slack: 1/s by default).
+//! and retryable through the API. A per-receiver rate limit spaces messages (Slack: 1/s by default). The receivers
+//! are replaced whole on reload ([`ReceiverSet`]); a delivery finishes with the receiver it started with.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use tokio::sync::Mutex;
 use crate::clock::SharedClock;
 use crate::configuration::{OutboxSettings, Settings};
 use crate::domain::Notification;
+use crate::live::Live;
 use crate::receivers::{DeliveryError, Receiver};
 use crate::store::{OutboxRecord, Store};
 
@@ -50,10 +52,53 @@ impl RateLimiter {
     }
 }
 
-pub struct Worker {
-    store: Store,
+/// The receivers by name and their rate limits; replaced whole on reload.
+struct Fleet {
     receivers: HashMap<String, Arc<dyn Receiver>>,
     limits: HashMap<String, Arc<RateLimiter>>,
+}
+
+impl Fleet {
+    /// `previous`'s limiter is kept for a receiver whose rate did not change, so a reload does not let a burst
+    /// through.
+    fn new(receivers: HashMap<String, Arc<dyn Receiver>>, settings: &Settings, previous: Option<&Fleet>) -> Self {
+        let limits = settings
+            .receivers
+            .iter()
+            .filter_map(|r| {
+                let rate = r.rate_limit()?;
+                let interval = Duration::from_secs_f64(1.0 / rate);
+                let kept = previous
+                    .and_then(|p| p.limits.get(&r.name))
+                    .filter(|l| l.interval == interval)
+                    .cloned();
+                let limiter = kept.unwrap_or_else(|| {
+                    Arc::new(RateLimiter {
+                        interval,
+                        next: Mutex::new(tokio::time::Instant::now()),
+                    })
+                });
+                Some((r.name.clone(), limiter))
+            })
+            .collect();
+        Self { receivers, limits }
+    }
+}
+
+/// Gives a running worker new receivers (SIGHUP); deliveries in flight finish with the old ones.
+#[derive(Clone)]
+pub struct ReceiverSet(Arc<Live<Fleet>>);
+
+impl ReceiverSet {
+    pub fn replace(&self, receivers: HashMap<String, Arc<dyn Receiver>>, settings: &Settings) {
+        let previous = self.0.get();
+        self.0.replace(Fleet::new(receivers, settings, Some(&previous)));
+    }
+}
+
+pub struct Worker {
+    store: Store,
+    fleet: Arc<Live<Fleet>>,
     settings: OutboxSettings,
     clock: SharedClock,
     owner: String,
@@ -67,29 +112,19 @@ impl Worker {
         settings: &Settings,
         clock: SharedClock,
     ) -> Self {
-        let limits = settings
-            .receivers
-            .iter()
-            .filter_map(|r| {
-                let rate = r.rate_limit()?;
-                Some((
-                    r.name.clone(),
-                    Arc::new(RateLimiter {
-                        interval: Duration::from_secs_f64(1.0 / rate),
-                        next: Mutex::new(tokio::time::Instant::now()),
-                    }),
-                ))
-            })
-            .collect();
         Self {
             store,
-            receivers,
-            limits,
+            fleet: Arc::new(Live::new(Fleet::new(receivers, settings, None))),
             settings: settings.outbox.clone(),
             clock,
             owner: format!("{}-{}", hostname(), uuid::Uuid::new_v4().simple()),
             wake: Arc::default(),
         }
+    }
+
+    /// The handle that replaces this worker's receivers while it runs.
+    pub fn receiver_set(&self) -> ReceiverSet {
+        ReceiverSet(self.fleet.clone())
     }
 
     /// Polls at once when `wake` is rung (new deliveries queued), not only every `outbox.poll_interval`.
@@ -126,8 +161,9 @@ impl Worker {
         let attempt = async move {
             let started = std::time::Instant::now();
             let receiver_name = row.receiver.clone();
+            let fleet = self.fleet.get();
             let outcome = match (
-                self.receivers.get(&row.receiver),
+                fleet.receivers.get(&row.receiver),
                 serde_json::from_str::<Notification>(&row.payload),
             ) {
                 (None, _) => Err(DeliveryError::permanent(format!(
@@ -136,7 +172,7 @@ impl Worker {
                 ))),
                 (_, Err(e)) => Err(DeliveryError::permanent(format!("stored notification unreadable: {e}"))),
                 (Some(r), Ok(n)) => {
-                    if let Some(l) = self.limits.get(&row.receiver) {
+                    if let Some(l) = fleet.limits.get(&row.receiver) {
                         l.wait().await;
                     }
                     let memo = self.store.memo(&row.receiver, &row.thread_key).await?;
@@ -149,7 +185,7 @@ impl Worker {
                 Err(DeliveryError::Transient { .. }) => "retry",
                 Err(DeliveryError::Permanent { .. }) => "dead",
             };
-            metrics::histogram!("herald_delivery_seconds", "receiver" => receiver_name.clone())
+            metrics::histogram!("herald_delivery_duration_seconds", "receiver" => receiver_name.clone())
                 .record(started.elapsed().as_secs_f64());
             match outcome {
                 Ok(d) => {

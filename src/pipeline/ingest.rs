@@ -11,6 +11,7 @@ use super::{Core, IncidentChange, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::domain::IncidentState;
 use crate::incidents::{self, Decision, Held};
+use crate::live::Live;
 use crate::state::{self, Outcome};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
@@ -46,10 +47,12 @@ const REPLACED: &str = "Application deleted (a new Application now has its name)
 /// batch instead of once per body.
 const MAX_BATCH: usize = 64;
 
-pub(super) async fn batch_writer(core: Arc<Core>, mut rx: tokio::sync::mpsc::Receiver<Job>) {
+pub(super) async fn batch_writer(cores: Arc<Live<Core>>, mut rx: tokio::sync::mpsc::Receiver<Job>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let jobs = std::mem::take(&mut batch);
+        // The settings of the moment (a reload replaces them between batches, never within one).
+        let core = cores.get();
         match core.ingest_batch(&jobs).await {
             Ok((summaries, wake)) => {
                 if wake {

@@ -21,6 +21,7 @@ use crate::argocd::{AppId, Snapshot, api::ArgoCdApi};
 use crate::clock::SharedClock;
 use crate::configuration::Settings;
 use crate::domain::{DeliveryState, IncidentState, Kind};
+use crate::live::Live;
 use crate::routing::{Router, Silence};
 use crate::state;
 use crate::store::{Store, StoreError};
@@ -100,7 +101,9 @@ struct Core {
 
 #[derive(Clone)]
 pub struct Pipeline {
-    core: Arc<Core>,
+    /// The current core; a reload (SIGHUP) replaces it whole with one built on the new settings, and each
+    /// operation takes the core it started with to its end (see `crate::live`).
+    core: Arc<Live<Core>>,
     jobs: tokio::sync::mpsc::Sender<Job>,
 }
 
@@ -108,7 +111,7 @@ impl Pipeline {
     /// Builds the pipeline and starts its batch writer (needs a Tokio runtime).
     pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
         let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
-        let core = Arc::new(Core {
+        let core = Arc::new(Live::new(Core {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
             router: Arc::new(Router::new(&settings)),
@@ -117,10 +120,15 @@ impl Pipeline {
             clock,
             argocd_api,
             api_source: Arc::default(),
-        });
+        }));
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
         Self { core, jobs }
+    }
+
+    /// The core an operation runs with, to its end.
+    fn core(&self) -> Arc<Core> {
+        self.core.get()
     }
 
     /// Runs one snapshot through the whole core; returns once everything it caused is committed.
@@ -138,7 +146,7 @@ impl Pipeline {
     /// Application stale: beyond `server.max_clock_skew` its time is taken as now.
     fn clamp_future_time(&self, snap: &mut Snapshot) {
         let now = self.now();
-        let skew = chrono::Duration::from_std(self.core.settings.server.max_clock_skew).unwrap_or_default();
+        let skew = chrono::Duration::from_std(self.core().settings.server.max_clock_skew).unwrap_or_default();
         if let Some(t) = snap.observed_at
             && t > now + skew
         {
@@ -169,26 +177,27 @@ impl Pipeline {
     /// Runs every timer that is due (see `scheduler`).
     pub async fn tick(&self) -> Result<(), PipelineError> {
         let span = tracing::info_span!("scheduler_tick");
-        Ok(self.core.tick().instrument(span).await?)
+        Ok(self.core().tick().instrument(span).await?)
     }
 
     /// Resolves when an ingest made a timer due, so the scheduler loop need not wait for its next tick.
     pub async fn timers_due(&self) {
-        self.core.wake_scheduler.notified().await
+        self.core().wake_scheduler.notified().await
     }
 
     /// Rung whenever deliveries were queued: what the outbox worker waits on besides its poll interval.
     pub fn deliveries_queued(&self) -> Arc<tokio::sync::Notify> {
-        self.core.wake_outbox.clone()
+        self.core().wake_outbox.clone()
     }
 
     /// Removes what is past its retention: raw bodies and deleted Applications (`storage.raw_retention`), delivered
     /// outbox rows (`outbox.retention`); returns how many rows went.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
-        let settings = &self.core.settings;
+        let core = self.core();
+        let settings = &core.settings;
         let before = ago(settings.storage.raw_retention);
-        let store = &self.core.store;
+        let store = &core.store;
         Ok(store.purge_raw(before).await?
             + store.purge_deleted_apps(before).await?
             + store.purge_delivered(ago(settings.outbox.retention)).await?)
@@ -196,18 +205,19 @@ impl Pipeline {
 
     /// The pipeline's clock.
     pub fn now(&self) -> DateTime<Utc> {
-        self.core.clock.now()
+        self.core().clock.now()
     }
 
     /// Whether the store answers.
     pub async fn ready(&self) -> Result<(), PipelineError> {
-        Ok(self.core.store.ping().await?)
+        Ok(self.core().store.ping().await?)
     }
 
     /// Applications by sync and health status, open incidents, queued and dead deliveries, for the gauges. A count
     /// the store cannot give now is left out.
     pub async fn gauges(&self) -> GaugeReadings {
-        let store = &self.core.store;
+        let core = self.core();
+        let store = &core.store;
         GaugeReadings {
             applications: counted("Applications", store.app_counts().await),
             incidents: counted("incidents", store.incident_counts().await),
@@ -222,18 +232,18 @@ impl Pipeline {
             needs_attention: true,
             ..Default::default()
         };
-        Ok(self.core.store.count_apps(&filter).await?)
+        Ok(self.core().store.count_apps(&filter).await?)
     }
 
     /// How many incidents are in `state` (of `team`, when given).
     pub async fn count_incidents(&self, state: IncidentState, team: Option<&str>) -> Result<usize, PipelineError> {
-        Ok(self.core.store.count_incidents(state, team).await?)
+        Ok(self.core().store.count_incidents(state, team).await?)
     }
 
     /// The teams a person may filter by: the configured ones and those owning Applications.
     pub async fn team_names(&self) -> Vec<String> {
-        let mut teams: Vec<String> = self.core.settings.teams.keys().cloned().collect();
-        teams.extend(counted("teams", self.core.store.app_teams().await));
+        let mut teams: Vec<String> = self.core().settings.teams.keys().cloned().collect();
+        teams.extend(counted("teams", self.core().store.app_teams().await));
         teams.sort();
         teams.dedup();
         teams
@@ -241,11 +251,12 @@ impl Pipeline {
 
     /// The Application's page in Argo CD, when the URL is known (`context.argocdUrl`, else `argocd.url`).
     pub fn app_link(&self, s: &state::AppState) -> Option<String> {
+        let core = self.core();
         let base = s
             .snapshot
             .argocd_url
             .as_deref()
-            .or(self.core.settings.argocd.url.as_deref())?;
+            .or(core.settings.argocd.url.as_deref())?;
         let app = &s.snapshot.app;
         Some(format!(
             "{}/applications/{}/{}",
@@ -257,26 +268,26 @@ impl Pipeline {
 
     /// One page of Applications (see [`AppFilter`]).
     pub async fn apps(&self, filter: &AppFilter) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core.store.apps(filter).await?)
+        Ok(self.core().store.apps(filter).await?)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {
-        Ok(self.core.store.app(id).await?)
+        Ok(self.core().store.app(id).await?)
     }
 
     /// What changed for an Application, newest first.
     pub async fn timeline(&self, id: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, PipelineError> {
-        Ok(self.core.store.timeline(id, limit).await?)
+        Ok(self.core().store.timeline(id, limit).await?)
     }
 
     /// The bodies received for an Application (newest first, within `storage.raw_retention`).
     pub async fn raw_bodies(&self, id: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, PipelineError> {
-        Ok(self.core.store.raw_bodies(id, limit).await?)
+        Ok(self.core().store.raw_bodies(id, limit).await?)
     }
 
     /// One page of incidents (see [`IncidentFilter`]).
     pub async fn incidents(&self, filter: &IncidentFilter) -> Result<Vec<IncidentRecord>, PipelineError> {
-        Ok(self.core.store.incidents(filter).await?)
+        Ok(self.core().store.incidents(filter).await?)
     }
 
     /// The resources waiting to be pruned of at most `limit` Applications (by name, after `after`), the longest
@@ -286,7 +297,7 @@ impl Pipeline {
         limit: i64,
         after: Option<&AppId>,
     ) -> Result<(Vec<PruneRow>, Option<AppId>), PipelineError> {
-        let apps = self.core.store.apps_with_pending_prunes(limit, after).await?;
+        let apps = self.core().store.apps_with_pending_prunes(limit, after).await?;
         let next = (apps.len() as i64 == limit)
             .then(|| apps.last().map(|a| a.state.snapshot.app.clone()))
             .flatten();
@@ -313,18 +324,18 @@ impl Pipeline {
     }
 
     pub async fn add_silence(&self, silence: &Silence) -> Result<(), PipelineError> {
-        Ok(self.core.store.add_silence(silence).await?)
+        Ok(self.core().store.add_silence(silence).await?)
     }
 
     /// The silences not yet ended at `now` (all of them with `include_expired`).
     pub async fn silences(&self, include_expired: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, PipelineError> {
-        Ok(self.core.store.silences(include_expired, now).await?)
+        Ok(self.core().store.silences(include_expired, now).await?)
     }
 
     /// Ends an active silence now; returns when, or `None` if there is no active silence `id`.
     pub async fn expire_silence(&self, id: &str) -> Result<Option<DateTime<Utc>>, PipelineError> {
         let now = self.now();
-        Ok(self.core.store.expire_silence(id, now).await?.then_some(now))
+        Ok(self.core().store.expire_silence(id, now).await?.then_some(now))
     }
 
     /// Deliveries, newest first: at most `limit`, older than `before_id`.
@@ -334,12 +345,12 @@ impl Pipeline {
         limit: i64,
         before_id: Option<i64>,
     ) -> Result<Vec<OutboxRecord>, PipelineError> {
-        Ok(self.core.store.outbox(state, limit, before_id).await?)
+        Ok(self.core().store.outbox(state, limit, before_id).await?)
     }
 
     /// Puts a dead delivery back in the queue; `false` if there is no dead delivery `id`.
     pub async fn retry_delivery(&self, id: i64) -> Result<bool, PipelineError> {
-        Ok(self.core.store.retry_dead(id, self.now()).await?)
+        Ok(self.core().store.retry_dead(id, self.now()).await?)
     }
 }
 
@@ -355,31 +366,56 @@ fn counted<T>(what: &str, counts: Result<Vec<T>, StoreError>) -> Vec<T> {
 /// a complete listing is compared with, and how the source is doing.
 impl Pipeline {
     /// The Argo CD API client, when `argocd.api` is configured.
-    pub fn argocd_api(&self) -> Option<&ArgoCdApi> {
-        self.core.argocd_api.as_ref()
+    pub fn argocd_api(&self) -> Option<ArgoCdApi> {
+        self.core().argocd_api.clone()
     }
 
     /// How the Argo CD API source is doing.
-    pub fn api_source(&self) -> &ApiSource {
-        &self.core.api_source
+    pub fn api_source(&self) -> Arc<ApiSource> {
+        self.core().api_source.clone()
     }
 
     /// Claims the resync for `interval` (true: this replica lists now; the others skip until it ends).
     pub async fn claim_resync(&self, owner: &str, interval: std::time::Duration) -> Result<bool, PipelineError> {
         let now = self.now();
         let until = now + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX / 2);
-        Ok(self.core.store.claim_lease(RESYNC_LEASE, owner, now, until).await?)
+        Ok(self.core().store.claim_lease(RESYNC_LEASE, owner, now, until).await?)
     }
 
     /// The Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
     pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
-        Ok(self.core.store.live_apps(projects).await?)
+        Ok(self.core().store.live_apps(projects).await?)
     }
 
     /// Whether the store knows any Application (an empty one is refilled by a listing at start).
     pub async fn has_apps(&self) -> Result<bool, PipelineError> {
-        Ok(self.core.store.has_apps().await?)
+        Ok(self.core().store.has_apps().await?)
     }
 }
 
 const RESYNC_LEASE: &str = "argocd-resync";
+
+/// Reload (SIGHUP): the settings a running pipeline decides with.
+impl Pipeline {
+    /// Decides with `settings` from the next operation on: rules, ownership, teams, routes, grouping, receivers.
+    /// The store, the clock, the Argo CD API client and its status stay those the pipeline was built with (a restart
+    /// changes them), so the caller keeps `storage` and `argocd.api` as they were.
+    pub fn reload(&self, settings: Arc<Settings>) {
+        let old = self.core();
+        self.core.replace(Core {
+            router: Arc::new(Router::new(&settings)),
+            settings,
+            store: old.store.clone(),
+            clock: old.clock.clone(),
+            wake_scheduler: old.wake_scheduler.clone(),
+            wake_outbox: old.wake_outbox.clone(),
+            argocd_api: old.argocd_api.clone(),
+            api_source: old.api_source.clone(),
+        });
+    }
+
+    /// The pipeline's clock, for what is built beside it (receivers on reload).
+    pub fn clock(&self) -> SharedClock {
+        self.core().clock.clone()
+    }
+}

@@ -31,19 +31,34 @@ impl Integration for Config {
 
     fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
 
-    fn build(&self, r: &ReceiverSettings, _shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
-        Ok(Arc::new(Console::new(self.clone(), r.template.clone())))
+    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
+        let json = shared.settings.log.format == crate::configuration::LogFormat::Json;
+        Ok(Arc::new(
+            Console::new(self.clone(), r.template.clone()).json_lines(json),
+        ))
     }
 }
 
 pub struct Console {
     settings: Config,
     template: Option<String>,
+    json: bool,
 }
 
 impl Console {
     pub fn new(settings: Config, template: Option<String>) -> Self {
-        Self { settings, template }
+        Self {
+            settings,
+            template,
+            json: false,
+        }
+    }
+
+    /// With `log.format: json`: one JSON object per notification, so standard output stays a stream of JSON
+    /// lines for the log collector (the text, newlines escaped, is a field; the thread key is left out).
+    pub fn json_lines(mut self, json: bool) -> Self {
+        self.json = json;
+        self
     }
 }
 
@@ -51,13 +66,27 @@ impl Console {
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
-        let message = format!(
-            "==> [{}] {} {}\n{}\n",
-            n.receiver,
-            render::status_word(n),
-            n.thread_key,
-            body
-        );
+        let message = if self.json {
+            let line = serde_json::json!({
+                "level": "INFO",
+                "target": module_path!(),
+                "message": n.title,
+                "receiver": n.receiver,
+                "status": render::status_word(n),
+                "reason": n.reason,
+                "text": body,
+                "created_at": n.created_at,
+            });
+            format!("{line}\n")
+        } else {
+            format!(
+                "==> [{}] {} {}\n{}\n",
+                n.receiver,
+                render::status_word(n),
+                n.thread_key,
+                body
+            )
+        };
         if let Some(path) = &self.settings.file {
             // One JSON line per notification, so tests and scripts can read exactly what was delivered.
             let line = serde_json::to_string(n).map_err(|e| DeliveryError::permanent(e.to_string()))?;

@@ -27,7 +27,9 @@ impl Integration for Config {
         Capabilities::MESSAGES
     }
 
-    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), &self.webhook_url);
+    }
 
     fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
         Ok(Arc::new(Teams::new(self.clone(), shared.http.clone())))

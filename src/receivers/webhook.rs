@@ -40,7 +40,9 @@ impl Integration for Config {
 
     /// The URL and headers are checked when the receiver is built: a bad one fails each delivery, naming it
     /// without quoting the secret.
-    fn validate(&self, _path: &str, _sections: &Sections<'_>, _errors: &mut Vec<ConfigError>) {}
+    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
+        crate::configuration::check_secret_url(errors, &format!("{path}.url"), &self.url);
+    }
 
     fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
         Ok(Arc::new(Webhook::new(self.clone(), shared.http.clone())))

@@ -327,7 +327,7 @@ async fn health_readiness_and_metrics() {
         text.contains("herald_events_received_total{outcome=\"rejected\"}"),
         "{text}"
     );
-    assert!(text.contains("herald_ingest_seconds_bucket"), "{text}");
+    assert!(text.contains("herald_ingest_duration_seconds_bucket"), "{text}");
     assert!(
         text.contains("herald_applications{sync=\"OutOfSync\",health=\"Healthy\"}"),
         "{text}"

@@ -9,6 +9,8 @@ mod delivery;
 mod faults;
 mod helpers;
 mod ingest;
+mod metrics;
+mod reload;
 mod rules;
 mod status_page;
 mod three_incidents;

@@ -46,6 +46,9 @@ impl Integration for Config {
             errors.push(invalid(format!("{path}.channel"), "a bot `token` needs a `channel`"));
         }
         check_url(errors, &format!("{path}.api_url"), &self.api_url);
+        if let Some(u) = &self.webhook_url {
+            crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), u);
+        }
     }
 
     fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {

@@ -1,0 +1,215 @@
+//! `herald silence …` and `herald incidents`: their arguments, the calls to a running Herald, and the tables they
+//! print (columns as `amtool` prints them).
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::Client;
+
+/// Where a running Herald answers, for the commands that talk to it.
+#[derive(clap::Args, Debug)]
+pub struct Remote {
+    /// Herald's base URL.
+    #[arg(long, env = "HERALD_URL", default_value = "http://127.0.0.1:8080", global = true)]
+    url: String,
+    /// A bearer token: `read` scope to list, `admin` to add or expire silences.
+    #[arg(long, env = "HERALD_TOKEN", hide_env_values = true, global = true)]
+    token: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SilenceAction {
+    /// Mute the incidents whose labels match every matcher, e.g. `app=pay-*` `kind=out_of_sync` (fields as in
+    /// grouping.group_by, values are globs); prints the new silence's id.
+    Add {
+        #[arg(required = true, value_name = "FIELD=GLOB")]
+        matchers: Vec<String>,
+        /// How long from now (`2h`, `1h 30m`).
+        #[arg(long, default_value = "1h", conflicts_with = "end")]
+        duration: humantime::Duration,
+        /// When it ends instead (RFC 3339).
+        #[arg(long)]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// Why (required, as amtool requires it).
+        #[arg(long)]
+        comment: String,
+        /// Who: default the token's credential name, or $USER without a token.
+        #[arg(long)]
+        author: Option<String>,
+    },
+    /// The silences in force or still to come.
+    List {
+        /// Include the ended ones.
+        #[arg(long)]
+        expired: bool,
+        /// Only the ids.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// End silences now.
+    Expire {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+fn client(remote: &Remote) -> anyhow::Result<Client> {
+    let token = remote.token.clone().map(secrecy::SecretString::from);
+    Ok(crate::client::Client::new(&remote.url, token)?)
+}
+
+pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<ExitCode> {
+    let c = client(&remote)?;
+    match action {
+        SilenceAction::Add {
+            matchers,
+            duration,
+            end,
+            comment,
+            author,
+        } => {
+            let matchers = matchers
+                .iter()
+                .map(|m| match m.split_once('=') {
+                    Some((name, value)) if !name.trim().is_empty() => {
+                        Ok(serde_json::json!({"name": name.trim(), "value": value.trim()}))
+                    }
+                    _ => Err(anyhow::anyhow!(
+                        "matcher {m:?}: write FIELD=GLOB, e.g. app=pay-* or team=payments"
+                    )),
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut body = serde_json::json!({"matchers": matchers, "comment": comment});
+            match end {
+                Some(end) => body["ends_at"] = serde_json::json!(end),
+                None => body["duration"] = serde_json::json!(duration.to_string()),
+            }
+            // Without a token Herald knows no caller: name the person running the command.
+            let author = author.or_else(|| remote.token.is_none().then(|| std::env::var("USER").ok()).flatten());
+            if let Some(a) = author {
+                body["created_by"] = serde_json::json!(a);
+            }
+            let s = c.add_silence(&body).await?;
+            println!("{}", s.id);
+        }
+        SilenceAction::List { expired, quiet } => {
+            let list = c.silences(expired).await?;
+            if quiet {
+                for l in &list {
+                    println!("{}", l.silence.id);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let rows = list
+                .iter()
+                .map(|l| {
+                    let s = &l.silence;
+                    vec![
+                        s.id.clone(),
+                        s.matchers
+                            .iter()
+                            .map(|m| format!("{}={}", m.name, m.value))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        if l.active { "active" } else { "not active" }.to_string(),
+                        s.ends_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                        s.created_by.clone(),
+                        s.comment.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["ID", "MATCHERS", "STATE", "ENDS AT", "CREATED BY", "COMMENT"], rows);
+        }
+        SilenceAction::Expire { ids } => {
+            let mut failed = false;
+            for id in ids {
+                match c.expire_silence(&id).await {
+                    Ok(()) => println!("expired {id}"),
+                    Err(e) => {
+                        eprintln!("{id}: {e}");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn incidents(
+    remote: Remote,
+    state: Option<String>,
+    team: Option<String>,
+    kind: Option<String>,
+    limit: u32,
+) -> anyhow::Result<ExitCode> {
+    let mut filters = vec![("limit", limit.to_string())];
+    for (key, value) in [("state", state), ("team", team), ("kind", kind)] {
+        if let Some(v) = value {
+            filters.push((key, v));
+        }
+    }
+    let list = client(&remote)?.incidents(&filters).await?;
+    let rows = list
+        .iter()
+        .map(|i| {
+            vec![
+                i.id.to_string(),
+                i.state.to_string(),
+                i.kind.to_string(),
+                i.severity.as_str().to_string(),
+                format!("{}/{}", i.app_namespace, i.app_name),
+                i.team.clone(),
+                i.since.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                i.summary.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "STATE",
+            "KIND",
+            "SEVERITY",
+            "APPLICATION",
+            "TEAM",
+            "SINCE",
+            "SUMMARY",
+        ],
+        rows,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Columns padded to their widest cell, as amtool prints; the last column is not padded.
+fn print_table(headers: &[&str], rows: Vec<Vec<String>>) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == last {
+                    c.to_string()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(headers.to_vec());
+    for r in &rows {
+        line(r.iter().map(String::as_str).collect());
+    }
+}

@@ -1,0 +1,191 @@
+//! Configuration reload (`herald serve` on SIGHUP): the file is read and validated again (environment and
+//! `*_file` secrets included), the receivers are built, and only then is anything replaced — a file that does not
+//! pass is refused and logged, and the running configuration stays.
+//!
+//! What changes without a restart: receivers and their secrets (`smtp` too), routes, teams, ownership, grouping,
+//! rules, the Argo CD UI link, and the credentials. What a restart changes — the listener and the body limits
+//! (`server` but `auth`), `storage`, `outbox`, `scheduler`, `log`, `argocd.api` — keeps its running value, and a
+//! change to it is logged as ignored.
+//!
+//! Each part reads its settings through a [`crate::live::Live`] holder per operation (the pipeline per batch and per
+//! tick, the outbox worker per delivery, the API per request), so a reload never changes the settings in the middle
+//! of one.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use secrecy::ExposeSecret;
+
+use crate::api::AppContext;
+use crate::configuration::{ConfigError, Settings};
+use crate::outbox::ReceiverSet;
+use crate::pipeline::Pipeline;
+use crate::receivers::{self, BuildError, Shared};
+
+/// Why a reload was refused; the running configuration stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+    #[error(transparent)]
+    Receiver(#[from] BuildError),
+}
+
+/// Where the configuration comes from, as `herald serve` was started.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    pub file: PathBuf,
+    /// The default file may be absent (built-in defaults); a file given with `--config` may not.
+    pub optional: bool,
+}
+
+pub struct Reloader {
+    source: ConfigSource,
+    running: Mutex<Arc<Settings>>,
+    pipeline: Pipeline,
+    receivers: ReceiverSet,
+    api: actix_web::web::Data<AppContext>,
+}
+
+impl Reloader {
+    pub fn new(
+        source: ConfigSource,
+        running: Arc<Settings>,
+        pipeline: Pipeline,
+        receivers: ReceiverSet,
+        api: actix_web::web::Data<AppContext>,
+    ) -> Self {
+        Self {
+            source,
+            running: Mutex::new(running),
+            pipeline,
+            receivers,
+            api,
+        }
+    }
+
+    /// Reads the configuration again and applies it, or refuses it; logs either way.
+    pub fn reload(&self) {
+        let file = self.source.file.display().to_string();
+        match self.try_reload() {
+            Ok(ignored) => {
+                metrics::counter!("herald_config_reloads_total", "outcome" => "applied").increment(1);
+                for key in ignored {
+                    tracing::warn!(%file, key, "configuration reload: {key} changed, which needs a restart; ignored");
+                }
+                tracing::info!(%file, "configuration reloaded");
+            }
+            Err(e) => {
+                metrics::counter!("herald_config_reloads_total", "outcome" => "refused").increment(1);
+                let error = e.to_string().replace('\n', "; ");
+                tracing::error!(%file, %error, "configuration reload refused; the running configuration stays");
+            }
+        }
+    }
+
+    /// Applies the file's configuration; returns the restart-only keys whose change was ignored.
+    fn try_reload(&self) -> Result<Vec<&'static str>, ReloadError> {
+        let new = Settings::load(Some(&self.source.file), self.source.optional)?;
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let (effective, ignored) = keep_restart_only(&running, new);
+        // Credentials removed while listening beyond loopback: refused, as `serve` would refuse to start.
+        effective.check_exposure()?;
+        let effective = Arc::new(effective);
+        let built = receivers::build_all(&Shared::new(effective.clone(), self.pipeline.clock()))?;
+        self.receivers.replace(built, &effective);
+        self.pipeline.reload(effective.clone());
+        self.api.auth.replace(&effective.server.auth);
+        *running = effective;
+        Ok(ignored)
+    }
+}
+
+/// `new` with the sections only a restart changes set back to `running`'s, and the keys that differed.
+fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'static str>) {
+    let mut ignored = Vec::new();
+    let (r, n) = (&running.server, &new.server);
+    let server_changed = r.listen != n.listen
+        || r.max_body_bytes != n.max_body_bytes
+        || r.max_json_depth != n.max_json_depth
+        || r.workers != n.workers;
+    if server_changed {
+        ignored.push("server (listen, max_body_bytes, max_json_depth, workers)");
+    }
+    new.server = crate::configuration::ServerSettings {
+        auth: new.server.auth,
+        ..running.server.clone()
+    };
+    // Secrets print as [REDACTED] in Debug: they are compared exposed.
+    let storage_changed = running.storage.url.expose_secret() != new.storage.url.expose_secret()
+        || format!("{:?}", running.storage) != format!("{:?}", new.storage);
+    if storage_changed {
+        ignored.push("storage");
+    }
+    new.storage = running.storage.clone();
+    for (key, changed) in [
+        ("outbox", format!("{:?}", running.outbox) != format!("{:?}", new.outbox)),
+        (
+            "scheduler",
+            format!("{:?}", running.scheduler) != format!("{:?}", new.scheduler),
+        ),
+        ("log", format!("{:?}", running.log) != format!("{:?}", new.log)),
+        ("argocd.api", api_changed(running, &new)),
+    ] {
+        if changed {
+            ignored.push(key);
+        }
+    }
+    new.outbox = running.outbox.clone();
+    new.scheduler = running.scheduler.clone();
+    new.log = running.log.clone();
+    new.argocd.api = running.argocd.api.clone();
+    (new, ignored)
+}
+
+fn api_changed(running: &Settings, new: &Settings) -> bool {
+    match (&running.argocd.api, &new.argocd.api) {
+        (None, None) => false,
+        (Some(a), Some(b)) => {
+            a.token.expose_secret() != b.token.expose_secret() || format!("{a:?}") != format!("{b:?}")
+        }
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_only_sections_keep_their_running_value_and_are_named() {
+        let running = Settings::from_yaml(
+            "server: {listen: '127.0.0.1:8080'}\nstorage: {url: 'sqlite://a.db'}\nrules: {degraded: {for: 5m}}",
+        )
+        .expect("valid");
+        let new = Settings::from_yaml(
+            "server: {listen: '127.0.0.1:9090', auth: {read_tokens: [read-token-0123456789]}}\n\
+             storage: {url: 'sqlite://b.db'}\nrules: {degraded: {for: 1m}}\nlog: {level: debug}",
+        )
+        .expect("valid");
+        let (effective, ignored) = keep_restart_only(&running, new);
+        assert_eq!(
+            ignored,
+            [
+                "server (listen, max_body_bytes, max_json_depth, workers)",
+                "storage",
+                "log"
+            ]
+        );
+        assert_eq!(effective.server.listen, "127.0.0.1:8080");
+        assert_eq!(effective.storage.url.expose_secret(), "sqlite://a.db");
+        assert_eq!(effective.log.level, "info");
+        assert_eq!(effective.server.auth.credentials().len(), 1, "credentials are reloaded");
+        assert_eq!(
+            effective.rules.rule(crate::domain::Kind::Degraded).r#for,
+            std::time::Duration::from_secs(60),
+            "rules are reloaded"
+        );
+        let (_, ignored) = keep_restart_only(&running, running.clone());
+        assert!(ignored.is_empty(), "{ignored:?}");
+    }
+}

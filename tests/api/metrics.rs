@@ -1,0 +1,98 @@
+//! What an operator scrapes and probes: `/metrics` in Prometheus' conventions, `HEAD /healthz`, and filters that
+//! refuse a misspelt value instead of answering nothing.
+
+use crate::helpers::*;
+
+#[tokio::test]
+async fn every_metric_family_has_help_and_type_and_durations_are_histograms_in_seconds() {
+    let app = TestApp::spawn("").await;
+    app.post(fixture("captured/021_remove_podinfo_1_1.json")).await;
+    let r = app
+        .client
+        .get(format!("{}/v1/apps", app.address))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 200);
+    let text = app
+        .client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let families: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap_or(l))
+        .map(|name| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| {
+                    name.strip_suffix(s)
+                        .filter(|base| text.contains(&format!("# TYPE {base} histogram")))
+                })
+                .unwrap_or(name)
+        })
+        .collect();
+    assert!(families.len() >= 4, "{text}");
+    for f in &families {
+        assert!(f.starts_with("herald_"), "{f}");
+        assert!(text.contains(&format!("# HELP {f} ")), "no HELP for {f}: {text}");
+        assert!(text.contains(&format!("# TYPE {f} ")), "no TYPE for {f}: {text}");
+    }
+    assert!(
+        text.contains("# TYPE herald_ingest_duration_seconds histogram"),
+        "{text}"
+    );
+    assert!(!text.contains("herald_ingest_seconds"), "the old name is gone: {text}");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        text.contains(&format!("herald_build_info{{version=\"{version}\"}} 1")),
+        "{text}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn head_healthz_answers_like_get() {
+    let app = TestApp::spawn("").await;
+    let r = app
+        .client
+        .head(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.expect("body").is_empty());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_status_filter_is_a_400_that_lists_the_valid_values() {
+    let app = TestApp::spawn("").await;
+    app.post(envelope("pay-api", "payments", "OutOfSync", "Healthy", &now_rfc3339()))
+        .await;
+    for (query, valid) in [
+        ("sync=outofsync", "Synced, OutOfSync, Unknown"),
+        (
+            "health=ok",
+            "Healthy, Progressing, Degraded, Suspended, Missing, Unknown",
+        ),
+    ] {
+        let r = app
+            .client
+            .get(format!("{}/v1/apps?{query}", app.address))
+            .send()
+            .await
+            .expect("req");
+        assert_eq!(r.status(), 400, "{query}");
+        let e: serde_json::Value = r.json().await.expect("json");
+        assert!(e["error"].as_str().is_some_and(|m| m.contains(valid)), "{e}");
+    }
+    let v = app.get_json("/v1/apps?sync=OutOfSync&health=Healthy").await;
+    assert_eq!(v["count"], 1, "{v}");
+    app.stop().await;
+}
