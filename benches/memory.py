@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Peak memory of a Herald process under the two loads that used to blow it up (issue: hostile input and long uptime):
+
+1. a burst of 50 concurrent 4 MB event bodies, three rounds;
+2. 10,000 tracked Applications, then every read endpoint and the status page, 20 requests in parallel, paging through
+   the lists as a client does (following `next`).
+
+Starts the given binary on a free loopback port with a fresh SQLite store, and prints the peak RSS (VmHWM) after each
+phase, the answers it got, and the store's size on disk. Standard library only.
+
+    cargo build --release && python3 benches/memory.py target/release/herald
+"""
+
+import concurrent.futures as futures
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def request(url, body=None, method=None, timeout=60):
+    req = urllib.request.Request(url, data=body, method=method or ("POST" if body is not None else "GET"))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except Exception as e:  # connection reset while shedding, timeouts
+        return type(e).__name__, b""
+
+
+def envelope(name, sync="OutOfSync", health="Healthy", pad=0, resources=None):
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": "argocd", "uid": f"uid-{name}", "labels": {"team": f"team-{hash(name) % 40}"}},
+        "spec": {"project": "default", "destination": {"server": "https://kubernetes.default.svc", "namespace": name}},
+        "status": {"sync": {"status": sync}, "health": {"status": health}, "resources": resources or []},
+    }
+    if pad:
+        app["metadata"]["annotations"] = {"padding": "x" * pad}
+    return json.dumps({"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "app": app}).encode()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    binary = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="herald-memory-")
+    port = free_port()
+    env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
+               HERALD__LOG__LEVEL="warn", HERALD__RULES__OUT_OF_SYNC__FOR="1h")
+    proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            if request(base + "/healthz")[0] == 200:
+                break
+            time.sleep(0.1)
+        print(f"started: RSS {rss_mb(proc.pid):.0f} MB")
+
+        # 1. 50 concurrent 4 MB bodies, three rounds.
+        big = [envelope(f"big-{i}", pad=4 * 1024 * 1024 - 600) for i in range(50)]
+        statuses = {}
+        with futures.ThreadPoolExecutor(50) as pool:
+            for _ in range(3):
+                for status, _ in pool.map(lambda b: request(base + "/v1/argocd/events", b), big):
+                    statuses[status] = statuses.get(status, 0) + 1
+        print(f"burst of 3 x 50 bodies of 4 MB: answers {statuses}; peak RSS {peak_rss_mb(proc.pid):.0f} MB, "
+              f"now {rss_mb(proc.pid):.0f} MB")
+
+        # 2. 10,000 Applications, some with resources waiting to be pruned.
+        def post(i):
+            res = [{"kind": "CronJob", "namespace": "n", "name": f"job-{i}", "status": "OutOfSync", "requiresPruning": True}] if i % 10 == 0 else []
+            sync = "OutOfSync" if i % 3 == 0 else "Synced"
+            return request(base + "/v1/argocd/events", envelope(f"app-{i:05d}", sync=sync, resources=res))[0]
+        started = time.time()
+        with futures.ThreadPoolExecutor(32) as pool:
+            ok = sum(1 for s in pool.map(post, range(10_000)) if s == 202)
+        print(f"10,000 Applications posted ({ok} accepted) in {time.time() - started:.0f} s; peak RSS "
+              f"{peak_rss_mb(proc.pid):.0f} MB")
+
+        def read_all(path):
+            pages, count, statuses = 0, 0, set()
+            url = base + path
+            while url and pages < 50:
+                status, body = request(url)
+                statuses.add(status)
+                pages += 1
+                if status != 200 or not path.startswith("/v1/"):
+                    break
+                v = json.loads(body)
+                count += v.get("count", 0)
+                url = base + v["next"] if v.get("next") else None
+            return path, pages, count, statuses
+
+        paths = ["/v1/apps?limit=1000", "/v1/apps?sync=OutOfSync&limit=1000", "/v1/incidents?limit=1000",
+                 "/v1/prune-pending?limit=1000", "/v1/outbox?limit=1000", "/v1/silences", "/", "/metrics"]
+        with futures.ThreadPoolExecutor(20) as pool:
+            results = list(pool.map(read_all, paths * 3))
+        for path, pages, count, statuses in results[: len(paths)]:
+            print(f"  {path}: {pages} page(s), {count} item(s), answers {sorted(map(str, statuses))}")
+        print(f"every read endpoint, 20 in parallel: peak RSS {peak_rss_mb(proc.pid):.0f} MB, now {rss_mb(proc.pid):.0f} MB")
+        size = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work) if f.startswith("h.db"))
+        print(f"store on disk: {size / 1e6:.1f} MB ({', '.join(sorted(f for f in os.listdir(work) if f.startswith('h.db')))})")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
