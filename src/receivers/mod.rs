@@ -8,6 +8,8 @@
 
 pub mod alertmanager;
 pub mod console;
+#[cfg(test)]
+mod echo_tests;
 pub mod email;
 pub mod github;
 pub mod googlechat;
@@ -110,7 +112,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(settings: Arc<Settings>, clock: SharedClock) -> Self {
-        let client = reqwest::Client::builder()
+        let client = http::client_builder()
             .timeout(settings.outbox.http_timeout)
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()

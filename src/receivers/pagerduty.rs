@@ -72,7 +72,10 @@ pub struct PagerDuty {
 
 impl PagerDuty {
     pub fn new(settings: Config, http: Http) -> Self {
-        let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
+        // The routing key travels in the body, which a downstream may echo back whole.
+        let redactor = Redactor::default()
+            .secret(settings.routing_key.expose_secret())
+            .url_credentials(&settings.url);
         Self {
             settings,
             http,
@@ -193,7 +196,7 @@ impl Receiver for PagerDuty {
             .await
             .map_err(|e| self.redact(transport_error(e)))?;
         if !resp.status().is_success() {
-            return Err(self.redact(self.http.error_from_response(resp).await));
+            return Err(self.redact(self.http.error_from_response(resp, &self.redactor).await));
         }
         Ok(Delivered {
             memo: None,

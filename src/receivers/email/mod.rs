@@ -82,9 +82,11 @@ impl Email {
             builder,
             transport: Mutex::new(None),
             timeout: smtp.timeout,
-            redactor: match &smtp.password {
-                Some(p) => Redactor::default().secret(p.expose_secret()),
-                None => Redactor::default(),
+            // The password, and the base64 forms AUTH PLAIN and AUTH LOGIN send it in, should a server echo them.
+            redactor: match (&smtp.username, &smtp.password) {
+                (Some(user), Some(p)) => Redactor::default().smtp_auth(user, p.expose_secret()),
+                (None, Some(p)) => Redactor::default().secret(p.expose_secret()),
+                _ => Redactor::default(),
             },
             clock,
         })

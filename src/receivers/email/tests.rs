@@ -204,6 +204,28 @@ async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent
 }
 
 #[tokio::test]
+async fn a_relay_echoing_the_auth_exchange_leaks_neither_the_plain_nor_the_login_form_of_the_password() {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    for mechanism in ["PLAIN", "LOGIN"] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = SmtpServer::start_echoing_auth(dir.path(), mechanism);
+        let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
+        s.username = Some("herald".into());
+        s.password = Some(SecretString::from("pw9".to_string()));
+
+        let err = email(s).deliver(&notification(Action::Open), None).await.unwrap_err();
+
+        let text = testing::error_text(&err);
+        assert!(
+            text.contains("535") && text.contains("refused: EHLO"),
+            "{mechanism}: {text}"
+        );
+        testing::assert_no_secret(&err, &["pw9", &b64("\0herald\0pw9"), &b64("pw9")]);
+    }
+}
+
+#[tokio::test]
 async fn a_refused_recipient_is_permanent_and_a_deferred_one_is_transient() {
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start_with_auth(dir.path(), "herald", "pw");

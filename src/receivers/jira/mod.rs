@@ -70,13 +70,12 @@ impl Jira {
             Api::Datacenter => 2,
         };
         let base = format!("{}/rest/api/{version}", settings.url.trim_end_matches('/'));
-        // The token, and the Basic form it travels in on Cloud, should a server echo either back.
-        use base64::Engine as _;
+        // The token, and the Basic form it travels in, should a server echo either back.
         let token = settings.token.expose_secret();
-        let mut redactor = Redactor::default().secret(token);
-        if let Some(user) = &settings.user {
-            redactor = redactor.secret(&base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}")));
-        }
+        let redactor = match &settings.user {
+            Some(user) => Redactor::default().basic(user, token),
+            None => Redactor::default().secret(token),
+        };
         Self {
             settings,
             http,
