@@ -325,11 +325,14 @@ fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
         .then_some(first)
 }
 
+/// The notification's one line. What it says follows the action: an event (a prune) is closed as soon as it is
+/// told, yet its `open` must not read as resolved.
 fn title(action: Action, incidents: &[crate::domain::Incident]) -> String {
-    let firing = incidents.iter().filter(|i| i.state != IncidentState::Resolved).count();
-    let resolved = incidents.len() - firing;
+    let resolved_now = |i: &&crate::domain::Incident| i.state == IncidentState::Resolved && !i.kind.is_informational();
+    let resolved = incidents.iter().filter(resolved_now).count();
+    let firing = incidents.len() - resolved;
     match incidents {
-        [one] if action == Action::Resolve || one.state == IncidentState::Resolved => match &one.resolution {
+        [one] if action == Action::Resolve => match &one.resolution {
             Some(why) => format!("Resolved ({why}): {}", one.summary),
             None => format!("Resolved: {}", one.summary),
         },
@@ -362,4 +365,26 @@ async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Resu
     Store::enqueue(tx, &d, now).await?;
     metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Incident, Kind};
+
+    #[test]
+    fn a_prune_told_when_it_happens_never_reads_as_resolved() {
+        // Informational incidents are closed the moment they fire, before their group flushes.
+        let pruned = Incident {
+            kind: Kind::Pruned,
+            state: IncidentState::Resolved,
+            summary: "payments: the sync deleted ConfigMap/payments/payments-config".into(),
+            ..Default::default()
+        };
+
+        for incidents in [vec![pruned.clone()], vec![pruned.clone(), pruned]] {
+            let t = title(Action::Open, &incidents);
+            assert!(!t.to_lowercase().contains("resolved"), "{t}");
+        }
+    }
 }

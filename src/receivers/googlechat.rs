@@ -14,7 +14,7 @@ use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver,
 use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// `googlechat: {webhook_url}`: a space's incoming webhook (its `key` and `token` are the secret).
 #[derive(Debug, Clone, Deserialize)]
@@ -100,42 +100,55 @@ pub(crate) fn google_thread_key(key: &str) -> String {
     format!("{head}-{}", &hash[..16])
 }
 
-/// Google Chat's own light markup: `*bold*`, `_italic_`, `` `code` ``, `<url|label>`.
+/// Google Chat's own light markup (`MARKUP_SYNTAX_CHAT`, said in the request): `*bold*`, `_italic_`,
+/// `` `code` ``, `<url|label>`; every field from Argo CD through [`escape::google_chat`], and messages in a code
+/// block (Chat shows `>` literally).
 pub(crate) fn google_chat_text(n: &Notification) -> String {
-    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), n.title);
+    use escape::google_chat as gc;
+    let code = |c: &str| format!("`{}`", gc(c).replace('`', "'"));
+    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), gc(&n.title));
     if !n.reason.is_empty() {
-        s.push_str(&format!("_{}_\n", n.reason));
+        s.push_str(&format!("_{}_\n", gc(&n.reason)));
     }
     for i in &n.incidents {
-        s.push_str(&format!("\n*[{}] {}*\n", i.state.as_str().to_uppercase(), i.summary));
+        s.push_str(&format!(
+            "\n*[{}] {}*\n",
+            i.state.as_str().to_uppercase(),
+            gc(&i.summary)
+        ));
         for (k, v) in render::facts(i) {
             if k == "Argo CD" {
-                s.push_str(&format!("{k}: <{v}|open {}>\n", i.app_name));
+                s.push_str(&format!("{k}: <{v}|open {}>\n", gc(&i.app_name)));
             } else {
-                s.push_str(&format!("{k}: `{v}`\n"));
+                s.push_str(&format!("{k}: {}\n", code(&v)));
             }
         }
         if !i.resources.is_empty() {
             s.push_str("Resources:\n");
             for r in &i.resources {
-                s.push_str(&format!("• `{}` ({})", r.display(), r.status));
+                s.push_str(&format!("• {} ({})", code(&r.display()), gc(&r.status)));
                 if !r.message.is_empty() {
-                    s.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                    s.push_str(&format!(": {}", gc(&r.message)));
                 }
                 s.push('\n');
             }
         }
         for m in &i.messages {
-            s.push_str(&format!("> {}\n", m.replace('\n', " ")));
+            let lines: Vec<String> = escape::message_lines(m).iter().map(|l| gc(l)).collect();
+            s.push_str(&format!("```\n{}\n```\n", lines.join("\n")));
         }
         if !i.hints.is_empty() {
             s.push_str("*What to do*\n");
             for h in &i.hints {
-                s.push_str(&format!("• *{}*: {}\n", h.title, h.text));
+                s.push_str(&format!(
+                    "• *{}*: {}\n",
+                    gc(&h.title),
+                    escape::with_code(&h.text, gc, code)
+                ));
             }
         }
         for note in &i.notes {
-            s.push_str(&format!("_Note: {note}_\n"));
+            s.push_str(&format!("_Note: {}_\n", gc(note)));
         }
     }
     s
@@ -148,6 +161,8 @@ impl Receiver for GoogleChat {
         let thread_key = google_thread_key(&n.thread_key);
         let body = json!({
             "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),
+            // Said, not left to the app's default: new Chat apps read Markdown, and this text is Chat markup.
+            "markupSyntax": "MARKUP_SYNTAX_CHAT",
             "thread": {"threadKey": thread_key},
         });
         self.http

@@ -60,17 +60,22 @@ impl Mattermost {
     }
 }
 
+/// The post: the status, then the shared CommonMark rendering.
+pub fn text(n: &Notification) -> String {
+    format!(
+        "{} **{}**\n{}",
+        status_emoji(n),
+        render::status_word(n),
+        render::markdown(n)
+    )
+}
+
 #[async_trait::async_trait]
 impl Receiver for Mattermost {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let text = match render::custom_text(self.template.as_deref(), n)? {
             Some(t) => t,
-            None => format!(
-                "{} **{}**\n{}",
-                status_emoji(n),
-                render::status_word(n),
-                render::markdown(n)
-            ),
+            None => text(n),
         };
         let body = json!({"text": truncate(&text, MATTERMOST_MAX_TEXT)});
         self.http

@@ -14,10 +14,13 @@ pub mod email;
 pub mod github;
 pub mod googlechat;
 pub mod http;
+#[cfg(test)]
+mod injection_tests;
 pub mod jira;
 pub mod mattermost;
 pub mod msteams;
 pub mod pagerduty;
+pub mod preview;
 pub mod redact;
 pub mod render;
 pub mod slack;

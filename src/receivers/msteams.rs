@@ -13,7 +13,7 @@ use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver,
 use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// `msteams: {webhook_url}`: a Workflows incoming webhook (its URL is the secret).
 #[derive(Debug, Clone, Deserialize)]
@@ -70,9 +70,10 @@ fn teams_colour(n: &Notification) -> &'static str {
 }
 
 fn teams_incident(i: &Incident) -> Value {
+    use escape::teams as t;
     let mut items = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary), TEAMS_MAX_TEXT),
+        "text": truncate(&format!("[{}] {}", i.state.as_str().to_uppercase(), t(&i.summary)), TEAMS_MAX_TEXT),
         "weight": "Bolder",
         "wrap": true,
     })];
@@ -80,7 +81,7 @@ fn teams_incident(i: &Incident) -> Value {
         .into_iter()
         // The Argo CD link is an action button instead.
         .filter(|(k, _)| *k != "Argo CD")
-        .map(|(k, v)| json!({"title": k, "value": truncate(&v, 500)}))
+        .map(|(k, v)| json!({"title": k, "value": truncate(&t(&v), 500)}))
         .collect();
     items.push(json!({"type": "FactSet", "facts": facts}));
     if !i.resources.is_empty() {
@@ -88,9 +89,9 @@ fn teams_incident(i: &Incident) -> Value {
             .resources
             .iter()
             .map(|r| {
-                let mut l = format!("- {} ({})", r.display(), r.status);
+                let mut l = format!("- {} ({})", t(&r.display()), t(&r.status));
                 if !r.message.is_empty() {
-                    l.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                    l.push_str(&format!(": {}", t(&r.message)));
                 }
                 l
             })
@@ -102,9 +103,10 @@ fn teams_incident(i: &Incident) -> Value {
         }));
     }
     for m in i.messages.iter().take(3) {
+        let lines: Vec<String> = escape::message_lines(m).iter().map(|l| t(l)).collect();
         items.push(json!({
             "type": "TextBlock",
-            "text": truncate(m, TEAMS_MAX_TEXT),
+            "text": truncate(&lines.join("\n\n"), TEAMS_MAX_TEXT),
             "isSubtle": true,
             "wrap": true,
         }));
@@ -113,7 +115,7 @@ fn teams_incident(i: &Incident) -> Value {
         let lines: Vec<String> = i
             .hints
             .iter()
-            .map(|h| format!("- **{}**: {}", h.title, h.text))
+            .map(|h| format!("- **{}**: {}", t(&h.title), t(&h.text)))
             .collect();
         items.push(json!({
             "type": "TextBlock",
@@ -124,7 +126,7 @@ fn teams_incident(i: &Incident) -> Value {
     for note in &i.notes {
         items.push(json!({
             "type": "TextBlock",
-            "text": truncate(&format!("Note: {note}"), TEAMS_MAX_TEXT),
+            "text": truncate(&format!("Note: {}", t(note)), TEAMS_MAX_TEXT),
             "isSubtle": true,
             "wrap": true,
         }));
@@ -136,14 +138,14 @@ fn teams_incident(i: &Incident) -> Value {
 pub(crate) fn teams_message(n: &Notification) -> Value {
     let mut body = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), n.title), 500),
+        "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), escape::teams(&n.title)), 500),
         "size": "Medium",
         "weight": "Bolder",
         "color": teams_colour(n),
         "wrap": true,
     })];
     if !n.reason.is_empty() {
-        body.push(json!({"type": "TextBlock", "text": truncate(&n.reason, 500), "isSubtle": true, "wrap": true}));
+        body.push(json!({"type": "TextBlock", "text": truncate(&escape::teams(&n.reason), 500), "isSubtle": true, "wrap": true}));
     }
     let shown = &n.incidents[..n.incidents.len().min(TEAMS_MAX_INCIDENTS)];
     body.extend(shown.iter().map(teams_incident));
@@ -163,7 +165,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
         {
             actions.push(json!({
                 "type": "Action.OpenUrl",
-                "title": truncate(&format!("Open {} in Argo CD", i.app_name), 100),
+                "title": truncate(&format!("Open {} in Argo CD", escape::chat_plain(&i.app_name)), 100),
                 "url": u,
             }));
         }

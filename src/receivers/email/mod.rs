@@ -101,14 +101,15 @@ impl Email {
         *self.transport.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    fn subject(n: &Notification) -> String {
+    pub(crate) fn subject(n: &Notification) -> String {
         let word = render::status_word(n);
         let tag = format!("[{word}]");
+        let title = render::escape::one_line(&n.title);
         // The test notification's title already says "[TEST]"; don't say it twice.
-        if n.title.starts_with(&tag) {
-            n.title.clone()
+        if title.starts_with(&tag) {
+            title
         } else {
-            format!("{tag} {}", n.title)
+            format!("{tag} {title}")
         }
     }
 

@@ -10,11 +10,10 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Github, TITLE_MAX_CHARS, body, one_line};
+use super::{Github, body};
 use crate::domain::Notification;
 use crate::receivers::DeliveryError;
 use crate::receivers::http::{CallError, classify_status, parse_json, parse_retry_after, snippet};
-use crate::receivers::render::truncate;
 
 const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
 
@@ -116,8 +115,8 @@ impl Github {
                 labels.push(l.clone());
             }
         }
-        let title = truncate(&one_line(&n.title), TITLE_MAX_CHARS);
-        let body = json!({ "title": title, "body": body(n), "labels": labels });
+        let (title, body) = super::preview(n);
+        let body = json!({ "title": title, "body": body, "labels": labels });
         let text = self
             .call("create issue", Method::POST, self.url("/issues")?, Some(&body))
             .await?;

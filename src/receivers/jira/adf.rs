@@ -5,10 +5,12 @@ use serde_json::{Value, json};
 use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::truncate;
+use crate::receivers::render::{escape, truncate};
 
 /// ADF refuses empty text nodes: an empty string gives no node at all.
 fn text(s: &str, marks: Value) -> Vec<Value> {
+    // ADF has no markup to inject, but a line break inside a field would still start a new line.
+    let s = &escape::one_line(s);
     if s.is_empty() {
         return vec![];
     }
@@ -74,8 +76,15 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> Value {
     })
 }
 
+/// A message, line by line: the one place where text from Argo CD keeps its line breaks.
 fn code_block(s: &str) -> Value {
-    json!({ "type": "codeBlock", "attrs": {}, "content": plain(s) })
+    let lines = escape::message_lines(s).join("\n");
+    let content = if lines.is_empty() {
+        vec![]
+    } else {
+        vec![json!({ "type": "text", "text": lines })]
+    };
+    json!({ "type": "codeBlock", "attrs": {}, "content": content })
 }
 
 pub fn document(n: &Notification) -> Value {

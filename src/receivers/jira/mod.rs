@@ -211,6 +211,11 @@ impl Jira {
     }
 }
 
+/// What an issue for `n` is created with: its summary, the Cloud (ADF) and the Data Center (wiki) description.
+pub(crate) fn preview(n: &Notification) -> (String, Value, String) {
+    (summary(&n.title), adf::document(n), wiki::wiki(n))
+}
+
 fn delivered(memo: Memo, detail: String) -> Delivered {
     Delivered {
         memo: Some(memo),
@@ -220,7 +225,10 @@ fn delivered(memo: Memo, detail: String) -> Delivered {
 
 /// One line, at most 255 characters.
 fn summary(title: &str) -> String {
-    let line: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line: String = crate::receivers::render::escape::one_line(title)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     truncate(&line, SUMMARY_MAX_CHARS)
 }
 

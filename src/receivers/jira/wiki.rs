@@ -3,24 +3,11 @@
 use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::truncate;
+use crate::receivers::render::{escape, truncate};
 
 pub fn wiki(n: &Notification) -> String {
-    // Characters that would start markup (links, tables, macros, bold, italics, images) are escaped.
-    fn esc(s: &str) -> String {
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            match c {
-                '{' | '}' | '[' | ']' | '|' | '*' | '_' | '!' | '\\' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                '\n' | '\r' => out.push(' '),
-                _ => out.push(c),
-            }
-        }
-        out
-    }
+    // Characters that would start markup (links, mentions, tables, macros, bold, italics, images) are escaped.
+    let esc = escape::jira_wiki;
     let mut s = format!("h3. {}\n\n", esc(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("_{}_\n\n", esc(&n.reason)));
@@ -65,7 +52,8 @@ pub fn wiki(n: &Notification) -> String {
             }
         }
         for m in &i.messages {
-            let m = truncate(m, MAX_MESSAGE_CHARS).replace("{noformat}", "{ noformat}");
+            let m =
+                truncate(&escape::message_lines(m).join("\n"), MAX_MESSAGE_CHARS).replace("{noformat}", "{ noformat}");
             s.push_str(&format!("\n{{noformat}}\n{m}\n{{noformat}}\n"));
         }
         if !i.hints.is_empty() {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{Incident, Notification};
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// Block Kit limits: 50 blocks per message, 3000 characters per section text, 150 per header.
 pub(super) const MAX_BLOCKS: usize = 50;
@@ -22,9 +22,14 @@ pub(super) struct Message {
     pub(super) blocks: Vec<Value>,
 }
 
-/// mrkdwn treats `&`, `<` and `>` as control characters.
+/// One field of text from Argo CD in mrkdwn: one line, `&`, `<` and `>` as entities, mentions broken.
 pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    escape::mrkdwn(s)
+}
+
+/// A field as inline code: mrkdwn still needs the entities there, and a backtick would end the span.
+fn code(s: &str) -> String {
+    format!("`{}`", esc(s).replace('`', "'"))
 }
 
 fn header(n: &Notification) -> Value {
@@ -32,7 +37,7 @@ fn header(n: &Notification) -> Value {
         "type": "header",
         "text": {
             "type": "plain_text",
-            "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), n.title), MAX_HEADER_TEXT),
+            "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), esc(&n.title)), MAX_HEADER_TEXT),
             "emoji": true,
         },
     })
@@ -58,26 +63,32 @@ fn incident_text(i: &Incident) -> String {
     let mut s = format!("*[{}] {}*\n", esc(&i.state.as_str().to_uppercase()), esc(&i.summary));
     for (k, v) in render::facts(i) {
         if k != "Argo CD" {
-            s.push_str(&format!("*{k}:* `{}`\n", esc(&v)));
+            s.push_str(&format!("*{k}:* {}\n", code(&v)));
         }
     }
     if !i.resources.is_empty() {
         s.push_str("*Resources:*\n");
         for r in &i.resources {
-            s.push_str(&format!("• `{}` ({})", esc(&r.display()), esc(&r.status)));
+            s.push_str(&format!("• {} ({})", code(&r.display()), esc(&r.status)));
             if !r.message.is_empty() {
-                s.push_str(&format!(": {}", esc(&r.message.replace('\n', " "))));
+                s.push_str(&format!(": {}", esc(&r.message)));
             }
             s.push('\n');
         }
     }
     for m in &i.messages {
-        s.push_str(&format!("> {}\n", esc(&m.replace('\n', " "))));
+        for line in escape::message_lines(m) {
+            s.push_str(&format!("> {}\n", esc(&line)));
+        }
     }
     if !i.hints.is_empty() {
         s.push_str("*What to do*\n");
         for h in &i.hints {
-            s.push_str(&format!("• *{}*: {}\n", esc(&h.title), esc(&h.text)));
+            s.push_str(&format!(
+                "• *{}*: {}\n",
+                esc(&h.title),
+                escape::with_code(&h.text, esc, code)
+            ));
         }
     }
     for note in &i.notes {
@@ -151,14 +162,18 @@ pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
 
 /// The fallback `text` shown in notifications and to screen readers: title, reason and one line per incident.
 pub(super) fn fallback_text(n: &Notification) -> String {
-    let mut s = format!("{}: {}", render::status_word(n), n.title);
+    let mut s = format!("{}: {}", render::status_word(n), esc(&n.title));
     if !n.reason.is_empty() {
-        s.push_str(&format!(" ({})", n.reason));
+        s.push_str(&format!(" ({})", esc(&n.reason)));
     }
     for i in &n.incidents {
-        s.push_str(&format!("\n• [{}] {}", i.state.as_str().to_uppercase(), i.summary));
+        s.push_str(&format!(
+            "\n• [{}] {}",
+            i.state.as_str().to_uppercase(),
+            esc(&i.summary)
+        ));
     }
-    truncate(&esc(&s), MAX_FALLBACK_TEXT)
+    truncate(&s, MAX_FALLBACK_TEXT)
 }
 
 /// The short reply posted in the thread when the first message has been edited to show the resolution.
@@ -168,7 +183,10 @@ pub(super) fn resolved_reply(n: &Notification) -> Message {
         s.push_str(&format!("\n_{}_", esc(&n.reason)));
     }
     Message {
-        text: truncate(&format!("{}: {}", render::status_word(n), n.title), MAX_FALLBACK_TEXT),
+        text: truncate(
+            &format!("{}: {}", render::status_word(n), esc(&n.title)),
+            MAX_FALLBACK_TEXT,
+        ),
         blocks: vec![section(&s)],
     }
 }

@@ -1,5 +1,8 @@
 //! Shared renderings of a [`Notification`]: plain text (email, console, Jira DC), Markdown (GitHub, Mattermost, chat)
-//! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces.
+//! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces, and
+//! every field from Argo CD goes through the target's escaping (`escape`).
+
+pub mod escape;
 
 use super::DeliveryError;
 use crate::domain::{Action, Incident, Notification, Severity};
@@ -66,54 +69,77 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
 }
 
 pub fn text(n: &Notification) -> String {
+    plain(n, escape::one_line)
+}
+
+/// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
+pub fn console_text(n: &Notification) -> String {
+    plain(n, escape::console)
+}
+
+/// Plain text, each field written through `field` (one line, or escaped for a terminal).
+fn plain(n: &Notification, field: fn(&str) -> String) -> String {
     let mut s = String::new();
-    s.push_str(&n.title);
+    s.push_str(&field(&n.title));
     s.push_str("\n\n");
     if !n.reason.is_empty() {
-        s.push_str(&format!("({})\n\n", n.reason));
+        s.push_str(&format!("({})\n\n", field(&n.reason)));
     }
     for i in &n.incidents {
-        s.push_str(&format!("* [{}] {}\n", i.state.as_str().to_uppercase(), i.summary));
+        s.push_str(&format!(
+            "* [{}] {}\n",
+            i.state.as_str().to_uppercase(),
+            field(&i.summary)
+        ));
         for (k, v) in facts(i) {
-            s.push_str(&format!("    {k}: {v}\n"));
+            s.push_str(&format!("    {k}: {}\n", field(&v)));
         }
         if !i.resources.is_empty() {
             s.push_str("    Resources:\n");
             for r in &i.resources {
-                s.push_str(&format!("      - {} ({})", r.display(), r.status));
+                s.push_str(&format!("      - {} ({})", field(&r.display()), field(&r.status)));
                 if !r.message.is_empty() {
-                    s.push_str(&format!(": {}", r.message));
+                    s.push_str(&format!(": {}", field(&r.message)));
                 }
                 s.push('\n');
             }
         }
         for m in &i.messages {
-            s.push_str(&format!("    Message: {m}\n"));
+            for (k, line) in escape::message_lines(m).iter().enumerate() {
+                let label = if k == 0 { "Message:" } else { "        " };
+                s.push_str(&format!("    {label} {}\n", field(line)));
+            }
         }
         for h in &i.hints {
-            s.push_str(&format!("    What to do — {}: {}\n", h.title, h.text));
+            s.push_str(&format!("    What to do — {}: {}\n", field(&h.title), field(&h.text)));
         }
         for note in &i.notes {
-            s.push_str(&format!("    Note: {note}\n"));
+            s.push_str(&format!("    Note: {}\n", field(note)));
         }
         s.push('\n');
     }
     s
 }
 
+/// CommonMark (GitHub, Mattermost): every field from Argo CD escaped, messages quoted line by line.
 pub fn markdown(n: &Notification) -> String {
+    use escape::commonmark as md;
     let mut s = String::new();
-    s.push_str(&format!("### {}\n\n", n.title));
+    s.push_str(&format!("### {}\n\n", md(&n.title)));
     if !n.reason.is_empty() {
-        s.push_str(&format!("_{}_\n\n", n.reason));
+        s.push_str(&format!("_{}_\n\n", md(&n.reason)));
     }
     for i in &n.incidents {
-        s.push_str(&format!("**[{}] {}**\n\n", i.state.as_str().to_uppercase(), i.summary));
+        s.push_str(&format!(
+            "**[{}] {}**\n\n",
+            i.state.as_str().to_uppercase(),
+            md(&i.summary)
+        ));
         for (k, v) in facts(i) {
             if k == "Argo CD" {
-                s.push_str(&format!("- {k}: [{}]({v})\n", i.app_name));
+                s.push_str(&format!("- {k}: [{}]({v})\n", md(&i.app_name)));
             } else {
-                s.push_str(&format!("- {k}: `{v}`\n"));
+                s.push_str(&format!("- {k}: {}\n", md(&v)));
             }
         }
         if !i.resources.is_empty() {
@@ -121,39 +147,37 @@ pub fn markdown(n: &Notification) -> String {
             for r in &i.resources {
                 s.push_str(&format!(
                     "| {} | {} | {} | {} | {} |\n",
-                    r.kind,
-                    r.namespace,
-                    r.name,
-                    r.status,
-                    r.message.replace('|', "\\|").replace('\n', " ")
+                    md(&r.kind),
+                    md(&r.namespace),
+                    md(&r.name),
+                    md(&r.status),
+                    md(&r.message)
                 ));
             }
         }
         for m in &i.messages {
-            s.push_str(&format!("\n> {}\n", m.replace('\n', "\n> ")));
+            s.push('\n');
+            for line in escape::message_lines(m) {
+                s.push_str(&format!("> {}\n", md(&line)));
+            }
         }
         if !i.hints.is_empty() {
             s.push_str("\n**What to do**\n\n");
             for h in &i.hints {
-                s.push_str(&format!("- **{}**: {}\n", h.title, h.text));
+                let text = escape::with_code(&h.text, md, escape::commonmark_code);
+                s.push_str(&format!("- **{}**: {text}\n", md(&h.title)));
             }
         }
         for note in &i.notes {
-            s.push_str(&format!("\n_Note: {note}_\n"));
+            s.push_str(&format!("\n_Note: {}_\n", md(note)));
         }
         s.push('\n');
     }
     s
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 pub fn html(n: &Notification) -> String {
+    use escape::html as esc;
     let mut s = String::from("<html><body style=\"font-family:sans-serif\">");
     s.push_str(&format!("<h2>{}</h2>", esc(&n.title)));
     if !n.reason.is_empty() {
@@ -192,12 +216,20 @@ pub fn html(n: &Notification) -> String {
             s.push_str("</table>");
         }
         for m in &i.messages {
-            s.push_str(&format!("<blockquote>{}</blockquote>", esc(m)));
+            s.push_str(&format!(
+                "<blockquote>{}</blockquote>",
+                escape::message_lines(m)
+                    .iter()
+                    .map(|l| esc(l))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            ));
         }
         if !i.hints.is_empty() {
             s.push_str("<h4>What to do</h4><ul>");
             for h in &i.hints {
-                s.push_str(&format!("<li><b>{}</b>: {}</li>", esc(&h.title), esc(&h.text)));
+                let text = escape::with_code(&h.text, esc, |c| format!("<code>{}</code>", esc(c)));
+                s.push_str(&format!("<li><b>{}</b>: {text}</li>", esc(&h.title)));
             }
             s.push_str("</ul>");
         }
