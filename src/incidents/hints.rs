@@ -74,17 +74,30 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
         ));
     }
     if kind == Kind::PrunePending && !s.sync_policy.prune {
+        // The real resources, as `argocd app sync --resource` names them (GROUP:KIND:NAME, the group empty for core).
+        let flags: Vec<String> = view
+            .resources
+            .iter()
+            .take(5)
+            .map(|r| format!(" --resource {}:{}:{}", r.group, r.kind, r.name))
+            .collect();
+        let (these, are, them) = match view.resources.len() {
+            1 => ("This resource was", "is", "it"),
+            _ => ("These resources were", "are", "them"),
+        };
         out.push(hint(
             "prune_disabled",
             "Prune is off",
             format!(
-                "These resources were removed from Git but are still running in the cluster, because automated \
-                 prune is off. Remove them: `argocd app sync {app}{ns_flag} --prune` (or prune one: \
-                 `argocd app sync {app}{ns_flag} --prune --resource GROUP:KIND:NAME`), or enable \
-                 syncPolicy.automated.prune. Annotate what must never be removed with \
-                 argocd.argoproj.io/sync-options: Prune=false."
+                "{these} removed from Git but {are} still running in the cluster, because automated prune is off. \
+                 Remove {them}: `argocd app sync {app}{ns_flag} --prune{}`, or enable syncPolicy.automated.prune. \
+                 Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
+                flags.concat()
             ),
         ));
+    }
+    if kind == Kind::Degraded {
+        out.extend(degraded(state, view));
     }
     if kind == Kind::OutOfSync && s.sync_policy.automated && !s.sync_policy.self_heal {
         out.push(hint(
@@ -200,6 +213,95 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
                     .into(),
             ));
         }
+    }
+    out
+}
+
+/// Why an Application is Degraded, from its resources' and its own health messages: a rollout past its deadline,
+/// an image that cannot be pulled, a container that keeps crashing or runs out of memory, a pod that cannot be
+/// scheduled, a job out of retries. The first unhealthy resource's names are filled in.
+fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
+    let s = &state.snapshot;
+    let texts: Vec<&str> = view
+        .resources
+        .iter()
+        .map(|r| r.message.as_str())
+        .chain(view.messages.iter().map(String::as_str))
+        .chain(s.health_message.as_deref())
+        .collect();
+    let said = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
+    let first = view.resources.first();
+    let ns = first
+        .map(|r| r.namespace.as_str())
+        .filter(|n| !n.is_empty())
+        .or(s.destination.namespace.as_deref())
+        .unwrap_or("NAMESPACE");
+    let target = first
+        .map(|r| format!("{}/{}", r.kind.to_lowercase(), r.name))
+        .unwrap_or_else(|| "deployment/NAME".into());
+    let mut out = Vec::new();
+    if said(&["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"]) {
+        out.push(hint(
+            "image_pull",
+            "The image cannot be pulled",
+            format!(
+                "Check the image name and tag in Git, that the registry has it, and the pull secret: \
+                 `kubectl -n {ns} describe {target}` shows the failing image in the pods' events."
+            ),
+        ));
+    }
+    if said(&["CrashLoopBackOff", "Back-off restarting", "OOMKilled"]) {
+        out.push(hint(
+            "crash_loop",
+            "A container keeps crashing",
+            format!(
+                "Read why it stopped: `kubectl -n {ns} logs {target} --previous`; OOMKilled means its memory limit \
+                 is too low for it."
+            ),
+        ));
+    }
+    if said(&[
+        "Insufficient cpu",
+        "Insufficient memory",
+        "Unschedulable",
+        "had untolerated taint",
+    ]) {
+        out.push(hint(
+            "unschedulable",
+            "Pods cannot be scheduled",
+            format!(
+                "No node can take the pods (resources, node selector, taints): `kubectl -n {ns} describe {target}` \
+                 says which; lower the requests or add capacity."
+            ),
+        ));
+    }
+    if said(&["BackoffLimitExceeded", "backoff limit"]) {
+        out.push(hint(
+            "job_failed",
+            "A job ran out of retries",
+            format!(
+                "Read the last pod's logs: `kubectl -n {ns} logs {target}`; fix the cause, then sync to run it again."
+            ),
+        ));
+    }
+    if out.is_empty() && said(&["progress deadline", "ProgressDeadlineExceeded"]) {
+        out.push(hint(
+            "rollout_stuck",
+            "The rollout is stuck",
+            format!(
+                "New pods did not become ready in time: `kubectl -n {ns} rollout status {target}` and \
+                 `kubectl -n {ns} describe {target}` show why (image, crash, probe, scheduling). Roll back with \
+                 `argocd app rollback {}` if the previous revision was healthy.",
+                s.app.name
+            ),
+        ));
+    }
+    if out.is_empty() && first.is_some() {
+        out.push(hint(
+            "unhealthy_resource",
+            "Look at the unhealthy resource",
+            format!("Its events say why it is unhealthy: `kubectl -n {ns} describe {target}`."),
+        ));
     }
     out
 }

@@ -346,7 +346,7 @@ mod tests {
             alert["annotations"]["description"]
                 .as_str()
                 .unwrap()
-                .contains("Deployment/payments/api (OutOfSync)")
+                .contains("Deployment payments/api: OutOfSync")
         );
         assert_eq!(
             alert["generatorURL"],

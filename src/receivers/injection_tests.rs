@@ -126,16 +126,26 @@ fn notification(values: &[String]) -> Notification {
     n
 }
 
-/// The same notification with plain words: same emptiness, same number of message lines.
+/// The same notification with plain words: the same emptiness, equal fields equal (one Application stays one),
+/// the same number of message lines.
 fn plain_words(n: &Notification) -> Notification {
     let mut plain = n.clone();
+    let mut words: Vec<String> = Vec::new();
+    let mut word = |s: &str| {
+        let k = words.iter().position(|w| w == s).unwrap_or_else(|| {
+            words.push(s.to_string());
+            words.len() - 1
+        });
+        format!("w{k}")
+    };
     for (field, multiline) in fields(&mut plain) {
-        *field = match (field.is_empty(), multiline) {
-            (true, _) => String::new(),
-            (false, false) => "x".into(),
-            (false, true) => match message_lines(field).len() {
+        *field = match (field.is_empty(), field.trim().is_empty(), multiline) {
+            (true, _, _) => String::new(),
+            (false, true, _) => " ".into(),
+            (false, false, false) => word(field),
+            (false, false, true) => match message_lines(field).len() {
                 0 => " ".into(),
-                lines => vec!["x"; lines].join("\n"),
+                lines => (0..lines).map(|_| word(field)).collect::<Vec<_>>().join("\n"),
             },
         };
     }
@@ -219,7 +229,9 @@ fn acts(markup: Markup, text: &str) -> Vec<String> {
             // {noformat} blocks are literal: only how many there are matters.
             for (k, piece) in text.split("{noformat}").enumerate() {
                 if k % 2 == 0 {
-                    // Links and mentions (`[`), images (`!`), macros (`{`), table cells (`|`), unless escaped.
+                    // Links and mentions (`[`), images (`!`), macros (`{`), table cells (`|`), unless escaped;
+                    // backticks in a hint make `{{monospace}}`, which is formatting.
+                    let piece = piece.replace("{{", "").replace("}}", "");
                     let mut chars = piece.chars();
                     while let Some(c) = chars.next() {
                         match c {
@@ -244,7 +256,8 @@ fn acts(markup: Markup, text: &str) -> Vec<String> {
             strings(&v, &mut all);
             for s in all {
                 if s.starts_with("http") && !s.contains(' ') {
-                    out.push(format!("url {s}"));
+                    // Herald's own links; a resource's names are percent-encoded in the query.
+                    out.push(format!("url {}", s.split('?').next().unwrap_or_default()));
                     continue;
                 }
                 match markup {

@@ -128,9 +128,10 @@ mod tests {
         for expected in [
             "**FIRING**",
             "### payments is Degraded",
-            "| Deployment | payments | payments-api | Degraded |",
+            "| Deployment payments/payments-api | Degraded |",
+            "**[FIRING] Degraded for 5 min, since 11:55 UTC**",
             "**What to do**",
-            "[payments](https://argocd.example.com/applications/argocd/payments)",
+            "[argocd/payments](https://argocd.example.com/applications/argocd/payments)",
         ] {
             assert!(text.contains(expected), "{expected:?} not in {text}");
         }

@@ -61,6 +61,7 @@ pub fn incident() -> Incident {
             name: "payments-api".into(),
             status: "Degraded".into(),
             message: "exceeded its progress deadline".into(),
+            ..Default::default()
         }],
         messages: vec!["Back-off pulling image".into()],
         hints: vec![Hint {

@@ -38,6 +38,8 @@ fn notification(action: Action) -> Notification {
     n.title = "payments-api: sync failed <prod>".into();
     let i = &mut n.incidents[0];
     i.summary = "Sync of payments-api failed: Deployment & Service invalid".into();
+    i.kind = crate::domain::Kind::SyncFailed;
+    i.condition = "sync failed: Deployment & Service invalid".into();
     i.resources[0].status = "SyncFailed".into();
     i.resources[0].message = "spec.replicas: Invalid value".into();
     n
@@ -56,18 +58,15 @@ fn assert_is_the_sync_failed_message(m: &serde_json::Value) {
     assert_eq!(m["auto_submitted"], "auto-generated");
     let text = m["text"].as_str().unwrap();
     assert!(
-        text.contains("* [FIRING] Sync of payments-api failed: Deployment & Service invalid"),
+        text.contains("* [FIRING] sync failed: Deployment & Service invalid, at 11:55 UTC"),
         "{text}"
     );
     assert!(
-        text.contains("Deployment/payments/payments-api (SyncFailed): spec.replicas: Invalid value"),
+        text.contains("Deployment payments/payments-api: SyncFailed — spec.replicas: Invalid value"),
         "{text}"
     );
     let html = m["html"].as_str().unwrap();
-    assert!(
-        html.contains("<h2>payments-api: sync failed &lt;prod&gt;</h2>"),
-        "{html}"
-    );
+    assert!(html.contains(">payments-api: sync failed &lt;prod&gt;</h2>"), "{html}");
     assert!(html.contains("Deployment &amp; Service invalid"), "{html}");
     assert!(html.contains(&format!("href=\"{APP_URL}\"")), "{html}");
 }
@@ -308,7 +307,7 @@ async fn a_custom_template_replaces_the_text_part_and_test_messages_are_marked_o
         m["html"]
             .as_str()
             .unwrap()
-            .contains("<h2>[TEST] Herald test notification</h2>")
+            .contains(">[TEST] Herald test notification</h2>")
     );
 }
 

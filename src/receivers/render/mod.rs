@@ -1,18 +1,215 @@
-//! Shared renderings of a [`Notification`]: plain text (email, console, Jira DC), Markdown (GitHub, Mattermost, chat)
-//! and HTML (email). Receiver-specific formats (Slack blocks, Adaptive Cards, ADF) build on the same pieces, and
-//! every field from Argo CD goes through the target's escaping (`escape`).
+//! Shared renderings of a [`Notification`]: plain text (email, console), CommonMark (GitHub, Mattermost) and HTML
+//! (email), and the layout every rendering follows (Slack blocks, Adaptive Cards, ADF and wiki markup too): the
+//! title, why now, then each Application once — its link and facts — with one line per problem and, below it, the
+//! resources (each linked into Argo CD), the messages, what to do. A message about many Applications lists one
+//! line per problem without details. Every field from Argo CD goes through the target's escaping (`escape`).
 
 pub mod escape;
+mod html;
+mod markdown;
+mod plain;
+
+pub use html::html;
+pub use markdown::markdown;
+pub(crate) use plain::first_of_each;
+pub use plain::{console_text, text};
 
 use super::DeliveryError;
-use crate::domain::{Action, Incident, Notification, Severity};
+use crate::domain::{Action, Incident, IncidentState, Notification, Severity};
 
-/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits).
+/// A message about more Applications than this lists one line per problem, without details: forty Applications
+/// out of sync are a list to scan, not forty pages.
+pub const DETAILED_APPS: usize = 5;
+
+/// One fact about an Application: `Project: shop`, or a link (`Source: … at 3de5b39dd542`, to the commit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    pub label: String,
+    pub value: String,
+    pub link: Option<String>,
+}
+
+fn fact(label: &str, value: String) -> Fact {
+    Fact {
+        label: label.into(),
+        value,
+        link: None,
+    }
+}
+
+/// One Application of a notification and its incidents, in the notification's order.
+pub struct AppView<'a> {
+    /// `namespace/name`.
+    pub name: String,
+    /// The Application in Argo CD.
+    pub url: Option<&'a str>,
+    pub incidents: Vec<&'a Incident>,
+}
+
+/// The Applications of `n`, each once, in order.
+pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
+    let mut out: Vec<AppView<'_>> = Vec::new();
+    for i in &n.incidents {
+        let name = format!("{}/{}", i.app_namespace, i.app_name);
+        match out.iter_mut().find(|a| a.name == name) {
+            Some(a) => {
+                a.incidents.push(i);
+                if a.url.is_none() {
+                    a.url = i.app_url.as_deref();
+                }
+            }
+            None => out.push(AppView {
+                name,
+                url: i.app_url.as_deref(),
+                incidents: vec![i],
+            }),
+        }
+    }
+    out
+}
+
+/// Whether `n` is about few enough Applications to show each one's details.
+pub fn detailed(n: &Notification) -> bool {
+    apps(n).len() <= DETAILED_APPS
+}
+
+impl AppView<'_> {
+    /// The Application's name without its namespace, for buttons.
+    pub fn short_name(&self) -> &str {
+        self.incidents
+            .first()
+            .map(|i| i.app_name.as_str())
+            .unwrap_or(&self.name)
+    }
+
+    /// What people check first about the Application: where it runs, where it comes from (each source with its
+    /// revision, linked to the commit), who started the sync. Empty facts are left out.
+    pub fn facts(&self) -> Vec<Fact> {
+        let Some(first) = self.incidents.first() else {
+            return Vec::new();
+        };
+        let mut out = vec![Fact {
+            label: "Application".into(),
+            value: self.name.clone(),
+            link: self.url.map(str::to_string),
+        }];
+        for (label, value) in [("Project", &first.project), ("Team", &first.team)] {
+            if !value.trim().is_empty() {
+                out.push(fact(label, value.clone()));
+            }
+        }
+        let destination: Vec<&str> = [first.destination_cluster.as_str(), first.destination_namespace.as_str()]
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        if !destination.is_empty() {
+            out.push(fact("Destination", destination.join(" / ")));
+        }
+        out.extend(sources(first));
+        let previous = self.incidents.iter().find_map(|i| i.previous_revision.as_deref());
+        if let Some(r) = previous.filter(|r| !r.trim().is_empty()) {
+            out.push(fact("Previous revision", short_rev(r).to_string()));
+        }
+        let by = self.incidents.iter().find_map(|i| i.initiated_by.as_deref());
+        if let Some(by) = by.filter(|b| !b.trim().is_empty()) {
+            out.push(fact("Initiated by", by.to_string()));
+        }
+        let severity = self.incidents.iter().map(|i| i.severity).max().unwrap_or_default();
+        out.push(fact("Severity", severity.to_string()));
+        out
+    }
+}
+
+/// `Source` (or `Source 1`, `Source 2`… for a multi-source Application): what it is, at which revision, linked
+/// to the commit when there is one. Without sources (incidents stored before they were kept), the revision alone.
+fn sources(i: &Incident) -> Vec<Fact> {
+    if i.sources.is_empty() {
+        return i
+            .revision
+            .iter()
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| fact("Revision", short_rev(r).to_string()))
+            .collect();
+    }
+    let many = i.sources.len() > 1;
+    i.sources
+        .iter()
+        .enumerate()
+        .map(|(k, src)| {
+            let mut value = src.describe();
+            match (&src.revision, &src.target_revision) {
+                (Some(rev), Some(target)) if target != rev => {
+                    value.push_str(&format!(" at {} ({target})", short_rev(rev)))
+                }
+                (Some(rev), _) => value.push_str(&format!(" at {}", short_rev(rev))),
+                (None, Some(target)) => value.push_str(&format!(" ({target})")),
+                (None, None) => {}
+            }
+            Fact {
+                label: if many {
+                    format!("Source {}", k + 1)
+                } else {
+                    "Source".into()
+                },
+                value,
+                link: src.commit_url.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The status of one incident in a message: FIRING, RESOLVED, or EVENT for what happened once (a prune, a
+/// failed sync is still FIRING until a sync succeeds).
+pub fn incident_word(i: &Incident) -> &'static str {
+    match (i.kind.is_informational(), i.state) {
+        (true, _) => "EVENT",
+        (false, IncidentState::Resolved) => "RESOLVED",
+        (false, _) if i.kind == crate::domain::Kind::Test => "TEST",
+        (false, _) => "FIRING",
+    }
+}
+
+/// A resource as a line: `Deployment payments/payments-api: Degraded — exceeded its progress deadline`.
+pub fn resource_line(r: &crate::domain::ResourceRef) -> (String, String) {
+    let place = if r.namespace.is_empty() {
+        r.name.clone()
+    } else {
+        format!("{}/{}", r.namespace, r.name)
+    };
+    (format!("{} {place}", r.kind), r.status.clone())
+}
+
+/// Cuts `s` to at most `max` UTF-16 code units (Slack counts its limits so: an emoji is two), with an ellipsis.
+pub fn truncate_utf16(s: &str, max: usize) -> String {
+    if s.encode_utf16().count() <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        if used + c.len_utf16() > max.saturating_sub(1) {
+            break;
+        }
+        used += c.len_utf16();
+        out.push(c);
+    }
+    while out.ends_with(['<', '\\']) {
+        out.pop();
+    }
+    out.push('…');
+    out
+}
+
+/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits). A cut never
+/// leaves a `<` or a `\\` at the end, split from the word joiner or the character that made it text.
 pub fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    while out.ends_with(['<', '\\']) {
+        out.pop();
+    }
     out.push('…');
     out
 }
@@ -68,179 +265,6 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
     out
 }
 
-pub fn text(n: &Notification) -> String {
-    plain(n, escape::one_line)
-}
-
-/// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
-pub fn console_text(n: &Notification) -> String {
-    plain(n, escape::console)
-}
-
-/// Plain text, each field written through `field` (one line, or escaped for a terminal).
-fn plain(n: &Notification, field: fn(&str) -> String) -> String {
-    let mut s = String::new();
-    s.push_str(&field(&n.title));
-    s.push_str("\n\n");
-    if !n.reason.is_empty() {
-        s.push_str(&format!("({})\n\n", field(&n.reason)));
-    }
-    for i in &n.incidents {
-        s.push_str(&format!(
-            "* [{}] {}\n",
-            i.state.as_str().to_uppercase(),
-            field(&i.summary)
-        ));
-        for (k, v) in facts(i) {
-            s.push_str(&format!("    {k}: {}\n", field(&v)));
-        }
-        if !i.resources.is_empty() {
-            s.push_str("    Resources:\n");
-            for r in &i.resources {
-                s.push_str(&format!("      - {} ({})", field(&r.display()), field(&r.status)));
-                if !r.message.is_empty() {
-                    s.push_str(&format!(": {}", field(&r.message)));
-                }
-                s.push('\n');
-            }
-        }
-        for m in &i.messages {
-            for (k, line) in escape::message_lines(m).iter().enumerate() {
-                let label = if k == 0 { "Message:" } else { "        " };
-                s.push_str(&format!("    {label} {}\n", field(line)));
-            }
-        }
-        for h in &i.hints {
-            s.push_str(&format!("    What to do — {}: {}\n", field(&h.title), field(&h.text)));
-        }
-        for note in &i.notes {
-            s.push_str(&format!("    Note: {}\n", field(note)));
-        }
-        s.push('\n');
-    }
-    s
-}
-
-/// CommonMark (GitHub, Mattermost): every field from Argo CD escaped, messages quoted line by line.
-pub fn markdown(n: &Notification) -> String {
-    use escape::commonmark as md;
-    let mut s = String::new();
-    s.push_str(&format!("### {}\n\n", md(&n.title)));
-    if !n.reason.is_empty() {
-        s.push_str(&format!("_{}_\n\n", md(&n.reason)));
-    }
-    for i in &n.incidents {
-        s.push_str(&format!(
-            "**[{}] {}**\n\n",
-            i.state.as_str().to_uppercase(),
-            md(&i.summary)
-        ));
-        for (k, v) in facts(i) {
-            if k == "Argo CD" {
-                s.push_str(&format!("- {k}: [{}]({v})\n", md(&i.app_name)));
-            } else {
-                s.push_str(&format!("- {k}: {}\n", md(&v)));
-            }
-        }
-        if !i.resources.is_empty() {
-            s.push_str("\n| Kind | Namespace | Name | Status | Message |\n|---|---|---|---|---|\n");
-            for r in &i.resources {
-                s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} |\n",
-                    md(&r.kind),
-                    md(&r.namespace),
-                    md(&r.name),
-                    md(&r.status),
-                    md(&r.message)
-                ));
-            }
-        }
-        for m in &i.messages {
-            s.push('\n');
-            for line in escape::message_lines(m) {
-                s.push_str(&format!("> {}\n", md(&line)));
-            }
-        }
-        if !i.hints.is_empty() {
-            s.push_str("\n**What to do**\n\n");
-            for h in &i.hints {
-                let text = escape::with_code(&h.text, md, escape::commonmark_code);
-                s.push_str(&format!("- **{}**: {text}\n", md(&h.title)));
-            }
-        }
-        for note in &i.notes {
-            s.push_str(&format!("\n_Note: {}_\n", md(note)));
-        }
-        s.push('\n');
-    }
-    s
-}
-
-pub fn html(n: &Notification) -> String {
-    use escape::html as esc;
-    let mut s = String::from("<html><body style=\"font-family:sans-serif\">");
-    s.push_str(&format!("<h2>{}</h2>", esc(&n.title)));
-    if !n.reason.is_empty() {
-        s.push_str(&format!("<p><em>{}</em></p>", esc(&n.reason)));
-    }
-    for i in &n.incidents {
-        s.push_str(&format!(
-            "<h3>[{}] {}</h3><table>",
-            esc(&i.state.as_str().to_uppercase()),
-            esc(&i.summary)
-        ));
-        for (k, v) in facts(i) {
-            if k == "Argo CD" {
-                s.push_str(&format!(
-                    "<tr><th align=left>{k}</th><td><a href=\"{}\">{}</a></td></tr>",
-                    esc(&v),
-                    esc(&v)
-                ));
-            } else {
-                s.push_str(&format!("<tr><th align=left>{k}</th><td>{}</td></tr>", esc(&v)));
-            }
-        }
-        s.push_str("</table>");
-        if !i.resources.is_empty() {
-            s.push_str("<table border=1 cellpadding=4><tr><th>Kind</th><th>Namespace</th><th>Name</th><th>Status</th><th>Message</th></tr>");
-            for r in &i.resources {
-                s.push_str(&format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&r.kind),
-                    esc(&r.namespace),
-                    esc(&r.name),
-                    esc(&r.status),
-                    esc(&r.message)
-                ));
-            }
-            s.push_str("</table>");
-        }
-        for m in &i.messages {
-            s.push_str(&format!(
-                "<blockquote>{}</blockquote>",
-                escape::message_lines(m)
-                    .iter()
-                    .map(|l| esc(l))
-                    .collect::<Vec<_>>()
-                    .join("<br>")
-            ));
-        }
-        if !i.hints.is_empty() {
-            s.push_str("<h4>What to do</h4><ul>");
-            for h in &i.hints {
-                let text = escape::with_code(&h.text, esc, |c| format!("<code>{}</code>", esc(c)));
-                s.push_str(&format!("<li><b>{}</b>: {text}</li>", esc(&h.title)));
-            }
-            s.push_str("</ul>");
-        }
-        for note in &i.notes {
-            s.push_str(&format!("<p><em>Note: {}</em></p>", esc(note)));
-        }
-    }
-    s.push_str("</body></html>");
-    s
-}
-
 /// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST.
 pub fn status_word(n: &Notification) -> &'static str {
     match n.action {
@@ -294,5 +318,14 @@ mod tests {
     fn truncation_counts_characters_not_bytes() {
         assert_eq!(truncate("héllo", 5), "héllo");
         assert_eq!(truncate("héllo wörld", 5), "héll…");
+    }
+
+    #[test]
+    fn utf16_truncation_counts_an_emoji_as_two() {
+        let header = format!("🔴 {}", "x".repeat(148));
+        assert_eq!(header.chars().count(), 150);
+        let cut = truncate_utf16(&header, 150);
+        assert!(cut.encode_utf16().count() <= 150, "{}", cut.encode_utf16().count());
+        assert!(cut.ends_with('…'));
     }
 }
