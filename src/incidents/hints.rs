@@ -219,28 +219,45 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
 
 /// Why an Application is Degraded, from its resources' and its own health messages: a rollout past its deadline,
 /// an image that cannot be pulled, a container that keeps crashing or runs out of memory, a pod that cannot be
-/// scheduled, a job out of retries. The first unhealthy resource's names are filled in.
+/// scheduled, a job out of retries. Each hint names the resource whose message says so (else the first one).
 fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
     let s = &state.snapshot;
-    let texts: Vec<&str> = view
-        .resources
+    let app_messages: Vec<&str> = view
+        .messages
         .iter()
-        .map(|r| r.message.as_str())
-        .chain(view.messages.iter().map(String::as_str))
+        .map(String::as_str)
         .chain(s.health_message.as_deref())
         .collect();
-    let said = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
-    let first = view.resources.first();
-    let ns = first
-        .map(|r| r.namespace.as_str())
-        .filter(|n| !n.is_empty())
-        .or(s.destination.namespace.as_deref())
-        .unwrap_or("NAMESPACE");
-    let target = first
-        .map(|r| format!("{}/{}", r.kind.to_lowercase(), r.name))
-        .unwrap_or_else(|| "deployment/NAME".into());
+    // The resource a rule's words point at, or the first unhealthy one when only the Application's message has them.
+    let about = |needles: &[&str]| -> Option<(String, String)> {
+        let says = |t: &str| needles.iter().any(|n| t.contains(n));
+        let r = view.resources.iter().find(|r| says(&r.message)).or_else(|| {
+            app_messages
+                .iter()
+                .any(|m| says(m))
+                .then(|| view.resources.first())
+                .flatten()
+        });
+        let target = |r: &crate::domain::ResourceRef| format!("{}/{}", r.kind.to_lowercase(), r.name);
+        match r {
+            Some(r) => Some((
+                Some(r.namespace.as_str())
+                    .filter(|n| !n.is_empty())
+                    .or(s.destination.namespace.as_deref())
+                    .unwrap_or("NAMESPACE")
+                    .to_string(),
+                target(r),
+            )),
+            None if app_messages.iter().any(|m| says(m)) => Some((
+                s.destination.namespace.clone().unwrap_or_else(|| "NAMESPACE".into()),
+                "deployment/NAME".into(),
+            )),
+            None => None,
+        }
+    };
     let mut out = Vec::new();
-    if said(&["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"]) {
+    let image = about(&["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"]);
+    if let Some((ns, target)) = &image {
         out.push(hint(
             "image_pull",
             "The image cannot be pulled",
@@ -250,7 +267,8 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
             ),
         ));
     }
-    if said(&["CrashLoopBackOff", "Back-off restarting", "OOMKilled"]) {
+    let crash = about(&["CrashLoopBackOff", "Back-off restarting", "OOMKilled"]);
+    if let Some((ns, target)) = &crash {
         out.push(hint(
             "crash_loop",
             "A container keeps crashing",
@@ -260,12 +278,13 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
             ),
         ));
     }
-    if said(&[
+    let unschedulable = about(&[
         "Insufficient cpu",
         "Insufficient memory",
         "Unschedulable",
         "had untolerated taint",
-    ]) {
+    ]);
+    if let Some((ns, target)) = &unschedulable {
         out.push(hint(
             "unschedulable",
             "Pods cannot be scheduled",
@@ -275,7 +294,7 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
             ),
         ));
     }
-    if said(&["BackoffLimitExceeded", "backoff limit"]) {
+    if let Some((ns, target)) = about(&["BackoffLimitExceeded", "backoff limit"]) {
         out.push(hint(
             "job_failed",
             "A job ran out of retries",
@@ -284,7 +303,9 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
             ),
         ));
     }
-    if out.is_empty() && said(&["progress deadline", "ProgressDeadlineExceeded"]) {
+    // A rollout past its deadline is explained by the hints above when one applies.
+    let explained = image.is_some() || crash.is_some() || unschedulable.is_some();
+    if let Some((ns, target)) = about(&["progress deadline", "ProgressDeadlineExceeded"]).filter(|_| !explained) {
         out.push(hint(
             "rollout_stuck",
             "The rollout is stuck",
@@ -296,11 +317,18 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
             ),
         ));
     }
-    if out.is_empty() && first.is_some() {
+    if let (true, Some(r)) = (out.is_empty(), view.resources.first()) {
+        let ns = Some(r.namespace.as_str())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("NAMESPACE");
         out.push(hint(
             "unhealthy_resource",
             "Look at the unhealthy resource",
-            format!("Its events say why it is unhealthy: `kubectl -n {ns} describe {target}`."),
+            format!(
+                "Its events say why it is unhealthy: `kubectl -n {ns} describe {}/{}`.",
+                r.kind.to_lowercase(),
+                r.name
+            ),
         ));
     }
     out

@@ -12,6 +12,8 @@ pub mod console;
 mod echo_tests;
 pub mod email;
 pub mod github;
+#[cfg(test)]
+mod golden;
 pub mod googlechat;
 pub mod http;
 #[cfg(test)]
