@@ -42,6 +42,10 @@ pub enum Command {
         /// `recorded`: each body's envelope timestamp is the clock; `now`: the bodies arrive now, one after another.
         #[arg(long, value_enum, default_value = "now")]
         clock: ReplayClock,
+        /// Also print what a receiver of this type would show for each notification (`slack`, `email`,
+        /// `msteams`…), or `configured` for each notification's own receiver's type.
+        #[arg(long, value_name = "RECEIVER_TYPE")]
+        render: Option<String>,
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
@@ -116,7 +120,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         },
         Command::Route { config, app } => route(load(config)?, app),
-        Command::Replay { config, clock, bodies } => replay(load(config)?, clock, bodies).await,
+        Command::Replay {
+            config,
+            clock,
+            render,
+            bodies,
+        } => replay(load(config)?, clock, render, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
     }
 }
@@ -185,8 +194,22 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn replay(
+    mut settings: Settings,
+    clock_mode: ReplayClock,
+    render: Option<String>,
+    bodies: Vec<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
+    if let Some(kind) = render.as_deref()
+        && kind != "configured"
+        && !crate::receivers::preview::KINDS.contains(&kind)
+    {
+        anyhow::bail!(
+            "--render {kind}: not a receiver type; use `configured` or one of {}",
+            crate::receivers::preview::KINDS.join(", ")
+        );
+    }
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
     let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&scratch)?;
@@ -219,7 +242,7 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
-                printed = print_outbox(&pipeline, printed).await?;
+                printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
@@ -241,12 +264,12 @@ async fn replay(mut settings: Settings, clock_mode: ReplayClock, bodies: Vec<Pat
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
         }
         pipeline.tick().await?;
-        printed = print_outbox(&pipeline, printed).await?;
+        printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
     }
     // Let group_wait pass so what would be sent is shown.
     let end = clock.now() + chrono::Duration::from_std(settings.grouping.group_wait).unwrap_or_default();
     advance_to(&pipeline, &clock, end + chrono::Duration::seconds(1)).await?;
-    print_outbox(&pipeline, printed).await?;
+    print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -276,7 +299,13 @@ async fn advance_to(
     }
 }
 
-async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::Result<usize> {
+/// Prints the notifications queued since the `already` first ones, each rendered as `render` says.
+async fn print_outbox(
+    p: &crate::pipeline::Pipeline,
+    already: usize,
+    settings: &Settings,
+    render: Option<&str>,
+) -> anyhow::Result<usize> {
     let mut rows = p.outbox(None, 10_000).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
@@ -289,6 +318,19 @@ async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::
             n.title,
             n.incidents.len()
         );
+        let kind = match render {
+            Some("configured") => settings.receiver(&r.receiver).map(|rs| rs.kind.type_name()),
+            other => other,
+        };
+        let parts = kind.and_then(|k| crate::receivers::preview::preview(k, &n, n.created_at).map(|p| (k, p)));
+        if let Some((kind, parts)) = parts {
+            for part in parts {
+                println!("    ---- {kind} {} ----", part.name);
+                for line in part.text.lines() {
+                    println!("    {line}");
+                }
+            }
+        }
     }
     Ok(rows.len())
 }
