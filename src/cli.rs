@@ -51,6 +51,10 @@ pub enum Command {
         /// time), then print what fired, what resolved and what is still pending.
         #[arg(long, value_parser = parse_until)]
         until: Option<Until>,
+        /// Also print what a receiver of this type would show for each notification (`slack`, `email`,
+        /// `msteams`…), or `configured` for each notification's own receiver's type.
+        #[arg(long, value_name = "RECEIVER_TYPE")]
+        render: Option<String>,
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
@@ -161,8 +165,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             config,
             clock,
             until,
+            render,
             bodies,
-        } => replay(load(config)?, clock, until, bodies).await,
+        } => replay(load(config)?, clock, until, render, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
         Command::Silence { remote, action } => silence(remote, action).await,
         Command::Incidents {
@@ -298,9 +303,19 @@ async fn replay(
     mut settings: Settings,
     clock_mode: ReplayClock,
     until: Option<Until>,
+    render: Option<String>,
     bodies: Vec<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     use secrecy::SecretString;
+    if let Some(kind) = render.as_deref()
+        && kind != "configured"
+        && !crate::receivers::preview::KINDS.contains(&kind)
+    {
+        anyhow::bail!(
+            "--render {kind}: not a receiver type; use `configured` or one of {}",
+            crate::receivers::preview::KINDS.join(", ")
+        );
+    }
     // A private in-memory store: nothing of the real one is touched, nothing is sent.
     let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&scratch)?;
@@ -333,7 +348,7 @@ async fn replay(
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
-                printed = print_outbox(&pipeline, printed).await?;
+                printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
@@ -355,11 +370,11 @@ async fn replay(
             println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
         }
         pipeline.tick().await?;
-        printed = print_outbox(&pipeline, printed).await?;
+        printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
     }
     let end = replay_end(clock.now(), settings.grouping.group_wait, until)?;
     advance_to(&pipeline, &clock, end).await?;
-    print_outbox(&pipeline, printed).await?;
+    print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
     if until.is_some() {
         print_summary(&pipeline).await?;
     }
@@ -459,7 +474,13 @@ async fn advance_to(
     }
 }
 
-async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::Result<usize> {
+/// Prints the notifications queued since the `already` first ones, each rendered as `render` says.
+async fn print_outbox(
+    p: &crate::pipeline::Pipeline,
+    already: usize,
+    settings: &Settings,
+    render: Option<&str>,
+) -> anyhow::Result<usize> {
     let mut rows = p.outbox(None, 10_000, None).await?;
     rows.reverse();
     for r in rows.iter().skip(already) {
@@ -472,6 +493,19 @@ async fn print_outbox(p: &crate::pipeline::Pipeline, already: usize) -> anyhow::
             n.title,
             n.incidents.len()
         );
+        let kind = match render {
+            Some("configured") => settings.receiver(&r.receiver).map(|rs| rs.kind.type_name()),
+            other => other,
+        };
+        let parts = kind.and_then(|k| crate::receivers::preview::preview(k, &n, n.created_at).map(|p| (k, p)));
+        if let Some((kind, parts)) = parts {
+            for part in parts {
+                println!("    ---- {kind} {} ----", part.name);
+                for line in part.text.lines() {
+                    println!("    {line}");
+                }
+            }
+        }
     }
     Ok(rows.len())
 }

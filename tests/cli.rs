@@ -152,13 +152,46 @@ fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications(
     assert!(out.contains("incident out_of_sync"), "{out}");
     // The Unknown apps of 16:06 have been Unknown for 5 minutes at 16:11: that is where the rule fires.
     assert!(
-        out.contains("2025-10-02T16:11:23Z would notify console (open): sync_unknown on 2 Applications"),
+        out.contains("2025-10-02T16:11:23Z would notify console (open): sync status Unknown on 2 Applications"),
         "{out}"
     );
     assert!(
-        out.contains("would notify console (open): argocd/aaaaaaa is Missing"),
+        out.contains("would notify console (open): aaaaaaa: Missing for"),
         "{out}"
     );
+    assert!(!out.contains("sync_unknown on"), "no internal names in titles: {out}");
+}
+
+#[test]
+fn replay_renders_what_a_receiver_would_show() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(dir.path(), "c.yaml", "grouping: {group_wait: 0s}\n");
+    let body = fixtures()
+        .join("captured/021_remove_podinfo_1_1.json")
+        .display()
+        .to_string();
+    // Derived from 021: the same Application a little over an hour later, still OutOfSync with podinfo to prune.
+    let mut later: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&body).expect("021")).expect("JSON");
+    later["timestamp"] = "2025-10-02T18:02:00Z".into();
+    let later = write(dir.path(), "later.json", &later.to_string());
+    let args = [
+        "replay", "--config", &cfg, "--clock", "recorded", "--render", "slack", &body, &later,
+    ];
+
+    let (code, out, err) = herald(&args, &[]);
+
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("---- slack json ----"), "{out}");
+    // Fired the moment the hour was up (group_wait 0s): one message, a line per problem.
+    assert!(
+        out.contains("aaaaaaaaa: OutOfSync for 1 h; 1 resource waiting to be pruned for 1 h [2 incident(s)]"),
+        "{out}"
+    );
+    assert!(out.contains("--resource argoproj.io:Application:podinfo"), "{out}");
+    let (code, _, err) = herald(&["replay", "--config", &cfg, "--render", "fax", &body], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a receiver type"), "{err}");
 }
 
 #[test]

@@ -141,6 +141,12 @@ pub struct ResourceRef {
     pub name: String,
     pub status: String,
     pub message: String,
+    /// The API group (`apps`, `argoproj.io`; empty for the core group), for `--resource GROUP:KIND:NAME`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// The resource in the Argo CD UI, when Argo CD's URL is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl ResourceRef {
@@ -149,6 +155,42 @@ impl ResourceRef {
             format!("{}/{}", self.kind, self.name)
         } else {
             format!("{}/{}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+/// Where an Application's manifests come from, and what was deployed from there: one per source, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceRevision {
+    pub repo_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// What the spec asks for (`HEAD`, `main`, `6.9.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_revision: Option<String>,
+    /// What Argo CD synced or compares with (a commit, a chart version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The commit on GitHub or GitLab, when the repository is one and the revision a commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_url: Option<String>,
+}
+
+impl SourceRevision {
+    /// `chart podinfo from ghcr.io/stefanprodan/charts`, `github.com/acme/apps, path payments`: what people
+    /// recognise, without the empty parts.
+    pub fn describe(&self) -> String {
+        let repo = self
+            .repo_url
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .trim_end_matches(".git");
+        match (&self.chart, &self.path) {
+            (Some(chart), _) => format!("chart {chart} from {repo}"),
+            (None, Some(path)) => format!("{repo}, path {path}"),
+            (None, None) => repo.to_string(),
         }
     }
 }
@@ -197,4 +239,36 @@ pub struct Incident {
     /// Why it resolved, when it was not its condition going away (e.g. "Application deleted").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
+    /// What is wrong, in people's words and without the Application's name: `OutOfSync`, `sync status Unknown`,
+    /// `1 resource waiting to be pruned`, `sync failed: one or more objects failed to apply`. Empty in incidents
+    /// stored before it existed: [`Incident::problem`] then says it from the kind.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub condition: String,
+    /// The Application's sources and the revision of each (one for most Applications).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceRevision>,
+}
+
+impl Incident {
+    /// What is wrong, in people's words (`OutOfSync`, `Degraded`, `sync status Unknown`…), never an internal name.
+    pub fn problem(&self) -> String {
+        if !self.condition.is_empty() {
+            return self.condition.clone();
+        }
+        match self.kind {
+            Kind::OutOfSync => "OutOfSync".into(),
+            Kind::PrunePending => "resources waiting to be pruned".into(),
+            Kind::SyncFailed => "sync failed".into(),
+            Kind::Degraded => "Degraded".into(),
+            Kind::SyncUnknown => "sync status Unknown".into(),
+            Kind::Pruned => "resources deleted by the sync".into(),
+            Kind::Test => "test notification".into(),
+        }
+    }
+
+    /// Whether the problem is a state that lasts (and so is told with how long), not an event (a sync that
+    /// failed or pruned).
+    pub fn lasts(&self) -> bool {
+        !matches!(self.kind, Kind::SyncFailed | Kind::Pruned | Kind::Test)
+    }
 }

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::incident::{Incident, IncidentState, Kind, Severity};
 
+// Titles and status lines are worded here, once, for the pipeline (which titles notifications) and every receiver
+// (which shows each incident's line).
+
 /// Where a notification stands in its thread's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -134,5 +137,291 @@ impl Action {
         [Action::Open, Action::Update, Action::Resolve, Action::Test]
             .into_iter()
             .find(|v| v.as_str() == s)
+    }
+}
+
+/// How long, in people's words: `45 s`, `10 min`, `1 h`, `1 h 5 min`, `3 d 2 h`.
+pub fn duration_words(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    let mins = secs / 60;
+    let (hours, days) = (mins / 60, mins / 60 / 24);
+    match () {
+        _ if secs < 60 => format!("{secs} s"),
+        _ if mins < 60 => format!("{mins} min"),
+        _ if hours < 48 => match mins % 60 {
+            0 => format!("{hours} h"),
+            m => format!("{hours} h {m} min"),
+        },
+        _ => match hours % 24 {
+            0 => format!("{days} d"),
+            h => format!("{days} d {h} h"),
+        },
+    }
+}
+
+/// [`duration_words`], saying `over` when the words are shorter than the time (`for over 1 h` at 1 h 0 min 30 s).
+pub fn for_how_long(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    let unit = match secs {
+        0..60 => 1,
+        60..172_800 => 60,
+        _ => 3600,
+    };
+    let words = duration_words(d);
+    if secs % unit == 0 {
+        words
+    } else {
+        format!("over {words}")
+    }
+}
+
+/// A time of day (`16:01 UTC`), with the date when it is not `now`'s.
+pub fn at_words(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    if t.date_naive() == now.date_naive() {
+        t.format("%H:%M UTC").to_string()
+    } else {
+        t.format("%Y-%m-%d %H:%M UTC").to_string()
+    }
+}
+
+impl Incident {
+    /// One line about this incident at `now`, without the Application's name: `OutOfSync for over 1 h, since
+    /// 16:01 UTC`; `sync failed: …, at 09:49 UTC`; `Degraded, resolved at 17:13 UTC after 1 h 12 min`.
+    pub fn status_line(&self, now: DateTime<Utc>) -> String {
+        let problem = self.problem();
+        let started = self.since;
+        match (self.state, self.resolved_at) {
+            (IncidentState::Resolved, Some(at)) if !self.kind.is_informational() => {
+                let why = self
+                    .resolution
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                format!(
+                    "{problem}, resolved at {}{why} after {}",
+                    at_words(at, now),
+                    duration_words(at - started)
+                )
+            }
+            _ if self.lasts() => format!(
+                "{problem} for {}, since {}",
+                for_how_long(now - started),
+                at_words(started, now)
+            ),
+            _ => format!("{problem}, at {}", at_words(started, now)),
+        }
+    }
+
+    /// The words about this incident in a title: `OutOfSync for over 1 h`, `sync failed: …`, or, resolving,
+    /// `OutOfSync ended after 1 h 12 min`.
+    fn title_words(&self, action: Action, now: DateTime<Utc>) -> String {
+        let problem = self.problem();
+        if action == Action::Resolve {
+            let lasted = duration_words(self.resolved_at.unwrap_or(now) - self.since);
+            return match &self.resolution {
+                Some(why) => format!("{problem} ended: {why} (after {lasted})"),
+                None => format!("{problem} ended after {lasted}"),
+            };
+        }
+        if self.lasts() {
+            format!("{problem} for {}", for_how_long(now - self.since))
+        } else {
+            problem
+        }
+    }
+
+    /// Whether this incident ended before the message about it (an event closed as soon as it is told is not).
+    fn ended(&self) -> bool {
+        self.state == IncidentState::Resolved && !self.kind.is_informational()
+    }
+}
+
+/// The kinds' words for a title about many Applications: what each has (never an internal name).
+fn kind_words(kind: Kind) -> &'static str {
+    match kind {
+        Kind::OutOfSync => "OutOfSync",
+        Kind::PrunePending => "resources waiting to be pruned",
+        Kind::SyncFailed => "sync failed",
+        Kind::Degraded => "Degraded",
+        Kind::SyncUnknown => "sync status Unknown",
+        Kind::Pruned => "resources deleted by a sync",
+        Kind::Test => "test notification",
+    }
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+impl Notification {
+    /// The one line of a notification about `incidents` for `action` at `now`, in people's words, without a
+    /// status word (receivers add theirs: FIRING, RESOLVED): `aaaaaaaaa: OutOfSync for over 1 h; 1 resource
+    /// waiting to be pruned for over 1 h`, `payments: Degraded ended after 1 h 12 min`, `OutOfSync on 40
+    /// Applications of team platform`. An event (a prune, closed as soon as it is told) never reads as resolved.
+    pub fn title_of(action: Action, incidents: &[Incident], now: DateTime<Utc>) -> String {
+        let mut apps: Vec<(&str, &str)> = Vec::new();
+        for i in incidents {
+            if !apps.contains(&(i.app_namespace.as_str(), i.app_name.as_str())) {
+                apps.push((i.app_namespace.as_str(), i.app_name.as_str()));
+            }
+        }
+        let ended = incidents.iter().filter(|i| i.ended()).count();
+        let shown: Vec<&Incident> = if action == Action::Resolve {
+            incidents.iter().collect()
+        } else {
+            incidents.iter().filter(|i| !i.ended()).collect()
+        };
+        let also_ended = if action != Action::Resolve && ended > 0 {
+            format!(" ({ended} resolved)")
+        } else {
+            String::new()
+        };
+        if let [(_, app)] = apps.as_slice() {
+            let words: Vec<String> = shown.iter().map(|i| i.title_words(action, now)).collect();
+            return format!("{app}: {}{also_ended}", words.join("; "));
+        }
+        let mut kinds: Vec<Kind> = shown.iter().map(|i| i.kind).collect();
+        kinds.dedup();
+        let what = match kinds.as_slice() {
+            [one] => kind_words(*one).to_string(),
+            _ => plural(shown.len(), "problem"),
+        };
+        let ended_word = if action == Action::Resolve { " ended" } else { "" };
+        let team = incidents.first().map(|i| i.team.as_str()).unwrap_or_default();
+        let of_team = if team.is_empty() {
+            String::new()
+        } else {
+            format!(" of team {team}")
+        };
+        format!(
+            "{what}{ended_word} on {}{of_team}{also_ended}",
+            plural(apps.len(), "Application")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2025, 10, 2, h, m, s).single().expect("a time")
+    }
+
+    fn incident(app: &str, kind: Kind, condition: &str, since: DateTime<Utc>) -> Incident {
+        Incident {
+            kind,
+            app_namespace: "argocd".into(),
+            app_name: app.into(),
+            team: "platform".into(),
+            condition: condition.into(),
+            since,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        let cases = [
+            (45, "45 s"),
+            (600, "10 min"),
+            (3600, "1 h"),
+            (3900, "1 h 5 min"),
+            (266_400, "3 d 2 h"),
+        ];
+        for (secs, words) in cases {
+            assert_eq!(duration_words(chrono::Duration::seconds(secs)), words);
+        }
+        assert_eq!(for_how_long(chrono::Duration::seconds(3630)), "over 1 h");
+        assert_eq!(for_how_long(chrono::Duration::seconds(3900)), "1 h 5 min");
+    }
+
+    #[test]
+    fn one_application_with_two_problems_is_one_title_in_peoples_words() {
+        let since = at(17, 1, 47);
+        let both = [
+            incident("aaaaaaaaa", Kind::OutOfSync, "OutOfSync", since),
+            incident(
+                "aaaaaaaaa",
+                Kind::PrunePending,
+                "1 resource waiting to be pruned",
+                since,
+            ),
+        ];
+
+        let title = Notification::title_of(Action::Open, &both, at(18, 2, 17));
+
+        assert_eq!(
+            title,
+            "aaaaaaaaa: OutOfSync for over 1 h; 1 resource waiting to be pruned for over 1 h"
+        );
+    }
+
+    #[test]
+    fn a_resolve_says_after_how_long_with_one_status_word() {
+        let mut i = incident("payments", Kind::Degraded, "Degraded", at(16, 1, 0));
+        i.state = IncidentState::Resolved;
+        i.resolved_at = Some(at(17, 13, 0));
+
+        let title = Notification::title_of(Action::Resolve, &[i.clone()], at(17, 13, 30));
+        assert_eq!(title, "payments: Degraded ended after 1 h 12 min");
+        assert!(!title.to_lowercase().contains("resolved"), "{title}");
+
+        i.resolution = Some("Application deleted".into());
+        let title = Notification::title_of(Action::Resolve, &[i], at(17, 13, 30));
+        assert_eq!(
+            title,
+            "payments: Degraded ended: Application deleted (after 1 h 12 min)"
+        );
+    }
+
+    #[test]
+    fn many_applications_are_counted_with_the_right_plural_and_no_internal_names() {
+        let many: Vec<Incident> = (0..40)
+            .map(|k| {
+                incident(
+                    &format!("app-{k}"),
+                    Kind::SyncUnknown,
+                    "sync status Unknown",
+                    at(16, 0, 0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            Notification::title_of(Action::Open, &many, at(16, 10, 0)),
+            "sync status Unknown on 40 Applications of team platform"
+        );
+        let mut two = many[..2].to_vec();
+        two[1].kind = Kind::OutOfSync;
+        assert_eq!(
+            Notification::title_of(Action::Open, &two, at(16, 10, 0)),
+            "2 problems on 2 Applications of team platform"
+        );
+    }
+
+    #[test]
+    fn an_event_on_an_open_never_reads_as_resolved() {
+        let mut pruned = incident(
+            "payments",
+            Kind::Pruned,
+            "the sync deleted ConfigMap payments-config",
+            at(9, 0, 0),
+        );
+        // Closed the moment it fired, before its group flushed.
+        pruned.state = IncidentState::Resolved;
+        pruned.resolved_at = Some(at(9, 0, 0));
+
+        let title = Notification::title_of(Action::Open, &[pruned.clone()], at(9, 0, 30));
+        assert_eq!(title, "payments: the sync deleted ConfigMap payments-config");
+        assert_eq!(
+            pruned.status_line(at(9, 0, 30)),
+            "the sync deleted ConfigMap payments-config, at 09:00 UTC"
+        );
     }
 }

@@ -74,17 +74,30 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
         ));
     }
     if kind == Kind::PrunePending && !s.sync_policy.prune {
+        // The real resources, as `argocd app sync --resource` names them (GROUP:KIND:NAME, the group empty for core).
+        let flags: Vec<String> = view
+            .resources
+            .iter()
+            .take(5)
+            .map(|r| format!(" --resource {}:{}:{}", r.group, r.kind, r.name))
+            .collect();
+        let (these, are, them) = match view.resources.len() {
+            1 => ("This resource was", "is", "it"),
+            _ => ("These resources were", "are", "them"),
+        };
         out.push(hint(
             "prune_disabled",
             "Prune is off",
             format!(
-                "These resources were removed from Git but are still running in the cluster, because automated \
-                 prune is off. Remove them: `argocd app sync {app}{ns_flag} --prune` (or prune one: \
-                 `argocd app sync {app}{ns_flag} --prune --resource GROUP:KIND:NAME`), or enable \
-                 syncPolicy.automated.prune. Annotate what must never be removed with \
-                 argocd.argoproj.io/sync-options: Prune=false."
+                "{these} removed from Git but {are} still running in the cluster, because automated prune is off. \
+                 Remove {them}: `argocd app sync {app}{ns_flag} --prune{}`, or enable syncPolicy.automated.prune. \
+                 Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
+                flags.concat()
             ),
         ));
+    }
+    if kind == Kind::Degraded {
+        out.extend(degraded(state, view));
     }
     if kind == Kind::OutOfSync && s.sync_policy.automated && !s.sync_policy.self_heal {
         out.push(hint(
@@ -200,6 +213,123 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
                     .into(),
             ));
         }
+    }
+    out
+}
+
+/// Why an Application is Degraded, from its resources' and its own health messages: a rollout past its deadline,
+/// an image that cannot be pulled, a container that keeps crashing or runs out of memory, a pod that cannot be
+/// scheduled, a job out of retries. Each hint names the resource whose message says so (else the first one).
+fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
+    let s = &state.snapshot;
+    let app_messages: Vec<&str> = view
+        .messages
+        .iter()
+        .map(String::as_str)
+        .chain(s.health_message.as_deref())
+        .collect();
+    // The resource a rule's words point at, or the first unhealthy one when only the Application's message has them.
+    let about = |needles: &[&str]| -> Option<(String, String)> {
+        let says = |t: &str| needles.iter().any(|n| t.contains(n));
+        let r = view.resources.iter().find(|r| says(&r.message)).or_else(|| {
+            app_messages
+                .iter()
+                .any(|m| says(m))
+                .then(|| view.resources.first())
+                .flatten()
+        });
+        let target = |r: &crate::domain::ResourceRef| format!("{}/{}", r.kind.to_lowercase(), r.name);
+        match r {
+            Some(r) => Some((
+                Some(r.namespace.as_str())
+                    .filter(|n| !n.is_empty())
+                    .or(s.destination.namespace.as_deref())
+                    .unwrap_or("NAMESPACE")
+                    .to_string(),
+                target(r),
+            )),
+            None if app_messages.iter().any(|m| says(m)) => Some((
+                s.destination.namespace.clone().unwrap_or_else(|| "NAMESPACE".into()),
+                "deployment/NAME".into(),
+            )),
+            None => None,
+        }
+    };
+    let mut out = Vec::new();
+    let image = about(&["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"]);
+    if let Some((ns, target)) = &image {
+        out.push(hint(
+            "image_pull",
+            "The image cannot be pulled",
+            format!(
+                "Check the image name and tag in Git, that the registry has it, and the pull secret: \
+                 `kubectl -n {ns} describe {target}` shows the failing image in the pods' events."
+            ),
+        ));
+    }
+    let crash = about(&["CrashLoopBackOff", "Back-off restarting", "OOMKilled"]);
+    if let Some((ns, target)) = &crash {
+        out.push(hint(
+            "crash_loop",
+            "A container keeps crashing",
+            format!(
+                "Read why it stopped: `kubectl -n {ns} logs {target} --previous`; OOMKilled means its memory limit \
+                 is too low for it."
+            ),
+        ));
+    }
+    let unschedulable = about(&[
+        "Insufficient cpu",
+        "Insufficient memory",
+        "Unschedulable",
+        "had untolerated taint",
+    ]);
+    if let Some((ns, target)) = &unschedulable {
+        out.push(hint(
+            "unschedulable",
+            "Pods cannot be scheduled",
+            format!(
+                "No node can take the pods (resources, node selector, taints): `kubectl -n {ns} describe {target}` \
+                 says which; lower the requests or add capacity."
+            ),
+        ));
+    }
+    if let Some((ns, target)) = about(&["BackoffLimitExceeded", "backoff limit"]) {
+        out.push(hint(
+            "job_failed",
+            "A job ran out of retries",
+            format!(
+                "Read the last pod's logs: `kubectl -n {ns} logs {target}`; fix the cause, then sync to run it again."
+            ),
+        ));
+    }
+    // A rollout past its deadline is explained by the hints above when one applies.
+    let explained = image.is_some() || crash.is_some() || unschedulable.is_some();
+    if let Some((ns, target)) = about(&["progress deadline", "ProgressDeadlineExceeded"]).filter(|_| !explained) {
+        out.push(hint(
+            "rollout_stuck",
+            "The rollout is stuck",
+            format!(
+                "New pods did not become ready in time: `kubectl -n {ns} rollout status {target}` and \
+                 `kubectl -n {ns} describe {target}` show why (image, crash, probe, scheduling). Roll back with \
+                 `argocd app rollback {}` if the previous revision was healthy.",
+                s.app.name
+            ),
+        ));
+    }
+    if let (true, Some(r)) = (out.is_empty(), view.resources.first()) {
+        let ns = Some(r.namespace.as_str())
+            .filter(|n| !n.is_empty())
+            .unwrap_or("NAMESPACE");
+        out.push(hint(
+            "unhealthy_resource",
+            "Look at the unhealthy resource",
+            format!(
+                "Its events say why it is unhealthy: `kubectl -n {ns} describe {}/{}`.",
+                r.kind.to_lowercase(),
+                r.name
+            ),
+        ));
     }
     out
 }

@@ -1,7 +1,11 @@
 //! Incidents: which conditions an Application's state is in ([`held_conditions`]), and the lifecycle decisions
-//! (pending → firing → resolved) that follow ([`decide`]). Pure: no I/O, "now" comes in as an argument.
+//! (pending → firing → resolved) that follow ([`decide`]). Each held condition carries what a person needs to
+//! read it: the problem in their words, the resources with their health and links into Argo CD, the sources with
+//! the revision of each (and the commit on GitHub or GitLab), the messages once, and the hints (`hints`).
+//! Pure: no I/O, "now" comes in as an argument.
 
 pub mod hints;
+mod view;
 
 use chrono::{DateTime, Utc};
 
@@ -14,6 +18,8 @@ use crate::argocd::Snapshot;
 use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
+pub use view::{first_sentence, plural};
+use view::{resource_ref, resource_url, sources};
 
 /// A condition the Application is in now, with what a person needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +90,7 @@ fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argoc
             .or_else(|| s.revisions.first().cloned()),
         labels: s.labels.clone(),
         initiated_by: s.operation.as_ref().map(|o| o.initiator.describe()),
+        sources: sources(s, matches!(kind, Kind::SyncFailed | Kind::Pruned)),
         ..Default::default()
     }
 }
@@ -100,7 +107,8 @@ pub fn pending_prunes(s: &Snapshot) -> Vec<ResourceRef> {
             namespace: r.namespace.clone(),
             name: r.name.clone(),
             status: "requires pruning".into(),
-            message: String::new(),
+            group: r.group.clone(),
+            ..Default::default()
         })
         .collect();
     if let Some(op) = &s.operation {
@@ -112,11 +120,8 @@ pub fn pending_prunes(s: &Snapshot) -> Vec<ResourceRef> {
                     .any(|o| o.kind == r.kind && o.namespace == r.namespace && o.name == r.name)
             {
                 out.push(ResourceRef {
-                    kind: r.kind.clone(),
-                    namespace: r.namespace.clone(),
-                    name: r.name.clone(),
                     status: "PruneSkipped".into(),
-                    message: r.message.clone(),
+                    ..result_ref(r)
                 });
             }
         }
@@ -169,6 +174,12 @@ pub fn held_conditions(
             view.since = t;
         }
         fill(&mut view);
+        // Each resource links to its node in the Argo CD UI, next to the Application's link.
+        if let Some(app_url) = view.app_url.clone() {
+            for r in &mut view.resources {
+                r.url = Some(resource_url(&app_url, r));
+            }
+        }
         view.hints = hints::for_incident(kind, state, &view, rules);
         out.push(Held {
             kind,
@@ -184,15 +195,12 @@ pub fn held_conditions(
         .iter()
         .filter(|r| r.status == "OutOfSync")
         .map(|r| ResourceRef {
-            kind: r.kind.clone(),
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
             status: if r.requires_pruning {
                 "OutOfSync (requires pruning)".into()
             } else {
                 r.status.clone()
             },
-            message: String::new(),
+            ..resource_ref(r)
         })
         .collect();
     let condition_messages: Vec<String> = s
@@ -204,6 +212,7 @@ pub fn held_conditions(
     if s.sync_status == "OutOfSync" {
         add(Kind::OutOfSync, "", Some(state.sync_since), &|v| {
             v.summary = format!("{app} is OutOfSync");
+            v.condition = "OutOfSync".into();
             v.resources = out_of_sync_resources.clone();
             v.messages = condition_messages.clone();
         });
@@ -213,9 +222,11 @@ pub fn held_conditions(
         let since = state.prune_since.values().min().copied();
         add(Kind::PrunePending, "", since, &|v| {
             v.summary = format!(
-                "{app}: {} resource(s) removed from Git are still running in the cluster, waiting to be pruned",
-                prunes.len()
+                "{app}: {} removed from Git {} still running in the cluster, waiting to be pruned",
+                plural(prunes.len(), "resource"),
+                if prunes.len() == 1 { "is" } else { "are" }
             );
+            v.condition = format!("{} waiting to be pruned", plural(prunes.len(), "resource"));
             v.resources = prunes.clone();
         });
     }
@@ -224,17 +235,25 @@ pub fn held_conditions(
         match op.phase.as_str() {
             "Failed" | "Error" => {
                 add(Kind::SyncFailed, &op_id, None, &|v| {
+                    let what = if op.phase == "Error" {
+                        "sync error"
+                    } else {
+                        "sync failed"
+                    };
                     v.summary = format!("{app}: sync {} — {}", op.phase.to_lowercase(), first_line(&op.message));
+                    v.condition = match first_sentence(&op.message, 80) {
+                        first if first.is_empty() => what.to_string(),
+                        first => format!("{what}: {first}"),
+                    };
                     v.resources = op
                         .resources
                         .iter()
                         .filter(|r| r.status == "SyncFailed" || r.hook_phase == "Failed")
                         .map(result_ref)
                         .collect();
-                    v.messages = std::iter::once(op.message.clone())
-                        .chain(condition_messages.iter().cloned())
-                        .filter(|m| !m.is_empty())
-                        .collect();
+                    // The full message once: a SyncError condition repeats the operation's message.
+                    v.messages =
+                        view::once(std::iter::once(op.message.clone()).chain(condition_messages.iter().cloned()));
                     v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
                 });
             }
@@ -254,6 +273,10 @@ pub fn held_conditions(
             add(Kind::Pruned, &op_id, None, &|v| {
                 let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
                 v.summary = format!("{app}: the sync deleted {} from the cluster", names.join(", "));
+                v.condition = match pruned.as_slice() {
+                    [one] => format!("the sync deleted {} {}", one.kind, one.name),
+                    many => format!("the sync deleted {}", plural(many.len(), "resource")),
+                };
                 v.resources = pruned.clone();
                 v.previous_revision = before.clone();
                 v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
@@ -263,17 +286,22 @@ pub fn held_conditions(
     if s.health_status == "Degraded" || s.health_status == "Missing" {
         add(Kind::Degraded, "", Some(state.health_since), &|v| {
             v.summary = format!("{app} is {}", s.health_status);
-            v.messages = s.health_message.iter().cloned().collect();
+            v.condition = s.health_status.clone();
+            v.messages = s
+                .health_message
+                .iter()
+                .filter(|m| !m.trim().is_empty())
+                .cloned()
+                .collect();
+            // Why: each unhealthy resource with its health and Argo CD's message about it.
             v.resources = s
                 .resources
                 .iter()
                 .filter(|r| matches!(r.health.as_deref(), Some("Degraded") | Some("Missing")))
                 .map(|r| ResourceRef {
-                    kind: r.kind.clone(),
-                    namespace: r.namespace.clone(),
-                    name: r.name.clone(),
                     status: r.health.clone().unwrap_or_default(),
-                    message: String::new(),
+                    message: r.health_message.clone().unwrap_or_default(),
+                    ..resource_ref(r)
                 })
                 .collect();
         });
@@ -285,9 +313,16 @@ pub fn held_conditions(
     if s.sync_status == "Unknown" || bad_condition {
         let since = (s.sync_status == "Unknown").then_some(state.sync_since);
         add(Kind::SyncUnknown, "", since, &|v| {
-            v.summary = match s.conditions.iter().find(|c| c.r#type.ends_with("Error")) {
+            let error = s.conditions.iter().find(|c| c.r#type.ends_with("Error"));
+            v.summary = match error {
                 Some(c) => format!("{app}: {} — {}", c.r#type, first_line(&c.message)),
                 None => format!("{app}: sync status is Unknown"),
+            };
+            v.condition = match (s.sync_status == "Unknown", error) {
+                (true, Some(c)) => format!("sync status Unknown ({})", c.r#type),
+                (true, None) => "sync status Unknown".into(),
+                (false, Some(c)) => c.r#type.clone(),
+                (false, None) => "sync status Unknown".into(),
             };
             v.messages = condition_messages.clone();
         });
@@ -311,6 +346,8 @@ fn result_ref(r: &crate::argocd::ResultResource) -> ResourceRef {
         name: r.name.clone(),
         status: r.status.clone(),
         message: r.message.clone(),
+        group: r.group.clone(),
+        url: None,
     }
 }
 

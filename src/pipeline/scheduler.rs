@@ -109,7 +109,7 @@ impl Core {
                         receiver: receiver.clone(),
                         action: Action::Resolve,
                         thread_key: format!("{receiver}:escalation:{}", rec.id),
-                        title: format!("Resolved: {}", view.summary),
+                        title: Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
                         reason: "resolved".into(),
                         incidents: vec![view.clone()],
                         created_at: now,
@@ -231,19 +231,25 @@ impl Core {
                 return Ok(flushed);
             }
             flushed += groups.len();
+            let mut messages = Vec::new();
             for g in groups {
-                self.flush_group(&mut tx, g, now).await?;
+                messages.extend(self.flush_group(&mut tx, g, now).await?);
+            }
+            for n in self.one_message_per_application(messages) {
+                enqueue(&mut tx, &n, now).await?;
             }
             tx.commit().await?;
         }
     }
 
+    /// Flushes one group: what it would send now, if anything (enqueued by the caller, with the other groups'
+    /// messages of the same flush).
     async fn flush_group(
         &self,
         tx: &mut WriteTx,
         g: crate::store::GroupRecord,
         now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Notification>, StoreError> {
         let members = Store::members(tx, g.id).await?;
         let firing: Vec<_> = members.iter().filter(|m| m.status == IncidentState::Firing).collect();
         let resolved: Vec<_> = members
@@ -258,11 +264,12 @@ impl Core {
             newly_resolved: resolved.len(),
         };
         let plan = plan_flush(view, self.settings.grouping.repeat_interval, now);
+        let mut message = None;
         if let Some((action, reason)) = plan.send {
             let mut incidents: Vec<_> = firing.iter().map(|m| m.incident.full_view()).collect();
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
-            let title = title(action, &incidents);
-            let n = Notification {
+            let title = Notification::title_of(action, &incidents, now);
+            message = Some(Notification {
                 receiver: g.receiver.clone(),
                 action,
                 thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
@@ -273,10 +280,39 @@ impl Core {
                 },
                 incidents,
                 created_at: now,
-            };
-            enqueue(tx, &n, now).await?;
+            });
         }
-        Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await
+        Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
+        Ok(message)
+    }
+
+    /// Messages of one flush for one chat receiver, each about the same single Application and with the same
+    /// action, become one message with a line per problem (an Application out of sync with a prune pending is one
+    /// message, not two in the same second). Ticket and paging receivers keep one notification per incident.
+    /// The merged message takes the first one's thread: later messages of the others' groups start their own.
+    fn one_message_per_application(&self, messages: Vec<Notification>) -> Vec<Notification> {
+        let mut out: Vec<Notification> = Vec::new();
+        for n in messages {
+            let per_incident = self.settings.receiver(&n.receiver).is_some_and(|r| r.per_incident());
+            let same = |m: &Notification| {
+                !per_incident
+                    && m.receiver == n.receiver
+                    && m.action == n.action
+                    && single_application(m).is_some()
+                    && single_application(m) == single_application(&n)
+            };
+            match out.iter_mut().find(|m| same(m)) {
+                Some(m) => {
+                    m.incidents.extend(n.incidents);
+                    m.title = Notification::title_of(m.action, &m.incidents, m.created_at);
+                    if m.reason != n.reason {
+                        m.reason = format!("{}; {}", m.reason, n.reason);
+                    }
+                }
+                None => out.push(n),
+            }
+        }
+        out
     }
 
     /// Returns how many escalation steps were due.
@@ -299,7 +335,11 @@ impl Core {
                     receiver: receiver.clone(),
                     action: Action::Open,
                     thread_key: format!("{receiver}:escalation:{}", rec.id),
-                    title: format!("Escalated (step {}): {}", e.step, view.summary),
+                    title: format!(
+                        "Escalated (step {}): {}",
+                        e.step,
+                        Notification::title_of(Action::Open, std::slice::from_ref(&view), now)
+                    ),
                     reason: format!(
                         "escalation step {} — still firing {} after it fired",
                         e.step,
@@ -325,25 +365,14 @@ fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
         .then_some(first)
 }
 
-fn title(action: Action, incidents: &[crate::domain::Incident]) -> String {
-    let firing = incidents.iter().filter(|i| i.state != IncidentState::Resolved).count();
-    let resolved = incidents.len() - firing;
-    match incidents {
-        [one] if action == Action::Resolve || one.state == IncidentState::Resolved => match &one.resolution {
-            Some(why) => format!("Resolved ({why}): {}", one.summary),
-            None => format!("Resolved: {}", one.summary),
-        },
-        [one] => one.summary.clone(),
-        many => {
-            let kind = many.first().map(|i| i.kind.as_str()).unwrap_or_default();
-            let team = many.first().map(|i| i.team.as_str()).unwrap_or("");
-            match (firing, resolved) {
-                (0, r) => format!("Resolved: {kind} on {r} Applications of team {team}"),
-                (f, 0) => format!("{kind} on {f} Applications of team {team}"),
-                (f, r) => format!("{kind} on {f} Applications of team {team} ({r} resolved)"),
-            }
-        }
-    }
+/// The Application every incident of `n` is about, if they are all about one.
+fn single_application(n: &Notification) -> Option<(&str, &str)> {
+    let first = n.incidents.first()?;
+    let app = (first.app_namespace.as_str(), first.app_name.as_str());
+    n.incidents
+        .iter()
+        .all(|i| (i.app_namespace.as_str(), i.app_name.as_str()) == app)
+        .then_some(app)
 }
 
 async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
@@ -362,4 +391,25 @@ async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Resu
     Store::enqueue(tx, &d, now).await?;
     metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::{Action, Incident, IncidentState, Kind, Notification};
+
+    #[test]
+    fn a_prune_told_when_it_happens_never_reads_as_resolved() {
+        // Informational incidents are closed the moment they fire, before their group flushes.
+        let pruned = Incident {
+            kind: Kind::Pruned,
+            state: IncidentState::Resolved,
+            summary: "payments: the sync deleted ConfigMap/payments/payments-config".into(),
+            ..Default::default()
+        };
+
+        for incidents in [vec![pruned.clone()], vec![pruned.clone(), pruned]] {
+            let t = Notification::title_of(Action::Open, &incidents, chrono::Utc::now());
+            assert!(!t.to_lowercase().contains("resolved"), "{t}");
+        }
+    }
 }

@@ -10,6 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 
 use super::http::{Http, transport_error};
+use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::{Action, Incident, Notification};
@@ -52,12 +53,16 @@ pub struct Alertmanager {
     endpoint: String,
     alert_ttl: Duration,
     http: Http,
+    /// The URL may carry credentials (`https://user:password@alertmanager`).
+    redactor: Redactor,
 }
 
 impl Alertmanager {
     pub fn new(settings: Config, http: Http) -> Self {
+        let endpoint = format!("{}/api/v2/alerts", settings.url.trim_end_matches('/'));
         Self {
-            endpoint: format!("{}/api/v2/alerts", settings.url.trim_end_matches('/')),
+            redactor: Redactor::default().url_credentials(&settings.url),
+            endpoint,
             alert_ttl: settings.alert_ttl,
             http,
         }
@@ -150,9 +155,9 @@ impl Receiver for Alertmanager {
             .json(&alerts)
             .send()
             .await
-            .map_err(transport_error)?;
+            .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
-            return Err(self.http.error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp, &self.redactor).await);
         }
         let verb = if n.is_resolve() { "resolved" } else { "posted" };
         Ok(Delivered {
@@ -341,7 +346,7 @@ mod tests {
             alert["annotations"]["description"]
                 .as_str()
                 .unwrap()
-                .contains("Deployment/payments/api (OutOfSync)")
+                .contains("Deployment payments/api: OutOfSync")
         );
         assert_eq!(
             alert["generatorURL"],

@@ -62,10 +62,21 @@ impl Console {
     }
 }
 
+/// What is printed for `n`: a line naming the receiver, the status and the thread, then `body`.
+pub fn message(n: &Notification, body: &str) -> String {
+    format!(
+        "==> [{}] {} {}\n{}\n",
+        render::escape::console(&n.receiver),
+        render::status_word(n),
+        render::escape::console(&n.thread_key),
+        body
+    )
+}
+
 #[async_trait::async_trait]
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
+        let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::console_text(n));
         let message = if self.json {
             let line = serde_json::json!({
                 "level": "INFO",
@@ -79,13 +90,7 @@ impl Receiver for Console {
             });
             format!("{line}\n")
         } else {
-            format!(
-                "==> [{}] {} {}\n{}\n",
-                n.receiver,
-                render::status_word(n),
-                n.thread_key,
-                body
-            )
+            message(n, &body)
         };
         if let Some(path) = &self.settings.file {
             // One JSON line per notification, so tests and scripts can read exactly what was delivered.

@@ -14,7 +14,7 @@ use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver,
 use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// `googlechat: {webhook_url}`: a space's incoming webhook (its `key` and `token` are the secret).
 #[derive(Debug, Clone, Deserialize)]
@@ -102,42 +102,88 @@ pub(crate) fn google_thread_key(key: &str) -> String {
     format!("{head}-{}", &hash[..16])
 }
 
-/// Google Chat's own light markup: `*bold*`, `_italic_`, `` `code` ``, `<url|label>`.
-pub(crate) fn google_chat_text(n: &Notification) -> String {
-    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), n.title);
-    if !n.reason.is_empty() {
-        s.push_str(&format!("_{}_\n", n.reason));
+/// A link Herald makes, `<url|text>`: nothing in the URL that would end the link.
+fn link(text: &str, url: &str) -> String {
+    let url = url.replace('|', "%7C").replace('>', "%3E").replace('<', "%3C");
+    format!("<{url}|{}>", escape::google_chat(text))
+}
+
+fn code(c: &str) -> String {
+    format!("`{}`", escape::google_chat(c).replace('`', "'"))
+}
+
+fn hints(s: &mut String, hints: &[&crate::domain::Hint]) {
+    if hints.is_empty() {
+        return;
     }
-    for i in &n.incidents {
-        s.push_str(&format!("\n*[{}] {}*\n", i.state.as_str().to_uppercase(), i.summary));
-        for (k, v) in render::facts(i) {
-            if k == "Argo CD" {
-                s.push_str(&format!("{k}: <{v}|open {}>\n", i.app_name));
-            } else {
-                s.push_str(&format!("{k}: `{v}`\n"));
+    s.push_str("*What to do*\n");
+    for h in hints {
+        let text = escape::with_code(&h.text, escape::google_chat, code);
+        s.push_str(&format!("• *{}*: {text}\n", escape::google_chat(&h.title)));
+    }
+}
+
+/// Google Chat's own light markup (`MARKUP_SYNTAX_CHAT`, said in the request): `*bold*`, `_italic_`,
+/// `` `code` ``, `<url|label>`, in the shared layout; every field from Argo CD through [`escape::google_chat`],
+/// and messages in a code block (Chat shows `>` literally).
+pub(crate) fn google_chat_text(n: &Notification) -> String {
+    use escape::google_chat as gc;
+    let now = n.created_at;
+    let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), gc(&n.title));
+    if !n.reason.is_empty() {
+        s.push_str(&format!("_{}_\n", gc(&n.reason)));
+    }
+    if !render::detailed(n) {
+        s.push('\n');
+        for app in render::apps(n) {
+            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| gc(&app.name));
+            for i in &app.incidents {
+                s.push_str(&format!(
+                    "• *{}* {name}: {}\n",
+                    render::incident_word(i),
+                    gc(&i.status_line(now))
+                ));
             }
         }
-        if !i.resources.is_empty() {
-            s.push_str("Resources:\n");
+        hints(
+            &mut s,
+            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
+        );
+        return s;
+    }
+    for app in render::apps(n) {
+        s.push('\n');
+        for f in app.facts() {
+            let value = f
+                .link
+                .as_deref()
+                .map(|u| link(&f.value, u))
+                .unwrap_or_else(|| code(&f.value));
+            s.push_str(&format!("{}: {value}\n", f.label));
+        }
+        for i in &app.incidents {
+            s.push_str(&format!(
+                "\n*[{}] {}*\n",
+                render::incident_word(i),
+                gc(&i.status_line(now))
+            ));
             for r in &i.resources {
-                s.push_str(&format!("• `{}` ({})", r.display(), r.status));
+                let (what, status) = render::resource_line(r);
+                let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| code(&what));
+                s.push_str(&format!("• {what}: {}", gc(&status)));
                 if !r.message.is_empty() {
-                    s.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                    s.push_str(&format!(" — {}", gc(&r.message)));
                 }
                 s.push('\n');
             }
-        }
-        for m in &i.messages {
-            s.push_str(&format!("> {}\n", m.replace('\n', " ")));
-        }
-        if !i.hints.is_empty() {
-            s.push_str("*What to do*\n");
-            for h in &i.hints {
-                s.push_str(&format!("• *{}*: {}\n", h.title, h.text));
+            for m in &i.messages {
+                let lines: Vec<String> = escape::message_lines(m).iter().map(|l| gc(l)).collect();
+                s.push_str(&format!("```\n{}\n```\n", lines.join("\n")));
             }
-        }
-        for note in &i.notes {
-            s.push_str(&format!("_Note: {note}_\n"));
+            hints(&mut s, &i.hints.iter().collect::<Vec<_>>());
+            for note in &i.notes {
+                s.push_str(&format!("_Note: {}_\n", gc(note)));
+            }
         }
     }
     s
@@ -150,6 +196,8 @@ impl Receiver for GoogleChat {
         let thread_key = google_thread_key(&n.thread_key);
         let body = json!({
             "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),
+            // Said, not left to the app's default: new Chat apps read Markdown, and this text is Chat markup.
+            "markupSyntax": "MARKUP_SYNTAX_CHAT",
             "thread": {"threadKey": thread_key},
         });
         self.http
@@ -236,13 +284,14 @@ mod tests {
         let text = open["text"].as_str().unwrap();
         for expected in [
             "*FIRING: payments is Degraded*",
-            "Application: `argocd/payments`",
-            "• `Deployment/payments/payments-api` (Degraded)",
+            "Application: <https://argocd.example.com/applications/argocd/payments|argocd/payments>",
+            "*[FIRING] Degraded for 5 min, since 11:55 UTC*",
+            "• `Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
             "*What to do*",
-            "<https://argocd.example.com/applications/argocd/payments|open payments>",
         ] {
             assert!(text.contains(expected), "{expected:?} not in {text}");
         }
+        assert_eq!(open["markupSyntax"], "MARKUP_SYNTAX_CHAT", "the markup Herald writes");
         assert!(json(&reqs[2])["text"].as_str().unwrap().contains("*RESOLVED: "));
     }
 

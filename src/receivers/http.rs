@@ -1,15 +1,44 @@
-//! What every HTTP receiver shares: one reqwest client with the clock that reads `Retry-After` dates ([`Http`]),
-//! the one status-code → retry table ([`classify_status`], tested once for all), and the mapping of transport
-//! errors, which never quotes the URL (it may hold a key).
+//! What every HTTP receiver shares: one reqwest client with the clock that reads `Retry-After` dates ([`Http`]) and
+//! a redirect policy that never carries a request to another origin ([`client_builder`]), the one status-code →
+//! retry table ([`classify_status`], tested once for all), and the mapping of transport errors, which never quotes
+//! the URL (it may hold a key). Every failure text passes through the receiver's [`Redactor`] before it is cut.
 
 use std::time::{Duration, SystemTime};
 
-use reqwest::header::HeaderMap;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::DeliveryError;
 use super::redact::Redactor;
 use crate::clock::SharedClock;
+
+/// How much of a downstream's error body a failure reason keeps.
+const BODY_SNIPPET_CHARS: usize = 300;
+/// Redirects followed at most, all within the first URL's origin.
+const MAX_REDIRECTS: usize = 5;
+
+/// JSON as chat APIs want it: Slack's Web API warns about a body without a charset.
+pub const JSON_UTF8: &str = "application/json; charset=utf-8";
+
+/// The reqwest client every receiver uses: redirects are followed only within the origin (scheme, host and port)
+/// of the URL first asked for. A 307 to another origin would forward the POST body and the static headers (a
+/// token, say) to whoever the first server names; it is answered as the failure it is instead.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder().redirect(policy)
+}
 
 /// A receiver's HTTP client: reqwest plus the injected clock, so a `Retry-After` given as a date is read against
 /// Herald's "now" (a manual clock in tests), not the machine's.
@@ -45,30 +74,36 @@ impl Http {
         )
     }
 
-    /// The shared classification of a failed response, with its Retry-After.
-    pub fn classify(&self, status: u16, headers: &HeaderMap, body: &str) -> DeliveryError {
-        classify_status(status, self.retry_after(headers), body)
+    /// The shared classification of a failed response, with its Retry-After. The body is scrubbed whole before
+    /// [`classify_status`] keeps the start of it.
+    pub fn classify(&self, status: u16, headers: &HeaderMap, body: &str, redactor: &Redactor) -> DeliveryError {
+        redactor.apply(classify_status(
+            status,
+            self.retry_after(headers),
+            &redactor.scrub(body),
+        ))
     }
 
-    /// Reads a failed response into the shared classification.
-    pub async fn error_from_response(&self, resp: reqwest::Response) -> DeliveryError {
+    /// Reads a failed response into the shared classification, secrets removed.
+    pub async fn error_from_response(&self, resp: reqwest::Response, redactor: &Redactor) -> DeliveryError {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let body = resp.text().await.unwrap_or_default();
-        self.classify(status, &headers, &body)
+        self.classify(status, &headers, &body, redactor)
     }
 
     /// Sends a request of a REST API: a 2xx answers its body (possibly empty); anything else is `classify`'s
-    /// failure (status, headers, body), keeping the status so callers can react to one (a 404 on a remembered
-    /// issue means "look for it again").
+    /// failure (status, headers, and the body already scrubbed by `redactor`), keeping the status so callers can
+    /// react to one (a 404 on a remembered issue means "look for it again").
     pub async fn call(
         &self,
         request: reqwest::RequestBuilder,
+        redactor: &Redactor,
         classify: impl FnOnce(u16, &HeaderMap, &str) -> DeliveryError,
     ) -> Result<String, CallError> {
         let resp = request.send().await.map_err(|e| CallError {
             status: None,
-            error: transport_error(e),
+            error: redactor.apply(transport_error(e)),
         })?;
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
@@ -76,17 +111,18 @@ impl Http {
             let body = resp.text().await.unwrap_or_default();
             return Err(CallError {
                 status: Some(status),
-                error: classify(status, &headers, &body),
+                error: redactor.apply(classify(status, &headers, &redactor.scrub(&body))),
             });
         }
         resp.text().await.map_err(|e| CallError {
             status: Some(status),
-            error: transport_error(e),
+            error: redactor.apply(transport_error(e)),
         })
     }
 
-    /// POSTs a JSON body to an incoming-webhook URL; any 2xx is success and its body is returned. Failures go
-    /// through the shared status table (prefixed with `who`), with the URL's secrets removed.
+    /// POSTs a JSON body (UTF-8, said so in the Content-Type) to an incoming-webhook URL; any 2xx is success and
+    /// its body is returned. Failures go through the shared status table (prefixed with `who`), with the URL's
+    /// secrets removed.
     pub async fn post_json(
         &self,
         url: &str,
@@ -94,15 +130,18 @@ impl Http {
         redactor: &Redactor,
         who: &str,
     ) -> Result<String, DeliveryError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| DeliveryError::permanent(format!("{who}: cannot encode the body: {e}")))?;
         let resp = self
             .client
             .post(url)
-            .json(body)
+            .header(CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8))
+            .body(bytes)
             .send()
             .await
-            .map_err(|e| redactor.apply(transport_error(e)))?;
+            .map_err(|e| redactor.apply(DeliveryError::prefixed(who, transport_error(e))))?;
         if !resp.status().is_success() {
-            let e = self.error_from_response(resp).await;
+            let e = self.error_from_response(resp, redactor).await;
             return Err(redactor.apply(DeliveryError::prefixed(who, e)));
         }
         Ok(resp.text().await.unwrap_or_default())
@@ -137,13 +176,25 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Deliv
     serde_json::from_str(body).map_err(|e| DeliveryError::transient(format!("unexpected response ({e})")))
 }
 
-/// The one status-code → retry table: 408, 425, 429 and 5xx (but 501) are worth retrying; other 4xx are not.
+/// The start of a downstream's error body, for a failure reason. `body` must already be scrubbed: a secret cut in
+/// half here would no longer be recognised.
+pub fn snippet(body: &str) -> String {
+    body.chars().take(BODY_SNIPPET_CHARS).collect()
+}
+
+/// The one status-code → retry table: 408, 425, 429 and 5xx (but 501) are worth retrying; other 4xx are not, and
+/// neither is a redirect the client did not follow (to another origin). `body` must already be scrubbed.
 pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> DeliveryError {
-    let snippet: String = body.chars().take(300).collect();
-    let reason = if snippet.is_empty() {
-        format!("HTTP {status}")
+    let snippet = snippet(body);
+    let what = if (300..400).contains(&status) {
+        format!("HTTP {status} (a redirect to another origin is not followed: configure the final URL)")
     } else {
-        format!("HTTP {status}: {snippet}")
+        format!("HTTP {status}")
+    };
+    let reason = if snippet.is_empty() {
+        what
+    } else {
+        format!("{what}: {snippet}")
     };
     match status {
         408 | 425 | 429 => DeliveryError::Transient { reason, retry_after },
@@ -236,11 +287,92 @@ mod tests {
         let resp = http.client().get(server.uri()).send().await.unwrap();
 
         assert_eq!(
-            http.error_from_response(resp).await,
+            http.error_from_response(resp, &Redactor::default()).await,
             DeliveryError::Transient {
                 reason: "HTTP 503".into(),
                 retry_after: Some(Duration::from_secs(90)),
             }
         );
+    }
+
+    #[tokio::test]
+    async fn a_secret_at_the_length_limit_is_scrubbed_before_the_body_is_cut() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers::any};
+        let secret = "xoxb-0123456789-abcdefghij";
+        // The secret starts 10 characters before the cut: cutting first would leave its head, unrecognisable.
+        let body = format!("{}{secret} was refused", "x".repeat(BODY_SNIPPET_CHARS - 10));
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(401).set_body_string(body))
+            .mount(&server)
+            .await;
+        let http = Http::new(client_builder().build().unwrap(), crate::receivers::testing::clock());
+        let redactor = Redactor::default().secret(secret);
+
+        let resp = http.client().get(server.uri()).send().await.unwrap();
+        let e = http.error_from_response(resp, &redactor).await;
+
+        let text = format!("{e} {e:?}");
+        assert!(!text.contains("xoxb-0123"), "{text}");
+        assert!(text.contains("HTTP 401: xxx"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_followed_within_the_origin_and_never_to_another() {
+        use wiremock::matchers::{header, method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(0)
+            .named("the other origin")
+            .mount(&elsewhere)
+            .await;
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/moved"))
+            .respond_with(ResponseTemplate::new(307).insert_header("location", "/hook"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/hook"))
+            .and(header("authorization", "Bearer static-token"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/away"))
+            .respond_with(
+                ResponseTemplate::new(307).insert_header("location", format!("{}/steal", elsewhere.uri()).as_str()),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        let http = Http::new(client_builder().build().unwrap(), crate::receivers::testing::clock());
+        let post = |p: &str| {
+            http.client()
+                .post(format!("{}{p}", server.uri()))
+                .header("authorization", "Bearer static-token")
+                .body("{}")
+        };
+
+        let same = http
+            .call(post("/moved"), &Redactor::default(), |s, _, b| {
+                classify_status(s, None, b)
+            })
+            .await;
+        let away = http
+            .call(post("/away"), &Redactor::default(), |s, _, b| {
+                classify_status(s, None, b)
+            })
+            .await;
+
+        assert_eq!(same.ok().as_deref(), Some("ok"));
+        let e = away.expect_err("a redirect to another origin fails").error;
+        assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
+        assert!(e.to_string().contains("HTTP 307"), "{e}");
+        assert!(elsewhere.received_requests().await.unwrap_or_default().is_empty());
     }
 }

@@ -62,17 +62,22 @@ impl Mattermost {
     }
 }
 
+/// The post: the status, then the shared CommonMark rendering.
+pub fn text(n: &Notification) -> String {
+    format!(
+        "{} **{}**\n{}",
+        status_emoji(n),
+        render::status_word(n),
+        render::markdown(n)
+    )
+}
+
 #[async_trait::async_trait]
 impl Receiver for Mattermost {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let text = match render::custom_text(self.template.as_deref(), n)? {
             Some(t) => t,
-            None => format!(
-                "{} **{}**\n{}",
-                status_emoji(n),
-                render::status_word(n),
-                render::markdown(n)
-            ),
+            None => text(n),
         };
         let body = json!({"text": truncate(&text, MATTERMOST_MAX_TEXT)});
         self.http
@@ -125,9 +130,10 @@ mod tests {
         for expected in [
             "**FIRING**",
             "### payments is Degraded",
-            "| Deployment | payments | payments-api | Degraded |",
+            "| Deployment payments/payments-api | Degraded |",
+            "**[FIRING] Degraded for 5 min, since 11:55 UTC**",
             "**What to do**",
-            "[payments](https://argocd.example.com/applications/argocd/payments)",
+            "[argocd/payments](https://argocd.example.com/applications/argocd/payments)",
         ] {
             assert!(text.contains(expected), "{expected:?} not in {text}");
         }

@@ -8,14 +8,21 @@
 
 pub mod alertmanager;
 pub mod console;
+#[cfg(test)]
+mod echo_tests;
 pub mod email;
 pub mod github;
+#[cfg(test)]
+mod golden;
 pub mod googlechat;
 pub mod http;
+#[cfg(test)]
+mod injection_tests;
 pub mod jira;
 pub mod mattermost;
 pub mod msteams;
 pub mod pagerduty;
+pub mod preview;
 pub mod redact;
 pub mod render;
 pub mod slack;
@@ -110,7 +117,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(settings: Arc<Settings>, clock: SharedClock) -> Self {
-        let client = reqwest::Client::builder()
+        let client = http::client_builder()
             .timeout(settings.outbox.http_timeout)
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()

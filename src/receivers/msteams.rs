@@ -13,7 +13,7 @@ use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver,
 use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::{AppView, escape, status_emoji, truncate};
 
 /// `msteams: {webhook_url}`: a Workflows incoming webhook (its URL is the secret).
 #[derive(Debug, Clone, Deserialize)]
@@ -36,8 +36,8 @@ impl Integration for Config {
     }
 }
 
-/// Teams messages stay well under the ~28 KB payload limit with this many incidents per card.
-const TEAMS_MAX_INCIDENTS: usize = 20;
+/// Teams messages stay well under the ~28 KB payload limit with this many Applications listed per card.
+const TEAMS_MAX_LINES: usize = 40;
 const TEAMS_MAX_ACTIONS: usize = 5;
 const TEAMS_MAX_TEXT: usize = 2000;
 
@@ -71,101 +71,155 @@ fn teams_colour(n: &Notification) -> &'static str {
     }
 }
 
-fn teams_incident(i: &Incident) -> Value {
+fn text_block(text: &str) -> Value {
+    json!({"type": "TextBlock", "text": truncate(text, TEAMS_MAX_TEXT), "wrap": true})
+}
+
+/// A link Herald makes, in TextBlock Markdown.
+fn link(text: &str, url: &str) -> String {
+    format!(
+        "[{}]({})",
+        escape::teams(text),
+        url.replace(' ', "%20").replace(')', "%29")
+    )
+}
+
+fn hints_block(hints: &[&crate::domain::Hint]) -> Option<Value> {
+    if hints.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = hints
+        .iter()
+        .map(|h| format!("- **{}**: {}", escape::teams(&h.title), escape::teams(&h.text)))
+        .collect();
+    Some(text_block(&format!("**What to do**\n\n{}", lines.join("\n"))))
+}
+
+/// One problem: its line, the resources (each linked into Argo CD), the messages, what to do.
+fn teams_incident(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    use escape::teams as t;
     let mut items = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary), TEAMS_MAX_TEXT),
+        "text": truncate(&format!("[{}] {}", render::incident_word(i), t(&i.status_line(now))), TEAMS_MAX_TEXT),
         "weight": "Bolder",
         "wrap": true,
     })];
-    let facts: Vec<Value> = render::facts(i)
-        .into_iter()
-        // The Argo CD link is an action button instead.
-        .filter(|(k, _)| *k != "Argo CD")
-        .map(|(k, v)| json!({"title": k, "value": truncate(&v, 500)}))
-        .collect();
-    items.push(json!({"type": "FactSet", "facts": facts}));
     if !i.resources.is_empty() {
         let lines: Vec<String> = i
             .resources
             .iter()
             .map(|r| {
-                let mut l = format!("- {} ({})", r.display(), r.status);
+                let (what, status) = render::resource_line(r);
+                let what = match &r.url {
+                    Some(u) => link(&what, u),
+                    None => t(&what),
+                };
+                let mut l = format!("- {what}: {}", t(&status));
                 if !r.message.is_empty() {
-                    l.push_str(&format!(": {}", r.message.replace('\n', " ")));
+                    l.push_str(&format!(" — {}", t(&r.message)));
                 }
                 l
             })
             .collect();
-        items.push(json!({
-            "type": "TextBlock",
-            "text": truncate(&format!("**Resources**\n\n{}", lines.join("\n")), TEAMS_MAX_TEXT),
-            "wrap": true,
-        }));
+        items.push(text_block(&lines.join("\n")));
     }
     for m in i.messages.iter().take(3) {
+        let lines: Vec<String> = escape::message_lines(m).iter().map(|l| t(l)).collect();
         items.push(json!({
             "type": "TextBlock",
-            "text": truncate(m, TEAMS_MAX_TEXT),
+            "text": truncate(&lines.join("\n\n"), TEAMS_MAX_TEXT),
             "isSubtle": true,
+            "fontType": "Monospace",
             "wrap": true,
         }));
     }
-    if !i.hints.is_empty() {
-        let lines: Vec<String> = i
-            .hints
-            .iter()
-            .map(|h| format!("- **{}**: {}", h.title, h.text))
-            .collect();
-        items.push(json!({
-            "type": "TextBlock",
-            "text": truncate(&format!("**What to do**\n\n{}", lines.join("\n")), TEAMS_MAX_TEXT),
-            "wrap": true,
-        }));
-    }
+    items.extend(hints_block(&i.hints.iter().collect::<Vec<_>>()));
     for note in &i.notes {
         items.push(json!({
             "type": "TextBlock",
-            "text": truncate(&format!("Note: {note}"), TEAMS_MAX_TEXT),
+            "text": truncate(&format!("Note: {}", t(note)), TEAMS_MAX_TEXT),
             "isSubtle": true,
             "wrap": true,
         }));
     }
+    items
+}
+
+/// One Application: its name, its facts, then its problems.
+fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Value {
+    let facts: Vec<Value> = app
+        .facts()
+        .into_iter()
+        .map(|f| json!({"title": f.label, "value": truncate(&escape::teams(&f.value), 500)}))
+        .collect();
+    let mut items = vec![json!({"type": "FactSet", "facts": facts})];
+    for i in &app.incidents {
+        items.extend(teams_incident(i, now));
+    }
     json!({"type": "Container", "separator": true, "items": items})
+}
+
+/// Many Applications: one line per problem, and what to do once.
+fn teams_list(n: &Notification) -> Vec<Value> {
+    let mut lines = Vec::new();
+    for app in render::apps(n).iter().take(TEAMS_MAX_LINES) {
+        let name = match app.url {
+            Some(u) => link(&app.name, u),
+            None => escape::teams(&app.name),
+        };
+        for i in &app.incidents {
+            lines.push(format!(
+                "- **{}** {name}: {}",
+                render::incident_word(i),
+                escape::teams(&i.status_line(n.created_at))
+            ));
+        }
+    }
+    // One block for the whole list: its own, larger limit (the card stays far under Teams' 28 KB).
+    let list = json!({"type": "TextBlock", "text": truncate(&lines.join("\n"), 4 * TEAMS_MAX_TEXT), "wrap": true});
+    let mut out = vec![json!({"type": "Container", "separator": true, "items": [list]})];
+    out.extend(hints_block(&render::first_of_each(
+        n.incidents.iter().flat_map(|i| &i.hints),
+    )));
+    out
 }
 
 /// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
 pub(crate) fn teams_message(n: &Notification) -> Value {
     let mut body = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), n.title), 500),
+        "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), escape::teams(&n.title)), 500),
         "size": "Medium",
         "weight": "Bolder",
         "color": teams_colour(n),
         "wrap": true,
     })];
     if !n.reason.is_empty() {
-        body.push(json!({"type": "TextBlock", "text": truncate(&n.reason, 500), "isSubtle": true, "wrap": true}));
+        body.push(json!({"type": "TextBlock", "text": truncate(&escape::teams(&n.reason), 500), "isSubtle": true, "wrap": true}));
     }
-    let shown = &n.incidents[..n.incidents.len().min(TEAMS_MAX_INCIDENTS)];
-    body.extend(shown.iter().map(teams_incident));
-    if n.incidents.len() > shown.len() {
-        body.push(json!({
-            "type": "TextBlock",
-            "text": format!("…and {} more", n.incidents.len() - shown.len()),
-            "isSubtle": true,
-            "wrap": true,
-        }));
+    let apps = render::apps(n);
+    if render::detailed(n) {
+        body.extend(apps.iter().map(|a| teams_app(a, n.created_at)));
+    } else {
+        body.extend(teams_list(n));
+        if apps.len() > TEAMS_MAX_LINES {
+            body.push(json!({
+                "type": "TextBlock",
+                "text": format!("…and {} more", apps.len() - TEAMS_MAX_LINES),
+                "isSubtle": true,
+                "wrap": true,
+            }));
+        }
     }
     let mut actions: Vec<Value> = Vec::new();
-    for i in shown {
-        if let Some(u) = &i.app_url
+    for app in &apps {
+        if let Some(u) = app.url
             && actions.len() < TEAMS_MAX_ACTIONS
-            && !actions.iter().any(|a| a["url"] == u.as_str())
+            && !actions.iter().any(|a| a["url"] == u)
         {
             actions.push(json!({
                 "type": "Action.OpenUrl",
-                "title": truncate(&format!("Open {} in Argo CD", i.app_name), 100),
+                "title": truncate(&format!("Open {} in Argo CD", escape::chat_plain(app.short_name())), 100),
                 "url": u,
             }));
         }
@@ -276,7 +330,7 @@ mod tests {
         assert!(
             texts
                 .iter()
-                .any(|t| t.contains("Deployment/payments/payments-api (Degraded)")),
+                .any(|t| t.contains("Deployment payments/payments-api: Degraded")),
             "{texts:?}"
         );
         assert!(
@@ -312,10 +366,10 @@ mod tests {
     }
 
     #[test]
-    fn a_teams_card_with_many_incidents_is_capped() {
+    fn a_teams_card_with_many_applications_lists_them_capped() {
         let mut n = testing::notification(Action::Open);
         let one = n.incidents[0].clone();
-        n.incidents = (0..30)
+        n.incidents = (0..50)
             .map(|k| Incident {
                 app_name: format!("app-{k}"),
                 app_url: Some(format!("https://argocd.example.com/applications/argocd/app-{k}")),
@@ -326,10 +380,9 @@ mod tests {
         let card = &teams_message(&n)["attachments"][0]["content"];
 
         let body = card["body"].as_array().unwrap();
-        assert_eq!(
-            body.iter().filter(|b| b["type"] == "Container").count(),
-            TEAMS_MAX_INCIDENTS
-        );
+        let list = body.iter().find(|b| b["type"] == "Container").unwrap();
+        let lines = list["items"][0]["text"].as_str().unwrap().lines().count();
+        assert_eq!(lines, TEAMS_MAX_LINES);
         assert_eq!(body.last().unwrap()["text"], "…and 10 more");
         assert_eq!(card["actions"].as_array().unwrap().len(), TEAMS_MAX_ACTIONS);
     }

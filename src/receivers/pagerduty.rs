@@ -72,7 +72,10 @@ pub struct PagerDuty {
 
 impl PagerDuty {
     pub fn new(settings: Config, http: Http) -> Self {
-        let redactor = Redactor::default().secret(settings.routing_key.expose_secret());
+        // The routing key travels in the body, which a downstream may echo back whole.
+        let redactor = Redactor::default()
+            .secret(settings.routing_key.expose_secret())
+            .url_credentials(&settings.url);
         Self {
             settings,
             http,
@@ -80,90 +83,94 @@ impl PagerDuty {
         }
     }
 
-    /// The `trigger` event: what happened (the incident's one-line summary), where, how bad, and everything a
-    /// responder reads first in `custom_details`.
     fn trigger(&self, n: &Notification, i: &Incident) -> Value {
-        let summary = non_empty(&i.summary).unwrap_or(&n.title);
-        let summary = truncate(
-            &summary.split_whitespace().collect::<Vec<_>>().join(" "),
-            SUMMARY_MAX_CHARS,
-        );
-        let source = match (non_empty(&i.app_namespace), non_empty(&i.app_name)) {
-            (Some(ns), Some(name)) => format!("{ns}/{name}"),
-            (None, Some(name)) => name.to_string(),
-            _ => "argocd".to_string(),
-        };
-
-        let mut details = Map::new();
-        for (k, v) in render::facts(i) {
-            details.insert(k.to_string(), json!(v));
-        }
-        details.insert("Reason".into(), json!(n.reason));
-        details.insert("Fingerprint".into(), json!(i.fingerprint));
-        if !i.resources.is_empty() {
-            let resources: Vec<Value> = i
-                .resources
-                .iter()
-                .take(MAX_RESOURCES)
-                .map(|r| {
-                    json!({
-                        "kind": r.kind, "namespace": r.namespace, "name": r.name,
-                        "status": r.status, "message": r.message,
-                    })
-                })
-                .collect();
-            details.insert("Resources".into(), json!(resources));
-            if i.resources.len() > MAX_RESOURCES {
-                details.insert("Resources not shown".into(), json!(i.resources.len() - MAX_RESOURCES));
-            }
-        }
-        if !i.messages.is_empty() {
-            details.insert("Messages".into(), json!(i.messages));
-        }
-        if !i.hints.is_empty() {
-            let hints: Vec<String> = i.hints.iter().map(|h| format!("{}: {}", h.title, h.text)).collect();
-            details.insert("What to do".into(), json!(hints));
-        }
-        if !i.notes.is_empty() {
-            details.insert("Notes".into(), json!(i.notes));
-        }
-
-        let mut payload = json!({
-            "summary": summary,
-            "source": source,
-            "severity": severity(i.severity),
-            "timestamp": i.fired_at.unwrap_or(i.since).to_rfc3339(),
-            "custom_details": details,
-        });
-        let component = i.resources.first().map(|r| r.display());
-        for (key, value) in [
-            ("component", component.as_deref()),
-            ("group", non_empty(&i.team)),
-            ("class", Some(i.kind.as_str())),
-        ] {
-            if let Some(v) = value {
-                payload[key] = json!(v);
-            }
-        }
-
-        let mut event = json!({
-            "routing_key": self.settings.routing_key.expose_secret(),
-            "event_action": "trigger",
-            "dedup_key": dedup_key(&i.fingerprint),
-            "client": "Herald",
-            "payload": payload,
-        });
-        if let Some(url) = &i.app_url {
-            event["client_url"] = json!(url);
-            event["links"] = json!([{ "href": url, "text": format!("{} in Argo CD", i.app_name) }]);
-        }
-        event
+        trigger_event(n, i, self.settings.routing_key.expose_secret())
     }
 
     /// Blanks out the routing key, should a server echo it back.
     fn redact(&self, e: DeliveryError) -> DeliveryError {
         self.redactor.apply(DeliveryError::prefixed("pagerduty", e))
     }
+}
+
+/// The `trigger` event: what happened (the incident's one-line summary), where, how bad, and everything a
+/// responder reads first in `custom_details`.
+pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value {
+    let summary = non_empty(&i.summary).unwrap_or(&n.title);
+    let summary = truncate(
+        &summary.split_whitespace().collect::<Vec<_>>().join(" "),
+        SUMMARY_MAX_CHARS,
+    );
+    let source = match (non_empty(&i.app_namespace), non_empty(&i.app_name)) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.to_string(),
+        _ => "argocd".to_string(),
+    };
+
+    let mut details = Map::new();
+    for (k, v) in render::facts(i) {
+        details.insert(k.to_string(), json!(v));
+    }
+    details.insert("Reason".into(), json!(n.reason));
+    details.insert("Fingerprint".into(), json!(i.fingerprint));
+    if !i.resources.is_empty() {
+        let resources: Vec<Value> = i
+            .resources
+            .iter()
+            .take(MAX_RESOURCES)
+            .map(|r| {
+                json!({
+                    "kind": r.kind, "namespace": r.namespace, "name": r.name,
+                    "status": r.status, "message": r.message,
+                })
+            })
+            .collect();
+        details.insert("Resources".into(), json!(resources));
+        if i.resources.len() > MAX_RESOURCES {
+            details.insert("Resources not shown".into(), json!(i.resources.len() - MAX_RESOURCES));
+        }
+    }
+    if !i.messages.is_empty() {
+        details.insert("Messages".into(), json!(i.messages));
+    }
+    if !i.hints.is_empty() {
+        let hints: Vec<String> = i.hints.iter().map(|h| format!("{}: {}", h.title, h.text)).collect();
+        details.insert("What to do".into(), json!(hints));
+    }
+    if !i.notes.is_empty() {
+        details.insert("Notes".into(), json!(i.notes));
+    }
+
+    let mut payload = json!({
+        "summary": summary,
+        "source": source,
+        "severity": severity(i.severity),
+        "timestamp": i.fired_at.unwrap_or(i.since).to_rfc3339(),
+        "custom_details": details,
+    });
+    let component = i.resources.first().map(|r| r.display());
+    for (key, value) in [
+        ("component", component.as_deref()),
+        ("group", non_empty(&i.team)),
+        ("class", Some(i.kind.as_str())),
+    ] {
+        if let Some(v) = value {
+            payload[key] = json!(v);
+        }
+    }
+
+    let mut event = json!({
+        "routing_key": routing_key,
+        "event_action": "trigger",
+        "dedup_key": dedup_key(&i.fingerprint),
+        "client": "Herald",
+        "payload": payload,
+    });
+    if let Some(url) = &i.app_url {
+        event["client_url"] = json!(url);
+        event["links"] = json!([{ "href": url, "text": format!("{} in Argo CD", i.app_name) }]);
+    }
+    event
 }
 
 #[async_trait::async_trait]
@@ -193,7 +200,7 @@ impl Receiver for PagerDuty {
             .await
             .map_err(|e| self.redact(transport_error(e)))?;
         if !resp.status().is_success() {
-            return Err(self.redact(self.http.error_from_response(resp).await));
+            return Err(self.redact(self.http.error_from_response(resp, &self.redactor).await));
         }
         Ok(Delivered {
             memo: None,

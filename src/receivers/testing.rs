@@ -31,9 +31,9 @@ pub fn clock() -> SharedClock {
     Arc::new(SystemClock)
 }
 
-/// A plain reqwest client with the wall clock.
+/// The receivers' reqwest client (same-origin redirects only) with the wall clock.
 pub fn http() -> Http {
-    Http::new(reqwest::Client::new(), clock())
+    Http::new(super::http::client_builder().build().expect("a client"), clock())
 }
 
 /// A firing, critical Degraded incident of `argocd/payments` (project shop, team payments), with one unhealthy
@@ -61,6 +61,7 @@ pub fn incident() -> Incident {
             name: "payments-api".into(),
             status: "Degraded".into(),
             message: "exceeded its progress deadline".into(),
+            ..Default::default()
         }],
         messages: vec!["Back-off pulling image".into()],
         hints: vec![Hint {
@@ -124,6 +125,21 @@ pub fn json(r: &Request) -> Value {
 /// A failure as it is logged and stored: its message and its debug form.
 pub fn error_text(e: &DeliveryError) -> String {
     format!("{e} {e:?}")
+}
+
+/// A downstream that answers `status` with everything it was sent: the method and URL, every header, then the
+/// body. Whatever secret a receiver sends comes back in the failure it reads.
+pub struct EchoEverything(pub u16);
+
+impl wiremock::Respond for EchoEverything {
+    fn respond(&self, r: &Request) -> ResponseTemplate {
+        let mut text = format!("{} {} refused.\n", r.method, r.url);
+        for (name, value) in r.headers.iter() {
+            text.push_str(&format!("{name}: {}\n", String::from_utf8_lossy(value.as_bytes())));
+        }
+        text.push_str(&String::from_utf8_lossy(&r.body));
+        ResponseTemplate::new(self.0).set_body_string(text)
+    }
 }
 
 pub fn assert_no_secret(e: &DeliveryError, secrets: &[&str]) {

@@ -1,6 +1,8 @@
 //! The generic webhook receiver: POSTs every notification as versioned JSON to a configured URL, with optional
-//! static headers and, when `hmac_secret` is set, an HMAC-SHA256 signature of the exact body bytes so the
-//! receiving side can check the message came from Herald. The URL may embed a secret: it never appears in errors.
+//! static headers and, when `hmac_secret` is set, a signature of the send time and the exact body bytes
+//! (`Herald-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`, as Stripe and Svix sign), so the
+//! receiving side can check the message came from Herald and refuse a captured request replayed later. The URL,
+//! the header values and the signing key are secrets: they never appear in errors.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,15 +14,14 @@ use serde::Deserialize;
 use sha2::Sha256;
 
 use super::http::{Http, transport_error};
+use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings};
 use crate::domain::Notification;
 use crate::receivers::render;
 
-/// `sha256=<hex>` of the body, keyed with `hmac_secret`.
-pub const SIGNATURE_HEADER: &str = "x-herald-signature";
-/// Unix seconds when the request was sent.
-pub const TIMESTAMP_HEADER: &str = "x-herald-timestamp";
+/// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`, keyed with `hmac_secret`.
+pub const SIGNATURE_HEADER: &str = "herald-signature";
 
 /// `webhook: {url, hmac_secret, headers}`.
 #[derive(Debug, Clone, Deserialize)]
@@ -55,6 +56,7 @@ pub struct Webhook {
     /// The static headers, checked once; a bad one fails every delivery with a message naming it.
     headers: Result<HeaderMap, String>,
     http: Http,
+    redactor: Redactor,
 }
 
 impl Webhook {
@@ -62,11 +64,23 @@ impl Webhook {
         let url = reqwest::Url::parse(settings.url.expose_secret())
             .map_err(|e| format!("webhook.url is not a valid URL: {e}"));
         let headers = static_headers(&settings);
+        let mut redactor = Redactor::default().url(settings.url.expose_secret());
+        for value in settings.headers.values() {
+            redactor = redactor.secret(value.expose_secret());
+            // `Bearer <token>` echoed as the token alone, or `Basic <base64>`.
+            if let Some((_, credential)) = value.expose_secret().split_once(' ') {
+                redactor = redactor.secret(credential.trim());
+            }
+        }
+        if let Some(key) = &settings.hmac_secret {
+            redactor = redactor.secret(key.expose_secret());
+        }
         Self {
             url,
             hmac_secret: settings.hmac_secret,
             headers,
             http,
+            redactor,
         }
     }
 }
@@ -85,11 +99,20 @@ fn static_headers(settings: &Config) -> Result<HeaderMap, String> {
     Ok(map)
 }
 
-/// The hex HMAC-SHA256 of `body` keyed with `secret`, as sent in [`SIGNATURE_HEADER`] after `sha256=`.
+/// The hex HMAC-SHA256 of `body` keyed with `secret`.
 pub fn signature(secret: &[u8], body: &[u8]) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC accepts keys of any length");
     mac.update(body);
     hex::encode(mac.finalize().into_bytes())
+}
+
+/// The [`SIGNATURE_HEADER`] value for `body` sent at `timestamp` (Unix seconds): the signed text is
+/// `"{timestamp}.{body}"`, so the time cannot be changed without the key, and a receiver that refuses old
+/// timestamps refuses a captured request replayed later.
+pub fn signature_header(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
+    let mut signed = format!("{timestamp}.").into_bytes();
+    signed.extend_from_slice(body);
+    format!("t={timestamp},v1={}", signature(secret, &signed))
 }
 
 pub fn body(n: &Notification) -> serde_json::Value {
@@ -108,18 +131,23 @@ pub fn body(n: &Notification) -> serde_json::Value {
 #[async_trait::async_trait]
 impl Receiver for Webhook {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let url = self.url.clone().map_err(DeliveryError::permanent)?;
-        let mut headers = self.headers.clone().map_err(DeliveryError::permanent)?;
+        let url = self
+            .url
+            .clone()
+            .map_err(|e| self.redactor.apply(DeliveryError::permanent(e)))?;
+        let mut headers = self
+            .headers
+            .clone()
+            .map_err(|e| self.redactor.apply(DeliveryError::permanent(e)))?;
         let bytes = serde_json::to_vec(&body(n))
             .map_err(|e| DeliveryError::permanent(format!("cannot encode the body: {e}")))?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(secret) = &self.hmac_secret {
-            let sig = format!("sha256={}", signature(secret.expose_secret().as_bytes(), &bytes));
-            let now = self.http.clock().now().timestamp().to_string();
-            // Hex digits and decimal digits are always valid header values.
-            if let (Ok(sig), Ok(now)) = (HeaderValue::from_str(&sig), HeaderValue::from_str(&now)) {
+            let now = self.http.clock().now().timestamp();
+            let sig = signature_header(secret.expose_secret().as_bytes(), now, &bytes);
+            // Digits, hex digits, `t=`, `,` and `v1=` are always a valid header value.
+            if let Ok(sig) = HeaderValue::from_str(&sig) {
                 headers.insert(SIGNATURE_HEADER, sig);
-                headers.insert(TIMESTAMP_HEADER, now);
             }
         }
         let resp = self
@@ -130,10 +158,10 @@ impl Receiver for Webhook {
             .body(bytes)
             .send()
             .await
-            .map_err(transport_error)?;
+            .map_err(|e| self.redactor.apply(transport_error(e)))?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(self.http.error_from_response(resp).await);
+            return Err(self.http.error_from_response(resp, &self.redactor).await);
         }
         Ok(Delivered {
             memo: None,
@@ -234,7 +262,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_an_hmac_secret_the_exact_body_bytes_are_signed() {
+    async fn with_an_hmac_secret_the_send_time_and_the_exact_body_bytes_are_signed() {
         let server = MockServer::start().await;
         testing::expect_post(&server, SECRET_PATH, ResponseTemplate::new(200), 1).await;
         let mut s = settings(format!("{}{SECRET_PATH}", server.uri()));
@@ -248,19 +276,29 @@ mod tests {
         let requests = server.received_requests().await.unwrap();
         assert_eq!(requests.len(), 1);
         let got = requests[0].headers.get(SIGNATURE_HEADER).unwrap().to_str().unwrap();
+        let (t, v1) = got
+            .strip_prefix("t=")
+            .and_then(|rest| rest.split_once(",v1="))
+            .expect("t=…,v1=…");
+        assert_eq!(t.parse::<i64>().unwrap(), testing::now().timestamp());
         // Recomputed here from the received bytes, independently of the receiver's helper.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(b"shared-signing-key").unwrap();
+        mac.update(format!("{t}.").as_bytes());
         mac.update(&requests[0].body);
-        assert_eq!(got, format!("sha256={}", hex::encode(mac.finalize().into_bytes())));
-        let ts: i64 = requests[0]
-            .headers
-            .get(TIMESTAMP_HEADER)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert_eq!(ts, testing::now().timestamp());
+        assert_eq!(v1, hex::encode(mac.finalize().into_bytes()));
+    }
+
+    #[test]
+    fn a_signature_does_not_verify_at_another_time() {
+        let body = br#"{"version":"1"}"#;
+        let at = signature_header(b"k", 1_700_000_000, body);
+        let later = signature_header(b"k", 1_700_000_600, body);
+        let v1 = |h: &str| h.split_once(",v1=").map(|(_, v)| v.to_string()).unwrap();
+        assert_ne!(v1(&at), v1(&later), "a replay with a fresh timestamp needs the key");
+        assert_eq!(
+            at,
+            format!("t=1700000000,v1={}", signature(b"k", b"1700000000.{\"version\":\"1\"}"))
+        );
     }
 
     #[test]

@@ -82,9 +82,11 @@ impl Email {
             builder,
             transport: Mutex::new(None),
             timeout: smtp.timeout,
-            redactor: match &smtp.password {
-                Some(p) => Redactor::default().secret(p.expose_secret()),
-                None => Redactor::default(),
+            // The password, and the base64 forms AUTH PLAIN and AUTH LOGIN send it in, should a server echo them.
+            redactor: match (&smtp.username, &smtp.password) {
+                (Some(user), Some(p)) => Redactor::default().smtp_auth(user, p.expose_secret()),
+                (None, Some(p)) => Redactor::default().secret(p.expose_secret()),
+                _ => Redactor::default(),
             },
             clock,
         })
@@ -99,14 +101,15 @@ impl Email {
         *self.transport.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    fn subject(n: &Notification) -> String {
+    pub(crate) fn subject(n: &Notification) -> String {
         let word = render::status_word(n);
         let tag = format!("[{word}]");
+        let title = render::escape::one_line(&n.title);
         // The test notification's title already says "[TEST]"; don't say it twice.
-        if n.title.starts_with(&tag) {
-            n.title.clone()
+        if title.starts_with(&tag) {
+            title
         } else {
-            format!("{tag} {}", n.title)
+            format!("{tag} {title}")
         }
     }
 

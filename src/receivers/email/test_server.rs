@@ -63,6 +63,17 @@ impl SmtpServer {
         Self::spawn(&mut cmd, port, maildir)
     }
 
+    /// A server that offers only AUTH `mechanism` (PLAIN or LOGIN) and refuses every login with a 535 that echoes
+    /// each line the client sent, credentials included, as a careless relay might.
+    pub(super) fn start_echoing_auth(dir: &Path, mechanism: &str) -> Self {
+        let port = free_port();
+        let script = dir.join("echo_server.py");
+        std::fs::write(&script, ECHO_AUTH_SERVER).unwrap();
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script).arg(port.to_string()).arg(mechanism);
+        Self::spawn(&mut cmd, port, dir.join("maildir"))
+    }
+
     fn spawn(cmd: &mut Command, port: u16, maildir: PathBuf) -> Self {
         let child = cmd
             .stdout(Stdio::null())
@@ -145,6 +156,45 @@ controller = Controller(Handler(maildir), hostname="127.0.0.1", port=port,
 controller.start()
 while True:
     time.sleep(3600)
+"#;
+
+const ECHO_AUTH_SERVER: &str = r#"
+import socket, sys
+port, mechanism = int(sys.argv[1]), sys.argv[2]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen()
+while True:
+    conn, _ = srv.accept()
+    f = conn.makefile("rwb")
+    def send(line):
+        f.write(line.encode() + b"\r\n")
+        f.flush()
+    send("220 echo ESMTP")
+    seen, login = [], None
+    for raw in f:
+        line = raw.decode(errors="replace").rstrip("\r\n")
+        seen.append(line)
+        verb = line.split(" ")[0].upper()
+        if login is not None:
+            login.append(line)
+        if verb in ("EHLO", "HELO"):
+            send("250-echo")
+            send("250 AUTH " + mechanism)
+        elif verb == "AUTH" and line.upper().startswith("AUTH LOGIN"):
+            login = line.split(" ")[2:]
+        elif verb == "QUIT":
+            send("221 bye")
+            break
+        elif verb != "AUTH" and login is None:
+            send("250 ok")
+        if verb == "AUTH" and line.upper().startswith("AUTH PLAIN") or login is not None and len(login) >= 2:
+            send("535 5.7.8 refused: " + " | ".join(seen))
+            login = None
+        elif login is not None:
+            send("334 " + ("VXNlcm5hbWU6" if not login else "UGFzc3dvcmQ6"))
+    conn.close()
 "#;
 
 /// Parses one stored message with Python's e-mail package (already needed for the server).

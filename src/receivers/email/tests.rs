@@ -38,6 +38,8 @@ fn notification(action: Action) -> Notification {
     n.title = "payments-api: sync failed <prod>".into();
     let i = &mut n.incidents[0];
     i.summary = "Sync of payments-api failed: Deployment & Service invalid".into();
+    i.kind = crate::domain::Kind::SyncFailed;
+    i.condition = "sync failed: Deployment & Service invalid".into();
     i.resources[0].status = "SyncFailed".into();
     i.resources[0].message = "spec.replicas: Invalid value".into();
     n
@@ -56,18 +58,15 @@ fn assert_is_the_sync_failed_message(m: &serde_json::Value) {
     assert_eq!(m["auto_submitted"], "auto-generated");
     let text = m["text"].as_str().unwrap();
     assert!(
-        text.contains("* [FIRING] Sync of payments-api failed: Deployment & Service invalid"),
+        text.contains("* [FIRING] sync failed: Deployment & Service invalid, at 11:55 UTC"),
         "{text}"
     );
     assert!(
-        text.contains("Deployment/payments/payments-api (SyncFailed): spec.replicas: Invalid value"),
+        text.contains("Deployment payments/payments-api: SyncFailed — spec.replicas: Invalid value"),
         "{text}"
     );
     let html = m["html"].as_str().unwrap();
-    assert!(
-        html.contains("<h2>payments-api: sync failed &lt;prod&gt;</h2>"),
-        "{html}"
-    );
+    assert!(html.contains(">payments-api: sync failed &lt;prod&gt;</h2>"), "{html}");
     assert!(html.contains("Deployment &amp; Service invalid"), "{html}");
     assert!(html.contains(&format!("href=\"{APP_URL}\"")), "{html}");
 }
@@ -204,6 +203,28 @@ async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent
 }
 
 #[tokio::test]
+async fn a_relay_echoing_the_auth_exchange_leaks_neither_the_plain_nor_the_login_form_of_the_password() {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    for mechanism in ["PLAIN", "LOGIN"] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = SmtpServer::start_echoing_auth(dir.path(), mechanism);
+        let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
+        s.username = Some("herald".into());
+        s.password = Some(SecretString::from("pw9".to_string()));
+
+        let err = email(s).deliver(&notification(Action::Open), None).await.unwrap_err();
+
+        let text = testing::error_text(&err);
+        assert!(
+            text.contains("535") && text.contains("refused: EHLO"),
+            "{mechanism}: {text}"
+        );
+        testing::assert_no_secret(&err, &["pw9", &b64("\0herald\0pw9"), &b64("pw9")]);
+    }
+}
+
+#[tokio::test]
 async fn a_refused_recipient_is_permanent_and_a_deferred_one_is_transient() {
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start_with_auth(dir.path(), "herald", "pw");
@@ -286,7 +307,7 @@ async fn a_custom_template_replaces_the_text_part_and_test_messages_are_marked_o
         m["html"]
             .as_str()
             .unwrap()
-            .contains("<h2>[TEST] Herald test notification</h2>")
+            .contains(">[TEST] Herald test notification</h2>")
     );
 }
 

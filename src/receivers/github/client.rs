@@ -10,11 +10,10 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Github, TITLE_MAX_CHARS, body, one_line};
+use super::{Github, body};
 use crate::domain::Notification;
 use crate::receivers::DeliveryError;
-use crate::receivers::http::{CallError, classify_status, parse_json, parse_retry_after};
-use crate::receivers::render::truncate;
+use crate::receivers::http::{CallError, classify_status, parse_json, parse_retry_after, snippet};
 
 const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
 
@@ -30,6 +29,7 @@ pub(super) struct IssueRef {
 
 /// GitHub's rate limits, then the shared table: 429, or 403 with `retry-after` (secondary limit), or 403/429 with
 /// `x-ratelimit-remaining: 0` (primary limit, wait until `x-ratelimit-reset`) are transient; other 403s are not.
+/// `body` is already scrubbed ([`crate::receivers::http::Http::call`]).
 pub(super) fn classify(status: u16, headers: &HeaderMap, body: &str, now: SystemTime) -> DeliveryError {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let retry_after = parse_retry_after(header("retry-after"), now);
@@ -46,9 +46,8 @@ pub(super) fn classify(status: u16, headers: &HeaderMap, body: &str, now: System
         });
     if matches!(status, 403 | 429) && (retry_after.is_some() || exhausted) {
         let wait = retry_after.or(if exhausted { until_reset } else { None });
-        let snippet: String = body.chars().take(300).collect();
         return DeliveryError::Transient {
-            reason: format!("HTTP {status} (rate limited): {snippet}"),
+            reason: format!("HTTP {status} (rate limited): {}", snippet(body)),
             retry_after: wait,
         };
     }
@@ -83,7 +82,7 @@ impl Github {
             rb = rb.json(body);
         }
         let classify = |status: u16, headers: &HeaderMap, body: &str| classify(status, headers, body, self.http.now());
-        let answer = self.http.call(rb, classify).await;
+        let answer = self.http.call(rb, &self.redactor, classify).await;
         answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 
@@ -116,8 +115,8 @@ impl Github {
                 labels.push(l.clone());
             }
         }
-        let title = truncate(&one_line(&n.title), TITLE_MAX_CHARS);
-        let body = json!({ "title": title, "body": body(n), "labels": labels });
+        let (title, body) = super::preview(n);
+        let body = json!({ "title": title, "body": body, "labels": labels });
         let text = self
             .call("create issue", Method::POST, self.url("/issues")?, Some(&body))
             .await?;

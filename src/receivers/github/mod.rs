@@ -145,12 +145,20 @@ fn delivered(number: u64, resolved_at: Option<DateTime<Utc>>, detail: String) ->
     }
 }
 
+/// What an issue for `n` is created with: its title and body.
+pub(crate) fn preview(n: &Notification) -> (String, String) {
+    (truncate(&one_line(&n.title), TITLE_MAX_CHARS), body(n))
+}
+
 fn body(n: &Notification) -> String {
     truncate(&render::markdown(n), BODY_MAX_CHARS)
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    render::escape::one_line(s)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[async_trait::async_trait]

@@ -110,7 +110,7 @@ async fn open_without_a_memo_looks_for_an_open_issue_then_creates_one() {
     let body = created["body"].as_str().unwrap();
     assert_eq!(body, render::markdown(&note(Action::Open)));
     assert!(
-        body.contains("| Deployment | payments | payments-api | Degraded |"),
+        body.contains("| Deployment payments/payments-api | Degraded | exceeded its progress deadline |"),
         "{body}"
     );
 }

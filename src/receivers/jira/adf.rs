@@ -5,10 +5,12 @@ use serde_json::{Value, json};
 use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::truncate;
+use crate::receivers::render::{escape, truncate};
 
 /// ADF refuses empty text nodes: an empty string gives no node at all.
 fn text(s: &str, marks: Value) -> Vec<Value> {
+    // ADF has no markup to inject, but a line break inside a field would still start a new line.
+    let s = &escape::one_line(s);
     if s.is_empty() {
         return vec![];
     }
@@ -74,82 +76,119 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> Value {
     })
 }
 
+/// A message, line by line: the one place where text from Argo CD keeps its line breaks.
 fn code_block(s: &str) -> Value {
-    json!({ "type": "codeBlock", "attrs": {}, "content": plain(s) })
+    let lines = escape::message_lines(s).join("\n");
+    let content = if lines.is_empty() {
+        vec![]
+    } else {
+        vec![json!({ "type": "text", "text": lines })]
+    };
+    json!({ "type": "codeBlock", "attrs": {}, "content": content })
 }
 
+fn hints(content: &mut Vec<Value>, hints: &[&crate::domain::Hint]) {
+    if hints.is_empty() {
+        return;
+    }
+    content.push(heading(5, "What to do"));
+    let items = hints
+        .iter()
+        .map(|h| {
+            let mut item = strong(&format!("{}: ", h.title));
+            for (k, part) in h.text.split('`').enumerate() {
+                item.extend(if k % 2 == 0 { plain(part) } else { code(part) });
+            }
+            item
+        })
+        .collect();
+    content.push(bullet_list(items));
+}
+
+/// The shared layout in ADF: per Application its facts (links as link marks), then per problem a heading, the
+/// resources' table, the messages as code blocks, what to do; many Applications as one list.
 pub fn document(n: &Notification) -> Value {
+    let now = n.created_at;
     let mut content = vec![heading(3, &n.title)];
     if !n.reason.is_empty() {
         content.push(paragraph(em(&n.reason)));
     }
-    for i in &n.incidents {
-        content.push(heading(
-            4,
-            &format!("[{}] {}", i.state.as_str().to_uppercase(), i.summary),
-        ));
-        let facts: Vec<Vec<Value>> = render::facts(i)
+    if !render::detailed(n) {
+        let mut items = Vec::new();
+        for app in render::apps(n) {
+            for i in &app.incidents {
+                let mut item = strong(&format!("{} ", render::incident_word(i)));
+                item.extend(match app.url {
+                    Some(u) => link(&app.name, u),
+                    None => plain(&app.name),
+                });
+                item.extend(plain(&format!(": {}", i.status_line(now))));
+                items.push(item);
+            }
+        }
+        content.push(bullet_list(items));
+        hints(
+            &mut content,
+            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
+        );
+        return json!({ "version": 1, "type": "doc", "content": content });
+    }
+    for app in render::apps(n) {
+        let facts: Vec<Vec<Value>> = app
+            .facts()
             .into_iter()
-            .map(|(k, v)| {
-                let mut item = strong(&format!("{k}: "));
-                if k == "Argo CD" {
-                    item.extend(link(&v, &v));
-                } else {
-                    item.extend(plain(&v));
-                }
+            .map(|f| {
+                let mut item = strong(&format!("{}: ", f.label));
+                item.extend(match &f.link {
+                    Some(u) => link(&f.value, u),
+                    None => plain(&f.value),
+                });
                 item
             })
             .collect();
         content.push(bullet_list(facts));
-        if !i.resources.is_empty() {
-            content.push(heading(5, "Resources"));
-            let rows = i
-                .resources
-                .iter()
-                .take(MAX_RESOURCES)
-                .map(|r| {
-                    vec![
-                        r.kind.clone(),
-                        r.namespace.clone(),
-                        r.name.clone(),
-                        r.status.clone(),
-                        truncate(&r.message, MAX_MESSAGE_CHARS),
-                    ]
-                })
-                .collect();
-            content.push(table(&["Kind", "Namespace", "Name", "Status", "Message"], rows));
-            if i.resources.len() > MAX_RESOURCES {
-                let more = i.resources.len() - MAX_RESOURCES;
-                content.push(paragraph(em(&format!("… and {more} more resources"))));
+        for i in &app.incidents {
+            content.push(heading(
+                4,
+                &format!("[{}] {}", render::incident_word(i), i.status_line(now)),
+            ));
+            if !i.resources.is_empty() {
+                let rows = i
+                    .resources
+                    .iter()
+                    .take(MAX_RESOURCES)
+                    .map(|r| {
+                        let (what, status) = render::resource_line(r);
+                        vec![what, status, truncate(&r.message, MAX_MESSAGE_CHARS)]
+                    })
+                    .collect();
+                content.push(table(&["Resource", "Status", "Message"], rows));
+                if i.resources.len() > MAX_RESOURCES {
+                    let more = i.resources.len() - MAX_RESOURCES;
+                    content.push(paragraph(em(&format!("… and {more} more resources"))));
+                }
+                let links: Vec<Vec<Value>> = i
+                    .resources
+                    .iter()
+                    .take(MAX_RESOURCES)
+                    .filter_map(|r| r.url.as_deref().map(|u| link(&render::resource_line(r).0, u)))
+                    .collect();
+                if !links.is_empty() {
+                    content.push(paragraph(plain("In Argo CD:")));
+                    content.push(bullet_list(links));
+                }
             }
-        }
-        for m in &i.messages {
-            content.push(code_block(&truncate(m, MAX_MESSAGE_CHARS)));
-        }
-        if !i.hints.is_empty() {
-            content.push(heading(5, "What to do"));
-            let hints = i
-                .hints
-                .iter()
-                .map(|h| {
-                    let mut item = strong(&format!("{}: ", h.title));
-                    item.extend(plain(&h.text));
-                    item
-                })
-                .collect();
-            content.push(bullet_list(hints));
-        }
-        for note in &i.notes {
-            content.push(paragraph(em(&format!("Note: {note}"))));
-        }
-        if let Some(url) = &i.app_url {
-            let mut p = plain("Open ");
-            p.extend(link(&format!("{} in Argo CD", i.app_name), url));
+            for m in &i.messages {
+                content.push(code_block(&truncate(m, MAX_MESSAGE_CHARS)));
+            }
+            hints(&mut content, &i.hints.iter().collect::<Vec<_>>());
+            for note in &i.notes {
+                content.push(paragraph(em(&format!("Note: {note}"))));
+            }
+            let mut p = plain("Herald fingerprint: ");
+            p.extend(code(&i.fingerprint));
             content.push(paragraph(p));
         }
-        let mut p = plain("Herald fingerprint: ");
-        p.extend(code(&i.fingerprint));
-        content.push(paragraph(p));
     }
     json!({ "version": 1, "type": "doc", "content": content })
 }

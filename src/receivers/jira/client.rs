@@ -133,8 +133,9 @@ impl Jira {
         if let Some(body) = body {
             rb = rb.json(body);
         }
-        let classify = |status: u16, headers: &HeaderMap, body: &str| self.http.classify(status, headers, body);
-        let answer = self.http.call(rb, classify).await;
+        let classify =
+            |status: u16, headers: &HeaderMap, body: &str| self.http.classify(status, headers, body, &self.redactor);
+        let answer = self.http.call(rb, &self.redactor, classify).await;
         answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 

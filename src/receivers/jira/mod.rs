@@ -70,13 +70,12 @@ impl Jira {
             Api::Datacenter => 2,
         };
         let base = format!("{}/rest/api/{version}", settings.url.trim_end_matches('/'));
-        // The token, and the Basic form it travels in on Cloud, should a server echo either back.
-        use base64::Engine as _;
+        // The token, and the Basic form it travels in, should a server echo either back.
         let token = settings.token.expose_secret();
-        let mut redactor = Redactor::default().secret(token);
-        if let Some(user) = &settings.user {
-            redactor = redactor.secret(&base64::engine::general_purpose::STANDARD.encode(format!("{user}:{token}")));
-        }
+        let redactor = match &settings.user {
+            Some(user) => Redactor::default().basic(user, token),
+            None => Redactor::default().secret(token),
+        };
         Self {
             settings,
             http,
@@ -212,6 +211,11 @@ impl Jira {
     }
 }
 
+/// What an issue for `n` is created with: its summary, the Cloud (ADF) and the Data Center (wiki) description.
+pub(crate) fn preview(n: &Notification) -> (String, Value, String) {
+    (summary(&n.title), adf::document(n), wiki::wiki(n))
+}
+
 fn delivered(memo: Memo, detail: String) -> Delivered {
     Delivered {
         memo: Some(memo),
@@ -221,7 +225,10 @@ fn delivered(memo: Memo, detail: String) -> Delivered {
 
 /// One line, at most 255 characters.
 fn summary(title: &str) -> String {
-    let line: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line: String = crate::receivers::render::escape::one_line(title)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     truncate(&line, SUMMARY_MAX_CHARS)
 }
 

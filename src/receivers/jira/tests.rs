@@ -270,15 +270,15 @@ async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
         .as_str()
         .expect("plain-text description on Data Center");
     assert!(description.starts_with("h3. "), "{description}");
+    assert!(description.contains("||Resource||Status||Message||"), "{description}");
     assert!(
-        description.contains("||Kind||Namespace||Name||Status||Message||"),
+        description.contains("|Deployment payments/payments-api|Degraded|"),
         "{description}"
     );
     assert!(
-        description.contains("|Deployment|payments|payments-api|Degraded|"),
+        description.contains(&format!("[argocd/payments|{APP_URL}]")),
         "{description}"
     );
-    assert!(description.contains(&format!("[payments|{APP_URL}]")), "{description}");
     assert!(
         description.contains("{noformat}\nBack-off pulling image"),
         "{description}"

@@ -3,81 +3,97 @@
 use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES};
 use crate::domain::Notification;
 use crate::receivers::render;
-use crate::receivers::render::truncate;
+use crate::receivers::render::{escape, truncate};
 
-pub fn wiki(n: &Notification) -> String {
-    // Characters that would start markup (links, tables, macros, bold, italics, images) are escaped.
-    fn esc(s: &str) -> String {
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            match c {
-                '{' | '}' | '[' | ']' | '|' | '*' | '_' | '!' | '\\' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                '\n' | '\r' => out.push(' '),
-                _ => out.push(c),
-            }
-        }
-        out
+/// A link Herald makes: `[text|url]`, nothing in the URL that would end it.
+fn link(text: &str, url: &str) -> String {
+    format!("[{}|{}]", escape::jira_wiki(text), url.replace(['|', ']', ' '], ""))
+}
+
+fn hints(s: &mut String, hints: &[&crate::domain::Hint]) {
+    if hints.is_empty() {
+        return;
     }
+    s.push_str("\nh5. What to do\n");
+    for h in hints {
+        let text = escape::with_code(&h.text, escape::jira_wiki, |c| {
+            format!("{{{{{}}}}}", escape::jira_wiki(c))
+        });
+        s.push_str(&format!("* *{}*: {text}\n", escape::jira_wiki(&h.title)));
+    }
+}
+
+/// The shared layout in Jira wiki markup (Data Center).
+pub fn wiki(n: &Notification) -> String {
+    // Characters that would start markup (links, mentions, tables, macros, bold, italics, images) are escaped.
+    let esc = escape::jira_wiki;
+    let now = n.created_at;
     let mut s = format!("h3. {}\n\n", esc(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("_{}_\n\n", esc(&n.reason)));
     }
-    for i in &n.incidents {
-        s.push_str(&format!(
-            "h4. \\[{}\\] {}\n\n",
-            esc(&i.state.as_str().to_uppercase()),
-            esc(&i.summary)
-        ));
-        for (k, v) in render::facts(i) {
-            if k == "Argo CD" {
+    if !render::detailed(n) {
+        for app in render::apps(n) {
+            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| esc(&app.name));
+            for i in &app.incidents {
                 s.push_str(&format!(
-                    "* *{k}*: [{}|{}]\n",
-                    esc(&i.app_name),
-                    v.replace(['|', ']', ' '], "")
-                ));
-            } else {
-                s.push_str(&format!("* *{k}*: {}\n", esc(&v)));
-            }
-        }
-        if !i.resources.is_empty() {
-            s.push_str("\nh5. Resources\n||Kind||Namespace||Name||Status||Message||\n");
-            let cell = |c: &str| {
-                if c.is_empty() { " ".to_string() } else { esc(c) }
-            };
-            for r in i.resources.iter().take(MAX_RESOURCES) {
-                s.push_str(&format!(
-                    "|{}|{}|{}|{}|{}|\n",
-                    cell(&r.kind),
-                    cell(&r.namespace),
-                    cell(&r.name),
-                    cell(&r.status),
-                    cell(&truncate(&r.message, MAX_MESSAGE_CHARS))
-                ));
-            }
-            if i.resources.len() > MAX_RESOURCES {
-                s.push_str(&format!(
-                    "_… and {} more resources_\n",
-                    i.resources.len() - MAX_RESOURCES
+                    "* *{}* {name}: {}\n",
+                    render::incident_word(i),
+                    esc(&i.status_line(now))
                 ));
             }
         }
-        for m in &i.messages {
-            let m = truncate(m, MAX_MESSAGE_CHARS).replace("{noformat}", "{ noformat}");
-            s.push_str(&format!("\n{{noformat}}\n{m}\n{{noformat}}\n"));
+        hints(
+            &mut s,
+            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
+        );
+        return s;
+    }
+    for app in render::apps(n) {
+        for f in app.facts() {
+            let value = f
+                .link
+                .as_deref()
+                .map(|u| link(&f.value, u))
+                .unwrap_or_else(|| esc(&f.value));
+            s.push_str(&format!("* *{}*: {value}\n", f.label));
         }
-        if !i.hints.is_empty() {
-            s.push_str("\nh5. What to do\n");
-            for h in &i.hints {
-                s.push_str(&format!("* *{}*: {}\n", esc(&h.title), esc(&h.text)));
+        for i in &app.incidents {
+            s.push_str(&format!(
+                "\nh4. \\[{}\\] {}\n\n",
+                render::incident_word(i),
+                esc(&i.status_line(now))
+            ));
+            if !i.resources.is_empty() {
+                s.push_str("||Resource||Status||Message||\n");
+                let cell = |c: &str| if c.is_empty() { " ".to_string() } else { esc(c) };
+                for r in i.resources.iter().take(MAX_RESOURCES) {
+                    let (what, status) = render::resource_line(r);
+                    let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| cell(&what));
+                    s.push_str(&format!(
+                        "|{what}|{}|{}|\n",
+                        cell(&status),
+                        cell(&truncate(&r.message, MAX_MESSAGE_CHARS))
+                    ));
+                }
+                if i.resources.len() > MAX_RESOURCES {
+                    s.push_str(&format!(
+                        "_… and {} more resources_\n",
+                        i.resources.len() - MAX_RESOURCES
+                    ));
+                }
             }
+            for m in &i.messages {
+                let m = truncate(&escape::message_lines(m).join("\n"), MAX_MESSAGE_CHARS)
+                    .replace("{noformat}", "{ noformat}");
+                s.push_str(&format!("\n{{noformat}}\n{m}\n{{noformat}}\n"));
+            }
+            hints(&mut s, &i.hints.iter().collect::<Vec<_>>());
+            for note in &i.notes {
+                s.push_str(&format!("\n_Note: {}_\n", esc(note)));
+            }
+            s.push_str(&format!("\nHerald fingerprint: {{{{{}}}}}\n", esc(&i.fingerprint)));
         }
-        for note in &i.notes {
-            s.push_str(&format!("\n_Note: {}_\n", esc(note)));
-        }
-        s.push_str(&format!("\nHerald fingerprint: {{{{{}}}}}\n", esc(&i.fingerprint)));
     }
     s
 }

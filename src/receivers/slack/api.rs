@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::Slack;
 use super::blocks::Message;
-use crate::receivers::http::transport_error;
+use crate::receivers::http::{JSON_UTF8, transport_error};
 use crate::receivers::render::truncate;
 use crate::receivers::{DeliveryError, Memo};
 
@@ -68,12 +68,13 @@ impl Slack {
             .client()
             .post(format!("{}/{method}", self.api_url))
             .bearer_auth(token.expose_secret())
-            .json(body)
+            .header(reqwest::header::CONTENT_TYPE, JSON_UTF8)
+            .body(serde_json::to_vec(body).unwrap_or_default())
             .send()
             .await
             .map_err(|e| self.redactor.apply(transport_error(e)))?;
         if !resp.status().is_success() {
-            let e = self.http.error_from_response(resp).await;
+            let e = self.http.error_from_response(resp, &self.redactor).await;
             return Err(self
                 .redactor
                 .apply(DeliveryError::prefixed(&format!("slack {method}"), e))
@@ -83,10 +84,10 @@ impl Slack {
         let text = resp.text().await.unwrap_or_default();
         let value: Value = serde_json::from_str(&text).map_err(|_| {
             // Something between us and Slack answered; the message may not have been posted.
-            self.redactor.apply(DeliveryError::transient(format!(
+            DeliveryError::transient(format!(
                 "slack {method}: the answer is not JSON: {}",
-                truncate(&text, 200)
-            )))
+                truncate(&self.redactor.scrub(&text), 200)
+            ))
         })?;
         if value.get("ok").and_then(Value::as_bool) == Some(true) {
             return Ok(value);
@@ -101,7 +102,10 @@ impl Slack {
         if let Some(details) = value.pointer("/response_metadata/messages").and_then(Value::as_array) {
             let details: Vec<&str> = details.iter().filter_map(Value::as_str).collect();
             if !details.is_empty() {
-                reason.push_str(&format!(" ({})", truncate(&details.join("; "), 300)));
+                reason.push_str(&format!(
+                    " ({})",
+                    truncate(&self.redactor.scrub(&details.join("; ")), 300)
+                ));
             }
         }
         let error = if api_error_is_transient(&code) {

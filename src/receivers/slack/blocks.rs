@@ -1,11 +1,13 @@
-//! Block Kit: a notification as a header, one section per incident (or the template's text) and a context line,
-//! within Slack's limits, with text from Argo CD escaped so it cannot inject mrkdwn (`<!channel>`, links).
+//! Block Kit: a notification as a header, the shared layout's sections (each Application's facts, then one section
+//! per problem; or one line per problem for many Applications; or the template's text) and a context line, within
+//! Slack's limits, with text from Argo CD escaped so it cannot inject mrkdwn (`<!channel>`, links).
 
 use serde_json::{Value, json};
 
 use crate::domain::{Incident, Notification};
 use crate::receivers::render;
-use crate::receivers::render::{status_emoji, truncate};
+use crate::receivers::render::AppView;
+use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// Block Kit limits: 50 blocks per message, 3000 characters per section text, 150 per header.
 pub(super) const MAX_BLOCKS: usize = 50;
@@ -22,17 +24,26 @@ pub(super) struct Message {
     pub(super) blocks: Vec<Value>,
 }
 
-/// mrkdwn treats `&`, `<` and `>` as control characters.
+/// One field of text from Argo CD in mrkdwn: one line, `&`, `<` and `>` as entities, mentions broken.
 pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    escape::mrkdwn(s)
 }
 
+/// A field as inline code: mrkdwn still needs the entities there, and a backtick would end the span.
+fn code(s: &str) -> String {
+    format!("`{}`", esc(s).replace('`', "'"))
+}
+
+/// Slack counts the header's 150 characters in UTF-16 units (an emoji is two): a margin for what else it counts.
+const HEADER_UTF16_UNITS: usize = MAX_HEADER_TEXT - 4;
+
 fn header(n: &Notification) -> Value {
+    let text = format!("{} {}: {}", status_emoji(n), render::status_word(n), esc(&n.title));
     json!({
         "type": "header",
         "text": {
             "type": "plain_text",
-            "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), n.title), MAX_HEADER_TEXT),
+            "text": render::truncate_utf16(&text, HEADER_UTF16_UNITS),
             "emoji": true,
         },
     })
@@ -54,42 +65,44 @@ fn context(n: &Notification) -> Value {
     })
 }
 
-fn incident_text(i: &Incident) -> String {
-    let mut s = format!("*[{}] {}*\n", esc(&i.state.as_str().to_uppercase()), esc(&i.summary));
-    for (k, v) in render::facts(i) {
-        if k != "Argo CD" {
-            s.push_str(&format!("*{k}:* `{}`\n", esc(&v)));
-        }
-    }
-    if !i.resources.is_empty() {
-        s.push_str("*Resources:*\n");
-        for r in &i.resources {
-            s.push_str(&format!("• `{}` ({})", esc(&r.display()), esc(&r.status)));
-            if !r.message.is_empty() {
-                s.push_str(&format!(": {}", esc(&r.message.replace('\n', " "))));
-            }
-            s.push('\n');
-        }
-    }
-    for m in &i.messages {
-        s.push_str(&format!("> {}\n", esc(&m.replace('\n', " "))));
-    }
-    if !i.hints.is_empty() {
-        s.push_str("*What to do*\n");
-        for h in &i.hints {
-            s.push_str(&format!("• *{}*: {}\n", esc(&h.title), esc(&h.text)));
-        }
-    }
-    for note in &i.notes {
-        s.push_str(&format!("_Note: {}_\n", esc(note)));
-    }
-    s
+/// A link Herald makes, `<url|text>`: the text escaped, and nothing in the URL that would end the link.
+fn link(text: &str, url: &str) -> String {
+    let url = url.replace('|', "%7C").replace('>', "%3E").replace('<', "%3C");
+    format!("<{url}|{}>", esc(text))
 }
 
-fn incident_section(i: &Incident) -> Value {
-    let mut block = section(&incident_text(i));
+fn hints_text(s: &mut String, hints: &[&crate::domain::Hint]) {
+    if hints.is_empty() {
+        return;
+    }
+    s.push_str("*What to do*\n");
+    for h in hints {
+        s.push_str(&format!(
+            "• *{}*: {}\n",
+            esc(&h.title),
+            escape::with_code(&h.text, esc, code)
+        ));
+    }
+}
+
+/// One Application: its link and facts, with the button to open it.
+fn app_section(app: &AppView<'_>) -> Value {
+    let facts = app.facts();
+    let mut s = String::new();
+    for (k, f) in facts.iter().enumerate() {
+        let value = match &f.link {
+            Some(u) => link(&f.value, u),
+            None => esc(&f.value),
+        };
+        if k == 0 {
+            s.push_str(&format!("*{value}*\n"));
+        } else {
+            s.push_str(&format!("*{}:* {value}\n", f.label));
+        }
+    }
+    let mut block = section(&s);
     // A button needs an http(s) URL of at most 3000 characters; otherwise the section goes without one.
-    if let Some(u) = &i.app_url
+    if let Some(u) = app.url
         && (u.starts_with("https://") || u.starts_with("http://"))
         && u.len() <= 3000
     {
@@ -100,6 +113,73 @@ fn incident_section(i: &Incident) -> Value {
         });
     }
     block
+}
+
+/// One problem: its line, then why (resources, messages) and what to do.
+fn incident_text(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> String {
+    let mut s = format!("*[{}]* {}\n", render::incident_word(i), esc(&i.status_line(now)));
+    for r in &i.resources {
+        let (what, status) = render::resource_line(r);
+        let what = match &r.url {
+            Some(u) => link(&what, u),
+            None => code(&what),
+        };
+        s.push_str(&format!("• {what}: {}", esc(&status)));
+        if !r.message.is_empty() {
+            s.push_str(&format!(" — {}", esc(&r.message)));
+        }
+        s.push('\n');
+    }
+    for m in &i.messages {
+        for line in escape::message_lines(m) {
+            s.push_str(&format!("> {}\n", esc(&line)));
+        }
+    }
+    hints_text(&mut s, &i.hints.iter().collect::<Vec<_>>());
+    for note in &i.notes {
+        s.push_str(&format!("_Note: {}_\n", esc(note)));
+    }
+    s
+}
+
+/// Many Applications: one line per problem, in sections of at most 3000 characters, and what to do once.
+fn list_sections(n: &Notification) -> Vec<Value> {
+    let mut text = String::new();
+    for app in render::apps(n) {
+        let name = match app.url {
+            Some(u) => link(&app.name, u),
+            None => esc(&app.name),
+        };
+        for i in &app.incidents {
+            text.push_str(&format!(
+                "• *{}* {name}: {}\n",
+                render::incident_word(i),
+                esc(&i.status_line(n.created_at))
+            ));
+        }
+    }
+    let mut out: Vec<Value> = chunks(&text, MAX_SECTION_TEXT).iter().map(|c| section(c)).collect();
+    let mut hints = String::new();
+    hints_text(
+        &mut hints,
+        &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
+    );
+    if !hints.is_empty() {
+        out.push(section(&hints));
+    }
+    out
+}
+
+/// The layout's sections: per Application its facts, then one section per problem.
+fn detailed_sections(n: &Notification) -> Vec<Value> {
+    let mut out = Vec::new();
+    for app in render::apps(n) {
+        out.push(app_section(&app));
+        for i in &app.incidents {
+            out.push(section(&incident_text(i, n.created_at)));
+        }
+    }
+    out
 }
 
 /// Splits text into pieces of at most `max` characters, at line ends when possible.
@@ -125,23 +205,21 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
     out
 }
 
-/// Header, one section per incident (or the template's text), a context line; never more than 50 blocks.
+/// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks.
 pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
     let room = MAX_BLOCKS - 2; // header + context
     let mut body: Vec<Value> = match templated {
-        Some(t) => {
-            let mut pieces = chunks(t, MAX_SECTION_TEXT);
-            pieces.truncate(room);
-            pieces.iter().map(|p| section(p)).collect()
-        }
-        None if n.incidents.len() <= room => n.incidents.iter().map(incident_section).collect(),
-        None => {
-            let shown = room - 1;
-            let mut v: Vec<Value> = n.incidents[..shown].iter().map(incident_section).collect();
-            v.push(section(&format!("…and {} more", n.incidents.len() - shown)));
-            v
-        }
+        Some(t) => chunks(t, MAX_SECTION_TEXT).iter().map(|p| section(p)).collect(),
+        None if render::detailed(n) => detailed_sections(n),
+        None => list_sections(n),
     };
+    if body.len() > room {
+        let hidden = body.len() - (room - 1);
+        body.truncate(room - 1);
+        body.push(section(&format!(
+            "…and {hidden} more sections: open Argo CD for the rest"
+        )));
+    }
     let mut out = Vec::with_capacity(body.len() + 2);
     out.push(header(n));
     out.append(&mut body);
@@ -151,14 +229,21 @@ pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
 
 /// The fallback `text` shown in notifications and to screen readers: title, reason and one line per incident.
 pub(super) fn fallback_text(n: &Notification) -> String {
-    let mut s = format!("{}: {}", render::status_word(n), n.title);
+    let mut s = format!("{}: {}", render::status_word(n), esc(&n.title));
     if !n.reason.is_empty() {
-        s.push_str(&format!(" ({})", n.reason));
+        s.push_str(&format!(" ({})", esc(&n.reason)));
     }
-    for i in &n.incidents {
-        s.push_str(&format!("\n• [{}] {}", i.state.as_str().to_uppercase(), i.summary));
+    for app in render::apps(n) {
+        for i in &app.incidents {
+            s.push_str(&format!(
+                "\n• [{}] {}: {}",
+                render::incident_word(i),
+                esc(&app.name),
+                esc(&i.status_line(n.created_at))
+            ));
+        }
     }
-    truncate(&esc(&s), MAX_FALLBACK_TEXT)
+    truncate(&s, MAX_FALLBACK_TEXT)
 }
 
 /// The short reply posted in the thread when the first message has been edited to show the resolution.
@@ -168,7 +253,10 @@ pub(super) fn resolved_reply(n: &Notification) -> Message {
         s.push_str(&format!("\n_{}_", esc(&n.reason)));
     }
     Message {
-        text: truncate(&format!("{}: {}", render::status_word(n), n.title), MAX_FALLBACK_TEXT),
+        text: truncate(
+            &format!("{}: {}", render::status_word(n), esc(&n.title)),
+            MAX_FALLBACK_TEXT,
+        ),
         blocks: vec![section(&s)],
     }
 }

@@ -68,6 +68,11 @@ impl Slack {
     }
 }
 
+/// What the incoming webhook is sent for `n` (no template): the fallback text and the blocks.
+pub(crate) fn preview(n: &Notification) -> serde_json::Value {
+    json!({"text": fallback_text(n), "blocks": blocks(n, None)})
+}
+
 impl Slack {
     fn message(&self, n: &Notification) -> Result<Message, DeliveryError> {
         let custom =

@@ -100,11 +100,17 @@ async fn webhook_posts_text_and_blocks_and_accepts_ok() {
             .unwrap()
             .contains("FIRING: payments-1 is Degraded")
     );
-    let section = blocks[1]["text"]["text"].as_str().unwrap();
+    let app = blocks[1]["text"]["text"].as_str().unwrap();
     for expected in [
-        "payments-1 is Degraded",
-        "*Application:* `argocd/payments-1`",
-        "`Deployment/payments/payments-api` (Degraded)",
+        "*<https://argocd.example.com/applications/argocd/payments-1|argocd/payments-1>*",
+        "*Team:* payments",
+    ] {
+        assert!(app.contains(expected), "{expected:?} not in {app}");
+    }
+    let section = blocks[2]["text"]["text"].as_str().unwrap();
+    for expected in [
+        "*[FIRING]* Degraded for 5 min, since 11:55 UTC",
+        "`Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
         "*What to do*",
         "Check the image",
     ] {
@@ -342,7 +348,7 @@ async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
     let header = edit["blocks"][0]["text"]["text"].as_str().unwrap();
     assert!(header.contains("RESOLVED"), "{header}");
     assert!(
-        edit["blocks"][1]["text"]["text"]
+        edit["blocks"][2]["text"]["text"]
             .as_str()
             .unwrap()
             .contains("[RESOLVED]")
@@ -545,33 +551,69 @@ async fn a_bot_without_a_channel_fails_permanently_without_calling_slack() {
 
 #[test]
 fn blocks_stay_within_slack_limits() {
+    // One Application with 60 problems: a section each, more than a message may hold.
     let mut n = notification(Action::Open);
     n.title = "t".repeat(400);
-    n.incidents = (0..60).map(incident).collect();
-    n.incidents[0].summary = "x".repeat(5000);
+    n.incidents = (0..60)
+        .map(|k| Incident {
+            fingerprint: format!("fp-{k}"),
+            ..incident(1)
+        })
+        .collect();
+    n.incidents[0].condition = "x".repeat(5000);
 
     let b = blocks(&n, None);
 
     assert_eq!(b.len(), MAX_BLOCKS);
-    assert!(b[0]["text"]["text"].as_str().unwrap().chars().count() <= MAX_HEADER_TEXT);
+    let header = b[0]["text"]["text"].as_str().unwrap();
+    assert!(
+        header.encode_utf16().count() < MAX_HEADER_TEXT,
+        "Slack counts UTF-16 units"
+    );
     for block in &b {
         if block["type"] == "section" {
             assert!(block["text"]["text"].as_str().unwrap().chars().count() <= MAX_SECTION_TEXT);
         }
     }
     let more = b[MAX_BLOCKS - 2]["text"]["text"].as_str().unwrap();
-    assert_eq!(more, "…and 13 more");
+    assert_eq!(more, "…and 14 more sections: open Argo CD for the rest");
     assert!(fallback_text(&n).chars().count() <= MAX_FALLBACK_TEXT);
+
+    // Sixty Applications: one line each, in sections within the limits.
+    n.incidents = (0..60).map(incident).collect();
+    let b = blocks(&n, None);
+    assert!(b.len() < MAX_BLOCKS);
+    let lines: usize = b[1..b.len() - 1]
+        .iter()
+        .map(|s| s["text"]["text"].as_str().unwrap().matches("*FIRING*").count())
+        .sum();
+    assert_eq!(lines, 60);
+}
+
+#[test]
+fn a_header_of_150_code_points_with_an_emoji_stays_under_150_utf16_units() {
+    let mut n = notification(Action::Open);
+    n.title = "x".repeat(MAX_HEADER_TEXT - "🔴 FIRING: ".chars().count());
+
+    let b = blocks(&n, None);
+
+    let header = b[0]["text"]["text"].as_str().unwrap();
+    assert!(header.starts_with("🔴 FIRING: x"), "{header}");
+    assert!(
+        header.encode_utf16().count() < MAX_HEADER_TEXT,
+        "{}",
+        header.encode_utf16().count()
+    );
 }
 
 #[test]
 fn text_from_argo_cd_cannot_inject_slack_markup() {
     let mut n = notification(Action::Open);
-    n.incidents[0].summary = "<!channel> & <https://evil.example|click>".into();
+    n.incidents[0].condition = "<!channel> & <https://evil.example|click>".into();
 
     let b = blocks(&n, None);
 
-    let section = b[1]["text"]["text"].as_str().unwrap();
+    let section = b[2]["text"]["text"].as_str().unwrap();
     assert!(
         section.contains("&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;"),
         "{section}"

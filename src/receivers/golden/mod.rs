@@ -1,0 +1,341 @@
+//! Golden files: what every kind of receiver sends in six situations built from the captured Argo CD bodies
+//! (`tests/fixtures/argocd/captured/`), run through the real pipeline (state, incidents, routing, groups, titles) on
+//! a manual clock. Each situation's notifications are rendered by [`preview`] for every kind and compared with
+//! `src/receivers/golden/<situation>/<kind>.<part>`. `HERALD_BLESS=1` rewrites them, and renders the Slack and
+//! e-mail messages as HTML pages with screenshots (headless chromium) into `docs/messages/`.
+
+mod pages;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::preview::{KINDS, preview};
+use crate::clock::{Clock, ManualClock};
+use crate::configuration::Settings;
+use crate::domain::{Action, Notification};
+use crate::pipeline::Pipeline;
+
+const SETTINGS: &str = r#"
+receivers: [{name: team-chat, console: {}}]
+ownership: {default_team: platform}
+teams: {platform: {receivers: [team-chat]}}
+grouping: {group_wait: 30s, group_interval: 5m, repeat_interval: 4h}
+"#;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn captured(name: &str) -> Value {
+    let path = root().join("tests/fixtures/argocd/captured").join(name);
+    serde_json::from_slice(&std::fs::read(&path).expect("a captured body")).expect("JSON")
+}
+
+fn time(body: &Value) -> DateTime<Utc> {
+    let t = body["timestamp"].as_str().expect("an envelope timestamp");
+    DateTime::parse_from_rfc3339(t).expect("RFC 3339").with_timezone(&Utc)
+}
+
+/// The pipeline on a private SQLite store, its clock at `start`.
+struct Run {
+    pipeline: Pipeline,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    async fn start(start: DateTime<Utc>) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut settings = Settings::from_yaml(SETTINGS).expect("valid settings");
+        let db = format!("sqlite://{}", dir.path().join("golden.db").display());
+        settings.storage.url = secrecy::SecretString::from(db);
+        let store = crate::store::Store::connect(&settings.storage).await.expect("a store");
+        let clock = ManualClock::new(start);
+        let pipeline = Pipeline::new(Arc::new(settings), store, Arc::new(clock.clone()));
+        Self {
+            pipeline,
+            clock,
+            _dir: dir,
+        }
+    }
+
+    async fn post(&self, body: &Value) {
+        let snap = crate::argocd::parse_body(body.to_string().as_bytes(), 64).expect("a valid body");
+        self.pipeline.ingest(snap, None).await.expect("ingested");
+        self.pipeline.tick().await.expect("ticked");
+    }
+
+    /// Moves the clock by `d` in 10-second steps, running the timers as they fall due.
+    async fn wait(&self, d: Duration) {
+        let end = self.clock.now() + chrono::Duration::from_std(d).expect("a duration");
+        while self.clock.now() < end {
+            self.clock.advance(Duration::from_secs(10));
+            self.pipeline.tick().await.expect("ticked");
+        }
+    }
+
+    /// Every notification queued so far, oldest first.
+    async fn notifications(&self) -> Vec<Notification> {
+        let mut rows = self.pipeline.outbox(None, 1000, None).await.expect("the outbox");
+        rows.reverse();
+        rows.iter()
+            .map(|r| serde_json::from_str(&r.payload).expect("a notification"))
+            .collect()
+    }
+}
+
+/// An hour after capture 021, `argocd/aaaaaaaaa` is OutOfSync with one resource (the `podinfo` Application) left
+/// to prune: both rules fire in the same flush.
+async fn out_of_sync_for_an_hour_with_a_prune_pending() -> Vec<Notification> {
+    let body = captured("021_remove_podinfo_1_1.json");
+    let run = Run::start(time(&body)).await;
+    run.post(&body).await;
+    run.wait(Duration::from_secs(3600 + 40)).await;
+    run.notifications().await
+}
+
+/// Derived from 021: the sync `alice` started failed, with the message and the failing ServiceAccount of
+/// `objects/02` (a name Kubernetes refuses) and the SyncError condition repeating it; nothing is left to prune.
+async fn a_sync_failed_by_a_user() -> Vec<Notification> {
+    let mut body = captured("021_remove_podinfo_1_1.json");
+    let message = "one or more objects failed to apply, reason: ServiceAccount \"jen-jenkins_helm_demo\" is invalid: \
+        metadata.name: Invalid value: \"jen-jenkins_helm_demo\": a lowercase RFC 1123 subdomain must consist of lower \
+        case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+    let app = &mut body["app"];
+    app["status"]["resources"][1]["requiresPruning"] = json!(false);
+    let op = &mut app["status"]["operationState"];
+    op["phase"] = json!("Failed");
+    op["message"] = json!(message);
+    op["operation"]["initiatedBy"] = json!({"username": "alice"});
+    op["operation"]["sync"]["revision"] = json!("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5");
+    op["syncResult"]["revision"] = json!("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5");
+    op["syncResult"]["resources"] = json!([{
+        "group": "", "version": "v1", "kind": "ServiceAccount", "namespace": "argocd", "name": "jen-jenkins_helm_demo",
+        "status": "SyncFailed", "hookPhase": "Failed", "syncPhase": "Sync",
+        "message": "ServiceAccount \"jen-jenkins_helm_demo\" is invalid: metadata.name: Invalid value",
+    }]);
+    app["status"]["conditions"] = json!([{
+        "type": "SyncError",
+        "message": format!("Failed sync attempt to 3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5: {message} (retried 5 times)."),
+    }]);
+    let run = Run::start(time(&body)).await;
+    run.post(&body).await;
+    run.wait(Duration::from_secs(40)).await;
+    run.notifications().await
+}
+
+/// Derived from 010 (`argocd/aaaaaaa` Synced and Degraded): Argo CD's per-resource health added to the Deployment
+/// and to a migration Job (as Argo CD keeps it before 3.0, or opted in).
+async fn degraded_with_two_unhealthy_resources() -> Vec<Notification> {
+    let mut body = captured("010_sync_podinfo_1_4.json");
+    let resources = &mut body["app"]["status"]["resources"];
+    resources[1]["health"] = json!({
+        "status": "Degraded",
+        "message": "Deployment \"aaaaaaa\" exceeded its progress deadline",
+    });
+    resources.as_array_mut().expect("resources").push(json!({
+        "group": "batch", "version": "v1", "kind": "Job", "namespace": "aaaaaaa", "name": "aaaaaaa-migrate",
+        "status": "Synced",
+        "health": {"status": "Degraded", "message": "Job has reached the specified backoff limit"},
+    }));
+    let run = Run::start(time(&body)).await;
+    run.post(&body).await;
+    run.wait(Duration::from_secs(300 + 40)).await;
+    run.notifications().await
+}
+
+/// 015 (`argocd/aaaaaaa`, multi-source: `syncResult.revision` empty, `revisions: ["6.9.0"]`), derived with a
+/// second source holding the values (a Git repository at a commit), Degraded since 16:31.
+async fn a_multi_source_application() -> Vec<Notification> {
+    let mut body = captured("015_sync_podinfo_3_2.json");
+    let commit = "3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5";
+    let values = json!({"repoURL": "https://github.com/cdviz-dev/demo-cluster", "path": "values/podinfo",
+                        "targetRevision": "HEAD", "ref": "values"});
+    let app = &mut body["app"];
+    app["spec"]["sources"].as_array_mut().expect("sources").push(values);
+    app["status"]["sync"]["revisions"] = json!(["6.9.0", commit]);
+    app["status"]["operationState"]["operation"]["sync"]["revisions"] = json!(["6.9.0", commit]);
+    let run = Run::start(time(&body)).await;
+    run.post(&body).await;
+    run.wait(Duration::from_secs(300 + 40)).await;
+    run.notifications().await
+}
+
+/// 021 for an hour, then Synced with nothing to prune (derived) 1 h 12 min after it went OutOfSync: the resolve.
+async fn a_resolve_after_1_h_12_min() -> Vec<Notification> {
+    let body = captured("021_remove_podinfo_1_1.json");
+    let start = time(&body);
+    let run = Run::start(start).await;
+    run.post(&body).await;
+    run.wait(Duration::from_secs(72 * 60)).await;
+    let mut synced = body.clone();
+    synced["timestamp"] = json!(run.clock.now().to_rfc3339());
+    synced["app"]["status"]["sync"]["status"] = json!("Synced");
+    synced["app"]["status"]["resources"][1]["requiresPruning"] = json!(false);
+    synced["app"]["status"]["resources"][1]["status"] = json!("Synced");
+    run.post(&synced).await;
+    run.wait(Duration::from_secs(40)).await;
+    run.notifications()
+        .await
+        .into_iter()
+        .filter(|n| n.action == Action::Resolve)
+        .collect()
+}
+
+/// Forty copies of 021 (derived: names `shop-01`…`shop-40`, their own uids, nothing to prune), OutOfSync for an
+/// hour together: one message for the team.
+async fn a_group_of_40_applications() -> Vec<Notification> {
+    let body = captured("021_remove_podinfo_1_1.json");
+    let run = Run::start(time(&body)).await;
+    for k in 1..=40 {
+        let mut copy = body.clone();
+        copy["app"]["metadata"]["name"] = json!(format!("shop-{k:02}"));
+        copy["app"]["metadata"]["uid"] = json!(format!("00000000-0000-0000-0000-{k:012}"));
+        copy["app"]["status"]["resources"][1]["requiresPruning"] = json!(false);
+        run.post(&copy).await;
+    }
+    run.wait(Duration::from_secs(3600 + 40)).await;
+    run.notifications().await
+}
+
+/// Compares `text` with the golden file at `path`, or writes it when blessing.
+fn check(path: &Path, text: &str, bless: bool, failures: &mut Vec<String>) {
+    if bless {
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("a golden folder");
+        std::fs::write(path, text).expect("a golden file");
+        return;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(golden) if golden == text => {}
+        Ok(_) => failures.push(format!("{} differs", path.display())),
+        Err(e) => failures.push(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Renders the situation's one notification for every kind and checks each part against its golden file.
+fn golden(situation: &str, notifications: &[Notification]) {
+    assert_eq!(
+        notifications.len(),
+        1,
+        "{situation}: one message, got {:#?}",
+        notifications.iter().map(|n| &n.title).collect::<Vec<_>>()
+    );
+    let n = &notifications[0];
+    let bless = std::env::var("HERALD_BLESS").is_ok_and(|v| v == "1");
+    let dir = root().join("src/receivers/golden").join(situation);
+    let mut failures = Vec::new();
+    for kind in KINDS {
+        let parts = preview(kind, n, n.created_at).expect("a known kind");
+        for (k, part) in parts.iter().enumerate() {
+            let name = match parts.iter().filter(|p| p.name == part.name).count() {
+                1 => format!("{kind}.{}", part.name),
+                _ => format!("{kind}.{k}.{}", part.name),
+            };
+            check(&dir.join(name), &part.text, bless, &mut failures);
+        }
+    }
+    if bless {
+        pages::write(situation, n);
+    }
+    assert!(
+        failures.is_empty(),
+        "{situation}: {failures:#?}\nrun with HERALD_BLESS=1 to accept the new renderings, and read the diff"
+    );
+}
+
+#[tokio::test]
+async fn out_of_sync_for_an_hour_with_a_prune_pending_is_one_message_with_a_line_per_problem() {
+    let n = out_of_sync_for_an_hour_with_a_prune_pending().await;
+    golden("out-of-sync-with-prune-pending", &n);
+    assert_eq!(n[0].incidents.len(), 2);
+    assert_eq!(
+        n[0].title,
+        "aaaaaaaaa: OutOfSync for over 1 h; 1 resource waiting to be pruned for over 1 h"
+    );
+    let hint = n[0].incidents[1]
+        .hints
+        .iter()
+        .find(|h| h.id == "prune_disabled")
+        .expect("the prune hint");
+    assert!(
+        hint.text.contains("--resource argoproj.io:Application:podinfo"),
+        "{}",
+        hint.text
+    );
+}
+
+#[tokio::test]
+async fn a_sync_failed_by_a_user_is_titled_by_its_first_sentence_and_says_the_message_once() {
+    let n = a_sync_failed_by_a_user().await;
+    golden("sync-failed-by-a-user", &n);
+    assert_eq!(
+        n[0].title,
+        "aaaaaaaaa: sync failed: one or more objects failed to apply"
+    );
+    let i = &n[0].incidents[0];
+    assert_eq!(i.messages.len(), 1, "{:?}", i.messages);
+    assert_eq!(i.initiated_by.as_deref(), Some("user alice"));
+}
+
+#[tokio::test]
+async fn degraded_says_why_with_each_unhealthy_resource_and_the_hint() {
+    let n = degraded_with_two_unhealthy_resources().await;
+    golden("degraded-two-resources", &n);
+    let i = &n[0].incidents[0];
+    let statuses: Vec<(&str, &str)> = i
+        .resources
+        .iter()
+        .map(|r| (r.name.as_str(), r.message.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("aaaaaaa", "Deployment \"aaaaaaa\" exceeded its progress deadline"),
+            ("aaaaaaa-migrate", "Job has reached the specified backoff limit")
+        ]
+    );
+    let hint = |id: &str| {
+        i.hints
+            .iter()
+            .find(|h| h.id == id)
+            .map(|h| h.text.as_str())
+            .unwrap_or_default()
+    };
+    assert!(hint("job_failed").contains("logs job/aaaaaaa-migrate"), "{:?}", i.hints);
+    assert!(
+        hint("rollout_stuck").contains("rollout status deployment/aaaaaaa"),
+        "{:?}",
+        i.hints
+    );
+}
+
+#[tokio::test]
+async fn a_multi_source_application_names_each_source_with_its_revision() {
+    let n = a_multi_source_application().await;
+    golden("multi-source", &n);
+    let sources = &n[0].incidents[0].sources;
+    let revisions: Vec<Option<&str>> = sources.iter().map(|s| s.revision.as_deref()).collect();
+    assert_eq!(
+        revisions,
+        [Some("6.9.0"), Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")]
+    );
+    assert!(sources[1].commit_url.is_some());
+}
+
+#[tokio::test]
+async fn a_resolve_says_when_and_after_how_long() {
+    let n = a_resolve_after_1_h_12_min().await;
+    golden("resolved-after-1h12", &n);
+    assert!(n[0].title.contains("ended after 1 h 12 min"), "{}", n[0].title);
+}
+
+#[tokio::test]
+async fn a_group_of_40_applications_is_one_list() {
+    let n = a_group_of_40_applications().await;
+    golden("group-of-40", &n);
+    assert_eq!(n[0].title, "OutOfSync on 40 Applications of team platform");
+}

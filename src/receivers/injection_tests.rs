@@ -1,0 +1,347 @@
+//! Text from Argo CD cannot act in what people read. A property test feeds arbitrary strings (hostile fragments
+//! mixed with any characters) into every text field of a notification, renders it for every kind of receiver, and
+//! compares what the target would act on — mentions, links, images, HTML, line breaks — with the rendering of the
+//! same notification whose fields are plain words: anything more was put there by the input. (Less is allowed: a
+//! long input makes a target's length limit cut the text.)
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use super::preview::{KINDS, Markup, preview};
+use super::render::escape::{WORD_JOINER, message_lines};
+use super::testing;
+use crate::domain::{Action, Hint, Incident, Notification, ResourceRef};
+
+const FRAGMENTS: &[&str] = &[
+    "<!channel>",
+    "<!here>",
+    "@channel",
+    "@all",
+    "@here",
+    "<users/all>",
+    "<@U024BE7LH>",
+    "<https://evil.example|click>",
+    "[click me](https://evil.example)",
+    "![beacon](https://evil.example/p.png)",
+    "<img src=x onerror=alert(1)>",
+    "<nil>",
+    "<at>everyone</at>",
+    "[~admin]",
+    "!image.png!",
+    "{noformat}",
+    "\n# heading\n",
+    "\r\n- item",
+    "\u{2028}",
+    "\u{1b}[31m",
+    "```",
+    "`",
+    "*",
+    "_",
+    "|",
+    "\\",
+    "&lt;",
+    "](",
+    "<",
+    ">",
+    "@",
+    " ",
+    "x",
+];
+
+fn hostile() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        3 => proptest::sample::select(FRAGMENTS).prop_map(str::to_string),
+        1 => any::<char>().prop_map(String::from),
+    ];
+    proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+}
+
+/// Every text field of a notification, and whether it is a multi-line message.
+fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
+    let mut out: Vec<(&mut String, bool)> = vec![(&mut n.title, false), (&mut n.reason, false)];
+    for i in &mut n.incidents {
+        for s in [
+            &mut i.summary,
+            &mut i.app_namespace,
+            &mut i.app_name,
+            &mut i.project,
+            &mut i.team,
+            &mut i.destination_cluster,
+            &mut i.destination_namespace,
+        ] {
+            out.push((s, false));
+        }
+        for s in [
+            &mut i.revision,
+            &mut i.previous_revision,
+            &mut i.initiated_by,
+            &mut i.resolution,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            out.push((s, false));
+        }
+        for r in &mut i.resources {
+            for s in [
+                &mut r.kind,
+                &mut r.namespace,
+                &mut r.name,
+                &mut r.status,
+                &mut r.message,
+            ] {
+                out.push((s, false));
+            }
+        }
+        for m in &mut i.messages {
+            out.push((m, true));
+        }
+        for h in &mut i.hints {
+            out.push((&mut h.title, false));
+            out.push((&mut h.text, false));
+        }
+        for note in &mut i.notes {
+            out.push((note, false));
+        }
+    }
+    out
+}
+
+/// Two incidents with every section a rendering has, each field filled from `values` in turn.
+fn notification(values: &[String]) -> Notification {
+    let mut n = testing::notification(Action::Open);
+    let mut i: Incident = testing::incident();
+    i.revision = Some(String::new());
+    i.previous_revision = Some(String::new());
+    i.initiated_by = Some(String::new());
+    i.resolution = Some(String::new());
+    i.resources.push(ResourceRef::default());
+    i.messages.push(String::new());
+    i.hints.push(Hint::default());
+    i.notes.push(String::new());
+    n.incidents = vec![i.clone(), Incident { id: 8, ..i }];
+    for (k, (field, _)) in fields(&mut n).into_iter().enumerate() {
+        *field = values[k % values.len()].clone();
+    }
+    n
+}
+
+/// The same notification with plain words: the same emptiness, equal fields equal (one Application stays one),
+/// the same number of message lines.
+fn plain_words(n: &Notification) -> Notification {
+    let mut plain = n.clone();
+    let mut words: Vec<String> = Vec::new();
+    let mut word = |s: &str| {
+        let k = words.iter().position(|w| w == s).unwrap_or_else(|| {
+            words.push(s.to_string());
+            words.len() - 1
+        });
+        format!("w{k}")
+    };
+    for (field, multiline) in fields(&mut plain) {
+        *field = match (field.is_empty(), field.trim().is_empty(), multiline) {
+            (true, _, _) => String::new(),
+            (false, true, _) => " ".into(),
+            (false, false, false) => word(field),
+            (false, false, true) => match message_lines(field).len() {
+                0 => " ".into(),
+                lines => (0..lines).map(|_| word(field)).collect::<Vec<_>>().join("\n"),
+            },
+        };
+    }
+    plain
+}
+
+/// Every string inside a JSON value.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
+}
+
+fn mention_at(chars: &[char], k: usize) -> bool {
+    chars[k] == '@' && chars.get(k + 1).is_some_and(|c| c.is_alphanumeric())
+}
+
+/// What a target acts on in `text`: `<` that is not broken, mentions, line breaks, and `](` and `![` where
+/// `links` are Markdown's. `escapes` says whether a backslash escapes the next character (CommonMark, Jira wiki),
+/// `code` whether backticks make literal spans (where only mentions and `<` can still act, through Mattermost's
+/// rewriting).
+fn active(text: &str, escapes: bool, code: bool, links: bool, out: &mut Vec<String>) {
+    let chars: Vec<char> = text.chars().collect();
+    let mut in_code = false;
+    let mut k = 0;
+    while k < chars.len() {
+        let c = chars[k];
+        let next = chars.get(k + 1).copied();
+        if escapes && c == '\\' && !in_code {
+            k += 2;
+            continue;
+        }
+        if code && c == '`' {
+            in_code = !in_code;
+        }
+        if c == '<' && next != Some(WORD_JOINER) {
+            out.push("<".into());
+        }
+        if mention_at(&chars, k) {
+            out.push("mention".into());
+        }
+        if c == '\n' {
+            out.push("line".into());
+        }
+        if c.is_control() && c != '\n' {
+            out.push(format!("control {:?}", c));
+        }
+        if links && !in_code && ((c == ']' && next == Some('(')) || (c == '!' && next == Some('['))) {
+            out.push(format!("{c}{}", next.unwrap_or(' ')));
+        }
+        k += 1;
+    }
+}
+
+/// What `text`, written in `markup`, makes its target do.
+fn acts(markup: Markup, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    match markup {
+        Markup::Plain | Markup::Console => {
+            for c in text.chars() {
+                if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+                    out.push(format!("{c:?}"));
+                }
+            }
+        }
+        Markup::CommonMark => active(text, true, true, true, &mut out),
+        Markup::GoogleChat => {
+            active(text, false, false, false, &mut out);
+            out.extend(text.matches("```").map(|_| "fence".to_string()));
+        }
+        Markup::Html => {
+            // Backticks in a hint make code, which is formatting, not an injection.
+            let tags = text.replace("<code>", "").replace("</code>", "");
+            out.extend(tags.matches('<').map(|_| "tag".to_string()));
+            out.extend(text.matches('\n').map(|_| "line".to_string()));
+        }
+        Markup::JiraWiki => {
+            // {noformat} blocks are literal: only how many there are matters.
+            for (k, piece) in text.split("{noformat}").enumerate() {
+                if k % 2 == 0 {
+                    // Links and mentions (`[`), images (`!`), macros (`{`), table cells (`|`), unless escaped;
+                    // backticks in a hint make `{{monospace}}`, which is formatting.
+                    let piece = piece.replace("{{", "").replace("}}", "");
+                    let mut chars = piece.chars();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '\\' => {
+                                chars.next();
+                            }
+                            '[' | '!' | '{' | '|' => out.push(c.to_string()),
+                            '\n' => out.push("line".into()),
+                            c if c.is_control() => out.push(format!("control {c:?}")),
+                            _ => {}
+                        }
+                    }
+                } else {
+                    out.push("noformat".into());
+                    out.extend(piece.matches('\n').map(|_| "line".to_string()));
+                }
+            }
+        }
+        Markup::SlackBlocks | Markup::TeamsCard | Markup::Adf => {
+            let v: Value = serde_json::from_str(text).expect("JSON");
+            let mut all = Vec::new();
+            strings(&v, &mut all);
+            for s in all {
+                if s.starts_with("http") && !s.contains(' ') {
+                    // Herald's own links; a resource's names are percent-encoded in the query.
+                    out.push(format!("url {}", s.split('?').next().unwrap_or_default()));
+                    continue;
+                }
+                match markup {
+                    Markup::Adf => out.extend(s.matches('\n').map(|_| "line".to_string())),
+                    Markup::TeamsCard => active(&s, false, false, true, &mut out),
+                    _ => active(&s, false, false, false, &mut out),
+                }
+            }
+        }
+        Markup::Json => {}
+    }
+    out.sort();
+    out
+}
+
+/// What `hostile` has that `benign` has not (multisets, both sorted).
+fn more(hostile: Vec<String>, mut benign: Vec<String>) -> Vec<String> {
+    let mut extra = Vec::new();
+    for h in hostile {
+        match benign.iter().position(|b| *b == h) {
+            Some(k) => {
+                benign.remove(k);
+            }
+            None => extra.push(h),
+        }
+    }
+    extra
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn text_from_argo_cd_cannot_mention_link_inject_html_or_break_lines_in_any_receiver(
+        values in proptest::collection::vec(hostile(), 1..12)
+    ) {
+        let n = notification(&values);
+        let plain = plain_words(&n);
+        for kind in KINDS {
+            let hostile = preview(kind, &n, testing::now()).expect("a known kind");
+            let benign = preview(kind, &plain, testing::now()).expect("a known kind");
+            prop_assert_eq!(hostile.len(), benign.len());
+            for (h, b) in hostile.iter().zip(&benign) {
+                let extra = more(acts(h.markup, &h.text), acts(b.markup, &b.text));
+                prop_assert!(
+                    extra.is_empty(),
+                    "{} {} acts on {:?} from {:?}:\n{}",
+                    kind,
+                    h.name,
+                    extra,
+                    values,
+                    h.text
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_issue_examples_read_as_text_everywhere() {
+    let values: Vec<String> = FRAGMENTS.iter().map(|f| f.to_string()).collect();
+    let n = notification(&values);
+    let plain = plain_words(&n);
+    for kind in KINDS {
+        let hostile = preview(kind, &n, testing::now()).expect("a known kind");
+        let benign = preview(kind, &plain, testing::now()).expect("a known kind");
+        for (h, b) in hostile.iter().zip(&benign) {
+            assert_eq!(
+                acts(h.markup, &h.text),
+                acts(b.markup, &b.text),
+                "{kind} {}:\n{}",
+                h.name,
+                h.text
+            );
+            let chat = matches!(
+                h.markup,
+                Markup::CommonMark | Markup::SlackBlocks | Markup::GoogleChat | Markup::TeamsCard
+            );
+            assert!(
+                !(chat && h.text.contains("<!channel>")),
+                "{kind} {}:\n{}",
+                h.name,
+                h.text
+            );
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! What each kind of receiver would send for a notification, without sending it: the payload as its target reads
+//! it (text, Markdown, Block Kit, Adaptive Card, ADF, e-mail), part by part. `herald replay --render` prints it for
+//! an operator; the golden files and the injection property test are made of it.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{alertmanager, console, github, googlechat, jira, mattermost, msteams, pagerduty, render, slack, webhook};
+use crate::domain::Notification;
+
+/// The markup a part is written in, which says how its target reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// Plain text (e-mail, descriptions in JSON).
+    Plain,
+    /// Plain text for a terminal.
+    Console,
+    /// CommonMark (GitHub, Mattermost).
+    CommonMark,
+    /// Slack Block Kit JSON (mrkdwn and plain_text inside).
+    SlackBlocks,
+    /// Google Chat's own markup.
+    GoogleChat,
+    /// A Teams Adaptive Card (TextBlock Markdown inside).
+    TeamsCard,
+    /// HTML (e-mail).
+    Html,
+    /// Atlassian Document Format JSON (Jira Cloud).
+    Adf,
+    /// Jira wiki markup (Jira Data Center).
+    JiraWiki,
+    /// JSON read by programs (webhook, PagerDuty, Alertmanager).
+    Json,
+}
+
+/// One part of what a receiver sends: `name` is also the golden file's extension (`subject`, `txt`, `md`, `json`…).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub name: &'static str,
+    pub markup: Markup,
+    pub text: String,
+}
+
+fn part(name: &'static str, markup: Markup, text: String) -> Part {
+    Part { name, markup, text }
+}
+
+fn json(name: &'static str, markup: Markup, v: &Value) -> Part {
+    part(name, markup, serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+/// Every receiver key (`slack`, `jira`…) a preview can be asked for.
+pub const KINDS: [&str; 11] = [
+    "console",
+    "email",
+    "slack",
+    "msteams",
+    "googlechat",
+    "mattermost",
+    "webhook",
+    "jira",
+    "github",
+    "pagerduty",
+    "alertmanager",
+];
+
+/// What a receiver of kind `kind` (its key in `receivers[]`) sends for `n` at `now`, without a custom template;
+/// `None` for an unknown kind. Secrets (a PagerDuty routing key) are shown as placeholders.
+pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<Part>> {
+    let parts = match kind {
+        "console" => vec![part(
+            "txt",
+            Markup::Console,
+            console::message(n, &render::console_text(n)),
+        )],
+        "email" => vec![
+            part("subject", Markup::Plain, super::email::Email::subject(n)),
+            part("txt", Markup::Plain, render::text(n)),
+            part("html", Markup::Html, render::html(n)),
+        ],
+        "slack" => vec![json("json", Markup::SlackBlocks, &slack::preview(n))],
+        "msteams" => vec![json("json", Markup::TeamsCard, &msteams::teams_message(n))],
+        "googlechat" => vec![part("txt", Markup::GoogleChat, googlechat::google_chat_text(n))],
+        "mattermost" => vec![part("md", Markup::CommonMark, mattermost::text(n))],
+        "webhook" => vec![json("json", Markup::Json, &webhook::body(n))],
+        "jira" => {
+            let (summary, adf, wiki) = jira::preview(n);
+            vec![
+                part("summary", Markup::Plain, summary),
+                json("adf.json", Markup::Adf, &adf),
+                part("wiki", Markup::JiraWiki, wiki),
+            ]
+        }
+        "github" => {
+            let (title, body) = github::preview(n);
+            vec![
+                part("title", Markup::Plain, title),
+                part("md", Markup::CommonMark, body),
+            ]
+        }
+        "pagerduty" => n
+            .incidents
+            .iter()
+            .map(|i| json("json", Markup::Json, &pagerduty::trigger_event(n, i, "ROUTING_KEY")))
+            .collect(),
+        "alertmanager" => {
+            let ttl = std::time::Duration::from_secs(24 * 3600);
+            let alerts: Vec<Value> = n
+                .incidents
+                .iter()
+                .map(|i| alertmanager::alert(n, i, now, ttl))
+                .collect();
+            vec![json("json", Markup::Json, &Value::Array(alerts))]
+        }
+        _ => return None,
+    };
+    Some(parts)
+}

@@ -1,0 +1,244 @@
+//! Text from Argo CD (annotations, health and operation messages, resource names, condition messages) written into
+//! each target's markup so that it reads as text: no mention, no link or image Herald did not put there, no raw
+//! HTML, no line break inside a one-line field. Each target has its own rules; what they share is here.
+//!
+//! Where a target has an escape (CommonMark's backslash and entities, Slack's and HTML's entities, Jira wiki's
+//! backslash) it is used. Where it has none (Google Chat's own markup, Teams' TextBlock Markdown), an invisible
+//! word joiner (U+2060) breaks the sequence that would be read as markup: `<`+`users/all>`, `]`+`(`, `@`+`all`.
+
+/// Invisible and without width: placed inside `<!channel>` or `@all` it breaks the markup and not the reading.
+pub const WORD_JOINER: char = '\u{2060}';
+
+/// Characters that end a line somewhere: LF, CR, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR (and VT, FF).
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// One line: line breaks, tabs and other control characters become spaces.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() || is_line_break(c) { ' ' } else { c })
+        .collect()
+}
+
+/// The lines of a multi-line message as Herald shows them, each one a line (`\r\n`, `\r`, U+2028… all end one).
+/// Blank lines are dropped: they would end a Markdown quote or list.
+pub fn message_lines(s: &str) -> Vec<String> {
+    s.split(is_line_break)
+        .map(one_line)
+        .filter(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// Plain text for a terminal or a log: control characters (an ANSI escape, a line break inside a field) are shown
+/// as escapes (`\x1b`, `\n`) rather than acted on.
+pub fn console(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || is_line_break(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@user`, `@org/team`).
+fn break_mentions(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '@' && chars.peek().is_some_and(|n| n.is_alphanumeric()) {
+            out.push(WORD_JOINER);
+        }
+    }
+    out
+}
+
+/// CommonMark inline text (GitHub, Mattermost): one line, mentions broken, `&`, `<` and `>` as entities (no HTML,
+/// no autolink, and nothing Mattermost's Slack-compatible `<!channel>` / `<url|text>` rewriting can match), and
+/// every character that starts emphasis, code, links, images or tables escaped with a backslash.
+pub fn commonmark(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in break_mentions(&one_line(s)).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '!' | '#' | '|' | '~' | '{' | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Slack mrkdwn: one line, mentions broken, and `&`, `<`, `>` as the entities Slack asks for (`<!channel>`,
+/// `<url|text>` and `<@U123>` all start with `<`).
+pub fn mrkdwn(s: &str) -> String {
+    mrkdwn_keep_lines(&one_line(s))
+}
+
+/// Slack mrkdwn escaping that keeps line breaks, for text already laid out in lines.
+pub fn mrkdwn_keep_lines(s: &str) -> String {
+    break_mentions(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Google Chat's own markup (`MARKUP_SYNTAX_CHAT`) has no escape: a word joiner after `<` breaks links
+/// (`<url|text>`) and mentions (`<users/all>`), one inside every run of three backticks keeps a code block
+/// closed, and mentions written with `@` are broken too.
+pub fn google_chat(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut backticks = 0;
+    for c in break_mentions(&one_line(s)).chars() {
+        if c == '`' {
+            backticks += 1;
+            if backticks == 3 {
+                out.push(WORD_JOINER);
+                backticks = 1;
+            }
+        } else {
+            backticks = 0;
+        }
+        out.push(c);
+        if c == '<' {
+            out.push(WORD_JOINER);
+        }
+    }
+    out
+}
+
+/// Teams TextBlock Markdown (bold, italic, lists, `[text](url)` links; no escapes documented): [`chat_plain`],
+/// and `*` and `_` escaped with a backslash so text does not turn bold.
+pub fn teams(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in chat_plain(s).chars() {
+        if matches!(c, '*' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Text a chat may read as Markdown or as its own tags (a Teams TextBlock, a button's title): one line, mentions
+/// broken, and a word joiner after `<` (`<at>`, tags), between `]` and `(` (links) and between `!` and `[`
+/// (images).
+pub fn chat_plain(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut prev = '\0';
+    for c in break_mentions(&one_line(s)).chars() {
+        if (prev == ']' && c == '(') || (prev == '!' && c == '[') {
+            out.push(WORD_JOINER);
+        }
+        out.push(c);
+        if c == '<' {
+            out.push(WORD_JOINER);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// HTML text and attribute values: one line, `&`, `<`, `>`, `"` and `'` as entities.
+pub fn html(s: &str) -> String {
+    html_keep_lines(&one_line(s))
+}
+
+/// HTML escaping that keeps line breaks (inside `<pre>`).
+pub fn html_keep_lines(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Jira wiki markup (Data Center): one line, and every character that starts a link or mention (`[`), an image
+/// (`!`), a table cell (`|`), a macro (`{`) or emphasis escaped with a backslash.
+pub fn jira_wiki(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in one_line(s).chars() {
+        if matches!(c, '{' | '}' | '[' | ']' | '|' | '*' | '_' | '!' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Herald's own texts (hints) quote commands between backticks: `f` escapes the text between them, `code` the
+/// commands, so a name filled into a command is escaped like any other text.
+pub fn with_code(s: &str, f: impl Fn(&str) -> String, code: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for (k, part) in s.split('`').enumerate() {
+        if k % 2 == 0 {
+            out.push_str(&f(part));
+        } else if !part.trim().is_empty() {
+            out.push_str(&code(part));
+        }
+    }
+    out
+}
+
+/// A CommonMark code span: literal, so only what a code span cannot stop is broken (a mention or Mattermost's
+/// `<!channel>` rewriting, which runs before Markdown does).
+pub fn commonmark_code(s: &str) -> String {
+    format!("`{}`", break_angles(&break_mentions(&one_line(s))).replace('`', "'"))
+}
+
+/// A word joiner after every `<`.
+fn break_angles(s: &str) -> String {
+    s.replace('<', "<\u{2060}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commonmark_keeps_text_as_text() {
+        assert_eq!(
+            commonmark("<!channel> @all [click me](https://evil.example) ![b](x.png)\n# h"),
+            "&lt;\\!channel&gt; @\u{2060}all \\[click me\\]\\(https://evil.example\\) \\!\\[b\\]\\(x.png\\) \\# h"
+        );
+    }
+
+    #[test]
+    fn google_chat_breaks_links_mentions_and_code_fences() {
+        assert_eq!(
+            google_chat("<users/all> <https://evil.example|click> ```x"),
+            "<\u{2060}users/all> <\u{2060}https://evil.example|click> ``\u{2060}`x"
+        );
+    }
+
+    #[test]
+    fn teams_breaks_links_images_and_tags() {
+        assert_eq!(
+            teams("[a](u) ![b](v) <at>x</at> *b*"),
+            "[a]\u{2060}(u) !\u{2060}[b]\u{2060}(v) <\u{2060}at>x<\u{2060}/at> \\*b\\*"
+        );
+    }
+
+    #[test]
+    fn console_shows_control_characters_as_escapes() {
+        assert_eq!(console("a\u{1b}[31m\nb\u{2028}"), "a\\u{1b}[31m\\nb\\u{2028}");
+    }
+
+    #[test]
+    fn message_lines_end_at_every_line_break_and_drop_blank_ones() {
+        assert_eq!(message_lines("a\r\nb\rc\u{2028}d\n\n"), ["a", "b", "c", "d"]);
+    }
+}

@@ -1,0 +1,110 @@
+//! HTML (the e-mail's HTML part), in the shared layout: every field from Argo CD escaped, links only where Herald
+//! puts them, messages in a preformatted block.
+
+use super::escape::{html as esc, message_lines, with_code};
+use super::plain::first_of_each;
+use super::{apps, detailed, incident_word, resource_line};
+use crate::domain::{Hint, Incident, Notification};
+
+const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#1f2328;\
+                     max-width:760px";
+
+fn link(text: &str, url: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", esc(url), esc(text))
+}
+
+/// The colour of an incident's status word.
+fn colour(i: &Incident) -> &'static str {
+    match incident_word(i) {
+        "RESOLVED" => "#1a7f37",
+        "EVENT" => "#0969da",
+        _ if i.severity == crate::domain::Severity::Critical => "#cf222e",
+        _ => "#9a6700",
+    }
+}
+
+fn word(i: &Incident) -> String {
+    format!("<b style=\"color:{}\">{}</b>", colour(i), incident_word(i))
+}
+
+fn hints(s: &mut String, hints: &[&Hint]) {
+    if hints.is_empty() {
+        return;
+    }
+    s.push_str("<p style=\"margin:8px 0 2px\"><b>What to do</b></p><ul style=\"margin-top:2px\">");
+    for h in hints {
+        let text = with_code(&h.text, esc, |c| format!("<code>{}</code>", esc(c)));
+        s.push_str(&format!("<li><b>{}</b>: {text}</li>", esc(&h.title)));
+    }
+    s.push_str("</ul>");
+}
+
+pub fn html(n: &Notification) -> String {
+    let mut s = format!("<html><body style=\"{STYLE}\">");
+    s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&n.title)));
+    if !n.reason.is_empty() {
+        s.push_str(&format!("<p style=\"color:#59636e\"><em>{}</em></p>", esc(&n.reason)));
+    }
+    let now = n.created_at;
+    if !detailed(n) {
+        s.push_str("<ul>");
+        for app in apps(n) {
+            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| esc(&app.name));
+            for i in &app.incidents {
+                s.push_str(&format!("<li>{} {name}: {}</li>", word(i), esc(&i.status_line(now))));
+            }
+        }
+        s.push_str("</ul>");
+        hints(&mut s, &first_of_each(n.incidents.iter().flat_map(|i| &i.hints)));
+        s.push_str("</body></html>");
+        return s;
+    }
+    for app in apps(n) {
+        s.push_str("<table cellpadding=2 style=\"border-collapse:collapse\">");
+        for f in app.facts() {
+            let value = f
+                .link
+                .as_deref()
+                .map(|u| link(&f.value, u))
+                .unwrap_or_else(|| esc(&f.value));
+            s.push_str(&format!(
+                "<tr><th align=left style=\"color:#59636e;font-weight:normal;padding-right:12px\">{}</th><td>{value}</td></tr>",
+                esc(&f.label)
+            ));
+        }
+        s.push_str("</table>");
+        for i in &app.incidents {
+            s.push_str(&format!(
+                "<h3 style=\"font-size:15px\">{} {}</h3>",
+                word(i),
+                esc(&i.status_line(now))
+            ));
+            if !i.resources.is_empty() {
+                s.push_str("<table border=1 cellpadding=4 style=\"border-collapse:collapse;border-color:#d1d9e0\"><tr><th>Resource</th><th>Status</th><th>Message</th></tr>");
+                for r in &i.resources {
+                    let (what, status) = resource_line(r);
+                    let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| esc(&what));
+                    s.push_str(&format!(
+                        "<tr><td>{what}</td><td>{}</td><td>{}</td></tr>",
+                        esc(&status),
+                        esc(&r.message)
+                    ));
+                }
+                s.push_str("</table>");
+            }
+            for m in &i.messages {
+                let lines: Vec<String> = message_lines(m).iter().map(|l| esc(l)).collect();
+                s.push_str(&format!(
+                    "<pre style=\"white-space:pre-wrap;background:#f6f8fa;padding:8px\">{}</pre>",
+                    lines.join("\n")
+                ));
+            }
+            hints(&mut s, &i.hints.iter().collect::<Vec<_>>());
+            for note in &i.notes {
+                s.push_str(&format!("<p><em>Note: {}</em></p>", esc(note)));
+            }
+        }
+    }
+    s.push_str("</body></html>");
+    s
+}

@@ -1,0 +1,331 @@
+//! Shared renderings of a [`Notification`]: plain text (email, console), CommonMark (GitHub, Mattermost) and HTML
+//! (email), and the layout every rendering follows (Slack blocks, Adaptive Cards, ADF and wiki markup too): the
+//! title, why now, then each Application once — its link and facts — with one line per problem and, below it, the
+//! resources (each linked into Argo CD), the messages, what to do. A message about many Applications lists one
+//! line per problem without details. Every field from Argo CD goes through the target's escaping (`escape`).
+
+pub mod escape;
+mod html;
+mod markdown;
+mod plain;
+
+pub use html::html;
+pub use markdown::markdown;
+pub(crate) use plain::first_of_each;
+pub use plain::{console_text, text};
+
+use super::DeliveryError;
+use crate::domain::{Action, Incident, IncidentState, Notification, Severity};
+
+/// A message about more Applications than this lists one line per problem, without details: forty Applications
+/// out of sync are a list to scan, not forty pages.
+pub const DETAILED_APPS: usize = 5;
+
+/// One fact about an Application: `Project: shop`, or a link (`Source: … at 3de5b39dd542`, to the commit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    pub label: String,
+    pub value: String,
+    pub link: Option<String>,
+}
+
+fn fact(label: &str, value: String) -> Fact {
+    Fact {
+        label: label.into(),
+        value,
+        link: None,
+    }
+}
+
+/// One Application of a notification and its incidents, in the notification's order.
+pub struct AppView<'a> {
+    /// `namespace/name`.
+    pub name: String,
+    /// The Application in Argo CD.
+    pub url: Option<&'a str>,
+    pub incidents: Vec<&'a Incident>,
+}
+
+/// The Applications of `n`, each once, in order.
+pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
+    let mut out: Vec<AppView<'_>> = Vec::new();
+    for i in &n.incidents {
+        let name = format!("{}/{}", i.app_namespace, i.app_name);
+        match out.iter_mut().find(|a| a.name == name) {
+            Some(a) => {
+                a.incidents.push(i);
+                if a.url.is_none() {
+                    a.url = i.app_url.as_deref();
+                }
+            }
+            None => out.push(AppView {
+                name,
+                url: i.app_url.as_deref(),
+                incidents: vec![i],
+            }),
+        }
+    }
+    out
+}
+
+/// Whether `n` is about few enough Applications to show each one's details.
+pub fn detailed(n: &Notification) -> bool {
+    apps(n).len() <= DETAILED_APPS
+}
+
+impl AppView<'_> {
+    /// The Application's name without its namespace, for buttons.
+    pub fn short_name(&self) -> &str {
+        self.incidents
+            .first()
+            .map(|i| i.app_name.as_str())
+            .unwrap_or(&self.name)
+    }
+
+    /// What people check first about the Application: where it runs, where it comes from (each source with its
+    /// revision, linked to the commit), who started the sync. Empty facts are left out.
+    pub fn facts(&self) -> Vec<Fact> {
+        let Some(first) = self.incidents.first() else {
+            return Vec::new();
+        };
+        let mut out = vec![Fact {
+            label: "Application".into(),
+            value: self.name.clone(),
+            link: self.url.map(str::to_string),
+        }];
+        for (label, value) in [("Project", &first.project), ("Team", &first.team)] {
+            if !value.trim().is_empty() {
+                out.push(fact(label, value.clone()));
+            }
+        }
+        let destination: Vec<&str> = [first.destination_cluster.as_str(), first.destination_namespace.as_str()]
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        if !destination.is_empty() {
+            out.push(fact("Destination", destination.join(" / ")));
+        }
+        out.extend(sources(first));
+        let previous = self.incidents.iter().find_map(|i| i.previous_revision.as_deref());
+        if let Some(r) = previous.filter(|r| !r.trim().is_empty()) {
+            out.push(fact("Previous revision", short_rev(r).to_string()));
+        }
+        let by = self.incidents.iter().find_map(|i| i.initiated_by.as_deref());
+        if let Some(by) = by.filter(|b| !b.trim().is_empty()) {
+            out.push(fact("Initiated by", by.to_string()));
+        }
+        let severity = self.incidents.iter().map(|i| i.severity).max().unwrap_or_default();
+        out.push(fact("Severity", severity.to_string()));
+        out
+    }
+}
+
+/// `Source` (or `Source 1`, `Source 2`… for a multi-source Application): what it is, at which revision, linked
+/// to the commit when there is one. Without sources (incidents stored before they were kept), the revision alone.
+fn sources(i: &Incident) -> Vec<Fact> {
+    if i.sources.is_empty() {
+        return i
+            .revision
+            .iter()
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| fact("Revision", short_rev(r).to_string()))
+            .collect();
+    }
+    let many = i.sources.len() > 1;
+    i.sources
+        .iter()
+        .enumerate()
+        .map(|(k, src)| {
+            let mut value = src.describe();
+            match (&src.revision, &src.target_revision) {
+                (Some(rev), Some(target)) if target != rev => {
+                    value.push_str(&format!(" at {} ({target})", short_rev(rev)))
+                }
+                (Some(rev), _) => value.push_str(&format!(" at {}", short_rev(rev))),
+                (None, Some(target)) => value.push_str(&format!(" ({target})")),
+                (None, None) => {}
+            }
+            Fact {
+                label: if many {
+                    format!("Source {}", k + 1)
+                } else {
+                    "Source".into()
+                },
+                value,
+                link: src.commit_url.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The status of one incident in a message: FIRING, RESOLVED, or EVENT for what happened once (a prune, a
+/// failed sync is still FIRING until a sync succeeds).
+pub fn incident_word(i: &Incident) -> &'static str {
+    match (i.kind.is_informational(), i.state) {
+        (true, _) => "EVENT",
+        (false, IncidentState::Resolved) => "RESOLVED",
+        (false, _) if i.kind == crate::domain::Kind::Test => "TEST",
+        (false, _) => "FIRING",
+    }
+}
+
+/// A resource as a line: `Deployment payments/payments-api: Degraded — exceeded its progress deadline`.
+pub fn resource_line(r: &crate::domain::ResourceRef) -> (String, String) {
+    let place = if r.namespace.is_empty() {
+        r.name.clone()
+    } else {
+        format!("{}/{}", r.namespace, r.name)
+    };
+    (format!("{} {place}", r.kind), r.status.clone())
+}
+
+/// Cuts `s` to at most `max` UTF-16 code units (Slack counts its limits so: an emoji is two), with an ellipsis.
+pub fn truncate_utf16(s: &str, max: usize) -> String {
+    if s.encode_utf16().count() <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        if used + c.len_utf16() > max.saturating_sub(1) {
+            break;
+        }
+        used += c.len_utf16();
+        out.push(c);
+    }
+    while out.ends_with(['<', '\\']) {
+        out.pop();
+    }
+    out.push('…');
+    out
+}
+
+/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis (receivers' length limits). A cut never
+/// leaves a `<` or a `\\` at the end, split from the word joiner or the character that made it text.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    while out.ends_with(['<', '\\']) {
+        out.pop();
+    }
+    out.push('…');
+    out
+}
+
+fn when(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// "for 1h 2m" style age of an incident at `now`.
+pub fn age(since: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let secs = (now - since).num_seconds().max(0) as u64;
+    let d = std::time::Duration::from_secs(secs - secs % 60);
+    if secs < 60 {
+        format!("{secs}s")
+    } else {
+        humantime::format_duration(d).to_string()
+    }
+}
+
+fn short_rev(r: &str) -> &str {
+    if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) {
+        &r[..12]
+    } else {
+        r
+    }
+}
+
+/// Facts about one incident as `(label, value)` lines, in the order people read them.
+pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
+        ("Project", i.project.clone()),
+        ("Team", i.team.clone()),
+        (
+            "Destination",
+            format!("{} / {}", i.destination_cluster, i.destination_namespace),
+        ),
+        ("Since", when(i.since)),
+        ("Severity", i.severity.to_string()),
+    ];
+    if let Some(r) = &i.revision {
+        out.push(("Revision", short_rev(r).to_string()));
+    }
+    if let Some(r) = &i.previous_revision {
+        out.push(("Previous revision", short_rev(r).to_string()));
+    }
+    if let Some(by) = &i.initiated_by {
+        out.push(("Initiated by", by.clone()));
+    }
+    if let Some(u) = &i.app_url {
+        out.push(("Argo CD", u.clone()));
+    }
+    out
+}
+
+/// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST.
+pub fn status_word(n: &Notification) -> &'static str {
+    match n.action {
+        Action::Open => "FIRING",
+        Action::Update => "FIRING",
+        Action::Resolve => "RESOLVED",
+        Action::Test => "TEST",
+    }
+}
+
+/// A coloured marker for chat titles, so the state reads at a glance in a channel.
+pub fn status_emoji(n: &Notification) -> &'static str {
+    match n.action {
+        Action::Resolve => "✅",
+        Action::Test => "🧪",
+        Action::Open | Action::Update => match n.highest_severity() {
+            Severity::Critical => "🔴",
+            Severity::Warning => "🟠",
+            _ => "🔵",
+        },
+    }
+}
+
+/// The receiver's own `template` rendered, when it has one. A template that does not render fails the delivery
+/// for good: retrying renders it the same way.
+pub fn custom_text(template: Option<&str>, n: &Notification) -> Result<Option<String>, DeliveryError> {
+    template
+        .map(|t| with_template(t, n).map_err(|e| DeliveryError::permanent(format!("template: {e}"))))
+        .transpose()
+}
+
+/// Renders a receiver's own minijinja template with the notification as context (`notification`, `incidents`,
+/// `text`). Errors say what is wrong with the template.
+pub fn with_template(template: &str, n: &Notification) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("t", template).map_err(|e| e.to_string())?;
+    let tmpl = env.get_template("t").map_err(|e| e.to_string())?;
+    tmpl.render(minijinja::context! {
+        notification => minijinja::value::Serde(n),
+        incidents => minijinja::value::Serde(&n.incidents),
+        text => text(n),
+    })
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        assert_eq!(truncate("héllo", 5), "héllo");
+        assert_eq!(truncate("héllo wörld", 5), "héll…");
+    }
+
+    #[test]
+    fn utf16_truncation_counts_an_emoji_as_two() {
+        let header = format!("🔴 {}", "x".repeat(148));
+        assert_eq!(header.chars().count(), 150);
+        let cut = truncate_utf16(&header, 150);
+        assert!(cut.encode_utf16().count() <= 150, "{}", cut.encode_utf16().count());
+        assert!(cut.ends_with('…'));
+    }
+}

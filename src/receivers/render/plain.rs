@@ -1,0 +1,95 @@
+//! Plain text (the e-mail's text part, the console, descriptions sent as JSON), in the shared layout.
+
+use super::{apps, detailed, escape, incident_word, resource_line};
+use crate::domain::{Hint, Notification};
+
+pub fn text(n: &Notification) -> String {
+    plain(n, escape::one_line)
+}
+
+/// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
+pub fn console_text(n: &Notification) -> String {
+    plain(n, escape::console)
+}
+
+/// Plain text, each field written through `field` (one line, or escaped for a terminal).
+fn plain(n: &Notification, field: fn(&str) -> String) -> String {
+    let mut s = format!("{}\n", field(&n.title));
+    if !n.reason.is_empty() {
+        s.push_str(&format!("({})\n", field(&n.reason)));
+    }
+    let now = n.created_at;
+    if !detailed(n) {
+        s.push('\n');
+        for app in apps(n) {
+            for i in &app.incidents {
+                let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
+                s.push_str(&format!(
+                    "* [{}] {}: {}{link}\n",
+                    incident_word(i),
+                    field(&app.name),
+                    field(&i.status_line(now))
+                ));
+            }
+        }
+        let hints = first_of_each(n.incidents.iter().flat_map(|i| &i.hints));
+        hints_text(&mut s, &hints, "", field);
+        return s;
+    }
+    for app in apps(n) {
+        s.push('\n');
+        let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
+        s.push_str(&format!("{}{link}\n", field(&app.name)));
+        for f in app.facts().iter().skip(1) {
+            let link = f.link.as_deref().map(|u| format!("  {}", field(u))).unwrap_or_default();
+            s.push_str(&format!("    {}: {}{link}\n", f.label, field(&f.value)));
+        }
+        for i in &app.incidents {
+            s.push_str(&format!("  * [{}] {}\n", incident_word(i), field(&i.status_line(now))));
+            for r in &i.resources {
+                let (what, status) = resource_line(r);
+                s.push_str(&format!("      - {}: {}", field(&what), field(&status)));
+                if !r.message.is_empty() {
+                    s.push_str(&format!(" — {}", field(&r.message)));
+                }
+                if let Some(u) = &r.url {
+                    s.push_str(&format!("  {}", field(u)));
+                }
+                s.push('\n');
+            }
+            for m in &i.messages {
+                for (k, line) in escape::message_lines(m).iter().enumerate() {
+                    let label = if k == 0 { "Message:" } else { "        " };
+                    s.push_str(&format!("      {label} {}\n", field(line)));
+                }
+            }
+            let hints: Vec<&Hint> = i.hints.iter().collect();
+            hints_text(&mut s, &hints, "      ", field);
+            for note in &i.notes {
+                s.push_str(&format!("      Note: {}\n", field(note)));
+            }
+        }
+    }
+    s
+}
+
+fn hints_text(s: &mut String, hints: &[&Hint], indent: &str, field: fn(&str) -> String) {
+    for h in hints {
+        s.push_str(&format!(
+            "{indent}What to do — {}: {}\n",
+            field(&h.title),
+            field(&h.text)
+        ));
+    }
+}
+
+/// The first hint of each kind: a list of forty Applications says what to do once, not forty times.
+pub(crate) fn first_of_each<'a>(hints: impl Iterator<Item = &'a Hint>) -> Vec<&'a Hint> {
+    let mut out: Vec<&Hint> = Vec::new();
+    for h in hints {
+        if !out.iter().any(|o| o.id == h.id) {
+            out.push(h);
+        }
+    }
+    out
+}
