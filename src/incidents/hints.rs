@@ -49,7 +49,12 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
                 .split(['"', '\\', ' '])
                 .next();
             Some(kind.unwrap_or("").to_string())
-        } else if m.contains("could not find the requested resource") {
+        } else if let Some(pos) = m.find("CRD is installed") {
+            // Argo CD's own wording: `… Make sure the "ServiceMonitor" CRD is installed on the destination cluster.`
+            let before = &m[..pos];
+            let kind = before.rsplit('"').nth(1).unwrap_or("");
+            Some(kind.to_string())
+        } else if m.contains("could not find the requested resource") || m.contains("ensure CRDs are installed") {
             Some(String::new())
         } else {
             None
@@ -151,6 +156,29 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
             "shared_resource",
             "A resource is managed by two Applications",
             "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
+        ));
+    }
+    if let Some(m) = msgs
+        .iter()
+        .find(|m| m.contains("error building typed value from config resource"))
+        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed | Kind::OutOfSync)
+    {
+        let field = m
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with('.'))
+            .unwrap_or("a field")
+            .chars()
+            .take(200)
+            .collect::<String>();
+        out.push(hint(
+            "schema_mismatch",
+            "A manifest does not match its schema",
+            format!(
+                "Argo CD cannot compare a manifest with the cluster because a field has the wrong type ({field}). \
+                 Fix the manifest in Git — often a number written as a quoted string, e.g. runAsUser: \"1000\" — \
+                 or, for a custom resource, update the CRD in the cluster to the version the manifest is written for."
+            ),
         ));
     }
     if s.conditions.iter().any(|c| c.r#type == "OrphanedResourceWarning")

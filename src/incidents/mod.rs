@@ -232,9 +232,11 @@ pub fn held_conditions(
     }
     if let Some(op) = &s.operation {
         let op_id = op.started_at.map(|t| t.to_rfc3339()).unwrap_or_default();
+        // When the operation ended, by Argo CD's clock: a failed sync or a prune happened then, not when Herald heard.
+        let ended = op.finished_at.or(op.started_at);
         match op.phase.as_str() {
             "Failed" | "Error" => {
-                add(Kind::SyncFailed, &op_id, None, &|v| {
+                add(Kind::SyncFailed, &op_id, ended, &|v| {
                     let what = if op.phase == "Error" {
                         "sync error"
                     } else {
@@ -270,7 +272,7 @@ pub fn held_conditions(
             .collect();
         if !pruned.is_empty() && op.phase != "Running" {
             let before = s.previous_revision.clone();
-            add(Kind::Pruned, &op_id, None, &|v| {
+            add(Kind::Pruned, &op_id, ended, &|v| {
                 let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
                 v.summary = format!("{app}: the sync deleted {} from the cluster", names.join(", "));
                 v.condition = match pruned.as_slice() {

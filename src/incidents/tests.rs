@@ -135,7 +135,7 @@ fn a_running_sync_does_not_resolve_a_failed_one() {
 fn hints_from_known_failures() {
     let rules = RulesSettings::default();
     let now = t("2025-01-01T00:00:00Z");
-    let cases: [(&str, Kind, &str); 8] = [
+    let cases: [(&str, Kind, &str); 11] = [
         (
             r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"conditions":[{"type":"OrphanedResourceWarning","message":"Application has 3 orphaned resources"}]}}"#,
             Kind::OutOfSync,
@@ -179,6 +179,27 @@ fn hints_from_known_failures() {
             r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"InvalidSpecError","message":"repo not permitted"}]}}"#,
             Kind::SyncUnknown,
             "invalid_spec",
+        ),
+        // Argo CD's own wording for a missing CRD, beside an orphaned-resources warning: the CRD is the cause.
+        (
+            r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[
+               {"type":"OrphanedResourceWarning","message":"Application has 1 orphaned resources"},
+               {"type":"ComparisonError","message":"Failed to load target state: The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource monitoring/mon. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]}}"#,
+            Kind::SyncUnknown,
+            "missing_crd",
+        ),
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
+               "message":"resource mapping not found for name: \"m\" namespace: \"\" from \"\": no matches for kind \"PodMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first"}]}}"#,
+            Kind::SyncUnknown,
+            "missing_crd",
+        ),
+        // Capture 012: a field of the wrong type in a manifest.
+        (
+            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
+               "message":"Failed to compare desired state to live state: failed to calculate diff: error calculating structured merge diff: error building typed value from config resource: errors:\n  .spec.template.spec.containers[name=\"a\"].securityContext.runAsUser: expected numeric (int or float), got string"}]}}"#,
+            Kind::SyncUnknown,
+            "schema_mismatch",
         ),
     ];
     for (body, kind, hint) in cases {
@@ -250,4 +271,43 @@ fn an_application_being_deleted_holds_nothing() {
         kinds(&live, &RulesSettings::default()),
         [Kind::OutOfSync, Kind::Degraded]
     );
+}
+
+#[test]
+fn the_missing_crd_hint_names_the_kind_from_argo_cds_own_wording() {
+    let now = t("2025-01-01T00:00:00Z");
+    let body = r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
+        "message":"Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]}}"#;
+    let s = state_of(body, now);
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, &RulesSettings::default(), "t", None, &mut keep);
+    let hint = held[0]
+        .view
+        .hints
+        .iter()
+        .find(|h| h.id == "missing_crd")
+        .expect("missing_crd");
+    assert!(hint.text.contains("of kind ServiceMonitor"), "{}", hint.text);
+}
+
+#[test]
+fn a_failed_sync_started_when_argo_cd_says_it_finished() {
+    let now = t("2025-01-01T02:00:00Z");
+    let body = r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed",
+        "startedAt":"2025-01-01T00:59:00Z","finishedAt":"2025-01-01T01:00:00Z","message":"one or more objects failed to apply"}}}"#;
+    let s = state_of(body, now);
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, &RulesSettings::default(), "t", None, &mut keep);
+    let failed = held.iter().find(|h| h.kind == Kind::SyncFailed).expect("held");
+    assert_eq!(
+        failed.since,
+        Some(t("2025-01-01T01:00:00Z")),
+        "Argo CD's finishedAt, not the receive time"
+    );
+    let decisions = decide(&[], held, &keep, &RulesSettings::default(), now);
+    let since = decisions.iter().find_map(|d| match d {
+        Decision::Open { held, since, .. } if held.kind == Kind::SyncFailed => Some(*since),
+        _ => None,
+    });
+    assert_eq!(since, Some(t("2025-01-01T01:00:00Z")));
 }
