@@ -4,6 +4,7 @@
 //! [`Pipeline::tick`] runs the durable timers (`scheduler`), and the read methods answer what the API and the
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
+mod cache;
 pub mod explain;
 mod ingest;
 mod scheduler;
@@ -26,6 +27,7 @@ use crate::state;
 use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
 
+use actix_web::web::Bytes;
 use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
@@ -96,6 +98,10 @@ struct Core {
     argocd_api: Option<ArgoCdApi>,
     /// How the Argo CD API source is doing, for the status page and `herald_argocd_api_up`.
     api_source: Arc<ApiSource>,
+    /// The writer's memory of each Application's state: held by whoever writes Applications, for the whole write.
+    cache: tokio::sync::Mutex<cache::AppCache>,
+    /// When duplicates were last seen, not yet written.
+    seen: cache::SeenTimes,
 }
 
 #[derive(Clone)]
@@ -117,20 +123,18 @@ impl Pipeline {
             clock,
             argocd_api,
             api_source: Arc::default(),
+            cache: tokio::sync::Mutex::new(cache::AppCache::new()),
+            seen: cache::SeenTimes::default(),
         });
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
         Self { core, jobs }
     }
 
-    /// Runs one snapshot through the whole core; returns once everything it caused is committed.
-    pub async fn ingest(&self, snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
-        let raw = raw.map(str::to_string);
-        self.submit(Work::Snapshot {
-            snap: Box::new(snap),
-            raw,
-        })
-        .await
+    /// Runs one snapshot through the whole core; returns once everything it caused is committed. `raw`, the body it
+    /// came in, is kept (for replay) when the snapshot changes something.
+    pub async fn ingest(&self, snap: Snapshot, raw: Option<Bytes>) -> Result<IngestSummary, PipelineError> {
+        self.submit(Work::snapshot(snap, raw)).await
     }
 
     /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
@@ -172,7 +176,12 @@ impl Pipeline {
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let retention = chrono::Duration::from_std(self.core.settings.storage.raw_retention).unwrap_or_default();
         let before = self.now() - retention;
-        Ok(self.core.store.purge_raw(before).await? + self.core.store.purge_deleted_apps(before).await?)
+        let raws = self.core.store.purge_raw(before).await?;
+        // Rows go behind the writer's back: it forgets what it remembers, under its lock.
+        let mut cache = self.core.cache.lock().await;
+        let purged = self.core.store.purge_deleted_apps(before).await;
+        cache.clear();
+        Ok(raws + purged?)
     }
 
     /// The pipeline's clock.
@@ -204,11 +213,19 @@ impl Pipeline {
         deleted: bool,
         limit: i64,
     ) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core.store.apps(sync, health, deleted, limit).await?)
+        let mut apps = self.core.store.apps(sync, health, deleted, limit).await?;
+        for a in &mut apps {
+            self.core.seen.overlay(&mut a.state);
+        }
+        Ok(apps)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {
-        Ok(self.core.store.app(id).await?)
+        let mut app = self.core.store.app(id).await?;
+        if let Some(a) = &mut app {
+            self.core.seen.overlay(&mut a.state);
+        }
+        Ok(app)
     }
 
     /// What changed for an Application, newest first.
@@ -236,7 +253,8 @@ impl Pipeline {
     pub async fn prune_pending(&self) -> Result<Vec<PruneRow>, PipelineError> {
         let apps = self.core.store.apps_with_pending_prunes().await?;
         let mut rows = Vec::new();
-        for a in apps {
+        for mut a in apps {
+            self.core.seen.overlay(&mut a.state);
             let s = &a.state;
             for r in crate::incidents::pending_prunes(&s.snapshot) {
                 let key = state::resource_key(&r.kind, &r.namespace, &r.name);
@@ -313,7 +331,13 @@ impl Pipeline {
 
     /// The Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
     pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
-        Ok(self.core.store.live_apps(projects).await?)
+        let mut live = self.core.store.live_apps(projects).await?;
+        for (app, last_seen) in &mut live {
+            if let Some(at) = self.core.seen.latest(app) {
+                *last_seen = (*last_seen).max(at);
+            }
+        }
+        Ok(live)
     }
 
     /// Whether the store knows any Application (an empty one is refilled by a listing at start).
