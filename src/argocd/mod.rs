@@ -221,24 +221,17 @@ const DROPPED_ANNOTATIONS: &[&str] = &[
     "notified.notifications.argoproj.io",
 ];
 
-/// Refuses nesting beyond `max` before serde sees it (a cheap scan that skips strings).
+/// Refuses nesting beyond `max` before serde sees it (a cheap scan that skips strings, eight bytes at a time: it
+/// reads every byte of every body).
 fn check_depth(body: &[u8], max: usize) -> Result<(), PayloadError> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in body {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
         match b {
-            b'"' => in_string = true,
+            b'"' => {
+                i = string_end(body, i + 1);
+                continue;
+            }
             b'{' | b'[' => {
                 depth += 1;
                 if depth > max {
@@ -248,8 +241,36 @@ fn check_depth(body: &[u8], max: usize) -> Result<(), PayloadError> {
             b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     Ok(())
+}
+
+/// Where the string whose content starts at `i` ends (just after its closing quote; the end of `body` if none).
+fn string_end(body: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_byte = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    loop {
+        while let Some(chunk) = body.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let word = u64::from_ne_bytes(word);
+            if has_byte(word, b'"') || has_byte(word, b'\\') {
+                break;
+            }
+            i += 8;
+        }
+        match body.get(i) {
+            None => return body.len(),
+            Some(b'"') => return i + 1,
+            Some(b'\\') => i += 2,
+            Some(_) => i += 1,
+        }
+    }
 }
 
 /// Parses one request body into a [`Snapshot`]. `max_depth` bounds JSON nesting.
@@ -336,6 +357,60 @@ mod tests {
         let body = br#"{"app":{"metadata":{"name":5}}}"#;
         let e = parse_body(body, 64).unwrap_err().to_string();
         assert!(e.contains("app.metadata.name must be a string"), "{e}");
+    }
+
+    /// The byte-by-byte scan the fast one replaces: the reference it must agree with.
+    fn depth_byte_by_byte(body: &[u8], max: usize) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for &b in body {
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > max {
+                        return false;
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn the_depth_scan_agrees_with_reading_byte_by_byte() {
+        let alphabet = b"{}[]\"\\ax";
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for len in 0..400 {
+            for _ in 0..20 {
+                let body: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                for max in [1, 3, 8] {
+                    assert_eq!(
+                        check_depth(&body, max).is_ok(),
+                        depth_byte_by_byte(&body, max),
+                        "{body:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

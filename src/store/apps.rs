@@ -103,7 +103,7 @@ impl Store {
     /// lacks). Those without a row are left out.
     pub async fn stored_apps(&self, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        let rows = fetch_for_apps_on(&mut conn, ids, |pairs| {
+        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
             format!("SELECT {APP_COLUMNS} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
         })
         .await?;
@@ -119,7 +119,7 @@ impl Store {
     /// other replicas may write.
     pub async fn app_versions(&self, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        let rows = fetch_for_apps_on(&mut conn, ids, |pairs| {
+        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
             format!("SELECT namespace, name, version FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
         })
         .await?;
