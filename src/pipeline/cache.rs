@@ -18,9 +18,9 @@ use crate::argocd::AppId;
 use crate::state::AppState;
 use crate::store::{Engine, Store, StoreError, StoredApp};
 
-/// How many Applications the writer remembers: a few KB each, so 10,000 cost some tens of MB at most; an
-/// Application not remembered is read from the store when a body for it comes.
-const CAPACITY: NonZeroUsize = NonZeroUsize::new(10_000).expect("not zero");
+/// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
+/// not remembered is read from the store when a body for it comes (as every one was before the cache).
+const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
 
 pub(super) struct AppCache {
     lru: lru::LruCache<AppId, StoredApp>,
