@@ -21,30 +21,46 @@ pub(super) async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiEr
     })
 }
 
-/// Reads the body with the configured limit (413 before reading when Content-Length says it is too big).
+/// Reads the body with the configured limit (413 before reading when Content-Length says it is too big). A body
+/// that arrives in one chunk is that chunk, not a copy; one in several is gathered once, into a buffer of the size
+/// announced.
 pub(super) async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
     limit: usize,
-) -> Result<web::BytesMut, ApiError> {
-    if let Some(len) = req
+) -> Result<web::Bytes, ApiError> {
+    let announced = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        && len > limit
-    {
+        .and_then(|v| v.parse::<usize>().ok());
+    if announced.is_some_and(|len| len > limit) {
         return Err(ApiError::TooLarge(limit));
     }
-    let mut body = web::BytesMut::new();
+    let mut first: Option<web::Bytes> = None;
+    let mut gathered: Option<web::BytesMut> = None;
+    let mut len = 0;
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("could not read the body: {e}")))?;
-        if body.len() + chunk.len() > limit {
+        len += chunk.len();
+        if len > limit {
             return Err(ApiError::TooLarge(limit));
         }
-        body.extend_from_slice(&chunk);
+        match (&mut gathered, first.take()) {
+            (Some(buf), _) => buf.extend_from_slice(&chunk),
+            (None, None) => first = Some(chunk),
+            (None, Some(earlier)) => {
+                let mut buf = web::BytesMut::with_capacity(announced.unwrap_or(0).max(len));
+                buf.extend_from_slice(&earlier);
+                buf.extend_from_slice(&chunk);
+                gathered = Some(buf);
+            }
+        }
     }
-    Ok(body)
+    Ok(match gathered {
+        Some(buf) => buf.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }
 
 pub(super) async fn receive_event(
@@ -82,8 +98,9 @@ async fn receive_event_inner(
     let limits = ctx.body_limits;
     let body = read_body(req, payload, limits.max_bytes).await?;
     let snap = argocd::parse_body(&body, limits.max_json_depth)?;
-    let raw = std::str::from_utf8(&body).map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
-    let summary = ctx.pipeline.ingest(snap, Some(raw)).await?;
+    // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
+    // it is kept as it came, shared with the writer rather than copied.
+    let summary = ctx.pipeline.ingest(snap, Some(body)).await?;
     tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
     Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
 }

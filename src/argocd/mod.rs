@@ -3,6 +3,10 @@
 //! once, with errors that say what is wrong and how to fix the notification template.
 
 pub mod api;
+mod typed;
+mod value;
+
+pub use value::from_value;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -210,35 +214,24 @@ pub enum PayloadError {
     Invalid { path: String, message: String },
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// Annotations not kept, large and of no use to Herald: kubectl's copy of the manifest and the notifications
+/// controller's bookkeeping.
+const DROPPED_ANNOTATIONS: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "notified.notifications.argoproj.io",
+];
 
-/// Refuses nesting beyond `max` before serde sees it (a cheap scan that skips strings).
+/// Refuses nesting beyond `max` before serde sees it (a cheap scan that skips strings, eight bytes at a time: it
+/// reads every byte of every body).
 fn check_depth(body: &[u8], max: usize) -> Result<(), PayloadError> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in body {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
         match b {
-            b'"' => in_string = true,
+            b'"' => {
+                i = string_end(body, i + 1);
+                continue;
+            }
             b'{' | b'[' => {
                 depth += 1;
                 if depth > max {
@@ -248,8 +241,36 @@ fn check_depth(body: &[u8], max: usize) -> Result<(), PayloadError> {
             b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     Ok(())
+}
+
+/// Where the string whose content starts at `i` ends (just after its closing quote; the end of `body` if none).
+fn string_end(body: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_byte = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    loop {
+        while let Some(chunk) = body.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let word = u64::from_ne_bytes(word);
+            if has_byte(word, b'"') || has_byte(word, b'\\') {
+                break;
+            }
+            i += 8;
+        }
+        match body.get(i) {
+            None => return body.len(),
+            Some(b'"') => return i + 1,
+            Some(b'\\') => i += 2,
+            Some(_) => i += 1,
+        }
+    }
 }
 
 /// Parses one request body into a [`Snapshot`]. `max_depth` bounds JSON nesting.
@@ -263,6 +284,14 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         return Err(PayloadError::PlainText { preview });
     }
     check_depth(body, max_depth)?;
+    // The common case, a well-formed body, is read straight into what Herald keeps (`typed`). Whatever the typed
+    // reader does not take — a wrong type, a missing name, bad UTF-8 — goes through the tolerant reader below, whose
+    // answer (the snapshot, or the error naming the field) is the one given: both agree on every body they both take.
+    if let Ok(text) = std::str::from_utf8(body)
+        && let Some(snap) = typed::parse(text)
+    {
+        return Ok(snap);
+    }
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         let text = String::from_utf8_lossy(body);
         let hint = if text.contains("<no value>") {
@@ -282,252 +311,6 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         }
     })?;
     from_value(&value)
-}
-
-/// Builds a snapshot from an already-parsed JSON value (also used for Applications read from the Argo CD API).
-pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
-    let Value::Object(root) = value else {
-        return Err(PayloadError::NotAnObject(type_name(value)));
-    };
-    let (app, prefix, envelope) = match root.get("app") {
-        Some(app @ Value::Object(_)) => (app, "app.", Some(root)),
-        Some(Value::String(s)) if s.contains("<no value>") => {
-            return Err(PayloadError::NoValue { path: "app".into() });
-        }
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: "app".into(),
-                expected: "an object (the Application: {{toJson .app}})",
-                found: type_name(other),
-            });
-        }
-        None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
-            (value, "", None)
-        }
-        None => {
-            let keys: Vec<&str> = root.keys().map(|k| k.as_str()).take(8).collect();
-            let found = if keys.is_empty() {
-                String::new()
-            } else {
-                format!(" (found keys: {})", keys.join(", "))
-            };
-            return Err(PayloadError::NoApplication(found));
-        }
-    };
-    let r = Reader { prefix };
-    if let Some(kind) = r.opt_str(app, &["kind"])?
-        && kind != "Application"
-    {
-        return Err(PayloadError::Invalid {
-            path: format!("{prefix}kind"),
-            message: format!("{kind:?} is not an Argo CD Application"),
-        });
-    }
-    let name = r.req_str(
-        app,
-        &["metadata", "name"],
-        "the Application has no name; send the whole Application",
-    )?;
-    let namespace = r
-        .opt_str(app, &["metadata", "namespace"])?
-        .unwrap_or_else(|| "argocd".into());
-    validate_name(&format!("{prefix}metadata.name"), &name)?;
-    validate_name(&format!("{prefix}metadata.namespace"), &namespace)?;
-    let uid = r.opt_str(app, &["metadata", "uid"])?;
-    let labels = r.str_map(app, &["metadata", "labels"])?;
-    let mut annotations = r.str_map(app, &["metadata", "annotations"])?;
-    // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
-    annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-    annotations.remove("notified.notifications.argoproj.io");
-    let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
-    let project = r
-        .opt_str(app, &["spec", "project"])?
-        .unwrap_or_else(|| "default".into());
-    let destination = Destination {
-        server: r.opt_str(app, &["spec", "destination", "server"])?,
-        name: r.opt_str(app, &["spec", "destination", "name"])?,
-        namespace: r.opt_str(app, &["spec", "destination", "namespace"])?,
-    };
-    let automated = r.get(app, &["spec", "syncPolicy", "automated"]);
-    let sync_policy = SyncPolicy {
-        automated: matches!(automated, Some(Value::Object(_))),
-        prune: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
-            .unwrap_or(false),
-        self_heal: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
-            .unwrap_or(false),
-    };
-    let mut sources = Vec::new();
-    let source_values: Vec<(String, &Value)> = match r.get(app, &["spec", "sources"]) {
-        Some(Value::Array(list)) if !list.is_empty() => list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("spec.sources[{i}]"), v))
-            .collect(),
-        _ => r
-            .get(app, &["spec", "source"])
-            .map(|v| vec![("spec.source".to_string(), v)])
-            .unwrap_or_default(),
-    };
-    for (p, v) in source_values {
-        if !v.is_object() {
-            continue;
-        }
-        sources.push(SourceRef {
-            repo_url: r.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
-            path: r.opt_str_at(v, &p, "path")?,
-            chart: r.opt_str_at(v, &p, "chart")?,
-            target_revision: r.opt_str_at(v, &p, "targetRevision")?,
-        });
-    }
-    let sync_status = r
-        .opt_str(app, &["status", "sync", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let mut revisions = Vec::new();
-    if let Some(rev) = r.opt_str(app, &["status", "sync", "revision"])? {
-        revisions.push(rev);
-    }
-    if let Some(Value::Array(revs)) = r.get(app, &["status", "sync", "revisions"]) {
-        for (i, v) in revs.iter().enumerate() {
-            match v {
-                Value::String(s) => {
-                    if !revisions.contains(s) {
-                        revisions.push(s.clone())
-                    }
-                }
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: format!("{prefix}status.sync.revisions[{i}]"),
-                        expected: "a string",
-                        found: type_name(other),
-                    });
-                }
-            }
-        }
-    }
-    let health_status = r
-        .opt_str(app, &["status", "health", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let health_message = r.opt_str(app, &["status", "health", "message"])?;
-    for (path, v) in [
-        ("status.sync.status", &sync_status),
-        ("status.health.status", &health_status),
-    ] {
-        if v.contains("<no value>") {
-            return Err(PayloadError::NoValue {
-                path: format!("{prefix}{path}"),
-            });
-        }
-    }
-    let operation = match r.get(app, &["status", "operationState"]) {
-        Some(Value::Object(_)) => Some(r.operation(app)?),
-        None | Some(Value::Null) => None,
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: format!("{prefix}status.operationState"),
-                expected: "an object",
-                found: type_name(other),
-            });
-        }
-    };
-    let mut resources = Vec::new();
-    for (i, res) in r.array(app, &["status", "resources"])?.iter().enumerate() {
-        let p = format!("status.resources[{i}]");
-        let requires_pruning = r.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
-        let status = r.opt_str_at(res, &p, "status")?.unwrap_or_default();
-        let (health, health_message) = match res.get("health") {
-            Some(Value::Object(h)) => (
-                h.get("status").and_then(Value::as_str).map(str::to_string),
-                h.get("message").and_then(Value::as_str).map(str::to_string),
-            ),
-            _ => (None, None),
-        };
-        // Kept: what differs from Git, what waits to be pruned, and what is unhealthy (a Degraded message names it).
-        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
-        if status == "Synced" && !requires_pruning && healthy {
-            continue;
-        }
-        resources.push(ResourceStatus {
-            group: r.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-            kind: r.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-            namespace: r.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-            name: r.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-            status,
-            requires_pruning,
-            health,
-            health_message,
-        });
-    }
-    let mut conditions = Vec::new();
-    for (i, c) in r.array(app, &["status", "conditions"])?.iter().enumerate() {
-        let p = format!("status.conditions[{i}]");
-        conditions.push(Condition {
-            r#type: r.opt_str_at(c, &p, "type")?.unwrap_or_default(),
-            message: r.opt_str_at(c, &p, "message")?.unwrap_or_default(),
-        });
-    }
-    // status.history is oldest first; the entry before the last is what was deployed before.
-    let history = r.array(app, &["status", "history"])?;
-    let previous_revision = if history.len() >= 2 {
-        history[history.len() - 2]
-            .get("revision")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    } else {
-        None
-    };
-
-    let mut argocd_url = None;
-    let mut observed_at = None;
-    if let Some(env) = envelope {
-        if let Some(Value::Object(ctx)) = env.get("context") {
-            argocd_url = ctx
-                .get("argocdUrl")
-                .and_then(Value::as_str)
-                .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-                .map(|u| u.trim_end_matches('/').to_string());
-        }
-        // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
-        observed_at = env.get("timestamp").and_then(Value::as_str).and_then(parse_time);
-    }
-    let health_changed_at = r
-        .opt_str(app, &["status", "health", "lastTransitionTime"])?
-        .as_deref()
-        .and_then(parse_time);
-    if observed_at.is_none() {
-        let candidates = [
-            r.opt_str(app, &["status", "reconciledAt"])?,
-            operation.as_ref().and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation.as_ref().and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
-            r.opt_str(app, &["status", "health", "lastTransitionTime"])?,
-        ];
-        observed_at = candidates.iter().flatten().filter_map(|s| parse_time(s)).max();
-    }
-
-    Ok(Snapshot {
-        app: AppId { namespace, name },
-        uid,
-        project,
-        destination,
-        labels,
-        annotations,
-        sync_status,
-        revisions,
-        health_status,
-        health_message,
-        operation,
-        resources,
-        conditions,
-        sync_policy,
-        sources,
-        previous_revision,
-        deleting,
-        health_changed_at,
-        source: Source::Webhook,
-        argocd_url,
-        observed_at,
-    })
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
@@ -556,219 +339,6 @@ fn validate_name(path: &str, v: &str) -> Result<(), PayloadError> {
     }
 }
 
-/// Path-aware accessors that turn wrong types into [`PayloadError::WrongType`] naming the field.
-struct Reader {
-    prefix: &'static str,
-}
-
-impl Reader {
-    fn get<'a>(&self, v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-        let mut cur = v;
-        for p in path {
-            cur = cur.as_object()?.get(*p)?;
-        }
-        Some(cur)
-    }
-
-    fn path(&self, path: &[&str]) -> String {
-        format!("{}{}", self.prefix, path.join("."))
-    }
-
-    fn opt_str(&self, v: &Value, path: &[&str]) -> Result<Option<String>, PayloadError> {
-        // Each intermediate must be an object when present.
-        let mut cur = v;
-        for (i, p) in path.iter().enumerate() {
-            match cur {
-                Value::Object(m) => match m.get(*p) {
-                    Some(next) => cur = next,
-                    None => return Ok(None),
-                },
-                Value::Null => return Ok(None),
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: self.path(&path[..i]),
-                        expected: "an object",
-                        found: type_name(other),
-                    });
-                }
-            }
-        }
-        match cur {
-            Value::String(s) => Ok(Some(s.clone())),
-            Value::Null => Ok(None),
-            other => Err(PayloadError::WrongType {
-                path: self.path(path),
-                expected: "a string",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    fn req_str(&self, v: &Value, path: &[&str], hint: &str) -> Result<String, PayloadError> {
-        match self.opt_str(v, path)? {
-            Some(s) if !s.is_empty() => Ok(s),
-            _ => Err(PayloadError::Missing {
-                path: self.path(path),
-                hint: hint.into(),
-            }),
-        }
-    }
-
-    fn opt_bool(&self, v: &Value, path: &[&str]) -> Result<Option<bool>, PayloadError> {
-        match self.get(v, path) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(PayloadError::WrongType {
-                path: self.path(path),
-                expected: "a boolean",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    fn str_map(&self, v: &Value, path: &[&str]) -> Result<BTreeMap<String, String>, PayloadError> {
-        match self.get(v, path) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(m)) => {
-                let mut out = BTreeMap::new();
-                for (k, val) in m {
-                    match val {
-                        Value::String(s) => {
-                            out.insert(k.clone(), s.clone());
-                        }
-                        other => {
-                            return Err(PayloadError::WrongType {
-                                path: format!("{}.{k}", self.path(path)),
-                                expected: "a string",
-                                found: type_name(other),
-                            });
-                        }
-                    }
-                }
-                Ok(out)
-            }
-            Some(other) => Err(PayloadError::WrongType {
-                path: self.path(path),
-                expected: "an object of strings",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    fn array<'a>(&self, v: &'a Value, path: &[&str]) -> Result<&'a [Value], PayloadError> {
-        match self.get(v, path) {
-            None | Some(Value::Null) => Ok(&[]),
-            Some(Value::Array(a)) => Ok(a),
-            Some(other) => Err(PayloadError::WrongType {
-                path: self.path(path),
-                expected: "an array",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    /// A list of strings (absent: empty); empty strings are left out.
-    fn strings(&self, v: &Value, path: &[&str]) -> Result<Vec<String>, PayloadError> {
-        let mut out = Vec::new();
-        for (i, item) in self.array(v, path)?.iter().enumerate() {
-            match item {
-                Value::String(s) if s.is_empty() => {}
-                Value::String(s) => out.push(s.clone()),
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: format!("{}[{i}]", self.path(path)),
-                        expected: "a string",
-                        found: type_name(other),
-                    });
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn opt_str_at(&self, v: &Value, at: &str, key: &str) -> Result<Option<String>, PayloadError> {
-        match v.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(PayloadError::WrongType {
-                path: format!("{}{at}.{key}", self.prefix),
-                expected: "a string",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    fn opt_bool_at(&self, v: &Value, at: &str, key: &str) -> Result<Option<bool>, PayloadError> {
-        match v.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(PayloadError::WrongType {
-                path: format!("{}{at}.{key}", self.prefix),
-                expected: "a boolean",
-                found: type_name(other),
-            }),
-        }
-    }
-
-    fn time(&self, v: &Value, path: &[&str]) -> Result<Option<DateTime<Utc>>, PayloadError> {
-        match self.opt_str(v, path)? {
-            None => Ok(None),
-            Some(s) => parse_time(&s).map(Some).ok_or_else(|| PayloadError::Invalid {
-                path: self.path(path),
-                message: format!("{s:?} is not an RFC 3339 time"),
-            }),
-        }
-    }
-
-    fn operation(&self, app: &Value) -> Result<Operation, PayloadError> {
-        let base = ["status", "operationState"];
-        let at = |k: &[&'static str]| -> Vec<&'static str> { base.iter().chain(k.iter()).copied().collect() };
-        let mut resources = Vec::new();
-        for (i, res) in self.array(app, &at(&["syncResult", "resources"]))?.iter().enumerate() {
-            let p = format!("status.operationState.syncResult.resources[{i}]");
-            resources.push(ResultResource {
-                group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-                kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-                namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-                name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-                status: self.opt_str_at(res, &p, "status")?.unwrap_or_default(),
-                message: self.opt_str_at(res, &p, "message")?.unwrap_or_default(),
-                hook_phase: self.opt_str_at(res, &p, "hookPhase")?.unwrap_or_default(),
-            });
-        }
-        let retry_count = match self.get(app, &at(&["retryCount"])) {
-            Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-            _ => 0,
-        };
-        let retry_limit = match self.get(app, &at(&["operation", "retry", "limit"])) {
-            Some(Value::Number(n)) => n.as_i64(),
-            _ => None,
-        };
-        Ok(Operation {
-            phase: self.opt_str(app, &at(&["phase"]))?.unwrap_or_default(),
-            message: self.opt_str(app, &at(&["message"]))?.unwrap_or_default(),
-            started_at: self.time(app, &at(&["startedAt"]))?,
-            finished_at: self.time(app, &at(&["finishedAt"]))?,
-            initiator: Initiator {
-                automated: self
-                    .opt_bool(app, &at(&["operation", "initiatedBy", "automated"]))?
-                    .unwrap_or(false),
-                username: self.opt_str(app, &at(&["operation", "initiatedBy", "username"]))?,
-            },
-            revision: self
-                .opt_str(app, &at(&["syncResult", "revision"]))?
-                .filter(|r| !r.is_empty())
-                .or(self
-                    .opt_str(app, &at(&["operation", "sync", "revision"]))?
-                    .filter(|r| !r.is_empty())),
-            revisions: self.strings(app, &at(&["syncResult", "revisions"]))?,
-            retry_count,
-            retry_limit,
-            resources,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -787,6 +357,60 @@ mod tests {
         let body = br#"{"app":{"metadata":{"name":5}}}"#;
         let e = parse_body(body, 64).unwrap_err().to_string();
         assert!(e.contains("app.metadata.name must be a string"), "{e}");
+    }
+
+    /// The byte-by-byte scan the fast one replaces: the reference it must agree with.
+    fn depth_byte_by_byte(body: &[u8], max: usize) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for &b in body {
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > max {
+                        return false;
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn the_depth_scan_agrees_with_reading_byte_by_byte() {
+        let alphabet = b"{}[]\"\\ax";
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for len in 0..400 {
+            for _ in 0..20 {
+                let body: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                for max in [1, 3, 8] {
+                    assert_eq!(
+                        check_depth(&body, max).is_ok(),
+                        depth_byte_by_byte(&body, max),
+                        "{body:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! [`Pipeline::tick`] runs the durable timers (`scheduler`), and the read methods answer what the API and the
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
+mod cache;
 pub mod explain;
 mod ingest;
 mod scheduler;
@@ -27,6 +28,7 @@ use crate::state;
 use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
 
+use actix_web::web::Bytes;
 use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
@@ -97,6 +99,10 @@ struct Core {
     argocd_api: Option<ArgoCdApi>,
     /// How the Argo CD API source is doing, for the status page and `herald_argocd_api_up`.
     api_source: Arc<ApiSource>,
+    /// The writer's memory of each Application's state: held by whoever writes Applications, for the whole write.
+    cache: Arc<tokio::sync::Mutex<cache::AppCache>>,
+    /// When duplicates were last seen, not yet written.
+    seen: Arc<cache::SeenTimes>,
 }
 
 #[derive(Clone)]
@@ -120,6 +126,8 @@ impl Pipeline {
             clock,
             argocd_api,
             api_source: Arc::default(),
+            cache: Arc::new(tokio::sync::Mutex::new(cache::AppCache::new())),
+            seen: Arc::default(),
         }));
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
@@ -131,15 +139,11 @@ impl Pipeline {
         self.core.get()
     }
 
-    /// Runs one snapshot through the whole core; returns once everything it caused is committed.
-    pub async fn ingest(&self, mut snap: Snapshot, raw: Option<&str>) -> Result<IngestSummary, PipelineError> {
+    /// Runs one snapshot through the whole core; returns once everything it caused is committed. `raw`, the body it
+    /// came in, is kept (for replay) when the snapshot changes something.
+    pub async fn ingest(&self, mut snap: Snapshot, raw: Option<Bytes>) -> Result<IngestSummary, PipelineError> {
         self.clamp_future_time(&mut snap);
-        let raw = raw.map(str::to_string);
-        self.submit(Work::Snapshot {
-            snap: Box::new(snap),
-            raw,
-        })
-        .await
+        self.submit(Work::snapshot(snap, raw)).await
     }
 
     /// A body dated far in the future (a wrong clock, or a hostile sender) would make every later body of the
@@ -195,12 +199,14 @@ impl Pipeline {
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
         let core = self.core();
-        let settings = &core.settings;
-        let before = ago(settings.storage.raw_retention);
-        let store = &core.store;
-        Ok(store.purge_raw(before).await?
-            + store.purge_deleted_apps(before).await?
-            + store.purge_delivered(ago(settings.outbox.retention)).await?)
+        let before = ago(core.settings.storage.raw_retention);
+        let raws = core.store.purge_raw(before).await?;
+        let delivered = core.store.purge_delivered(ago(core.settings.outbox.retention)).await?;
+        // Rows go behind the writer's back: it forgets what it remembers, under its lock.
+        let mut cache = core.cache.lock().await;
+        let purged = core.store.purge_deleted_apps(before).await;
+        cache.clear();
+        Ok(raws + delivered + purged?)
     }
 
     /// The pipeline's clock.
@@ -268,11 +274,21 @@ impl Pipeline {
 
     /// One page of Applications (see [`AppFilter`]).
     pub async fn apps(&self, filter: &AppFilter) -> Result<Vec<AppRecord>, PipelineError> {
-        Ok(self.core().store.apps(filter).await?)
+        let core = self.core();
+        let mut apps = core.store.apps(filter).await?;
+        for a in &mut apps {
+            core.seen.overlay(&mut a.state);
+        }
+        Ok(apps)
     }
 
     pub async fn app(&self, id: &AppId) -> Result<Option<AppRecord>, PipelineError> {
-        Ok(self.core().store.app(id).await?)
+        let core = self.core();
+        let mut app = core.store.app(id).await?;
+        if let Some(a) = &mut app {
+            core.seen.overlay(&mut a.state);
+        }
+        Ok(app)
     }
 
     /// What changed for an Application, newest first.
@@ -302,7 +318,8 @@ impl Pipeline {
             .then(|| apps.last().map(|a| a.state.snapshot.app.clone()))
             .flatten();
         let mut rows = Vec::new();
-        for a in apps {
+        for mut a in apps {
+            self.core().seen.overlay(&mut a.state);
             let s = &a.state;
             for r in crate::incidents::pending_prunes(&s.snapshot) {
                 let key = state::resource_key(&r.kind, &r.namespace, &r.name);
@@ -384,7 +401,14 @@ impl Pipeline {
 
     /// The Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
     pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
-        Ok(self.core().store.live_apps(projects).await?)
+        let core = self.core();
+        let mut live = core.store.live_apps(projects).await?;
+        for (app, last_seen) in &mut live {
+            if let Some(at) = core.seen.latest(app) {
+                *last_seen = (*last_seen).max(at);
+            }
+        }
+        Ok(live)
     }
 
     /// Whether the store knows any Application (an empty one is refilled by a listing at start).
@@ -411,6 +435,9 @@ impl Pipeline {
             wake_outbox: old.wake_outbox.clone(),
             argocd_api: old.argocd_api.clone(),
             api_source: old.api_source.clone(),
+            // The writer's memory of what is stored stays true whatever the settings.
+            cache: old.cache.clone(),
+            seen: old.seen.clone(),
         });
     }
 

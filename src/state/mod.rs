@@ -3,11 +3,14 @@
 //! deleted, deleted ([`delete`]), created again under the same name (a new `metadata.uid`). Pure: the caller passes
 //! "now" and stores the result.
 
+mod hash;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::argocd::Snapshot;
+
+pub use hash::content_hash;
 
 /// What Herald keeps per Application: the latest snapshot plus its own "since" times.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,13 +69,41 @@ pub struct Transition {
 pub enum Outcome {
     /// Older than what is stored: ignored.
     Stale { stored_at: DateTime<Utc> },
-    /// Same content as stored: only `last_seen` moves.
-    Duplicate(Box<AppState>),
+    /// Same content as stored: only when it was seen moves.
+    Duplicate(Seen),
     /// New or changed: the new state and what changed.
     Changed {
         state: Box<AppState>,
         transitions: Vec<Transition>,
     },
+}
+
+/// What a duplicate moves in the stored state: when it was seen, its time, the link base it carried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub last_seen: DateTime<Utc>,
+    pub observed_at: DateTime<Utc>,
+    pub snapshot_observed_at: Option<DateTime<Utc>>,
+    pub argocd_url: Option<String>,
+}
+
+impl Seen {
+    /// Whether it moves more than `last_seen` in `state`: the ordering key or the link must be stored before the
+    /// body is acknowledged (a later, older body is judged stale by them); `last_seen` alone need not be.
+    pub fn moves_state(&self, state: &AppState) -> bool {
+        self.observed_at != state.observed_at
+            || self.snapshot_observed_at != state.snapshot.observed_at
+            || (self.argocd_url.is_some() && self.argocd_url != state.snapshot.argocd_url)
+    }
+
+    pub fn apply_to(self, state: &mut AppState) {
+        state.last_seen = self.last_seen;
+        state.observed_at = self.observed_at;
+        if self.argocd_url.is_some() {
+            state.snapshot.argocd_url = self.argocd_url;
+        }
+        state.snapshot.observed_at = self.snapshot_observed_at;
+    }
 }
 
 impl Outcome {
@@ -83,16 +114,6 @@ impl Outcome {
             Outcome::Changed { .. } => "changed",
         }
     }
-}
-
-pub fn content_hash(s: &Snapshot) -> String {
-    // Everything but the time, the link and the source: the same state rendered twice is the same state.
-    let mut copy = s.clone();
-    copy.observed_at = None;
-    copy.argocd_url = None;
-    copy.source = Default::default();
-    let bytes = serde_json::to_vec(&copy).unwrap_or_default();
-    hex::encode(&Sha256::digest(&bytes)[..16])
 }
 
 pub fn resource_key(kind: &str, namespace: &str, name: &str) -> String {
@@ -111,83 +132,117 @@ fn op_key(s: &Snapshot) -> Option<String> {
 
 /// Applies `snap` (received at `now`) on top of `prev`.
 pub fn apply(prev: Option<&AppState>, snap: Snapshot, now: DateTime<Utc>) -> Outcome {
-    let observed_at = snap.observed_at.unwrap_or(now);
     let hash = content_hash(&snap);
-    let prev = match prev {
-        Some(p) if is_another_application(p, &snap, observed_at) => None,
+    match judge(prev, &snap, &hash, now) {
+        Some(outcome) => outcome,
+        None => change(prev, snap, hash, now),
+    }
+}
+
+/// The stored state `snap` is compared with: none when `snap` is about another Application under the same name;
+/// `Err` (stale) when the stored Application is gone.
+fn compared_with<'a>(
+    prev: Option<&'a AppState>,
+    snap: &Snapshot,
+    observed_at: DateTime<Utc>,
+) -> Result<Option<&'a AppState>, Outcome> {
+    match prev {
+        Some(p) if is_another_application(p, snap, observed_at) => Ok(None),
         Some(p) if p.deleted_at.is_some() => {
             // A late body about an Application that is gone does not bring it back.
-            return Outcome::Stale {
+            Err(Outcome::Stale {
                 stored_at: p.observed_at.max(p.deleted_at.unwrap_or(p.observed_at)),
-            };
+            })
         }
-        other => other,
-    };
-    let Some(prev) = prev else {
-        let mut transitions = vec![
-            Transition {
-                field: "sync".into(),
-                from: None,
-                to: snap.sync_status.clone(),
-            },
-            Transition {
-                field: "health".into(),
-                from: None,
-                to: snap.health_status.clone(),
-            },
-        ];
-        if let Some(op) = &snap.operation {
-            transitions.push(Transition {
-                field: "operation".into(),
-                from: None,
-                to: op.phase.clone(),
-            });
-        }
-        let prune_since = snap
-            .resources
-            .iter()
-            .filter(|r| r.requires_pruning)
-            .map(|r| (resource_key(&r.kind, &r.namespace, &r.name), now))
-            .collect();
-        // Seen first through the API, Herald did not watch the status change: "now" is only a lower bound, and
-        // Argo CD's own health time is better where it has one.
-        let from_api = snap.source == crate::argocd::Source::Api;
-        let health_since = match snap.health_changed_at {
-            Some(t) if from_api => t.min(now),
-            _ => now,
-        };
-        return Outcome::Changed {
-            state: Box::new(AppState {
-                snapshot: snap,
-                sync_since: now,
-                health_since,
-                prune_since,
-                first_seen: now,
-                last_seen: now,
-                observed_at,
-                content_hash: hash,
-                sync_since_at_least: from_api,
-                health_since_at_least: from_api && health_since == now,
-                deleted_at: None,
-            }),
-            transitions,
-        };
+        other => Ok(other),
+    }
+}
+
+/// Whether `snap` (with its [`content_hash`] `hash`) is stale or a duplicate of `prev`, decided without taking the
+/// snapshot (the writer answers most bodies this way); `None`: it is a change, for [`change`].
+pub fn judge(prev: Option<&AppState>, snap: &Snapshot, hash: &str, now: DateTime<Utc>) -> Option<Outcome> {
+    let observed_at = snap.observed_at.unwrap_or(now);
+    let prev = match compared_with(prev, snap, observed_at) {
+        Err(stale) => return Some(stale),
+        Ok(None) => return None,
+        Ok(Some(p)) => p,
     };
     if observed_at < prev.observed_at {
-        return Outcome::Stale {
+        return Some(Outcome::Stale {
             stored_at: prev.observed_at,
-        };
+        });
     }
-    if hash == prev.content_hash {
-        let mut state = prev.clone();
-        state.last_seen = now;
-        state.observed_at = observed_at;
-        if snap.argocd_url.is_some() {
-            state.snapshot.argocd_url = snap.argocd_url;
-        }
-        state.snapshot.observed_at = snap.observed_at;
-        return Outcome::Duplicate(Box::new(state));
+    (hash == prev.content_hash).then(|| {
+        Outcome::Duplicate(Seen {
+            last_seen: now,
+            observed_at,
+            snapshot_observed_at: snap.observed_at,
+            argocd_url: snap.argocd_url.clone(),
+        })
+    })
+}
+
+/// The first state of an Application.
+fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: DateTime<Utc>) -> Outcome {
+    let mut transitions = vec![
+        Transition {
+            field: "sync".into(),
+            from: None,
+            to: snap.sync_status.clone(),
+        },
+        Transition {
+            field: "health".into(),
+            from: None,
+            to: snap.health_status.clone(),
+        },
+    ];
+    if let Some(op) = &snap.operation {
+        transitions.push(Transition {
+            field: "operation".into(),
+            from: None,
+            to: op.phase.clone(),
+        });
     }
+    let prune_since = snap
+        .resources
+        .iter()
+        .filter(|r| r.requires_pruning)
+        .map(|r| (resource_key(&r.kind, &r.namespace, &r.name), now))
+        .collect();
+    // Seen first through the API, Herald did not watch the status change: "now" is only a lower bound, and
+    // Argo CD's own health time is better where it has one.
+    let from_api = snap.source == crate::argocd::Source::Api;
+    let health_since = match snap.health_changed_at {
+        Some(t) if from_api => t.min(now),
+        _ => now,
+    };
+    Outcome::Changed {
+        state: Box::new(AppState {
+            snapshot: snap,
+            sync_since: now,
+            health_since,
+            prune_since,
+            first_seen: now,
+            last_seen: now,
+            observed_at,
+            content_hash: hash,
+            sync_since_at_least: from_api,
+            health_since_at_least: from_api && health_since == now,
+            deleted_at: None,
+        }),
+        transitions,
+    }
+}
+
+/// `snap` (with its [`content_hash`] `hash`) on top of `prev`, which [`judge`] found it neither stale nor a duplicate
+/// of: the new state and its transitions.
+pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTime<Utc>) -> Outcome {
+    let observed_at = snap.observed_at.unwrap_or(now);
+    let prev = match compared_with(prev, &snap, observed_at) {
+        Err(stale) => return stale,
+        Ok(None) => return first_state(snap, hash, now, observed_at),
+        Ok(Some(p)) => p,
+    };
     let old = &prev.snapshot;
     let mut transitions = Vec::new();
     let mut push = |field: &str, from: &str, to: &str| {

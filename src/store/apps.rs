@@ -1,5 +1,5 @@
-//! Applications: their stored state (`apps`), the raw bodies Argo CD sent (`raw_events`), and the timeline of their
-//! status changes (`transitions`).
+//! Applications: their stored state (`apps`: the state document zstd-compressed, a version for compare-and-set),
+//! the raw bodies Argo CD sent (`raw_events`, compressed), and the timeline of their status changes (`transitions`).
 
 use std::collections::HashMap;
 
@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Engine, Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps};
+use super::{
+    Engine, Store, StoreError, WriteTx, compress, decode, decode_doc, decompress, encode, encode_doc, execute_counted,
+    execute_in_chunks, fetch_for_apps, fetch_for_apps_on,
+};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::state::{AppState, Transition};
@@ -17,6 +20,14 @@ use crate::state::{AppState, Transition};
 pub struct AppRecord {
     pub team: String,
     pub state: AppState,
+}
+
+/// An Application as the writer keeps it: its row and the row's version (0: there is no row yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredApp {
+    pub team: String,
+    pub state: AppState,
+    pub version: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -83,31 +94,49 @@ impl AppCursor {
     }
 }
 
-/// Reads `team, state_json`.
+/// The columns [`app_from_row`] reads.
+const APP_COLUMNS: &str = "team, state_json, state_doc, last_seen, version";
+
+/// Reads [`APP_COLUMNS`]: the compressed document, or the JSON text of a row written before it; `last_seen` from its
+/// column, which duplicates move without rewriting the document.
 fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
+    let doc: Option<Vec<u8>> = r.try_get("state_doc")?;
+    let mut state: AppState = match doc {
+        Some(bytes) => decode_doc(&bytes)?,
+        None => decode(&r.try_get::<String, _>("state_json")?)?,
+    };
+    state.last_seen = state.last_seen.max(from_millis(r.try_get("last_seen")?));
     Ok(AppRecord {
         team: r.try_get("team")?,
-        state: decode(&r.try_get::<String, _>("state_json")?)?,
+        state,
     })
 }
 
-/// Applications whose state holds a resource that `requires_pruning`, or a last sync result `PruneSkipped`.
-/// The stored document is queried with each engine's JSON functions (no JSON type in the shared schema, and no
-/// decoding of every Application in Rust); the caller narrows the rows with `incidents::pending_prunes`.
-fn pending_prunes_sql(engine: Engine) -> &'static str {
+fn stored_from_row(r: &AnyRow) -> Result<StoredApp, StoreError> {
+    let rec = app_from_row(r)?;
+    Ok(StoredApp {
+        team: rec.team,
+        state: rec.state,
+        version: r.try_get("version")?,
+    })
+}
+
+/// Whether the state holds a resource waiting to be pruned (`requires_pruning`, or a last sync result
+/// `PruneSkipped`): the `prune_pending` column /v1/prune-pending selects by; the caller narrows the rows with
+/// `incidents::pending_prunes`.
+fn prune_pending(s: &AppState) -> bool {
+    let snap = &s.snapshot;
+    snap.resources.iter().any(|r| r.requires_pruning)
+        || (snap.operation.iter())
+            .flat_map(|o| &o.resources)
+            .any(|r| r.status == "PruneSkipped")
+}
+
+/// `last_seen` only moves forward: a replica whose cached state is older than what another wrote keeps the later.
+fn latest_last_seen(engine: Engine) -> &'static str {
     match engine {
-        Engine::Sqlite => {
-            "SELECT team, state_json FROM apps WHERE deleted_at IS NULL AND (\
-             EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.resources') r \
-                     WHERE json_extract(r.value, '$.requires_pruning') = 1) \
-             OR EXISTS (SELECT 1 FROM json_each(state_json, '$.snapshot.operation.resources') r \
-                        WHERE json_extract(r.value, '$.status') = 'PruneSkipped'))"
-        }
-        Engine::Postgres => {
-            "SELECT team, state_json FROM apps WHERE deleted_at IS NULL AND (\
-             jsonb_path_exists(state_json::jsonb, '$.snapshot.resources[*] ? (@.requires_pruning == true)') \
-             OR jsonb_path_exists(state_json::jsonb, '$.snapshot.operation.resources[*] ? (@.status == \"PruneSkipped\")'))"
-        }
+        Engine::Sqlite => "max(apps.last_seen, excluded.last_seen)",
+        Engine::Postgres => "GREATEST(apps.last_seen, excluded.last_seen)",
     }
 }
 
@@ -115,7 +144,7 @@ impl Store {
     /// Loads several Applications at once (team, state), for a batch of bodies.
     pub async fn load_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, (String, AppState)>, StoreError> {
         let rows = fetch_for_apps(tx, ids, |pairs| {
-            format!("SELECT team, state_json FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+            format!("SELECT {APP_COLUMNS} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
         })
         .await?;
         rows.iter()
@@ -126,21 +155,79 @@ impl Store {
             .collect()
     }
 
-    /// Upserts several Applications in one statement per chunk.
+    /// Reads several Applications with their versions, outside any write transaction (what the writer's cache
+    /// lacks). Those without a row are left out.
+    pub async fn stored_apps(&self, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
+            format!("SELECT {APP_COLUMNS} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+        })
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let stored = stored_from_row(r)?;
+                Ok((stored.state.snapshot.app.clone(), stored))
+            })
+            .collect()
+    }
+
+    /// The versions of several Applications (those with a row): what a cached state is checked against when
+    /// other replicas may write.
+    pub async fn app_versions(&self, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
+            format!("SELECT namespace, name, version FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+        })
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let id = AppId {
+                    namespace: r.try_get("namespace")?,
+                    name: r.try_get("name")?,
+                };
+                Ok((id, r.try_get("version")?))
+            })
+            .collect()
+    }
+
+    /// Upserts several Applications in one statement per chunk, whatever their versions.
     pub async fn save_apps(tx: &mut WriteTx, rows: &[(&str, &AppState)]) -> Result<(), StoreError> {
+        let rows: Vec<(&str, &AppState, Option<i64>)> = rows.iter().map(|(t, s)| (*t, *s, None)).collect();
+        Self::upsert_apps(tx, &rows).await
+    }
+
+    /// Upserts several Applications, each only if its stored version is still the one given (0: no row yet), and
+    /// moves each to the next version. [`StoreError::Conflict`] when any of them was written by someone else since:
+    /// the transaction must then be dropped and the work done again on what is stored.
+    pub async fn save_apps_checked(tx: &mut WriteTx, rows: &[(&str, &AppState, i64)]) -> Result<(), StoreError> {
+        let rows: Vec<(&str, &AppState, Option<i64>)> = rows.iter().map(|(t, s, v)| (*t, *s, Some(*v))).collect();
+        Self::upsert_apps(tx, &rows).await
+    }
+
+    async fn upsert_apps(tx: &mut WriteTx, rows: &[(&str, &AppState, Option<i64>)]) -> Result<(), StoreError> {
+        let last_seen = latest_last_seen(tx.engine);
+        let checked = rows.iter().any(|r| r.2.is_some());
+        // Checked: the row written carries the next version, and an existing row is replaced only from the one before.
+        let (next_version, only_if) = if checked {
+            ("excluded.version", " WHERE apps.version = excluded.version - 1")
+        } else {
+            ("apps.version + 1", "")
+        };
         let sql = |values: &str| {
             format!(
                 "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
-                 health_since, observed_at, last_seen, content_hash, state_json, deleted_at) VALUES {values} \
+                 health_since, observed_at, last_seen, content_hash, state_json, state_doc, prune_pending, deleted_at, \
+                 version) VALUES {values} \
                  ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
                  team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
                  sync_since = excluded.sync_since, health_since = excluded.health_since, \
-                 observed_at = excluded.observed_at, last_seen = excluded.last_seen, \
+                 observed_at = excluded.observed_at, last_seen = {last_seen}, \
                  content_hash = excluded.content_hash, state_json = excluded.state_json, \
-                 deleted_at = excluded.deleted_at"
+                 state_doc = excluded.state_doc, prune_pending = excluded.prune_pending, \
+                 deleted_at = excluded.deleted_at, version = {next_version}{only_if}"
             )
         };
-        execute_in_chunks(tx, rows, 32, 14, sql, |query, (team, s)| {
+        let affected = execute_counted(tx, rows, 32, 17, sql, |query, (team, s, version)| {
             let snap = &s.snapshot;
             query
                 .bind(&snap.app.namespace)
@@ -155,24 +242,50 @@ impl Store {
                 .bind(to_millis(s.observed_at))
                 .bind(to_millis(s.last_seen))
                 .bind(&s.content_hash)
-                .bind(encode(s))
+                .bind("")
+                .bind(encode_doc(s))
+                .bind(i64::from(prune_pending(s)))
                 .bind(s.deleted_at.map(to_millis))
+                .bind(version.map_or(1, |v| v + 1))
+        })
+        .await?;
+        if checked && affected.iter().any(|(rows, n)| *n != *rows as u64) {
+            return Err(StoreError::Conflict);
+        }
+        Ok(())
+    }
+
+    /// Moves `last_seen` forward for several Applications (kept in memory by the writer for duplicates, written
+    /// now and then): no version change, nothing else written.
+    pub async fn touch_apps(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>)]) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!(
+                "UPDATE apps SET last_seen = v.column3 FROM (VALUES {values}) AS v \
+                 WHERE apps.namespace = v.column1 AND apps.name = v.column2 AND apps.last_seen < v.column3"
+            )
+        };
+        execute_in_chunks(tx, rows, 100, 3, sql, |query, (app, at)| {
+            query.bind(&app.namespace).bind(&app.name).bind(to_millis(*at))
         })
         .await
     }
 
-    /// Appends raw bodies, several per statement.
-    pub async fn add_raws(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>, &str, String)]) -> Result<(), StoreError> {
+    /// Appends raw bodies (compressed), several per statement.
+    pub async fn add_raws<B: AsRef<[u8]>>(
+        tx: &mut WriteTx,
+        rows: &[(AppId, DateTime<Utc>, &str, B)],
+    ) -> Result<(), StoreError> {
         let sql = |values: &str| {
-            format!("INSERT INTO raw_events (received_at, namespace, name, outcome, body) VALUES {values}")
+            format!("INSERT INTO raw_events (received_at, namespace, name, outcome, body, body_z) VALUES {values}")
         };
-        execute_in_chunks(tx, rows, 64, 5, sql, |query, (app, at, outcome, body)| {
+        execute_in_chunks(tx, rows, 64, 6, sql, |query, (app, at, outcome, body)| {
             query
                 .bind(to_millis(*at))
                 .bind(&app.namespace)
                 .bind(&app.name)
                 .bind(*outcome)
-                .bind(body)
+                .bind("")
+                .bind(compress(body.as_ref()))
         })
         .await
     }
@@ -242,24 +355,36 @@ impl Store {
     }
 
     pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-        let rows =
-            q!("SELECT received_at, body FROM raw_events WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3")
-                .bind(&app.namespace)
-                .bind(&app.name)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = q!(
+            "SELECT received_at, body, body_z FROM raw_events WHERE namespace = $1 AND name = $2 \
+                       ORDER BY id DESC LIMIT $3"
+        )
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter()
-            .map(|r| Ok((from_millis(r.try_get("received_at")?), r.try_get("body")?)))
+            .map(|r| {
+                let body = match r.try_get::<Option<Vec<u8>>, _>("body_z")? {
+                    Some(z) => {
+                        String::from_utf8(decompress(&z)?).map_err(|e| StoreError::Decode(format!("raw body: {e}")))?
+                    }
+                    None => r.try_get("body")?,
+                };
+                Ok((from_millis(r.try_get("received_at")?), body))
+            })
             .collect()
     }
 
     pub async fn app(&self, app: &AppId) -> Result<Option<AppRecord>, StoreError> {
-        let row = q!("SELECT team, state_json FROM apps WHERE namespace = $1 AND name = $2")
-            .bind(&app.namespace)
-            .bind(&app.name)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = q!(format!(
+            "SELECT {APP_COLUMNS} FROM apps WHERE namespace = $1 AND name = $2"
+        ))
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .fetch_optional(&self.pool)
+        .await?;
         row.as_ref().map(app_from_row).transpose()
     }
 
@@ -272,7 +397,7 @@ impl Store {
             "sync_since"
         };
         let rows = q!(format!(
-            "SELECT team, state_json FROM apps WHERE {APP_FILTER} \
+            "SELECT {APP_COLUMNS} FROM apps WHERE {APP_FILTER} \
              AND ($6 = 0 OR (sync_since, namespace, name) > ($7, $8, $9)) \
              ORDER BY {order} ASC, namespace, name LIMIT $10"
         ))
@@ -303,8 +428,8 @@ impl Store {
             .map(|a| (a.namespace.as_str(), a.name.as_str()))
             .unwrap_or(("", ""));
         let sql = format!(
-            "{} AND ($1 = 0 OR (namespace, name) > ($2, $3)) ORDER BY namespace, name LIMIT $4",
-            pending_prunes_sql(self.engine)
+            "SELECT {APP_COLUMNS} FROM apps WHERE deleted_at IS NULL AND prune_pending = 1 \
+             AND ($1 = 0 OR (namespace, name) > ($2, $3)) ORDER BY namespace, name LIMIT $4"
         );
         let rows = q!(sql)
             .bind(i64::from(after.is_some()))

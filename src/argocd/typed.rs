@@ -1,0 +1,385 @@
+//! The typed reader: a well-formed body read in one pass straight into a [`Snapshot`], borrowing strings from the
+//! body and skipping everything Herald does not keep (managed fields, the resource tree's synced entries' extras,
+//! kubectl's copy of the manifest), instead of building a `serde_json::Value` of the whole Application first.
+//!
+//! It is an accelerator, not a second parser with its own rules: it answers `None` for anything it is not sure to
+//! read exactly as the tolerant reader (`value`) does — a wrong type, a `null` where an object is needed, a missing
+//! name, a bad time — and the caller then asks the tolerant reader, whose answer (snapshot or error) is the one
+//! given. Every shape it accepts, it reads to the same snapshot (`tests` below check that on the captured bodies).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+
+mod shapes;
+
+use shapes::{AppDoc, Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
+
+use super::{
+    AppId, Condition, Destination, Initiator, Operation, ResourceStatus, ResultResource, Snapshot, Source, SourceRef,
+    SyncPolicy, parse_time, validate_name,
+};
+
+/// Reads `text` into a snapshot, or `None` when the tolerant reader must decide.
+pub(super) fn parse(text: &str) -> Option<Snapshot> {
+    let Obj(body) = serde_json::from_str::<Obj<Body>>(text).ok()?;
+    let (app, envelope) = match body.app {
+        Some(Obj(app)) => (app, Some((body.timestamp, body.context))),
+        None => {
+            let bare = AppDoc {
+                kind: body.kind,
+                metadata: body.metadata,
+                spec: body.spec,
+                status: body.status,
+            };
+            (bare, None)
+        }
+    };
+    build(app, envelope)
+}
+
+/// A JSON string, borrowed from the body unless it has escapes. Refuses any other type (and `null`: `Option` takes
+/// that before it gets here).
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+impl Str<'_> {
+    fn owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+fn owned(s: Option<Str>) -> Option<String> {
+    s.map(Str::owned)
+}
+
+fn owned_or_default(s: Option<Str>) -> String {
+    s.map(Str::owned).unwrap_or_default()
+}
+
+/// A string whose content is not kept (checked to be a string, as the tolerant reader checks it).
+struct AnyStr;
+
+impl<'de> Deserialize<'de> for AnyStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = AnyStr;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyStr, E> {
+                Ok(AnyStr)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A struct read only from a JSON object: serde's derived structs also take an array of their fields in order,
+/// which the tolerant reader refuses.
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Obj)
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
+/// A field that must not be `null` when present (`"app": null` is an error, not a bare Application).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// `metadata.annotations` without the two large ones Herald drops (their values are checked, not copied).
+struct Annotations(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for Annotations {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Annotations;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Annotations, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(Str(key)) = map.next_key::<Str>()? {
+                    if super::DROPPED_ANNOTATIONS.contains(&key.as_ref()) {
+                        map.next_value::<AnyStr>()?;
+                    } else {
+                        let value: String = map.next_value()?;
+                        out.insert(key.into_owned(), value);
+                    }
+                }
+                Ok(Annotations(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The snapshot from the typed documents, with the tolerant reader's defaults and checks; `None` where it would
+/// refuse the body. Long because it is one flat list of fields, in the tolerant reader's order.
+fn build(app: AppDoc, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Option<Snapshot> {
+    if app.kind.as_ref().is_some_and(|k| k.0 != "Application") {
+        return None;
+    }
+    let metadata = app.metadata?.0;
+    let name = metadata.name.filter(|n| !n.0.is_empty())?.owned();
+    let namespace = metadata.namespace.map_or_else(|| "argocd".to_string(), Str::owned);
+    validate_name("", &name).ok()?;
+    validate_name("", &namespace).ok()?;
+    let spec = app.spec.map(|Obj(s)| s);
+    let status = app.status.map(|Obj(s)| s);
+    let (project, destination, sync_policy, sources) = match spec {
+        Some(spec) => spec_parts(spec),
+        None => (
+            "default".into(),
+            Destination::default(),
+            SyncPolicy::default(),
+            Vec::new(),
+        ),
+    };
+    let mut snap = Snapshot {
+        app: AppId { namespace, name },
+        uid: owned(metadata.uid),
+        project,
+        destination,
+        labels: metadata.labels.unwrap_or_default(),
+        annotations: metadata.annotations.map(|a| a.0).unwrap_or_default(),
+        sync_status: "Unknown".into(),
+        revisions: Vec::new(),
+        health_status: "Unknown".into(),
+        health_message: None,
+        operation: None,
+        resources: Vec::new(),
+        conditions: Vec::new(),
+        sync_policy,
+        sources,
+        previous_revision: None,
+        deleting: metadata.deletion_timestamp.is_some(),
+        health_changed_at: None,
+        source: Source::Webhook,
+        argocd_url: None,
+        observed_at: None,
+    };
+    let mut reconciled_at = None;
+    let mut health_time = None;
+    if let Some(mut status) = status {
+        reconciled_at = status.reconciled_at.take();
+        health_time = status_parts(&mut snap, status)?;
+    }
+    if snap.sync_status.contains("<no value>") || snap.health_status.contains("<no value>") {
+        return None;
+    }
+    snap.health_changed_at = health_time.as_ref().and_then(|t| parse_time(&t.0));
+    if let Some((timestamp, context)) = envelope {
+        snap.argocd_url = context
+            .and_then(|Obj(c)| c.argocd_url)
+            .filter(|u| u.0.starts_with("http://") || u.0.starts_with("https://"))
+            .map(|u| u.0.trim_end_matches('/').to_string());
+        // A timestamp that is not RFC 3339 is ignored rather than refused, as by the tolerant reader.
+        snap.observed_at = timestamp.and_then(|t| parse_time(&t.0));
+    }
+    if snap.observed_at.is_none() {
+        let op = snap.operation.as_ref();
+        snap.observed_at = [
+            reconciled_at.and_then(|t| parse_time(&t.0)),
+            op.and_then(|o| o.finished_at),
+            op.and_then(|o| o.started_at),
+            health_time.and_then(|t| parse_time(&t.0)),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+    }
+    Some(snap)
+}
+
+fn spec_parts(spec: Spec) -> (String, Destination, SyncPolicy, Vec<SourceRef>) {
+    let destination = spec
+        .destination
+        .map(|Obj(d)| Destination {
+            server: owned(d.server),
+            name: owned(d.name),
+            namespace: owned(d.namespace),
+        })
+        .unwrap_or_default();
+    let automated = spec.sync_policy.and_then(|Obj(p)| p.automated).map(|Obj(a)| a);
+    let sync_policy = SyncPolicy {
+        automated: automated.is_some(),
+        prune: automated.as_ref().and_then(|a| a.prune).unwrap_or(false),
+        self_heal: automated.as_ref().and_then(|a| a.self_heal).unwrap_or(false),
+    };
+    let source_ref = |Obj(s): Obj<SourceDoc>| SourceRef {
+        repo_url: owned_or_default(s.repo_url),
+        path: owned(s.path),
+        chart: owned(s.chart),
+        target_revision: owned(s.target_revision),
+    };
+    let sources = match spec.sources {
+        Some(list) if !list.is_empty() => list.into_iter().map(source_ref).collect(),
+        _ => spec.source.map(source_ref).into_iter().collect(),
+    };
+    let project = spec.project.map_or_else(|| "default".to_string(), Str::owned);
+    (project, destination, sync_policy, sources)
+}
+
+/// Fills what `status` says into `snap`; the health's `lastTransitionTime` is returned for the caller's times.
+/// `None`: a value the tolerant reader refuses (a bad operation time).
+fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<Str<'a>>> {
+    let mut health_time = None;
+    if let Some(Obj(sync)) = status.sync {
+        if let Some(s) = sync.status {
+            snap.sync_status = s.owned();
+        }
+        if let Some(rev) = sync.revision {
+            snap.revisions.push(rev.owned());
+        }
+        for rev in sync.revisions.into_iter().flatten() {
+            if !snap.revisions.iter().any(|r| *r == rev.0) {
+                snap.revisions.push(rev.owned());
+            }
+        }
+    }
+    if let Some(Obj(health)) = status.health {
+        if let Some(s) = health.status {
+            snap.health_status = s.owned();
+        }
+        snap.health_message = owned(health.message);
+        health_time = health.last_transition_time;
+    }
+    if let Some(Obj(op)) = status.operation_state {
+        snap.operation = Some(operation(op)?);
+    }
+    for Obj(res) in status.resources.into_iter().flatten() {
+        let requires_pruning = res.requires_pruning.unwrap_or(false);
+        let sync_status = owned_or_default(res.status);
+        let (health, health_message) = match res.health {
+            Some(Obj(h)) => (owned(h.status), owned(h.message)),
+            None => (None, None),
+        };
+        // Kept as by the tolerant reader: out of sync, waiting to be pruned, or unhealthy.
+        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
+        if sync_status == "Synced" && !requires_pruning && healthy {
+            continue;
+        }
+        snap.resources.push(ResourceStatus {
+            group: owned_or_default(res.group),
+            kind: owned_or_default(res.kind),
+            namespace: owned_or_default(res.namespace),
+            name: owned_or_default(res.name),
+            status: sync_status,
+            requires_pruning,
+            health,
+            health_message,
+        });
+    }
+    snap.conditions = (status.conditions.into_iter().flatten())
+        .map(|Obj(c)| Condition {
+            r#type: owned_or_default(c.kind),
+            message: owned_or_default(c.message),
+        })
+        .collect();
+    let history = status.history.unwrap_or_default();
+    if history.len() >= 2 {
+        snap.previous_revision = history.into_iter().rev().nth(1).and_then(|Obj(h)| owned(h.revision));
+    }
+    Some(health_time)
+}
+
+fn operation(op: OperationStateDoc) -> Option<Operation> {
+    let time = |t: Option<Str>| match t {
+        None => Some(None),
+        Some(s) => parse_time(&s.0).map(Some),
+    };
+    let started_at = time(op.started_at)?;
+    let finished_at = time(op.finished_at)?;
+    let (initiated_by, retry, sync) = match op.operation {
+        Some(Obj(o)) => (o.initiated_by.map(|Obj(i)| i), o.retry, o.sync),
+        None => (None, None, None),
+    };
+    let sync_result = op.sync_result.map(|Obj(r)| r);
+    let (result_revision, result_revisions, result_resources) = match sync_result {
+        Some(r) => (r.revision, r.revisions, r.resources),
+        None => (None, None, None),
+    };
+    let non_empty = |r: Option<Str>| r.filter(|r| !r.0.is_empty()).map(Str::owned);
+    let revision = non_empty(result_revision).or_else(|| non_empty(sync.and_then(|Obj(s)| s.revision)));
+    let resources = (result_resources.into_iter().flatten())
+        .map(|Obj(r)| ResultResource {
+            group: owned_or_default(r.group),
+            kind: owned_or_default(r.kind),
+            namespace: owned_or_default(r.namespace),
+            name: owned_or_default(r.name),
+            status: owned_or_default(r.status),
+            message: owned_or_default(r.message),
+            hook_phase: owned_or_default(r.hook_phase),
+        })
+        .collect();
+    let (automated, username) = match initiated_by {
+        Some(i) => (i.automated.unwrap_or(false), owned(i.username)),
+        None => (false, None),
+    };
+    Some(Operation {
+        phase: owned_or_default(op.phase),
+        message: owned_or_default(op.message),
+        started_at,
+        finished_at,
+        initiator: Initiator { automated, username },
+        revision,
+        revisions: (result_revisions.into_iter().flatten())
+            .filter(|r| !r.0.is_empty())
+            .map(Str::owned)
+            .collect(),
+        retry_count: match op.retry_count {
+            Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+            _ => 0,
+        },
+        retry_limit: match retry.and_then(|Obj(r)| r.limit) {
+            Some(Value::Number(n)) => n.as_i64(),
+            _ => None,
+        },
+        resources,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! The writer's memory: each Application's last stored state ([`AppCache`], a bounded LRU loaded on a miss), so a
+//! duplicate or stale body is answered without reading or writing the store, and when duplicates were last seen
+//! ([`SeenTimes`], written to the store now and then rather than with each body).
+//!
+//! Only the writer uses the cache, and only while it holds it (`Core::cache`) from before it reads until after it
+//! commits: entries are taken out for a batch and put back once the batch is committed, so a batch that fails leaves
+//! nothing behind that the store does not have. With several replicas on PostgreSQL another one may write an
+//! Application: each entry carries the version of the row it was read from, checked against the store before it is
+//! used (one small query per batch) and again by the write itself (compare-and-set, `Store::save_apps_checked`).
+//! On SQLite there is one process, whose writer is the only one: the entries are used as they are.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+
+use chrono::{DateTime, Utc};
+
+use crate::argocd::AppId;
+use crate::state::AppState;
+use crate::store::{Engine, Store, StoreError, StoredApp};
+
+/// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
+/// not remembered is read from the store when a body for it comes (as every one was before the cache).
+const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
+
+pub(super) struct AppCache {
+    lru: lru::LruCache<AppId, StoredApp>,
+}
+
+impl AppCache {
+    pub(super) fn new() -> Self {
+        Self {
+            lru: lru::LruCache::new(CAPACITY),
+        }
+    }
+
+    /// Takes the Applications `ids` out of the cache (checked against the stored versions where other replicas may
+    /// write) and reads the others from the store. Those the store has no row for are not in the answer.
+    pub(super) async fn take(&mut self, store: &Store, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
+        let mut taken = HashMap::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        for id in ids {
+            match self.lru.pop(id) {
+                Some(entry) => {
+                    taken.insert(id.clone(), entry);
+                }
+                None => missing.push(id.clone()),
+            }
+        }
+        if store.engine() == Engine::Postgres && !taken.is_empty() {
+            let cached: Vec<AppId> = taken.keys().cloned().collect();
+            let versions = store.app_versions(&cached).await?;
+            taken.retain(|id, entry| {
+                let current = versions.get(id) == Some(&entry.version);
+                if !current {
+                    missing.push(id.clone());
+                }
+                current
+            });
+        }
+        if !missing.is_empty() {
+            taken.extend(store.stored_apps(&missing).await?);
+        }
+        Ok(taken)
+    }
+
+    /// Puts back what a committed batch holds.
+    pub(super) fn put_back(&mut self, apps: impl IntoIterator<Item = (AppId, StoredApp)>) {
+        for (id, entry) in apps {
+            self.lru.put(id, entry);
+        }
+    }
+
+    /// Forgets everything (rows were removed behind the writer's back: the purge of deleted Applications).
+    pub(super) fn clear(&mut self) {
+        self.lru.clear();
+    }
+}
+
+/// When duplicates were last seen, not yet in the store. Written every `FLUSH_EVERY` by the writer; read paths
+/// overlay it, so what the API shows does not depend on the flush. Lost on a crash, which costs nothing that
+/// matters: `last_seen` is shown, and is compared with a resync's start only for Applications absent from Argo CD's
+/// listing, which no duplicate of a live one is.
+#[derive(Default)]
+pub(super) struct SeenTimes(std::sync::Mutex<HashMap<AppId, DateTime<Utc>>>);
+
+impl SeenTimes {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<AppId, DateTime<Utc>>> {
+        // A panic while holding it cannot leave the map half-changed: every use is one insert or one take.
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn record(&self, seen: impl IntoIterator<Item = (AppId, DateTime<Utc>)>) {
+        let mut map = self.map();
+        for (app, at) in seen {
+            let slot = map.entry(app).or_insert(at);
+            *slot = (*slot).max(at);
+        }
+    }
+
+    /// Everything not yet written; give it back with [`SeenTimes::record`] if writing fails.
+    pub(super) fn take(&self) -> Vec<(AppId, DateTime<Utc>)> {
+        self.map().drain().collect()
+    }
+
+    pub(super) fn latest(&self, app: &AppId) -> Option<DateTime<Utc>> {
+        self.map().get(app).copied()
+    }
+
+    /// `state` with the last time a duplicate of it was seen, when that is later than what the store has.
+    pub(super) fn overlay(&self, state: &mut AppState) {
+        if let Some(at) = self.latest(&state.snapshot.app) {
+            state.last_seen = state.last_seen.max(at);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The content hash of a snapshot: SHA-256 over the fields that make up an Application's state, fed one by one
+//! (each string with its length, each optional value with a tag), so nothing is copied or re-serialised. Every field
+//! but the body's time, the link base and the source counts: the same state sent twice hashes the same.
+//!
+//! The encoding is Herald's own and stable across Rust versions (the hash is stored and compared after restarts);
+//! the fields are destructured exhaustively, so a new field in [`Snapshot`] does not compile until it is placed here.
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::argocd::{
+    AppId, Condition, Destination, Operation, ResourceStatus, ResultResource, Snapshot, SourceRef, SyncPolicy,
+};
+
+/// Bumped when the encoding changes, so old and new hashes never meet by accident.
+const VERSION: &[u8] = b"herald-state-v2";
+
+pub fn content_hash(s: &Snapshot) -> String {
+    let mut h = Feed(Sha256::new());
+    h.0.update(VERSION);
+    let Snapshot {
+        app: AppId { namespace, name },
+        uid,
+        project,
+        destination,
+        labels,
+        annotations,
+        sync_status,
+        revisions,
+        health_status,
+        health_message,
+        operation,
+        resources,
+        conditions,
+        sync_policy,
+        sources,
+        previous_revision,
+        deleting,
+        health_changed_at,
+        source: _,
+        argocd_url: _,
+        observed_at: _,
+    } = s;
+    h.str(namespace);
+    h.str(name);
+    h.opt(uid.as_deref());
+    h.str(project);
+    let Destination {
+        server,
+        name: destination_name,
+        namespace: destination_namespace,
+    } = destination;
+    h.opt(server.as_deref());
+    h.opt(destination_name.as_deref());
+    h.opt(destination_namespace.as_deref());
+    for map in [labels, annotations] {
+        h.len(map.len());
+        for (k, v) in map {
+            h.str(k);
+            h.str(v);
+        }
+    }
+    h.str(sync_status);
+    h.strs(revisions);
+    h.str(health_status);
+    h.opt(health_message.as_deref());
+    match operation {
+        None => h.tag(0),
+        Some(op) => {
+            h.tag(1);
+            h.operation(op);
+        }
+    }
+    h.len(resources.len());
+    for r in resources {
+        h.resource(r);
+    }
+    h.len(conditions.len());
+    for Condition { r#type, message } in conditions {
+        h.str(r#type);
+        h.str(message);
+    }
+    let SyncPolicy {
+        automated,
+        prune,
+        self_heal,
+    } = sync_policy;
+    h.tag(u8::from(*automated) | u8::from(*prune) << 1 | u8::from(*self_heal) << 2);
+    h.len(sources.len());
+    for SourceRef {
+        repo_url,
+        path,
+        chart,
+        target_revision,
+    } in sources
+    {
+        h.str(repo_url);
+        h.opt(path.as_deref());
+        h.opt(chart.as_deref());
+        h.opt(target_revision.as_deref());
+    }
+    h.opt(previous_revision.as_deref());
+    h.tag(u8::from(*deleting));
+    h.time(*health_changed_at);
+    hex::encode(&h.0.finalize()[..16])
+}
+
+/// The hasher with the encoding of each kind of value.
+struct Feed(Sha256);
+
+impl Feed {
+    fn tag(&mut self, t: u8) {
+        self.0.update([t]);
+    }
+
+    fn len(&mut self, n: usize) {
+        self.0.update((n as u64).to_le_bytes());
+    }
+
+    fn str(&mut self, s: &str) {
+        self.len(s.len());
+        self.0.update(s.as_bytes());
+    }
+
+    fn opt(&mut self, s: Option<&str>) {
+        match s {
+            None => self.tag(0),
+            Some(s) => {
+                self.tag(1);
+                self.str(s);
+            }
+        }
+    }
+
+    fn strs(&mut self, list: &[String]) {
+        self.len(list.len());
+        for s in list {
+            self.str(s);
+        }
+    }
+
+    fn time(&mut self, t: Option<DateTime<Utc>>) {
+        match t {
+            None => self.tag(0),
+            Some(t) => {
+                self.tag(1);
+                self.0.update(t.timestamp().to_le_bytes());
+                self.0.update(t.timestamp_subsec_nanos().to_le_bytes());
+            }
+        }
+    }
+
+    fn operation(&mut self, op: &Operation) {
+        let Operation {
+            phase,
+            message,
+            started_at,
+            finished_at,
+            initiator,
+            revision,
+            revisions,
+            retry_count,
+            retry_limit,
+            resources,
+        } = op;
+        self.str(phase);
+        self.str(message);
+        self.time(*started_at);
+        self.time(*finished_at);
+        self.tag(u8::from(initiator.automated));
+        self.opt(initiator.username.as_deref());
+        self.opt(revision.as_deref());
+        self.strs(revisions);
+        self.0.update(retry_count.to_le_bytes());
+        match retry_limit {
+            None => self.tag(0),
+            Some(l) => {
+                self.tag(1);
+                self.0.update(l.to_le_bytes());
+            }
+        }
+        self.len(resources.len());
+        for ResultResource {
+            group,
+            kind,
+            namespace,
+            name,
+            status,
+            message,
+            hook_phase,
+        } in resources
+        {
+            for s in [group, kind, namespace, name, status, message, hook_phase] {
+                self.str(s);
+            }
+        }
+    }
+
+    fn resource(&mut self, r: &ResourceStatus) {
+        let ResourceStatus {
+            group,
+            kind,
+            namespace,
+            name,
+            status,
+            requires_pruning,
+            health,
+            health_message,
+        } = r;
+        for s in [group, kind, namespace, name, status] {
+            self.str(s);
+        }
+        self.tag(u8::from(*requires_pruning));
+        self.opt(health.as_deref());
+        self.opt(health_message.as_deref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::content_hash;
+    use crate::argocd::parse_body;
+
+    fn snap(body: &str) -> crate::argocd::Snapshot {
+        parse_body(body.as_bytes(), 64).expect("valid")
+    }
+
+    #[test]
+    fn the_time_link_and_source_do_not_count_and_everything_else_does() {
+        let a = snap(r#"{"timestamp":"2025-01-01T00:00:00Z","app":{"metadata":{"name":"a"}}}"#);
+        let mut b = snap(
+            r#"{"timestamp":"2025-01-02T00:00:00Z","context":{"argocdUrl":"https://cd"},"app":{"metadata":{"name":"a"}}}"#,
+        );
+        b.source = crate::argocd::Source::Api;
+        assert_eq!(content_hash(&a), content_hash(&b));
+        let mut c = a.clone();
+        c.labels.insert("team".into(), "x".into());
+        assert_ne!(content_hash(&a), content_hash(&c));
+        let mut d = a.clone();
+        d.revisions = vec!["ab".into(), "c".into()];
+        let mut e = a.clone();
+        e.revisions = vec!["a".into(), "bc".into()];
+        assert_ne!(content_hash(&d), content_hash(&e), "strings are delimited");
+        let mut f = a.clone();
+        f.sync_policy.prune = true;
+        assert_ne!(content_hash(&a), content_hash(&f));
+    }
+}

@@ -1,0 +1,135 @@
+//! Two replicas on one PostgreSQL (`HERALD_TEST_POSTGRES_URL`, started by scripts/test), each with its own batch
+//! writer and its own memory of the Applications: neither answers from, nor writes over, a state the other changed.
+
+use std::sync::Arc;
+
+use herald::argocd::{AppId, parse_body};
+use herald::clock::SystemClock;
+use herald::configuration::{Settings, StorageSettings};
+use herald::pipeline::Pipeline;
+use herald::store::Store;
+use secrecy::SecretString;
+use sqlx::{Connection, Executor};
+
+/// A fresh database on the test PostgreSQL, and its URL.
+async fn fresh_database() -> String {
+    let base = std::env::var("HERALD_TEST_POSTGRES_URL")
+        .expect("HERALD_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts PostgreSQL");
+    let name = format!("herald_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to PostgreSQL");
+    conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .await
+        .expect("create database");
+    match base.rsplit_once('/') {
+        Some((prefix, _)) => format!("{prefix}/{name}"),
+        None => panic!("bad URL {base}"),
+    }
+}
+
+/// One replica: its own connections, its own pipeline (writer and cache).
+async fn replica(url: &str) -> Pipeline {
+    let storage = StorageSettings {
+        url: SecretString::from(url.to_string()),
+        max_connections: 4,
+        ..Default::default()
+    };
+    let store = Store::connect(&storage).await.expect("connect and migrate");
+    let settings = Arc::new(Settings::from_yaml("").expect("defaults"));
+    Pipeline::new(settings, store, Arc::new(SystemClock))
+}
+
+fn body(sync: &str, second: u32) -> herald::argocd::Snapshot {
+    let text = serde_json::json!({
+        "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60),
+        "app": {
+            "metadata": {"name": "pay", "namespace": "argocd", "uid": "uid-pay"},
+            "status": {"sync": {"status": sync}, "health": {"status": "Healthy"}}
+        }
+    });
+    parse_body(text.to_string().as_bytes(), 64).expect("valid body")
+}
+
+fn pay() -> AppId {
+    AppId {
+        namespace: "argocd".into(),
+        name: "pay".into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
+    let url = fresh_database().await;
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    let mut expected_from = None;
+    for i in 0..12u32 {
+        // Each replica sees every other body: its own memory is one step behind each time.
+        let (replica, sync) = if i % 2 == 0 { (&a, "Synced") } else { (&b, "OutOfSync") };
+        let summary = replica.ingest(body(sync, i), None).await.expect("ingest");
+        assert_eq!(
+            summary.outcome, "changed",
+            "body {i}: the other replica's write is the state compared with"
+        );
+        let sync_change = summary
+            .transitions
+            .iter()
+            .find(|t| t.field == "sync")
+            .expect("a sync transition");
+        assert_eq!(sync_change.from.as_deref(), expected_from, "body {i}");
+        assert_eq!(sync_change.to, sync);
+        expected_from = Some(sync);
+    }
+    // The last body (OutOfSync, from b) again on a: a duplicate; an older one: stale — on both replicas.
+    assert_eq!(
+        a.ingest(body("OutOfSync", 11), None).await.expect("ingest").outcome,
+        "duplicate"
+    );
+    assert_eq!(
+        b.ingest(body("OutOfSync", 11), None).await.expect("ingest").outcome,
+        "duplicate"
+    );
+    assert_eq!(
+        a.ingest(body("Synced", 10), None).await.expect("ingest").outcome,
+        "stale"
+    );
+    let stored = a.app(&pay()).await.expect("read").expect("stored");
+    assert_eq!(stored.state.snapshot.sync_status, "OutOfSync");
+    let syncs = a
+        .timeline(&pay(), 100)
+        .await
+        .expect("timeline")
+        .into_iter()
+        .filter(|t| t.field == "sync")
+        .count();
+    assert_eq!(syncs, 12, "one sync transition per change, none twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_bodies_on_two_replicas_lose_no_update() {
+    let url = fresh_database().await;
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    // 40 bodies, sent at the same time half to each replica, out of order: the newest must win, and the timeline
+    // must be one unbroken chain (no change judged against a state already replaced).
+    let sends = (0..40u32).map(|i| {
+        let replica = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let second = (i * 7) % 40;
+        let sync = if second % 3 == 0 { "Synced" } else { "OutOfSync" };
+        tokio::spawn(async move { replica.ingest(body(sync, second), None).await.expect("ingest").outcome })
+    });
+    for handle in sends.collect::<Vec<_>>() {
+        handle.await.expect("task");
+    }
+    let newest = if 39 % 3 == 0 { "Synced" } else { "OutOfSync" };
+    for replica in [&a, &b] {
+        let stored = replica.app(&pay()).await.expect("read").expect("stored");
+        assert_eq!(
+            stored.state.snapshot.sync_status, newest,
+            "the newest body's state is stored"
+        );
+    }
+    let timeline = a.timeline(&pay(), 1000).await.expect("timeline"); // oldest first
+    let syncs: Vec<_> = timeline.iter().filter(|t| t.field == "sync").collect();
+    for pair in syncs.windows(2) {
+        assert_eq!(pair[1].from.as_deref(), Some(pair[0].to.as_str()), "{syncs:?}");
+    }
+    assert_eq!(syncs.last().map(|t| t.to.as_str()), Some(newest));
+}
