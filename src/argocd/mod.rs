@@ -221,6 +221,24 @@ const DROPPED_ANNOTATIONS: &[&str] = &[
     "notified.notifications.argoproj.io",
 ];
 
+/// Annotations are kept for ownership (`herald.io/team`) and routing; a value longer than this is someone's blob
+/// (a manifest, a certificate) that would be stored with every state: it is left out, and so is any annotation
+/// past the first [`MAX_ANNOTATIONS`].
+const MAX_ANNOTATION_VALUE: usize = 2048;
+const MAX_ANNOTATIONS: usize = 64;
+
+/// Whether an annotation is kept (see [`cap_annotations`] for how many).
+fn keep_annotation(key: &str, value: &str) -> bool {
+    !DROPPED_ANNOTATIONS.contains(&key) && value.len() <= MAX_ANNOTATION_VALUE
+}
+
+/// The first [`MAX_ANNOTATIONS`] by name: the same ones whichever reader read them.
+fn cap_annotations(annotations: &mut BTreeMap<String, String>) {
+    while annotations.len() > MAX_ANNOTATIONS {
+        annotations.pop_last();
+    }
+}
+
 /// Refuses nesting beyond `max` before serde sees it (a cheap scan that skips strings, eight bytes at a time: it
 /// reads every byte of every body).
 fn check_depth(body: &[u8], max: usize) -> Result<(), PayloadError> {
@@ -386,6 +404,28 @@ mod tests {
             }
         }
         true
+    }
+
+    #[test]
+    fn a_blob_in_an_annotation_is_not_kept() {
+        let mut annotations: serde_json::Map<String, Value> = (0..100)
+            .map(|i| (format!("k{i:03}"), Value::String("v".into())))
+            .collect();
+        annotations.insert("herald.io/team".into(), "payments".into());
+        annotations.insert("blob".into(), "x".repeat(1_000_000).into());
+        let body = serde_json::json!({"app": {"metadata": {"name": "a", "annotations": annotations},
+                                              "status": {"sync": {"status": "Synced"}}}});
+        let bytes = serde_json::to_vec(&body).unwrap();
+        let typed = parse_body(&bytes, 64).expect("typed");
+        let tolerant = from_value(&body).expect("tolerant");
+        for snap in [&typed, &tolerant] {
+            assert!(!snap.annotations.contains_key("blob"));
+            assert_eq!(snap.annotations.len(), MAX_ANNOTATIONS);
+        }
+        assert_eq!(
+            typed.annotations, tolerant.annotations,
+            "both readers keep the same ones"
+        );
     }
 
     #[test]

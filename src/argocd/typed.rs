@@ -127,7 +127,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// `metadata.annotations` without the two large ones Herald drops (their values are checked, not copied).
+/// `metadata.annotations` without the two large ones Herald drops (their values are checked, not copied) and without
+/// values too large to keep (see `keep_annotation`).
 struct Annotations(BTreeMap<String, String>);
 
 impl<'de> Deserialize<'de> for Annotations {
@@ -145,9 +146,12 @@ impl<'de> Deserialize<'de> for Annotations {
                         map.next_value::<AnyStr>()?;
                     } else {
                         let value: String = map.next_value()?;
-                        out.insert(key.into_owned(), value);
+                        if super::keep_annotation(&key, &value) {
+                            out.insert(key.into_owned(), value);
+                        }
                     }
                 }
+                super::cap_annotations(&mut out);
                 Ok(Annotations(out))
             }
         }

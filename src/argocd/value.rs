@@ -75,9 +75,8 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     let labels = r.str_map(app, &["metadata", "labels"])?;
     let mut annotations = r.str_map(app, &["metadata", "annotations"])?;
     // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
-    for key in super::DROPPED_ANNOTATIONS {
-        annotations.remove(*key);
-    }
+    annotations.retain(|k, v| super::keep_annotation(k, v));
+    super::cap_annotations(&mut annotations);
     let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
     let project = r
         .opt_str(app, &["spec", "project"])?
