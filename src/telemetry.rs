@@ -1,6 +1,6 @@
 //! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once, with every metric family
-//! described for `# HELP` and `herald_build_info`) and the gauges set at scrape time from counts the pipeline reads
-//! ([`GaugeReadings`]): this module sets metrics, it reads nothing.
+//! described for `# HELP` and `herald_build_info`) and the scrape-time gauges rendered from counts the pipeline reads
+//! ([`GaugeReadings`], [`render_gauges`]): this module sets and renders metrics, it reads nothing.
 
 use std::sync::OnceLock;
 
@@ -24,7 +24,7 @@ pub fn init_logs(s: &LogSettings) {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 15] = [
+const FAMILIES: [(&str, &str); 12] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_events_received_total",
@@ -54,18 +54,6 @@ const FAMILIES: [(&str, &str); 15] = [
     (
         "herald_config_reloads_total",
         "Configuration reloads on SIGHUP, by outcome (applied, refused).",
-    ),
-    (
-        "herald_applications",
-        "Applications known, by sync and health status (read from the store at scrape time).",
-    ),
-    (
-        "herald_incidents_open",
-        "Open incidents, by state, kind and team (read from the store at scrape time).",
-    ),
-    (
-        "herald_outbox",
-        "Deliveries in the outbox, by receiver and state (read from the store at scrape time).",
     ),
     (
         "herald_argocd_api_up",
@@ -115,25 +103,6 @@ fn describe_families() {
     metrics::gauge!("herald_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 
-type GaugeKey = (&'static str, Vec<(&'static str, String)>);
-
-/// Label sets set at the previous scrape: a set that is gone now (no dead rows left, say) is set back to 0.
-fn previous() -> &'static std::sync::Mutex<std::collections::HashSet<GaugeKey>> {
-    static SEEN: OnceLock<std::sync::Mutex<std::collections::HashSet<GaugeKey>>> = OnceLock::new();
-    SEEN.get_or_init(Default::default)
-}
-
-fn set(
-    seen: &mut std::collections::HashSet<GaugeKey>,
-    name: &'static str,
-    labels: Vec<(&'static str, String)>,
-    v: f64,
-) {
-    let owned: Vec<metrics::Label> = labels.iter().map(|(k, v)| metrics::Label::new(*k, v.clone())).collect();
-    metrics::gauge!(name, owned).set(v);
-    seen.insert((name, labels));
-}
-
 /// Counts read at scrape time, each with its label values. A list the store could not give is empty.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GaugeReadings {
@@ -145,38 +114,107 @@ pub struct GaugeReadings {
     pub outbox: Vec<(String, String, i64)>,
 }
 
-/// Sets the gauges: Applications by status, open incidents, queued and dead deliveries. A label set that was set
-/// at the previous scrape and is not in `readings` goes back to 0.
-pub fn set_gauges(readings: &GaugeReadings) {
-    let mut seen = std::collections::HashSet::new();
+/// The values Argo CD documents for each status; anything else is counted as `Other`, so a hostile or broken sender
+/// cannot create label sets at will.
+const SYNC_STATUSES: [&str; 3] = ["Synced", "OutOfSync", "Unknown"];
+const HEALTH_STATUSES: [&str; 6] = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"];
+
+fn known(value: &str, valid: &[&str]) -> String {
+    if valid.contains(&value) {
+        value.to_string()
+    } else {
+        "Other".to_string()
+    }
+}
+
+/// The scrape-time gauges as Prometheus text: Applications by status, open incidents, queued and dead deliveries.
+/// Rendered from the counts read for this scrape, not kept in the recorder: a label set that is gone (no dead rows
+/// left, a team renamed) is simply not there, rather than lingering at 0.
+pub fn render_gauges(readings: &GaugeReadings) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut family = |name: &str, help: &str, rows: BTreeMap<Vec<(&str, String)>, i64>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (labels, n) in rows {
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+            let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+        }
+        out.push('\n');
+    };
+    let mut apps = BTreeMap::new();
     for (sync, health, n) in &readings.applications {
-        set(
-            &mut seen,
-            "herald_applications",
-            vec![("sync", sync.clone()), ("health", health.clone())],
-            *n as f64,
-        );
+        let key = vec![
+            ("sync", known(sync, &SYNC_STATUSES)),
+            ("health", known(health, &HEALTH_STATUSES)),
+        ];
+        *apps.entry(key).or_insert(0) += n;
     }
+    family(
+        "herald_applications",
+        "Applications known, by sync and health status (Other: a value Argo CD does not document).",
+        apps,
+    );
+    let mut incidents = BTreeMap::new();
     for (state, kind, team, n) in &readings.incidents {
-        set(
-            &mut seen,
-            "herald_incidents_open",
-            vec![("state", state.clone()), ("kind", kind.clone()), ("team", team.clone())],
-            *n as f64,
-        );
+        *incidents
+            .entry(vec![
+                ("state", state.clone()),
+                ("kind", kind.clone()),
+                ("team", team.clone()),
+            ])
+            .or_insert(0) += n;
     }
+    family(
+        "herald_incidents_open",
+        "Open incidents, by state, kind and team.",
+        incidents,
+    );
+    let mut outbox = BTreeMap::new();
     for (receiver, state, n) in &readings.outbox {
-        set(
-            &mut seen,
-            "herald_outbox",
-            vec![("receiver", receiver.clone()), ("state", state.clone())],
-            *n as f64,
+        *outbox
+            .entry(vec![("receiver", receiver.clone()), ("state", state.clone())])
+            .or_insert(0) += n;
+    }
+    family(
+        "herald_outbox",
+        "Deliveries in the outbox, by receiver and state.",
+        outbox,
+    );
+    out
+}
+
+/// A label value as the text format wants it: backslash, double quote and new line escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_statuses_are_other_and_label_values_are_escaped() {
+        let readings = GaugeReadings {
+            applications: vec![
+                ("Synced".into(), "Healthy".into(), 2),
+                ("outofsync".into(), "Healthy".into(), 1),
+                ("<no value>".into(), "Healthy".into(), 1),
+            ],
+            incidents: vec![("firing".into(), "degraded".into(), "pay\"ments\nx".into(), 1)],
+            outbox: vec![],
+        };
+        let text = render_gauges(&readings);
+        assert!(
+            text.contains("herald_applications{sync=\"Other\",health=\"Healthy\"} 2"),
+            "{text}"
         );
+        assert!(
+            text.contains("herald_applications{sync=\"Synced\",health=\"Healthy\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("team=\"pay\\\"ments\\nx\""), "{text}");
+        assert!(text.contains("# TYPE herald_outbox gauge"));
+        assert!(!text.contains("herald_outbox{"), "no rows, no label sets: {text}");
     }
-    let mut prev = previous().lock().unwrap_or_else(|e| e.into_inner());
-    for (name, labels) in prev.difference(&seen) {
-        let owned: Vec<metrics::Label> = labels.iter().map(|(k, v)| metrics::Label::new(*k, v.clone())).collect();
-        metrics::gauge!(*name, owned).set(0.0);
-    }
-    *prev = seen;
 }

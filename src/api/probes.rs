@@ -21,8 +21,8 @@ pub(super) async fn metrics_endpoint(ctx: web::Data<AppContext>) -> HttpResponse
     // The recorder is process-wide: refresh and render as one step, so concurrent scrapes don't interleave.
     static SCRAPE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _one_at_a_time = SCRAPE.lock().await;
-    crate::telemetry::set_gauges(&ctx.pipeline.gauges().await);
+    let gauges = crate::telemetry::render_gauges(&ctx.pipeline.gauges().await);
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(ctx.metrics.render())
+        .body(ctx.metrics.render() + &gauges)
 }

@@ -96,3 +96,35 @@ async fn an_unknown_status_filter_is_a_400_that_lists_the_valid_values() {
     assert_eq!(v["count"], 1, "{v}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_label_set_that_is_gone_leaves_the_metrics_and_an_unknown_status_is_other() {
+    let app = TestApp::spawn("").await;
+    let metrics = || async {
+        app.client
+            .get(format!("{}/metrics", app.address))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text")
+    };
+    let pending = "herald_incidents_open{state=\"pending\",kind=\"out_of_sync\",team=\"payments\"} 1";
+    let body = envelope("pay-api", "payments", "OutOfSync", "Healthy", &now_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    assert!(metrics().await.contains(pending), "{}", metrics().await);
+    let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    let text = metrics().await;
+    assert!(!text.contains("kind=\"out_of_sync\""), "gone, not kept at 0: {text}");
+    let odd = envelope("odd", "payments", "Syncing-ish", "Healthy", &now_rfc3339());
+    assert_eq!(app.post(odd).await.status(), 202);
+    let text = metrics().await;
+    assert!(
+        text.contains("herald_applications{sync=\"Other\",health=\"Healthy\"} 1"),
+        "{text}"
+    );
+    assert!(!text.contains("Syncing-ish"));
+    app.stop().await;
+}
