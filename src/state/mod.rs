@@ -327,7 +327,9 @@ pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTi
 /// when the body carries no uid — a body newer than the deletion of the stored one.
 fn is_another_application(prev: &AppState, snap: &Snapshot, observed_at: DateTime<Utc>) -> bool {
     match (&prev.snapshot.uid, &snap.uid) {
-        (Some(a), Some(b)) => a != b,
+        // A late body of an earlier incarnation (older than what is stored) does not replace the newer one: it is
+        // stale like any older body.
+        (Some(a), Some(b)) => a != b && observed_at >= prev.observed_at,
         _ => prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting,
     }
 }
