@@ -1,5 +1,6 @@
 //! Two replicas on one PostgreSQL (`HERALD_TEST_POSTGRES_URL`, started by scripts/test), each with its own batch
 //! writer and its own memory of the Applications: neither answers from, nor writes over, a state the other changed.
+//! And what the writer keeps only in memory for a while — when duplicates were last seen — reaches the store.
 
 use std::sync::Arc;
 
@@ -26,16 +27,19 @@ async fn fresh_database() -> String {
     }
 }
 
-/// One replica: its own connections, its own pipeline (writer and cache).
-async fn replica(url: &str) -> Pipeline {
+async fn store(url: &str) -> Store {
     let storage = StorageSettings {
         url: SecretString::from(url.to_string()),
         max_connections: 4,
         ..Default::default()
     };
-    let store = Store::connect(&storage).await.expect("connect and migrate");
+    Store::connect(&storage).await.expect("connect and migrate")
+}
+
+/// One replica: its own connections, its own pipeline (writer and cache).
+async fn replica(url: &str) -> Pipeline {
     let settings = Arc::new(Settings::from_yaml("").expect("defaults"));
-    Pipeline::new(settings, store, Arc::new(SystemClock))
+    Pipeline::new(settings, store(url).await, Arc::new(SystemClock))
 }
 
 fn body(sync: &str, second: u32) -> herald::argocd::Snapshot {
@@ -132,4 +136,57 @@ async fn concurrent_bodies_on_two_replicas_lose_no_update() {
         assert_eq!(pair[1].from.as_deref(), Some(pair[0].to.as_str()), "{syncs:?}");
     }
     assert_eq!(syncs.last().map(|t| t.to.as_str()), Some(newest));
+}
+
+/// A duplicate moves `last_seen` in memory at once (what the API shows) and in the store within a few seconds.
+async fn a_duplicates_last_seen_reaches_the_store(url: &str) {
+    let pipeline = replica(url).await;
+    let first = pipeline.ingest(body("Synced", 1), None).await.expect("ingest");
+    assert_eq!(first.outcome, "changed");
+    let stored_at = store(url)
+        .await
+        .app(&pay())
+        .await
+        .expect("read")
+        .expect("stored")
+        .state
+        .last_seen;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(
+        pipeline.ingest(body("Synced", 1), None).await.expect("ingest").outcome,
+        "duplicate"
+    );
+    let shown = pipeline
+        .app(&pay())
+        .await
+        .expect("read")
+        .expect("stored")
+        .state
+        .last_seen;
+    assert!(shown > stored_at, "the API shows the duplicate at once");
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let written = store(url)
+        .await
+        .app(&pay())
+        .await
+        .expect("read")
+        .expect("stored")
+        .state
+        .last_seen;
+    assert_eq!(
+        written.timestamp_millis(),
+        shown.timestamp_millis(),
+        "written (to the millisecond, as the store keeps times) within the writer's flush interval"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicates_last_seen_reaches_postgresql() {
+    a_duplicates_last_seen_reaches_the_store(&fresh_database().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicates_last_seen_reaches_sqlite() {
+    let dir = tempfile::tempdir().expect("tmp");
+    a_duplicates_last_seen_reaches_the_store(&format!("sqlite://{}/herald.db", dir.path().display())).await;
 }
