@@ -147,8 +147,8 @@ metrics_in_source = set()
 for path in glob.glob(os.path.join(ROOT, "src/**/*.rs"), recursive=True):
     text = open(path).read()
     metrics_in_source |= set(re.findall(r'(?:counter|gauge|histogram)!\(\s*"(herald_[a-z_]+)"', text))
-    # Gauges set through telemetry's helper: set(&mut seen, "herald_…", labels, value)
-    metrics_in_source |= set(re.findall(r'\bset\(\s*&mut seen,\s*"(herald_[a-z_]+)"', text))
+    # Scrape-time gauges rendered by telemetry::render_gauges: family("herald_…", help, rows)
+    metrics_in_source |= set(re.findall(r'\bfamily\(\s*"(herald_[a-z_]+)"', text))
 
 
 def metric_names(expr):
