@@ -200,9 +200,14 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
         .text()
         .await
         .expect("t");
+    // No dead row left: the label set is gone from /metrics, not kept at 0 (issue 12).
     assert!(
-        metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 0"),
-        "the gauge goes back to 0: {metrics}"
+        !metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"}"),
+        "the dead label set is gone: {metrics}"
+    );
+    assert!(
+        metrics.contains("# TYPE herald_outbox gauge"),
+        "the family is still described"
     );
     app.stop().await;
 }
