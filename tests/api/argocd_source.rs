@@ -430,15 +430,7 @@ async fn with_the_api_down_webhooks_still_work_and_herald_says_the_source_is_fai
     })
     .await;
     assert!(failing.is_some(), "the status page says the API source is failing");
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("m")
-        .text()
-        .await
-        .expect("t");
+    let metrics = app.metrics().await;
     assert!(metrics.contains("herald_argocd_api_up 0"), "{metrics}");
     assert!(!metrics.contains("argocd-read-token"));
     assert_eq!(names(&app, "").await, ["pay-api"]);

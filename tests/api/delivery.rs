@@ -162,15 +162,7 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
         .await
         .expect("html");
     assert!(page.contains("Dead notifications (1)"), "the status page shows it");
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("m")
-        .text()
-        .await
-        .expect("t");
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"} 1"),
         "{metrics}"
@@ -191,15 +183,7 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
     .expect("delivered after the retry");
     assert_eq!(server.received_requests().await.unwrap_or_default().len(), 2);
     assert_eq!(app.get_json("/v1/outbox?state=dead").await["count"], 0);
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("m")
-        .text()
-        .await
-        .expect("t");
+    let metrics = app.metrics().await;
     // No dead row left: the label set is gone from /metrics, not kept at 0 (issue 12).
     assert!(
         !metrics.contains("herald_outbox{receiver=\"mm\",state=\"dead\"}"),

@@ -133,6 +133,18 @@ impl TestApp {
             .expect("request")
     }
 
+    /// The Prometheus text of `/metrics`.
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .client
+            .get(format!("{}/metrics", self.address))
+            .send()
+            .await
+            .expect("metrics");
+        assert!(r.status().is_success(), "GET /metrics: {}", r.status());
+        r.text().await.expect("metrics text")
+    }
+
     pub async fn get_json(&self, path: &str) -> Value {
         let r = self
             .client

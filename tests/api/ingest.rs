@@ -310,15 +310,7 @@ async fn health_readiness_and_metrics() {
     assert_eq!(app.get_json("/readyz").await["status"], "ready");
     app.post(fixture("captured/021_remove_podinfo_1_1.json")).await;
     app.post(b"not json".to_vec()).await;
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics().await;
     assert!(
         text.contains("herald_events_received_total{outcome=\"changed\"}"),
         "{text}"
@@ -395,15 +387,7 @@ async fn a_body_dated_far_in_the_future_does_not_poison_the_application() {
         app.get_json("/v1/apps/argocd/pay-api").await["sync"]["status"],
         "Synced"
     );
-    let metrics = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("m")
-        .text()
-        .await
-        .expect("t");
+    let metrics = app.metrics().await;
     assert!(metrics.contains("herald_clock_skew_clamped_total 1"), "{metrics}");
     app.stop().await;
 }

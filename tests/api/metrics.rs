@@ -14,15 +14,7 @@ async fn every_metric_family_has_help_and_type_and_durations_are_histograms_in_s
         .await
         .expect("req");
     assert_eq!(r.status(), 200);
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = app.metrics().await;
     let families: std::collections::BTreeSet<&str> = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -100,16 +92,7 @@ async fn an_unknown_status_filter_is_a_400_that_lists_the_valid_values() {
 #[tokio::test]
 async fn a_label_set_that_is_gone_leaves_the_metrics_and_an_unknown_status_is_other() {
     let app = TestApp::spawn("").await;
-    let metrics = || async {
-        app.client
-            .get(format!("{}/metrics", app.address))
-            .send()
-            .await
-            .expect("metrics")
-            .text()
-            .await
-            .expect("text")
-    };
+    let metrics = || app.metrics();
     let pending = "herald_incidents_open{state=\"pending\",kind=\"out_of_sync\",team=\"payments\"} 1";
     let body = envelope("pay-api", "payments", "OutOfSync", "Healthy", &now_rfc3339());
     assert_eq!(app.post(body).await.status(), 202);
