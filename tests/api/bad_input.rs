@@ -101,6 +101,15 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         ("/v1/incidents?state=burning", 400),
         ("/v1/incidents?kind=meteor", 400),
         ("/v1/outbox?state=lost", 400),
+        // The paging and lifecycle parameters of this round.
+        ("/v1/apps?deleted=maybe", 400),
+        ("/v1/apps?after=%00%ff", 400),
+        ("/v1/apps?limit=1001", 400),
+        ("/v1/incidents?after=abc", 400),
+        ("/v1/outbox?after=-x", 400),
+        ("/v1/prune-pending?after=no-slash", 400),
+        ("/v1/prune-pending?limit=100000", 400),
+        ("/?team=a&colour=red", 400),
     ] {
         let r = app.client.get(url(path)).send().await.expect("req");
         assert_eq!(r.status().as_u16(), status, "{path}");
