@@ -19,6 +19,7 @@ pub mod http;
 #[cfg(test)]
 mod injection_tests;
 pub mod jira;
+pub mod matrix;
 pub mod mattermost;
 pub mod msteams;
 pub mod pagerduty;
@@ -188,6 +189,7 @@ pub enum ReceiverKind {
     Msteams(msteams::Config),
     Googlechat(googlechat::Config),
     Mattermost(mattermost::Config),
+    Matrix(matrix::Config),
     Webhook(webhook::Config),
     Jira(jira::Config),
     Github(github::Config),
@@ -205,6 +207,7 @@ impl ReceiverKind {
             ReceiverKind::Msteams(c) => ("msteams", c),
             ReceiverKind::Googlechat(c) => ("googlechat", c),
             ReceiverKind::Mattermost(c) => ("mattermost", c),
+            ReceiverKind::Matrix(c) => ("matrix", c),
             ReceiverKind::Webhook(c) => ("webhook", c),
             ReceiverKind::Jira(c) => ("jira", c),
             ReceiverKind::Github(c) => ("github", c),
