@@ -9,6 +9,7 @@ mod delivery;
 mod faults;
 mod helpers;
 mod ingest;
+mod matrix;
 mod metrics;
 mod reload;
 mod rules;

@@ -15,7 +15,7 @@ use crate::receivers::{Capabilities, Integration, Receiver, Sections, Shared};
 pub struct Config {
     /// The homeserver's base URL (`https://matrix.example.org`), where `/_matrix/client/v3/…` is found.
     pub homeserver: String,
-    /// The room's ID (`!abc:example.org`), not an alias: sending needs the ID.
+    /// The room's ID (`!abc:example.org`, or `!abc` since room version 12), not an alias: sending needs the ID.
     pub room_id: String,
     /// The access token of a user who has joined the room (`access_token_file` reads it from a file).
     pub access_token: SecretString,
@@ -34,12 +34,13 @@ impl Integration for Config {
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
         check_url(errors, &format!("{path}.homeserver"), &self.homeserver);
+        // Room version 12 dropped the `:server` part of new room IDs: only the sigil is sure.
         let id = self.room_id.trim();
-        if !(id.starts_with('!') && id.contains(':')) {
+        if !id.starts_with('!') || id.len() < 2 || id.contains(char::is_whitespace) {
             errors.push(invalid(
                 format!("{path}.room_id"),
                 format!(
-                    "{:?} is not a room ID (`!opaque:server`; an alias `#room:server` must be resolved to its ID)",
+                    "{:?} is not a room ID (`!opaque:server` or `!opaque`; an alias `#room:server` must be resolved to its ID)",
                     self.room_id
                 ),
             ));
