@@ -21,6 +21,7 @@ receivers:
   - {name: msteams, msteams: {webhook_url: "https://example.com/workflows/x"}}
   - {name: googlechat, googlechat: {webhook_url: "https://chat.googleapis.com/v1/spaces/x/messages"}}
   - {name: mattermost, mattermost: {webhook_url: "https://mattermost.example.com/hooks/x"}}
+  - {name: matrix, matrix: {homeserver: "https://matrix.example.org", room_id: "!abc:example.org", access_token: t}}
   - {name: webhook, webhook: {url: "https://example.com/hook"}}
   - {name: jira, jira: {url: "https://jira.example.com", user: bot@example.com, token: t, project: PAY}}
   - {name: github, github: {repo: acme/payments, token: t}}
@@ -39,6 +40,7 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("msteams", false, false, None, false),
         ("googlechat", false, false, None, false),
         ("mattermost", false, false, None, false),
+        ("matrix", true, false, Some(1.0), false),
         ("webhook", false, false, None, false),
         ("jira", true, true, None, false),
         ("github", true, true, None, false),
@@ -84,7 +86,7 @@ fn every_kind_builds_into_a_receiver() {
 
     let built = build_all(&shared).expect("every kind builds");
 
-    assert_eq!(built.len(), 11);
+    assert_eq!(built.len(), 12);
 }
 
 #[test]
