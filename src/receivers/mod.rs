@@ -155,6 +155,14 @@ impl Capabilities {
         default_rate: None,
         fallback: false,
     };
+    /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
+    /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
+    pub const EDITED_MESSAGES: Capabilities = Capabilities {
+        per_incident: false,
+        sends_resolved: true,
+        default_rate: Some(1.0),
+        fallback: false,
+    };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
         per_incident: true,

@@ -284,3 +284,33 @@ grouping: {{group_wait: 0s, group_interval: 1s}}
     assert_eq!(app.get_json("/v1/outbox?state=done").await["count"], 3);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_user_outside_the_room_is_refused_for_good_and_its_token_stays_out_of_the_failure() {
+    let synapse = Synapse::start().await;
+    let owner = synapse.user("owner").await;
+    let room = synapse.create_room(&owner).await;
+    let outsider = synapse.user("outsider").await;
+    let settings = herald::configuration::Settings::from_yaml(&format!(
+        r#"receivers: [{{name: room, matrix: {{homeserver: "{}", room_id: "{room}", access_token: "{outsider}"}}}}]"#,
+        synapse.url
+    ))
+    .expect("valid settings");
+    let shared = herald::receivers::Shared::new(
+        std::sync::Arc::new(settings),
+        std::sync::Arc::new(herald::clock::SystemClock),
+    );
+    let receiver = herald::receivers::build(&shared.settings.receivers[0], &shared).expect("builds");
+
+    let e = receiver
+        .deliver(&herald::domain::Notification::test("room", chrono::Utc::now()), None)
+        .await
+        .expect_err("an outsider cannot post");
+
+    let herald::receivers::DeliveryError::Permanent { reason } = &e else {
+        panic!("not being in the room is permanent: {e:?}");
+    };
+    assert!(reason.contains("HTTP 403 M_FORBIDDEN"), "{reason}");
+    assert!(!format!("{e} {e:?}").contains(&outsider), "the token leaked: {e:?}");
+    assert!(synapse.messages(&owner, &room).await.is_empty(), "nothing was posted");
+}

@@ -22,14 +22,10 @@ pub struct Config {
 }
 
 impl Integration for Config {
-    /// The first message is edited to show the resolve, so resolves are sent by default. Synapse rate-limits
-    /// senders (a burst of about ten, then a few per second): one message per second stays clear of it.
+    /// The first message is edited to show the resolve; Synapse rate-limits senders (a burst of about ten, then a
+    /// few per second).
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            sends_resolved: true,
-            default_rate: Some(1.0),
-            ..Capabilities::MESSAGES
-        }
+        Capabilities::EDITED_MESSAGES
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

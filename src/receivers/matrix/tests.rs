@@ -51,6 +51,11 @@ fn sent(event_id: &str) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(json!({"event_id": event_id}))
 }
 
+/// Delivers the shared notification for `action` with `memo` through a receiver on `server`.
+async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+    matrix(server, None).deliver(&testing::notification(action), memo).await
+}
+
 fn memo() -> Memo {
     json!({"event_id": FIRST})
 }
@@ -64,10 +69,7 @@ async fn an_open_posts_text_and_html_into_the_room_and_remembers_the_event() {
     let server = MockServer::start().await;
     expect_send(&server, sent(FIRST), 1).await;
 
-    let out = matrix(&server, None)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(memo()));
     let reqs = requests(&server).await;
@@ -90,10 +92,7 @@ async fn an_update_is_posted_in_the_thread_of_the_first_message() {
     let server = MockServer::start().await;
     expect_send(&server, sent("$reply:example.org"), 1).await;
 
-    let out = matrix(&server, None)
-        .deliver(&testing::notification(Action::Update), Some(&memo()))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Update, Some(&memo())).await.unwrap();
 
     assert_eq!(out.memo, None, "the first message stays the thread's memo");
     let body = json(&requests(&server).await[0]);
@@ -110,10 +109,7 @@ async fn a_resolve_edits_the_first_message() {
     let server = MockServer::start().await;
     expect_send(&server, sent("$edit:example.org"), 1).await;
 
-    let out = matrix(&server, None)
-        .deliver(&testing::notification(Action::Resolve), Some(&memo()))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Resolve, Some(&memo())).await.unwrap();
 
     assert_eq!(out.memo, None);
     let body = json(&requests(&server).await[0]);
@@ -137,10 +133,7 @@ async fn a_resolve_without_a_first_message_posts_a_new_one() {
     let server = MockServer::start().await;
     expect_send(&server, sent("$resolved:example.org"), 1).await;
 
-    let out = matrix(&server, None)
-        .deliver(&testing::notification(Action::Resolve), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({"event_id": "$resolved:example.org"})));
     let body = json(&requests(&server).await[0]);
@@ -218,10 +211,7 @@ async fn rate_limiting_waits_as_long_as_the_homeserver_asks() {
     let limited = json!({"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests", "retry_after_ms": 2500});
     expect_send(&server, ResponseTemplate::new(429).set_body_json(limited), 1).await;
 
-    let e = matrix(&server, None)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
     assert_eq!(transient_after(&e), Some(Duration::from_millis(2500)));
     assert!(e.to_string().contains("M_LIMIT_EXCEEDED"), "{e}");
@@ -235,10 +225,7 @@ async fn without_retry_after_ms_the_retry_after_header_is_obeyed() {
         .set_body_json(json!({"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests"}));
     expect_send(&server, limited, 1).await;
 
-    let e = matrix(&server, None)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
     assert_eq!(transient_after(&e), Some(Duration::from_secs(7)));
 }
@@ -253,10 +240,7 @@ async fn an_unknown_token_or_a_forbidden_room_is_permanent_and_says_what_to_fix(
         let body = json!({"errcode": errcode, "error": "refused"});
         expect_send(&server, ResponseTemplate::new(status).set_body_json(body), 1).await;
 
-        let e = matrix(&server, None)
-            .deliver(&testing::notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
         let DeliveryError::Permanent { reason } = &e else {
             panic!("{status} is permanent: {e:?}");
@@ -274,10 +258,7 @@ async fn a_server_error_is_transient() {
     let server = MockServer::start().await;
     expect_send(&server, ResponseTemplate::new(502).set_body_string("bad gateway"), 1).await;
 
-    let e = matrix(&server, None)
-        .deliver(&testing::notification(Action::Update), Some(&memo()))
-        .await
-        .unwrap_err();
+    let e = deliver(&server, Action::Update, Some(&memo())).await.unwrap_err();
 
     assert_eq!(transient_after(&e), None);
     assert!(e.to_string().contains("matrix thread reply: HTTP 502"), "{e}");
@@ -293,10 +274,7 @@ async fn the_access_token_never_appears_in_a_failure() {
             .mount(&server)
             .await;
 
-        let e = matrix(&server, None)
-            .deliver(&testing::notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
         assert!(e.to_string().contains(&format!("HTTP {status}")), "{e}");
         assert_no_secret(&e, &[TOKEN]);
