@@ -46,7 +46,9 @@ pub struct Matrix {
 
 impl Matrix {
     pub fn new(settings: Config, http: Http, template: Option<String>) -> Self {
-        let redactor = Redactor::default().secret(settings.access_token.expose_secret());
+        let redactor = Redactor::default()
+            .secret(settings.access_token.expose_secret())
+            .url_credentials(&settings.homeserver);
         Self {
             homeserver: settings.homeserver,
             room_id: settings.room_id,
