@@ -49,6 +49,45 @@ pub struct Notification {
     pub reason: String,
     pub incidents: Vec<Incident>,
     pub created_at: DateTime<Utc>,
+    /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
+    /// person who started a failed or pruning sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient: Option<Recipient>,
+    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
+}
+
+/// One person a notification goes to, as `people.<username>` describes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recipient {
+    /// The Argo CD username (an SSO login, often an e-mail address).
+    pub username: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// A Slack user id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
+}
+
+/// A successful sync that deployed a new revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub app_namespace: String,
+    pub app_name: String,
+    pub project: String,
+    /// Where it deployed.
+    pub destination_namespace: String,
+    pub revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_revision: Option<String>,
+    /// `alice`, or `automated`.
+    pub initiator: String,
+    /// When the sync finished (when Herald heard of it, if Argo CD did not say).
+    pub finished_at: DateTime<Utc>,
+    /// The Application in Argo CD, when the URL is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_url: Option<String>,
 }
 
 impl Notification {
@@ -92,6 +131,8 @@ impl Notification {
             reason: "sent by `herald send-test` to check this receiver".into(),
             incidents: vec![incident],
             created_at: now,
+            recipient: None,
+            change: None,
         }
     }
 }

@@ -9,6 +9,7 @@ mod delivery;
 mod faults;
 mod helpers;
 mod ingest;
+mod initiator;
 mod metrics;
 mod reload;
 mod rules;

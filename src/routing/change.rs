@@ -1,0 +1,104 @@
+//! Which syncs are told as changes: a successful sync that deployed a revision other than the last one Herald
+//! stored for the Application goes to every `pagerduty` receiver with `change_events: true`, once per
+//! (Application, revision). Pure: the stored state and the new one in, notifications out.
+
+use chrono::{DateTime, Utc};
+
+use crate::argocd::Snapshot;
+use crate::configuration::{ReceiverKind, Settings};
+use crate::domain::{Action, Change, Notification};
+use crate::state::AppState;
+
+/// What a successful sync deployed (the revisions of a multi-source Application, joined); none for any other
+/// operation state.
+fn deployed(s: &Snapshot) -> Option<String> {
+    let op = s.operation.as_ref().filter(|o| o.phase == "Succeeded")?;
+    op.revision
+        .clone()
+        .or_else(|| (!op.revisions.is_empty()).then(|| op.revisions.join(",")))
+}
+
+/// The change `next` tells after `prev` (the state stored for the same Application), if it deployed something
+/// new. The last deployed revision is the stored one when the stored operation succeeded; else (a sync was running
+/// or failed in between) Argo CD's own history in `next` says what was deployed before: a sync of the revision
+/// already deployed is not a change.
+pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Option<Change> {
+    let s = &next.snapshot;
+    let revision = deployed(s)?;
+    let before = match prev.snapshot.operation.as_ref() {
+        Some(op) if op.phase == "Succeeded" => deployed(&prev.snapshot),
+        _ => s.previous_revision.clone(),
+    };
+    if before.as_deref() == Some(revision.as_str()) {
+        return None;
+    }
+    let op = s.operation.as_ref()?;
+    let initiator = match (&op.initiator.username, op.initiator.automated) {
+        (Some(user), _) => user.clone(),
+        (None, true) => "automated".into(),
+        (None, false) => "unknown".into(),
+    };
+    let base = s.argocd_url.as_deref().or(settings.argocd.url.as_deref());
+    Some(Change {
+        app_namespace: s.app.namespace.clone(),
+        app_name: s.app.name.clone(),
+        project: s.project.clone(),
+        destination_namespace: s.destination.namespace.clone().unwrap_or_default(),
+        revision,
+        previous_revision: before,
+        initiator,
+        finished_at: op.finished_at.unwrap_or(now),
+        app_url: base.map(|b| {
+            format!(
+                "{}/applications/{}/{}",
+                b.trim_end_matches('/'),
+                s.app.namespace,
+                s.app.name
+            )
+        }),
+    })
+}
+
+/// One notification per `pagerduty` receiver with `change_events: true`, in the thread of (Application,
+/// revision): the outbox keeps one of each, whatever replays the body.
+pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Vec<Notification> {
+    let receivers: Vec<&str> = (settings.receivers.iter())
+        .filter(|r| matches!(&r.kind, ReceiverKind::Pagerduty(c) if c.change_events))
+        .map(|r| r.name.as_str())
+        .collect();
+    if receivers.is_empty() {
+        return Vec::new();
+    }
+    let Some(change) = change_of(settings, prev, next, now) else {
+        return Vec::new();
+    };
+    let title = format!(
+        "{} synced to {} by {}",
+        change.app_name,
+        short(&change.revision),
+        change.initiator
+    );
+    receivers
+        .into_iter()
+        .map(|receiver| Notification {
+            receiver: receiver.to_string(),
+            action: Action::Open,
+            thread_key: format!(
+                "{receiver}:change:{}/{}:{}",
+                change.app_namespace, change.app_name, change.revision
+            ),
+            title: title.clone(),
+            reason: "synced to a new revision".into(),
+            incidents: Vec::new(),
+            created_at: now,
+            recipient: None,
+            change: Some(change.clone()),
+        })
+        .collect()
+}
+
+/// A commit as people quote it (7 characters); a chart version or a tag as it is.
+pub fn short(revision: &str) -> &str {
+    let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
+    if commit { &revision[..7] } else { revision }
+}
