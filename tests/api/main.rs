@@ -4,6 +4,7 @@
 mod argocd_source;
 mod auth;
 mod bad_input;
+mod change_events;
 mod confirm;
 mod delivery;
 mod faults;
