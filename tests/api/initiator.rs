@@ -35,9 +35,11 @@ impl Mailbox {
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 with aiosmtpd (pip install aiosmtpd)");
+        // Owned from here: dropped (killed) should it never listen.
+        let mailbox = Self { server, port, maildir };
         for _ in 0..300 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Self { server, port, maildir };
+                return mailbox;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
