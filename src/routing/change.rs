@@ -102,3 +102,82 @@ pub fn short(revision: &str) -> &str {
     let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
     if commit { &revision[..7] } else { revision }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argocd::parse_body;
+    use crate::state::{Outcome, apply};
+
+    const OLD: &str = "1111111111111111111111111111111111111111";
+    const NEW: &str = "2222222222222222222222222222222222222222";
+
+    /// The state of `payments` with an operation in `phase` at `revision`, Argo CD's history being `history`.
+    fn state(phase: &str, revision: &str, history: &[&str]) -> AppState {
+        let history: Vec<serde_json::Value> = (history.iter()).map(|r| serde_json::json!({"revision": r})).collect();
+        let body = serde_json::json!({
+            "metadata": {"name": "payments", "namespace": "argocd"},
+            "spec": {"project": "shop", "destination": {"namespace": "pay"}},
+            "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}, "history": history,
+                "operationState": {"phase": phase, "startedAt": "2025-01-01T00:00:00Z",
+                    "finishedAt": "2025-01-01T00:01:00Z", "operation": {"initiatedBy": {"automated": true}},
+                    "syncResult": {"revision": revision}}}
+        });
+        let snap = parse_body(body.to_string().as_bytes(), 64).expect("valid body");
+        match apply(None, snap, Utc::now()) {
+            Outcome::Changed { state, .. } => *state,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings::from_yaml(
+            "argocd: {url: 'https://cd.example.com'}\nreceivers: [{name: pd, pagerduty: {routing_key: k, change_events: true}}, {name: quiet, pagerduty: {routing_key: k}}]",
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn a_successful_sync_to_another_revision_is_a_change_for_each_receiver_that_wants_them() {
+        let out = notifications(
+            &settings(),
+            &state("Succeeded", OLD, &[OLD]),
+            &state("Succeeded", NEW, &[OLD, NEW]),
+            Utc::now(),
+        );
+
+        assert_eq!(out.len(), 1, "not `quiet`");
+        assert_eq!(out[0].receiver, "pd");
+        assert_eq!(out[0].thread_key, format!("pd:change:argocd/payments:{NEW}"));
+        assert_eq!(out[0].title, "payments synced to 2222222 by automated");
+        let change = out[0].change.as_ref().expect("a change");
+        assert_eq!(change.previous_revision.as_deref(), Some(OLD));
+        assert_eq!(change.destination_namespace, "pay");
+        assert_eq!(
+            change.app_url.as_deref(),
+            Some("https://cd.example.com/applications/argocd/payments")
+        );
+    }
+
+    #[test]
+    fn the_same_revision_again_a_failed_sync_or_a_resync_of_what_is_deployed_is_no_change() {
+        let s = settings();
+        let now = Utc::now();
+        let deployed = state("Succeeded", NEW, &[OLD, NEW]);
+        assert!(notifications(&s, &deployed, &state("Succeeded", NEW, &[OLD, NEW]), now).is_empty());
+        assert!(notifications(&s, &deployed, &state("Failed", OLD, &[OLD, NEW]), now).is_empty());
+        let running = state("Running", NEW, &[OLD, NEW]);
+        assert!(notifications(&s, &running, &state("Succeeded", NEW, &[OLD, NEW, NEW]), now).is_empty());
+        assert_eq!(
+            notifications(&s, &running, &state("Succeeded", "v2", &[OLD, NEW, "v2"]), now).len(),
+            1,
+            "after a running sync, Argo CD's history says what was deployed before"
+        );
+    }
+
+    #[test]
+    fn commits_are_shortened_and_other_revisions_kept() {
+        assert_eq!(short(NEW), "2222222");
+        assert_eq!(short("6.9.0"), "6.9.0");
+    }
+}

@@ -111,6 +111,14 @@ async fn slack_channels(server: &MockServer) -> Vec<String> {
         .collect()
 }
 
+/// The channels Slack was asked to post to, once it was asked anything (within 10 s).
+async fn slack_posts(server: &MockServer) -> Option<Vec<String>> {
+    eventually(Duration::from_secs(10), || async {
+        Some(slack_channels(server).await).filter(|c| !c.is_empty())
+    })
+    .await
+}
+
 /// The notes of every incident the team was told of.
 fn team_notes(messages: &[Value]) -> Vec<String> {
     (messages.iter())
@@ -125,74 +133,86 @@ async fn settle() {
     tokio::time::sleep(Duration::from_millis(700)).await;
 }
 
+/// One Herald whose team is told through a console file, with a Slack and a mailbox for people.
+struct Setup {
+    dir: tempfile::TempDir,
+    slack: MockServer,
+    mail: Mailbox,
+    app: TestApp,
+}
+
+impl Setup {
+    async fn start(extra: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()));
+        let app = TestApp::spawn(&(config(dir.path(), &slack, &mail) + extra)).await;
+        Self { dir, slack, mail, app }
+    }
+
+    /// The notes of the team's first message, once it is there.
+    async fn team_notes(&self) -> Vec<String> {
+        team_notes(&wait_for(&self.dir.path().join("team.jsonl"), 1).await)
+    }
+
+    /// After a while: one message to the team, and `dms` Slack messages and `mails` e-mails to people.
+    async fn told_once(self, dms: usize, mails: usize) {
+        settle().await;
+        assert_eq!(slack_channels(&self.slack).await.len(), dms, "Slack messages");
+        assert_eq!(self.mail.messages().len(), mails, "e-mails");
+        assert_eq!(crate::helpers::delivered(&self.dir.path().join("team.jsonl")).len(), 1);
+        self.app.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn a_failed_sync_started_by_alice_tells_the_team_and_alice_by_slack_and_by_email() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()));
-    let app = TestApp::spawn(&config(dir.path(), &slack, &mail)).await;
+    let s = Setup::start("").await;
 
-    let r = app
+    let r = s
+        .app
         .post(failed_sync("payments-api", json!({"username": "alice"})))
         .await;
     assert_eq!(r.status(), 202);
 
-    let team = wait_for(&dir.path().join("team.jsonl"), 1).await;
-    assert_eq!(team_notes(&team), vec!["started by alice"]);
-    let dm = eventually(Duration::from_secs(10), || async {
-        Some(slack_channels(&slack).await).filter(|c| !c.is_empty())
-    })
-    .await;
+    assert_eq!(s.team_notes().await, vec!["started by alice"]);
+    let dm = slack_posts(&s.slack).await;
     assert_eq!(
         dm,
         Some(vec!["U024BE7LH".to_string()]),
         "a DM to alice, not the team's #ops"
     );
     let mails = eventually(Duration::from_secs(10), || async {
-        Some(mail.messages()).filter(|m| !m.is_empty())
+        Some(s.mail.messages()).filter(|m| !m.is_empty())
     })
     .await
     .expect("an e-mail to alice");
     assert!(mails[0].contains("To: alice@example.com"), "{}", mails[0]);
     assert!(!mails[0].contains("oncall@example.com"), "not the receiver's own list");
-
-    settle().await;
-    assert_eq!(slack_channels(&slack).await.len(), 1, "once");
-    assert_eq!(mail.messages().len(), 1, "once");
-    assert_eq!(crate::helpers::delivered(&dir.path().join("team.jsonl")).len(), 1);
-    app.stop().await;
+    s.told_once(1, 1).await;
 }
 
 #[tokio::test]
 async fn an_automated_failed_sync_tells_the_team_only() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()));
-    let app = TestApp::spawn(&config(dir.path(), &slack, &mail)).await;
+    let s = Setup::start("").await;
 
-    app.post(failed_sync("payments-api", json!({"automated": true}))).await;
+    s.app
+        .post(failed_sync("payments-api", json!({"automated": true})))
+        .await;
 
-    let team = wait_for(&dir.path().join("team.jsonl"), 1).await;
-    assert!(team_notes(&team).is_empty(), "{team:?}");
-    settle().await;
-    assert!(slack_channels(&slack).await.is_empty());
-    assert!(mail.messages().is_empty());
-    app.stop().await;
+    assert!(s.team_notes().await.is_empty());
+    s.told_once(0, 0).await;
 }
 
 #[tokio::test]
 async fn a_user_with_no_contact_is_the_teams_alone_and_the_team_is_told_so() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()));
-    let app = TestApp::spawn(&config(dir.path(), &slack, &mail)).await;
+    let s = Setup::start("").await;
 
-    app.post(failed_sync("payments-api", json!({"username": "mallory"})))
+    s.app
+        .post(failed_sync("payments-api", json!({"username": "mallory"})))
         .await;
 
-    let team = wait_for(&dir.path().join("team.jsonl"), 1).await;
-    assert_eq!(team_notes(&team), vec!["started by mallory (no contact configured)"]);
-    settle().await;
-    assert!(slack_channels(&slack).await.is_empty());
-    assert!(mail.messages().is_empty());
-    app.stop().await;
+    assert_eq!(s.team_notes().await, vec!["started by mallory (no contact configured)"]);
+    s.told_once(0, 0).await;
 }
 
 #[tokio::test]
@@ -219,10 +239,7 @@ async fn a_restart_between_ingest_and_delivery_still_tells_alice_once() {
     let up = slack_answering(200).await;
     let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), &up, &mail), Arc::new(SystemClock)).await;
 
-    let dm = eventually(Duration::from_secs(10), || async {
-        Some(slack_channels(&up).await).filter(|c| !c.is_empty())
-    })
-    .await;
+    let dm = slack_posts(&up).await;
     assert_eq!(dm, Some(vec!["U024BE7LH".to_string()]));
     settle().await;
     assert_eq!(slack_channels(&up).await.len(), 1, "delivered once");
@@ -257,4 +274,36 @@ fn check_config_refuses_wrong_people_and_people_receivers() {
         assert!(!out.status.success(), "{yaml}: accepted");
         assert!(text.contains(key), "{yaml}: expected {key} in {text}");
     }
+}
+
+#[tokio::test]
+async fn a_failure_that_fires_later_tells_alice_when_it_fires() {
+    let s = Setup::start("rules: {sync_failed: {for: 1s}}\n").await;
+
+    s.app
+        .post(failed_sync("payments-api", json!({"username": "alice"})))
+        .await;
+    assert!(slack_channels(&s.slack).await.is_empty(), "pending: nobody is told yet");
+
+    assert_eq!(s.team_notes().await, vec!["started by alice"]);
+    assert_eq!(slack_posts(&s.slack).await, Some(vec!["U024BE7LH".to_string()]));
+    s.told_once(1, 1).await;
+}
+
+#[tokio::test]
+async fn a_sync_alice_started_that_pruned_tells_her_too() {
+    let s = Setup::start("").await;
+    let pruned = with_operation(
+        &envelope("payments-api", "payments", "Synced", "Healthy", &now_rfc3339()),
+        json!({"phase": "Succeeded", "message": "successfully synced", "startedAt": now_rfc3339(),
+               "operation": {"initiatedBy": {"username": "alice"}},
+               "syncResult": {"resources": [{"kind": "ConfigMap", "namespace": "payments-api", "name": "old",
+                                              "status": "Pruned", "message": "pruned"}]}}),
+    );
+
+    s.app.post(pruned).await;
+
+    assert_eq!(s.team_notes().await, vec!["started by alice"]);
+    assert_eq!(slack_posts(&s.slack).await, Some(vec!["U024BE7LH".to_string()]));
+    s.told_once(1, 1).await;
 }
