@@ -181,6 +181,12 @@ impl Action {
     }
 }
 
+/// A commit as people quote it (7 characters); a chart version or a tag as it is.
+pub fn short_revision(revision: &str) -> &str {
+    let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
+    if commit { &revision[..7] } else { revision }
+}
+
 /// How long, in people's words: `45 s`, `10 min`, `1 h`, `1 h 5 min`, `3 d 2 h`.
 pub fn duration_words(d: chrono::Duration) -> String {
     let secs = d.num_seconds().max(0);
@@ -365,6 +371,12 @@ mod tests {
             since,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn commits_are_shortened_and_other_revisions_kept() {
+        assert_eq!(short_revision("2222222222222222222222222222222222222222"), "2222222");
+        assert_eq!(short_revision("6.9.0"), "6.9.0");
     }
 
     #[test]

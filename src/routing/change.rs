@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::argocd::Snapshot;
 use crate::configuration::{ReceiverKind, Settings};
+use crate::domain::notification::short_revision as short;
 use crate::domain::{Action, Change, Notification};
 use crate::state::AppState;
 
@@ -97,12 +98,6 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
         .collect()
 }
 
-/// A commit as people quote it (7 characters); a chart version or a tag as it is.
-pub fn short(revision: &str) -> &str {
-    let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
-    if commit { &revision[..7] } else { revision }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,11 +168,5 @@ mod tests {
             1,
             "after a running sync, Argo CD's history says what was deployed before"
         );
-    }
-
-    #[test]
-    fn commits_are_shortened_and_other_revisions_kept() {
-        assert_eq!(short(NEW), "2222222");
-        assert_eq!(short("6.9.0"), "6.9.0");
     }
 }

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 
 use super::{Config, PagerDuty, SUMMARY_MAX_CHARS};
 use crate::domain::Change;
+use crate::domain::notification::short_revision as short;
 use crate::receivers::render::truncate;
 use crate::receivers::{Delivered, DeliveryError};
-use crate::routing::change::short;
 
 /// `change_url`, else `url` with its `/v2/enqueue` made `/v2/change/enqueue` (the same host serves both).
 pub(super) fn url(settings: &Config) -> String {
