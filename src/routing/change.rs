@@ -1,13 +1,14 @@
 //! Which syncs are told as changes: a successful sync that deployed a revision other than the last one Herald
-//! stored for the Application goes to every `pagerduty` receiver with `change_events: true`, once per
-//! (Application, revision). Pure: the stored state and the new one in, notifications out.
+//! stored for the Application goes to the `pagerduty` receivers with `change_events: true` that hear of it, once
+//! per (Application, revision). Pure: the stored state and the new one in, notifications out.
 
 use chrono::{DateTime, Utc};
 
 use crate::argocd::Snapshot;
-use crate::configuration::{ReceiverKind, Settings};
+use crate::configuration::{ReceiverKind, Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
 use crate::domain::{Action, Change, Notification};
+use crate::routing::owning_team;
 use crate::state::AppState;
 
 /// What a successful sync deployed (the revisions of a multi-source Application, joined); none for any other
@@ -60,13 +61,34 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
     })
 }
 
-/// One notification per `pagerduty` receiver with `change_events: true`, in the thread of (Application,
-/// revision): the outbox keeps one of each, whatever replays the body.
-pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Vec<Notification> {
-    let receivers: Vec<&str> = (settings.receivers.iter())
+/// Whether a team names `receiver` among its receivers or escalation steps.
+fn named_by(team: &TeamSettings, receiver: &str) -> bool {
+    team.receivers.iter().any(|r| r == receiver)
+        || (team.escalation.iter()).any(|s| s.receivers.iter().any(|r| r == receiver))
+}
+
+/// The `pagerduty` receivers with `change_events: true` that hear of a change to an Application of `team`: a
+/// receiver some team names is that team's service and hears of its Applications only; a receiver no team names
+/// (a central "changes" service) hears of every Application.
+fn change_receivers<'a>(settings: &'a Settings, team: &str) -> Vec<&'a str> {
+    (settings.receivers.iter())
         .filter(|r| matches!(&r.kind, ReceiverKind::Pagerduty(c) if c.change_events))
         .map(|r| r.name.as_str())
-        .collect();
+        .filter(|name| {
+            let owners: Vec<&String> = (settings.teams.iter())
+                .filter(|(_, t)| named_by(t, name))
+                .map(|(team, _)| team)
+                .collect();
+            owners.is_empty() || owners.iter().any(|t| t.as_str() == team)
+        })
+        .collect()
+}
+
+/// One notification per change-events receiver that hears of the Application ([`change_receivers`]), in the
+/// thread of (Application, revision): the outbox keeps one of each, whatever replays the body.
+pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Vec<Notification> {
+    let team = owning_team(&next.snapshot, &settings.ownership);
+    let receivers = change_receivers(settings, &team);
     if receivers.is_empty() {
         return Vec::new();
     }
@@ -168,5 +190,28 @@ mod tests {
             1,
             "after a running sync, Argo CD's history says what was deployed before"
         );
+    }
+
+    #[test]
+    fn a_team_s_change_receiver_hears_of_its_own_applications_only_and_a_central_one_of_all() {
+        let s = Settings::from_yaml(
+            "ownership: {projects: {shop: payments}}\n\
+             teams: {payments: {receivers: [pd-pay]}, search: {receivers: [pd-search-main], escalation: [{after: 1h, receivers: [pd-search]}]}}\n\
+             receivers: [{name: pd-pay, pagerduty: {routing_key: k, change_events: true}},\
+             {name: pd-search, pagerduty: {routing_key: k, change_events: true}},\
+             {name: pd-search-main, pagerduty: {routing_key: k, change_events: true}},\
+             {name: pd-central, pagerduty: {routing_key: k, change_events: true}}]",
+        )
+        .expect("valid");
+
+        let out = notifications(
+            &s,
+            &state("Succeeded", OLD, &[OLD]),
+            &state("Succeeded", NEW, &[OLD, NEW]),
+            Utc::now(),
+        );
+
+        let receivers: Vec<&str> = out.iter().map(|n| n.receiver.as_str()).collect();
+        assert_eq!(receivers, ["pd-pay", "pd-central"], "not search's services");
     }
 }
