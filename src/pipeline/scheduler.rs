@@ -28,6 +28,7 @@ impl Core {
             Store::set_notified(tx, id, false).await?;
         } else {
             self.route_incident(tx, rec, &labels, now).await?;
+            self.tell_initiator(tx, &rec.full_view(), now).await?;
         }
         if informational {
             // Informational kinds (pruned) are told once and closed at once: there is nothing to resolve.
@@ -113,6 +114,8 @@ impl Core {
                         reason: "resolved".into(),
                         incidents: vec![view.clone()],
                         created_at: now,
+                        recipient: None,
+                        change: None,
                     };
                     enqueue(tx, &n, now).await?;
                 }
@@ -280,6 +283,8 @@ impl Core {
                 },
                 incidents,
                 created_at: now,
+                recipient: None,
+                change: None,
             });
         }
         Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
@@ -347,6 +352,8 @@ impl Core {
                     ),
                     incidents: vec![view.clone()],
                     created_at: now,
+                    recipient: None,
+                    change: None,
                 };
                 enqueue(&mut tx, &n, now).await?;
             }
@@ -375,7 +382,7 @@ fn single_application(n: &Notification) -> Option<(&str, &str)> {
         .then_some(app)
 }
 
-async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
+pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
     // Deliveries of one thread keep their order; escalations and groups each have their own thread.
     let d = NewDelivery {
         receiver: n.receiver.clone(),

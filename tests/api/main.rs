@@ -4,11 +4,13 @@
 mod argocd_source;
 mod auth;
 mod bad_input;
+mod change_events;
 mod confirm;
 mod delivery;
 mod faults;
 mod helpers;
 mod ingest;
+mod initiator;
 mod matrix;
 mod metrics;
 mod reload;
