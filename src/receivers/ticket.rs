@@ -74,52 +74,58 @@ pub async fn deliver<T: Tracker>(
         .and_then(|m| serde_json::from_value::<TicketMemo<T::Ticket>>(m.clone()).ok())
         .filter(|m| m.resolved_at.is_none())
         .map(|m| m.ticket);
-    match n.action {
-        Action::Resolve => resolve(tracker, n, &incident.fingerprint, remembered).await,
-        Action::Open | Action::Update | Action::Test => fire(tracker, n, &incident.fingerprint, remembered).await,
-    }
-}
-
-async fn fire<T: Tracker>(
-    tracker: &T,
-    n: &Notification,
-    fingerprint: &str,
-    remembered: Option<T::Ticket>,
-) -> Result<Delivered, DeliveryError> {
-    if let Some(ticket) = remembered
-        && still_there::<T, _>(n, &ticket, tracker.update(&ticket, n).await)?.is_some()
-    {
-        let detail = format!("commented on {ticket}");
-        return Ok(delivered(ticket, None, detail));
-    }
-    if let Some(found) = tracker.find_open(fingerprint).await? {
-        tracker.update(&found, n).await?;
-        let detail = format!("commented on {found} (found by {})", tracker.found_by());
-        return Ok(delivered(found, None, detail));
-    }
-    let (created, detail) = tracker.create(n, fingerprint).await?;
-    Ok(delivered(created, None, detail))
-}
-
-async fn resolve<T: Tracker>(
-    tracker: &T,
-    n: &Notification,
-    fingerprint: &str,
-    remembered: Option<T::Ticket>,
-) -> Result<Delivered, DeliveryError> {
-    if let Some(ticket) = remembered
-        && let Some(detail) = still_there::<T, _>(n, &ticket, tracker.close(&ticket, n).await)?
-    {
-        return Ok(delivered(ticket, Some(n.created_at), detail));
-    }
-    let Some(found) = tracker.find_open(fingerprint).await? else {
-        return Ok(Delivered {
-            memo: None,
-            detail: format!("no open {} for this incident: nothing to resolve", T::NOUN),
-        });
+    let delivery = Delivery {
+        tracker,
+        n,
+        fingerprint: &incident.fingerprint,
     };
-    let detail = tracker.close(&found, n).await?;
-    Ok(delivered(found, Some(n.created_at), detail))
+    match n.action {
+        Action::Resolve => delivery.resolve(remembered).await,
+        Action::Open | Action::Update | Action::Test => delivery.fire(remembered).await,
+    }
+}
+
+/// One notification on its way to one tracker.
+struct Delivery<'a, T> {
+    tracker: &'a T,
+    n: &'a Notification,
+    fingerprint: &'a str,
+}
+
+impl<T: Tracker> Delivery<'_, T> {
+    async fn fire(&self, remembered: Option<T::Ticket>) -> Result<Delivered, DeliveryError> {
+        let (tracker, n) = (self.tracker, self.n);
+        if let Some(ticket) = remembered
+            && still_there::<T, _>(n, &ticket, tracker.update(&ticket, n).await)?.is_some()
+        {
+            let detail = format!("commented on {ticket}");
+            return Ok(delivered(ticket, None, detail));
+        }
+        if let Some(found) = tracker.find_open(self.fingerprint).await? {
+            tracker.update(&found, n).await?;
+            let detail = format!("commented on {found} (found by {})", tracker.found_by());
+            return Ok(delivered(found, None, detail));
+        }
+        let (created, detail) = tracker.create(n, self.fingerprint).await?;
+        Ok(delivered(created, None, detail))
+    }
+
+    async fn resolve(&self, remembered: Option<T::Ticket>) -> Result<Delivered, DeliveryError> {
+        let (tracker, n) = (self.tracker, self.n);
+        if let Some(ticket) = remembered
+            && let Some(detail) = still_there::<T, _>(n, &ticket, tracker.close(&ticket, n).await)?
+        {
+            return Ok(delivered(ticket, Some(n.created_at), detail));
+        }
+        let Some(found) = tracker.find_open(self.fingerprint).await? else {
+            return Ok(Delivered {
+                memo: None,
+                detail: format!("no open {} for this incident: nothing to resolve", T::NOUN),
+            });
+        };
+        let detail = tracker.close(&found, n).await?;
+        Ok(delivered(found, Some(n.created_at), detail))
+    }
 }
 
 /// The answer of a call on a remembered ticket: `None` when the ticket is gone (deleted: 410, or not found: 404).
@@ -216,6 +222,38 @@ pub fn one_line(s: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// What the ticket receivers' contract tests share.
+#[cfg(test)]
+pub(crate) mod contract {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use wiremock::ResponseTemplate;
+
+    use crate::receivers::DeliveryError;
+    use crate::receivers::testing::transient_after;
+
+    /// The shared status table as one receiver applies it: `fail_with` delivers once against a server answering
+    /// every request with the template it is given, and returns the failure.
+    pub async fn follows_the_status_table<F, Fut>(fail_with: F)
+    where
+        F: Fn(ResponseTemplate) -> Fut,
+        Fut: Future<Output = DeliveryError>,
+    {
+        for status in [400, 401, 403, 404, 422] {
+            let e = fail_with(ResponseTemplate::new(status)).await;
+            assert!(matches!(e, DeliveryError::Permanent { .. }), "{status}: {e:?}");
+            assert!(e.to_string().contains(&format!("HTTP {status}")), "{e}");
+        }
+        let e = fail_with(ResponseTemplate::new(429).insert_header("Retry-After", "7")).await;
+        assert_eq!(transient_after(&e), Some(Duration::from_secs(7)), "{e}");
+        for status in [500, 502, 503] {
+            let e = fail_with(ResponseTemplate::new(status)).await;
+            assert_eq!(transient_after(&e), None, "{status}: {e}");
+        }
+    }
 }
 
 #[cfg(test)]
