@@ -168,18 +168,16 @@ impl Tracker for ServiceNow {
 
 /// The record created for `n`: its text, the fingerprint as `correlation_id`, urgency and impact from the severity,
 /// and the configured assignment group, caller and category.
-pub(crate) fn incident_fields(n: &Notification, fingerprint: &str, settings: &Config) -> Value {
+fn incident_fields(n: &Notification, fingerprint: &str, settings: &Config) -> Value {
     let level = match n.highest_severity() {
         Severity::Critical => "1",
         Severity::Warning => "2",
         Severity::Info => "3",
     };
+    let (short_description, description) = preview(n);
     let mut fields = Map::new();
-    fields.insert(
-        "short_description".into(),
-        json!(truncate(&ticket::one_line(&n.title), SHORT_DESCRIPTION_MAX_CHARS)),
-    );
-    fields.insert("description".into(), json!(text(n)));
+    fields.insert("short_description".into(), json!(short_description));
+    fields.insert("description".into(), json!(description));
     fields.insert("correlation_id".into(), json!(correlation_id(fingerprint)));
     fields.insert("correlation_display".into(), json!("Herald"));
     fields.insert("urgency".into(), json!(level));
@@ -195,6 +193,11 @@ pub(crate) fn incident_fields(n: &Notification, fingerprint: &str, settings: &Co
         }
     }
     Value::Object(fields)
+}
+
+/// What a record for `n` is created with: its short description (one line) and its description.
+pub(crate) fn preview(n: &Notification) -> (String, String) {
+    (truncate(&ticket::one_line(&n.title), SHORT_DESCRIPTION_MAX_CHARS), text(n))
 }
 
 /// Plain text: ServiceNow shows descriptions and journal entries as they are.
