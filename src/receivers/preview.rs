@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    alertmanager, console, github, googlechat, jira, mattermost, msteams, pagerduty, redmine, render, servicenow, slack,
-    webhook,
+    alertmanager, console, github, googlechat, jira, mattermost, msteams, pagerduty, redmine, render, servicenow,
+    slack, webhook,
 };
 use crate::domain::Notification;
 

@@ -95,7 +95,13 @@ impl Redmine {
         }
     }
 
-    async fn call(&self, what: &str, method: Method, url: reqwest::Url, body: Option<&Value>) -> Result<String, CallError> {
+    async fn call(
+        &self,
+        what: &str,
+        method: Method,
+        url: reqwest::Url,
+        body: Option<&Value>,
+    ) -> Result<String, CallError> {
         let request = self
             .rest
             .http
@@ -208,12 +214,21 @@ impl Tracker for Redmine {
             fields["custom_fields"] = json!([{ "id": field, "value": fingerprint }]);
         }
         let text = self
-            .call("create issue", Method::POST, self.url("/issues.json")?, Some(&json!({ "issue": fields })))
+            .call(
+                "create issue",
+                Method::POST,
+                self.url("/issues.json")?,
+                Some(&json!({ "issue": fields })),
+            )
             .await?;
         // 201 `{"issue": {"id": N, …}}`: only the id is kept.
         let created: Value = self.rest.parse("create issue", &text)?;
-        let issue: Issue = serde_json::from_value(created["issue"].clone())
-            .map_err(|e| self.rest.redact("create issue", DeliveryError::transient(format!("unexpected response ({e})"))))?;
+        let issue: Issue = serde_json::from_value(created["issue"].clone()).map_err(|e| {
+            self.rest.redact(
+                "create issue",
+                DeliveryError::transient(format!("unexpected response ({e})")),
+            )
+        })?;
         Ok((issue.clone(), format!("created {issue}")))
     }
 

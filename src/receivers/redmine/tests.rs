@@ -121,7 +121,10 @@ async fn open_without_a_memo_looks_for_the_subject_tag_then_creates_the_issue() 
     assert_eq!(created["project_id"], "payments");
     assert_eq!(created["tracker_id"], 3);
     assert_eq!(created["subject"], format!("payments is Degraded {}", tag()));
-    assert_eq!(created["description"], render::markdown(&testing::notification(Action::Open)));
+    assert_eq!(
+        created["description"],
+        render::markdown(&testing::notification(Action::Open))
+    );
     assert_eq!(created.get("custom_fields"), None);
     assert_eq!(created.get("priority_id"), None);
 }
@@ -174,7 +177,13 @@ async fn after_a_crash_the_newest_open_issue_of_the_incident_gets_a_note_and_no_
         ],
     )
     .await;
-    put_answers(&server, 77, json!({ "notes": render::markdown(&testing::notification(Action::Open)) }), 1).await;
+    put_answers(
+        &server,
+        77,
+        json!({ "notes": render::markdown(&testing::notification(Action::Open)) }),
+        1,
+    )
+    .await;
     create_answers(&server, 0).await;
     refuse_anything_else(&server).await;
 
@@ -190,7 +199,13 @@ async fn after_a_crash_the_newest_open_issue_of_the_incident_gets_a_note_and_no_
 #[tokio::test]
 async fn an_update_adds_a_note_to_the_remembered_issue_without_looking() {
     let server = MockServer::start().await;
-    put_answers(&server, 77, json!({ "notes": render::markdown(&testing::notification(Action::Update)) }), 1).await;
+    put_answers(
+        &server,
+        77,
+        json!({ "notes": render::markdown(&testing::notification(Action::Update)) }),
+        1,
+    )
+    .await;
     refuse_anything_else(&server).await;
 
     let out = redmine(&server)
@@ -208,13 +223,25 @@ async fn an_update_adds_a_note_to_the_remembered_issue_without_looking() {
 async fn resolve_sets_the_closed_status_with_a_note() {
     let server = MockServer::start().await;
     let resolve = testing::notification(Action::Resolve);
-    put_answers(&server, 77, json!({ "status_id": CLOSED, "notes": render::markdown(&resolve) }), 1).await;
+    put_answers(
+        &server,
+        77,
+        json!({ "status_id": CLOSED, "notes": render::markdown(&resolve) }),
+        1,
+    )
+    .await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server).deliver(&resolve, Some(&json!({ "id": 77 }))).await.unwrap();
+    let out = redmine(&server)
+        .deliver(&resolve, Some(&json!({ "id": 77 })))
+        .await
+        .unwrap();
 
     assert_eq!(out.detail, "closed #77");
-    assert_eq!(out.memo, Some(json!({ "id": 77, "resolved_at": "2025-03-01T12:00:00Z" })));
+    assert_eq!(
+        out.memo,
+        Some(json!({ "id": 77, "resolved_at": "2025-03-01T12:00:00Z" }))
+    );
 }
 
 #[tokio::test]
@@ -263,7 +290,8 @@ async fn a_422_is_permanent_and_says_redmines_own_errors() {
     testing::expect_post(
         &server,
         "/redmine/issues.json",
-        ResponseTemplate::new(422).set_body_json(json!({ "errors": ["Tracker is not included in the list", "Subject cannot be blank"] })),
+        ResponseTemplate::new(422)
+            .set_body_json(json!({ "errors": ["Tracker is not included in the list", "Subject cannot be blank"] })),
         1,
     )
     .await;
@@ -298,7 +326,10 @@ async fn failures_follow_the_shared_status_table() {
 #[tokio::test]
 async fn the_api_key_never_appears_in_failures() {
     let server = MockServer::start().await;
-    Mock::given(any()).respond_with(EchoEverything(401)).mount(&server).await;
+    Mock::given(any())
+        .respond_with(EchoEverything(401))
+        .mount(&server)
+        .await;
 
     let e = redmine(&server)
         .deliver(&testing::notification(Action::Open), None)

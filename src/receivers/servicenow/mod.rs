@@ -53,7 +53,11 @@ pub struct Record {
 
 impl std::fmt::Display for Record {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = if self.number.is_empty() { &self.sys_id } else { &self.number };
+        let name = if self.number.is_empty() {
+            &self.sys_id
+        } else {
+            &self.number
+        };
         f.write_str(name)
     }
 }
@@ -83,7 +87,13 @@ impl ServiceNow {
         }
     }
 
-    async fn call(&self, what: &str, method: Method, url: reqwest::Url, body: Option<&Value>) -> Result<String, CallError> {
+    async fn call(
+        &self,
+        what: &str,
+        method: Method,
+        url: reqwest::Url,
+        body: Option<&Value>,
+    ) -> Result<String, CallError> {
         let request = self.rest.http.client().request(method, url);
         let request = match (&self.settings.token, &self.settings.user, &self.settings.password) {
             (Some(token), _, _) => request.bearer_auth(token.expose_secret()),
@@ -123,7 +133,10 @@ impl Tracker for ServiceNow {
         url.query_pairs_mut()
             .append_pair(
                 "sysparm_query",
-                &format!("correlation_id={}^active=true^ORDERBYDESCsys_created_on", correlation_id(fingerprint)),
+                &format!(
+                    "correlation_id={}^active=true^ORDERBYDESCsys_created_on",
+                    correlation_id(fingerprint)
+                ),
             )
             .append_pair("sysparm_limit", "1")
             .append_pair("sysparm_fields", "sys_id,number,state");
@@ -197,7 +210,10 @@ fn incident_fields(n: &Notification, fingerprint: &str, settings: &Config) -> Va
 
 /// What a record for `n` is created with: its short description (one line) and its description.
 pub(crate) fn preview(n: &Notification) -> (String, String) {
-    (truncate(&ticket::one_line(&n.title), SHORT_DESCRIPTION_MAX_CHARS), text(n))
+    (
+        truncate(&ticket::one_line(&n.title), SHORT_DESCRIPTION_MAX_CHARS),
+        text(n),
+    )
 }
 
 /// Plain text: ServiceNow shows descriptions and journal entries as they are.

@@ -129,7 +129,12 @@ async fn open_without_a_memo_looks_by_correlation_id_then_creates_the_incident()
 async fn after_a_crash_the_active_incident_gets_a_work_note_and_no_second_incident() {
     let server = MockServer::start().await;
     search_answers(&server, vec![record("abc123", "INC0010007")]).await;
-    patch_answers(&server, "abc123", json!({ "work_notes": render::text(&testing::notification(Action::Open)) })).await;
+    patch_answers(
+        &server,
+        "abc123",
+        json!({ "work_notes": render::text(&testing::notification(Action::Open)) }),
+    )
+    .await;
     create_answers(&server, 0).await;
     refuse_anything_else(&server).await;
 
@@ -145,7 +150,12 @@ async fn after_a_crash_the_active_incident_gets_a_work_note_and_no_second_incide
 #[tokio::test]
 async fn an_update_adds_a_work_note_to_the_remembered_incident_without_looking() {
     let server = MockServer::start().await;
-    patch_answers(&server, SYS_ID, json!({ "work_notes": render::text(&testing::notification(Action::Update)) })).await;
+    patch_answers(
+        &server,
+        SYS_ID,
+        json!({ "work_notes": render::text(&testing::notification(Action::Update)) }),
+    )
+    .await;
     refuse_anything_else(&server).await;
 
     let out = servicenow(&server)
@@ -231,7 +241,10 @@ async fn a_token_is_sent_as_bearer_and_severity_sets_urgency_and_impact() {
     let mut n = testing::notification(Action::Open);
     n.incidents[0].severity = Severity::Info;
 
-    let out = ServiceNow::new(config, testing::http()).deliver(&n, None).await.unwrap();
+    let out = ServiceNow::new(config, testing::http())
+        .deliver(&n, None)
+        .await
+        .unwrap();
 
     assert_eq!(out.detail, "created INC0010002");
     let created = testing::json(&testing::requests(&server).await[1]);
@@ -279,7 +292,10 @@ async fn failures_follow_the_shared_status_table() {
 #[tokio::test]
 async fn the_password_its_basic_form_and_the_token_never_appear_in_failures() {
     let server = MockServer::start().await;
-    Mock::given(any()).respond_with(EchoEverything(401)).mount(&server).await;
+    Mock::given(any())
+        .respond_with(EchoEverything(401))
+        .mount(&server)
+        .await;
     let n = testing::notification(Action::Open);
     let bearer = Config {
         user: None,
@@ -307,9 +323,18 @@ fn a_fingerprint_that_does_not_fit_the_correlation_id_is_digested() {
 fn the_block_needs_one_way_to_authenticate() {
     use crate::configuration::Settings;
     let cases = [
-        ("{instance_url: 'https://x.service-now.com'}", "receivers[0].servicenow.user"),
-        ("{instance_url: 'https://x.service-now.com', user: u}", "receivers[0].servicenow.password"),
-        ("{instance_url: 'https://x.service-now.com', user: u, password: p, token: t}", "receivers[0].servicenow.token"),
+        (
+            "{instance_url: 'https://x.service-now.com'}",
+            "receivers[0].servicenow.user",
+        ),
+        (
+            "{instance_url: 'https://x.service-now.com', user: u}",
+            "receivers[0].servicenow.password",
+        ),
+        (
+            "{instance_url: 'https://x.service-now.com', user: u, password: p, token: t}",
+            "receivers[0].servicenow.token",
+        ),
         ("{instance_url: nope, token: t}", "receivers[0].servicenow.instance_url"),
     ];
     for (block, key) in cases {
