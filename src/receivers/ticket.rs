@@ -11,6 +11,7 @@ use std::fmt::Display;
 
 use chrono::{DateTime, Utc};
 use reqwest::header::HeaderMap;
+use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -154,17 +155,62 @@ fn delivered<T: Serialize>(ticket: T, resolved_at: Option<DateTime<Utc>>, detail
     }
 }
 
-/// One receiver's REST API: the HTTP client, the receiver's secrets, and its name, which prefixes every failure.
-#[derive(Clone)]
+/// How a REST API is authenticated; the redactor of its failures is made from it.
+pub enum Auth {
+    /// A key in a header of its own (`X-Redmine-API-Key`).
+    Header(&'static str, SecretString),
+    /// HTTP Basic `user:password`.
+    Basic(String, SecretString),
+    /// `Authorization: Bearer <token>`.
+    Bearer(SecretString),
+}
+
+impl Auth {
+    fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Auth::Header(name, key) => request.header(*name, key.expose_secret()),
+            Auth::Basic(user, password) => request.basic_auth(user, Some(password.expose_secret())),
+            Auth::Bearer(token) => request.bearer_auth(token.expose_secret()),
+        }
+    }
+
+    /// The secret, and the Basic form it travels in, should a server echo either back.
+    fn redactor(&self) -> Redactor {
+        match self {
+            Auth::Header(_, secret) | Auth::Bearer(secret) => Redactor::default().secret(secret.expose_secret()),
+            Auth::Basic(user, password) => Redactor::default().basic(user, password.expose_secret()),
+        }
+    }
+}
+
+/// One receiver's REST API: its base URL, how it is authenticated, how its error bodies read, and the receiver's
+/// name, which prefixes every failure (whose secrets are removed).
 pub struct Rest {
-    pub http: Http,
-    pub redactor: Redactor,
+    http: Http,
+    base: String,
+    auth: Auth,
+    redactor: Redactor,
+    /// An API's own error shape (`{"errors": [...]}`) into its message; the body as is when it is not that.
+    explain: fn(&str) -> String,
     who: &'static str,
 }
 
 impl Rest {
-    pub fn new(http: Http, redactor: Redactor, who: &'static str) -> Self {
-        Self { http, redactor, who }
+    pub fn new(http: Http, base: &str, auth: Auth, explain: fn(&str) -> String, who: &'static str) -> Self {
+        Self {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            redactor: auth.redactor(),
+            auth,
+            explain,
+            who,
+        }
+    }
+
+    /// `{base}{path}`.
+    pub fn url(&self, path: &str) -> Result<reqwest::Url, DeliveryError> {
+        reqwest::Url::parse(&format!("{}{path}", self.base))
+            .map_err(|e| DeliveryError::permanent(format!("{}: invalid base URL ({e})", self.who)))
     }
 
     /// Prefixes what failed (`"{who} {what}: …"`) and blanks out the secrets, should a server echo them back.
@@ -173,41 +219,48 @@ impl Rest {
             .apply(DeliveryError::prefixed(&format!("{} {what}", self.who), e))
     }
 
-    /// Sends `request` (authenticated by the caller) with `body` as JSON. A 2xx answers its body (possibly empty);
-    /// anything else is `classify`'s failure of the status, the headers and the scrubbed body.
-    pub async fn call(
+    /// One authenticated request with `body` as JSON. A 2xx answers its body (possibly empty); anything else the
+    /// shared status table's failure, saying the API's own message, with the status kept.
+    pub async fn send(
         &self,
         what: &str,
-        request: reqwest::RequestBuilder,
+        method: reqwest::Method,
+        url: reqwest::Url,
         body: Option<&Value>,
-        classify: impl FnOnce(u16, &HeaderMap, &str) -> DeliveryError,
     ) -> Result<String, CallError> {
-        let mut request = request.header(reqwest::header::ACCEPT, "application/json");
+        let mut request = self
+            .auth
+            .apply(self.http.client().request(method, url))
+            .header(reqwest::header::ACCEPT, "application/json");
         if let Some(body) = body {
             request = request.json(body);
         }
-        let answer = self.http.call(request, &self.redactor, classify).await;
-        answer.map_err(|e| e.map(|error| self.redact(what, error)))
-    }
-
-    /// [`Rest::call`] with the shared status table, the error body first read by `explain` (an API's own error
-    /// shape into its message).
-    pub async fn call_explained(
-        &self,
-        what: &str,
-        request: reqwest::RequestBuilder,
-        body: Option<&Value>,
-        explain: fn(&str) -> String,
-    ) -> Result<String, CallError> {
+        let explain = self.explain;
         let classify = |status: u16, headers: &HeaderMap, body: &str| {
             self.http.classify(status, headers, &explain(body), &self.redactor)
         };
-        self.call(what, request, body, classify).await
+        let answer = self.http.call(request, &self.redactor, classify).await;
+        answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 
     /// Reads a 2xx body. An unreadable one is transient: a retry looks before it creates anything again.
     pub fn parse<T: DeserializeOwned>(&self, what: &str, body: &str) -> Result<T, DeliveryError> {
         parse_json(body).map_err(|e| self.redact(what, e))
+    }
+
+    /// Reads the `key` member of a 2xx JSON body (`{"issue": {…}}`, `{"result": […]}`), transient when missing.
+    pub fn parse_member<T: DeserializeOwned>(&self, what: &str, body: &str, key: &str) -> Result<T, DeliveryError> {
+        let mut whole: Value = self.parse(what, body)?;
+        let member = whole.get_mut(key).map(Value::take).unwrap_or(Value::Null);
+        serde_json::from_value(member)
+            .map_err(|e| self.redact(what, DeliveryError::transient(format!("unexpected response ({e})"))))
+    }
+}
+
+/// A failure before any request was sent (a URL that does not parse) is a call that failed without a status.
+impl From<DeliveryError> for CallError {
+    fn from(error: DeliveryError) -> Self {
+        CallError { status: None, error }
     }
 }
 
@@ -227,21 +280,42 @@ pub fn one_line(s: &str) -> String {
 /// What the ticket receivers' contract tests share.
 #[cfg(test)]
 pub(crate) mod contract {
-    use std::future::Future;
     use std::time::Duration;
 
-    use wiremock::ResponseTemplate;
+    use serde_json::Value;
+    use wiremock::matchers::any;
+    use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-    use crate::receivers::DeliveryError;
-    use crate::receivers::testing::transient_after;
+    use crate::domain::Action;
+    use crate::receivers::testing::{self, transient_after};
+    use crate::receivers::{DeliveryError, Receiver};
 
-    /// The shared status table as one receiver applies it: `fail_with` delivers once against a server answering
-    /// every request with the template it is given, and returns the failure.
-    pub async fn follows_the_status_table<F, Fut>(fail_with: F)
-    where
-        F: Fn(ResponseTemplate) -> Fut,
-        Fut: Future<Output = DeliveryError>,
-    {
+    /// Delivers `action`'s notification (with `memo`, or none) to `receiver`.
+    pub async fn deliver(
+        receiver: impl Receiver,
+        action: Action,
+        memo: Option<Value>,
+    ) -> Result<crate::receivers::Delivered, DeliveryError> {
+        receiver.deliver(&testing::notification(action), memo.as_ref()).await
+    }
+
+    /// Builds a receiver against a mock server.
+    pub type Build = fn(&MockServer) -> Box<dyn Receiver>;
+
+    /// Delivers an update (with `memo`, or none) to the receiver `build` makes for a server answering every request
+    /// with `answer`, and returns the failure.
+    pub async fn failure(build: Build, memo: Option<Value>, answer: impl Respond + 'static) -> DeliveryError {
+        let server = MockServer::start().await;
+        Mock::given(any()).respond_with(answer).mount(&server).await;
+        build(&server)
+            .deliver(&testing::notification(Action::Update), memo.as_ref())
+            .await
+            .expect_err("the server refuses")
+    }
+
+    /// The shared status table as the receiver applies it, updating the ticket `memo` remembers.
+    pub async fn follows_the_status_table(build: Build, memo: Value) {
+        let fail_with = |answer: ResponseTemplate| failure(build, Some(memo.clone()), answer);
         for status in [400, 401, 403, 404, 422] {
             let e = fail_with(ResponseTemplate::new(status)).await;
             assert!(matches!(e, DeliveryError::Permanent { .. }), "{status}: {e:?}");

@@ -14,14 +14,12 @@ mod config;
 mod tests;
 
 use reqwest::Method;
-use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::http::{CallError, Http};
-use super::redact::Redactor;
 use super::render::{self, truncate};
-use super::ticket::{self, Rest, Tracker, fingerprint_digest};
+use super::ticket::{self, Auth, Rest, Tracker, fingerprint_digest};
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::domain::Notification;
 pub use config::{Config, ProjectId};
@@ -79,41 +77,17 @@ struct CustomValue {
 
 pub struct Redmine {
     settings: Config,
-    /// `{url}` without a trailing slash.
-    base: String,
+    /// `{url}`, with the API key.
     rest: Rest,
 }
 
 impl Redmine {
     pub fn new(settings: Config, http: Http) -> Self {
-        let base = settings.url.trim_end_matches('/').to_string();
-        let redactor = Redactor::default().secret(settings.api_key.expose_secret());
+        let auth = Auth::Header("X-Redmine-API-Key", settings.api_key.clone());
         Self {
-            rest: Rest::new(http, redactor, "redmine"),
+            rest: Rest::new(http, &settings.url, auth, explain, "redmine"),
             settings,
-            base,
         }
-    }
-
-    async fn call(
-        &self,
-        what: &str,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-    ) -> Result<String, CallError> {
-        let request = self
-            .rest
-            .http
-            .client()
-            .request(method, url)
-            .header("X-Redmine-API-Key", self.settings.api_key.expose_secret());
-        self.rest.call_explained(what, request, body, explain).await
-    }
-
-    fn url(&self, path: &str) -> Result<reqwest::Url, DeliveryError> {
-        reqwest::Url::parse(&format!("{}{path}", self.base))
-            .map_err(|e| DeliveryError::permanent(format!("redmine: invalid url ({e})")))
     }
 
     /// Whether a search hit is the incident's issue and still open. The filter already says it is the incident's;
@@ -135,9 +109,7 @@ impl Redmine {
 
     /// `PUT /issues/{id}.json` with `n` as a note, and the status `status_id` when given.
     async fn put_notes(&self, issue: &Issue, n: &Notification, status_id: Option<u64>) -> Result<(), CallError> {
-        let url = self
-            .url(&format!("/issues/{}.json", issue.id))
-            .map_err(|error| CallError { status: None, error })?;
+        let url = self.rest.url(&format!("/issues/{}.json", issue.id))?;
         let mut fields = json!({ "notes": notes(n) });
         let what = match status_id {
             Some(status) => {
@@ -146,7 +118,8 @@ impl Redmine {
             }
             None => format!("note on {issue}"),
         };
-        self.call(&what, Method::PUT, url, Some(&json!({ "issue": fields })))
+        self.rest
+            .send(&what, Method::PUT, url, Some(&json!({ "issue": fields })))
             .await?;
         Ok(())
     }
@@ -169,7 +142,7 @@ impl Tracker for Redmine {
     /// `subject=~<tag>`: every status, so that an issue Herald closed is told from an open one here, by
     /// `closed_status_id` (and `is_closed` where Redmine sends it).
     async fn find_open(&self, fingerprint: &str) -> Result<Option<Issue>, DeliveryError> {
-        let mut url = self.url("/issues.json")?;
+        let mut url = self.rest.url("/issues.json")?;
         {
             let mut query = url.query_pairs_mut();
             query
@@ -182,14 +155,9 @@ impl Tracker for Redmine {
                 None => query.append_pair("subject", &format!("~{}", subject_tag(fingerprint))),
             };
         }
-        #[derive(Deserialize)]
-        struct Found {
-            #[serde(default)]
-            issues: Vec<FoundIssue>,
-        }
-        let text = self.call("find issue", Method::GET, url, None).await?;
-        let found: Found = self.rest.parse("find issue", &text)?;
-        let open = found.issues.iter().find(|i| self.is_open_issue_of(i, fingerprint));
+        let text = self.rest.send("find issue", Method::GET, url, None).await?;
+        let found: Vec<FoundIssue> = self.rest.parse_member("find issue", &text, "issues")?;
+        let open = found.iter().find(|i| self.is_open_issue_of(i, fingerprint));
         Ok(open.map(|i| Issue { id: i.id }))
     }
 
@@ -214,22 +182,18 @@ impl Tracker for Redmine {
             fields["custom_fields"] = json!([{ "id": field, "value": fingerprint }]);
         }
         let text = self
-            .call(
+            .rest
+            .send(
                 "create issue",
                 Method::POST,
-                self.url("/issues.json")?,
+                self.rest.url("/issues.json")?,
                 Some(&json!({ "issue": fields })),
             )
             .await?;
         // 201 `{"issue": {"id": N, …}}`: only the id is kept.
-        let created: Value = self.rest.parse("create issue", &text)?;
-        let issue: Issue = serde_json::from_value(created["issue"].clone()).map_err(|e| {
-            self.rest.redact(
-                "create issue",
-                DeliveryError::transient(format!("unexpected response ({e})")),
-            )
-        })?;
-        Ok((issue.clone(), format!("created {issue}")))
+        let issue: Issue = self.rest.parse_member("create issue", &text, "issue")?;
+        let detail = format!("created {issue}");
+        Ok((issue, detail))
     }
 
     /// `PUT /issues/{id}.json` `{"issue": {"notes": …}}` → 204.

@@ -11,7 +11,7 @@
 //!   answering 204 No Content (422 when refused).
 
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_partial_json, header, method, path, query_param};
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
@@ -108,10 +108,7 @@ async fn open_without_a_memo_looks_for_the_subject_tag_then_creates_the_issue() 
     create_answers(&server, 1).await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap();
+    let out = contract::deliver(redmine(&server), Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "id": 123 })));
     assert_eq!(out.detail, "created #123");
@@ -187,10 +184,7 @@ async fn after_a_crash_the_newest_open_issue_of_the_incident_gets_a_note_and_no_
     create_answers(&server, 0).await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap();
+    let out = contract::deliver(redmine(&server), Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "id": 77 })));
     assert_eq!(out.detail, "commented on #77 (found by subject tag)");
@@ -208,8 +202,7 @@ async fn an_update_adds_a_note_to_the_remembered_issue_without_looking() {
     .await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server)
-        .deliver(&testing::notification(Action::Update), Some(&json!({ "id": 77 })))
+    let out = contract::deliver(redmine(&server), Action::Update, Some(json!({ "id": 77 })))
         .await
         .unwrap();
 
@@ -250,8 +243,7 @@ async fn resolve_with_nothing_open_creates_nothing() {
     search_answers(&server, vec![listed(80, &format!("x {}", tag()), CLOSED)]).await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server)
-        .deliver(&testing::notification(Action::Resolve), None)
+    let out = contract::deliver(redmine(&server), Action::Resolve, None)
         .await
         .unwrap();
 
@@ -275,66 +267,36 @@ async fn a_remembered_issue_answering_404_is_looked_for_again_then_recreated() {
     create_answers(&server, 1).await;
     refuse_anything_else(&server).await;
 
-    let out = redmine(&server)
-        .deliver(&testing::notification(Action::Update), Some(&json!({ "id": 41 })))
+    let out = contract::deliver(redmine(&server), Action::Update, Some(json!({ "id": 41 })))
         .await
         .unwrap();
 
     assert_eq!(out.memo, Some(json!({ "id": 123 })));
 }
 
+fn boxed(server: &MockServer) -> Box<dyn Receiver> {
+    Box::new(redmine(server))
+}
+
 #[tokio::test]
 async fn a_422_is_permanent_and_says_redmines_own_errors() {
-    let server = MockServer::start().await;
-    search_answers(&server, vec![]).await;
-    testing::expect_post(
-        &server,
-        "/redmine/issues.json",
-        ResponseTemplate::new(422)
-            .set_body_json(json!({ "errors": ["Tracker is not included in the list", "Subject cannot be blank"] })),
-        1,
-    )
-    .await;
-    refuse_anything_else(&server).await;
+    let errors = json!({ "errors": ["Tracker is not included in the list", "Subject cannot be blank"] });
+    let refused = ResponseTemplate::new(422).set_body_json(errors);
 
-    let e = redmine(&server)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = contract::failure(boxed, Some(json!({ "id": 77 })), refused).await;
 
-    assert_eq!(
-        e,
-        DeliveryError::permanent(
-            "redmine create issue: HTTP 422: Tracker is not included in the list; Subject cannot be blank"
-        )
-    );
+    let expected = "redmine note on #77: HTTP 422: Tracker is not included in the list; Subject cannot be blank";
+    assert_eq!(e, DeliveryError::permanent(expected));
 }
 
 #[tokio::test]
 async fn failures_follow_the_shared_status_table() {
-    contract::follows_the_status_table(|answer| async move {
-        let server = MockServer::start().await;
-        Mock::given(any()).respond_with(answer).mount(&server).await;
-        redmine(&server)
-            .deliver(&testing::notification(Action::Update), Some(&json!({ "id": 77 })))
-            .await
-            .unwrap_err()
-    })
-    .await;
+    contract::follows_the_status_table(boxed, json!({ "id": 77 })).await;
 }
 
 #[tokio::test]
 async fn the_api_key_never_appears_in_failures() {
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(EchoEverything(401))
-        .mount(&server)
-        .await;
-
-    let e = redmine(&server)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = contract::failure(boxed, None, EchoEverything(401)).await;
 
     assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
     assert!(e.to_string().contains("[redacted]"), "{e}");

@@ -12,14 +12,13 @@ mod config;
 mod tests;
 
 use reqwest::Method;
-use secrecy::ExposeSecret;
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::http::{CallError, Http};
-use super::redact::Redactor;
 use super::render::{self, truncate};
-use super::ticket::{self, Rest, Tracker, fingerprint_digest, path_segment};
+use super::ticket::{self, Auth, Rest, Tracker, fingerprint_digest, path_segment};
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::domain::{Notification, Severity};
 pub use config::Config;
@@ -64,55 +63,30 @@ impl std::fmt::Display for Record {
 
 pub struct ServiceNow {
     settings: Config,
-    /// `{instance_url}/api/now/table/incident`.
-    table: String,
+    /// `{instance_url}/api/now/table/incident`, with the credentials.
     rest: Rest,
 }
 
 impl ServiceNow {
     pub fn new(settings: Config, http: Http) -> Self {
         let table = format!("{}/api/now/table/incident", settings.instance_url.trim_end_matches('/'));
-        // The password, and the Basic form it travels in; or the token.
-        let mut redactor = Redactor::default();
-        if let (Some(user), Some(password)) = (&settings.user, &settings.password) {
-            redactor = redactor.basic(user, password.expose_secret());
-        }
-        if let Some(token) = &settings.token {
-            redactor = redactor.secret(token.expose_secret());
-        }
-        Self {
-            rest: Rest::new(http, redactor, "servicenow"),
-            settings,
-            table,
-        }
-    }
-
-    async fn call(
-        &self,
-        what: &str,
-        method: Method,
-        url: reqwest::Url,
-        body: Option<&Value>,
-    ) -> Result<String, CallError> {
-        let request = self.rest.http.client().request(method, url);
-        let request = match (&self.settings.token, &self.settings.user, &self.settings.password) {
-            (Some(token), _, _) => request.bearer_auth(token.expose_secret()),
-            (None, Some(user), password) => request.basic_auth(user, password.as_ref().map(|p| p.expose_secret())),
-            (None, None, _) => request,
+        // Validation makes sure one of them is set; without either, requests go unauthenticated and get a 401.
+        let auth = match (&settings.token, &settings.user, &settings.password) {
+            (Some(token), _, _) => Auth::Bearer(token.clone()),
+            (None, user, password) => Auth::Basic(
+                user.clone().unwrap_or_default(),
+                password.clone().unwrap_or_else(|| SecretString::from("")),
+            ),
         };
-        self.rest.call_explained(what, request, body, explain).await
-    }
-
-    fn url(&self, suffix: &str) -> Result<reqwest::Url, DeliveryError> {
-        reqwest::Url::parse(&format!("{}{suffix}", self.table))
-            .map_err(|e| DeliveryError::permanent(format!("servicenow: invalid instance_url ({e})")))
+        Self {
+            rest: Rest::new(http, &table, auth, explain, "servicenow"),
+            settings,
+        }
     }
 
     async fn patch(&self, what: &str, record: &Record, fields: Value) -> Result<(), CallError> {
-        let url = self
-            .url(&format!("/{}", path_segment(&record.sys_id)))
-            .map_err(|error| CallError { status: None, error })?;
-        self.call(what, Method::PATCH, url, Some(&fields)).await?;
+        let url = self.rest.url(&format!("/{}", path_segment(&record.sys_id)))?;
+        self.rest.send(what, Method::PATCH, url, Some(&fields)).await?;
         Ok(())
     }
 }
@@ -129,7 +103,7 @@ impl Tracker for ServiceNow {
 
     /// `GET …/incident?sysparm_query=correlation_id=<id>^active=true&sysparm_limit=1&sysparm_fields=…`.
     async fn find_open(&self, fingerprint: &str) -> Result<Option<Record>, DeliveryError> {
-        let mut url = self.url("")?;
+        let mut url = self.rest.url("")?;
         url.query_pairs_mut()
             .append_pair(
                 "sysparm_query",
@@ -140,29 +114,21 @@ impl Tracker for ServiceNow {
             )
             .append_pair("sysparm_limit", "1")
             .append_pair("sysparm_fields", "sys_id,number,state");
-        #[derive(Deserialize)]
-        struct Found {
-            #[serde(default)]
-            result: Vec<Record>,
-        }
-        let text = self.call("find incident", Method::GET, url, None).await?;
-        let found: Found = self.rest.parse("find incident", &text)?;
-        Ok(found.result.into_iter().next())
+        let text = self.rest.send("find incident", Method::GET, url, None).await?;
+        let found: Vec<Record> = self.rest.parse_member("find incident", &text, "result")?;
+        Ok(found.into_iter().next())
     }
 
     /// `POST …/incident` → 201 `{"result": {"sys_id", "number", …}}`.
     async fn create(&self, n: &Notification, fingerprint: &str) -> Result<(Record, String), DeliveryError> {
         let body = incident_fields(n, fingerprint, &self.settings);
         let text = self
-            .call("create incident", Method::POST, self.url("")?, Some(&body))
+            .rest
+            .send("create incident", Method::POST, self.rest.url("")?, Some(&body))
             .await?;
-        #[derive(Deserialize)]
-        struct Created {
-            result: Record,
-        }
-        let created: Created = self.rest.parse("create incident", &text)?;
-        let detail = format!("created {}", created.result);
-        Ok((created.result, detail))
+        let record: Record = self.rest.parse_member("create incident", &text, "result")?;
+        let detail = format!("created {record}");
+        Ok((record, detail))
     }
 
     /// `PATCH …/incident/{sys_id}` `{"work_notes": …}`.

@@ -10,7 +10,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_partial_json, header, method, path, query_param};
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
@@ -138,8 +138,7 @@ async fn after_a_crash_the_active_incident_gets_a_work_note_and_no_second_incide
     create_answers(&server, 0).await;
     refuse_anything_else(&server).await;
 
-    let out = servicenow(&server)
-        .deliver(&testing::notification(Action::Open), None)
+    let out = contract::deliver(servicenow(&server), Action::Open, None)
         .await
         .unwrap();
 
@@ -158,8 +157,7 @@ async fn an_update_adds_a_work_note_to_the_remembered_incident_without_looking()
     .await;
     refuse_anything_else(&server).await;
 
-    let out = servicenow(&server)
-        .deliver(&testing::notification(Action::Update), Some(&remembered()))
+    let out = contract::deliver(servicenow(&server), Action::Update, Some(remembered()))
         .await
         .unwrap();
 
@@ -201,8 +199,7 @@ async fn resolve_with_no_active_incident_creates_nothing() {
     search_answers(&server, vec![]).await;
     refuse_anything_else(&server).await;
 
-    let out = servicenow(&server)
-        .deliver(&testing::notification(Action::Resolve), None)
+    let out = contract::deliver(servicenow(&server), Action::Resolve, None)
         .await
         .unwrap();
 
@@ -251,63 +248,45 @@ async fn a_token_is_sent_as_bearer_and_severity_sets_urgency_and_impact() {
     assert_eq!(created.get("assignment_group"), None);
 }
 
+fn boxed(server: &MockServer) -> Box<dyn Receiver> {
+    Box::new(servicenow(server))
+}
+
+fn with_a_token(server: &MockServer) -> Box<dyn Receiver> {
+    let config = Config {
+        user: None,
+        password: None,
+        token: Some(TOKEN.into()),
+        ..settings(server)
+    };
+    Box::new(ServiceNow::new(config, testing::http()))
+}
+
 #[tokio::test]
 async fn a_401_is_permanent_and_says_servicenows_message() {
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
-            "error": { "message": "User Not Authenticated", "detail": "Required to provide Auth information" },
-            "status": "failure",
-        })))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let refused = ResponseTemplate::new(401).set_body_json(json!({
+        "error": { "message": "User Not Authenticated", "detail": "Required to provide Auth information" },
+        "status": "failure",
+    }));
 
-    let e = servicenow(&server)
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = contract::failure(boxed, None, refused).await;
 
-    assert_eq!(
-        e,
-        DeliveryError::permanent(
-            "servicenow find incident: HTTP 401: User Not Authenticated (Required to provide Auth information)"
-        )
-    );
+    let expected = "servicenow find incident: HTTP 401: User Not Authenticated (Required to provide Auth information)";
+    assert_eq!(e, DeliveryError::permanent(expected));
 }
 
 #[tokio::test]
 async fn failures_follow_the_shared_status_table() {
-    contract::follows_the_status_table(|answer| async move {
-        let server = MockServer::start().await;
-        Mock::given(any()).respond_with(answer).mount(&server).await;
-        servicenow(&server)
-            .deliver(&testing::notification(Action::Update), Some(&remembered()))
-            .await
-            .unwrap_err()
-    })
-    .await;
+    contract::follows_the_status_table(boxed, remembered()).await;
 }
 
 #[tokio::test]
 async fn the_password_its_basic_form_and_the_token_never_appear_in_failures() {
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(EchoEverything(401))
-        .mount(&server)
-        .await;
-    let n = testing::notification(Action::Open);
-    let bearer = Config {
-        user: None,
-        password: None,
-        token: Some(TOKEN.into()),
-        ..settings(&server)
-    };
-
-    for receiver in [servicenow(&server), ServiceNow::new(bearer, testing::http())] {
-        let e = receiver.deliver(&n, None).await.unwrap_err();
+    let basic = STANDARD.encode(format!("{USER}:{PASSWORD}"));
+    for build in [boxed as contract::Build, with_a_token] {
+        let e = contract::failure(build, None, EchoEverything(401)).await;
         assert!(e.to_string().contains("[redacted]"), "{e}");
-        assert_no_secret(&e, &[PASSWORD, TOKEN, &STANDARD.encode(format!("{USER}:{PASSWORD}"))]);
+        assert_no_secret(&e, &[PASSWORD, TOKEN, &basic]);
     }
 }
 
