@@ -10,6 +10,7 @@
 //!   [{id, value}]}}` answering 201 with the issue; `PUT /issues/[id].json` `{"issue": {notes, status_id}}`
 //!   answering 204 No Content (422 when refused).
 
+use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -332,4 +333,28 @@ fn the_subject_keeps_its_tag_when_the_title_is_cut() {
     assert_eq!(subject.chars().count(), SUBJECT_MAX_CHARS);
     assert!(subject.ends_with(&format!(" {}", tag())), "{subject}");
     assert!(!subject.contains('\n'));
+}
+
+#[test]
+fn the_api_key_may_be_read_from_a_file_and_the_url_is_checked() {
+    use crate::configuration::Settings;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("redmine-key");
+    std::fs::write(&key, format!("{API_KEY}\n")).unwrap();
+    let yaml = format!(
+        "receivers: [{{name: rm, redmine: {{url: 'https://redmine.example.com', api_key_file: {}, project_id: 3, closed_status_id: 5}}}}]",
+        key.display()
+    );
+
+    let settings = Settings::from_yaml(&yaml).expect("valid");
+
+    let crate::receivers::ReceiverKind::Redmine(config) = &settings.receivers[0].kind else {
+        panic!("a redmine block");
+    };
+    assert_eq!(config.api_key.expose_secret(), API_KEY);
+    assert_eq!(config.project_id, ProjectId::Id(3));
+    let bad = "receivers: [{name: rm, redmine: {url: nope, api_key: k, project_id: '', closed_status_id: 5}}]";
+    let err = Settings::from_yaml(bad).expect_err("invalid").to_string();
+    assert!(err.contains("receivers[0].redmine.url"), "{err}");
+    assert!(err.contains("receivers[0].redmine.project_id"), "{err}");
 }
