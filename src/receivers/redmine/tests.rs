@@ -163,6 +163,39 @@ async fn with_a_custom_field_the_fingerprint_is_stored_and_searched_there() {
 }
 
 #[tokio::test]
+async fn with_a_custom_field_the_issue_holding_the_fingerprint_there_is_found_again() {
+    let server = MockServer::start().await;
+    let with_value = |id: u64, value: &str| {
+        let mut issue = listed(id, "payments is Degraded", 1);
+        issue["custom_fields"] = json!([{ "id": 12, "name": "Herald fingerprint", "value": value }]);
+        issue
+    };
+    let issues = json!([
+        with_value(90, "argocd/payments:degraded-not"),
+        with_value(88, FINGERPRINT)
+    ]);
+    Mock::given(method("GET"))
+        .and(path("/redmine/issues.json"))
+        .and(query_param("cf_12", FINGERPRINT))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "issues": issues, "total_count": 2 })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    put_answers(&server, 88, json!({}), 1).await;
+    refuse_anything_else(&server).await;
+    let config = Config {
+        custom_field_id: Some(12),
+        ..settings(&server)
+    };
+
+    let out = contract::deliver(Redmine::new(config, testing::http()), Action::Update, None)
+        .await
+        .unwrap();
+
+    assert_eq!(out.detail, "commented on #88 (found by custom field)");
+}
+
+#[tokio::test]
 async fn after_a_crash_the_newest_open_issue_of_the_incident_gets_a_note_and_no_second_issue() {
     let server = MockServer::start().await;
     let ours = format!("payments is Degraded {}", tag());
