@@ -70,7 +70,7 @@ pub struct ServiceNow {
 impl ServiceNow {
     pub fn new(settings: Config, http: Http) -> Self {
         let table = format!("{}/api/now/table/incident", settings.instance_url.trim_end_matches('/'));
-        // Validation makes sure one of them is set; without either, requests go unauthenticated and get a 401.
+        // Validation makes sure one of them is set; a block without either sends empty Basic credentials (a 401).
         let auth = match (&settings.token, &settings.user, &settings.password) {
             (Some(token), _, _) => Auth::Bearer(token.clone()),
             (None, user, password) => Auth::Basic(
