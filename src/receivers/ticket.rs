@@ -299,6 +299,13 @@ pub(crate) mod contract {
         receiver.deliver(&testing::notification(action), memo.as_ref()).await
     }
 
+    /// A resolve with no open ticket found: nothing is created, nothing remembered.
+    pub async fn resolves_nothing(receiver: impl Receiver) {
+        let out = deliver(receiver, Action::Resolve, None).await.expect("delivered");
+        assert_eq!(out.memo, None);
+        assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
+    }
+
     /// Builds a receiver against a mock server.
     pub type Build = fn(&MockServer) -> Box<dyn Receiver>;
 

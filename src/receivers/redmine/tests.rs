@@ -277,12 +277,7 @@ async fn resolve_with_nothing_open_creates_nothing() {
     search_answers(&server, vec![listed(80, &format!("x {}", tag()), CLOSED)]).await;
     refuse_anything_else(&server).await;
 
-    let out = contract::deliver(redmine(&server), Action::Resolve, None)
-        .await
-        .unwrap();
-
-    assert_eq!(out.memo, None);
-    assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
+    contract::resolves_nothing(redmine(&server)).await;
 }
 
 /// 404 on a remembered issue means it was deleted (or moved where the key cannot see it): looking again and,

@@ -199,12 +199,7 @@ async fn resolve_with_no_active_incident_creates_nothing() {
     search_answers(&server, vec![]).await;
     refuse_anything_else(&server).await;
 
-    let out = contract::deliver(servicenow(&server), Action::Resolve, None)
-        .await
-        .unwrap();
-
-    assert_eq!(out.memo, None);
-    assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
+    contract::resolves_nothing(servicenow(&server)).await;
 }
 
 #[tokio::test]
