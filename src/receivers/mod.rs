@@ -25,12 +25,15 @@ pub mod msteams;
 pub mod pagerduty;
 pub mod preview;
 pub mod redact;
+pub mod redmine;
 pub mod render;
+pub mod servicenow;
 pub mod slack;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
+pub mod ticket;
 pub mod webhook;
 
 use std::collections::HashMap;
@@ -203,6 +206,8 @@ pub enum ReceiverKind {
     Github(github::Config),
     Pagerduty(pagerduty::Config),
     Alertmanager(alertmanager::Config),
+    Redmine(redmine::Config),
+    Servicenow(servicenow::Config),
 }
 
 impl ReceiverKind {
@@ -221,6 +226,8 @@ impl ReceiverKind {
             ReceiverKind::Github(c) => ("github", c),
             ReceiverKind::Pagerduty(c) => ("pagerduty", c),
             ReceiverKind::Alertmanager(c) => ("alertmanager", c),
+            ReceiverKind::Redmine(c) => ("redmine", c),
+            ReceiverKind::Servicenow(c) => ("servicenow", c),
         }
     }
 

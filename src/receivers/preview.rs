@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, render, slack, webhook,
+    alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, redmine, render,
+    servicenow, slack, webhook,
 };
 use crate::domain::Notification;
 
@@ -52,7 +53,7 @@ fn json(name: &'static str, markup: Markup, v: &Value) -> Part {
 }
 
 /// Every receiver key (`slack`, `jira`…) a preview can be asked for.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 14] = [
     "console",
     "email",
     "slack",
@@ -65,6 +66,8 @@ pub const KINDS: [&str; 12] = [
     "github",
     "pagerduty",
     "alertmanager",
+    "redmine",
+    "servicenow",
 ];
 
 /// What a receiver of kind `kind` (its key in `receivers[]`) sends for `n` at `now`, without a custom template;
@@ -122,6 +125,21 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 .map(|i| alertmanager::alert(n, i, now, ttl))
                 .collect();
             vec![json("json", Markup::Json, &Value::Array(alerts))]
+        }
+        "redmine" => {
+            let fingerprint = n.primary().map_or(n.thread_key.as_str(), |i| i.fingerprint.as_str());
+            let (subject, description) = redmine::preview(n, fingerprint);
+            vec![
+                part("subject", Markup::Plain, subject),
+                part("md", Markup::CommonMark, description),
+            ]
+        }
+        "servicenow" => {
+            let (short_description, description) = servicenow::preview(n);
+            vec![
+                part("short_description", Markup::Plain, short_description),
+                part("txt", Markup::Plain, description),
+            ]
         }
         _ => return None,
     };

@@ -27,6 +27,8 @@ receivers:
   - {name: github, github: {repo: acme/payments, token: t}}
   - {name: pagerduty, pagerduty: {routing_key: k}}
   - {name: alertmanager, alertmanager: {url: "http://alertmanager:9093"}}
+  - {name: redmine, redmine: {url: "https://redmine.example.com", api_key: k, project_id: payments, closed_status_id: 5}}
+  - {name: servicenow, servicenow: {instance_url: "https://acme.service-now.com", token: t}}
 "#;
 
 #[test]
@@ -46,6 +48,8 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("github", true, true, None, false),
         ("pagerduty", true, true, None, false),
         ("alertmanager", true, true, None, false),
+        ("redmine", true, true, None, false),
+        ("servicenow", true, true, None, false),
     ];
     assert_eq!(settings.receivers.len(), expected.len());
     for (r, (key, resolves, per_incident, rate, fallback)) in settings.receivers.iter().zip(expected) {
@@ -86,7 +90,7 @@ fn every_kind_builds_into_a_receiver() {
 
     let built = build_all(&shared).expect("every kind builds");
 
-    assert_eq!(built.len(), 12);
+    assert_eq!(built.len(), 14);
 }
 
 #[test]
@@ -128,6 +132,14 @@ fn each_kind_checks_its_own_block_under_its_key_path() {
         (
             "receivers: [{name: x, alertmanager: {url: nope}}]",
             "receivers[0].alertmanager.url",
+        ),
+        (
+            "receivers: [{name: x, redmine: {url: nope, api_key: k, project_id: 1, closed_status_id: 5}}]",
+            "receivers[0].redmine.url",
+        ),
+        (
+            "receivers: [{name: x, servicenow: {instance_url: 'https://x.service-now.com'}}]",
+            "receivers[0].servicenow.user",
         ),
     ];
     for (yaml, path) in cases {
