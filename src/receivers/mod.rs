@@ -16,6 +16,7 @@ pub mod github;
 mod golden;
 pub mod googlechat;
 pub mod http;
+pub mod incoming_webhook;
 #[cfg(test)]
 mod injection_tests;
 pub mod jira;

@@ -124,6 +124,13 @@ pub fn json(r: &Request) -> Value {
     serde_json::from_slice(&r.body).expect("a JSON body")
 }
 
+/// The JSON body of the one request the server saw; fails the test when it saw none or several.
+pub async fn only_body(server: &MockServer) -> Value {
+    let reqs = requests(server).await;
+    assert_eq!(reqs.len(), 1, "one request: {reqs:?}");
+    json(&reqs[0])
+}
+
 /// A failure as it is logged and stored: its message and its debug form.
 pub fn error_text(e: &DeliveryError) -> String {
     format!("{e} {e:?}")
