@@ -110,7 +110,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     if !render::detailed(n) {
         s.push('\n');
         for app in render::apps(n) {
-            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| gc(&app.name));
+            let name = render::linked(&app.name, app.url, link, gc);
             for i in &app.incidents {
                 s.push_str(&format!(
                     "• *{}* {name}: {}\n",
@@ -119,20 +119,13 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
                 ));
             }
         }
-        hints(
-            &mut s,
-            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-        );
+        hints(&mut s, &render::summary_hints(n));
         return s;
     }
     for app in render::apps(n) {
         s.push('\n');
         for f in app.facts() {
-            let value = f
-                .link
-                .as_deref()
-                .map(|u| link(&f.value, u))
-                .unwrap_or_else(|| code(&f.value));
+            let value = render::linked(&f.value, f.link.as_deref(), link, code);
             s.push_str(&format!("{}: {value}\n", f.label));
         }
         for i in &app.incidents {
@@ -143,7 +136,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
             ));
             for r in &i.resources {
                 let (what, status) = render::resource_line(r);
-                let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| code(&what));
+                let what = render::linked(&what, r.url.as_deref(), link, code);
                 s.push_str(&format!("• {what}: {}", gc(&status)));
                 if !r.message.is_empty() {
                     s.push_str(&format!(" — {}", gc(&r.message)));

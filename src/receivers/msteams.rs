@@ -155,9 +155,7 @@ fn teams_list(n: &Notification) -> Vec<Value> {
     // One block for the whole list: its own, larger limit (the card stays far under Teams' 28 KB).
     let list = json!({"type": "TextBlock", "text": truncate(&lines.join("\n"), 4 * TEAMS_MAX_TEXT), "wrap": true});
     let mut out = vec![json!({"type": "Container", "separator": true, "items": [list]})];
-    out.extend(hints_block(&render::first_of_each(
-        n.incidents.iter().flat_map(|i| &i.hints),
-    )));
+    out.extend(hints_block(&render::summary_hints(n)));
     out
 }
 

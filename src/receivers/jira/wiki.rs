@@ -34,7 +34,7 @@ pub fn wiki(n: &Notification) -> String {
     }
     if !render::detailed(n) {
         for app in render::apps(n) {
-            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| esc(&app.name));
+            let name = render::linked(&app.name, app.url, link, esc);
             for i in &app.incidents {
                 s.push_str(&format!(
                     "* *{}* {name}: {}\n",
@@ -43,19 +43,12 @@ pub fn wiki(n: &Notification) -> String {
                 ));
             }
         }
-        hints(
-            &mut s,
-            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-        );
+        hints(&mut s, &render::summary_hints(n));
         return s;
     }
     for app in render::apps(n) {
         for f in app.facts() {
-            let value = f
-                .link
-                .as_deref()
-                .map(|u| link(&f.value, u))
-                .unwrap_or_else(|| esc(&f.value));
+            let value = render::linked(&f.value, f.link.as_deref(), link, esc);
             s.push_str(&format!("* *{}*: {value}\n", f.label));
         }
         for i in &app.incidents {
@@ -69,7 +62,7 @@ pub fn wiki(n: &Notification) -> String {
                 let cell = |c: &str| if c.is_empty() { " ".to_string() } else { esc(c) };
                 for r in i.resources.iter().take(MAX_RESOURCES) {
                     let (what, status) = render::resource_line(r);
-                    let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| cell(&what));
+                    let what = render::linked(&what, r.url.as_deref(), link, cell);
                     s.push_str(&format!(
                         "|{what}|{}|{}|\n",
                         cell(&status),

@@ -2,8 +2,8 @@
 //! where Herald puts them, messages quoted line by line.
 
 use super::escape::{commonmark as md, commonmark_code, message_lines, with_code};
-use super::plain::first_of_each;
-use super::{apps, detailed, incident_word, resource_line};
+use super::plain::summary_hints;
+use super::{apps, detailed, incident_word, linked, resource_line};
 use crate::domain::{Hint, Notification};
 
 /// A link Herald makes: escaped text, and a URL from Herald's settings or Argo CD's own names.
@@ -30,10 +30,7 @@ pub fn markdown(n: &Notification) -> String {
     let now = n.created_at;
     if !detailed(n) {
         for app in apps(n) {
-            let name = match app.url {
-                Some(u) => link(&app.name, u),
-                None => md(&app.name),
-            };
+            let name = linked(&app.name, app.url, link, md);
             for i in &app.incidents {
                 s.push_str(&format!(
                     "- **{}** {name}: {}\n",
@@ -42,7 +39,7 @@ pub fn markdown(n: &Notification) -> String {
                 ));
             }
         }
-        hints(&mut s, &first_of_each(n.incidents.iter().flat_map(|i| &i.hints)));
+        hints(&mut s, &summary_hints(n));
         return s;
     }
     for app in apps(n) {

@@ -11,7 +11,7 @@ mod plain;
 
 pub use html::html;
 pub use markdown::markdown;
-pub(crate) use plain::first_of_each;
+pub(crate) use plain::summary_hints;
 pub use plain::{console_text, text};
 
 use super::DeliveryError;
@@ -27,6 +27,20 @@ pub struct Fact {
     pub label: String,
     pub value: String,
     pub link: Option<String>,
+}
+
+/// Something that may link (an Application's name, a fact, a resource) as a markup shows it: `link(text, url)`
+/// when there is a URL, else `esc(text)`.
+pub fn linked(
+    text: &str,
+    url: Option<&str>,
+    link: impl Fn(&str, &str) -> String,
+    esc: impl Fn(&str) -> String,
+) -> String {
+    match url {
+        Some(u) => link(text, u),
+        None => esc(text),
+    }
 }
 
 fn fact(label: &str, value: String) -> Fact {
