@@ -361,15 +361,9 @@ impl Store {
     }
 
     pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-        let rows = q!(
-            "SELECT received_at, body, body_z FROM raw_events WHERE namespace = $1 AND name = $2 \
-                       ORDER BY id DESC LIMIT $3"
-        )
-        .bind(&app.namespace)
-        .bind(&app.name)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .newest_of_app("received_at, body, body_z", "raw_events", app, limit)
+            .await?;
         rows.iter()
             .map(|r| {
                 let body = match r.try_get::<Option<Vec<u8>>, _>("body_z")? {
@@ -481,15 +475,9 @@ impl Store {
     }
 
     pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
-        let rows = q!(
-            "SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
-                       ORDER BY id DESC LIMIT $3"
-        )
-        .bind(&app.namespace)
-        .bind(&app.name)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .newest_of_app("at, field, from_value, to_value", "transitions", app, limit)
+            .await?;
         let mut out: Vec<TimelineEntry> = rows
             .iter()
             .map(|r| {
@@ -503,5 +491,24 @@ impl Store {
             .collect::<Result<_, StoreError>>()?;
         out.reverse();
         Ok(out)
+    }
+
+    /// `columns` of the newest `limit` rows of an append-only `table` about one Application, newest first.
+    async fn newest_of_app(
+        &self,
+        columns: &str,
+        table: &str,
+        app: &AppId,
+        limit: i64,
+    ) -> Result<Vec<AnyRow>, StoreError> {
+        let rows = q!(format!(
+            "SELECT {columns} FROM {table} WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3"
+        ))
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
     }
 }
