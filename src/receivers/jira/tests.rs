@@ -43,6 +43,28 @@ fn jira(server: &MockServer, api: Api) -> Jira {
     Jira::new(settings(server, api), testing::http())
 }
 
+/// Delivers `action` (with `memo`) through a Jira on `server`, after making any request not mounted before fail
+/// the test.
+async fn deliver(
+    server: &MockServer,
+    api: Api,
+    action: Action,
+    memo: Option<&Memo>,
+) -> Result<Delivered, DeliveryError> {
+    deliver_with(server, settings(server, api), action, memo).await
+}
+
+/// [`deliver`] with changed settings.
+async fn deliver_with(
+    server: &MockServer,
+    settings: Config,
+    action: Action,
+    memo: Option<&Memo>,
+) -> Result<Delivered, DeliveryError> {
+    refuse_anything_else(server).await;
+    Jira::new(settings, testing::http()).deliver(&note(action), memo).await
+}
+
 fn base(api: Api) -> &'static str {
     match api {
         Api::Cloud => "/rest/api/3",
@@ -171,12 +193,8 @@ async fn cloud_open_searches_by_label_then_creates_one_issue_described_in_adf() 
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
     assert_eq!(out.detail, "created PAY-42");
@@ -235,12 +253,8 @@ async fn cloud_searches_with_search_jql_and_never_calls_the_retired_search_endpo
         .await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-7", "indeterminate", None)]).await;
     comment_expected(&server, Api::Cloud, "PAY-7", 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-7" })));
     let search = bodies(&server, "POST", "/rest/api/3/search/jql").await;
@@ -252,12 +266,8 @@ async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Datacenter, vec![]).await;
     create_expected(&server, Api::Datacenter, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Datacenter)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Datacenter, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
     for r in server.received_requests().await.unwrap() {
@@ -301,9 +311,8 @@ async fn an_issue_found_again_by_its_label_gets_a_comment_and_no_second_issue() 
         .await;
         comment_expected(&server, api, "PAY-9", 1).await;
         create_expected(&server, api, 0).await;
-        refuse_anything_else(&server).await;
 
-        let out = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap();
+        let out = deliver(&server, api, Action::Open, None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "key": "PAY-9" })), "{api:?}");
         assert_eq!(out.detail, "commented on PAY-9 (found by label)");
@@ -325,12 +334,8 @@ async fn cloud_search_follows_the_next_page_token() {
         .await;
     testing::expect_post(&server, "/rest/api/3/search/jql", ResponseTemplate::new(200).set_body_json(json!({ "issues": [issue("PAY-5", "done", Some(now() - chrono::Duration::days(9)))], "isLast": false, "nextPageToken": "page-2", })), 1).await;
     comment_expected(&server, Api::Cloud, "PAY-2", 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-2" })));
 }
@@ -340,13 +345,9 @@ async fn an_update_comments_on_the_remembered_issue_without_searching() {
     for api in [Api::Cloud, Api::Datacenter] {
         let server = MockServer::start().await;
         comment_expected(&server, api, "PAY-12", 1).await;
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Update), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Update, Some(&memo)).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
         assert_eq!(out.detail, "commented on PAY-12");
@@ -364,13 +365,9 @@ async fn resolve_comments_then_applies_the_resolve_transition_found_by_name() {
         comment_expected(&server, api, "PAY-12", 1).await;
         transitions_offered(&server, api, "PAY-12").await;
         transition_expected(&server, api, "PAY-12", "31").await;
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Resolve), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Resolve, Some(&memo)).await.unwrap();
 
         assert_eq!(out.detail, "resolved PAY-12 (Done)");
         assert_eq!(
@@ -402,15 +399,11 @@ async fn the_resolve_transition_may_be_given_by_id() {
     comment_expected(&server, Api::Cloud, "PAY-12", 1).await;
     transitions_offered(&server, Api::Cloud, "PAY-12").await;
     transition_expected(&server, Api::Cloud, "PAY-12", "31").await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.resolve_transition = Some("31".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let out = Jira::new(s, testing::http())
-        .deliver(&note(Action::Resolve), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver_with(&server, s, Action::Resolve, Some(&memo)).await.unwrap();
 
     assert_eq!(out.detail, "resolved PAY-12 (Done)");
 }
@@ -426,13 +419,11 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
         .expect(1)
         .mount(&server)
         .await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.resolve_transition = Some("Close Issue".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let err = Jira::new(s, testing::http())
-        .deliver(&note(Action::Resolve), Some(&memo))
+    let err = deliver_with(&server, s, Action::Resolve, Some(&memo))
         .await
         .unwrap_err();
 
@@ -461,11 +452,9 @@ async fn resolving_an_issue_someone_already_closed_succeeds() {
         .expect(1)
         .mount(&server)
         .await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "key": "PAY-12" });
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Resolve), Some(&memo))
+    let out = deliver(&server, Api::Cloud, Action::Resolve, Some(&memo))
         .await
         .unwrap();
 
@@ -486,14 +475,10 @@ async fn a_new_occurrence_reopens_the_issue_resolved_within_the_window() {
         transition_expected(&server, api, "PAY-12", "41").await;
         comment_expected(&server, api, "PAY-12", 1).await;
         create_expected(&server, api, 0).await;
-        refuse_anything_else(&server).await;
 
         // The memo of the earlier resolve: Herald looks again rather than trusting it.
         let memo = json!({ "key": "PAY-12", "resolved_at": "2025-03-01T10:00:00Z" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Open), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Open, Some(&memo)).await.unwrap();
 
         assert_eq!(out.detail, "reopened PAY-12 (Reopen)", "{api:?}");
         assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
@@ -510,12 +495,8 @@ async fn an_issue_resolved_before_the_window_gets_a_new_issue_instead() {
     )
     .await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
@@ -525,14 +506,10 @@ async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.reopen_transition = None;
 
-    let out = Jira::new(s, testing::http())
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver_with(&server, s, Action::Open, None).await.unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
@@ -548,12 +525,8 @@ async fn a_reopen_transition_the_workflow_does_not_offer_falls_back_to_a_new_iss
         .mount(&server)
         .await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
@@ -570,13 +543,9 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
     .await;
     search_finds(&server, Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "key": "PAY-1" });
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
 }
@@ -588,12 +557,8 @@ async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
     comment_expected(&server, Api::Datacenter, "PAY-9", 1).await;
     transitions_offered(&server, Api::Datacenter, "PAY-9").await;
     transition_expected(&server, Api::Datacenter, "PAY-9", "31").await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Datacenter)
-        .deliver(&note(Action::Resolve), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Datacenter, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.detail, "resolved PAY-9 (Done)");
 }
@@ -602,12 +567,8 @@ async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
 async fn resolve_with_nothing_open_changes_nothing() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-3", "done", Some(now()))]).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Resolve), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.memo, None);
     assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
@@ -623,12 +584,8 @@ async fn rate_limited_is_transient_with_the_servers_retry_after() {
         1,
     )
     .await;
-    refuse_anything_else(&server).await;
 
-    let err = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
+    let err = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap_err();
 
     assert!(
         matches!(&err, DeliveryError::Transient { retry_after: Some(d), .. } if *d == Duration::from_secs(30)),
@@ -667,11 +624,9 @@ async fn statuses_are_classified_by_the_shared_table() {
             )
             .await;
         }
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let err = jira(&server, Api::Datacenter)
-            .deliver(&note(Action::Update), Some(&memo))
+        let err = deliver(&server, Api::Datacenter, Action::Update, Some(&memo))
             .await
             .unwrap_err();
 
@@ -697,12 +652,8 @@ async fn a_create_rejected_as_bad_request_is_permanent_and_says_why() {
         1,
     )
     .await;
-    refuse_anything_else(&server).await;
 
-    let err = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
+    let err = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap_err();
 
     let DeliveryError::Permanent { reason } = err else {
         panic!("{err:?}")
