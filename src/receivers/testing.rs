@@ -9,8 +9,8 @@ use serde_json::Value;
 use wiremock::matchers::{self, any, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use super::DeliveryError;
 use super::http::Http;
+use super::{DeliveryError, Receiver};
 use crate::clock::{SharedClock, SystemClock};
 use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity};
 
@@ -149,6 +149,30 @@ impl wiremock::Respond for EchoEverything {
         text.push_str(&String::from_utf8_lossy(&r.body));
         ResponseTemplate::new(self.0).set_body_string(text)
     }
+}
+
+/// Delivers `n` through `receiver`, which points at [`UNREACHABLE`]: the failure must be transient (retrying can
+/// help) and carry none of `secrets`.
+pub async fn assert_unreachable_is_transient(receiver: &dyn Receiver, n: &Notification, secrets: &[&str]) {
+    let e = receiver.deliver(n, None).await.expect_err("nothing listens there");
+    assert!(matches!(e, DeliveryError::Transient { .. }), "{e:?}");
+    assert_no_secret(&e, secrets);
+}
+
+/// The credentials a request carried: its `Authorization` header, and what a `Basic` one decodes to (else "").
+pub fn credentials(r: &Request) -> (String, String) {
+    use base64::Engine as _;
+    let auth = r
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let decoded = auth
+        .strip_prefix("Basic ")
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    (auth.to_string(), decoded)
 }
 
 pub fn assert_no_secret(e: &DeliveryError, secrets: &[&str]) {
