@@ -231,7 +231,7 @@ mod tests {
 
     use secrecy::SecretString;
     use serde_json::{Value, json};
-    use wiremock::matchers::{any, body_json, method, path};
+    use wiremock::matchers::{body_json, method, path};
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
@@ -438,12 +438,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_routing_key_never_appears_in_errors() {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(EchoEvent)
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = testing::answering_once(EchoEvent).await;
 
         let err = pagerduty(&server)
             .deliver(&note(Action::Resolve), None)

@@ -105,12 +105,21 @@ pub async fn refuse_anything_else(server: &MockServer) {
         .await;
 }
 
+/// A server that expects exactly one request, whatever it is, and answers it with `answer` (a failure test's
+/// downstream).
+pub async fn answering_once(answer: impl wiremock::Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(any()).respond_with(answer).expect(1).mount(&server).await;
+    server
+}
+
 /// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
 pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
     Mock::given(method("POST"))
         .and(matchers::path(path))
         .respond_with(answer)
         .expect(times)
+        .named(format!("POST {path}"))
         .mount(server)
         .await;
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_json, method, path, query_param};
+use wiremock::matchers::{body_json, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::classify;
@@ -54,25 +54,14 @@ async fn open_issues_are(server: &MockServer, items: Value) {
 }
 
 async fn create_expected(server: &MockServer, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues")))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
-            "id": 1, "number": 42, "html_url": "https://github.com/acme/payments/issues/42",
-        })))
-        .expect(times)
-        .named("create issue")
-        .mount(server)
-        .await;
+    let created = json!({ "id": 1, "number": 42, "html_url": "https://github.com/acme/payments/issues/42" });
+    let answer = ResponseTemplate::new(201).set_body_json(created);
+    testing::expect_post(server, &format!("{REPO}/issues"), answer, times).await;
 }
 
 async fn comment_expected(server: &MockServer, number: u64, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues/{number}/comments")))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": 7 })))
-        .expect(times)
-        .named("comment")
-        .mount(server)
-        .await;
+    let answer = ResponseTemplate::new(201).set_body_json(json!({ "id": 7 }));
+    testing::expect_post(server, &format!("{REPO}/issues/{number}/comments"), answer, times).await;
 }
 
 async fn close_expected(server: &MockServer, number: u64) {
@@ -437,12 +426,7 @@ impl wiremock::Respond for EchoCredentials {
 
 #[tokio::test]
 async fn the_token_never_appears_in_errors() {
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(EchoCredentials)
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = testing::answering_once(EchoCredentials).await;
 
     let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
 

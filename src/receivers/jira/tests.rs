@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::TimeZone;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_partial_json, method, path};
+use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::parse_jira_time;
@@ -116,25 +116,14 @@ async fn search_finds(server: &MockServer, api: Api, issues: Vec<Value>) {
 }
 
 async fn comment_expected(server: &MockServer, api: Api, key: &str, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{}/issue/{key}/comment", base(api))))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": "100" })))
-        .expect(times)
-        .named("comment")
-        .mount(server)
-        .await;
+    let answer = ResponseTemplate::new(201).set_body_json(json!({ "id": "100" }));
+    testing::expect_post(server, &format!("{}/issue/{key}/comment", base(api)), answer, times).await;
 }
 
 async fn create_expected(server: &MockServer, api: Api, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{}/issue", base(api))))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
-            "id": "10042", "key": "PAY-42", "self": "https://jira.example.com/rest/api/2/issue/10042",
-        })))
-        .expect(times)
-        .named("create issue")
-        .mount(server)
-        .await;
+    let created = json!({ "id": "10042", "key": "PAY-42", "self": "https://jira.example.com/rest/api/2/issue/10042" });
+    let answer = ResponseTemplate::new(201).set_body_json(created);
+    testing::expect_post(server, &format!("{}/issue", base(api)), answer, times).await;
 }
 
 async fn transitions_offered(server: &MockServer, api: Api, key: &str) {
@@ -675,12 +664,7 @@ impl wiremock::Respond for EchoCredentials {
 #[tokio::test]
 async fn the_token_never_appears_in_errors() {
     for api in [Api::Cloud, Api::Datacenter] {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(EchoCredentials)
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = testing::answering_once(EchoCredentials).await;
 
         let err = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap_err();
 
