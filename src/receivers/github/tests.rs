@@ -37,6 +37,13 @@ fn github(server: &MockServer) -> Github {
     Github::new(settings(server), testing::http())
 }
 
+/// Delivers `action` (with `memo`) through GitHub on `server`, after making any request not mounted before fail
+/// the test.
+async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+    refuse_anything_else(server).await;
+    github(server).deliver(&note(action), memo).await
+}
+
 fn label() -> String {
     fingerprint_label(FINGERPRINT)
 }
@@ -80,9 +87,8 @@ async fn open_without_a_memo_looks_for_an_open_issue_then_creates_one() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
     assert_eq!(out.detail, "created #42 https://github.com/acme/payments/issues/42");
@@ -115,9 +121,8 @@ async fn an_open_issue_found_by_its_label_gets_a_comment_and_no_second_issue() {
     .await;
     comment_expected(&server, 9, 1).await;
     create_expected(&server, 0).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 9 })));
     assert_eq!(out.detail, "commented on #9 (found by label)");
@@ -136,9 +141,8 @@ async fn pull_requests_in_the_results_are_skipped() {
     .await;
     comment_expected(&server, 5, 0).await;
     comment_expected(&server, 9, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Update), None).await.unwrap();
+    let out = deliver(&server, Action::Update, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 9 })));
 }
@@ -148,9 +152,8 @@ async fn a_pull_request_alone_is_not_the_incidents_issue() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([{ "number": 5, "pull_request": {} }])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -159,13 +162,9 @@ async fn a_pull_request_alone_is_not_the_incidents_issue() {
 async fn an_update_comments_on_the_remembered_issue_without_looking() {
     let server = MockServer::start().await;
     comment_expected(&server, 42, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 42 });
-    let out = github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
     assert_eq!(out.detail, "commented on #42");
@@ -178,13 +177,9 @@ async fn resolve_comments_then_closes_the_issue_as_completed() {
     let server = MockServer::start().await;
     comment_expected(&server, 42, 1).await;
     close_expected(&server, 42).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 42 });
-    let out = github(&server)
-        .deliver(&note(Action::Resolve), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Resolve, Some(&memo)).await.unwrap();
 
     assert_eq!(
         out.memo,
@@ -211,9 +206,8 @@ async fn resolve_without_a_memo_closes_the_open_issue_found_by_label() {
     open_issues_are(&server, json!([{ "number": 9 }])).await;
     comment_expected(&server, 9, 1).await;
     close_expected(&server, 9).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.detail, "closed #9");
 }
@@ -222,9 +216,8 @@ async fn resolve_without_a_memo_closes_the_open_issue_found_by_label() {
 async fn resolve_with_nothing_open_changes_nothing() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([])).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.memo, None);
     assert!(out.detail.contains("nothing to resolve"));
@@ -236,10 +229,9 @@ async fn a_new_occurrence_after_a_resolve_looks_again_and_opens_a_new_issue() {
     open_issues_are(&server, json!([])).await;
     comment_expected(&server, 42, 0).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 41, "resolved_at": "2025-03-01T10:00:00Z" });
-    let out = github(&server).deliver(&note(Action::Open), Some(&memo)).await.unwrap();
+    let out = deliver(&server, Action::Open, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -256,13 +248,9 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
     .await;
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 41 });
-    let out = github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -271,12 +259,8 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
 async fn comment_fails_with(template: ResponseTemplate) -> DeliveryError {
     let server = MockServer::start().await;
     testing::expect_post(&server, &format!("{REPO}/issues/42/comments"), template, 1).await;
-    refuse_anything_else(&server).await;
     let memo = json!({ "number": 42 });
-    github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap_err()
+    deliver(&server, Action::Update, Some(&memo)).await.unwrap_err()
 }
 
 #[tokio::test]
@@ -352,9 +336,8 @@ async fn other_client_errors_are_permanent_and_server_errors_transient() {
             1,
         )
         .await;
-        refuse_anything_else(&server).await;
 
-        let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+        let err = deliver(&server, Action::Open, None).await.unwrap_err();
 
         assert_eq!(
             matches!(err, DeliveryError::Transient { .. }),
