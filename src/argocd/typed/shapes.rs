@@ -36,7 +36,9 @@ shape! {
         timestamp: str,
         #[serde(borrow)]
         context: Obj<Context<'a>>,
-        // A bare Application (no envelope) has these at the top.
+        // A bare Application (no envelope) has these at the top. They repeat `AppDoc`'s rather than flattening it in:
+        // `#[serde(flatten)]` buffers every key of the body into serde's content tree first, the very copy this
+        // reader exists to skip.
         kind: str,
         #[serde(borrow)]
         metadata: Obj<Metadata<'a>>,
