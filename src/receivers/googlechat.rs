@@ -109,16 +109,9 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     }
     if !render::detailed(n) {
         s.push('\n');
-        for app in render::apps(n) {
-            let name = render::linked(&app.name, app.url, link, gc);
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "• *{}* {name}: {}\n",
-                    render::incident_word(i),
-                    gc(&i.status_line(now))
-                ));
-            }
-        }
+        s.push_str(&render::summary_list(n, link, gc, |i, name, status| {
+            format!("• *{}* {name}: {status}\n", render::incident_word(i))
+        }));
         hints(&mut s, &render::summary_hints(n));
         return s;
     }

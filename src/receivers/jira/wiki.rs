@@ -33,16 +33,9 @@ pub fn wiki(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n\n", esc(&n.reason)));
     }
     if !render::detailed(n) {
-        for app in render::apps(n) {
-            let name = render::linked(&app.name, app.url, link, esc);
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "* *{}* {name}: {}\n",
-                    render::incident_word(i),
-                    esc(&i.status_line(now))
-                ));
-            }
-        }
+        s.push_str(&render::summary_list(n, link, esc, |i, name, status| {
+            format!("* *{}* {name}: {status}\n", render::incident_word(i))
+        }));
         hints(&mut s, &render::summary_hints(n));
         return s;
     }

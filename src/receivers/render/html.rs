@@ -3,7 +3,7 @@
 
 use super::escape::{html as esc, message_lines, with_code};
 use super::plain::summary_hints;
-use super::{apps, detailed, incident_word, linked, resource_line};
+use super::{apps, detailed, incident_word, linked, resource_line, summary_list};
 use crate::domain::{Hint, Incident, Notification};
 
 const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#1f2328;\
@@ -48,12 +48,9 @@ pub fn html(n: &Notification) -> String {
     let now = n.created_at;
     if !detailed(n) {
         s.push_str("<ul>");
-        for app in apps(n) {
-            let name = linked(&app.name, app.url, link, esc);
-            for i in &app.incidents {
-                s.push_str(&format!("<li>{} {name}: {}</li>", word(i), esc(&i.status_line(now))));
-            }
-        }
+        s.push_str(&summary_list(n, link, esc, |i, name, status| {
+            format!("<li>{} {name}: {status}</li>", word(i))
+        }));
         s.push_str("</ul>");
         hints(&mut s, &summary_hints(n));
         s.push_str("</body></html>");

@@ -3,7 +3,7 @@
 
 use super::escape::{commonmark as md, commonmark_code, message_lines, with_code};
 use super::plain::summary_hints;
-use super::{apps, detailed, incident_word, linked, resource_line};
+use super::{apps, detailed, incident_word, resource_line, summary_list};
 use crate::domain::{Hint, Notification};
 
 /// A link Herald makes: escaped text, and a URL from Herald's settings or Argo CD's own names.
@@ -29,16 +29,9 @@ pub fn markdown(n: &Notification) -> String {
     }
     let now = n.created_at;
     if !detailed(n) {
-        for app in apps(n) {
-            let name = linked(&app.name, app.url, link, md);
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "- **{}** {name}: {}\n",
-                    incident_word(i),
-                    md(&i.status_line(now))
-                ));
-            }
-        }
+        s.push_str(&summary_list(n, link, md, |i, name, status| {
+            format!("- **{}** {name}: {status}\n", incident_word(i))
+        }));
         hints(&mut s, &summary_hints(n));
         return s;
     }

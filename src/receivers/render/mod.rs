@@ -43,6 +43,25 @@ pub fn linked(
     }
 }
 
+/// The list of a summary (a message about many Applications): `line(incident, name, status)` for each problem in
+/// the notification's order, `name` being its Application's name as the markup shows it (linked, or escaped by
+/// `esc`) and `status` its status line escaped.
+pub fn summary_list(
+    n: &Notification,
+    link: impl Fn(&str, &str) -> String,
+    esc: impl Fn(&str) -> String,
+    line: impl Fn(&Incident, &str, &str) -> String,
+) -> String {
+    let mut s = String::new();
+    for app in apps(n) {
+        let name = linked(&app.name, app.url, &link, &esc);
+        for i in &app.incidents {
+            s.push_str(&line(i, &name, &esc(&i.status_line(n.created_at))));
+        }
+    }
+    s
+}
+
 fn fact(label: &str, value: String) -> Fact {
     Fact {
         label: label.into(),
