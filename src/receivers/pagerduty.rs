@@ -192,9 +192,7 @@ impl Receiver for PagerDuty {
         if let Some(c) = &n.change {
             return self.send_change(c).await;
         }
-        let i = n
-            .primary()
-            .ok_or_else(|| DeliveryError::permanent("pagerduty: the notification carries no incident"))?;
+        let i = super::primary_incident(n, "pagerduty")?;
         let key = dedup_key(&i.fingerprint);
         let (event, verb) = match n.action {
             Action::Resolve => (
