@@ -10,7 +10,7 @@ use wiremock::matchers::{self, any, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::http::Http;
-use super::{DeliveryError, Receiver};
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::clock::{SharedClock, SystemClock};
 use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity};
 
@@ -103,6 +103,18 @@ pub async fn refuse_anything_else(server: &MockServer) {
         .named("an unexpected request")
         .mount(server)
         .await;
+}
+
+/// Delivers `n` (with `memo`) through `receiver`, after making any request not mounted on `server` before fail
+/// the test.
+pub async fn deliver_strictly(
+    server: &MockServer,
+    receiver: &dyn Receiver,
+    n: &Notification,
+    memo: Option<&Memo>,
+) -> Result<Delivered, DeliveryError> {
+    refuse_anything_else(server).await;
+    receiver.deliver(n, memo).await
 }
 
 /// A server that expects exactly one request, whatever it is, and answers it with `answer` (a failure test's

@@ -40,8 +40,7 @@ fn github(server: &MockServer) -> Github {
 /// Delivers `action` (with `memo`) through GitHub on `server`, after making any request not mounted before fail
 /// the test.
 async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-    refuse_anything_else(server).await;
-    github(server).deliver(&note(action), memo).await
+    testing::deliver_strictly(server, &github(server), &note(action), memo).await
 }
 
 fn label() -> String {

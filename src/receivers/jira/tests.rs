@@ -11,7 +11,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::parse_jira_time;
 use super::*;
-use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, now, refuse_anything_else};
+use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, now};
 
 const TOKEN: &str = "jira-token-s3cr3t-5b1f";
 
@@ -43,26 +43,14 @@ fn jira(server: &MockServer, api: Api) -> Jira {
     Jira::new(settings(server, api), testing::http())
 }
 
-/// Delivers `action` (with `memo`) through a Jira on `server`, after making any request not mounted before fail
-/// the test.
+/// Delivers `action` (with `memo`) through a Jira on `server`, failing on any request not mounted before.
 async fn deliver(
     server: &MockServer,
     api: Api,
     action: Action,
     memo: Option<&Memo>,
 ) -> Result<Delivered, DeliveryError> {
-    deliver_with(server, settings(server, api), action, memo).await
-}
-
-/// [`deliver`] with changed settings.
-async fn deliver_with(
-    server: &MockServer,
-    settings: Config,
-    action: Action,
-    memo: Option<&Memo>,
-) -> Result<Delivered, DeliveryError> {
-    refuse_anything_else(server).await;
-    Jira::new(settings, testing::http()).deliver(&note(action), memo).await
+    testing::deliver_strictly(server, &jira(server, api), &note(action), memo).await
 }
 
 fn base(api: Api) -> &'static str {
@@ -392,7 +380,14 @@ async fn the_resolve_transition_may_be_given_by_id() {
     s.resolve_transition = Some("31".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let out = deliver_with(&server, s, Action::Resolve, Some(&memo)).await.unwrap();
+    let out = testing::deliver_strictly(
+        &server,
+        &Jira::new(s, testing::http()),
+        &note(Action::Resolve),
+        Some(&memo),
+    )
+    .await
+    .unwrap();
 
     assert_eq!(out.detail, "resolved PAY-12 (Done)");
 }
@@ -412,9 +407,14 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
     s.resolve_transition = Some("Close Issue".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let err = deliver_with(&server, s, Action::Resolve, Some(&memo))
-        .await
-        .unwrap_err();
+    let err = testing::deliver_strictly(
+        &server,
+        &Jira::new(s, testing::http()),
+        &note(Action::Resolve),
+        Some(&memo),
+    )
+    .await
+    .unwrap_err();
 
     let DeliveryError::Permanent { reason } = err else {
         panic!("{err:?}")
@@ -498,7 +498,9 @@ async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
     let mut s = settings(&server, Api::Cloud);
     s.reopen_transition = None;
 
-    let out = deliver_with(&server, s, Action::Open, None).await.unwrap();
+    let out = testing::deliver_strictly(&server, &Jira::new(s, testing::http()), &note(Action::Open), None)
+        .await
+        .unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
