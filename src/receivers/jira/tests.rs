@@ -380,14 +380,10 @@ async fn the_resolve_transition_may_be_given_by_id() {
     s.resolve_transition = Some("31".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let out = testing::deliver_strictly(
-        &server,
-        &Jira::new(s, testing::http()),
-        &note(Action::Resolve),
-        Some(&memo),
-    )
-    .await
-    .unwrap();
+    let jira = Jira::new(s, testing::http());
+    let out = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
+        .await
+        .unwrap();
 
     assert_eq!(out.detail, "resolved PAY-12 (Done)");
 }
@@ -407,14 +403,10 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
     s.resolve_transition = Some("Close Issue".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let err = testing::deliver_strictly(
-        &server,
-        &Jira::new(s, testing::http()),
-        &note(Action::Resolve),
-        Some(&memo),
-    )
-    .await
-    .unwrap_err();
+    let jira = Jira::new(s, testing::http());
+    let err = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
+        .await
+        .unwrap_err();
 
     let DeliveryError::Permanent { reason } = err else {
         panic!("{err:?}")
@@ -498,7 +490,9 @@ async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
     let mut s = settings(&server, Api::Cloud);
     s.reopen_transition = None;
 
-    let out = testing::deliver_strictly(&server, &Jira::new(s, testing::http()), &note(Action::Open), None)
+    let jira = Jira::new(s, testing::http());
+
+    let out = testing::deliver_strictly(&server, &jira, &note(Action::Open), None)
         .await
         .unwrap();
 
