@@ -268,6 +268,18 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     })
 }
 
+/// An entry of a map or an item of a list that must be a string; `at` names it (`metadata.labels.team`).
+fn entry_str(v: &Value, at: impl FnOnce() -> String) -> Result<&str, PayloadError> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => Err(PayloadError::WrongType {
+            path: at(),
+            expected: "a string",
+            found: type_name(other),
+        }),
+    }
+}
+
 /// Path-aware accessors that turn wrong types into [`PayloadError::WrongType`] naming the field.
 struct Reader {
     prefix: &'static str,
@@ -344,18 +356,8 @@ impl Reader {
             Some(Value::Object(m)) => {
                 let mut out = BTreeMap::new();
                 for (k, val) in m {
-                    match val {
-                        Value::String(s) => {
-                            out.insert(k.clone(), s.clone());
-                        }
-                        other => {
-                            return Err(PayloadError::WrongType {
-                                path: format!("{}.{k}", self.path(path)),
-                                expected: "a string",
-                                found: type_name(other),
-                            });
-                        }
-                    }
+                    let s = entry_str(val, || format!("{}.{k}", self.path(path)))?;
+                    out.insert(k.clone(), s.to_string());
                 }
                 Ok(out)
             }
@@ -383,16 +385,9 @@ impl Reader {
     fn strings(&self, v: &Value, path: &[&str]) -> Result<Vec<String>, PayloadError> {
         let mut out = Vec::new();
         for (i, item) in self.array(v, path)?.iter().enumerate() {
-            match item {
-                Value::String(s) if s.is_empty() => {}
-                Value::String(s) => out.push(s.clone()),
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: format!("{}[{i}]", self.path(path)),
-                        expected: "a string",
-                        found: type_name(other),
-                    });
-                }
+            let s = entry_str(item, || format!("{}[{i}]", self.path(path)))?;
+            if !s.is_empty() {
+                out.push(s.to_string());
             }
         }
         Ok(out)

@@ -16,6 +16,23 @@ fn state_of(body: &str, now: DateTime<Utc>) -> AppState {
     }
 }
 
+/// What `body`, received at `now`, holds under `rules` (for team `t`), and the kinds it keeps open (for `decide`).
+fn held_at(body: &str, now: DateTime<Utc>, rules: &RulesSettings) -> (Vec<Held>, HashSet<Kind>) {
+    let s = state_of(body, now);
+    let mut keep = HashSet::new();
+    let held = held_conditions(&s, rules, "t", None, &mut keep);
+    (held, keep)
+}
+
+/// An Application whose sync status is `sync`, with one condition of `kind` saying `message`.
+fn condition(sync: &str, kind: &str, message: &str) -> String {
+    serde_json::json!({
+        "metadata": {"name": "a"},
+        "status": {"sync": {"status": sync}, "conditions": [{"type": kind, "message": message}]},
+    })
+    .to_string()
+}
+
 fn kinds(state: &AppState, rules: &RulesSettings) -> Vec<Kind> {
     let mut keep = HashSet::new();
     held_conditions(state, rules, "team", None, &mut keep)
@@ -83,12 +100,11 @@ fn disabled_rules_hold_nothing() {
 fn a_new_condition_is_pending_until_its_for_has_elapsed() {
     let rules = RulesSettings::default();
     let since = t("2025-01-01T00:00:00Z");
-    let s = state_of(
+    let (held, keep) = held_at(
         r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"}}}"#,
         since,
+        &rules,
     );
-    let mut keep = HashSet::new();
-    let held = held_conditions(&s, &rules, "t", None, &mut keep);
     let d = decide(&[], held.clone(), &keep, &rules, since);
     match &d[0] {
         Decision::Open { fire_at, fire_now, .. } => {
@@ -114,13 +130,12 @@ fn a_new_condition_is_pending_until_its_for_has_elapsed() {
 #[test]
 fn a_running_sync_does_not_resolve_a_failed_one() {
     let rules = RulesSettings::default();
-    let s = state_of(
+    let (held, keep) = held_at(
         r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"},
            "operationState":{"phase":"Running","startedAt":"2025-01-01T00:05:00Z"}}}"#,
         t("2025-01-01T00:05:00Z"),
+        &rules,
     );
-    let mut keep = HashSet::new();
-    let held = held_conditions(&s, &rules, "t", None, &mut keep);
     let open = [OpenIncident {
         id: 1,
         kind: Kind::SyncFailed,
@@ -135,48 +150,47 @@ fn a_running_sync_does_not_resolve_a_failed_one() {
 fn hints_from_known_failures() {
     let rules = RulesSettings::default();
     let now = t("2025-01-01T00:00:00Z");
-    let cases: [(&str, Kind, &str); 11] = [
+    let cases: [(String, Kind, &str); 11] = [
         (
-            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"conditions":[{"type":"OrphanedResourceWarning","message":"Application has 3 orphaned resources"}]}}"#,
+            condition("OutOfSync", "OrphanedResourceWarning", "Application has 3 orphaned resources"),
             Kind::OutOfSync,
             "orphaned_resources",
         ),
         (
-            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"conditions":[{"type":"SharedResourceWarning","message":"ConfigMap/x is part of applications a and b"}]}}"#,
+            condition("OutOfSync", "SharedResourceWarning", "ConfigMap/x is part of applications a and b"),
             Kind::OutOfSync,
             "shared_resource",
         ),
         (
-            r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
-               "message":"Failed to load live state: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\""}]}}"#,
+            condition("Unknown", "ComparisonError", "Failed to load live state: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\""),
             Kind::SyncUnknown,
             "missing_crd",
         ),
         (
             r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed",
-               "startedAt":"2025-01-01T00:00:00Z","message":"the server could not find the requested resource"}}}"#,
+               "startedAt":"2025-01-01T00:00:00Z","message":"the server could not find the requested resource"}}}"#.into(),
             Kind::SyncFailed,
             "missing_crd",
         ),
         (
             r#"{"metadata":{"name":"a"},"spec":{"syncPolicy":{"automated":{"prune":false}}},"status":{"sync":{"status":"OutOfSync"},
-               "resources":[{"kind":"CronJob","name":"r","namespace":"n","status":"OutOfSync","requiresPruning":true}]}}"#,
+               "resources":[{"kind":"CronJob","name":"r","namespace":"n","status":"OutOfSync","requiresPruning":true}]}}"#.into(),
             Kind::PrunePending,
             "prune_disabled",
         ),
         (
-            r#"{"metadata":{"name":"a"},"spec":{"syncPolicy":{"automated":{"prune":true}}},"status":{"sync":{"status":"OutOfSync"}}}"#,
+            r#"{"metadata":{"name":"a"},"spec":{"syncPolicy":{"automated":{"prune":true}}},"status":{"sync":{"status":"OutOfSync"}}}"#.into(),
             Kind::OutOfSync,
             "no_self_heal",
         ),
         (
             r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed","retryCount":5,
-               "startedAt":"2025-01-01T00:00:00Z","operation":{"retry":{"limit":5}},"message":"failed"}}}"#,
+               "startedAt":"2025-01-01T00:00:00Z","operation":{"retry":{"limit":5}},"message":"failed"}}}"#.into(),
             Kind::SyncFailed,
             "retry_exhausted",
         ),
         (
-            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"InvalidSpecError","message":"repo not permitted"}]}}"#,
+            condition("Unknown", "InvalidSpecError", "repo not permitted"),
             Kind::SyncUnknown,
             "invalid_spec",
         ),
@@ -184,28 +198,24 @@ fn hints_from_known_failures() {
         (
             r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[
                {"type":"OrphanedResourceWarning","message":"Application has 1 orphaned resources"},
-               {"type":"ComparisonError","message":"Failed to load target state: The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource monitoring/mon. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]}}"#,
+               {"type":"ComparisonError","message":"Failed to load target state: The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource monitoring/mon. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]}}"#.into(),
             Kind::SyncUnknown,
             "missing_crd",
         ),
         (
-            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
-               "message":"resource mapping not found for name: \"m\" namespace: \"\" from \"\": no matches for kind \"PodMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first"}]}}"#,
+            condition("Unknown", "ComparisonError", "resource mapping not found for name: \"m\" namespace: \"\" from \"\": no matches for kind \"PodMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first"),
             Kind::SyncUnknown,
             "missing_crd",
         ),
         // Capture 012: a field of the wrong type in a manifest.
         (
-            r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
-               "message":"Failed to compare desired state to live state: failed to calculate diff: error calculating structured merge diff: error building typed value from config resource: errors:\n  .spec.template.spec.containers[name=\"a\"].securityContext.runAsUser: expected numeric (int or float), got string"}]}}"#,
+            condition("Unknown", "ComparisonError", "Failed to compare desired state to live state: failed to calculate diff: error calculating structured merge diff: error building typed value from config resource: errors:\n  .spec.template.spec.containers[name=\"a\"].securityContext.runAsUser: expected numeric (int or float), got string"),
             Kind::SyncUnknown,
             "schema_mismatch",
         ),
     ];
     for (body, kind, hint) in cases {
-        let s = state_of(body, now);
-        let mut keep = HashSet::new();
-        let held = held_conditions(&s, &rules, "t", None, &mut keep);
+        let (held, _) = held_at(&body, now, &rules);
         let h = held
             .iter()
             .find(|h| h.kind == kind)
@@ -278,9 +288,7 @@ fn the_missing_crd_hint_names_the_kind_from_argo_cds_own_wording() {
     let now = t("2025-01-01T00:00:00Z");
     let body = r#"{"metadata":{"name":"mon"},"status":{"sync":{"status":"Unknown"},"conditions":[{"type":"ComparisonError",
         "message":"Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster."}]}}"#;
-    let s = state_of(body, now);
-    let mut keep = HashSet::new();
-    let held = held_conditions(&s, &RulesSettings::default(), "t", None, &mut keep);
+    let (held, _) = held_at(body, now, &RulesSettings::default());
     let hint = held[0]
         .view
         .hints
@@ -295,9 +303,7 @@ fn a_failed_sync_started_when_argo_cd_says_it_finished() {
     let now = t("2025-01-01T02:00:00Z");
     let body = r#"{"metadata":{"name":"a"},"status":{"sync":{"status":"OutOfSync"},"operationState":{"phase":"Failed",
         "startedAt":"2025-01-01T00:59:00Z","finishedAt":"2025-01-01T01:00:00Z","message":"one or more objects failed to apply"}}}"#;
-    let s = state_of(body, now);
-    let mut keep = HashSet::new();
-    let held = held_conditions(&s, &RulesSettings::default(), "t", None, &mut keep);
+    let (held, keep) = held_at(body, now, &RulesSettings::default());
     let failed = held.iter().find(|h| h.kind == Kind::SyncFailed).expect("held");
     assert_eq!(
         failed.since,

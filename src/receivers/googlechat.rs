@@ -2,42 +2,21 @@
 //! `thread_key` (replies land in the first message's thread). Google Chat's own light markup, or the receiver's
 //! template.
 
-use std::sync::Arc;
-
-use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use secrecy::ExposeSecret;
 use serde_json::json;
 
 use super::http::Http;
-use super::redact::Redactor;
-use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
-use crate::configuration::{ConfigError, ReceiverSettings};
+use super::{Delivered, DeliveryError, Memo, Receiver, incoming_webhook};
 use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::{escape, status_emoji, truncate};
 
 /// `googlechat: {webhook_url}`: a space's incoming webhook (its `key` and `token` are the secret).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    pub webhook_url: SecretString,
-}
+pub type Config = incoming_webhook::Config<GoogleChat>;
 
-impl Integration for Config {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::MESSAGES
-    }
-
-    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
-        crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), &self.webhook_url);
-    }
-
-    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
-        Ok(Arc::new(GoogleChat::new(
-            self.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )))
+impl incoming_webhook::FromBlock for GoogleChat {
+    fn from_block(settings: Config, http: Http, template: Option<String>) -> Self {
+        Self::new(settings, http, template)
     }
 }
 
@@ -46,26 +25,21 @@ const GOOGLE_CHAT_MAX_TEXT: usize = 4000;
 const THREAD_KEY_MAX: usize = 100;
 
 pub struct GoogleChat {
-    webhook_url: SecretString,
-    http: Http,
+    hook: incoming_webhook::Hook,
     template: Option<String>,
-    redactor: Redactor,
 }
 
 impl GoogleChat {
     pub fn new(settings: Config, http: Http, template: Option<String>) -> Self {
-        let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
-            webhook_url: settings.webhook_url,
-            http,
+            hook: settings.hook(http),
             template,
-            redactor,
         }
     }
 
     /// The webhook URL (which already carries `key` and `token`) plus the reply option that threads by key.
     fn url(&self) -> Result<String, DeliveryError> {
-        let mut u = url::Url::parse(self.webhook_url.expose_secret())
+        let mut u = url::Url::parse(self.hook.url.expose_secret())
             .map_err(|_| DeliveryError::permanent("googlechat: webhook_url is not a valid URL"))?;
         let kept: Vec<(String, String)> = u
             .query_pairs()
@@ -135,30 +109,16 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     }
     if !render::detailed(n) {
         s.push('\n');
-        for app in render::apps(n) {
-            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| gc(&app.name));
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "• *{}* {name}: {}\n",
-                    render::incident_word(i),
-                    gc(&i.status_line(now))
-                ));
-            }
-        }
-        hints(
-            &mut s,
-            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-        );
+        s.push_str(&render::summary_list(n, link, gc, |i, name, status| {
+            format!("• *{}* {name}: {status}\n", render::incident_word(i))
+        }));
+        hints(&mut s, &render::summary_hints(n));
         return s;
     }
     for app in render::apps(n) {
         s.push('\n');
         for f in app.facts() {
-            let value = f
-                .link
-                .as_deref()
-                .map(|u| link(&f.value, u))
-                .unwrap_or_else(|| code(&f.value));
+            let value = render::linked(&f.value, f.link.as_deref(), link, code);
             s.push_str(&format!("{}: {value}\n", f.label));
         }
         for i in &app.incidents {
@@ -169,7 +129,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
             ));
             for r in &i.resources {
                 let (what, status) = render::resource_line(r);
-                let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| code(&what));
+                let what = render::linked(&what, r.url.as_deref(), link, code);
                 s.push_str(&format!("• {what}: {}", gc(&status)));
                 if !r.message.is_empty() {
                     s.push_str(&format!(" — {}", gc(&r.message)));
@@ -200,8 +160,9 @@ impl Receiver for GoogleChat {
             "markupSyntax": "MARKUP_SYNTAX_CHAT",
             "thread": {"threadKey": thread_key},
         });
-        self.http
-            .post_json(&self.url()?, &body, &self.redactor, "googlechat")
+        let hook = &self.hook;
+        hook.http
+            .post_json(&self.url()?, &body, &hook.redactor, "googlechat")
             .await?;
         Ok(Delivered {
             memo: None,
@@ -232,9 +193,7 @@ mod tests {
     }
 
     fn settings(url: String) -> Config {
-        Config {
-            webhook_url: url.into(),
-        }
+        Config::new(url)
     }
 
     fn google_chat(server: &MockServer, template: Option<String>) -> GoogleChat {

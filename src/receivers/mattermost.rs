@@ -1,42 +1,20 @@
 //! The Mattermost receiver: Markdown text through a Slack-compatible incoming webhook, one new post per action
 //! (an incoming webhook cannot edit or thread), or the receiver's template.
 
-use std::sync::Arc;
-
-use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
 use serde_json::json;
 
 use super::http::Http;
-use super::redact::Redactor;
-use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
-use crate::configuration::{ConfigError, ReceiverSettings};
+use super::{Delivered, DeliveryError, Memo, Receiver, incoming_webhook};
 use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::{status_emoji, truncate};
 
 /// `mattermost: {webhook_url}`: an incoming webhook (its URL is the secret).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    pub webhook_url: SecretString,
-}
+pub type Config = incoming_webhook::Config<Mattermost>;
 
-impl Integration for Config {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::MESSAGES
-    }
-
-    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
-        crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), &self.webhook_url);
-    }
-
-    fn build(&self, r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
-        Ok(Arc::new(Mattermost::new(
-            self.clone(),
-            shared.http.clone(),
-            r.template.clone(),
-        )))
+impl incoming_webhook::FromBlock for Mattermost {
+    fn from_block(settings: Config, http: Http, template: Option<String>) -> Self {
+        Self::new(settings, http, template)
     }
 }
 
@@ -44,20 +22,15 @@ impl Integration for Config {
 const MATTERMOST_MAX_TEXT: usize = 16000;
 
 pub struct Mattermost {
-    webhook_url: SecretString,
-    http: Http,
+    hook: incoming_webhook::Hook,
     template: Option<String>,
-    redactor: Redactor,
 }
 
 impl Mattermost {
     pub fn new(settings: Config, http: Http, template: Option<String>) -> Self {
-        let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
-            webhook_url: settings.webhook_url,
-            http,
+            hook: settings.hook(http),
             template,
-            redactor,
         }
     }
 }
@@ -80,9 +53,7 @@ impl Receiver for Mattermost {
             None => text(n),
         };
         let body = json!({"text": truncate(&text, MATTERMOST_MAX_TEXT)});
-        self.http
-            .post_json(self.webhook_url.expose_secret(), &body, &self.redactor, "mattermost")
-            .await?;
+        self.hook.post(&body, "mattermost").await?;
         Ok(Delivered {
             memo: None,
             detail: "posted".into(),
@@ -102,13 +73,7 @@ mod tests {
 
     fn mattermost(server: &MockServer, template: Option<String>) -> Mattermost {
         let url = format!("{}{PATH}", server.uri());
-        Mattermost::new(
-            Config {
-                webhook_url: url.into(),
-            },
-            testing::http(),
-            template,
-        )
+        Mattermost::new(Config::new(url), testing::http(), template)
     }
 
     #[tokio::test]
@@ -122,9 +87,7 @@ mod tests {
             .unwrap();
 
         assert_eq!(out.memo, None);
-        let reqs = requests(&server).await;
-        assert_eq!(reqs.len(), 1);
-        let body = json(&reqs[0]);
+        let body = testing::only_body(&server).await;
         assert_eq!(body.as_object().unwrap().len(), 1, "only `text`: {body}");
         let text = body["text"].as_str().unwrap();
         for expected in [

@@ -16,6 +16,7 @@ pub mod github;
 mod golden;
 pub mod googlechat;
 pub mod http;
+pub mod incoming_webhook;
 #[cfg(test)]
 mod injection_tests;
 pub mod jira;
@@ -44,7 +45,7 @@ use serde::Deserialize;
 
 use crate::clock::SharedClock;
 use crate::configuration::{ConfigError, ReceiverSettings, Settings};
-use crate::domain::Notification;
+use crate::domain::{Incident, Notification};
 use email::SmtpSettings;
 use http::Http;
 
@@ -101,6 +102,13 @@ impl DeliveryError {
     pub fn prefixed(who: &str, e: DeliveryError) -> Self {
         e.map_reason(|reason| format!("{who}: {reason}"))
     }
+}
+
+/// The incident a per-incident receiver (ticket, page, alert) acts on: the notification's first; `who` names the
+/// receiver in the failure when there is none.
+pub fn primary_incident<'n>(n: &'n Notification, who: &str) -> Result<&'n Incident, DeliveryError> {
+    n.primary()
+        .ok_or_else(|| DeliveryError::permanent(format!("{who}: the notification carries no incident")))
 }
 
 /// One integration's delivery. What it can do ([`Capabilities`]) is asked of its settings block instead

@@ -1,38 +1,20 @@
 //! The Microsoft Teams receiver: a Workflows incoming webhook, one Adaptive Card 1.4 per notification. Teams cannot
 //! edit an earlier card, so each action is a new card, coloured by state.
 
-use std::sync::Arc;
-
-use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::Http;
-use super::redact::Redactor;
-use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
-use crate::configuration::{ConfigError, ReceiverSettings};
+use super::{Delivered, DeliveryError, Memo, Receiver, incoming_webhook};
 use crate::domain::{Action, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::{AppView, escape, status_emoji, truncate};
 
 /// `msteams: {webhook_url}`: a Workflows incoming webhook (its URL is the secret).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    pub webhook_url: SecretString,
-}
+pub type Config = incoming_webhook::Config<Teams>;
 
-impl Integration for Config {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::MESSAGES
-    }
-
-    fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
-        crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), &self.webhook_url);
-    }
-
-    fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
-        Ok(Arc::new(Teams::new(self.clone(), shared.http.clone())))
+impl incoming_webhook::FromBlock for Teams {
+    fn from_block(settings: Config, http: Http, _template: Option<String>) -> Self {
+        Self::new(settings, http)
     }
 }
 
@@ -42,18 +24,13 @@ const TEAMS_MAX_ACTIONS: usize = 5;
 const TEAMS_MAX_TEXT: usize = 2000;
 
 pub struct Teams {
-    webhook_url: SecretString,
-    http: Http,
-    redactor: Redactor,
+    hook: incoming_webhook::Hook,
 }
 
 impl Teams {
     pub fn new(settings: Config, http: Http) -> Self {
-        let redactor = Redactor::default().url(settings.webhook_url.expose_secret());
         Self {
-            webhook_url: settings.webhook_url,
-            http,
-            redactor,
+            hook: settings.hook(http),
         }
     }
 }
@@ -178,9 +155,7 @@ fn teams_list(n: &Notification) -> Vec<Value> {
     // One block for the whole list: its own, larger limit (the card stays far under Teams' 28 KB).
     let list = json!({"type": "TextBlock", "text": truncate(&lines.join("\n"), 4 * TEAMS_MAX_TEXT), "wrap": true});
     let mut out = vec![json!({"type": "Container", "separator": true, "items": [list]})];
-    out.extend(hints_block(&render::first_of_each(
-        n.incidents.iter().flat_map(|i| &i.hints),
-    )));
+    out.extend(hints_block(&render::summary_hints(n)));
     out
 }
 
@@ -248,14 +223,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
 impl Receiver for Teams {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         // Workflows answers 202 (accepted) in general, 200 for some flows: both are success.
-        self.http
-            .post_json(
-                self.webhook_url.expose_secret(),
-                &teams_message(n),
-                &self.redactor,
-                "msteams",
-            )
-            .await?;
+        self.hook.post(&teams_message(n), "msteams").await?;
         Ok(Delivered {
             memo: None,
             detail: "posted an Adaptive Card".into(),
@@ -279,12 +247,7 @@ mod tests {
             "{}{PATH}?api-version=1&sp=%2Ftriggers%2Fmanual%2Frun&sig={SIG}",
             server.uri()
         );
-        Teams::new(
-            Config {
-                webhook_url: url.into(),
-            },
-            testing::http(),
-        )
+        Teams::new(Config::new(url), testing::http())
     }
 
     #[tokio::test]
@@ -305,9 +268,7 @@ mod tests {
             .unwrap();
 
         assert_eq!(out.memo, None);
-        let reqs = requests(&server).await;
-        assert_eq!(reqs.len(), 1);
-        let body = json(&reqs[0]);
+        let body = testing::only_body(&server).await;
         assert_eq!(body["type"], "message");
         let attachment = &body["attachments"][0];
         assert_eq!(attachment["contentType"], "application/vnd.microsoft.card.adaptive");

@@ -192,9 +192,7 @@ impl Receiver for PagerDuty {
         if let Some(c) = &n.change {
             return self.send_change(c).await;
         }
-        let i = n
-            .primary()
-            .ok_or_else(|| DeliveryError::permanent("pagerduty: the notification carries no incident"))?;
+        let i = super::primary_incident(n, "pagerduty")?;
         let key = dedup_key(&i.fingerprint);
         let (event, verb) = match n.action {
             Action::Resolve => (
@@ -231,7 +229,7 @@ mod tests {
 
     use secrecy::SecretString;
     use serde_json::{Value, json};
-    use wiremock::matchers::{any, body_json, method, path};
+    use wiremock::matchers::{body_json, method, path};
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
@@ -438,12 +436,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_routing_key_never_appears_in_errors() {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(EchoEvent)
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = testing::answering_once(EchoEvent).await;
 
         let err = pagerduty(&server)
             .deliver(&note(Action::Resolve), None)
@@ -456,17 +449,13 @@ mod tests {
         assert!(!text.contains(ROUTING_KEY), "{text}");
 
         let settings = Config {
-            url: "http://127.0.0.1:9/v2/enqueue".into(),
+            url: format!("{}/v2/enqueue", testing::UNREACHABLE),
             routing_key: SecretString::from(ROUTING_KEY),
             change_events: false,
             change_url: None,
         };
-        let err = PagerDuty::new(settings, testing::http())
-            .deliver(&note(Action::Open), None)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
-        assert!(!error_text(&err).contains(ROUTING_KEY));
+        let pagerduty = PagerDuty::new(settings, testing::http());
+        testing::assert_unreachable_is_transient(&pagerduty, &note(Action::Open), &[ROUTING_KEY]).await;
     }
 
     #[test]

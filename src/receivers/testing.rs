@@ -9,8 +9,8 @@ use serde_json::Value;
 use wiremock::matchers::{self, any, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use super::DeliveryError;
 use super::http::Http;
+use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::clock::{SharedClock, SystemClock};
 use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity};
 
@@ -105,12 +105,33 @@ pub async fn refuse_anything_else(server: &MockServer) {
         .await;
 }
 
+/// Delivers `n` (with `memo`) through `receiver`, after making any request not mounted on `server` before fail
+/// the test.
+pub async fn deliver_strictly(
+    server: &MockServer,
+    receiver: &dyn Receiver,
+    n: &Notification,
+    memo: Option<&Memo>,
+) -> Result<Delivered, DeliveryError> {
+    refuse_anything_else(server).await;
+    receiver.deliver(n, memo).await
+}
+
+/// A server that expects exactly one request, whatever it is, and answers it with `answer` (a failure test's
+/// downstream).
+pub async fn answering_once(answer: impl wiremock::Respond + 'static) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(any()).respond_with(answer).expect(1).mount(&server).await;
+    server
+}
+
 /// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
 pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
     Mock::given(method("POST"))
         .and(matchers::path(path))
         .respond_with(answer)
         .expect(times)
+        .named(format!("POST {path}"))
         .mount(server)
         .await;
 }
@@ -122,6 +143,13 @@ pub async fn requests(server: &MockServer) -> Vec<Request> {
 
 pub fn json(r: &Request) -> Value {
     serde_json::from_slice(&r.body).expect("a JSON body")
+}
+
+/// The JSON body of the one request the server saw; fails the test when it saw none or several.
+pub async fn only_body(server: &MockServer) -> Value {
+    let reqs = requests(server).await;
+    assert_eq!(reqs.len(), 1, "one request: {reqs:?}");
+    json(&reqs[0])
 }
 
 /// A failure as it is logged and stored: its message and its debug form.
@@ -142,6 +170,30 @@ impl wiremock::Respond for EchoEverything {
         text.push_str(&String::from_utf8_lossy(&r.body));
         ResponseTemplate::new(self.0).set_body_string(text)
     }
+}
+
+/// Delivers `n` through `receiver`, which points at [`UNREACHABLE`]: the failure must be transient (retrying can
+/// help) and carry none of `secrets`.
+pub async fn assert_unreachable_is_transient(receiver: &dyn Receiver, n: &Notification, secrets: &[&str]) {
+    let e = receiver.deliver(n, None).await.expect_err("nothing listens there");
+    assert!(matches!(e, DeliveryError::Transient { .. }), "{e:?}");
+    assert_no_secret(&e, secrets);
+}
+
+/// The credentials a request carried: its `Authorization` header, and what a `Basic` one decodes to (else "").
+pub fn credentials(r: &Request) -> (String, String) {
+    use base64::Engine as _;
+    let auth = r
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let decoded = auth
+        .strip_prefix("Basic ")
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    (auth.to_string(), decoded)
 }
 
 pub fn assert_no_secret(e: &DeliveryError, secrets: &[&str]) {

@@ -178,26 +178,9 @@ impl ChatReceiver {
     fn receiver(self, url: String) -> Box<dyn Receiver> {
         let http = testing::http();
         match self {
-            ChatReceiver::Teams => Box::new(msteams::Teams::new(
-                msteams::Config {
-                    webhook_url: url.into(),
-                },
-                http,
-            )),
-            ChatReceiver::GoogleChat => Box::new(googlechat::GoogleChat::new(
-                googlechat::Config {
-                    webhook_url: url.into(),
-                },
-                http,
-                None,
-            )),
-            ChatReceiver::Mattermost => Box::new(mattermost::Mattermost::new(
-                mattermost::Config {
-                    webhook_url: url.into(),
-                },
-                http,
-                None,
-            )),
+            ChatReceiver::Teams => Box::new(msteams::Teams::new(msteams::Config::new(url), http)),
+            ChatReceiver::GoogleChat => Box::new(googlechat::GoogleChat::new(googlechat::Config::new(url), http, None)),
+            ChatReceiver::Mattermost => Box::new(mattermost::Mattermost::new(mattermost::Config::new(url), http, None)),
         }
     }
 }

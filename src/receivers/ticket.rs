@@ -67,9 +67,7 @@ pub async fn deliver<T: Tracker>(
     n: &Notification,
     memo: Option<&Memo>,
 ) -> Result<Delivered, DeliveryError> {
-    let incident = n
-        .primary()
-        .ok_or_else(|| DeliveryError::permanent(format!("{}: the notification carries no incident", T::KEY)))?;
+    let incident = super::primary_incident(n, T::KEY)?;
     // A memo of a ticket Herald resolved says nothing about what is open now: look again.
     let remembered = memo
         .and_then(|m| serde_json::from_value::<TicketMemo<T::Ticket>>(m.clone()).ok())

@@ -122,14 +122,19 @@ impl Feed {
         self.0.update(s.as_bytes());
     }
 
-    fn opt(&mut self, s: Option<&str>) {
-        match s {
+    /// An optional value: tag 0, or tag 1 then what `feed` writes of the value.
+    fn maybe<T>(&mut self, v: Option<T>, feed: impl FnOnce(&mut Self, T)) {
+        match v {
             None => self.tag(0),
-            Some(s) => {
+            Some(v) => {
                 self.tag(1);
-                self.str(s);
+                feed(self, v);
             }
         }
+    }
+
+    fn opt(&mut self, s: Option<&str>) {
+        self.maybe(s, Self::str);
     }
 
     fn strs(&mut self, list: &[String]) {
@@ -140,14 +145,10 @@ impl Feed {
     }
 
     fn time(&mut self, t: Option<DateTime<Utc>>) {
-        match t {
-            None => self.tag(0),
-            Some(t) => {
-                self.tag(1);
-                self.0.update(t.timestamp().to_le_bytes());
-                self.0.update(t.timestamp_subsec_nanos().to_le_bytes());
-            }
-        }
+        self.maybe(t, |h, t| {
+            h.0.update(t.timestamp().to_le_bytes());
+            h.0.update(t.timestamp_subsec_nanos().to_le_bytes());
+        });
     }
 
     fn operation(&mut self, op: &Operation) {
@@ -172,13 +173,7 @@ impl Feed {
         self.opt(revision.as_deref());
         self.strs(revisions);
         self.0.update(retry_count.to_le_bytes());
-        match retry_limit {
-            None => self.tag(0),
-            Some(l) => {
-                self.tag(1);
-                self.0.update(l.to_le_bytes());
-            }
-        }
+        self.maybe(*retry_limit, |h, l| h.0.update(l.to_le_bytes()));
         self.len(resources.len());
         for ResultResource {
             group,

@@ -8,7 +8,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Engine, Store, StoreError, WriteTx, compress, decode, decode_doc, decompress, encode, encode_doc, execute_counted,
+    Engine, Store, StoreError, WriteTx, compress, decode, decode_doc, decompress, encode, encode_doc,
     execute_in_chunks, fetch_for_apps, fetch_for_apps_on,
 };
 use crate::argocd::AppId;
@@ -140,13 +140,15 @@ fn latest_last_seen(engine: Engine) -> &'static str {
     }
 }
 
+/// The query of [`fetch_for_apps`] that reads `columns` of the Applications in its `VALUES` list.
+fn select_apps(columns: &str) -> impl Fn(&str) -> String + '_ {
+    move |pairs| format!("SELECT {columns} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+}
+
 impl Store {
     /// Loads several Applications at once (team, state), for a batch of bodies.
     pub async fn load_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, (String, AppState)>, StoreError> {
-        let rows = fetch_for_apps(tx, ids, |pairs| {
-            format!("SELECT {APP_COLUMNS} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
-        })
-        .await?;
+        let rows = fetch_for_apps(tx, ids, select_apps(APP_COLUMNS)).await?;
         rows.iter()
             .map(|r| {
                 let rec = app_from_row(r)?;
@@ -158,36 +160,37 @@ impl Store {
     /// Reads several Applications with their versions, outside any write transaction (what the writer's cache
     /// lacks). Those without a row are left out.
     pub async fn stored_apps(&self, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
-            format!("SELECT {APP_COLUMNS} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+        self.read_apps(ids, APP_COLUMNS, |r| {
+            let stored = stored_from_row(r)?;
+            Ok((stored.state.snapshot.app.clone(), stored))
         })
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let stored = stored_from_row(r)?;
-                Ok((stored.state.snapshot.app.clone(), stored))
-            })
-            .collect()
+        .await
     }
 
     /// The versions of several Applications (those with a row): what a cached state is checked against when
     /// other replicas may write.
     pub async fn app_versions(&self, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
-            format!("SELECT namespace, name, version FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+        self.read_apps(ids, "namespace, name, version", |r| {
+            let id = AppId {
+                namespace: r.try_get("namespace")?,
+                name: r.try_get("name")?,
+            };
+            Ok((id, r.try_get("version")?))
         })
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let id = AppId {
-                    namespace: r.try_get("namespace")?,
-                    name: r.try_get("name")?,
-                };
-                Ok((id, r.try_get("version")?))
-            })
-            .collect()
+        .await
+    }
+
+    /// `columns` of several Applications' rows (those with one), each decoded by `row`, read on a pooled
+    /// connection outside any write transaction.
+    async fn read_apps<T>(
+        &self,
+        ids: &[AppId],
+        columns: &str,
+        row: impl Fn(&AnyRow) -> Result<(AppId, T), StoreError>,
+    ) -> Result<HashMap<AppId, T>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = fetch_for_apps_on(&mut conn, self.engine, ids, select_apps(columns)).await?;
+        rows.iter().map(row).collect()
     }
 
     /// Upserts several Applications in one statement per chunk, whatever their versions.
@@ -227,7 +230,7 @@ impl Store {
                  deleted_at = excluded.deleted_at, version = {next_version}{only_if}"
             )
         };
-        let affected = execute_counted(tx, rows, 32, 17, sql, |query, (team, s, version)| {
+        let affected = execute_in_chunks(tx, rows, 32, 17, sql, |query, (team, s, version)| {
             let snap = &s.snapshot;
             query
                 .bind(&snap.app.namespace)
@@ -267,7 +270,8 @@ impl Store {
         execute_in_chunks(tx, rows, 100, 3, sql, |query, (app, at)| {
             query.bind(&app.namespace).bind(&app.name).bind(to_millis(*at))
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     /// Appends raw bodies (compressed), several per statement.
@@ -287,7 +291,8 @@ impl Store {
                 .bind("")
                 .bind(compress(body.as_ref()))
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     /// Appends timeline entries, several per statement.
@@ -307,7 +312,8 @@ impl Store {
                 .bind(&t.from)
                 .bind(&t.to)
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     pub async fn purge_raw(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
@@ -355,15 +361,9 @@ impl Store {
     }
 
     pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-        let rows = q!(
-            "SELECT received_at, body, body_z FROM raw_events WHERE namespace = $1 AND name = $2 \
-                       ORDER BY id DESC LIMIT $3"
-        )
-        .bind(&app.namespace)
-        .bind(&app.name)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .newest_of_app("received_at, body, body_z", "raw_events", app, limit)
+            .await?;
         rows.iter()
             .map(|r| {
                 let body = match r.try_get::<Option<Vec<u8>>, _>("body_z")? {
@@ -475,15 +475,9 @@ impl Store {
     }
 
     pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
-        let rows = q!(
-            "SELECT at, field, from_value, to_value FROM transitions WHERE namespace = $1 AND name = $2 \
-                       ORDER BY id DESC LIMIT $3"
-        )
-        .bind(&app.namespace)
-        .bind(&app.name)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .newest_of_app("at, field, from_value, to_value", "transitions", app, limit)
+            .await?;
         let mut out: Vec<TimelineEntry> = rows
             .iter()
             .map(|r| {
@@ -497,5 +491,24 @@ impl Store {
             .collect::<Result<_, StoreError>>()?;
         out.reverse();
         Ok(out)
+    }
+
+    /// `columns` of the newest `limit` rows of an append-only `table` about one Application, newest first.
+    async fn newest_of_app(
+        &self,
+        columns: &str,
+        table: &str,
+        app: &AppId,
+        limit: i64,
+    ) -> Result<Vec<AnyRow>, StoreError> {
+        let rows = q!(format!(
+            "SELECT {columns} FROM {table} WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3"
+        ))
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
     }
 }

@@ -213,7 +213,8 @@ impl Store {
                 .bind(to_millis(r.fire_at))
                 .bind(stored_view(&r.view))
         })
-        .await
+        .await?;
+        Ok(())
     }
 
     /// Resolves pending incidents (nothing was sent for them), several per statement.

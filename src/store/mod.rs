@@ -183,21 +183,8 @@ fn placeholders(engine: Engine, rows: usize, cols: usize) -> String {
 
 /// Runs one statement per chunk of `rows` (`per_statement` rows each, to stay under the engines' parameter limits).
 /// `sql` gets the chunk's `VALUES` list (`cols` placeholders a row, from `$1`); `bind` binds one row in that order.
+/// Answers, per chunk, its number of rows and how many rows its statement affected (for optimistic checks).
 async fn execute_in_chunks<T>(
-    tx: &mut WriteTx,
-    rows: &[T],
-    per_statement: usize,
-    cols: usize,
-    sql: impl Fn(&str) -> String,
-    bind: impl Fn(AnyQuery, &T) -> AnyQuery,
-) -> Result<(), StoreError> {
-    execute_counted(tx, rows, per_statement, cols, sql, bind)
-        .await
-        .map(|_| ())
-}
-
-/// [`execute_in_chunks`], returning how many rows each chunk's statement affected.
-async fn execute_counted<T>(
     tx: &mut WriteTx,
     rows: &[T],
     per_statement: usize,

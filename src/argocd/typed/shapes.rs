@@ -8,254 +8,264 @@ use serde_json::Value;
 
 use super::{Annotations, AnyStr, Obj, Str, present};
 
-#[derive(Deserialize)]
-pub(super) struct Body<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub(super) app: Option<Obj<AppDoc<'a>>>,
-    #[serde(borrow)]
-    pub(super) timestamp: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) context: Option<Obj<Context<'a>>>,
-    // A bare Application (no envelope) has these at the top.
-    #[serde(borrow)]
-    pub(super) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) metadata: Option<Obj<Metadata<'a>>>,
-    #[serde(borrow)]
-    pub(super) spec: Option<Obj<Spec<'a>>>,
-    #[serde(borrow)]
-    pub(super) status: Option<Obj<Status<'a>>>,
+/// Declares a shape: a struct whose fields are all optional (`Option<…>` is added), read with serde. A field typed
+/// `str` is a string borrowed from the body (`Str<'a>`, which serde borrows only when each field says so — the
+/// macro says it); any other type is written as it is, with its own attributes.
+macro_rules! shape {
+    ($(#[$meta:meta])* $name:ident $(<$lt:lifetime>)? { $($fields:tt)* }) => {
+        shape!(@fields [$(#[$meta])* $name $(<$lt>)?] [] $($fields)*);
+    };
+    (@fields $head:tt [$($done:tt)*] $(#[$attr:meta])* $field:ident: str $(, $($rest:tt)*)?) => {
+        shape!(@fields $head [$($done)* $(#[$attr])* #[serde(borrow)] pub(super) $field: Option<Str<'a>>,]
+            $($($rest)*)?);
+    };
+    (@fields $head:tt [$($done:tt)*] $(#[$attr:meta])* $field:ident: $ty:ty $(, $($rest:tt)*)?) => {
+        shape!(@fields $head [$($done)* $(#[$attr])* pub(super) $field: Option<$ty>,] $($($rest)*)?);
+    };
+    (@fields [$(#[$meta:meta])* $name:ident $(<$lt:lifetime>)?] [$($done:tt)*]) => {
+        #[derive(Deserialize)]
+        $(#[$meta])*
+        pub(super) struct $name $(<$lt>)? { $($done)* }
+    };
 }
 
-#[derive(Deserialize)]
-pub(super) struct Context<'a> {
-    #[serde(rename = "argocdUrl", borrow)]
-    pub(super) argocd_url: Option<Str<'a>>,
+shape! {
+    Body<'a> {
+        #[serde(default, borrow, deserialize_with = "present")]
+        app: Obj<AppDoc<'a>>,
+        timestamp: str,
+        #[serde(borrow)]
+        context: Obj<Context<'a>>,
+        // A bare Application (no envelope) has these at the top. They repeat `AppDoc`'s rather than flattening it in:
+        // `#[serde(flatten)]` buffers every key of the body into serde's content tree first, the very copy this
+        // reader exists to skip.
+        kind: str,
+        #[serde(borrow)]
+        metadata: Obj<Metadata<'a>>,
+        #[serde(borrow)]
+        spec: Obj<Spec<'a>>,
+        #[serde(borrow)]
+        status: Obj<Status<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct AppDoc<'a> {
-    #[serde(borrow)]
-    pub(super) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) metadata: Option<Obj<Metadata<'a>>>,
-    #[serde(borrow)]
-    pub(super) spec: Option<Obj<Spec<'a>>>,
-    #[serde(borrow)]
-    pub(super) status: Option<Obj<Status<'a>>>,
+shape! {
+    Context<'a> {
+        #[serde(rename = "argocdUrl")]
+        argocd_url: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct Metadata<'a> {
-    #[serde(borrow)]
-    pub(super) name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) namespace: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) uid: Option<Str<'a>>,
-    pub(super) labels: Option<BTreeMap<String, String>>,
-    pub(super) annotations: Option<Annotations>,
-    #[serde(rename = "deletionTimestamp")]
-    pub(super) deletion_timestamp: Option<AnyStr>,
+shape! {
+    AppDoc<'a> {
+        kind: str,
+        #[serde(borrow)]
+        metadata: Obj<Metadata<'a>>,
+        #[serde(borrow)]
+        spec: Obj<Spec<'a>>,
+        #[serde(borrow)]
+        status: Obj<Status<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct Spec<'a> {
-    #[serde(borrow)]
-    pub(super) project: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) destination: Option<Obj<DestinationDoc<'a>>>,
-    #[serde(rename = "syncPolicy")]
-    pub(super) sync_policy: Option<Obj<SyncPolicyDoc>>,
-    #[serde(borrow)]
-    pub(super) source: Option<Obj<SourceDoc<'a>>>,
-    #[serde(borrow)]
-    pub(super) sources: Option<Vec<Obj<SourceDoc<'a>>>>,
+shape! {
+    Metadata<'a> {
+        name: str,
+        namespace: str,
+        uid: str,
+        labels: BTreeMap<String, String>,
+        annotations: Annotations,
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: AnyStr,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct DestinationDoc<'a> {
-    #[serde(borrow)]
-    pub(super) server: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) namespace: Option<Str<'a>>,
+shape! {
+    Spec<'a> {
+        project: str,
+        #[serde(borrow)]
+        destination: Obj<DestinationDoc<'a>>,
+        #[serde(rename = "syncPolicy")]
+        sync_policy: Obj<SyncPolicyDoc>,
+        #[serde(borrow)]
+        source: Obj<SourceDoc<'a>>,
+        #[serde(borrow)]
+        sources: Vec<Obj<SourceDoc<'a>>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct SyncPolicyDoc {
-    pub(super) automated: Option<Obj<AutomatedDoc>>,
+shape! {
+    DestinationDoc<'a> {
+        server: str,
+        name: str,
+        namespace: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct AutomatedDoc {
-    pub(super) prune: Option<bool>,
-    #[serde(rename = "selfHeal")]
-    pub(super) self_heal: Option<bool>,
+shape! {
+    SyncPolicyDoc {
+        automated: Obj<AutomatedDoc>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct SourceDoc<'a> {
-    #[serde(rename = "repoURL", borrow)]
-    pub(super) repo_url: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) path: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) chart: Option<Str<'a>>,
-    #[serde(rename = "targetRevision", borrow)]
-    pub(super) target_revision: Option<Str<'a>>,
+shape! {
+    AutomatedDoc {
+        prune: bool,
+        #[serde(rename = "selfHeal")]
+        self_heal: bool,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct Status<'a> {
-    #[serde(borrow)]
-    pub(super) sync: Option<Obj<SyncDoc<'a>>>,
-    #[serde(borrow)]
-    pub(super) health: Option<Obj<HealthDoc<'a>>>,
-    #[serde(rename = "operationState", borrow)]
-    pub(super) operation_state: Option<Obj<OperationStateDoc<'a>>>,
-    #[serde(borrow)]
-    pub(super) resources: Option<Vec<Obj<ResourceDoc<'a>>>>,
-    #[serde(borrow)]
-    pub(super) conditions: Option<Vec<Obj<ConditionDoc<'a>>>>,
-    #[serde(borrow)]
-    pub(super) history: Option<Vec<Obj<HistoryDoc<'a>>>>,
-    #[serde(rename = "reconciledAt", borrow)]
-    pub(super) reconciled_at: Option<Str<'a>>,
+shape! {
+    SourceDoc<'a> {
+        #[serde(rename = "repoURL")]
+        repo_url: str,
+        path: str,
+        chart: str,
+        #[serde(rename = "targetRevision")]
+        target_revision: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct SyncDoc<'a> {
-    #[serde(borrow)]
-    pub(super) status: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) revision: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) revisions: Option<Vec<Str<'a>>>,
+shape! {
+    Status<'a> {
+        #[serde(borrow)]
+        sync: Obj<SyncDoc<'a>>,
+        #[serde(borrow)]
+        health: Obj<HealthDoc<'a>>,
+        #[serde(rename = "operationState", borrow)]
+        operation_state: Obj<OperationStateDoc<'a>>,
+        #[serde(borrow)]
+        resources: Vec<Obj<ResourceDoc<'a>>>,
+        #[serde(borrow)]
+        conditions: Vec<Obj<ConditionDoc<'a>>>,
+        #[serde(borrow)]
+        history: Vec<Obj<HistoryDoc<'a>>>,
+        #[serde(rename = "reconciledAt")]
+        reconciled_at: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct HealthDoc<'a> {
-    #[serde(borrow)]
-    pub(super) status: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) message: Option<Str<'a>>,
-    #[serde(rename = "lastTransitionTime", borrow)]
-    pub(super) last_transition_time: Option<Str<'a>>,
+shape! {
+    SyncDoc<'a> {
+        status: str,
+        revision: str,
+        #[serde(borrow)]
+        revisions: Vec<Str<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct OperationStateDoc<'a> {
-    #[serde(borrow)]
-    pub(super) phase: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) message: Option<Str<'a>>,
-    #[serde(rename = "startedAt", borrow)]
-    pub(super) started_at: Option<Str<'a>>,
-    #[serde(rename = "finishedAt", borrow)]
-    pub(super) finished_at: Option<Str<'a>>,
-    /// Any type: the tolerant reader takes a number and reads anything else as 0.
-    #[serde(rename = "retryCount")]
-    pub(super) retry_count: Option<Value>,
-    #[serde(borrow)]
-    pub(super) operation: Option<Obj<OperationDoc<'a>>>,
-    #[serde(rename = "syncResult", borrow)]
-    pub(super) sync_result: Option<Obj<SyncResultDoc<'a>>>,
+shape! {
+    HealthDoc<'a> {
+        status: str,
+        message: str,
+        #[serde(rename = "lastTransitionTime")]
+        last_transition_time: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct OperationDoc<'a> {
-    #[serde(rename = "initiatedBy", borrow)]
-    pub(super) initiated_by: Option<Obj<InitiatedByDoc<'a>>>,
-    pub(super) retry: Option<Obj<RetryDoc>>,
-    #[serde(borrow)]
-    pub(super) sync: Option<Obj<SyncOperationDoc<'a>>>,
+shape! {
+    OperationStateDoc<'a> {
+        phase: str,
+        message: str,
+        #[serde(rename = "startedAt")]
+        started_at: str,
+        #[serde(rename = "finishedAt")]
+        finished_at: str,
+        /// Any type: the tolerant reader takes a number and reads anything else as 0.
+        #[serde(rename = "retryCount")]
+        retry_count: Value,
+        #[serde(borrow)]
+        operation: Obj<OperationDoc<'a>>,
+        #[serde(rename = "syncResult", borrow)]
+        sync_result: Obj<SyncResultDoc<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct InitiatedByDoc<'a> {
-    pub(super) automated: Option<bool>,
-    #[serde(borrow)]
-    pub(super) username: Option<Str<'a>>,
+shape! {
+    OperationDoc<'a> {
+        #[serde(rename = "initiatedBy", borrow)]
+        initiated_by: Obj<InitiatedByDoc<'a>>,
+        retry: Obj<RetryDoc>,
+        #[serde(borrow)]
+        sync: Obj<SyncOperationDoc<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct RetryDoc {
-    /// Any type, as `retryCount`.
-    pub(super) limit: Option<Value>,
+shape! {
+    InitiatedByDoc<'a> {
+        automated: bool,
+        username: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct SyncOperationDoc<'a> {
-    #[serde(borrow)]
-    pub(super) revision: Option<Str<'a>>,
+shape! {
+    RetryDoc {
+        /// Any type, as `retryCount`.
+        limit: Value,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct SyncResultDoc<'a> {
-    #[serde(borrow)]
-    pub(super) revision: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) revisions: Option<Vec<Str<'a>>>,
-    #[serde(borrow)]
-    pub(super) resources: Option<Vec<Obj<ResultResourceDoc<'a>>>>,
+shape! {
+    SyncOperationDoc<'a> {
+        revision: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ResultResourceDoc<'a> {
-    #[serde(borrow)]
-    pub(super) group: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) namespace: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) status: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) message: Option<Str<'a>>,
-    #[serde(rename = "hookPhase", borrow)]
-    pub(super) hook_phase: Option<Str<'a>>,
+shape! {
+    SyncResultDoc<'a> {
+        revision: str,
+        #[serde(borrow)]
+        revisions: Vec<Str<'a>>,
+        #[serde(borrow)]
+        resources: Vec<Obj<ResultResourceDoc<'a>>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ResourceDoc<'a> {
-    #[serde(borrow)]
-    pub(super) group: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) namespace: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) name: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) status: Option<Str<'a>>,
-    #[serde(rename = "requiresPruning")]
-    pub(super) requires_pruning: Option<bool>,
-    #[serde(borrow)]
-    pub(super) health: Option<Obj<ResourceHealthDoc<'a>>>,
+shape! {
+    ResultResourceDoc<'a> {
+        group: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        status: str,
+        message: str,
+        #[serde(rename = "hookPhase")]
+        hook_phase: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ResourceHealthDoc<'a> {
-    #[serde(borrow)]
-    pub(super) status: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) message: Option<Str<'a>>,
+shape! {
+    ResourceDoc<'a> {
+        group: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        status: str,
+        #[serde(rename = "requiresPruning")]
+        requires_pruning: bool,
+        #[serde(borrow)]
+        health: Obj<ResourceHealthDoc<'a>>,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct ConditionDoc<'a> {
-    #[serde(rename = "type", borrow)]
-    pub(super) kind: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) message: Option<Str<'a>>,
+shape! {
+    ResourceHealthDoc<'a> {
+        status: str,
+        message: str,
+    }
 }
 
-#[derive(Deserialize)]
-pub(super) struct HistoryDoc<'a> {
-    #[serde(borrow)]
-    pub(super) revision: Option<Str<'a>>,
+shape! {
+    ConditionDoc<'a> {
+        #[serde(rename = "type")]
+        kind: str,
+        message: str,
+    }
+}
+
+shape! {
+    HistoryDoc<'a> {
+        revision: str,
+    }
 }

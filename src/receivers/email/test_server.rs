@@ -31,6 +31,11 @@ pub(super) struct SmtpServer {
 }
 
 impl SmtpServer {
+    /// The server's URL with `scheme` (`smtp`, `smtps`), as a receiver's `smtp.url`.
+    pub(super) fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
     pub(super) fn start(dir: &Path, extra_args: &[&str]) -> Self {
         require_aiosmtpd();
         let port = free_port();

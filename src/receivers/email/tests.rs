@@ -1,6 +1,7 @@
 //! The e-mail receiver against a real SMTP server (aiosmtpd): multipart messages, threading, pooled connections,
 //! STARTTLS and implicit TLS, AUTH, refused and deferred recipients, timeouts, templates, settings checks.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
@@ -23,6 +24,27 @@ fn smtp(url: String) -> SmtpSettings {
 /// The e-mail receiver for `payments@` and `oncall@` (cc `lead@`), sending through `smtp`.
 fn email(smtp: SmtpSettings) -> Email {
     Email::new(mail_settings(), Some(smtp), None, testing::clock()).unwrap()
+}
+
+/// A plain SMTP server keeping its mail in `dir`, and an e-mail receiver sending through it.
+fn plain_smtp(dir: &Path) -> (SmtpServer, Email) {
+    let server = SmtpServer::start(dir, &[]);
+    let email = email(smtp(server.url("smtp")));
+    (server, email)
+}
+
+/// An SMTP server with a self-signed certificate (kept in `dir`), for STARTTLS (`mode` "tls") or implicit TLS
+/// ("smtps"); answers the server and the certificate, which is its own CA.
+fn tls_server(dir: &Path, mode: &str) -> (SmtpServer, PathBuf) {
+    let (cert, key) = self_signed_cert(dir);
+    let args = [
+        format!("--{mode}cert"),
+        cert.display().to_string(),
+        format!("--{mode}key"),
+        key.display().to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    (SmtpServer::start(dir, &args), cert)
 }
 
 fn mail_settings() -> Config {
@@ -74,8 +96,7 @@ fn assert_is_the_sync_failed_message(m: &serde_json::Value) {
 #[tokio::test]
 async fn a_firing_group_is_mailed_as_text_and_html_over_plain_smtp() {
     let dir = tempfile::tempdir().unwrap();
-    let server = SmtpServer::start(dir.path(), &[]);
-    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
+    let (server, email) = plain_smtp(dir.path());
 
     let delivered = email.deliver(&notification(Action::Open), None).await.unwrap();
 
@@ -91,8 +112,7 @@ async fn a_firing_group_is_mailed_as_text_and_html_over_plain_smtp() {
 #[tokio::test]
 async fn updates_and_the_resolve_reply_to_the_first_message_through_one_pooled_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let server = SmtpServer::start(dir.path(), &[]);
-    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
+    let (server, email) = plain_smtp(dir.path());
 
     let first = email.deliver(&notification(Action::Open), None).await.unwrap();
     let memo = first.memo.clone().unwrap();
@@ -130,11 +150,7 @@ async fn updates_and_the_resolve_reply_to_the_first_message_through_one_pooled_c
 #[tokio::test]
 async fn starttls_to_a_relay_with_a_self_signed_certificate_trusted_through_ca_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = self_signed_cert(dir.path());
-    let server = SmtpServer::start(
-        dir.path(),
-        &["--tlscert", cert.to_str().unwrap(), "--tlskey", key.to_str().unwrap()],
-    );
+    let (server, cert) = tls_server(dir.path(), "tls");
     let url = format!("smtp://127.0.0.1:{}?tls=required", server.port);
 
     // Without the CA the certificate is refused, and retrying may help once the relay's certificate is fixed.
@@ -155,17 +171,8 @@ async fn starttls_to_a_relay_with_a_self_signed_certificate_trusted_through_ca_f
 #[tokio::test]
 async fn implicit_tls_with_smtps() {
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = self_signed_cert(dir.path());
-    let server = SmtpServer::start(
-        dir.path(),
-        &[
-            "--smtpscert",
-            cert.to_str().unwrap(),
-            "--smtpskey",
-            key.to_str().unwrap(),
-        ],
-    );
-    let mut settings = smtp(format!("smtps://127.0.0.1:{}", server.port));
+    let (server, cert) = tls_server(dir.path(), "smtps");
+    let mut settings = smtp(server.url("smtps"));
     settings.ca_file = Some(cert.display().to_string());
     let email = email(settings);
 
@@ -179,7 +186,7 @@ async fn smtp_auth_with_the_right_password_delivers_and_a_wrong_one_is_permanent
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start_with_auth(dir.path(), "herald", "s3cret-Pa55");
     let with_password = |password: &str| {
-        let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
+        let mut s = smtp(server.url("smtp"));
         s.username = Some("herald".into());
         s.password = Some(SecretString::from(password.to_string()));
         email(s)
@@ -209,7 +216,7 @@ async fn a_relay_echoing_the_auth_exchange_leaks_neither_the_plain_nor_the_login
     for mechanism in ["PLAIN", "LOGIN"] {
         let dir = tempfile::tempdir().unwrap();
         let server = SmtpServer::start_echoing_auth(dir.path(), mechanism);
-        let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
+        let mut s = smtp(server.url("smtp"));
         s.username = Some("herald".into());
         s.password = Some(SecretString::from("pw9".to_string()));
 
@@ -228,7 +235,7 @@ async fn a_relay_echoing_the_auth_exchange_leaks_neither_the_plain_nor_the_login
 async fn a_refused_recipient_is_permanent_and_a_deferred_one_is_transient() {
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start_with_auth(dir.path(), "herald", "pw");
-    let mut s = smtp(format!("smtp://127.0.0.1:{}", server.port));
+    let mut s = smtp(server.url("smtp"));
     s.username = Some("herald".into());
     s.password = Some(SecretString::from("pw".to_string()));
     let to = |address: &str| Config {
@@ -287,7 +294,7 @@ async fn a_custom_template_replaces_the_text_part_and_test_messages_are_marked_o
     let template = "Herald says: {{ notification.title }} ({{ incidents | length }} incident)".to_string();
     let email = Email::new(
         mail_settings(),
-        Some(smtp(format!("smtp://127.0.0.1:{}", server.port))),
+        Some(smtp(server.url("smtp"))),
         Some(template),
         testing::clock(),
     )

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_json, method, path, query_param};
+use wiremock::matchers::{body_json, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::classify;
@@ -37,6 +37,12 @@ fn github(server: &MockServer) -> Github {
     Github::new(settings(server), testing::http())
 }
 
+/// Delivers `action` (with `memo`) through GitHub on `server`, after making any request not mounted before fail
+/// the test.
+async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+    testing::deliver_strictly(server, &github(server), &note(action), memo).await
+}
+
 fn label() -> String {
     fingerprint_label(FINGERPRINT)
 }
@@ -54,25 +60,14 @@ async fn open_issues_are(server: &MockServer, items: Value) {
 }
 
 async fn create_expected(server: &MockServer, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues")))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
-            "id": 1, "number": 42, "html_url": "https://github.com/acme/payments/issues/42",
-        })))
-        .expect(times)
-        .named("create issue")
-        .mount(server)
-        .await;
+    let created = json!({ "id": 1, "number": 42, "html_url": "https://github.com/acme/payments/issues/42" });
+    let answer = ResponseTemplate::new(201).set_body_json(created);
+    testing::expect_post(server, &format!("{REPO}/issues"), answer, times).await;
 }
 
 async fn comment_expected(server: &MockServer, number: u64, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{REPO}/issues/{number}/comments")))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": 7 })))
-        .expect(times)
-        .named("comment")
-        .mount(server)
-        .await;
+    let answer = ResponseTemplate::new(201).set_body_json(json!({ "id": 7 }));
+    testing::expect_post(server, &format!("{REPO}/issues/{number}/comments"), answer, times).await;
 }
 
 async fn close_expected(server: &MockServer, number: u64) {
@@ -91,9 +86,8 @@ async fn open_without_a_memo_looks_for_an_open_issue_then_creates_one() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
     assert_eq!(out.detail, "created #42 https://github.com/acme/payments/issues/42");
@@ -126,9 +120,8 @@ async fn an_open_issue_found_by_its_label_gets_a_comment_and_no_second_issue() {
     .await;
     comment_expected(&server, 9, 1).await;
     create_expected(&server, 0).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 9 })));
     assert_eq!(out.detail, "commented on #9 (found by label)");
@@ -147,9 +140,8 @@ async fn pull_requests_in_the_results_are_skipped() {
     .await;
     comment_expected(&server, 5, 0).await;
     comment_expected(&server, 9, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Update), None).await.unwrap();
+    let out = deliver(&server, Action::Update, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 9 })));
 }
@@ -159,9 +151,8 @@ async fn a_pull_request_alone_is_not_the_incidents_issue() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([{ "number": 5, "pull_request": {} }])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Open), None).await.unwrap();
+    let out = deliver(&server, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -170,13 +161,9 @@ async fn a_pull_request_alone_is_not_the_incidents_issue() {
 async fn an_update_comments_on_the_remembered_issue_without_looking() {
     let server = MockServer::start().await;
     comment_expected(&server, 42, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 42 });
-    let out = github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
     assert_eq!(out.detail, "commented on #42");
@@ -189,13 +176,9 @@ async fn resolve_comments_then_closes_the_issue_as_completed() {
     let server = MockServer::start().await;
     comment_expected(&server, 42, 1).await;
     close_expected(&server, 42).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 42 });
-    let out = github(&server)
-        .deliver(&note(Action::Resolve), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Resolve, Some(&memo)).await.unwrap();
 
     assert_eq!(
         out.memo,
@@ -222,9 +205,8 @@ async fn resolve_without_a_memo_closes_the_open_issue_found_by_label() {
     open_issues_are(&server, json!([{ "number": 9 }])).await;
     comment_expected(&server, 9, 1).await;
     close_expected(&server, 9).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.detail, "closed #9");
 }
@@ -233,9 +215,8 @@ async fn resolve_without_a_memo_closes_the_open_issue_found_by_label() {
 async fn resolve_with_nothing_open_changes_nothing() {
     let server = MockServer::start().await;
     open_issues_are(&server, json!([])).await;
-    refuse_anything_else(&server).await;
 
-    let out = github(&server).deliver(&note(Action::Resolve), None).await.unwrap();
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.memo, None);
     assert!(out.detail.contains("nothing to resolve"));
@@ -247,10 +228,9 @@ async fn a_new_occurrence_after_a_resolve_looks_again_and_opens_a_new_issue() {
     open_issues_are(&server, json!([])).await;
     comment_expected(&server, 42, 0).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 41, "resolved_at": "2025-03-01T10:00:00Z" });
-    let out = github(&server).deliver(&note(Action::Open), Some(&memo)).await.unwrap();
+    let out = deliver(&server, Action::Open, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -267,13 +247,9 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
     .await;
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "number": 41 });
-    let out = github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "number": 42 })));
 }
@@ -282,12 +258,8 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
 async fn comment_fails_with(template: ResponseTemplate) -> DeliveryError {
     let server = MockServer::start().await;
     testing::expect_post(&server, &format!("{REPO}/issues/42/comments"), template, 1).await;
-    refuse_anything_else(&server).await;
     let memo = json!({ "number": 42 });
-    github(&server)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap_err()
+    deliver(&server, Action::Update, Some(&memo)).await.unwrap_err()
 }
 
 #[tokio::test]
@@ -363,9 +335,8 @@ async fn other_client_errors_are_permanent_and_server_errors_transient() {
             1,
         )
         .await;
-        refuse_anything_else(&server).await;
 
-        let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+        let err = deliver(&server, Action::Open, None).await.unwrap_err();
 
         assert_eq!(
             matches!(err, DeliveryError::Transient { .. }),
@@ -430,23 +401,14 @@ struct EchoCredentials;
 
 impl wiremock::Respond for EchoCredentials {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        let auth = request
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        let (auth, _) = testing::credentials(request);
         ResponseTemplate::new(401).set_body_json(json!({ "message": format!("Bad credentials: {auth}") }))
     }
 }
 
 #[tokio::test]
 async fn the_token_never_appears_in_errors() {
-    let server = MockServer::start().await;
-    Mock::given(any())
-        .respond_with(EchoCredentials)
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = testing::answering_once(EchoCredentials).await;
 
     let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
 
@@ -456,13 +418,8 @@ async fn the_token_never_appears_in_errors() {
     assert!(!text.contains(TOKEN), "{text}");
 
     let mut s = settings(&server);
-    s.api_url = "http://127.0.0.1:9".into();
-    let err = Github::new(s, testing::http())
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
-    assert!(!error_text(&err).contains(TOKEN));
+    s.api_url = testing::UNREACHABLE.into();
+    testing::assert_unreachable_is_transient(&Github::new(s, testing::http()), &note(Action::Open), &[TOKEN]).await;
 }
 
 #[test]

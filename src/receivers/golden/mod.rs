@@ -78,6 +78,14 @@ impl Run {
         }
     }
 
+    /// Every notification queued when `body`, posted at its own time, has been followed by `d` of ticks.
+    async fn notifications_after(body: &Value, d: Duration) -> Vec<Notification> {
+        let run = Run::start(time(body)).await;
+        run.post(body).await;
+        run.wait(d).await;
+        run.notifications().await
+    }
+
     /// Every notification queued so far, oldest first.
     async fn notifications(&self) -> Vec<Notification> {
         let mut rows = self.pipeline.outbox(None, 1000, None).await.expect("the outbox");
@@ -92,10 +100,7 @@ impl Run {
 /// to prune: both rules fire in the same flush.
 async fn out_of_sync_for_an_hour_with_a_prune_pending() -> Vec<Notification> {
     let body = captured("021_remove_podinfo_1_1.json");
-    let run = Run::start(time(&body)).await;
-    run.post(&body).await;
-    run.wait(Duration::from_secs(3600 + 40)).await;
-    run.notifications().await
+    Run::notifications_after(&body, Duration::from_secs(3600 + 40)).await
 }
 
 /// Derived from 021: the sync `alice` started failed, with the message and the failing ServiceAccount of
@@ -122,10 +127,7 @@ async fn a_sync_failed_by_a_user() -> Vec<Notification> {
         "type": "SyncError",
         "message": format!("Failed sync attempt to 3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5: {message} (retried 5 times)."),
     }]);
-    let run = Run::start(time(&body)).await;
-    run.post(&body).await;
-    run.wait(Duration::from_secs(40)).await;
-    run.notifications().await
+    Run::notifications_after(&body, Duration::from_secs(40)).await
 }
 
 /// Derived from 010 (`argocd/aaaaaaa` Synced and Degraded): Argo CD's per-resource health added to the Deployment
@@ -142,10 +144,7 @@ async fn degraded_with_two_unhealthy_resources() -> Vec<Notification> {
         "status": "Synced",
         "health": {"status": "Degraded", "message": "Job has reached the specified backoff limit"},
     }));
-    let run = Run::start(time(&body)).await;
-    run.post(&body).await;
-    run.wait(Duration::from_secs(300 + 40)).await;
-    run.notifications().await
+    Run::notifications_after(&body, Duration::from_secs(300 + 40)).await
 }
 
 /// 015 (`argocd/aaaaaaa`, multi-source: `syncResult.revision` empty, `revisions: ["6.9.0"]`), derived with a
@@ -159,10 +158,7 @@ async fn a_multi_source_application() -> Vec<Notification> {
     app["spec"]["sources"].as_array_mut().expect("sources").push(values);
     app["status"]["sync"]["revisions"] = json!(["6.9.0", commit]);
     app["status"]["operationState"]["operation"]["sync"]["revisions"] = json!(["6.9.0", commit]);
-    let run = Run::start(time(&body)).await;
-    run.post(&body).await;
-    run.wait(Duration::from_secs(300 + 40)).await;
-    run.notifications().await
+    Run::notifications_after(&body, Duration::from_secs(300 + 40)).await
 }
 
 /// 021 for an hour, then Synced with nothing to prune (derived) 1 h 12 min after it went OutOfSync: the resolve.

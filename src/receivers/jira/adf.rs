@@ -127,10 +127,7 @@ pub fn document(n: &Notification) -> Value {
             }
         }
         content.push(bullet_list(items));
-        hints(
-            &mut content,
-            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-        );
+        hints(&mut content, &render::summary_hints(n));
         return json!({ "version": 1, "type": "doc", "content": content });
     }
     for app in render::apps(n) {

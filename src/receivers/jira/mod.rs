@@ -223,19 +223,13 @@ fn delivered(memo: Memo, detail: String) -> Delivered {
 
 /// One line, at most 255 characters.
 fn summary(title: &str) -> String {
-    let line: String = crate::receivers::render::escape::one_line(title)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    truncate(&line, SUMMARY_MAX_CHARS)
+    truncate(&super::ticket::one_line(title), SUMMARY_MAX_CHARS)
 }
 
 #[async_trait::async_trait]
 impl Receiver for Jira {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let incident = n
-            .primary()
-            .ok_or_else(|| DeliveryError::permanent("jira: the notification carries no incident"))?;
+        let incident = super::primary_incident(n, "jira")?;
         let label = fingerprint_label(&incident.fingerprint);
         // A memo of an issue Herald resolved says nothing about what is open now: look again by label.
         let remembered = memo

@@ -6,12 +6,12 @@ use std::time::Duration;
 use chrono::TimeZone;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use wiremock::matchers::{any, body_partial_json, method, path};
+use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::parse_jira_time;
 use super::*;
-use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, now, refuse_anything_else};
+use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, now};
 
 const TOKEN: &str = "jira-token-s3cr3t-5b1f";
 
@@ -41,6 +41,16 @@ fn settings(server: &MockServer, api: Api) -> Config {
 
 fn jira(server: &MockServer, api: Api) -> Jira {
     Jira::new(settings(server, api), testing::http())
+}
+
+/// Delivers `action` (with `memo`) through a Jira on `server`, failing on any request not mounted before.
+async fn deliver(
+    server: &MockServer,
+    api: Api,
+    action: Action,
+    memo: Option<&Memo>,
+) -> Result<Delivered, DeliveryError> {
+    testing::deliver_strictly(server, &jira(server, api), &note(action), memo).await
 }
 
 fn base(api: Api) -> &'static str {
@@ -94,25 +104,14 @@ async fn search_finds(server: &MockServer, api: Api, issues: Vec<Value>) {
 }
 
 async fn comment_expected(server: &MockServer, api: Api, key: &str, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{}/issue/{key}/comment", base(api))))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": "100" })))
-        .expect(times)
-        .named("comment")
-        .mount(server)
-        .await;
+    let answer = ResponseTemplate::new(201).set_body_json(json!({ "id": "100" }));
+    testing::expect_post(server, &format!("{}/issue/{key}/comment", base(api)), answer, times).await;
 }
 
 async fn create_expected(server: &MockServer, api: Api, times: u64) {
-    Mock::given(method("POST"))
-        .and(path(format!("{}/issue", base(api))))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
-            "id": "10042", "key": "PAY-42", "self": "https://jira.example.com/rest/api/2/issue/10042",
-        })))
-        .expect(times)
-        .named("create issue")
-        .mount(server)
-        .await;
+    let created = json!({ "id": "10042", "key": "PAY-42", "self": "https://jira.example.com/rest/api/2/issue/10042" });
+    let answer = ResponseTemplate::new(201).set_body_json(created);
+    testing::expect_post(server, &format!("{}/issue", base(api)), answer, times).await;
 }
 
 async fn transitions_offered(server: &MockServer, api: Api, key: &str) {
@@ -171,12 +170,8 @@ async fn cloud_open_searches_by_label_then_creates_one_issue_described_in_adf() 
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
     assert_eq!(out.detail, "created PAY-42");
@@ -235,12 +230,8 @@ async fn cloud_searches_with_search_jql_and_never_calls_the_retired_search_endpo
         .await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-7", "indeterminate", None)]).await;
     comment_expected(&server, Api::Cloud, "PAY-7", 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-7" })));
     let search = bodies(&server, "POST", "/rest/api/3/search/jql").await;
@@ -252,12 +243,8 @@ async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Datacenter, vec![]).await;
     create_expected(&server, Api::Datacenter, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Datacenter)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Datacenter, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
     for r in server.received_requests().await.unwrap() {
@@ -301,9 +288,8 @@ async fn an_issue_found_again_by_its_label_gets_a_comment_and_no_second_issue() 
         .await;
         comment_expected(&server, api, "PAY-9", 1).await;
         create_expected(&server, api, 0).await;
-        refuse_anything_else(&server).await;
 
-        let out = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap();
+        let out = deliver(&server, api, Action::Open, None).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "key": "PAY-9" })), "{api:?}");
         assert_eq!(out.detail, "commented on PAY-9 (found by label)");
@@ -325,12 +311,8 @@ async fn cloud_search_follows_the_next_page_token() {
         .await;
     testing::expect_post(&server, "/rest/api/3/search/jql", ResponseTemplate::new(200).set_body_json(json!({ "issues": [issue("PAY-5", "done", Some(now() - chrono::Duration::days(9)))], "isLast": false, "nextPageToken": "page-2", })), 1).await;
     comment_expected(&server, Api::Cloud, "PAY-2", 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-2" })));
 }
@@ -340,13 +322,9 @@ async fn an_update_comments_on_the_remembered_issue_without_searching() {
     for api in [Api::Cloud, Api::Datacenter] {
         let server = MockServer::start().await;
         comment_expected(&server, api, "PAY-12", 1).await;
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Update), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Update, Some(&memo)).await.unwrap();
 
         assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
         assert_eq!(out.detail, "commented on PAY-12");
@@ -364,13 +342,9 @@ async fn resolve_comments_then_applies_the_resolve_transition_found_by_name() {
         comment_expected(&server, api, "PAY-12", 1).await;
         transitions_offered(&server, api, "PAY-12").await;
         transition_expected(&server, api, "PAY-12", "31").await;
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Resolve), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Resolve, Some(&memo)).await.unwrap();
 
         assert_eq!(out.detail, "resolved PAY-12 (Done)");
         assert_eq!(
@@ -402,13 +376,12 @@ async fn the_resolve_transition_may_be_given_by_id() {
     comment_expected(&server, Api::Cloud, "PAY-12", 1).await;
     transitions_offered(&server, Api::Cloud, "PAY-12").await;
     transition_expected(&server, Api::Cloud, "PAY-12", "31").await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.resolve_transition = Some("31".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let out = Jira::new(s, testing::http())
-        .deliver(&note(Action::Resolve), Some(&memo))
+    let jira = Jira::new(s, testing::http());
+    let out = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
         .await
         .unwrap();
 
@@ -426,13 +399,12 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
         .expect(1)
         .mount(&server)
         .await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.resolve_transition = Some("Close Issue".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let err = Jira::new(s, testing::http())
-        .deliver(&note(Action::Resolve), Some(&memo))
+    let jira = Jira::new(s, testing::http());
+    let err = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
         .await
         .unwrap_err();
 
@@ -461,11 +433,9 @@ async fn resolving_an_issue_someone_already_closed_succeeds() {
         .expect(1)
         .mount(&server)
         .await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "key": "PAY-12" });
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Resolve), Some(&memo))
+    let out = deliver(&server, Api::Cloud, Action::Resolve, Some(&memo))
         .await
         .unwrap();
 
@@ -486,14 +456,10 @@ async fn a_new_occurrence_reopens_the_issue_resolved_within_the_window() {
         transition_expected(&server, api, "PAY-12", "41").await;
         comment_expected(&server, api, "PAY-12", 1).await;
         create_expected(&server, api, 0).await;
-        refuse_anything_else(&server).await;
 
         // The memo of the earlier resolve: Herald looks again rather than trusting it.
         let memo = json!({ "key": "PAY-12", "resolved_at": "2025-03-01T10:00:00Z" });
-        let out = jira(&server, api)
-            .deliver(&note(Action::Open), Some(&memo))
-            .await
-            .unwrap();
+        let out = deliver(&server, api, Action::Open, Some(&memo)).await.unwrap();
 
         assert_eq!(out.detail, "reopened PAY-12 (Reopen)", "{api:?}");
         assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
@@ -510,12 +476,8 @@ async fn an_issue_resolved_before_the_window_gets_a_new_issue_instead() {
     )
     .await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
@@ -525,12 +487,12 @@ async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
     let mut s = settings(&server, Api::Cloud);
     s.reopen_transition = None;
 
-    let out = Jira::new(s, testing::http())
-        .deliver(&note(Action::Open), None)
+    let jira = Jira::new(s, testing::http());
+
+    let out = testing::deliver_strictly(&server, &jira, &note(Action::Open), None)
         .await
         .unwrap();
 
@@ -548,12 +510,8 @@ async fn a_reopen_transition_the_workflow_does_not_offer_falls_back_to_a_new_iss
         .mount(&server)
         .await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.detail, "created PAY-42");
 }
@@ -570,13 +528,9 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
     .await;
     search_finds(&server, Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
-    refuse_anything_else(&server).await;
 
     let memo = json!({ "key": "PAY-1" });
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Update), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Update, Some(&memo)).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
 }
@@ -588,12 +542,8 @@ async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
     comment_expected(&server, Api::Datacenter, "PAY-9", 1).await;
     transitions_offered(&server, Api::Datacenter, "PAY-9").await;
     transition_expected(&server, Api::Datacenter, "PAY-9", "31").await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Datacenter)
-        .deliver(&note(Action::Resolve), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Datacenter, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.detail, "resolved PAY-9 (Done)");
 }
@@ -602,12 +552,8 @@ async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
 async fn resolve_with_nothing_open_changes_nothing() {
     let server = MockServer::start().await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-3", "done", Some(now()))]).await;
-    refuse_anything_else(&server).await;
 
-    let out = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Resolve), None)
-        .await
-        .unwrap();
+    let out = deliver(&server, Api::Cloud, Action::Resolve, None).await.unwrap();
 
     assert_eq!(out.memo, None);
     assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
@@ -623,12 +569,8 @@ async fn rate_limited_is_transient_with_the_servers_retry_after() {
         1,
     )
     .await;
-    refuse_anything_else(&server).await;
 
-    let err = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
+    let err = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap_err();
 
     assert!(
         matches!(&err, DeliveryError::Transient { retry_after: Some(d), .. } if *d == Duration::from_secs(30)),
@@ -667,11 +609,9 @@ async fn statuses_are_classified_by_the_shared_table() {
             )
             .await;
         }
-        refuse_anything_else(&server).await;
 
         let memo = json!({ "key": "PAY-12" });
-        let err = jira(&server, Api::Datacenter)
-            .deliver(&note(Action::Update), Some(&memo))
+        let err = deliver(&server, Api::Datacenter, Action::Update, Some(&memo))
             .await
             .unwrap_err();
 
@@ -697,12 +637,8 @@ async fn a_create_rejected_as_bad_request_is_permanent_and_says_why() {
         1,
     )
     .await;
-    refuse_anything_else(&server).await;
 
-    let err = jira(&server, Api::Cloud)
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
+    let err = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap_err();
 
     let DeliveryError::Permanent { reason } = err else {
         panic!("{err:?}")
@@ -716,17 +652,7 @@ struct EchoCredentials;
 
 impl wiremock::Respond for EchoCredentials {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        use base64::Engine as _;
-        let auth = request
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let decoded = auth
-            .strip_prefix("Basic ")
-            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let (auth, decoded) = testing::credentials(request);
         ResponseTemplate::new(401).set_body_string(format!("bad credentials: {auth} ({decoded})"))
     }
 }
@@ -734,12 +660,7 @@ impl wiremock::Respond for EchoCredentials {
 #[tokio::test]
 async fn the_token_never_appears_in_errors() {
     for api in [Api::Cloud, Api::Datacenter] {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(EchoCredentials)
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = testing::answering_once(EchoCredentials).await;
 
         let err = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap_err();
 
@@ -753,13 +674,8 @@ async fn the_token_never_appears_in_errors() {
     }
     // Nothing listens there: a transport error, without the token either.
     let mut s = settings(&MockServer::start().await, Api::Cloud);
-    s.url = "http://127.0.0.1:9".into();
-    let err = Jira::new(s, testing::http())
-        .deliver(&note(Action::Open), None)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, DeliveryError::Transient { .. }), "{err:?}");
-    assert!(!error_text(&err).contains(TOKEN));
+    s.url = testing::UNREACHABLE.into();
+    testing::assert_unreachable_is_transient(&Jira::new(s, testing::http()), &note(Action::Open), &[TOKEN]).await;
 }
 
 #[test]

@@ -33,29 +33,15 @@ pub fn wiki(n: &Notification) -> String {
         s.push_str(&format!("_{}_\n\n", esc(&n.reason)));
     }
     if !render::detailed(n) {
-        for app in render::apps(n) {
-            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| esc(&app.name));
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "* *{}* {name}: {}\n",
-                    render::incident_word(i),
-                    esc(&i.status_line(now))
-                ));
-            }
-        }
-        hints(
-            &mut s,
-            &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-        );
+        s.push_str(&render::summary_list(n, link, esc, |i, name, status| {
+            format!("* *{}* {name}: {status}\n", render::incident_word(i))
+        }));
+        hints(&mut s, &render::summary_hints(n));
         return s;
     }
     for app in render::apps(n) {
         for f in app.facts() {
-            let value = f
-                .link
-                .as_deref()
-                .map(|u| link(&f.value, u))
-                .unwrap_or_else(|| esc(&f.value));
+            let value = render::linked(&f.value, f.link.as_deref(), link, esc);
             s.push_str(&format!("* *{}*: {value}\n", f.label));
         }
         for i in &app.incidents {
@@ -69,7 +55,7 @@ pub fn wiki(n: &Notification) -> String {
                 let cell = |c: &str| if c.is_empty() { " ".to_string() } else { esc(c) };
                 for r in i.resources.iter().take(MAX_RESOURCES) {
                     let (what, status) = render::resource_line(r);
-                    let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| cell(&what));
+                    let what = render::linked(&what, r.url.as_deref(), link, cell);
                     s.push_str(&format!(
                         "|{what}|{}|{}|\n",
                         cell(&status),

@@ -2,8 +2,8 @@
 //! puts them, messages in a preformatted block.
 
 use super::escape::{html as esc, message_lines, with_code};
-use super::plain::first_of_each;
-use super::{apps, detailed, incident_word, resource_line};
+use super::plain::summary_hints;
+use super::{apps, detailed, incident_word, linked, resource_line, summary_list};
 use crate::domain::{Hint, Incident, Notification};
 
 const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#1f2328;\
@@ -48,25 +48,18 @@ pub fn html(n: &Notification) -> String {
     let now = n.created_at;
     if !detailed(n) {
         s.push_str("<ul>");
-        for app in apps(n) {
-            let name = app.url.map(|u| link(&app.name, u)).unwrap_or_else(|| esc(&app.name));
-            for i in &app.incidents {
-                s.push_str(&format!("<li>{} {name}: {}</li>", word(i), esc(&i.status_line(now))));
-            }
-        }
+        s.push_str(&summary_list(n, link, esc, |i, name, status| {
+            format!("<li>{} {name}: {status}</li>", word(i))
+        }));
         s.push_str("</ul>");
-        hints(&mut s, &first_of_each(n.incidents.iter().flat_map(|i| &i.hints)));
+        hints(&mut s, &summary_hints(n));
         s.push_str("</body></html>");
         return s;
     }
     for app in apps(n) {
         s.push_str("<table cellpadding=2 style=\"border-collapse:collapse\">");
         for f in app.facts() {
-            let value = f
-                .link
-                .as_deref()
-                .map(|u| link(&f.value, u))
-                .unwrap_or_else(|| esc(&f.value));
+            let value = linked(&f.value, f.link.as_deref(), link, esc);
             s.push_str(&format!(
                 "<tr><th align=left style=\"color:#59636e;font-weight:normal;padding-right:12px\">{}</th><td>{value}</td></tr>",
                 esc(&f.label)
@@ -83,7 +76,7 @@ pub fn html(n: &Notification) -> String {
                 s.push_str("<table border=1 cellpadding=4 style=\"border-collapse:collapse;border-color:#d1d9e0\"><tr><th>Resource</th><th>Status</th><th>Message</th></tr>");
                 for r in &i.resources {
                     let (what, status) = resource_line(r);
-                    let what = r.url.as_deref().map(|u| link(&what, u)).unwrap_or_else(|| esc(&what));
+                    let what = linked(&what, r.url.as_deref(), link, esc);
                     s.push_str(&format!(
                         "<tr><td>{what}</td><td>{}</td><td>{}</td></tr>",
                         esc(&status),

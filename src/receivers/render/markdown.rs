@@ -2,8 +2,8 @@
 //! where Herald puts them, messages quoted line by line.
 
 use super::escape::{commonmark as md, commonmark_code, message_lines, with_code};
-use super::plain::first_of_each;
-use super::{apps, detailed, incident_word, resource_line};
+use super::plain::summary_hints;
+use super::{apps, detailed, incident_word, resource_line, summary_list};
 use crate::domain::{Hint, Notification};
 
 /// A link Herald makes: escaped text, and a URL from Herald's settings or Argo CD's own names.
@@ -29,20 +29,10 @@ pub fn markdown(n: &Notification) -> String {
     }
     let now = n.created_at;
     if !detailed(n) {
-        for app in apps(n) {
-            let name = match app.url {
-                Some(u) => link(&app.name, u),
-                None => md(&app.name),
-            };
-            for i in &app.incidents {
-                s.push_str(&format!(
-                    "- **{}** {name}: {}\n",
-                    incident_word(i),
-                    md(&i.status_line(now))
-                ));
-            }
-        }
-        hints(&mut s, &first_of_each(n.incidents.iter().flat_map(|i| &i.hints)));
+        s.push_str(&summary_list(n, link, md, |i, name, status| {
+            format!("- **{}** {name}: {status}\n", incident_word(i))
+        }));
+        hints(&mut s, &summary_hints(n));
         return s;
     }
     for app in apps(n) {

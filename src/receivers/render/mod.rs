@@ -11,7 +11,7 @@ mod plain;
 
 pub use html::html;
 pub use markdown::markdown;
-pub(crate) use plain::first_of_each;
+pub(crate) use plain::summary_hints;
 pub use plain::{console_text, text};
 
 use super::DeliveryError;
@@ -27,6 +27,39 @@ pub struct Fact {
     pub label: String,
     pub value: String,
     pub link: Option<String>,
+}
+
+/// Something that may link (an Application's name, a fact, a resource) as a markup shows it: `link(text, url)`
+/// when there is a URL, else `esc(text)`.
+pub fn linked(
+    text: &str,
+    url: Option<&str>,
+    link: impl Fn(&str, &str) -> String,
+    esc: impl Fn(&str) -> String,
+) -> String {
+    match url {
+        Some(u) => link(text, u),
+        None => esc(text),
+    }
+}
+
+/// The list of a summary (a message about many Applications): `line(incident, name, status)` for each problem in
+/// the notification's order, `name` being its Application's name as the markup shows it (linked, or escaped by
+/// `esc`) and `status` its status line escaped.
+pub fn summary_list(
+    n: &Notification,
+    link: impl Fn(&str, &str) -> String,
+    esc: impl Fn(&str) -> String,
+    line: impl Fn(&Incident, &str, &str) -> String,
+) -> String {
+    let mut s = String::new();
+    for app in apps(n) {
+        let name = linked(&app.name, app.url, &link, &esc);
+        for i in &app.incidents {
+            s.push_str(&line(i, &name, &esc(&i.status_line(n.created_at))));
+        }
+    }
+    s
 }
 
 fn fact(label: &str, value: String) -> Fact {

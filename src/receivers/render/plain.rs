@@ -32,7 +32,7 @@ fn plain(n: &Notification, field: fn(&str) -> String) -> String {
                 ));
             }
         }
-        let hints = first_of_each(n.incidents.iter().flat_map(|i| &i.hints));
+        let hints = summary_hints(n);
         hints_text(&mut s, &hints, "", field);
         return s;
     }
@@ -83,10 +83,11 @@ fn hints_text(s: &mut String, hints: &[&Hint], indent: &str, field: fn(&str) -> 
     }
 }
 
-/// The first hint of each kind: a list of forty Applications says what to do once, not forty times.
-pub(crate) fn first_of_each<'a>(hints: impl Iterator<Item = &'a Hint>) -> Vec<&'a Hint> {
+/// The hints of a summary: the first of each kind over all the notification's incidents, so a list of forty
+/// Applications says what to do once, not forty times.
+pub(crate) fn summary_hints(n: &Notification) -> Vec<&Hint> {
     let mut out: Vec<&Hint> = Vec::new();
-    for h in hints {
+    for h in n.incidents.iter().flat_map(|i| &i.hints) {
         if !out.iter().any(|o| o.id == h.id) {
             out.push(h);
         }

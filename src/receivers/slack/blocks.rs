@@ -160,10 +160,7 @@ fn list_sections(n: &Notification) -> Vec<Value> {
     }
     let mut out: Vec<Value> = chunks(&text, MAX_SECTION_TEXT).iter().map(|c| section(c)).collect();
     let mut hints = String::new();
-    hints_text(
-        &mut hints,
-        &render::first_of_each(n.incidents.iter().flat_map(|i| &i.hints)),
-    );
+    hints_text(&mut hints, &render::summary_hints(n));
     if !hints.is_empty() {
         out.push(section(&hints));
     }

@@ -39,24 +39,60 @@ fn notification(action: Action) -> Notification {
     n
 }
 
-fn webhook(server: &MockServer) -> Slack {
-    let settings = Config {
-        webhook_url: Some(SecretString::from(format!("{}{HOOK_PATH}", server.uri()))),
+/// An incoming webhook at `base` (the Web API is not used).
+fn webhook_settings(base: &str) -> Config {
+    Config {
+        webhook_url: Some(SecretString::from(format!("{base}{HOOK_PATH}"))),
         token: None,
         channel: None,
         api_url: "http://127.0.0.1:9/unused".into(),
-    };
-    Slack::new(settings, testing::http(), None)
+    }
+}
+
+/// A bot posting to `channel` through the Web API at `api_url`.
+fn bot_settings(api_url: String, channel: Option<&str>) -> Config {
+    Config {
+        webhook_url: None,
+        token: Some(SecretString::from(TOKEN)),
+        channel: channel.map(str::to_string),
+        api_url,
+    }
+}
+
+fn webhook(server: &MockServer) -> Slack {
+    Slack::new(webhook_settings(&server.uri()), testing::http(), None)
 }
 
 fn bot(server: &MockServer) -> Slack {
-    let settings = Config {
-        webhook_url: None,
-        token: Some(SecretString::from(TOKEN)),
-        channel: Some("#payments".into()),
-        api_url: format!("{}/api/", server.uri()),
-    };
+    let settings = bot_settings(format!("{}/api/", server.uri()), Some("#payments"));
     Slack::new(settings, testing::http(), None)
+}
+
+/// Expects `times` calls of the Web API method `name` with the bot's token and a body holding `partial`, each
+/// answered `answer`.
+async fn web_api_expects(server: &MockServer, name: &str, partial: Value, answer: Value, times: u64) {
+    Mock::given(method("POST"))
+        .and(path(format!("/api/{name}")))
+        .and(bearer_token(TOKEN))
+        .and(body_partial_json(partial))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .expect(times)
+        .named(name)
+        .mount(server)
+        .await;
+}
+
+/// The failure of an open sent through the webhook to a server answering once with `answer(its base URL)`,
+/// checked to keep every secret out.
+async fn webhook_failure(answer: impl FnOnce(&str) -> ResponseTemplate) -> DeliveryError {
+    let server = MockServer::start().await;
+    testing::expect_post(&server, HOOK_PATH, answer(&server.uri()), 1).await;
+    let e = webhook(&server)
+        .deliver(&notification(Action::Open), None)
+        .await
+        .unwrap_err();
+    assert_no_secret(&e, &SECRETS);
+    e
 }
 
 fn memo() -> Memo {
@@ -147,111 +183,54 @@ async fn webhook_rejections_are_permanent() {
         (404, "no_service"),
         (410, "channel_is_archived"),
     ] {
-        let server = MockServer::start().await;
-        testing::expect_post(
-            &server,
-            HOOK_PATH,
-            ResponseTemplate::new(status).set_body_string(body),
-            1,
-        )
-        .await;
-
-        let e = webhook(&server)
-            .deliver(&notification(Action::Open), None)
-            .await
-            .unwrap_err();
+        let e = webhook_failure(|_| ResponseTemplate::new(status).set_body_string(body)).await;
 
         assert!(matches!(e, DeliveryError::Permanent { .. }), "{status}: {e:?}");
         assert!(e.to_string().contains(body), "{e}");
-        assert_no_secret(&e, &SECRETS);
     }
 }
 
 #[tokio::test]
 async fn webhook_429_is_transient_with_the_retry_after_delay() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "7"))
-        .expect(1)
-        .mount(&server)
-        .await;
-
-    let e = webhook(&server)
-        .deliver(&notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = webhook_failure(|_| ResponseTemplate::new(429).insert_header("Retry-After", "7")).await;
 
     assert_eq!(transient_after(&e), Some(Duration::from_secs(7)));
-    assert_no_secret(&e, &SECRETS);
 }
 
 #[tokio::test]
 async fn webhook_500_is_transient() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_string("internal error"))
-        .expect(1)
-        .mount(&server)
-        .await;
-
-    let e = webhook(&server)
-        .deliver(&notification(Action::Open), None)
-        .await
-        .unwrap_err();
+    let e = webhook_failure(|_| ResponseTemplate::new(500).set_body_string("internal error")).await;
 
     assert_eq!(transient_after(&e), None);
-    assert_no_secret(&e, &SECRETS);
 }
 
 #[tokio::test]
 async fn an_error_body_echoing_the_webhook_url_does_not_leak_it() {
-    let server = MockServer::start().await;
-    let echo = format!("no_service for {}{HOOK_PATH}", server.uri());
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(404).set_body_string(echo))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let e =
+        webhook_failure(|base| ResponseTemplate::new(404).set_body_string(format!("no_service for {base}{HOOK_PATH}")))
+            .await;
 
-    let e = webhook(&server)
-        .deliver(&notification(Action::Open), None)
-        .await
-        .unwrap_err();
-
-    assert_no_secret(&e, &SECRETS);
     assert!(e.to_string().contains("[redacted]"), "{e}");
 }
 
 #[tokio::test]
 async fn a_webhook_that_cannot_be_reached_is_transient_and_keeps_the_url_secret() {
-    let settings = Config {
-        webhook_url: Some(SecretString::from(format!("http://127.0.0.1:9{HOOK_PATH}"))),
-        token: None,
-        channel: None,
-        api_url: "http://127.0.0.1:9".into(),
-    };
-    let slack = Slack::new(settings, testing::http(), None);
+    let slack = Slack::new(webhook_settings(testing::UNREACHABLE), testing::http(), None);
 
-    let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
-
-    transient_after(&e);
-    assert_no_secret(&e, &SECRETS);
+    testing::assert_unreachable_is_transient(&slack, &notification(Action::Open), &SECRETS).await;
 }
 
 #[tokio::test]
 async fn bot_open_posts_to_the_channel_and_keeps_channel_and_ts_as_memo() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .and(bearer_token(TOKEN))
-        .and(body_partial_json(json!({"channel": "#payments"})))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100", "message": {}})),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    web_api_expects(
+        &server,
+        "chat.postMessage",
+        json!({"channel": "#payments"}),
+        json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100", "message": {}}),
+        1,
+    )
+    .await;
 
     let out = bot(&server).deliver(&notification(Action::Open), None).await.unwrap();
 
@@ -265,10 +244,11 @@ async fn bot_open_posts_to_the_channel_and_keeps_channel_and_ts_as_memo() {
 #[tokio::test]
 async fn bot_open_with_an_old_memo_starts_a_new_thread() {
     let server = MockServer::start().await;
-    testing::expect_post(
+    web_api_expects(
         &server,
-        "/api/chat.postMessage",
-        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "2.0"})),
+        "chat.postMessage",
+        json!({}),
+        json!({"ok": true, "channel": "C0123", "ts": "2.0"}),
         1,
     )
     .await;
@@ -285,19 +265,14 @@ async fn bot_open_with_an_old_memo_starts_a_new_thread() {
 #[tokio::test]
 async fn bot_update_replies_in_the_thread_of_the_first_message() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .and(bearer_token(TOKEN))
-        .and(body_partial_json(
-            json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
-        ))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"})),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    web_api_expects(
+        &server,
+        "chat.postMessage",
+        json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
+        json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"}),
+        1,
+    )
+    .await;
 
     let out = bot(&server)
         .deliver(&notification(Action::Update), Some(&memo()))
@@ -308,39 +283,32 @@ async fn bot_update_replies_in_the_thread_of_the_first_message() {
     assert_eq!(received(&server).await.len(), 1);
 }
 
-#[tokio::test]
-async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
+/// A resolve with the first message in the memo: one `chat.update` of that message, answered `edit`, then one
+/// `chat.postMessage` whose body holds `reply`, answered with a new message at `ts`. The outcome, and every
+/// request Slack saw (the expectations are checked before this returns).
+async fn resolve_after_edit(edit: Value, reply: Value, ts: &str) -> (Delivered, Vec<(String, Value)>) {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.update"))
-        .and(bearer_token(TOKEN))
-        .and(body_partial_json(
-            json!({"channel": "C0123", "ts": "1700000000.000100"}),
-        ))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100"})),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .and(body_partial_json(
-            json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "3.0"})))
-        .expect(1)
-        .mount(&server)
-        .await;
-
+    let first = json!({"channel": "C0123", "ts": "1700000000.000100"});
+    web_api_expects(&server, "chat.update", first, edit, 1).await;
+    let posted = json!({"ok": true, "channel": "C0123", "ts": ts});
+    web_api_expects(&server, "chat.postMessage", reply, posted, 1).await;
     let out = bot(&server)
         .deliver(&notification(Action::Resolve), Some(&memo()))
         .await
         .unwrap();
+    (out, received(&server).await)
+}
+
+#[tokio::test]
+async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
+    let (out, reqs) = resolve_after_edit(
+        json!({"ok": true, "channel": "C0123", "ts": "1700000000.000100"}),
+        json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
+        "3.0",
+    )
+    .await;
 
     assert_eq!(out.memo, Some(memo()));
-    let reqs = received(&server).await;
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].0, "/api/chat.update", "edit first, then reply");
     let edit = &reqs[0].1;
@@ -359,10 +327,11 @@ async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
 #[tokio::test]
 async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
     let server = MockServer::start().await;
-    testing::expect_post(
+    web_api_expects(
         &server,
-        "/api/chat.postMessage",
-        ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0999", "ts": "5.0"})),
+        "chat.postMessage",
+        json!({}),
+        json!({"ok": true, "channel": "C0999", "ts": "5.0"}),
         2,
     )
     .await;
@@ -383,58 +352,29 @@ async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
 
 #[tokio::test]
 async fn bot_resolve_of_a_deleted_first_message_starts_a_new_thread() {
-    let server = MockServer::start().await;
-    testing::expect_post(
-        &server,
-        "/api/chat.update",
-        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "message_not_found"})),
-        1,
+    let (out, reqs) = resolve_after_edit(
+        json!({"ok": false, "error": "message_not_found"}),
+        json!({"channel": "#payments"}),
+        "9.0",
     )
     .await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .and(body_partial_json(json!({"channel": "#payments"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "9.0"})))
-        .expect(1)
-        .mount(&server)
-        .await;
-
-    let out = bot(&server)
-        .deliver(&notification(Action::Resolve), Some(&memo()))
-        .await
-        .unwrap();
 
     assert_eq!(out.memo, Some(json!({"channel": "C0123", "ts": "9.0"})));
-    let reqs = received(&server).await;
     assert_eq!(reqs.len(), 2);
     assert!(reqs[1].1.get("thread_ts").is_none());
 }
 
 #[tokio::test]
 async fn bot_resolve_of_a_message_that_cannot_be_edited_still_replies_in_its_thread() {
-    let server = MockServer::start().await;
-    testing::expect_post(
-        &server,
-        "/api/chat.update",
-        ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "edit_window_closed"})),
-        1,
+    let (out, reqs) = resolve_after_edit(
+        json!({"ok": false, "error": "edit_window_closed"}),
+        json!({"thread_ts": "1700000000.000100"}),
+        "4.0",
     )
     .await;
-    Mock::given(method("POST"))
-        .and(path("/api/chat.postMessage"))
-        .and(body_partial_json(json!({"thread_ts": "1700000000.000100"})))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true, "channel": "C0123", "ts": "4.0"})))
-        .expect(1)
-        .mount(&server)
-        .await;
-
-    let out = bot(&server)
-        .deliver(&notification(Action::Resolve), Some(&memo()))
-        .await
-        .unwrap();
 
     assert_eq!(out.memo, Some(memo()));
-    assert_eq!(received(&server).await.len(), 2);
+    assert_eq!(reqs.len(), 2);
 }
 
 async fn bot_answering(answer: ResponseTemplate) -> DeliveryError {
@@ -535,13 +475,7 @@ fn web_api_error_codes_say_whether_retrying_helps() {
 #[tokio::test]
 async fn a_bot_without_a_channel_fails_permanently_without_calling_slack() {
     let server = MockServer::start().await;
-    let settings = Config {
-        webhook_url: None,
-        token: Some(SecretString::from(TOKEN)),
-        channel: None,
-        api_url: server.uri(),
-    };
-    let slack = Slack::new(settings, testing::http(), None);
+    let slack = Slack::new(bot_settings(server.uri(), None), testing::http(), None);
 
     let e = slack.deliver(&notification(Action::Open), None).await.unwrap_err();
 
@@ -625,12 +559,7 @@ fn text_from_argo_cd_cannot_inject_slack_markup() {
 async fn a_template_becomes_the_text_and_the_message_body() {
     let server = MockServer::start().await;
     testing::expect_post(&server, HOOK_PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
-    let settings = Config {
-        webhook_url: Some(SecretString::from(format!("{}{HOOK_PATH}", server.uri()))),
-        token: None,
-        channel: None,
-        api_url: server.uri(),
-    };
+    let settings = webhook_settings(&server.uri());
     let template = "{{ notification.title }} for team {{ incidents[0].team }}".to_string();
     let slack = Slack::new(settings, testing::http(), Some(template));
 
