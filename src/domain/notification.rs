@@ -21,6 +21,8 @@ pub enum Action {
     Resolve,
     /// `herald send-test`: a clearly marked test message.
     Test,
+    /// A team's scheduled digest (`Notification::digest` holds it): a message of its own, in no thread.
+    Digest,
 }
 
 impl Action {
@@ -30,6 +32,7 @@ impl Action {
             Action::Update => "update",
             Action::Resolve => "resolve",
             Action::Test => "test",
+            Action::Digest => "digest",
         }
     }
 }
@@ -49,6 +52,9 @@ pub struct Notification {
     pub reason: String,
     pub incidents: Vec<Incident>,
     pub created_at: DateTime<Utc>,
+    /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Box<crate::digest::Digest>>,
 }
 
 impl Notification {
@@ -92,6 +98,7 @@ impl Notification {
             reason: "sent by `herald send-test` to check this receiver".into(),
             incidents: vec![incident],
             created_at: now,
+            digest: None,
         }
     }
 }
@@ -134,7 +141,7 @@ impl std::fmt::Display for Action {
 
 impl Action {
     pub fn parse(s: &str) -> Option<Self> {
-        [Action::Open, Action::Update, Action::Resolve, Action::Test]
+        [Action::Open, Action::Update, Action::Resolve, Action::Test, Action::Digest]
             .into_iter()
             .find(|v| v.as_str() == s)
     }

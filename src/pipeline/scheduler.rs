@@ -113,6 +113,7 @@ impl Core {
                         reason: "resolved".into(),
                         incidents: vec![view.clone()],
                         created_at: now,
+                        digest: None,
                     };
                     enqueue(tx, &n, now).await?;
                 }
@@ -280,6 +281,7 @@ impl Core {
                 },
                 incidents,
                 created_at: now,
+                digest: None,
             });
         }
         Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
@@ -347,6 +349,7 @@ impl Core {
                     ),
                     incidents: vec![view.clone()],
                     created_at: now,
+                    digest: None,
                 };
                 enqueue(&mut tx, &n, now).await?;
             }

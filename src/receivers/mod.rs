@@ -144,6 +144,8 @@ pub struct Capabilities {
     pub default_rate: Option<f64>,
     /// Receives what no team claims when the default team has no receivers, so nothing is dropped silently.
     pub fallback: bool,
+    /// Gets the team digests (chat, e-mail, webhooks, console); ticket and paging receivers do not.
+    pub digest: bool,
 }
 
 impl Capabilities {
@@ -153,6 +155,7 @@ impl Capabilities {
         sends_resolved: false,
         default_rate: None,
         fallback: false,
+        digest: true,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -160,7 +163,14 @@ impl Capabilities {
         sends_resolved: true,
         default_rate: None,
         fallback: false,
+        digest: false,
     };
+}
+
+/// What a ticket or paging receiver answers if it is ever handed a digest: it gets none (configuration refuses
+/// one in `teams.<t>.digest.receivers`, and a digest carries no incident), and retrying would not change that.
+pub fn digest_refused(who: &str) -> DeliveryError {
+    DeliveryError::permanent(format!("{who}: a digest is not sent to ticket or paging receivers"))
 }
 
 /// An integration's settings block (`slack: {...}`, `jira: {...}`). No method has a default: an integration that

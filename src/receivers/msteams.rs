@@ -62,7 +62,7 @@ impl Teams {
 fn teams_colour(n: &Notification) -> &'static str {
     match n.action {
         Action::Resolve => "Good",
-        Action::Test => "Accent",
+        Action::Test | Action::Digest => "Accent",
         Action::Open | Action::Update => match n.highest_severity() {
             crate::domain::Severity::Critical => "Attention",
             crate::domain::Severity::Warning => "Warning",

@@ -176,6 +176,7 @@ impl Receiver for Github {
         match n.action {
             Action::Resolve => self.resolve(n, &label, remembered).await,
             Action::Open | Action::Update | Action::Test => self.fire(n, &label, remembered).await,
+            Action::Digest => Err(crate::receivers::digest_refused("github")),
         }
     }
 }
