@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use content::{Inputs, content};
 
+pub use runner::{preview, send_due};
 pub use schedule::Schedule;
 
 /// What a digest says, for one team at one slot. Every text in it comes from Argo CD or the API and is escaped by

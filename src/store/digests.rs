@@ -17,6 +17,8 @@ pub enum SlotState {
     Claimed,
     /// Its deliveries are queued in the outbox.
     Sent,
+    /// Nothing to report and `when_empty: skip`: nothing sent.
+    Empty,
     /// Missed by more than `catch_up` (Herald was down): not sent.
     Skipped,
 }
@@ -26,11 +28,12 @@ impl SlotState {
         match self {
             SlotState::Claimed => "claimed",
             SlotState::Sent => "sent",
+            SlotState::Empty => "empty",
             SlotState::Skipped => "skipped",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [SlotState::Claimed, SlotState::Sent, SlotState::Skipped]
+        [SlotState::Claimed, SlotState::Sent, SlotState::Empty, SlotState::Skipped]
             .into_iter()
             .find(|v| v.as_str() == s)
     }
