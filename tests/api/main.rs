@@ -6,6 +6,7 @@ mod auth;
 mod bad_input;
 mod confirm;
 mod delivery;
+mod digest;
 mod faults;
 mod helpers;
 mod ingest;
