@@ -299,6 +299,41 @@ mod tests {
     }
 
     #[test]
+    fn every_chat_email_webhook_and_console_rendering_shows_the_digest() {
+        use crate::domain::{Action, Notification};
+        use crate::receivers::{email, googlechat, mattermost, msteams, render, slack, webhook};
+        let d = digest();
+        let n = Notification {
+            receiver: "chat".into(),
+            action: Action::Digest,
+            thread_key: "chat:digest:payments:1".into(),
+            title: d.title(),
+            reason: "the scheduled digest".into(),
+            incidents: Vec::new(),
+            created_at: d.at,
+            digest: Some(Box::new(d.clone())),
+        };
+        let wants = |what: &str, got: &str| {
+            assert!(got.contains("Applications OutOfSync"), "{what}: {got}");
+            assert!(got.contains("Incidents firing"), "{what}: {got}");
+        };
+        wants("slack", &slack::preview(&n).to_string());
+        wants("msteams", &msteams::teams_message(&n).to_string());
+        wants("googlechat", &googlechat::google_chat_text(&n));
+        wants("mattermost", &mattermost::text(&n));
+        wants("webhook", &webhook::body(&n)["text"].to_string());
+        wants("email text", &render::text(&n));
+        wants("email html", &render::html(&n));
+        wants("console", &render::console_text(&n));
+        assert_eq!(webhook::body(&n)["digest"]["team"], "payments");
+        assert!(render::html(&n).contains("<table"), "e-mail shows a table");
+        assert_eq!(
+            email::Email::subject(&n),
+            "[DIGEST] Digest for payments: 1 OutOfSync, 1 incident firing"
+        );
+    }
+
+    #[test]
     fn an_empty_digest_is_one_all_green_line() {
         let d = Digest {
             team: "payments".into(),
