@@ -80,7 +80,8 @@ fn check_config_says_what_is_wrong_with_a_digest() {
     let jira = "receivers: [{name: chat, console: {}}, {name: tickets, jira: {url: 'https://jira.example.com', project: P, token: t, user: u}}]";
     let cases = [
         (
-            "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Europe/Atlantis}}}".to_string(),
+            "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Europe/Atlantis}}}"
+                .to_string(),
             "teams.pay.digest.timezone",
             "unknown time zone \"Europe/Atlantis\"",
         ),
@@ -95,7 +96,9 @@ fn check_config_says_what_is_wrong_with_a_digest() {
             "unknown receiver \"nobody\"",
         ),
         (
-            format!("{jira}\nteams: {{pay: {{receivers: [chat], digest: {{schedule: 'daily 09:00', receivers: [chat, tickets]}}}}}}"),
+            format!(
+                "{jira}\nteams: {{pay: {{receivers: [chat], digest: {{schedule: 'daily 09:00', receivers: [chat, tickets]}}}}}}"
+            ),
             "teams.pay.digest.receivers[1]",
             "ticket or paging receiver: it gets no digest",
         ),
@@ -109,7 +112,10 @@ fn check_config_says_what_is_wrong_with_a_digest() {
         let f = write(dir.path(), &format!("d{i}.yaml"), yaml);
         let (code, out, err) = herald(&["check-config", &f], &[]);
         assert_eq!(code, 2, "{yaml}: {out}{err}");
-        assert!(err.contains(path) && err.contains(says), "{yaml}: expected {path}: {says} in {err}");
+        assert!(
+            err.contains(path) && err.contains(says),
+            "{yaml}: expected {path}: {says} in {err}"
+        );
     }
     let good = "teams: {pay: {receivers: [console], digest: {schedule: 'Mon,Wed,Fri 09:00 17:30', timezone: Europe/Berlin, catch_up: 2h, when_empty: all_green}}}";
     let (code, out, err) = herald(&["check-config", &write(dir.path(), "good.yaml", good)], &[]);

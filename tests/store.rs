@@ -795,7 +795,10 @@ async fn a_digest_slot_is_claimed_once_with_its_deliveries(engine: &str) {
     );
     assert!(a ^ b, "exactly one replica claims the slot (a: {a}, b: {b})");
     assert_eq!(store.outbox(None, 10, None).await.expect("outbox").len(), 1);
-    assert!(!send_digest_slot(&store, slot, "replica-c").await, "a sent slot stays sent");
+    assert!(
+        !send_digest_slot(&store, slot, "replica-c").await,
+        "a sent slot stays sent"
+    );
     let row = store.digest_slot("pay", slot).await.expect("read").expect("a row");
     assert_eq!(row.state, SlotState::Sent);
     assert_eq!(row.sent_at, Some(slot + chrono::Duration::seconds(1)));
@@ -814,13 +817,25 @@ async fn a_digest_slot_is_claimed_once_with_its_deliveries(engine: &str) {
     // A claim left behind is held until its lease ends, then taken over.
     let mut tx = store.begin().await.expect("begin");
     let lease = next + chrono::Duration::minutes(5);
-    assert!(Store::claim_digest_slot(&mut tx, "pay", next, "stuck", next, lease).await.expect("claim"));
+    assert!(
+        Store::claim_digest_slot(&mut tx, "pay", next, "stuck", next, lease)
+            .await
+            .expect("claim")
+    );
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("begin");
     let early = next + chrono::Duration::minutes(1);
-    assert!(!Store::claim_digest_slot(&mut tx, "pay", next, "other", early, early).await.expect("claim"));
+    assert!(
+        !Store::claim_digest_slot(&mut tx, "pay", next, "other", early, early)
+            .await
+            .expect("claim")
+    );
     let late = lease + chrono::Duration::seconds(1);
-    assert!(Store::claim_digest_slot(&mut tx, "pay", next, "other", late, late).await.expect("claim"));
+    assert!(
+        Store::claim_digest_slot(&mut tx, "pay", next, "other", late, late)
+            .await
+            .expect("claim")
+    );
     Store::finish_digest_slot(&mut tx, "pay", next, SlotState::Skipped, late)
         .await
         .expect("finish");

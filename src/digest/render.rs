@@ -97,7 +97,14 @@ pub fn tables(d: &Digest) -> Vec<Table> {
             heading: format!("Dead deliveries ({})", d.dead.len()),
             columns: &["Receiver", "Message", "Error", "Queued"],
             rows: (d.dead.iter())
-                .map(|x| vec![x.receiver.clone(), x.title.clone(), x.error.clone(), local(d, x.created_at)])
+                .map(|x| {
+                    vec![
+                        x.receiver.clone(),
+                        x.title.clone(),
+                        x.error.clone(),
+                        local(d, x.created_at),
+                    ]
+                })
                 .collect(),
             links: Vec::new(),
         },
@@ -128,12 +135,20 @@ fn lines(d: &Digest, esc: fn(&str) -> String, heading: fn(&str) -> String, bulle
 
 /// Plain text (e-mail's text part, the console, webhooks' `text`).
 pub fn text(d: &Digest) -> String {
-    format!("{}\n\n{}", escape::one_line(&d.title()), lines(d, escape::one_line, |h| h.to_string(), "- "))
+    format!(
+        "{}\n\n{}",
+        escape::one_line(&d.title()),
+        lines(d, escape::one_line, |h| h.to_string(), "- ")
+    )
 }
 
 /// Plain text for a terminal: control characters shown, not acted on.
 pub fn console_text(d: &Digest) -> String {
-    format!("{}\n\n{}", escape::console(&d.title()), lines(d, escape::console, |h| h.to_string(), "- "))
+    format!(
+        "{}\n\n{}",
+        escape::console(&d.title()),
+        lines(d, escape::console, |h| h.to_string(), "- ")
+    )
 }
 
 /// CommonMark (Mattermost, GitHub-flavoured targets).
@@ -206,7 +221,11 @@ pub fn slack_blocks(d: &Digest) -> Vec<Value> {
     for t in tables(d) {
         let mut s = format!("*{}*\n", escape::mrkdwn(&t.heading));
         for row in &t.rows {
-            let cells: Vec<String> = row.iter().filter(|c| !c.is_empty()).map(|c| escape::mrkdwn(c)).collect();
+            let cells: Vec<String> = row
+                .iter()
+                .filter(|c| !c.is_empty())
+                .map(|c| escape::mrkdwn(c))
+                .collect();
             s.push_str(&format!("• {}\n", cells.join(" — ")));
         }
         blocks.push(json!({
@@ -219,7 +238,9 @@ pub fn slack_blocks(d: &Digest) -> Vec<Value> {
 
 /// A Microsoft Teams Adaptive Card: the title, then a text block per part.
 pub fn teams_card(d: &Digest) -> Value {
-    let mut body = vec![json!({"type": "TextBlock", "text": escape::teams(&d.title()), "weight": "Bolder", "size": "Medium", "wrap": true})];
+    let mut body = vec![
+        json!({"type": "TextBlock", "text": escape::teams(&d.title()), "weight": "Bolder", "size": "Medium", "wrap": true}),
+    ];
     if d.is_empty() {
         body.push(json!({"type": "TextBlock", "text": escape::teams(&all_green_line(d)), "wrap": true}));
     }

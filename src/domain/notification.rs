@@ -141,9 +141,15 @@ impl std::fmt::Display for Action {
 
 impl Action {
     pub fn parse(s: &str) -> Option<Self> {
-        [Action::Open, Action::Update, Action::Resolve, Action::Test, Action::Digest]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            Action::Open,
+            Action::Update,
+            Action::Resolve,
+            Action::Test,
+            Action::Digest,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 

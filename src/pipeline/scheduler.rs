@@ -126,8 +126,7 @@ impl Core {
     pub(super) async fn tick(&self) -> Result<(), StoreError> {
         self.fire_due_incidents().await?;
         self.deliver_unsilenced().await?;
-        let queued =
-            self.flush_groups().await? + self.escalate().await? + self.send_digests().await?;
+        let queued = self.flush_groups().await? + self.escalate().await? + self.send_digests().await?;
         if queued > 0 {
             self.wake_outbox.notify_one();
         }

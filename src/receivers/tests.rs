@@ -56,7 +56,11 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         assert_eq!(r.per_incident(), per_incident, "{key}");
         assert_eq!(r.rate_limit(), rate, "{key}");
         assert_eq!(r.capabilities().fallback, fallback, "{key}");
-        assert_eq!(r.capabilities().digest, !per_incident, "{key}: only messages receivers get digests");
+        assert_eq!(
+            r.capabilities().digest,
+            !per_incident,
+            "{key}: only messages receivers get digests"
+        );
     }
 }
 

@@ -33,9 +33,14 @@ impl SlotState {
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [SlotState::Claimed, SlotState::Sent, SlotState::Empty, SlotState::Skipped]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            SlotState::Claimed,
+            SlotState::Sent,
+            SlotState::Empty,
+            SlotState::Skipped,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 

@@ -88,8 +88,18 @@ async fn post_problems(app: &TestApp, clock: &ManualClock) {
     assert!(app.post(old).await.status().is_success());
     advance_to(clock, at + chrono::Duration::minutes(10)).await;
     let later = at + chrono::Duration::minutes(10);
-    assert!(app.post(body("new-drift", "OutOfSync", "Healthy", later)).await.status().is_success());
-    assert!(app.post(body("broken", "Synced", "Degraded", later)).await.status().is_success());
+    assert!(
+        app.post(body("new-drift", "OutOfSync", "Healthy", later))
+            .await
+            .status()
+            .is_success()
+    );
+    assert!(
+        app.post(body("broken", "Synced", "Degraded", later))
+            .await
+            .status()
+            .is_success()
+    );
 }
 
 async fn slots(dir: &Path) -> Vec<herald::store::DigestSlot> {
@@ -113,7 +123,11 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
         .await;
     let clock = ManualClock::new(friday_early());
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let cfg = config(dir.path(), ", receivers: [sink, hook]", &format!("HOOK_URL={}", hook.uri()));
+    let cfg = config(
+        dir.path(),
+        ", receivers: [sink, hook]",
+        &format!("HOOK_URL={}", hook.uri()),
+    );
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
     post_problems(&app, &clock).await;
 
@@ -134,7 +148,9 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
     assert_eq!(d["pending_prunes"][0]["resource"], "ConfigMap pay/stale-config");
     let firing = d["firing"].as_array().expect("firing");
     assert!(
-        firing.iter().any(|i| i["app"] == "argocd/broken" && i["problem"] == "Degraded"),
+        firing
+            .iter()
+            .any(|i| i["app"] == "argocd/broken" && i["problem"] == "Degraded"),
         "{firing:?}"
     );
 
@@ -159,7 +175,12 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
     .await
     .expect("the webhook got both digests");
     assert_eq!(to_hook.len(), 2);
-    assert!(to_hook[0]["text"].as_str().unwrap_or_default().contains("argocd/old-drift"));
+    assert!(
+        to_hook[0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("argocd/old-drift")
+    );
     assert_eq!(to_hook[0]["digest"]["team"], "payments");
     app.stop().await;
 }
@@ -185,8 +206,12 @@ async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_re
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(digests(dir.path()).len(), 1, "the restart does not send it again");
     let dir = app.stop().await;
-    let states: Vec<(DateTime<Utc>, SlotState)> = slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
-    assert!(states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Sent)), "{states:?}");
+    let states: Vec<(DateTime<Utc>, SlotState)> =
+        slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
+    assert!(
+        states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Sent)),
+        "{states:?}"
+    );
 }
 
 #[tokio::test]
@@ -204,8 +229,12 @@ async fn a_slot_missed_by_more_than_catch_up_is_skipped_and_recorded() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(digests(dir.path()).is_empty(), "{:?}", digests(dir.path()));
     let dir = app.stop().await;
-    let states: Vec<(DateTime<Utc>, SlotState)> = slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
-    assert!(states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Skipped)), "{states:?}");
+    let states: Vec<(DateTime<Utc>, SlotState)> =
+        slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
+    assert!(
+        states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Skipped)),
+        "{states:?}"
+    );
 }
 
 #[tokio::test]
@@ -213,7 +242,12 @@ async fn nothing_to_report_sends_nothing() {
     let clock = ManualClock::new(friday_early());
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), "", ""), Arc::new(clock.clone())).await;
-    assert!(app.post(body("fine", "Synced", "Healthy", friday_early())).await.status().is_success());
+    assert!(
+        app.post(body("fine", "Synced", "Healthy", friday_early()))
+            .await
+            .status()
+            .is_success()
+    );
     advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(digests(dir.path()).is_empty());
@@ -228,7 +262,12 @@ async fn nothing_to_report_with_all_green_sends_one_line() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let cfg = config(dir.path(), ", when_empty: all_green", "");
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    assert!(app.post(body("fine", "Synced", "Healthy", friday_early())).await.status().is_success());
+    assert!(
+        app.post(body("fine", "Synced", "Healthy", friday_early()))
+            .await
+            .status()
+            .is_success()
+    );
     advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     let sent = wait_for_digests(dir.path(), 1).await;
     assert_eq!(sent[0]["title"], "Digest for payments: all green");
@@ -258,7 +297,12 @@ async fn two_replicas_on_postgresql_send_a_slot_once() {
         Arc::new(clock.clone()),
     )
     .await;
-    assert!(a.post(body("broken", "Synced", "Degraded", friday_early())).await.status().is_success());
+    assert!(
+        a.post(body("broken", "Synced", "Degraded", friday_early()))
+            .await
+            .status()
+            .is_success()
+    );
     advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     let both = || digests(dir_a.path()).len() + digests(dir_b.path()).len();
     let sent = eventually(Duration::from_secs(10), || async { (both() >= 1).then_some(()) }).await;
