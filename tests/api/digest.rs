@@ -85,21 +85,16 @@ fn with_prune(body: &str, resource: &str) -> String {
 async fn post_problems(app: &TestApp, clock: &ManualClock) {
     let at = friday_early();
     let old = with_prune(&body("old-drift", "OutOfSync", "Healthy", at), "stale-config");
-    assert!(app.post(old).await.status().is_success());
+    post_ok(app, old).await;
     advance_to(clock, at + chrono::Duration::minutes(10)).await;
     let later = at + chrono::Duration::minutes(10);
-    assert!(
-        app.post(body("new-drift", "OutOfSync", "Healthy", later))
-            .await
-            .status()
-            .is_success()
-    );
-    assert!(
-        app.post(body("broken", "Synced", "Degraded", later))
-            .await
-            .status()
-            .is_success()
-    );
+    post_ok(app, body("new-drift", "OutOfSync", "Healthy", later)).await;
+    post_ok(app, body("broken", "Synced", "Degraded", later)).await;
+}
+
+async fn post_ok(app: &TestApp, body: String) {
+    let r = app.post(body).await;
+    assert!(r.status().is_success(), "{}", r.status());
 }
 
 async fn slots(dir: &Path) -> Vec<herald::store::DigestSlot> {
@@ -185,19 +180,30 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
     app.stop().await;
 }
 
-#[tokio::test]
-async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_restart() {
+/// Started before the Friday slot with the problems posted, stopped, and started again at `restart_at`.
+async fn down_across_the_slot_until(restart_at: DateTime<Utc>) -> (ManualClock, String, TestApp) {
     let clock = ManualClock::new(friday_early());
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let cfg = config(dir.path(), "", "");
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
     post_problems(&app, &clock).await;
     let dir = app.stop().await;
+    clock.set(restart_at);
+    let app = TestApp::spawn_in(dir, &cfg, Arc::new(clock.clone())).await;
+    (clock, cfg, app)
+}
 
+/// What the store says of the Friday 09:00 slot.
+async fn friday_slot(dir: &Path) -> Option<SlotState> {
+    let slot = t("2026-10-23T07:00:00Z");
+    slots(dir).await.iter().find(|s| s.slot_at == slot).map(|s| s.state)
+}
+
+#[tokio::test]
+async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_restart() {
     // Down across the slot: started 3 h after it, within catch_up (6 h).
-    clock.set(t("2026-10-23T10:00:00Z"));
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    let sent = wait_for_digests(dir.path(), 1).await;
+    let (clock, cfg, app) = down_across_the_slot_until(t("2026-10-23T10:00:00Z")).await;
+    let sent = wait_for_digests(app.dir.path(), 1).await;
     assert_eq!(sent[0]["created_at"], "2026-10-23T10:00:00Z");
     let dir = app.stop().await;
 
@@ -206,75 +212,47 @@ async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_re
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(digests(dir.path()).len(), 1, "the restart does not send it again");
     let dir = app.stop().await;
-    let states: Vec<(DateTime<Utc>, SlotState)> =
-        slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
-    assert!(
-        states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Sent)),
-        "{states:?}"
-    );
+    assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Sent));
 }
 
 #[tokio::test]
 async fn a_slot_missed_by_more_than_catch_up_is_skipped_and_recorded() {
+    // Down for 7 h across the slot: more than catch_up.
+    let (_clock, _cfg, app) = down_across_the_slot_until(t("2026-10-23T14:00:00Z")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(digests(app.dir.path()).is_empty(), "{:?}", digests(app.dir.path()));
+    let dir = app.stop().await;
+    assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Skipped));
+}
+
+/// Every Application of the team fine, and the clock at the Friday slot.
+async fn all_fine_at_the_slot(digest: &str) -> TestApp {
     let clock = ManualClock::new(friday_early());
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let cfg = config(dir.path(), "", "");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    post_problems(&app, &clock).await;
-    let dir = app.stop().await;
-
-    // Down for 7 h across the slot: more than catch_up.
-    clock.set(t("2026-10-23T14:00:00Z"));
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(digests(dir.path()).is_empty(), "{:?}", digests(dir.path()));
-    let dir = app.stop().await;
-    let states: Vec<(DateTime<Utc>, SlotState)> =
-        slots(dir.path()).await.iter().map(|s| (s.slot_at, s.state)).collect();
-    assert!(
-        states.contains(&(t("2026-10-23T07:00:00Z"), SlotState::Skipped)),
-        "{states:?}"
-    );
+    let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), digest, ""), Arc::new(clock.clone())).await;
+    post_ok(&app, body("fine", "Synced", "Healthy", friday_early())).await;
+    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
+    app
 }
 
 #[tokio::test]
 async fn nothing_to_report_sends_nothing() {
-    let clock = ManualClock::new(friday_early());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), "", ""), Arc::new(clock.clone())).await;
-    assert!(
-        app.post(body("fine", "Synced", "Healthy", friday_early()))
-            .await
-            .status()
-            .is_success()
-    );
-    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
+    let app = all_fine_at_the_slot("").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(digests(dir.path()).is_empty());
+    assert!(digests(app.dir.path()).is_empty());
     let dir = app.stop().await;
-    let states: Vec<SlotState> = slots(dir.path()).await.iter().map(|s| s.state).collect();
-    assert!(states.contains(&SlotState::Empty), "{states:?}");
+    assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Empty));
 }
 
 #[tokio::test]
 async fn nothing_to_report_with_all_green_sends_one_line() {
-    let clock = ManualClock::new(friday_early());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let cfg = config(dir.path(), ", when_empty: all_green", "");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    assert!(
-        app.post(body("fine", "Synced", "Healthy", friday_early()))
-            .await
-            .status()
-            .is_success()
-    );
-    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
-    let sent = wait_for_digests(dir.path(), 1).await;
+    let app = all_fine_at_the_slot(", when_empty: all_green").await;
+    let sent = wait_for_digests(app.dir.path(), 1).await;
     assert_eq!(sent[0]["title"], "Digest for payments: all green");
     let text = herald::digest::render::text(&serde_json::from_value(sent[0]["digest"].clone()).expect("a digest"));
     assert!(text.contains("All green for team payments"), "{text}");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(digests(dir.path()).len(), 1);
+    assert_eq!(digests(app.dir.path()).len(), 1);
     app.stop().await;
 }
 
@@ -297,12 +275,7 @@ async fn two_replicas_on_postgresql_send_a_slot_once() {
         Arc::new(clock.clone()),
     )
     .await;
-    assert!(
-        a.post(body("broken", "Synced", "Degraded", friday_early()))
-            .await
-            .status()
-            .is_success()
-    );
+    post_ok(&a, body("broken", "Synced", "Degraded", friday_early())).await;
     advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     let both = || digests(dir_a.path()).len() + digests(dir_b.path()).len();
     let sent = eventually(Duration::from_secs(10), || async { (both() >= 1).then_some(()) }).await;
