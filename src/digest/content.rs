@@ -40,14 +40,41 @@ pub struct Frame<'a> {
 /// firing incidents, the active silences that concern it and the dead deliveries of its receivers.
 pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
     let team = frame.team;
-    let mine: Vec<&AppRecord> = inputs
-        .apps
+    let (out_of_sync, pending_prunes) = applications(frame, &inputs.apps);
+    let firing_views: Vec<&Incident> = inputs
+        .incidents
         .iter()
-        .filter(|a| a.team == team && a.state.deleted_at.is_none())
+        .filter(|i| i.team == team && i.state == IncidentState::Firing)
         .collect();
+    let mut firing: Vec<FiringIncident> = firing_views
+        .iter()
+        .map(|i| FiringIncident {
+            app: format!("{}/{}", i.app_namespace, i.app_name),
+            problem: i.problem(),
+            summary: i.summary.clone(),
+            since: i.fired_at.unwrap_or(i.since),
+        })
+        .collect();
+    firing.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.app.cmp(&b.app)));
+    Digest {
+        team: team.into(),
+        at: frame.now,
+        timezone: frame.timezone.into(),
+        out_of_sync,
+        pending_prunes,
+        firing,
+        silences: silences(frame, &inputs.silences, &firing_views),
+        dead: dead(frame, &inputs.dead),
+    }
+}
+
+/// The team's Applications OutOfSync (the longest first) and its resources waiting to be pruned (the longest
+/// waiting first).
+fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Vec<PendingPrune>) {
     let mut out_of_sync = Vec::new();
     let mut pending_prunes = Vec::new();
-    for a in &mine {
+    let mine = apps.iter().filter(|a| a.team == frame.team && a.state.deleted_at.is_none());
+    for a in mine {
         let s = &a.state;
         let snap = &s.snapshot;
         let name = format!("{}/{}", snap.app.namespace, snap.app.name);
@@ -66,45 +93,26 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
             });
         }
         if snap.sync_status == "OutOfSync" {
+            let base = snap.argocd_url.as_deref().or(frame.argocd_url);
             out_of_sync.push(OutOfSyncApp {
+                url: base.map(|u| format!("{}/applications/{name}", u.trim_end_matches('/'))),
                 app: name,
                 since: s.sync_since,
                 revision: snap.revisions.first().cloned(),
                 pruning: prunes.len(),
-                url: snap.argocd_url.as_deref().or(frame.argocd_url).map(|u| {
-                    format!(
-                        "{}/applications/{}/{}",
-                        u.trim_end_matches('/'),
-                        snap.app.namespace,
-                        snap.app.name
-                    )
-                }),
             });
         }
     }
     out_of_sync.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.app.cmp(&b.app)));
     pending_prunes.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.resource.cmp(&b.resource)));
+    (out_of_sync, pending_prunes)
+}
 
-    let team_incidents: Vec<&Incident> = inputs
-        .incidents
+/// The active silences that concern the team, the soonest ending first.
+fn silences(frame: &Frame<'_>, all: &[Silence], firing: &[&Incident]) -> Vec<SilenceLine> {
+    let mut out: Vec<SilenceLine> = all
         .iter()
-        .filter(|i| i.team == team && i.state == IncidentState::Firing)
-        .collect();
-    let mut firing: Vec<FiringIncident> = team_incidents
-        .iter()
-        .map(|i| FiringIncident {
-            app: format!("{}/{}", i.app_namespace, i.app_name),
-            problem: i.problem(),
-            summary: i.summary.clone(),
-            since: i.fired_at.unwrap_or(i.since),
-        })
-        .collect();
-    firing.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.app.cmp(&b.app)));
-
-    let mut silences: Vec<SilenceLine> = inputs
-        .silences
-        .iter()
-        .filter(|s| s.active(frame.now) && concerns(s, team, &team_incidents))
+        .filter(|s| s.active(frame.now) && concerns(s, frame.team, firing))
         .map(|s| SilenceLine {
             id: s.id.clone(),
             matchers: s
@@ -119,15 +127,19 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
             ends_before_next: frame.next.is_some_and(|next| s.ends_at <= next),
         })
         .collect();
-    silences.sort_by(|a, b| a.ends_at.cmp(&b.ends_at).then_with(|| a.id.cmp(&b.id)));
+    out.sort_by(|a, b| a.ends_at.cmp(&b.ends_at).then_with(|| a.id.cmp(&b.id)));
+    out
+}
 
-    let mut dead: Vec<DeadDelivery> = inputs
-        .dead
+/// The dead deliveries of the team's receivers, the oldest first.
+fn dead(frame: &Frame<'_>, rows: &[OutboxRecord]) -> Vec<DeadDelivery> {
+    let mut out: Vec<DeadDelivery> = rows
         .iter()
         .filter(|d| frame.receivers.contains(&d.receiver))
         .map(|d| DeadDelivery {
             id: d.id,
             receiver: d.receiver.clone(),
+            // The payload is the queued notification: its title says what was not delivered.
             title: serde_json::from_str::<serde_json::Value>(&d.payload)
                 .ok()
                 .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(str::to_string))
@@ -136,18 +148,8 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
             created_at: d.created_at,
         })
         .collect();
-    dead.sort_by_key(|d| (d.created_at, d.id));
-
-    Digest {
-        team: team.into(),
-        at: frame.now,
-        timezone: frame.timezone.into(),
-        out_of_sync,
-        pending_prunes,
-        firing,
-        silences,
-        dead,
-    }
+    out.sort_by_key(|d| (d.created_at, d.id));
+    out
 }
 
 /// A silence concerns the team when it names the team, or mutes one of its firing incidents.

@@ -24,7 +24,8 @@ pub use schedule::Schedule;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Digest {
     pub team: String,
-    /// The slot this digest is for (or the time `herald digest` was run).
+    /// When it was made: the slot's time (later for a slot sent at start after Herald was down; the time of the
+    /// command for `herald digest`). Durations are counted to it.
     pub at: DateTime<Utc>,
     /// The team's time zone, for the times shown.
     pub timezone: String,

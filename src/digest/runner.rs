@@ -116,7 +116,7 @@ async fn send_slot(
             Store::finish_digest_slot(&mut tx, team, slot, SlotState::Skipped, now).await?;
             tracing::warn!(
                 team, slot = %slot, late = %crate::domain::notification::duration_words(late),
-                "digest slot missed by more than catch_up (Herald was down): skipped"
+                "digest slot missed by more than catch_up (Herald was down, or the digest is new): skipped"
             );
         }
         tx.commit().await?;
