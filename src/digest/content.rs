@@ -73,7 +73,9 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
 fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Vec<PendingPrune>) {
     let mut out_of_sync = Vec::new();
     let mut pending_prunes = Vec::new();
-    let mine = apps.iter().filter(|a| a.team == frame.team && a.state.deleted_at.is_none());
+    let mine = apps
+        .iter()
+        .filter(|a| a.team == frame.team && a.state.deleted_at.is_none());
     for a in mine {
         let s = &a.state;
         let snap = &s.snapshot;

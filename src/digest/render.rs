@@ -212,7 +212,7 @@ const SLACK_SECTION: usize = 3000;
 pub fn slack_blocks(d: &Digest) -> Vec<Value> {
     let mut blocks = vec![json!({
         "type": "header",
-        "text": {"type": "plain_text", "text": crate::receivers::render::truncate_utf16(&format!("📋 {}", d.title()), 150)},
+        "text": {"type": "plain_text", "text": crate::receivers::render::truncate_utf16(&format!("📋 {}", escape::mrkdwn(&d.title())), 150)},
     })];
     if d.is_empty() {
         blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": escape::mrkdwn(&all_green_line(d))}}));
