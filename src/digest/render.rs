@@ -269,11 +269,13 @@ pub fn teams_card(d: &Digest) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::digest::{FiringIncident, OutOfSyncApp};
+    use crate::domain::{Action, Notification};
 
-    fn digest() -> Digest {
+    /// A digest whose Application and problem need escaping (the receivers' tests use it too).
+    pub(crate) fn digest() -> Digest {
         let at: DateTime<Utc> = "2026-10-23T07:00:00Z".parse().expect("time");
         Digest {
             team: "payments".into(),
@@ -293,6 +295,20 @@ mod tests {
                 since: at - chrono::Duration::minutes(90),
             }],
             ..Default::default()
+        }
+    }
+
+    /// `d` as the outbox hands it to a receiver.
+    pub(crate) fn notification(d: Digest) -> Notification {
+        Notification {
+            receiver: "chat".into(),
+            action: Action::Digest,
+            thread_key: "chat:digest:payments:1".into(),
+            title: d.title(),
+            reason: "the scheduled digest".into(),
+            incidents: Vec::new(),
+            created_at: d.at,
+            digest: Some(Box::new(d)),
         }
     }
 
@@ -321,19 +337,8 @@ mod tests {
 
     #[test]
     fn every_chat_email_webhook_and_console_rendering_shows_the_digest() {
-        use crate::domain::{Action, Notification};
         use crate::receivers::{email, googlechat, mattermost, msteams, render, slack, webhook};
-        let d = digest();
-        let n = Notification {
-            receiver: "chat".into(),
-            action: Action::Digest,
-            thread_key: "chat:digest:payments:1".into(),
-            title: d.title(),
-            reason: "the scheduled digest".into(),
-            incidents: Vec::new(),
-            created_at: d.at,
-            digest: Some(Box::new(d.clone())),
-        };
+        let n = notification(digest());
         let wants = |what: &str, got: &str| {
             assert!(got.contains("Applications OutOfSync"), "{what}: {got}");
             assert!(got.contains("Incidents firing"), "{what}: {got}");
