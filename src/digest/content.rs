@@ -26,7 +26,7 @@ pub struct Inputs {
 pub struct Frame<'a> {
     pub team: &'a str,
     pub timezone: &'a str,
-    /// The receivers whose dead deliveries concern the team (its own and its digest's).
+    /// The receivers whose dead deliveries concern the team (its own, its escalation steps' and its digest's).
     pub receivers: &'a [String],
     /// `argocd.url`, for links when an Application's body carried none.
     pub argocd_url: Option<&'a str>,

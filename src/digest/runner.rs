@@ -54,21 +54,31 @@ pub async fn preview(
         return Ok(None);
     };
     let plan = t.digest.as_ref().and_then(|d| d.plan().ok());
-    let frame = frame(settings, team, t, now, plan.as_ref());
+    let receivers = team_receivers(t);
+    let frame = frame(settings, (team, t, &receivers), now, plan.as_ref());
     Ok(Some(content(&frame, &inputs(store, team, now).await?)))
+}
+
+/// Every receiver of the team: its own, its escalation steps' and its digest's (their dead deliveries are listed).
+fn team_receivers(t: &TeamSettings) -> Vec<String> {
+    let mut out = t.receivers.clone();
+    out.extend(t.escalation.iter().flat_map(|s| s.receivers.iter().cloned()));
+    out.extend(t.digest.iter().flat_map(|d| d.receivers.iter().flatten().cloned()));
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn frame<'a>(
     settings: &'a Settings,
-    team: &'a str,
-    t: &'a TeamSettings,
+    (team, t, receivers): (&'a str, &'a TeamSettings, &'a [String]),
     now: DateTime<Utc>,
     plan: Option<&(Schedule, chrono_tz::Tz)>,
 ) -> Frame<'a> {
     Frame {
         team,
         timezone: t.digest.as_ref().map_or("UTC", |d| d.timezone.as_str()),
-        receivers: t.digest.as_ref().map_or(&t.receivers, |d| d.receivers_of(t)),
+        receivers,
         argocd_url: settings.argocd.url.as_deref(),
         now,
         next: plan.and_then(|(s, tz)| s.next_after(*tz, now)),
@@ -123,8 +133,9 @@ async fn send_slot(
         return Ok(0);
     }
     // Read before the claim, outside the write transaction (SQLite has one writer).
+    let receivers = team_receivers(t);
     let digest = content(
-        &frame(settings, team, t, now, Some(plan)),
+        &frame(settings, (team, t, &receivers), now, Some(plan)),
         &inputs(store, team, now).await?,
     );
     let mut tx = store.begin().await?;

@@ -98,14 +98,20 @@ async fn a_digest_is_mailed_as_an_html_table_with_a_plain_text_part_in_no_thread
     let delivered = email.deliver(&n, None).await.unwrap();
 
     let m = &server.messages(1)[0];
-    assert_eq!(m["subject"], "[DIGEST] Digest for payments: 1 OutOfSync, 1 incident firing");
+    assert_eq!(
+        m["subject"],
+        "[DIGEST] Digest for payments: 1 OutOfSync, 1 incident firing"
+    );
     assert_eq!(m["content_type"], "multipart/alternative");
     let html = m["html"].as_str().unwrap();
     assert!(html.contains("<table") && html.contains("<th"), "{html}");
     assert!(html.contains("Degraded &lt;script&gt;"), "{html}");
     let text = m["text"].as_str().unwrap();
     assert!(text.contains("Incidents firing (1)"), "{text}");
-    assert!(text.contains("argocd/pay — Degraded <script> — since Fri 2026-10-23 07:30 CEST"), "{text}");
+    assert!(
+        text.contains("argocd/pay — Degraded <script> — since Fri 2026-10-23 07:30 CEST"),
+        "{text}"
+    );
     assert_eq!(delivered.memo, None, "a digest starts no thread");
     assert_eq!(server.stored(), 1, "exactly one message");
 }
