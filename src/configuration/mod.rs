@@ -8,6 +8,7 @@ use std::path::Path;
 
 mod argocd;
 mod delivery;
+mod people;
 mod receivers;
 mod routing;
 mod rules;
@@ -17,6 +18,7 @@ mod storage;
 
 pub use argocd::*;
 pub use delivery::*;
+pub use people::*;
 pub use receivers::*;
 pub use routing::*;
 pub use rules::*;
@@ -38,6 +40,11 @@ pub struct Settings {
     pub rules: RulesSettings,
     #[serde(default)]
     pub teams: BTreeMap<String, TeamSettings>,
+    /// People Herald may tell directly, keyed by their Argo CD username (see `people`).
+    #[serde(default)]
+    pub people: BTreeMap<String, PersonSettings>,
+    #[serde(default)]
+    pub people_receivers: PeopleReceivers,
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
     #[serde(default)]
@@ -135,6 +142,7 @@ impl Settings {
         routing::validate_routes(&self.routes, &known, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);
+        people::validate(self, &mut errors);
         if let Some(api) = &self.argocd.api {
             api.validate(&mut errors);
         }

@@ -23,6 +23,9 @@ pub struct RuleSettings {
     pub production_severity: Option<Severity>,
     #[serde(default)]
     pub production: Option<ProductionMatchers>,
+    /// Also tell the person who started the sync (`people:`); default true for sync_failed and pruned.
+    #[serde(default)]
+    pub notify_initiator: Option<bool>,
 }
 
 fn yes() -> bool {
@@ -82,6 +85,14 @@ impl RulesSettings {
             Kind::Pruned => self.pruned.as_ref(),
             Kind::Test => None,
         }
+    }
+
+    /// Whether an incident of `kind` also tells the person who started the sync: `rules.<kind>.notify_initiator`,
+    /// by default only for the kinds a person's own sync causes (a failed sync, a prune).
+    pub fn notify_initiator(&self, kind: Kind) -> bool {
+        self.settings(kind)
+            .and_then(|r| r.notify_initiator)
+            .unwrap_or(matches!(kind, Kind::SyncFailed | Kind::Pruned))
     }
 
     pub fn production(&self) -> (ProductionMatchers, Severity) {

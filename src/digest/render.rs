@@ -309,6 +309,8 @@ pub(crate) mod tests {
             incidents: Vec::new(),
             created_at: d.at,
             digest: Some(Box::new(d)),
+            recipient: None,
+            change: None,
         }
     }
 
@@ -337,7 +339,7 @@ pub(crate) mod tests {
 
     #[test]
     fn every_chat_email_webhook_and_console_rendering_shows_the_digest() {
-        use crate::receivers::{email, googlechat, mattermost, msteams, render, slack, webhook};
+        use crate::receivers::{email, googlechat, matrix, mattermost, msteams, render, slack, webhook};
         let n = notification(digest());
         let wants = |what: &str, got: &str| {
             assert!(got.contains("Applications OutOfSync"), "{what}: {got}");
@@ -347,6 +349,7 @@ pub(crate) mod tests {
         wants("msteams", &msteams::teams_message(&n).to_string());
         wants("googlechat", &googlechat::google_chat_text(&n));
         wants("mattermost", &mattermost::text(&n));
+        wants("matrix", &matrix::message(&n, None).to_string());
         wants("webhook", &webhook::body(&n)["text"].to_string());
         wants("email text", &render::text(&n));
         wants("email html", &render::html(&n));

@@ -157,6 +157,8 @@ async fn send_slot(
                 incidents: Vec::new(),
                 created_at: now,
                 digest: Some(Box::new(digest.clone())),
+                recipient: None,
+                change: None,
             };
             let delivery = NewDelivery {
                 receiver: receiver.clone(),

@@ -8,4 +8,4 @@ pub mod notification;
 
 pub use incident::{Hint, Incident, IncidentState, Kind, ResourceRef, Severity};
 pub use labels::Labels;
-pub use notification::{Action, DeliveryState, Notification};
+pub use notification::{Action, Change, DeliveryState, Notification, Recipient};

@@ -55,6 +55,45 @@ pub struct Notification {
     /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<Box<crate::digest::Digest>>,
+    /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
+    /// person who started a failed or pruning sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient: Option<Recipient>,
+    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
+}
+
+/// One person a notification goes to, as `people.<username>` describes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recipient {
+    /// The Argo CD username (an SSO login, often an e-mail address).
+    pub username: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// A Slack user id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
+}
+
+/// A successful sync that deployed a new revision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub app_namespace: String,
+    pub app_name: String,
+    pub project: String,
+    /// Where it deployed.
+    pub destination_namespace: String,
+    pub revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_revision: Option<String>,
+    /// `alice`, or `automated`.
+    pub initiator: String,
+    /// When the sync finished (when Herald heard of it, if Argo CD did not say).
+    pub finished_at: DateTime<Utc>,
+    /// The Application in Argo CD, when the URL is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_url: Option<String>,
 }
 
 impl Notification {
@@ -99,6 +138,8 @@ impl Notification {
             incidents: vec![incident],
             created_at: now,
             digest: None,
+            recipient: None,
+            change: None,
         }
     }
 }
@@ -151,6 +192,12 @@ impl Action {
         .into_iter()
         .find(|v| v.as_str() == s)
     }
+}
+
+/// A commit as people quote it (7 characters); a chart version or a tag as it is.
+pub fn short_revision(revision: &str) -> &str {
+    let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
+    if commit { &revision[..7] } else { revision }
 }
 
 /// How long, in people's words: `45 s`, `10 min`, `1 h`, `1 h 5 min`, `3 d 2 h`.
@@ -337,6 +384,12 @@ mod tests {
             since,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn commits_are_shortened_and_other_revisions_kept() {
+        assert_eq!(short_revision("2222222222222222222222222222222222222222"), "2222222");
+        assert_eq!(short_revision("6.9.0"), "6.9.0");
     }
 
     #[test]

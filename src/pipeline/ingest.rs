@@ -18,6 +18,7 @@ use crate::state::{self, Outcome};
 use crate::store::{IncidentRecord, Store, StoreError, StoredApp, WriteTx};
 
 mod decisions;
+mod direct;
 
 use decisions::Applying;
 
@@ -373,6 +374,9 @@ impl Core {
         if state.snapshot.deleting && self.argocd_api.is_none() {
             // Without the API nothing else will confirm it: the deletion trigger's body is the confirmation.
             state.deleted_at = Some(now);
+        }
+        if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {
+            self.tell_change(tx, &prev.state, &state, now).await?;
         }
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {

@@ -28,6 +28,7 @@ impl Core {
             Store::set_notified(tx, id, false).await?;
         } else {
             self.route_incident(tx, rec, &labels, now).await?;
+            self.tell_initiator(tx, &rec.full_view(), now).await?;
         }
         if informational {
             // Informational kinds (pruned) are told once and closed at once: there is nothing to resolve.
@@ -114,6 +115,8 @@ impl Core {
                         incidents: vec![view.clone()],
                         created_at: now,
                         digest: None,
+                        recipient: None,
+                        change: None,
                     };
                     enqueue(tx, &n, now).await?;
                 }
@@ -287,6 +290,8 @@ impl Core {
                 incidents,
                 created_at: now,
                 digest: None,
+                recipient: None,
+                change: None,
             });
         }
         Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
@@ -355,6 +360,8 @@ impl Core {
                     incidents: vec![view.clone()],
                     created_at: now,
                     digest: None,
+                    recipient: None,
+                    change: None,
                 };
                 enqueue(&mut tx, &n, now).await?;
             }
@@ -383,7 +390,7 @@ fn single_application(n: &Notification) -> Option<(&str, &str)> {
         .then_some(app)
 }
 
-async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
+pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
     // Deliveries of one thread keep their order; escalations and groups each have their own thread.
     let d = NewDelivery {
         receiver: n.receiver.clone(),

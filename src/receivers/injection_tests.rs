@@ -429,7 +429,7 @@ proptest! {
     ) {
         let n = digest_notification(&values);
         let plain = plain_digest(&n);
-        for kind in ["console", "email", "slack", "msteams", "googlechat", "mattermost", "webhook"] {
+        for kind in ["console", "email", "slack", "matrix", "msteams", "googlechat", "mattermost", "webhook"] {
             let hostile = preview(kind, &n, testing::now()).expect("a known kind");
             let benign = preview(kind, &plain, testing::now()).expect("a known kind");
             for (h, b) in hostile.iter().zip(&benign) {

@@ -19,17 +19,21 @@ pub mod http;
 #[cfg(test)]
 mod injection_tests;
 pub mod jira;
+pub mod matrix;
 pub mod mattermost;
 pub mod msteams;
 pub mod pagerduty;
 pub mod preview;
 pub mod redact;
+pub mod redmine;
 pub mod render;
+pub mod servicenow;
 pub mod slack;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
+pub mod ticket;
 pub mod webhook;
 
 use std::collections::HashMap;
@@ -157,6 +161,15 @@ impl Capabilities {
         fallback: false,
         digest: true,
     };
+    /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
+    /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
+    pub const EDITED_MESSAGES: Capabilities = Capabilities {
+        per_incident: false,
+        sends_resolved: true,
+        default_rate: Some(1.0),
+        fallback: false,
+        digest: true,
+    };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
         per_incident: true,
@@ -198,11 +211,14 @@ pub enum ReceiverKind {
     Msteams(msteams::Config),
     Googlechat(googlechat::Config),
     Mattermost(mattermost::Config),
+    Matrix(matrix::Config),
     Webhook(webhook::Config),
     Jira(jira::Config),
     Github(github::Config),
     Pagerduty(pagerduty::Config),
     Alertmanager(alertmanager::Config),
+    Redmine(redmine::Config),
+    Servicenow(servicenow::Config),
 }
 
 impl ReceiverKind {
@@ -215,11 +231,14 @@ impl ReceiverKind {
             ReceiverKind::Msteams(c) => ("msteams", c),
             ReceiverKind::Googlechat(c) => ("googlechat", c),
             ReceiverKind::Mattermost(c) => ("mattermost", c),
+            ReceiverKind::Matrix(c) => ("matrix", c),
             ReceiverKind::Webhook(c) => ("webhook", c),
             ReceiverKind::Jira(c) => ("jira", c),
             ReceiverKind::Github(c) => ("github", c),
             ReceiverKind::Pagerduty(c) => ("pagerduty", c),
             ReceiverKind::Alertmanager(c) => ("alertmanager", c),
+            ReceiverKind::Redmine(c) => ("redmine", c),
+            ReceiverKind::Servicenow(c) => ("servicenow", c),
         }
     }
 

@@ -1,6 +1,9 @@
 //! The PagerDuty receiver: Events API v2. Open, update and test `trigger` an alert, resolve `resolve`s it; the
 //! `dedup_key` is the hex SHA-256 of the incident fingerprint, so PagerDuty itself folds repeats into one alert and
-//! Herald needs no memo. A 400 is never retried (the event is invalid); 429 and 5xx are.
+//! Herald needs no memo. A 400 is never retried (the event is invalid); 429 and 5xx are. With `change_events: true`
+//! a sync that deployed a new revision is also sent, as a change event (`change`).
+
+mod change;
 
 use std::sync::Arc;
 
@@ -43,6 +46,12 @@ pub struct Config {
     #[serde(default = "default_url")]
     pub url: String,
     pub routing_key: SecretString,
+    /// Also send a change event for each sync that deploys a new revision.
+    #[serde(default)]
+    pub change_events: bool,
+    /// Where change events go (default: `url` with `/v2/enqueue` replaced by `/v2/change/enqueue`).
+    #[serde(default)]
+    pub change_url: Option<String>,
 }
 
 fn default_url() -> String {
@@ -57,6 +66,9 @@ impl Integration for Config {
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
         check_url(errors, &format!("{path}.url"), &self.url);
+        if let Some(u) = &self.change_url {
+            check_url(errors, &format!("{path}.change_url"), u);
+        }
     }
 
     fn build(&self, _r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, String> {
@@ -75,7 +87,8 @@ impl PagerDuty {
         // The routing key travels in the body, which a downstream may echo back whole.
         let redactor = Redactor::default()
             .secret(settings.routing_key.expose_secret())
-            .url_credentials(&settings.url);
+            .url_credentials(&settings.url)
+            .url_credentials(&change::url(&settings));
         Self {
             settings,
             http,
@@ -176,6 +189,9 @@ pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value
 #[async_trait::async_trait]
 impl Receiver for PagerDuty {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        if let Some(c) = &n.change {
+            return self.send_change(c).await;
+        }
         let i = n
             .primary()
             .ok_or_else(|| DeliveryError::permanent("pagerduty: the notification carries no incident"))?;
@@ -235,6 +251,8 @@ mod tests {
         let settings = Config {
             url: format!("{}/v2/enqueue", server.uri()),
             routing_key: SecretString::from(ROUTING_KEY),
+            change_events: false,
+            change_url: None,
         };
         PagerDuty::new(settings, testing::http())
     }
@@ -441,6 +459,8 @@ mod tests {
         let settings = Config {
             url: "http://127.0.0.1:9/v2/enqueue".into(),
             routing_key: SecretString::from(ROUTING_KEY),
+            change_events: false,
+            change_url: None,
         };
         let err = PagerDuty::new(settings, testing::http())
             .deliver(&note(Action::Open), None)
@@ -456,6 +476,8 @@ mod tests {
             Config {
                 url: "http://127.0.0.1:9".into(),
                 routing_key: SecretString::from(ROUTING_KEY),
+                change_events: false,
+                change_url: None,
             },
             testing::http(),
         );

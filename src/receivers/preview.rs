@@ -5,7 +5,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{alertmanager, console, github, googlechat, jira, mattermost, msteams, pagerduty, render, slack, webhook};
+use super::{
+    alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, redmine, render,
+    servicenow, slack, webhook,
+};
 use crate::domain::Notification;
 
 /// The markup a part is written in, which says how its target reads it.
@@ -50,18 +53,21 @@ fn json(name: &'static str, markup: Markup, v: &Value) -> Part {
 }
 
 /// Every receiver key (`slack`, `jira`…) a preview can be asked for.
-pub const KINDS: [&str; 11] = [
+pub const KINDS: [&str; 14] = [
     "console",
     "email",
     "slack",
     "msteams",
     "googlechat",
     "mattermost",
+    "matrix",
     "webhook",
     "jira",
     "github",
     "pagerduty",
     "alertmanager",
+    "redmine",
+    "servicenow",
 ];
 
 /// What a receiver of kind `kind` (its key in `receivers[]`) sends for `n` at `now`, without a custom template;
@@ -82,6 +88,14 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
         "msteams" => vec![json("json", Markup::TeamsCard, &msteams::teams_message(n))],
         "googlechat" => vec![part("txt", Markup::GoogleChat, googlechat::google_chat_text(n))],
         "mattermost" => vec![part("md", Markup::CommonMark, mattermost::text(n))],
+        "matrix" => {
+            let message = matrix::message(n, None);
+            let text = |key: &str| message[key].as_str().unwrap_or_default().to_string();
+            vec![
+                part("txt", Markup::Plain, text("body")),
+                part("html", Markup::Html, text("formatted_body")),
+            ]
+        }
         "webhook" => vec![json("json", Markup::Json, &webhook::body(n))],
         "jira" => {
             let (summary, adf, wiki) = jira::preview(n);
@@ -111,6 +125,21 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 .map(|i| alertmanager::alert(n, i, now, ttl))
                 .collect();
             vec![json("json", Markup::Json, &Value::Array(alerts))]
+        }
+        "redmine" => {
+            let fingerprint = n.primary().map_or(n.thread_key.as_str(), |i| i.fingerprint.as_str());
+            let (subject, description) = redmine::preview(n, fingerprint);
+            vec![
+                part("subject", Markup::Plain, subject),
+                part("md", Markup::CommonMark, description),
+            ]
+        }
+        "servicenow" => {
+            let (short_description, description) = servicenow::preview(n);
+            vec![
+                part("short_description", Markup::Plain, short_description),
+                part("txt", Markup::Plain, description),
+            ]
         }
         _ => return None,
     };

@@ -90,6 +90,8 @@ pub fn notification(action: Action) -> Notification {
         incidents: vec![i],
         created_at: now(),
         digest: None,
+        recipient: None,
+        change: None,
     }
 }
 

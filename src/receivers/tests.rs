@@ -21,11 +21,14 @@ receivers:
   - {name: msteams, msteams: {webhook_url: "https://example.com/workflows/x"}}
   - {name: googlechat, googlechat: {webhook_url: "https://chat.googleapis.com/v1/spaces/x/messages"}}
   - {name: mattermost, mattermost: {webhook_url: "https://mattermost.example.com/hooks/x"}}
+  - {name: matrix, matrix: {homeserver: "https://matrix.example.org", room_id: "!abc:example.org", access_token: t}}
   - {name: webhook, webhook: {url: "https://example.com/hook"}}
   - {name: jira, jira: {url: "https://jira.example.com", user: bot@example.com, token: t, project: PAY}}
   - {name: github, github: {repo: acme/payments, token: t}}
   - {name: pagerduty, pagerduty: {routing_key: k}}
   - {name: alertmanager, alertmanager: {url: "http://alertmanager:9093"}}
+  - {name: redmine, redmine: {url: "https://redmine.example.com", api_key: k, project_id: payments, closed_status_id: 5}}
+  - {name: servicenow, servicenow: {instance_url: "https://acme.service-now.com", token: t}}
 "#;
 
 #[test]
@@ -39,11 +42,14 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("msteams", false, false, None, false),
         ("googlechat", false, false, None, false),
         ("mattermost", false, false, None, false),
+        ("matrix", true, false, Some(1.0), false),
         ("webhook", false, false, None, false),
         ("jira", true, true, None, false),
         ("github", true, true, None, false),
         ("pagerduty", true, true, None, false),
         ("alertmanager", true, true, None, false),
+        ("redmine", true, true, None, false),
+        ("servicenow", true, true, None, false),
     ];
     assert_eq!(settings.receivers.len(), expected.len());
     for (r, (key, resolves, per_incident, rate, fallback)) in settings.receivers.iter().zip(expected) {
@@ -72,7 +78,7 @@ async fn ticket_and_paging_receivers_refuse_a_digest_for_good() {
     n.action = Action::Digest;
     n.incidents.clear();
     n.digest = Some(Box::default());
-    for key in ["jira", "github", "pagerduty", "alertmanager"] {
+    for key in ["jira", "github", "redmine", "servicenow", "pagerduty", "alertmanager"] {
         let got = built[key].deliver(&n, None).await;
         assert!(matches!(got, Err(DeliveryError::Permanent { .. })), "{key}: {got:?}");
     }
@@ -103,7 +109,7 @@ fn every_kind_builds_into_a_receiver() {
 
     let built = build_all(&shared).expect("every kind builds");
 
-    assert_eq!(built.len(), 11);
+    assert_eq!(built.len(), 14);
 }
 
 #[test]
@@ -145,6 +151,14 @@ fn each_kind_checks_its_own_block_under_its_key_path() {
         (
             "receivers: [{name: x, alertmanager: {url: nope}}]",
             "receivers[0].alertmanager.url",
+        ),
+        (
+            "receivers: [{name: x, redmine: {url: nope, api_key: k, project_id: 1, closed_status_id: 5}}]",
+            "receivers[0].redmine.url",
+        ),
+        (
+            "receivers: [{name: x, servicenow: {instance_url: 'https://x.service-now.com'}}]",
+            "receivers[0].servicenow.user",
         ),
     ];
     for (yaml, path) in cases {

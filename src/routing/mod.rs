@@ -1,7 +1,9 @@
 //! Who hears about an incident: the owning team ([`owning_team`]), the ordered routes ([`Router`]), the grouping
 //! key ([`group_key`]) and silences ([`Silence::matches`]). Pure: compiled once from settings, no I/O.
 
+pub mod change;
 pub mod grouping;
+pub mod initiator;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -44,14 +44,14 @@ outbox: {{poll_interval: 50ms, initial_backoff: 200ms, max_backoff: 1s}}
     )
 }
 
-fn failed_sync(name: &str, started: &str) -> String {
+pub(crate) fn failed_sync(name: &str, started: &str) -> String {
     with_operation(
         &envelope(name, "payments", "OutOfSync", "Healthy", &now_rfc3339()),
         serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": started}),
     )
 }
 
-fn recovered(name: &str, started: &str) -> String {
+pub(crate) fn recovered(name: &str, started: &str) -> String {
     with_operation(
         &envelope(name, "payments", "Synced", "Healthy", &now_rfc3339()),
         serde_json::json!({"phase": "Succeeded", "message": "successfully synced", "startedAt": started}),

@@ -4,12 +4,15 @@
 mod argocd_source;
 mod auth;
 mod bad_input;
+mod change_events;
 mod confirm;
 mod delivery;
 mod digest;
 mod faults;
 mod helpers;
 mod ingest;
+mod initiator;
+mod matrix;
 mod metrics;
 mod reload;
 mod rules;

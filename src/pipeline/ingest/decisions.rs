@@ -10,6 +10,7 @@ use super::Batch;
 use crate::argocd::AppId;
 use crate::domain::IncidentState;
 use crate::incidents::{self, Decision, Held};
+use crate::routing;
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 impl Core {
@@ -67,6 +68,8 @@ impl Core {
         let now = at.now;
         let mut view = held.view.clone();
         view.since = since;
+        // Who started the sync, in every receiver's message (the person is told when it fires).
+        view.notes.extend(routing::initiator::note(&self.settings, &view, now));
         let record = |id: i64, st: IncidentState| IncidentRecord {
             id,
             fingerprint: view.fingerprint.clone(),

@@ -1,6 +1,7 @@
 //! The e-mail receiver: one multipart (plain text + HTML) message per notification, sent over SMTP through one
 //! pooled lettre transport per receiver (plain, STARTTLS or implicit TLS; optional AUTH and an extra trusted CA).
 //! Messages of one thread are chained with `In-Reply-To`/`References` so mail clients show them as a conversation.
+//! A notification to one person (`recipient`) goes to their address alone instead of `to` and `cc`.
 //!
 //! The connection (scheme, TLS, AUTH, CA) is set up in `transport`.
 
@@ -131,17 +132,32 @@ impl Email {
                 header::HeaderName::new_from_ascii_str("Auto-Submitted"),
                 "auto-generated".into(),
             ));
-        for m in &self.to {
-            b = b.to(m.clone());
-        }
-        for m in &self.cc {
-            b = b.cc(m.clone());
+        match self.person(n)? {
+            // A message to one person goes to them alone, not to the receiver's list.
+            Some(person) => b = b.to(person),
+            None => {
+                for m in &self.to {
+                    b = b.to(m.clone());
+                }
+                for m in &self.cc {
+                    b = b.cc(m.clone());
+                }
+            }
         }
         if let Some(parent) = parent {
             b = b.in_reply_to(parent.to_string()).references(parent.to_string());
         }
         b.multipart(MultiPart::alternative_plain_html(text, render::html(n)))
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
+    }
+
+    /// The address of the person a notification is for (`recipient`), if it is for one.
+    fn person(&self, n: &Notification) -> Result<Option<Mailbox>, DeliveryError> {
+        let Some(address) = n.recipient.as_ref().and_then(|r| r.email.as_deref()) else {
+            return Ok(None);
+        };
+        (address.parse::<Mailbox>().map(Some))
+            .map_err(|e| DeliveryError::permanent(format!("{address:?} is not an e-mail address: {e}")))
     }
 
     /// SMTP reply codes decide: 4xx may pass later, 5xx (bad recipient, failed AUTH) will not. Without a reply,

@@ -365,3 +365,23 @@ fn settings_are_checked_when_the_receiver_is_built() {
         assert_eq!(build(smtp(ok.into())), "", "{ok}");
     }
 }
+
+#[tokio::test]
+async fn a_message_to_a_person_goes_to_their_address_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = SmtpServer::start(dir.path(), &[]);
+    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
+    let mut n = notification(Action::Open);
+    n.recipient = Some(crate::domain::Recipient {
+        username: "alice".into(),
+        email: Some("alice@example.com".into()),
+        slack: None,
+    });
+
+    email.deliver(&n, None).await.unwrap();
+
+    let m = &server.messages(1)[0];
+    assert_eq!(m["to"], "alice@example.com");
+    assert_eq!(m["rcpt_to"], "alice@example.com", "not the receiver's to and cc");
+    assert_eq!(server.stored(), 1);
+}

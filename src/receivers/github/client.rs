@@ -97,7 +97,7 @@ impl Github {
     }
 
     /// The newest open issue (not pull request) carrying the fingerprint label.
-    pub(super) async fn find_open(&self, label: &str) -> Result<Option<IssueRef>, DeliveryError> {
+    pub(super) async fn find_open_issue(&self, label: &str) -> Result<Option<IssueRef>, DeliveryError> {
         let mut url = self.url("/issues")?;
         url.query_pairs_mut()
             .append_pair("state", "open")
@@ -108,7 +108,7 @@ impl Github {
         Ok(items.into_iter().find(|i| i.pull_request.is_none()))
     }
 
-    pub(super) async fn create(&self, n: &Notification, label: &str) -> Result<IssueRef, DeliveryError> {
+    pub(super) async fn create_issue(&self, n: &Notification, label: &str) -> Result<IssueRef, DeliveryError> {
         let mut labels = vec![label.to_string()];
         for l in &self.settings.labels {
             if !l.is_empty() && !labels.contains(l) {
@@ -133,7 +133,7 @@ impl Github {
         Ok(())
     }
 
-    pub(super) async fn close(&self, number: u64) -> Result<(), DeliveryError> {
+    pub(super) async fn close_issue(&self, number: u64) -> Result<(), DeliveryError> {
         let url = self.url(&format!("/issues/{number}"))?;
         let payload = json!({ "state": "closed", "state_reason": "completed" });
         self.call(&format!("close #{number}"), Method::PATCH, url, Some(&payload))

@@ -4,22 +4,22 @@
 //! comments and closes the issue as completed. Primary and secondary rate limits come back as transient failures
 //! carrying how long to wait.
 //!
-//! The REST calls and the rate-limit classification are in `client`.
+//! The REST calls and the rate-limit classification are in `client`; the lifecycle is the tickets' shared one
+//! (`receivers::ticket`).
 
 mod client;
 mod config;
 #[cfg(test)]
 mod tests;
 
-use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use super::http::Http;
+use super::http::{CallError, Http};
 use super::redact::Redactor;
+use super::ticket::{self, Tracker, fingerprint_digest};
 use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::domain::{Action, Notification};
+use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::truncate;
 pub use config::Config;
@@ -30,16 +30,19 @@ const BODY_MAX_CHARS: usize = 65_000;
 
 /// The label that finds an incident's issue again.
 pub fn fingerprint_label(fingerprint: &str) -> String {
-    let digest = hex::encode(Sha256::digest(fingerprint.as_bytes()));
-    format!("herald:{}", &digest[..16])
+    format!("herald:{}", fingerprint_digest(fingerprint))
 }
 
-/// What Herald remembers per thread: the issue number, and when Herald closed it.
+/// An issue as Herald remembers it (with when Herald closed it, in the memo).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct GithubMemo {
+pub struct Issue {
     number: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    resolved_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Display for Issue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.number)
+    }
 }
 
 pub struct Github {
@@ -65,118 +68,57 @@ impl Github {
             redactor,
         }
     }
-
-    /// Comments on the remembered issue; `Ok(false)` when it is gone (deleted: 410, or not found: 404).
-    async fn comment_remembered(&self, number: u64, n: &Notification) -> Result<bool, DeliveryError> {
-        match self.comment(number, n).await {
-            Ok(()) => Ok(true),
-            Err(e) if matches!(e.status, Some(404 | 410)) => {
-                tracing::warn!(
-                    receiver = %n.receiver, issue = number,
-                    "The remembered GitHub issue is gone; looking for the incident's issue by label."
-                );
-                Ok(false)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Open, update, test: comment on the issue we know or find, or create one.
-    async fn fire(&self, n: &Notification, label: &str, remembered: Option<u64>) -> Result<Delivered, DeliveryError> {
-        if let Some(number) = remembered
-            && self.comment_remembered(number, n).await?
-        {
-            return Ok(delivered(number, None, format!("commented on #{number}")));
-        }
-        if let Some(found) = self.find_open(label).await? {
-            let number = found.number;
-            self.comment(number, n).await?;
-            return Ok(delivered(
-                number,
-                None,
-                format!("commented on #{number} (found by label)"),
-            ));
-        }
-        let created = self.create(n, label).await?;
-        let link = created.html_url.as_deref().unwrap_or_default();
-        Ok(delivered(
-            created.number,
-            None,
-            format!("created #{} {link}", created.number).trim_end().to_string(),
-        ))
-    }
-
-    /// Resolve: comment on the issue we know (or the open one we find), then close it as completed.
-    async fn resolve(
-        &self,
-        n: &Notification,
-        label: &str,
-        remembered: Option<u64>,
-    ) -> Result<Delivered, DeliveryError> {
-        let mut number = None;
-        if let Some(known) = remembered
-            && self.comment_remembered(known, n).await?
-        {
-            number = Some(known);
-        }
-        let number = match number {
-            Some(known) => known,
-            None => {
-                let Some(found) = self.find_open(label).await? else {
-                    return Ok(Delivered {
-                        memo: None,
-                        detail: "no open GitHub issue for this incident: nothing to resolve".into(),
-                    });
-                };
-                self.comment(found.number, n).await?;
-                found.number
-            }
-        };
-        self.close(number).await?;
-        Ok(delivered(number, Some(n.created_at), format!("closed #{number}")))
-    }
 }
 
-fn delivered(number: u64, resolved_at: Option<DateTime<Utc>>, detail: String) -> Delivered {
-    let memo = GithubMemo { number, resolved_at };
-    Delivered {
-        memo: serde_json::to_value(memo).ok(),
-        detail,
+#[async_trait::async_trait]
+impl Tracker for Github {
+    type Ticket = Issue;
+    const KEY: &'static str = "github";
+    const NOUN: &'static str = "GitHub issue";
+
+    fn found_by(&self) -> &'static str {
+        "label"
+    }
+
+    async fn find_open(&self, fingerprint: &str) -> Result<Option<Issue>, DeliveryError> {
+        let found = self.find_open_issue(&fingerprint_label(fingerprint)).await?;
+        Ok(found.map(|i| Issue { number: i.number }))
+    }
+
+    async fn create(&self, n: &Notification, fingerprint: &str) -> Result<(Issue, String), DeliveryError> {
+        let created = self.create_issue(n, &fingerprint_label(fingerprint)).await?;
+        let link = created.html_url.as_deref().unwrap_or_default();
+        let detail = format!("created #{} {link}", created.number).trim_end().to_string();
+        Ok((Issue { number: created.number }, detail))
+    }
+
+    async fn update(&self, issue: &Issue, n: &Notification) -> Result<(), CallError> {
+        self.comment(issue.number, n).await
+    }
+
+    /// Comments, then closes the issue as completed.
+    async fn close(&self, issue: &Issue, n: &Notification) -> Result<String, CallError> {
+        self.comment(issue.number, n).await?;
+        let number = issue.number;
+        self.close_issue(number)
+            .await
+            .map_err(|error| CallError { status: None, error })?;
+        Ok(format!("closed #{number}"))
     }
 }
 
 /// What an issue for `n` is created with: its title and body.
 pub(crate) fn preview(n: &Notification) -> (String, String) {
-    (truncate(&one_line(&n.title), TITLE_MAX_CHARS), body(n))
+    (truncate(&ticket::one_line(&n.title), TITLE_MAX_CHARS), body(n))
 }
 
 fn body(n: &Notification) -> String {
     truncate(&render::markdown(n), BODY_MAX_CHARS)
 }
 
-fn one_line(s: &str) -> String {
-    render::escape::one_line(s)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[async_trait::async_trait]
 impl Receiver for Github {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let incident = n
-            .primary()
-            .ok_or_else(|| DeliveryError::permanent("github: the notification carries no incident"))?;
-        let label = fingerprint_label(&incident.fingerprint);
-        // A memo of an issue Herald closed says nothing about what is open now: look again by label.
-        let remembered = memo
-            .and_then(|m| serde_json::from_value::<GithubMemo>(m.clone()).ok())
-            .filter(|m| m.resolved_at.is_none())
-            .map(|m| m.number);
-        match n.action {
-            Action::Resolve => self.resolve(n, &label, remembered).await,
-            Action::Open | Action::Update | Action::Test => self.fire(n, &label, remembered).await,
-            Action::Digest => Err(crate::receivers::digest_refused("github")),
-        }
+        ticket::deliver(self, n, memo).await
     }
 }

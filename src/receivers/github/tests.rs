@@ -11,6 +11,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::client::classify;
 use super::*;
+use crate::domain::Action;
 use crate::receivers::testing::{self, FINGERPRINT, error_text, refuse_anything_else};
 
 const TOKEN: &str = "ghp_s3cr3tT0ken4b2e";

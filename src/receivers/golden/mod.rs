@@ -279,6 +279,8 @@ async fn a_sync_failed_by_a_user_is_titled_by_its_first_sentence_and_says_the_me
     let i = &n[0].incidents[0];
     assert_eq!(i.messages.len(), 1, "{:?}", i.messages);
     assert_eq!(i.initiated_by.as_deref(), Some("user alice"));
+    // No `people` entry for alice: the team is told who started it, and that Herald could not tell her.
+    assert_eq!(i.notes, vec!["started by alice (no contact configured)"]);
 }
 
 #[tokio::test]

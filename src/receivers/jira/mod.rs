@@ -19,7 +19,6 @@ use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::http::Http;
 use super::redact::Redactor;
@@ -37,8 +36,7 @@ const MAX_MESSAGE_CHARS: usize = 2_000;
 
 /// The label that finds an incident's issue again: Jira labels cannot hold spaces, fingerprints can.
 pub fn fingerprint_label(fingerprint: &str) -> String {
-    let digest = hex::encode(Sha256::digest(fingerprint.as_bytes()));
-    format!("herald-{}", &digest[..16])
+    format!("herald-{}", super::ticket::fingerprint_digest(fingerprint))
 }
 
 /// What Herald remembers per thread: the issue key, and when Herald resolved it.

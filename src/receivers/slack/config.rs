@@ -31,11 +31,7 @@ fn default_api_url() -> String {
 impl Integration for Config {
     /// A bot edits the first message to show the resolve; Slack allows about one message per second per channel.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            sends_resolved: true,
-            default_rate: Some(1.0),
-            ..Capabilities::MESSAGES
-        }
+        Capabilities::EDITED_MESSAGES
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

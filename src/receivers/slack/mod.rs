@@ -1,6 +1,7 @@
 //! The Slack receiver: Block Kit messages through an incoming webhook (one new message per action), or through a
 //! bot token and the Web API, where the first message's `{channel, ts}` is the memo: updates reply in its thread,
-//! a resolve edits it (`chat.update`) to show RESOLVED and replies in the thread.
+//! a resolve edits it (`chat.update`) to show RESOLVED and replies in the thread. A notification to one person
+//! (`recipient`) is posted to their user id instead of the channel: a direct message from the bot.
 //! The Block Kit rendering is in `blocks`, the Web API calls and their `ok:false` error → retry mapping in `api`.
 
 mod api;
@@ -157,10 +158,15 @@ impl Slack {
 impl Receiver for Slack {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         match &self.mode {
+            Mode::Webhook(_) if n.recipient.is_some() => Err(DeliveryError::permanent(
+                "slack: an incoming webhook cannot send a direct message (people_receivers.slack needs a bot token)",
+            )),
             Mode::Webhook(url) => self.post_webhook(url, &self.message(n)?).await,
             Mode::Bot { token, channel } => {
-                let channel = channel
-                    .as_deref()
+                // A message to one person goes to their user id: Slack makes that a direct message from the bot.
+                let person = n.recipient.as_ref().and_then(|r| r.slack.as_deref());
+                let channel = person
+                    .or(channel.as_deref())
                     .ok_or_else(|| DeliveryError::permanent("slack: a bot token needs a `channel`"))?;
                 self.deliver_bot(token, channel, n, Posted::from_memo(memo)).await
             }

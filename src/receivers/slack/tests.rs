@@ -656,3 +656,47 @@ fn long_template_output_is_split_into_sections_at_line_ends() {
     assert!(pieces[0].starts_with('a') && pieces[0].ends_with('\n'));
     assert!(pieces[1].starts_with('b'));
 }
+
+fn to_alice(action: Action) -> Notification {
+    let mut n = notification(action);
+    n.recipient = Some(crate::domain::Recipient {
+        username: "alice".into(),
+        email: None,
+        slack: Some("U024BE7LH".into()),
+    });
+    n
+}
+
+#[tokio::test]
+async fn a_message_to_a_person_is_a_direct_message_to_their_user_id() {
+    let server = MockServer::start().await;
+    let dm = json!({"ok": true, "channel": "D024BE91L", "ts": "6.0"});
+    testing::expect_post(
+        &server,
+        "/api/chat.postMessage",
+        ResponseTemplate::new(200).set_body_json(dm),
+        1,
+    )
+    .await;
+    testing::refuse_anything_else(&server).await;
+
+    let out = bot(&server).deliver(&to_alice(Action::Open), None).await.unwrap();
+
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].1["channel"], "U024BE7LH", "not the receiver's #payments");
+    assert_eq!(out.detail, "posted ts 6.0 in D024BE91L");
+}
+
+#[tokio::test]
+async fn an_incoming_webhook_refuses_a_message_to_a_person() {
+    let server = MockServer::start().await;
+    testing::refuse_anything_else(&server).await;
+
+    let err = webhook(&server)
+        .deliver(&to_alice(Action::Open), None)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
+}

@@ -1,0 +1,48 @@
+//! The deliveries that go past the teams' groups, written in the transaction that decides them (so a restart
+//! neither loses nor repeats them): the message to the person who started a failed or pruning sync, and the change
+//! events of a sync that deployed a new revision. Whom they go to is decided in `routing::{initiator, change}`.
+
+use chrono::{DateTime, Utc};
+
+use super::super::Core;
+use super::super::scheduler::enqueue;
+use crate::domain::{Incident, Notification};
+use crate::routing;
+use crate::state::AppState;
+use crate::store::{StoreError, WriteTx};
+
+impl Core {
+    /// An incident fired: the person who started its sync hears of it directly (see `routing::initiator`).
+    pub(in crate::pipeline) async fn tell_initiator(
+        &self,
+        tx: &mut WriteTx,
+        view: &Incident,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let direct = routing::initiator::direct(&self.settings, view, now);
+        self.queue(tx, &direct, now).await
+    }
+
+    /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
+    pub(super) async fn tell_change(
+        &self,
+        tx: &mut WriteTx,
+        prev: &AppState,
+        next: &AppState,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let changes = routing::change::notifications(&self.settings, prev, next, now);
+        self.queue(tx, &changes, now).await
+    }
+
+    async fn queue(&self, tx: &mut WriteTx, ns: &[Notification], now: DateTime<Utc>) -> Result<(), StoreError> {
+        for n in ns {
+            enqueue(tx, n, now).await?;
+        }
+        if !ns.is_empty() {
+            // Not a group's: no flush will ring the outbox worker for these.
+            self.wake_outbox.notify_one();
+        }
+        Ok(())
+    }
+}

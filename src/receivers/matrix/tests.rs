@@ -1,0 +1,308 @@
+use std::time::Duration;
+
+use serde_json::json;
+use wiremock::matchers::{header, method, path_regex};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::*;
+use crate::configuration::Settings;
+use crate::receivers::testing::{self, EchoEverything, assert_no_secret, json, requests, transient_after};
+
+const TOKEN: &str = "syt_aGVyYWxk_secretTokenValue_0xyz";
+const ROOM: &str = "!ops/room:example.org";
+/// The room ID as a path segment: its `/` encoded, `!` and `:` kept.
+const ROOM_PATH: &str = "/_matrix/client/v3/rooms/!ops%2Froom:example.org/send/m.room.message/";
+const FIRST: &str = "$first-event:example.org";
+
+fn matrix(server: &MockServer, template: Option<String>) -> Matrix {
+    Matrix::new(
+        Config {
+            homeserver: format!("{}/", server.uri()),
+            room_id: ROOM.into(),
+            access_token: TOKEN.into(),
+        },
+        testing::http(),
+        template,
+    )
+}
+
+/// Expects `times` sends into the room with the bearer token, answered with `answer`; refuses anything else.
+async fn expect_send(server: &MockServer, answer: ResponseTemplate, times: u64) {
+    Mock::given(method("PUT"))
+        .and(path_regex(format!(
+            "^{}herald-[0-9a-f]{{32}}$",
+            regex_escape(ROOM_PATH)
+        )))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(answer)
+        .expect(times)
+        .mount(server)
+        .await;
+    testing::refuse_anything_else(server).await;
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| if "$.!%/:".contains(c) { vec!['\\', c] } else { vec![c] })
+        .collect()
+}
+
+fn sent(event_id: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({"event_id": event_id}))
+}
+
+/// Delivers the shared notification for `action` with `memo` through a receiver on `server`.
+async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+    matrix(server, None).deliver(&testing::notification(action), memo).await
+}
+
+fn memo() -> Memo {
+    json!({"event_id": FIRST})
+}
+
+fn txn_of(r: &wiremock::Request) -> String {
+    r.url.path().rsplit('/').next().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn an_open_posts_text_and_html_into_the_room_and_remembers_the_event() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent(FIRST), 1).await;
+
+    let out = deliver(&server, Action::Open, None).await.unwrap();
+
+    assert_eq!(out.memo, Some(memo()));
+    let reqs = requests(&server).await;
+    assert_eq!(reqs.len(), 1);
+    let body = json(&reqs[0]);
+    assert_eq!(body["msgtype"], "m.text");
+    assert_eq!(body["format"], "org.matrix.custom.html");
+    assert_eq!(body.get("m.relates_to"), None, "an open starts a thread: {body}");
+    let text = body["body"].as_str().unwrap();
+    assert!(text.starts_with("🔴 FIRING\npayments is Degraded"), "{text}");
+    assert!(text.contains("Deployment payments/payments-api: Degraded"), "{text}");
+    let html = body["formatted_body"].as_str().unwrap();
+    assert!(html.starts_with("<p>🔴 <b>FIRING</b></p><h2"), "{html}");
+    assert!(!html.contains("<html") && !html.contains("<body"), "{html}");
+    assert!(html.contains(testing::APP_URL), "{html}");
+}
+
+#[tokio::test]
+async fn an_update_is_posted_in_the_thread_of_the_first_message() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent("$reply:example.org"), 1).await;
+
+    let out = deliver(&server, Action::Update, Some(&memo())).await.unwrap();
+
+    assert_eq!(out.memo, None, "the first message stays the thread's memo");
+    let body = json(&requests(&server).await[0]);
+    assert_eq!(
+        body["m.relates_to"],
+        json!({"rel_type": "m.thread", "event_id": FIRST, "is_falling_back": true,
+               "m.in_reply_to": {"event_id": FIRST}})
+    );
+    assert!(body["body"].as_str().unwrap().starts_with("🔴 FIRING"), "{body}");
+}
+
+#[tokio::test]
+async fn a_resolve_edits_the_first_message() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent("$edit:example.org"), 1).await;
+
+    let out = deliver(&server, Action::Resolve, Some(&memo())).await.unwrap();
+
+    assert_eq!(out.memo, None);
+    let body = json(&requests(&server).await[0]);
+    assert_eq!(
+        body["m.relates_to"],
+        json!({"rel_type": "m.replace", "event_id": FIRST})
+    );
+    let new = &body["m.new_content"];
+    assert_eq!(new["msgtype"], "m.text");
+    assert_eq!(new.get("m.relates_to"), None, "the new content carries no relation");
+    assert!(new["body"].as_str().unwrap().starts_with("✅ RESOLVED\n"), "{new}");
+    assert_eq!(body["body"], format!("* {}", new["body"].as_str().unwrap()));
+    assert_eq!(
+        body["formatted_body"],
+        format!("* {}", new["formatted_body"].as_str().unwrap())
+    );
+}
+
+#[tokio::test]
+async fn a_resolve_without_a_first_message_posts_a_new_one() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent("$resolved:example.org"), 1).await;
+
+    let out = deliver(&server, Action::Resolve, None).await.unwrap();
+
+    assert_eq!(out.memo, Some(json!({"event_id": "$resolved:example.org"})));
+    let body = json(&requests(&server).await[0]);
+    assert_eq!(body.get("m.relates_to"), None, "{body}");
+    assert!(body["body"].as_str().unwrap().starts_with("✅ RESOLVED"), "{body}");
+}
+
+#[tokio::test]
+async fn a_retried_delivery_reuses_its_transaction_id_and_another_delivery_does_not() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent(FIRST), 4).await;
+    let receiver = matrix(&server, None);
+    let open = testing::notification(Action::Open);
+    let mut later = open.clone();
+    later.created_at += chrono::Duration::seconds(1);
+
+    receiver.deliver(&open, None).await.unwrap();
+    receiver.deliver(&open, None).await.unwrap();
+    receiver.deliver(&later, None).await.unwrap();
+    receiver
+        .deliver(&testing::notification(Action::Update), Some(&memo()))
+        .await
+        .unwrap();
+
+    let txns: Vec<String> = requests(&server).await.iter().map(txn_of).collect();
+    assert_eq!(txns[0], txns[1], "a retry is deduplicated by the homeserver");
+    assert_ne!(txns[0], txns[2], "a later delivery is another message");
+    assert_ne!(txns[0], txns[3], "an update of the same thread is another message");
+}
+
+#[tokio::test]
+async fn text_from_argo_cd_cannot_inject_html() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent(FIRST), 1).await;
+    let mut n = testing::notification(Action::Open);
+    n.title = "<script>alert(1)</script>".into();
+    n.incidents[0].messages = vec!["<a href=\"https://evil.example\">click</a>".into()];
+
+    matrix(&server, None).deliver(&n, None).await.unwrap();
+
+    let html = json(&requests(&server).await[0])["formatted_body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !html.contains("<script>") && !html.contains("<a href=\"https://evil"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;script&gt;"), "{html}");
+}
+
+#[tokio::test]
+async fn a_template_replaces_the_text_and_sends_no_html() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent(FIRST), 1).await;
+
+    matrix(
+        &server,
+        Some("{{ notification.reason }}: {{ notification.title }}".into()),
+    )
+    .deliver(&testing::notification(Action::Open), None)
+    .await
+    .unwrap();
+
+    let body = json(&requests(&server).await[0]);
+    assert_eq!(
+        body,
+        json!({"msgtype": "m.text", "body": "fired: payments is Degraded"})
+    );
+}
+
+#[tokio::test]
+async fn rate_limiting_waits_as_long_as_the_homeserver_asks() {
+    let server = MockServer::start().await;
+    let limited = json!({"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests", "retry_after_ms": 2500});
+    expect_send(&server, ResponseTemplate::new(429).set_body_json(limited), 1).await;
+
+    let e = deliver(&server, Action::Open, None).await.unwrap_err();
+
+    assert_eq!(transient_after(&e), Some(Duration::from_millis(2500)));
+    assert!(e.to_string().contains("M_LIMIT_EXCEEDED"), "{e}");
+}
+
+#[tokio::test]
+async fn without_retry_after_ms_the_retry_after_header_is_obeyed() {
+    let server = MockServer::start().await;
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "7")
+        .set_body_json(json!({"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests"}));
+    expect_send(&server, limited, 1).await;
+
+    let e = deliver(&server, Action::Open, None).await.unwrap_err();
+
+    assert_eq!(transient_after(&e), Some(Duration::from_secs(7)));
+}
+
+#[tokio::test]
+async fn an_unknown_token_or_a_forbidden_room_is_permanent_and_says_what_to_fix() {
+    for (status, errcode, advice) in [
+        (401, "M_UNKNOWN_TOKEN", "log the user in again"),
+        (403, "M_FORBIDDEN", "invite it, join it"),
+    ] {
+        let server = MockServer::start().await;
+        let body = json!({"errcode": errcode, "error": "refused"});
+        expect_send(&server, ResponseTemplate::new(status).set_body_json(body), 1).await;
+
+        let e = deliver(&server, Action::Open, None).await.unwrap_err();
+
+        let DeliveryError::Permanent { reason } = &e else {
+            panic!("{status} is permanent: {e:?}");
+        };
+        assert!(
+            reason.starts_with(&format!("matrix post: HTTP {status} {errcode}")),
+            "{reason}"
+        );
+        assert!(reason.contains(advice), "{reason}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_is_transient() {
+    let server = MockServer::start().await;
+    expect_send(&server, ResponseTemplate::new(502).set_body_string("bad gateway"), 1).await;
+
+    let e = deliver(&server, Action::Update, Some(&memo())).await.unwrap_err();
+
+    assert_eq!(transient_after(&e), None);
+    assert!(e.to_string().contains("matrix thread reply: HTTP 502"), "{e}");
+}
+
+#[tokio::test]
+async fn the_access_token_never_appears_in_a_failure() {
+    for status in [401, 403, 429, 500] {
+        let server = MockServer::start().await;
+        Mock::given(method("PUT"))
+            .respond_with(EchoEverything(status))
+            .expect(1)
+            .mount(&server)
+            .await;
+
+        let e = deliver(&server, Action::Open, None).await.unwrap_err();
+
+        assert!(e.to_string().contains(&format!("HTTP {status}")), "{e}");
+        assert_no_secret(&e, &[TOKEN]);
+    }
+}
+
+#[test]
+fn the_block_reads_its_token_from_a_file_and_refuses_a_room_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let yaml = format!(
+        "receivers: [{{name: ops, matrix: {{homeserver: 'https://matrix.example.org', room_id: '!abc:example.org', \
+         access_token_file: '{}'}}}}]",
+        token.display()
+    );
+    let settings = Settings::from_yaml(&yaml).expect("valid");
+    let crate::receivers::ReceiverKind::Matrix(c) = &settings.receivers[0].kind else {
+        panic!("a matrix block");
+    };
+    assert_eq!(c.access_token.expose_secret(), TOKEN);
+    let caps = settings.receivers[0].capabilities();
+    assert_eq!((caps.sends_resolved, caps.default_rate), (true, Some(1.0)));
+
+    let alias = "receivers: [{name: ops, matrix: {homeserver: 'https://m.example.org', room_id: '#ops:example.org', \
+                 access_token: t}}]";
+    let e = Settings::from_yaml(alias)
+        .expect_err("an alias is not a room ID")
+        .to_string();
+    assert!(e.contains("receivers[0].matrix.room_id"), "{e}");
+}
