@@ -1,4 +1,4 @@
-//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`, and `silence …` and `incidents`, which
+//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`, `digest`, and `silence …` and `incidents`, which
 //! talk to a running Herald (`crate::client`). Glue only: each verb loads settings (or reaches the API) and calls the
 //! library.
 
@@ -64,6 +64,16 @@ pub enum Command {
         config: Option<PathBuf>,
         #[arg(long)]
         receiver: String,
+    },
+    /// Print the digest a team would get now (read from the store the configuration names); sends nothing.
+    Digest {
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        team: String,
+        /// The digest as JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Silences of a running Herald: add, list, expire.
     Silence {
@@ -169,6 +179,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             bodies,
         } => replay(load(config)?, clock, until, render, bodies).await,
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
+        Command::Digest { config, team, json } => digest(load(config)?, &team, json).await,
         Command::Silence { remote, action } => silence(remote, action).await,
         Command::Incidents {
             remote,
@@ -531,4 +542,25 @@ async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode>
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// `herald digest`: the team's digest as it would be sent now (all green included), or exit 2 for an unknown team.
+async fn digest(settings: Settings, team: &str, json: bool) -> anyhow::Result<ExitCode> {
+    if !settings.teams.contains_key(team) {
+        let names: Vec<&str> = settings.teams.keys().map(String::as_str).collect();
+        eprintln!("no team {team:?} under `teams`; configured: {}", names.join(", "));
+        return Ok(ExitCode::from(2));
+    }
+    let store = crate::store::Store::connect(&settings.storage).await?;
+    let found = crate::digest::preview(&store, &settings, team, chrono::Utc::now()).await;
+    store.close().await;
+    let Some(d) = found? else {
+        return Ok(ExitCode::from(2));
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else {
+        print!("{}", crate::digest::render::console_text(&d));
+    }
+    Ok(ExitCode::SUCCESS)
 }

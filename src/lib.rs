@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod configuration;
+pub mod digest;
 pub mod domain;
 pub mod incidents;
 pub mod live;

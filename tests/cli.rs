@@ -1,4 +1,4 @@
-//! The command line as a user runs it: check-config, route, replay, send-test.
+//! The command line as a user runs it: check-config, route, replay, send-test, digest.
 
 use std::path::Path;
 use std::process::Command;
@@ -72,6 +72,75 @@ fn config_errors_name_the_key_path() {
     let (code, _, err) = herald(&["check-config", "/nonexistent/herald.yaml"], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("no such file"), "{err}");
+}
+
+#[test]
+fn check_config_says_what_is_wrong_with_a_digest() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let jira = "receivers: [{name: chat, console: {}}, {name: tickets, jira: {url: 'https://jira.example.com', project: P, token: t, user: u}}]";
+    let cases = [
+        (
+            "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Europe/Atlantis}}}"
+                .to_string(),
+            "teams.pay.digest.timezone",
+            "unknown time zone \"Europe/Atlantis\"",
+        ),
+        (
+            "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fry 9am'}}}".to_string(),
+            "teams.pay.digest.schedule",
+            "bad schedule: unknown day \"Fry\"",
+        ),
+        (
+            "teams: {pay: {receivers: [console], digest: {schedule: 'daily 09:00', receivers: [nobody]}}}".to_string(),
+            "teams.pay.digest.receivers[0]",
+            "unknown receiver \"nobody\"",
+        ),
+        (
+            format!(
+                "{jira}\nteams: {{pay: {{receivers: [chat], digest: {{schedule: 'daily 09:00', receivers: [chat, tickets]}}}}}}"
+            ),
+            "teams.pay.digest.receivers[1]",
+            "ticket or paging receiver: it gets no digest",
+        ),
+        (
+            "teams: {pay: {receivers: [console], digest: {schedule: 'daily 09:00', catch_up: 0s}}}".to_string(),
+            "teams.pay.digest.catch_up",
+            "must be greater than 0",
+        ),
+    ];
+    for (i, (yaml, path, says)) in cases.iter().enumerate() {
+        let f = write(dir.path(), &format!("d{i}.yaml"), yaml);
+        let (code, out, err) = herald(&["check-config", &f], &[]);
+        assert_eq!(code, 2, "{yaml}: {out}{err}");
+        assert!(
+            err.contains(path) && err.contains(says),
+            "{yaml}: expected {path}: {says} in {err}"
+        );
+    }
+    let good = "teams: {pay: {receivers: [console], digest: {schedule: 'Mon,Wed,Fri 09:00 17:30', timezone: Europe/Berlin, catch_up: 2h, when_empty: all_green}}}";
+    let (code, out, err) = herald(&["check-config", &write(dir.path(), "good.yaml", good)], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn digest_prints_what_a_team_would_get_now_and_refuses_an_unknown_team() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let yaml = format!(
+        "storage: {{url: \"sqlite://{}/h.db\"}}\nteams: {{pay: {{receivers: [console], digest: {{schedule: 'daily 09:00'}}}}}}",
+        dir.path().display()
+    );
+    let f = write(dir.path(), "h.yaml", &yaml);
+    let (code, out, err) = herald(&["digest", "--team", "pay", "--config", &f], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Digest for pay: all green"), "{out}");
+    assert!(out.contains("All green for team pay"), "{out}");
+    let (code, out, err) = herald(&["digest", "--team", "pay", "--config", &f, "--json"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["team"], "pay");
+    let (code, out, err) = herald(&["digest", "--team", "nobody", "--config", &f], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("no team \"nobody\""), "{err}");
 }
 
 #[test]

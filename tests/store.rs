@@ -11,7 +11,7 @@ use herald::domain::Incident;
 use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
 use herald::state::{Outcome, apply};
-use herald::store::{AppFilter, IncidentFilter, NewDelivery, Store};
+use herald::store::{AppFilter, IncidentFilter, NewDelivery, SlotState, Store};
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
 
@@ -114,6 +114,7 @@ contract!(
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
     delivered_rows_are_purged_after_their_retention,
+    a_digest_slot_is_claimed_once_with_its_deliveries,
 );
 
 async fn delivered_rows_are_purged_after_their_retention(engine: &str) {
@@ -761,4 +762,86 @@ async fn migrations_are_idempotent(engine: &str) {
     .await
     .expect("second start on the same database");
     again.ping().await.expect("ping");
+}
+
+/// One replica's send of a digest slot: the claim, its delivery and the slot's end in one transaction.
+async fn send_digest_slot(store: &Store, slot: DateTime<Utc>, owner: &str) -> bool {
+    let now = slot + chrono::Duration::seconds(1);
+    let mut tx = store.begin().await.expect("begin");
+    let lease = now + chrono::Duration::minutes(5);
+    let got = Store::claim_digest_slot(&mut tx, "pay", slot, owner, now, lease)
+        .await
+        .expect("claim");
+    if got {
+        Store::enqueue(&mut tx, &delivery(&format!("chat:digest:pay:{owner}"), 0), now)
+            .await
+            .expect("enqueue");
+        Store::finish_digest_slot(&mut tx, "pay", slot, SlotState::Sent, now)
+            .await
+            .expect("finish");
+    }
+    tx.commit().await.expect("commit");
+    got
+}
+
+async fn a_digest_slot_is_claimed_once_with_its_deliveries(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let slot = t("2026-10-23T07:00:00Z");
+
+    // Two replicas at once: one gets the slot, and only its delivery is queued.
+    let (a, b) = tokio::join!(
+        send_digest_slot(&store, slot, "replica-a"),
+        send_digest_slot(&store, slot, "replica-b")
+    );
+    assert!(a ^ b, "exactly one replica claims the slot (a: {a}, b: {b})");
+    assert_eq!(store.outbox(None, 10, None).await.expect("outbox").len(), 1);
+    assert!(
+        !send_digest_slot(&store, slot, "replica-c").await,
+        "a sent slot stays sent"
+    );
+    let row = store.digest_slot("pay", slot).await.expect("read").expect("a row");
+    assert_eq!(row.state, SlotState::Sent);
+    assert_eq!(row.sent_at, Some(slot + chrono::Duration::seconds(1)));
+
+    // A claim rolled back (a crash before the commit) leaves nothing behind.
+    let next = slot + chrono::Duration::days(1);
+    let mut tx = store.begin().await.expect("begin");
+    assert!(
+        Store::claim_digest_slot(&mut tx, "pay", next, "dying", next, next + chrono::Duration::minutes(5))
+            .await
+            .expect("claim")
+    );
+    drop(tx);
+    assert!(store.digest_slot("pay", next).await.expect("read").is_none());
+
+    // A claim left behind is held until its lease ends, then taken over.
+    let mut tx = store.begin().await.expect("begin");
+    let lease = next + chrono::Duration::minutes(5);
+    assert!(
+        Store::claim_digest_slot(&mut tx, "pay", next, "stuck", next, lease)
+            .await
+            .expect("claim")
+    );
+    tx.commit().await.expect("commit");
+    let mut tx = store.begin().await.expect("begin");
+    let early = next + chrono::Duration::minutes(1);
+    assert!(
+        !Store::claim_digest_slot(&mut tx, "pay", next, "other", early, early)
+            .await
+            .expect("claim")
+    );
+    let late = lease + chrono::Duration::seconds(1);
+    assert!(
+        Store::claim_digest_slot(&mut tx, "pay", next, "other", late, late)
+            .await
+            .expect("claim")
+    );
+    Store::finish_digest_slot(&mut tx, "pay", next, SlotState::Skipped, late)
+        .await
+        .expect("finish");
+    tx.commit().await.expect("commit");
+    let slots = store.digest_slots("pay", 10).await.expect("slots");
+    let states: Vec<(SlotState, &str)> = slots.iter().map(|s| (s.state, s.claimed_by.as_str())).collect();
+    assert_eq!(states[0], (SlotState::Skipped, "other"));
+    assert_eq!(slots.len(), 2);
 }

@@ -137,6 +137,8 @@ impl Settings {
         let names = receivers::validate(&self.receivers, self.smtp.as_ref(), &mut errors);
         let known = |n: &str| names.contains(n);
         routing::validate_teams(&self.teams, &known, &mut errors);
+        let gets_digest = |n: &str| self.receiver(n).is_some_and(|r| r.capabilities().digest);
+        routing::validate_digests(&self.teams, &known, &gets_digest, &mut errors);
         routing::validate_routes(&self.routes, &known, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);

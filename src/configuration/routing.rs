@@ -1,5 +1,5 @@
-//! `ownership`, `teams`, `routes` and `grouping`: who owns an Application, where its incidents go, and how
-//! they are bundled into messages.
+//! `ownership`, `teams`, `routes` and `grouping`: who owns an Application, where its incidents go, how they are
+//! bundled into messages, and each team's `digest` (when and where its digest is sent).
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -34,6 +34,60 @@ impl Default for OwnershipSettings {
 pub struct TeamSettings {
     pub receivers: Vec<String>,
     pub escalation: Vec<EscalationStep>,
+    /// No digest unless configured.
+    pub digest: Option<DigestSettings>,
+}
+
+/// `teams.<t>.digest`: the team's digest of everything still not right (see `crate::digest`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DigestSettings {
+    /// `Mon-Fri 09:00`: days (`daily`, `Mon-Fri`, `Mon,Wed,Fri`, `Sat`) then one or more `HH:MM`.
+    pub schedule: String,
+    /// An IANA time zone (`Europe/Berlin`); the schedule's times are read in it.
+    #[serde(default = "utc")]
+    pub timezone: String,
+    /// Where the digest goes (default: the team's receivers).
+    #[serde(default)]
+    pub receivers: Option<Vec<String>>,
+    /// A slot missed while Herald was down is sent at start if it is less late than this, else skipped.
+    #[serde(default = "six_hours", with = "humantime_serde")]
+    pub catch_up: Duration,
+    #[serde(default)]
+    pub when_empty: WhenEmpty,
+}
+
+fn utc() -> String {
+    "UTC".into()
+}
+
+fn six_hours() -> Duration {
+    Duration::from_secs(6 * 3600)
+}
+
+/// What a digest with nothing to report does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenEmpty {
+    /// Nothing is sent.
+    #[default]
+    Skip,
+    /// One line saying all is green.
+    AllGreen,
+}
+
+impl DigestSettings {
+    /// The parsed schedule and time zone; an error says what is wrong (check-config reports it at load).
+    pub fn plan(&self) -> Result<(crate::digest::Schedule, chrono_tz::Tz), String> {
+        let schedule = self.schedule.parse()?;
+        let tz = crate::digest::schedule::time_zone(&self.timezone)?;
+        Ok((schedule, tz))
+    }
+
+    /// The digest's receivers: its own, else the team's.
+    pub fn receivers_of<'a>(&'a self, team: &'a TeamSettings) -> &'a [String] {
+        self.receivers.as_deref().unwrap_or(&team.receivers)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -124,6 +178,52 @@ pub(super) fn validate_teams(
                         format!("unknown receiver {r:?}"),
                     ));
                 }
+            }
+        }
+    }
+}
+
+/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket and
+/// paging receivers do not), a positive `catch_up`.
+pub(super) fn validate_digests(
+    teams: &BTreeMap<String, TeamSettings>,
+    known: &dyn Fn(&str) -> bool,
+    gets_digest: &dyn Fn(&str) -> bool,
+    errors: &mut Vec<ConfigError>,
+) {
+    for (team, t) in teams {
+        let Some(d) = &t.digest else { continue };
+        let path = format!("teams.{team}.digest");
+        if let Err(e) = d.schedule.parse::<crate::digest::Schedule>() {
+            errors.push(invalid(format!("{path}.schedule"), format!("bad schedule: {e}")));
+        }
+        if let Err(e) = crate::digest::schedule::time_zone(&d.timezone) {
+            errors.push(invalid(format!("{path}.timezone"), e));
+        }
+        if d.catch_up.is_zero() {
+            errors.push(invalid(format!("{path}.catch_up"), "must be greater than 0"));
+        }
+        let receivers = d.receivers_of(t);
+        if receivers.is_empty() {
+            errors.push(invalid(
+                format!("{path}.receivers"),
+                "no receiver: name some here or under the team's `receivers`",
+            ));
+        }
+        for (j, r) in receivers.iter().enumerate() {
+            let key = match d.receivers {
+                Some(_) => format!("{path}.receivers[{j}]"),
+                None => format!("teams.{team}.receivers[{j}]"),
+            };
+            if !known(r) {
+                if d.receivers.is_some() {
+                    errors.push(invalid(key, format!("unknown receiver {r:?}")));
+                }
+            } else if !gets_digest(r) {
+                errors.push(invalid(
+                    key,
+                    format!("receiver {r:?} is a ticket or paging receiver: it gets no digest (name chat, e-mail, webhook or console receivers in `{path}.receivers`)"),
+                ));
             }
         }
     }

@@ -21,6 +21,8 @@ pub enum Action {
     Resolve,
     /// `herald send-test`: a clearly marked test message.
     Test,
+    /// A team's scheduled digest (`Notification::digest` holds it): a message of its own, in no thread.
+    Digest,
 }
 
 impl Action {
@@ -30,6 +32,7 @@ impl Action {
             Action::Update => "update",
             Action::Resolve => "resolve",
             Action::Test => "test",
+            Action::Digest => "digest",
         }
     }
 }
@@ -49,6 +52,9 @@ pub struct Notification {
     pub reason: String,
     pub incidents: Vec<Incident>,
     pub created_at: DateTime<Utc>,
+    /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Box<crate::digest::Digest>>,
     /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
     /// person who started a failed or pruning sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +137,7 @@ impl Notification {
             reason: "sent by `herald send-test` to check this receiver".into(),
             incidents: vec![incident],
             created_at: now,
+            digest: None,
             recipient: None,
             change: None,
         }
@@ -175,9 +182,15 @@ impl std::fmt::Display for Action {
 
 impl Action {
     pub fn parse(s: &str) -> Option<Self> {
-        [Action::Open, Action::Update, Action::Resolve, Action::Test]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            Action::Open,
+            Action::Update,
+            Action::Resolve,
+            Action::Test,
+            Action::Digest,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 

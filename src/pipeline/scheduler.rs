@@ -1,5 +1,5 @@
 //! The durable timers, run by `tick`: rule deadlines (pending incidents that fire), silences ending,
-//! group flushes and escalation steps; and what firing or resolving an incident writes (shared with the ingest,
+//! group flushes, escalation steps and the teams' digests; and what firing or resolving an incident writes (shared with the ingest,
 //! which fires and resolves incidents too).
 
 use chrono::{DateTime, Utc};
@@ -114,6 +114,7 @@ impl Core {
                         reason: "resolved".into(),
                         incidents: vec![view.clone()],
                         created_at: now,
+                        digest: None,
                         recipient: None,
                         change: None,
                     };
@@ -128,11 +129,16 @@ impl Core {
     pub(super) async fn tick(&self) -> Result<(), StoreError> {
         self.fire_due_incidents().await?;
         self.deliver_unsilenced().await?;
-        let queued = self.flush_groups().await? + self.escalate().await?;
+        let queued = self.flush_groups().await? + self.escalate().await? + self.send_digests().await?;
         if queued > 0 {
             self.wake_outbox.notify_one();
         }
         Ok(())
+    }
+
+    /// The teams' digests whose slot has come (see `crate::digest::runner`); returns how many were queued.
+    async fn send_digests(&self) -> Result<usize, StoreError> {
+        crate::digest::send_due(&self.store, &self.settings, self.clock.now()).await
     }
 
     async fn fire_due_incidents(&self) -> Result<(), StoreError> {
@@ -283,6 +289,7 @@ impl Core {
                 },
                 incidents,
                 created_at: now,
+                digest: None,
                 recipient: None,
                 change: None,
             });
@@ -352,6 +359,7 @@ impl Core {
                     ),
                     incidents: vec![view.clone()],
                     created_at: now,
+                    digest: None,
                     recipient: None,
                     change: None,
                 };

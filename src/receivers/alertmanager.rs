@@ -143,6 +143,9 @@ pub fn alert(n: &Notification, i: &Incident, now: DateTime<Utc>, ttl: Duration) 
 #[async_trait::async_trait]
 impl Receiver for Alertmanager {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        if n.digest.is_some() {
+            return Err(super::digest_refused("alertmanager"));
+        }
         if n.incidents.is_empty() {
             return Err(DeliveryError::permanent("no incident to send as an alert"));
         }

@@ -101,6 +101,9 @@ fn hints(s: &mut String, hints: &[&crate::domain::Hint]) {
 /// `` `code` ``, `<url|label>`, in the shared layout; every field from Argo CD through [`escape::google_chat`],
 /// and messages in a code block (Chat shows `>` literally).
 pub(crate) fn google_chat_text(n: &Notification) -> String {
+    if let Some(d) = &n.digest {
+        return crate::digest::render::google_chat(d);
+    }
     use escape::google_chat as gc;
     let now = n.created_at;
     let mut s = format!("{} *{}: {}*\n", status_emoji(n), render::status_word(n), gc(&n.title));

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::preview::{KINDS, Markup, preview};
 use super::render::escape::{WORD_JOINER, message_lines};
 use super::testing;
+use crate::digest::{Digest, OutOfSyncApp};
 use crate::domain::{Action, Hint, Incident, Notification, ResourceRef};
 
 const FRAGMENTS: &[&str] = &[
@@ -130,26 +131,38 @@ fn notification(values: &[String]) -> Notification {
 /// the same number of message lines.
 fn plain_words(n: &Notification) -> Notification {
     let mut plain = n.clone();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = |s: &str| {
-        let k = words.iter().position(|w| w == s).unwrap_or_else(|| {
-            words.push(s.to_string());
-            words.len() - 1
-        });
-        format!("w{k}")
-    };
+    let mut words = Words::default();
     for (field, multiline) in fields(&mut plain) {
-        *field = match (field.is_empty(), field.trim().is_empty(), multiline) {
-            (true, _, _) => String::new(),
-            (false, true, _) => " ".into(),
-            (false, false, false) => word(field),
-            (false, false, true) => match message_lines(field).len() {
-                0 => " ".into(),
-                lines => (0..lines).map(|_| word(field)).collect::<Vec<_>>().join("\n"),
-            },
-        };
+        *field = words.plain(field, multiline);
     }
     plain
+}
+
+/// Plain words for fields: equal fields get equal words.
+#[derive(Default)]
+struct Words(Vec<String>);
+
+impl Words {
+    fn word(&mut self, s: &str) -> String {
+        let k = self.0.iter().position(|w| w == s).unwrap_or_else(|| {
+            self.0.push(s.to_string());
+            self.0.len() - 1
+        });
+        format!("w{k}")
+    }
+
+    /// `field` as plain words: the same emptiness and, for a message, the same number of lines.
+    fn plain(&mut self, field: &str, multiline: bool) -> String {
+        match (field.is_empty(), field.trim().is_empty(), multiline) {
+            (true, _, _) => String::new(),
+            (false, true, _) => " ".into(),
+            (false, false, false) => self.word(field),
+            (false, false, true) => match message_lines(field).len() {
+                0 => " ".into(),
+                lines => (0..lines).map(|_| self.word(field)).collect::<Vec<_>>().join("\n"),
+            },
+        }
+    }
 }
 
 /// Every string inside a JSON value.
@@ -342,6 +355,87 @@ fn the_issue_examples_read_as_text_everywhere() {
                 h.name,
                 h.text
             );
+        }
+    }
+}
+
+/// Every text field of a digest (all one-line).
+fn digest_fields(d: &mut Digest) -> Vec<&mut String> {
+    let mut out = vec![&mut d.team];
+    for a in &mut d.out_of_sync {
+        out.push(&mut a.app);
+        out.extend(a.revision.as_mut());
+    }
+    for p in &mut d.pending_prunes {
+        out.extend([&mut p.app, &mut p.resource]);
+    }
+    for f in &mut d.firing {
+        out.extend([&mut f.app, &mut f.problem, &mut f.summary]);
+    }
+    for s in &mut d.silences {
+        out.extend([&mut s.id, &mut s.matchers, &mut s.comment, &mut s.created_by]);
+    }
+    for x in &mut d.dead {
+        out.extend([&mut x.receiver, &mut x.title, &mut x.error]);
+    }
+    out
+}
+
+/// A digest notification with one row in every part, each field filled from `values` in turn.
+fn digest_notification(values: &[String]) -> Notification {
+    let mut d = Digest {
+        at: testing::now(),
+        timezone: "Europe/Berlin".into(),
+        out_of_sync: vec![OutOfSyncApp {
+            revision: Some(String::new()),
+            url: Some("https://argocd.example.com/applications/argocd/pay".into()),
+            ..Default::default()
+        }],
+        pending_prunes: vec![Default::default()],
+        firing: vec![Default::default()],
+        silences: vec![Default::default()],
+        dead: vec![Default::default()],
+        ..Default::default()
+    };
+    for (k, field) in digest_fields(&mut d).into_iter().enumerate() {
+        *field = values[k % values.len()].clone();
+    }
+    with_digest(d)
+}
+
+fn with_digest(d: Digest) -> Notification {
+    let mut n = testing::notification(Action::Digest);
+    n.incidents.clear();
+    n.title = d.title();
+    n.digest = Some(Box::new(d));
+    n
+}
+
+fn plain_digest(n: &Notification) -> Notification {
+    let mut d = n.digest.as_deref().cloned().unwrap_or_default();
+    let mut words = Words::default();
+    for field in digest_fields(&mut d) {
+        *field = words.plain(field, false);
+    }
+    with_digest(d)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn text_in_a_digest_cannot_mention_link_inject_html_or_break_lines_in_any_receiver_of_digests(
+        values in proptest::collection::vec(hostile(), 1..12)
+    ) {
+        let n = digest_notification(&values);
+        let plain = plain_digest(&n);
+        for kind in ["console", "email", "slack", "matrix", "msteams", "googlechat", "mattermost", "webhook"] {
+            let hostile = preview(kind, &n, testing::now()).expect("a known kind");
+            let benign = preview(kind, &plain, testing::now()).expect("a known kind");
+            for (h, b) in hostile.iter().zip(&benign) {
+                let extra = more(acts(h.markup, &h.text), acts(b.markup, &b.text));
+                prop_assert!(extra.is_empty(), "{} {} acts on {:?} from {:?}:\n{}", kind, h.name, extra, values, h.text);
+            }
         }
     }
 }

@@ -156,6 +156,8 @@ pub struct Capabilities {
     pub default_rate: Option<f64>,
     /// Receives what no team claims when the default team has no receivers, so nothing is dropped silently.
     pub fallback: bool,
+    /// Gets the team digests (chat, e-mail, webhooks, console); ticket and paging receivers do not.
+    pub digest: bool,
 }
 
 impl Capabilities {
@@ -165,6 +167,7 @@ impl Capabilities {
         sends_resolved: false,
         default_rate: None,
         fallback: false,
+        digest: true,
     };
     /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
     /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
@@ -173,6 +176,7 @@ impl Capabilities {
         sends_resolved: true,
         default_rate: Some(1.0),
         fallback: false,
+        digest: true,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -180,7 +184,14 @@ impl Capabilities {
         sends_resolved: true,
         default_rate: None,
         fallback: false,
+        digest: false,
     };
+}
+
+/// What a ticket or paging receiver answers if it is ever handed a digest: it gets none (configuration refuses
+/// one in `teams.<t>.digest.receivers`, and a digest carries no incident), and retrying would not change that.
+pub fn digest_refused(who: &str) -> DeliveryError {
+    DeliveryError::permanent(format!("{who}: a digest is not sent to ticket or paging receivers"))
 }
 
 /// An integration's settings block (`slack: {...}`, `jira: {...}`). No method has a default: an integration that

@@ -39,7 +39,7 @@ impl Teams {
 fn teams_colour(n: &Notification) -> &'static str {
     match n.action {
         Action::Resolve => "Good",
-        Action::Test => "Accent",
+        Action::Test | Action::Digest => "Accent",
         Action::Open | Action::Update => match n.highest_severity() {
             crate::domain::Severity::Critical => "Attention",
             crate::domain::Severity::Warning => "Warning",
@@ -161,6 +161,9 @@ fn teams_list(n: &Notification) -> Vec<Value> {
 
 /// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
 pub(crate) fn teams_message(n: &Notification) -> Value {
+    if let Some(d) = &n.digest {
+        return crate::digest::render::teams_card(d);
+    }
     let mut body = vec![json!({
         "type": "TextBlock",
         "text": truncate(&format!("{} {}: {}", status_emoji(n), render::status_word(n), escape::teams(&n.title)), 500),

@@ -204,6 +204,7 @@ impl Receiver for PagerDuty {
                 "resolved",
             ),
             Action::Open | Action::Update | Action::Test => (self.trigger(n, i), "triggered"),
+            Action::Digest => return Err(super::digest_refused("pagerduty")),
         };
         let resp = self
             .http

@@ -89,6 +89,7 @@ pub fn notification(action: Action) -> Notification {
         reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
         incidents: vec![i],
         created_at: now(),
+        digest: None,
         recipient: None,
         change: None,
     }

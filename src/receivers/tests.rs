@@ -62,6 +62,25 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         assert_eq!(r.per_incident(), per_incident, "{key}");
         assert_eq!(r.rate_limit(), rate, "{key}");
         assert_eq!(r.capabilities().fallback, fallback, "{key}");
+        assert_eq!(
+            r.capabilities().digest,
+            !per_incident,
+            "{key}: only messages receivers get digests"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ticket_and_paging_receivers_refuse_a_digest_for_good() {
+    let settings = std::sync::Arc::new(Settings::from_yaml(EVERY_KIND).expect("every kind is valid"));
+    let built = build_all(&Shared::new(settings, testing::clock())).expect("builds");
+    let mut n = crate::domain::Notification::test("x", testing::now());
+    n.action = Action::Digest;
+    n.incidents.clear();
+    n.digest = Some(Box::default());
+    for key in ["jira", "github", "redmine", "servicenow", "pagerduty", "alertmanager"] {
+        let got = built[key].deliver(&n, None).await;
+        assert!(matches!(got, Err(DeliveryError::Permanent { .. })), "{key}: {got:?}");
     }
 }
 

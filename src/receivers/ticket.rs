@@ -81,6 +81,7 @@ pub async fn deliver<T: Tracker>(
     match n.action {
         Action::Resolve => delivery.resolve(remembered).await,
         Action::Open | Action::Update | Action::Test => delivery.fire(remembered).await,
+        Action::Digest => Err(super::digest_refused(T::KEY)),
     }
 }
 

@@ -116,7 +116,7 @@ pub fn signature_header(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 }
 
 pub fn body(n: &Notification) -> serde_json::Value {
-    serde_json::json!({
+    let mut body = serde_json::json!({
         "version": "1",
         "action": n.action.as_str(),
         "receiver": n.receiver,
@@ -125,7 +125,12 @@ pub fn body(n: &Notification) -> serde_json::Value {
         "reason": n.reason,
         "incidents": n.incidents,
         "text": render::text(n),
-    })
+    });
+    // A digest travels as its own structured field, beside its text.
+    if let Some(d) = &n.digest {
+        body["digest"] = serde_json::json!(d);
+    }
+    body
 }
 
 #[async_trait::async_trait]

@@ -116,6 +116,7 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
             created_at: now,
             recipient: None,
             change: Some(change.clone()),
+            digest: None,
         })
         .collect()
 }

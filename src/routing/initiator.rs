@@ -73,6 +73,7 @@ fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: Date
         incidents: vec![i.clone()],
         created_at: now,
         recipient: Some(to),
+        digest: None,
         change: None,
     }
 }

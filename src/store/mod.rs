@@ -6,7 +6,7 @@
 //! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `skip_locked`). Each table
 //! family has its own file, each adding to `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`,
 //! `groups` (notification groups and their members), `escalations`, `outbox` (deliveries and receiver memos),
-//! `silences`.
+//! `silences`, `digests` (digest slots).
 //!
 //! Writes happen in [`WriteTx`]: on SQLite one writer at a time (an in-process lock, so writers queue instead of
 //! spinning on SQLITE_BUSY); on PostgreSQL plain transactions with row locks.
@@ -39,6 +39,7 @@ macro_rules! q {
 }
 
 mod apps;
+mod digests;
 mod escalations;
 mod groups;
 mod incidents;
@@ -47,6 +48,7 @@ mod outbox;
 mod silences;
 
 pub use apps::{AppCursor, AppFilter, AppRecord, StoredApp, TimelineEntry};
+pub use digests::{DigestSlot, SlotState};
 pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
@@ -269,7 +271,7 @@ impl WriteTx {
 }
 
 fn migrator(engine: Engine) -> Migrator {
-    let files: [(i64, &'static str, &'static str); 3] = match engine {
+    let files: [(i64, &'static str, &'static str); 4] = match engine {
         Engine::Sqlite => [
             (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
             (
@@ -278,6 +280,7 @@ fn migrator(engine: Engine) -> Migrator {
                 include_str!("../../migrations/sqlite/0002_lifecycle.sql"),
             ),
             (3, "compact", include_str!("../../migrations/sqlite/0003_compact.sql")),
+            (4, "digests", include_str!("../../migrations/sqlite/0004_digests.sql")),
         ],
         Engine::Postgres => [
             (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -287,6 +290,7 @@ fn migrator(engine: Engine) -> Migrator {
                 include_str!("../../migrations/postgres/0002_lifecycle.sql"),
             ),
             (3, "compact", include_str!("../../migrations/postgres/0003_compact.sql")),
+            (4, "digests", include_str!("../../migrations/postgres/0004_digests.sql")),
         ],
     };
     Migrator {

@@ -7,6 +7,7 @@ mod bad_input;
 mod change_events;
 mod confirm;
 mod delivery;
+mod digest;
 mod faults;
 mod helpers;
 mod ingest;

@@ -188,7 +188,7 @@ impl Receiver for Email {
                 .and_then(|m| m.get("message_id"))
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
-            Action::Open | Action::Test => None,
+            Action::Open | Action::Test | Action::Digest => None,
         };
         let message_id = self.new_message_id();
         let message = self.message(n, &message_id, parent.as_deref())?;
@@ -204,7 +204,7 @@ impl Receiver for Email {
             }
         };
         let memo = match (n.action, &parent) {
-            (Action::Test, _) | (_, Some(_)) => None,
+            (Action::Test | Action::Digest, _) | (_, Some(_)) => None,
             (_, None) => Some(serde_json::json!({ "message_id": message_id })),
         };
         Ok(Delivered {

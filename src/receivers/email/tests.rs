@@ -110,6 +110,34 @@ async fn a_firing_group_is_mailed_as_text_and_html_over_plain_smtp() {
 }
 
 #[tokio::test]
+async fn a_digest_is_mailed_as_an_html_table_with_a_plain_text_part_in_no_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = SmtpServer::start(dir.path(), &[]);
+    let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
+    let n = crate::digest::render::tests::notification(crate::digest::render::tests::digest());
+
+    let delivered = email.deliver(&n, None).await.unwrap();
+
+    let m = &server.messages(1)[0];
+    assert_eq!(
+        m["subject"],
+        "[DIGEST] Digest for payments: 1 OutOfSync, 1 incident firing"
+    );
+    assert_eq!(m["content_type"], "multipart/alternative");
+    let html = m["html"].as_str().unwrap();
+    assert!(html.contains("<table") && html.contains("<th"), "{html}");
+    assert!(html.contains("Degraded &lt;script&gt;"), "{html}");
+    let text = m["text"].as_str().unwrap();
+    assert!(text.contains("Incidents firing (1)"), "{text}");
+    assert!(
+        text.contains("argocd/pay — Degraded <script> — since Fri 2026-10-23 07:30 CEST"),
+        "{text}"
+    );
+    assert_eq!(delivered.memo, None, "a digest starts no thread");
+    assert_eq!(server.stored(), 1, "exactly one message");
+}
+
+#[tokio::test]
 async fn updates_and_the_resolve_reply_to_the_first_message_through_one_pooled_connection() {
     let dir = tempfile::tempdir().unwrap();
     let (server, email) = plain_smtp(dir.path());

@@ -239,6 +239,7 @@ impl Receiver for Jira {
         match n.action {
             Action::Resolve => self.resolve(n, &label, remembered).await,
             Action::Open | Action::Update | Action::Test => self.fire(n, &label, remembered).await,
+            Action::Digest => return Err(crate::receivers::digest_refused("jira")),
         }
     }
 }

@@ -40,6 +40,9 @@ fn hints(s: &mut String, hints: &[&Hint]) {
 }
 
 pub fn html(n: &Notification) -> String {
+    if let Some(d) = &n.digest {
+        return crate::digest::render::html(d);
+    }
     let mut s = format!("<html><body style=\"{STYLE}\">");
     s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&n.title)));
     if !n.reason.is_empty() {

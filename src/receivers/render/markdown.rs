@@ -23,6 +23,9 @@ fn hints(s: &mut String, hints: &[&Hint]) {
 }
 
 pub fn markdown(n: &Notification) -> String {
+    if let Some(d) = &n.digest {
+        return crate::digest::render::markdown(d);
+    }
     let mut s = format!("### {}\n\n", md(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("_{}_\n\n", md(&n.reason)));

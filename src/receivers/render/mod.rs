@@ -298,13 +298,14 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
     out
 }
 
-/// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST.
+/// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST / DIGEST.
 pub fn status_word(n: &Notification) -> &'static str {
     match n.action {
         Action::Open => "FIRING",
         Action::Update => "FIRING",
         Action::Resolve => "RESOLVED",
         Action::Test => "TEST",
+        Action::Digest => "DIGEST",
     }
 }
 
@@ -313,6 +314,7 @@ pub fn status_emoji(n: &Notification) -> &'static str {
     match n.action {
         Action::Resolve => "✅",
         Action::Test => "🧪",
+        Action::Digest => "📋",
         Action::Open | Action::Update => match n.highest_severity() {
             Severity::Critical => "🔴",
             Severity::Warning => "🟠",

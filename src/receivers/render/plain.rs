@@ -4,12 +4,18 @@ use super::{apps, detailed, escape, incident_word, resource_line};
 use crate::domain::{Hint, Notification};
 
 pub fn text(n: &Notification) -> String {
-    plain(n, escape::one_line)
+    match &n.digest {
+        Some(d) => crate::digest::render::text(d),
+        None => plain(n, escape::one_line),
+    }
 }
 
 /// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
 pub fn console_text(n: &Notification) -> String {
-    plain(n, escape::console)
+    match &n.digest {
+        Some(d) => crate::digest::render::console_text(d),
+        None => plain(n, escape::console),
+    }
 }
 
 /// Plain text, each field written through `field` (one line, or escaped for a terminal).

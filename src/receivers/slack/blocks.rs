@@ -204,6 +204,9 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
 
 /// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks.
 pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
+    if let (Some(d), None) = (&n.digest, templated) {
+        return crate::digest::render::slack_blocks(d);
+    }
     let room = MAX_BLOCKS - 2; // header + context
     let mut body: Vec<Value> = match templated {
         Some(t) => chunks(t, MAX_SECTION_TEXT).iter().map(|p| section(p)).collect(),
@@ -226,6 +229,9 @@ pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
 
 /// The fallback `text` shown in notifications and to screen readers: title, reason and one line per incident.
 pub(super) fn fallback_text(n: &Notification) -> String {
+    if let Some(d) = &n.digest {
+        return truncate(&esc(&d.title()), MAX_FALLBACK_TEXT);
+    }
     let mut s = format!("{}: {}", render::status_word(n), esc(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!(" ({})", esc(&n.reason)));
