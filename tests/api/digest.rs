@@ -2,6 +2,8 @@
 //! the team's problems in it (the longest OutOfSync first, a pending prune, a firing incident); once across a
 //! restart and across two replicas on PostgreSQL; a slot missed while Herald was down is sent at start if less
 //! than `catch_up` late, else skipped; an empty digest sends nothing, or one line with `when_empty: all_green`.
+//! Last, the real binary under libfaketime: 09:00 in Berlin on Friday (summer time), a kill -9, and 09:00 on
+//! Monday (winter time), each sent once.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -284,4 +286,83 @@ async fn two_replicas_on_postgresql_send_a_slot_once() {
     assert_eq!(both(), 1, "exactly once for both replicas");
     a.stop().await;
     b.stop().await;
+}
+
+/// libfaketime (Debian's `faketime`, installed by scripts/test): the real binary's wall clock starts at a time the
+/// test chooses and goes on ticking; monotonic time (timers, timeouts) stays real.
+fn faked_clock(start: &str) -> Vec<(&'static str, String)> {
+    let lib = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+        .iter()
+        .map(|arch| format!("/usr/lib/{arch}/faketime/libfaketimeMT.so.1"))
+        .find(|p| Path::new(p).exists())
+        .unwrap_or_else(|| panic!("libfaketime not found: apt-get install faketime (scripts/test installs it)"));
+    vec![
+        ("LD_PRELOAD", lib),
+        ("FAKETIME", format!("@{start}")),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".into()),
+        ("TZ", "UTC".into()),
+    ]
+}
+
+fn start_binary_at(config: &Path, start: &str) -> Binary {
+    let env = faked_clock(start);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Binary::start(config, &env)
+}
+
+async fn wait_long_for_digests(dir: &Path, n: usize) -> Vec<Value> {
+    eventually(Duration::from_secs(30), || async {
+        let d = digests(dir);
+        (d.len() >= n).then_some(d)
+    })
+    .await
+    .unwrap_or_else(|| panic!("fewer than {n} digests: {:?}", digests(dir)))
+}
+
+/// The binary's clock ticks: a digest is made at the first scheduler tick at or after its slot.
+fn sent_just_after(digest: &Value, slot: &str) {
+    let at = t(digest["created_at"].as_str().expect("created_at"));
+    let late = at - t(slot);
+    assert!(
+        late >= chrono::Duration::zero() && late < chrono::Duration::seconds(5),
+        "made at {at}, for the slot {slot}"
+    );
+}
+
+#[tokio::test]
+async fn the_real_binary_sends_at_nine_in_berlin_once_across_a_kill_9_and_the_change_to_winter_time() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("herald.yaml");
+    let yaml = format!("{}{}", base_yaml(dir.path()), config(dir.path(), "", ""));
+    std::fs::write(&file, yaml).expect("config");
+
+    // Friday 08:59:55 in Berlin (summer time, 06:59:55 UTC).
+    let mut bin = start_binary_at(&file, "2026-10-23 06:59:55");
+    let client = reqwest::Client::new();
+    let sent = client
+        .post(format!("{}/v1/argocd/events", bin.address))
+        .body(body("old-drift", "OutOfSync", "Healthy", t("2026-10-23T06:59:55Z")))
+        .send()
+        .await
+        .expect("herald answers");
+    assert!(sent.status().is_success(), "{}", sent.status());
+    let friday = wait_long_for_digests(dir.path(), 1).await;
+    sent_just_after(&friday[0], "2026-10-23T07:00:00Z");
+    assert_eq!(friday[0]["digest"]["out_of_sync"][0]["app"], "argocd/old-drift");
+    bin.kill9();
+
+    // Killed, and started again on Monday 08:59:56 in Berlin, winter time since Sunday (07:59:56 UTC): the Friday
+    // slot is not sent again, 07:00 UTC passed without a slot, and 09:00 CET sends the Monday digest.
+    let mut bin = start_binary_at(&file, "2026-10-26 07:59:56");
+    let monday = wait_long_for_digests(dir.path(), 2).await;
+    sent_just_after(&monday[1], "2026-10-26T08:00:00Z");
+    assert_eq!(monday[1]["digest"]["out_of_sync"][0]["app"], "argocd/old-drift");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        digests(dir.path()).len(),
+        2,
+        "one digest per slot: {:?}",
+        digests(dir.path())
+    );
+    bin.kill9();
 }
