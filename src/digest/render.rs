@@ -57,7 +57,10 @@ pub fn tables(d: &Digest) -> Vec<Table> {
                         a.app.clone(),
                         since(d, a.since),
                         a.revision.as_deref().map(short_rev).unwrap_or_default(),
-                        a.pruning.to_string(),
+                        match a.pruning {
+                            0 => String::new(),
+                            n => format!("{n} to prune"),
+                        },
                     ]
                 })
                 .collect(),
