@@ -14,15 +14,12 @@ use crate::routing::{Matcher, Silence};
 #[serde(deny_unknown_fields)]
 struct NewSilence {
     matchers: Vec<Matcher>,
-    #[serde(default)]
     starts_at: Option<chrono::DateTime<chrono::Utc>>,
     /// When it ends; or `duration` (`"2h"`) after it starts, as `amtool silence add --duration` does.
-    #[serde(default)]
     ends_at: Option<chrono::DateTime<chrono::Utc>>,
     #[serde(default, with = "humantime_serde::option")]
     duration: Option<std::time::Duration>,
     /// Who asked; the caller's credential name when not given.
-    #[serde(default)]
     created_by: Option<String>,
     #[serde(default)]
     comment: String,

@@ -103,7 +103,6 @@ pub struct ResourceStatus {
     pub requires_pruning: bool,
     pub health: Option<String>,
     /// `health.message`, where Argo CD keeps per-resource health in the Application (before 3.0, or opted in).
-    #[serde(default)]
     pub health_message: Option<String>,
 }
 
@@ -147,7 +146,6 @@ pub struct Snapshot {
     /// `metadata.deletionTimestamp` is set: Argo CD is deleting the Application.
     pub deleting: bool,
     /// `status.health.lastTransitionTime` (Argo CD 2.14+): Argo CD's own time of the last health change.
-    #[serde(default)]
     pub health_changed_at: Option<DateTime<Utc>>,
     /// Who told Herald: a webhook body, or the Argo CD API (resync, watch, confirmation).
     #[serde(default)]

@@ -51,7 +51,6 @@ pub struct Settings {
     pub grouping: GroupingSettings,
     #[serde(default = "default_receivers")]
     pub receivers: Vec<ReceiverSettings>,
-    #[serde(default)]
     pub smtp: Option<SmtpSettings>,
     #[serde(default)]
     pub outbox: OutboxSettings,

@@ -10,10 +10,8 @@ use super::{ConfigError, ReceiverKind, ReceiverSettings, Settings, invalid};
 #[serde(deny_unknown_fields)]
 pub struct PersonSettings {
     /// An e-mail address.
-    #[serde(default)]
     pub email: Option<String>,
     /// A Slack user id (`U024BE7LH`): a bot posting to it sends a direct message.
-    #[serde(default)]
     pub slack: Option<String>,
 }
 
@@ -22,9 +20,7 @@ pub struct PersonSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PeopleReceivers {
-    #[serde(default)]
     pub email: Option<String>,
-    #[serde(default)]
     pub slack: Option<String>,
 }
 

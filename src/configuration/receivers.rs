@@ -15,13 +15,10 @@ pub use crate::receivers::email::SmtpSettings;
 pub struct ReceiverSettings {
     pub name: String,
     /// Send a message when the incident resolves (default: true for tickets and paging, false for the rest).
-    #[serde(default)]
     pub send_resolved: Option<bool>,
     /// Optional minijinja template for the message text, for teams that want their own wording.
-    #[serde(default)]
     pub template: Option<String>,
     /// Messages per second at most (Slack's default is 1 per channel).
-    #[serde(default)]
     pub rate_limit_per_second: Option<f64>,
     #[serde(flatten)]
     pub kind: ReceiverKind,

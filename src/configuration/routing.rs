@@ -48,7 +48,6 @@ pub struct DigestSettings {
     #[serde(default = "utc")]
     pub timezone: String,
     /// Where the digest goes (default: the team's receivers).
-    #[serde(default)]
     pub receivers: Option<Vec<String>>,
     /// A slot missed while Herald was down is sent at start if it is less late than this, else skipped.
     #[serde(default = "six_hours", with = "humantime_serde")]
@@ -101,22 +100,15 @@ pub struct EscalationStep {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSettings {
-    #[serde(default)]
     pub team: Option<String>,
-    #[serde(default)]
     pub kind: Option<Kind>,
-    #[serde(default)]
     pub severity: Option<Severity>,
-    #[serde(default)]
     pub project: Option<String>,
     /// Glob on the Application name.
-    #[serde(default)]
     pub app: Option<String>,
     /// Glob on the destination namespace.
-    #[serde(default)]
     pub namespace: Option<String>,
     /// Glob on the destination cluster (server URL or name).
-    #[serde(default)]
     pub cluster: Option<String>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,

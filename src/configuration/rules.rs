@@ -14,17 +14,13 @@ use super::{ConfigError, invalid};
 pub struct RuleSettings {
     #[serde(default, with = "humantime_serde::option")]
     pub r#for: Option<Duration>,
-    #[serde(default)]
     pub severity: Option<Severity>,
     #[serde(default = "yes")]
     pub enabled: bool,
     /// Severity when the destination is production (default critical).
-    #[serde(default)]
     pub production_severity: Option<Severity>,
-    #[serde(default)]
     pub production: Option<ProductionMatchers>,
     /// Also tell the person who started the sync (`people:`); default true for sync_failed and pruned.
-    #[serde(default)]
     pub notify_initiator: Option<bool>,
 }
 

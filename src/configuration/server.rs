@@ -102,7 +102,6 @@ pub enum TokenEntry {
 pub struct NamedToken {
     pub name: String,
     pub token: SecretString,
-    #[serde(default)]
     pub scope: Option<Scope>,
 }
 

@@ -28,7 +28,6 @@ pub const SIGNATURE_HEADER: &str = "herald-signature";
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub url: SecretString,
-    #[serde(default)]
     pub hmac_secret: Option<SecretString>,
     #[serde(default)]
     pub headers: BTreeMap<String, SecretString>,

@@ -24,12 +24,9 @@ pub struct SmtpSettings {
     /// `smtp://host:25`, `smtp://host:587?tls=required`, `smtps://host:465`.
     pub url: String,
     pub from: String,
-    #[serde(default)]
     pub username: Option<String>,
-    #[serde(default)]
     pub password: Option<SecretString>,
     /// Extra CA certificate (PEM file) to trust, for self-signed relays.
-    #[serde(default)]
     pub ca_file: Option<String>,
     #[serde(default = "default_smtp_timeout", with = "humantime_serde")]
     pub timeout: Duration,

@@ -20,10 +20,8 @@ const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
 #[derive(Debug, Deserialize)]
 pub(super) struct IssueRef {
     pub(super) number: u64,
-    #[serde(default)]
     pub(super) html_url: Option<String>,
     /// Present on pull requests, which the issues endpoint lists too.
-    #[serde(default)]
     pull_request: Option<Value>,
 }
 

@@ -26,7 +26,6 @@ pub(super) struct SearchPage {
     is_last: Option<bool>,
     #[serde(default, rename = "nextPageToken")]
     next_page_token: Option<String>,
-    #[serde(default)]
     total: Option<u64>,
 }
 
@@ -39,9 +38,7 @@ pub(super) struct FoundIssue {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 struct IssueFields {
-    #[serde(default)]
     status: Option<IssueStatus>,
-    #[serde(default)]
     resolutiondate: Option<String>,
 }
 
@@ -53,7 +50,6 @@ struct IssueStatus {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 struct StatusCategory {
-    #[serde(default)]
     key: Option<String>,
 }
 

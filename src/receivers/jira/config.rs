@@ -33,9 +33,7 @@ pub struct Config {
     pub token: SecretString,
     #[serde(default)]
     pub labels: Vec<String>,
-    #[serde(default)]
     pub resolve_transition: Option<String>,
-    #[serde(default)]
     pub reopen_transition: Option<String>,
     #[serde(default, with = "humantime_serde::option")]
     pub reopen_window: Option<Duration>,

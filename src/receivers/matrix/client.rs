@@ -41,7 +41,6 @@ struct MatrixError {
     errcode: String,
     #[serde(default)]
     error: String,
-    #[serde(default)]
     retry_after_ms: Option<u64>,
 }
 

@@ -35,15 +35,12 @@ pub struct Config {
     pub api_key: SecretString,
     pub project_id: ProjectId,
     /// The tracker of new issues; the project's default when not set.
-    #[serde(default)]
     pub tracker_id: Option<u64>,
     /// The status a resolve sets (a closed one, such as Resolved or Closed).
     pub closed_status_id: u64,
-    #[serde(default)]
     pub priority_id: Option<u64>,
     /// A custom field (a string, "used as a filter") that holds the fingerprint: finds issues by exact value
     /// rather than by the subject tag.
-    #[serde(default)]
     pub custom_field_id: Option<u64>,
 }
 

@@ -54,9 +54,7 @@ struct FoundIssue {
     id: u64,
     #[serde(default)]
     subject: String,
-    #[serde(default)]
     status: Option<Status>,
-    #[serde(default)]
     custom_fields: Option<Vec<CustomValue>>,
 }
 
@@ -64,7 +62,6 @@ struct FoundIssue {
 struct Status {
     id: u64,
     /// Sent by Redmine 5.1 and later.
-    #[serde(default)]
     is_closed: Option<bool>,
 }
 

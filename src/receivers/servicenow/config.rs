@@ -17,18 +17,13 @@ pub struct Config {
     /// Basic auth: an integration user with `password`.
     #[serde(default)]
     pub user: Option<String>,
-    #[serde(default)]
     pub password: Option<SecretString>,
     /// Or an OAuth access token, sent as `Authorization: Bearer`.
-    #[serde(default)]
     pub token: Option<SecretString>,
     /// The group new incidents are assigned to (a name or a sys_id).
-    #[serde(default)]
     pub assignment_group: Option<String>,
     /// The incidents' caller (`caller_id`: a user name or a sys_id).
-    #[serde(default)]
     pub caller: Option<String>,
-    #[serde(default)]
     pub category: Option<String>,
     /// The resolution code a resolve sets (one of the instance's `close_code` choices).
     #[serde(default = "default_close_code")]

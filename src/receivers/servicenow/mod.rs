@@ -198,7 +198,6 @@ fn explain(body: &str) -> String {
     struct ErrorBody {
         #[serde(default)]
         message: String,
-        #[serde(default)]
         detail: Option<String>,
     }
     match serde_json::from_str::<Failure>(body) {

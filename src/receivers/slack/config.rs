@@ -13,12 +13,9 @@ use crate::receivers::{Capabilities, Integration, Receiver, Sections, Shared};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Incoming webhook (contains a secret path).
-    #[serde(default)]
     pub webhook_url: Option<SecretString>,
     /// Bot token for `chat.postMessage` (threads updates, edits on resolve).
-    #[serde(default)]
     pub token: Option<SecretString>,
-    #[serde(default)]
     pub channel: Option<String>,
     #[serde(default = "default_api_url")]
     pub api_url: String,
