@@ -4,6 +4,7 @@
 mod argocd_source;
 mod auth;
 mod bad_input;
+mod binary;
 mod change_events;
 mod confirm;
 mod delivery;
