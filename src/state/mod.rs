@@ -361,12 +361,23 @@ mod tests {
         DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
     }
 
+    /// The state `apply` moves to where the test expects a change; anything else fails the test with `why`.
+    fn changed(prev: Option<&AppState>, s: Snapshot, now: DateTime<Utc>, why: &str) -> AppState {
+        match apply(prev, s, now) {
+            Outcome::Changed { state, .. } => *state,
+            _ => panic!("{why}"),
+        }
+    }
+
+    /// The state an Application's first snapshot creates (always a change).
+    fn first(s: Snapshot, now: DateTime<Utc>) -> AppState {
+        changed(None, s, now, "the first snapshot is a change")
+    }
+
     #[test]
     fn a_change_keeps_since_for_unchanged_fields() {
         let now = t("2025-01-01T00:00:00Z");
-        let Outcome::Changed { state, .. } = apply(None, snap("OutOfSync", "2025-01-01T00:00:00Z"), now) else {
-            panic!("first is a change")
-        };
+        let state = first(snap("OutOfSync", "2025-01-01T00:00:00Z"), now);
         let later = t("2025-01-01T00:30:00Z");
         let mut s2 = snap("OutOfSync", "2025-01-01T00:30:00Z");
         s2.revisions = vec!["abc".into()];
@@ -385,7 +396,9 @@ mod tests {
         assert_eq!(transitions[0].field, "revision");
     }
 
-    fn with_uid(mut s: Snapshot, uid: &str) -> Snapshot {
+    /// An OutOfSync snapshot of the Application with `uid` (a new uid under the same name is a new Application).
+    fn out_of_sync_as(uid: &str, ts: &str) -> Snapshot {
+        let mut s = snap("OutOfSync", ts);
         s.uid = Some(uid.into());
         s
     }
@@ -393,37 +406,30 @@ mod tests {
     #[test]
     fn a_deleted_application_stays_deleted_until_a_new_one_takes_its_name() {
         let now = t("2025-01-01T00:00:00Z");
-        let Outcome::Changed { state, .. } =
-            apply(None, with_uid(snap("OutOfSync", "2025-01-01T00:00:00Z"), "u1"), now)
-        else {
-            panic!("first is a change")
-        };
+        let state = first(out_of_sync_as("u1", "2025-01-01T00:00:00Z"), now);
         assert_eq!(state.lifecycle(), "active");
-        let mut deleting = with_uid(snap("OutOfSync", "2025-01-01T00:10:00Z"), "u1");
+        let mut deleting = out_of_sync_as("u1", "2025-01-01T00:10:00Z");
         deleting.deleting = true;
-        let Outcome::Changed { state, .. } = apply(Some(&state), deleting, now) else {
-            panic!("deletion is a change")
-        };
+        let state = changed(Some(&state), deleting, now, "deletion is a change");
         assert_eq!(state.lifecycle(), "deleting");
         assert!(!state.is_live());
         let gone = delete(&state, t("2025-01-01T00:11:00Z")).expect("deleted");
         assert_eq!(gone.lifecycle(), "deleted");
         assert_eq!(delete(&gone, t("2025-01-01T00:12:00Z")), None, "deleted once");
 
-        let late = with_uid(snap("OutOfSync", "2025-01-01T00:20:00Z"), "u1");
+        let late = out_of_sync_as("u1", "2025-01-01T00:20:00Z");
         assert!(
             matches!(apply(Some(&gone), late, now), Outcome::Stale { .. }),
             "the same uid stays gone"
         );
 
         let later = t("2025-01-01T01:00:00Z");
-        let Outcome::Changed { state: new, .. } = apply(
+        let new = changed(
             Some(&gone),
-            with_uid(snap("OutOfSync", "2025-01-01T01:00:00Z"), "u2"),
+            out_of_sync_as("u2", "2025-01-01T01:00:00Z"),
             later,
-        ) else {
-            panic!("a new uid is a new Application")
-        };
+            "a new uid is a new Application",
+        );
         assert_eq!(new.lifecycle(), "active");
         assert_eq!(new.first_seen, later);
         assert_eq!(new.sync_since, later, "the clock starts again");
@@ -432,19 +438,14 @@ mod tests {
     #[test]
     fn a_new_uid_under_a_live_name_starts_a_new_application() {
         let now = t("2025-01-01T00:00:00Z");
-        let Outcome::Changed { state, .. } =
-            apply(None, with_uid(snap("OutOfSync", "2025-01-01T00:00:00Z"), "u1"), now)
-        else {
-            panic!()
-        };
+        let state = first(out_of_sync_as("u1", "2025-01-01T00:00:00Z"), now);
         let later = t("2025-01-01T00:50:00Z");
-        let Outcome::Changed { state: new, .. } = apply(
+        let new = changed(
             Some(&state),
-            with_uid(snap("OutOfSync", "2025-01-01T00:50:00Z"), "u2"),
+            out_of_sync_as("u2", "2025-01-01T00:50:00Z"),
             later,
-        ) else {
-            panic!("a new uid is a change")
-        };
+            "a new uid is a change",
+        );
         assert_eq!(
             new.sync_since, later,
             "the old Application's OutOfSync time is not inherited"
@@ -457,9 +458,7 @@ mod tests {
         let mut s = snap("OutOfSync", "2025-01-01T02:00:00Z");
         s.source = crate::argocd::Source::Api;
         s.health_changed_at = Some(t("2025-01-01T00:30:00Z"));
-        let Outcome::Changed { state, .. } = apply(None, s.clone(), now) else {
-            panic!()
-        };
+        let state = first(s.clone(), now);
         assert!(
             state.sync_since_at_least,
             "Argo CD keeps no sync time: now is a lower bound"
@@ -471,9 +470,7 @@ mod tests {
         );
         assert!(!state.health_since_at_least);
         s.source = crate::argocd::Source::Webhook;
-        let Outcome::Changed { state, .. } = apply(None, s, now) else {
-            panic!()
-        };
+        let state = first(s, now);
         assert!(!state.sync_since_at_least);
         assert_eq!(state.health_since, now);
     }
@@ -481,9 +478,7 @@ mod tests {
     #[test]
     fn older_snapshots_are_stale_and_duplicates_change_nothing() {
         let now = t("2025-01-01T01:00:00Z");
-        let Outcome::Changed { state, .. } = apply(None, snap("Synced", "2025-01-01T01:00:00Z"), now) else {
-            panic!()
-        };
+        let state = first(snap("Synced", "2025-01-01T01:00:00Z"), now);
         assert!(matches!(
             apply(Some(&state), snap("OutOfSync", "2025-01-01T00:00:00Z"), now),
             Outcome::Stale { .. }
