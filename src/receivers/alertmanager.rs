@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 
-use super::http::{Http, transport_error};
+use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
@@ -151,17 +151,8 @@ impl Receiver for Alertmanager {
         }
         let now = self.http.clock().now();
         let alerts: Vec<serde_json::Value> = n.incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
-        let resp = self
-            .http
-            .client()
-            .post(&self.endpoint)
-            .json(&alerts)
-            .send()
-            .await
-            .map_err(|e| self.redactor.apply(transport_error(e)))?;
-        if !resp.status().is_success() {
-            return Err(self.http.error_from_response(resp, &self.redactor).await);
-        }
+        let request = self.http.client().post(&self.endpoint).json(&alerts);
+        self.http.send(request, &self.redactor).await?;
         let verb = if n.is_resolve() { "resolved" } else { "posted" };
         Ok(Delivered {
             memo: None,

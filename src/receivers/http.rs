@@ -92,6 +92,20 @@ impl Http {
         self.classify(status, &headers, &body, redactor)
     }
 
+    /// Sends `request` and answers its 2xx response; a transport failure or any other status is the shared
+    /// classification, with `redactor`'s secrets removed.
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        redactor: &Redactor,
+    ) -> Result<reqwest::Response, DeliveryError> {
+        let resp = request.send().await.map_err(|e| redactor.apply(transport_error(e)))?;
+        if !resp.status().is_success() {
+            return Err(self.error_from_response(resp, redactor).await);
+        }
+        Ok(resp)
+    }
+
     /// Sends a request of a REST API: a 2xx answers its body (possibly empty); anything else is `classify`'s
     /// failure (status, headers, and the body already scrubbed by `redactor`), keeping the status so callers can
     /// react to one (a 404 on a remembered issue means "look for it again").
@@ -132,18 +146,10 @@ impl Http {
     ) -> Result<String, DeliveryError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| DeliveryError::permanent(format!("{who}: cannot encode the body: {e}")))?;
-        let resp = self
-            .client
-            .post(url)
+        let request = (self.client.post(url))
             .header(CONTENT_TYPE, HeaderValue::from_static(JSON_UTF8))
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| redactor.apply(DeliveryError::prefixed(who, transport_error(e))))?;
-        if !resp.status().is_success() {
-            let e = self.error_from_response(resp, redactor).await;
-            return Err(redactor.apply(DeliveryError::prefixed(who, e)));
-        }
+            .body(bytes);
+        let resp = (self.send(request, redactor).await).map_err(|e| redactor.apply(DeliveryError::prefixed(who, e)))?;
         Ok(resp.text().await.unwrap_or_default())
     }
 }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::http::{Http, transport_error};
+use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
@@ -206,17 +206,8 @@ impl Receiver for PagerDuty {
             Action::Open | Action::Update | Action::Test => (self.trigger(n, i), "triggered"),
             Action::Digest => return Err(super::digest_refused("pagerduty")),
         };
-        let resp = self
-            .http
-            .client()
-            .post(&self.settings.url)
-            .json(&event)
-            .send()
-            .await
-            .map_err(|e| self.redact(transport_error(e)))?;
-        if !resp.status().is_success() {
-            return Err(self.redact(self.http.error_from_response(resp, &self.redactor).await));
-        }
+        let request = self.http.client().post(&self.settings.url).json(&event);
+        (self.http.send(request, &self.redactor).await).map_err(|e| self.redact(e))?;
         Ok(Delivered {
             memo: None,
             detail: format!("{verb} alert {}", &key[..12]),

@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sha2::Sha256;
 
-use super::http::{Http, transport_error};
+use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings};
@@ -154,22 +154,11 @@ impl Receiver for Webhook {
                 headers.insert(SIGNATURE_HEADER, sig);
             }
         }
-        let resp = self
-            .http
-            .client()
-            .post(url)
-            .headers(headers)
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| self.redactor.apply(transport_error(e)))?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(self.http.error_from_response(resp, &self.redactor).await);
-        }
+        let request = self.http.client().post(url).headers(headers).body(bytes);
+        let resp = self.http.send(request, &self.redactor).await?;
         Ok(Delivered {
             memo: None,
-            detail: format!("posted, HTTP {}", status.as_u16()),
+            detail: format!("posted, HTTP {}", resp.status().as_u16()),
         })
     }
 }
