@@ -3,7 +3,7 @@
 //! restart and across two replicas on PostgreSQL; a slot missed while Herald was down is sent at start if less
 //! than `catch_up` late, else skipped; an empty digest sends nothing, or one line with `when_empty: all_green`.
 //! Last, the real binary under libfaketime: 09:00 in Berlin on Friday (summer time), a kill -9, and 09:00 on
-//! Monday (winter time), each sent once.
+//! Monday (winter time), each sent once; and two real binaries on one PostgreSQL, which send that slot once.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -365,4 +365,47 @@ async fn the_real_binary_sends_at_nine_in_berlin_once_across_a_kill_9_and_the_ch
         digests(dir.path())
     );
     bin.kill9();
+}
+
+#[tokio::test]
+async fn two_real_binaries_on_postgresql_send_nine_in_berlin_once() {
+    let pg = PgServer::start();
+    let dirs = [tempfile::tempdir().expect("tmp"), tempfile::tempdir().expect("tmp")];
+    let replicas: Vec<Binary> = dirs
+        .iter()
+        .map(|dir| {
+            let file = dir.path().join("herald.yaml");
+            let base: String = (base_yaml(dir.path()).lines())
+                .filter(|line| !line.starts_with("storage:"))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            let storage = format!("storage: {{url: \"{}\"}}\n", pg.url);
+            std::fs::write(&file, format!("{base}{storage}{}", config(dir.path(), "", ""))).expect("config");
+            // Friday 08:59:45 in Berlin: both replicas' clocks start 15 s before the slot.
+            start_binary_at(&file, "2026-10-23 06:59:45")
+        })
+        .collect();
+    let sent = reqwest::Client::new()
+        .post(format!("{}/v1/argocd/events", replicas[0].address))
+        .body(body("old-drift", "OutOfSync", "Healthy", t("2026-10-23T06:59:45Z")))
+        .send()
+        .await
+        .expect("herald answers");
+    assert!(sent.status().is_success(), "{}", sent.status());
+
+    let all = || -> Vec<Value> { dirs.iter().flat_map(|d| digests(d.path())).collect() };
+    let first = eventually(Duration::from_secs(30), || async {
+        let d = all();
+        (!d.is_empty()).then_some(d)
+    })
+    .await
+    .expect("one of the replicas sent the digest");
+    sent_just_after(&first[0], "2026-10-23T07:00:00Z");
+    assert_eq!(first[0]["digest"]["out_of_sync"][0]["app"], "argocd/old-drift");
+    // Both replicas' schedulers have passed the slot several times by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(all().len(), 1, "one digest for two replicas: {:?}", all());
+    for mut replica in replicas {
+        replica.kill9();
+    }
 }
