@@ -176,8 +176,7 @@ impl Receiver for GoogleChat {
 
 #[cfg(test)]
 mod tests {
-    use wiremock::matchers::{method, path, query_param};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     use super::*;
     use crate::domain::Action;
@@ -207,21 +206,11 @@ mod tests {
     #[tokio::test]
     async fn google_chat_keeps_key_and_token_and_threads_by_the_notification_key() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .and(query_param("key", KEY))
-            .and(query_param("token", TOKEN))
-            .and(query_param(
-                "messageReplyOption",
-                "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
-            ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "name": "spaces/AAAAspace/messages/m1",
-                "thread": {"name": "spaces/AAAAspace/threads/t1"},
-            })))
-            .expect(3)
-            .mount(&server)
-            .await;
+        let posted = ResponseTemplate::new(200).set_body_json(json!({
+            "name": "spaces/AAAAspace/messages/m1",
+            "thread": {"name": "spaces/AAAAspace/threads/t1"},
+        }));
+        testing::expect_post(&server, PATH, posted, 3).await;
 
         let chat = google_chat(&server, None);
         for action in [Action::Open, Action::Update, Action::Resolve] {
@@ -239,20 +228,27 @@ mod tests {
                 key.as_str(),
                 "updates land in the first message's thread"
             );
-            let replies = r.url.query_pairs().filter(|(k, _)| k == "messageReplyOption").count();
-            assert_eq!(replies, 1);
+            assert_eq!(testing::query(r, "key"), [KEY]);
+            assert_eq!(testing::query(r, "token"), [TOKEN]);
+            let replies = testing::query(r, "messageReplyOption");
+            assert_eq!(
+                replies,
+                ["REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD"],
+                "exactly one reply option"
+            );
         }
         let open = json(&reqs[0]);
         let text = open["text"].as_str().unwrap();
-        for expected in [
-            "*FIRING: payments is Degraded*",
-            "Application: <https://argocd.example.com/applications/argocd/payments|argocd/payments>",
-            "*[FIRING] Degraded for 5 min, since 11:55 UTC*",
-            "• `Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
-            "*What to do*",
-        ] {
-            assert!(text.contains(expected), "{expected:?} not in {text}");
-        }
+        testing::assert_contains_all(
+            text,
+            &[
+                "*FIRING: payments is Degraded*",
+                "Application: <https://argocd.example.com/applications/argocd/payments|argocd/payments>",
+                "*[FIRING] Degraded for 5 min, since 11:55 UTC*",
+                "• `Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
+                "*What to do*",
+            ],
+        );
         assert_eq!(open["markupSyntax"], "MARKUP_SYNTAX_CHAT", "the markup Herald writes");
         assert!(json(&reqs[2])["text"].as_str().unwrap().contains("*RESOLVED: "));
     }
@@ -260,16 +256,7 @@ mod tests {
     #[tokio::test]
     async fn google_chat_replaces_a_reply_option_already_in_the_url() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .and(query_param(
-                "messageReplyOption",
-                "REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD",
-            ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_json(json!({})), 1).await;
         let url = format!(
             "{}{PATH}?key={KEY}&messageReplyOption=REPLY_MESSAGE_OR_FAIL&token={TOKEN}",
             server.uri()
@@ -280,24 +267,15 @@ mod tests {
 
         let reqs = requests(&server).await;
         assert_eq!(reqs.len(), 1);
-        let options: Vec<String> = reqs[0]
-            .url
-            .query_pairs()
-            .filter(|(k, _)| k == "messageReplyOption")
-            .map(|(_, v)| v.into_owned())
-            .collect();
+        let options = testing::query(&reqs[0], "messageReplyOption");
         assert_eq!(options, ["REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD"]);
-        assert!(reqs[0].url.query_pairs().any(|(k, v)| k == "token" && v == TOKEN));
+        assert_eq!(testing::query(&reqs[0], "token"), [TOKEN]);
     }
 
     #[tokio::test]
     async fn google_chat_uses_the_template_as_text() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_json(json!({})), 1).await;
         let chat = google_chat(&server, Some("{{ notification.title }}!".into()));
 
         chat.deliver(&notification(Action::Open), None).await.unwrap();

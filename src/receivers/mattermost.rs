@@ -81,25 +81,23 @@ mod tests {
         let server = MockServer::start().await;
         testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
-        let out = mattermost(&server, None)
-            .deliver(&testing::notification(Action::Open), None)
-            .await
-            .unwrap();
+        let out = testing::deliver_open(&mattermost(&server, None)).await;
 
         assert_eq!(out.memo, None);
         let body = testing::only_body(&server).await;
         assert_eq!(body.as_object().unwrap().len(), 1, "only `text`: {body}");
         let text = body["text"].as_str().unwrap();
-        for expected in [
-            "**FIRING**",
-            "### payments is Degraded",
-            "| Deployment payments/payments-api | Degraded |",
-            "**[FIRING] Degraded for 5 min, since 11:55 UTC**",
-            "**What to do**",
-            "[argocd/payments](https://argocd.example.com/applications/argocd/payments)",
-        ] {
-            assert!(text.contains(expected), "{expected:?} not in {text}");
-        }
+        testing::assert_contains_all(
+            text,
+            &[
+                "**FIRING**",
+                "### payments is Degraded",
+                "| Deployment payments/payments-api | Degraded |",
+                "**[FIRING] Degraded for 5 min, since 11:55 UTC**",
+                "**What to do**",
+                "[argocd/payments](https://argocd.example.com/applications/argocd/payments)",
+            ],
+        );
     }
 
     #[tokio::test]
@@ -107,13 +105,7 @@ mod tests {
         let server = MockServer::start().await;
         testing::expect_post(&server, PATH, ResponseTemplate::new(200).set_body_string("ok"), 1).await;
 
-        mattermost(
-            &server,
-            Some("{{ notification.reason }}: {{ notification.title }}".into()),
-        )
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .unwrap();
+        testing::deliver_open(&mattermost(&server, Some(testing::REASON_AND_TITLE.into()))).await;
         let e = mattermost(&server, Some("{{ unclosed".into()))
             .deliver(&testing::notification(Action::Open), None)
             .await
@@ -122,6 +114,6 @@ mod tests {
         assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
         let reqs = requests(&server).await;
         assert_eq!(reqs.len(), 1, "a broken template sends nothing");
-        assert_eq!(json(&reqs[0])["text"], "fired: payments is Degraded");
+        assert_eq!(json(&reqs[0])["text"], testing::REASON_AND_TITLE_OF_AN_OPEN);
     }
 }

@@ -236,8 +236,7 @@ impl Receiver for Teams {
 
 #[cfg(test)]
 mod tests {
-    use wiremock::matchers::{method, path, query_param};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     use super::*;
     use crate::receivers::testing::{self, json, requests};
@@ -256,22 +255,15 @@ mod tests {
     #[tokio::test]
     async fn teams_posts_an_adaptive_card_and_accepts_202() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path(PATH))
-            .and(query_param("sig", SIG))
-            .and(query_param("api-version", "1"))
-            .respond_with(ResponseTemplate::new(202))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_post(&server, PATH, ResponseTemplate::new(202), 1).await;
 
-        let out = teams(&server)
-            .deliver(&testing::notification(Action::Open), None)
-            .await
-            .unwrap();
+        let out = testing::deliver_open(&teams(&server)).await;
 
         assert_eq!(out.memo, None);
         let body = testing::only_body(&server).await;
+        let posted = &requests(&server).await[0];
+        assert_eq!(testing::query(posted, "sig"), [SIG]);
+        assert_eq!(testing::query(posted, "api-version"), ["1"]);
         assert_eq!(body["type"], "message");
         let attachment = &body["attachments"][0];
         assert_eq!(attachment["contentType"], "application/vnd.microsoft.card.adaptive");

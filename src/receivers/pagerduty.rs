@@ -220,40 +220,34 @@ mod tests {
     use std::time::Duration;
 
     use secrecy::SecretString;
-    use serde_json::{Value, json};
+    use serde_json::json;
     use wiremock::matchers::{body_json, method, path};
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     use super::*;
-    use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, refuse_anything_else};
+    use crate::receivers::testing::{self, APP_URL, FINGERPRINT, firing_notification, refuse_anything_else};
 
     const ROUTING_KEY: &str = "R0UT1NGKEYs3cr3t0000000000000000";
 
-    fn note(action: Action) -> Notification {
-        Notification {
-            title: "[FIRING] payments is Degraded".into(),
-            ..testing::notification(action)
+    /// Settings sending to the events API at `url` with `routing_key` (and change events when `change_events`, to
+    /// the URL derived from `url`).
+    pub(super) fn config(url: String, routing_key: &str, change_events: bool) -> Config {
+        Config {
+            url,
+            routing_key: SecretString::from(routing_key),
+            change_events,
+            change_url: None,
         }
     }
 
     fn pagerduty(server: &MockServer) -> PagerDuty {
-        let settings = Config {
-            url: format!("{}/v2/enqueue", server.uri()),
-            routing_key: SecretString::from(ROUTING_KEY),
-            change_events: false,
-            change_url: None,
-        };
+        let settings = config(format!("{}/v2/enqueue", server.uri()), ROUTING_KEY, false);
         PagerDuty::new(settings, testing::http())
     }
 
-    async fn enqueue_answers(server: &MockServer, template: ResponseTemplate, times: u64) {
-        Mock::given(method("POST"))
-            .and(path("/v2/enqueue"))
-            .respond_with(template)
-            .expect(times)
-            .named("enqueue")
-            .mount(server)
-            .await;
+    /// A PagerDuty answering exactly one event with `template`, and nothing else.
+    async fn enqueue_answering(template: ResponseTemplate) -> MockServer {
+        testing::expecting_one_post("/v2/enqueue", template).await
     }
 
     fn accepted() -> ResponseTemplate {
@@ -262,21 +256,21 @@ mod tests {
         }))
     }
 
-    async fn sent(server: &MockServer) -> Vec<Value> {
-        testing::requests(server).await.iter().map(testing::json).collect()
-    }
-
     #[tokio::test]
     async fn an_open_incident_triggers_an_alert_keyed_by_its_fingerprint() {
-        let server = MockServer::start().await;
-        enqueue_answers(&server, accepted(), 1).await;
-        refuse_anything_else(&server).await;
+        let server = enqueue_answering(accepted()).await;
 
-        let out = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap();
+        let out = pagerduty(&server)
+            .deliver(&firing_notification(Action::Open), None)
+            .await
+            .unwrap();
 
-        assert_eq!(out.memo, None);
-        assert_eq!(out.detail, format!("triggered alert {}", &dedup_key(FINGERPRINT)[..12]));
-        let event = &sent(&server).await[0];
+        testing::assert_delivered(
+            &out,
+            None,
+            &format!("triggered alert {}", &dedup_key(FINGERPRINT)[..12]),
+        );
+        let event = &testing::json_bodies(&server).await[0];
         assert_eq!(
             *event,
             json!({
@@ -320,13 +314,14 @@ mod tests {
     #[tokio::test]
     async fn update_and_test_trigger_again_with_the_same_dedup_key() {
         for action in [Action::Update, Action::Test] {
-            let server = MockServer::start().await;
-            enqueue_answers(&server, accepted(), 1).await;
-            refuse_anything_else(&server).await;
+            let server = enqueue_answering(accepted()).await;
 
-            pagerduty(&server).deliver(&note(action), None).await.unwrap();
+            pagerduty(&server)
+                .deliver(&firing_notification(action), None)
+                .await
+                .unwrap();
 
-            let event = &sent(&server).await[0];
+            let event = &testing::json_bodies(&server).await[0];
             assert_eq!(event["event_action"], "trigger", "{action:?}");
             assert_eq!(event["dedup_key"], dedup_key(FINGERPRINT), "{action:?}");
         }
@@ -335,53 +330,45 @@ mod tests {
     #[tokio::test]
     async fn resolve_resolves_the_alert_with_the_same_dedup_key() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
+        let resolving = Mock::given(method("POST"))
             .and(path("/v2/enqueue"))
             .and(body_json(json!({
                 "routing_key": ROUTING_KEY,
                 "event_action": "resolve",
                 "dedup_key": dedup_key(FINGERPRINT),
-            })))
-            .respond_with(accepted())
-            .expect(1)
-            .mount(&server)
-            .await;
+            })));
+        testing::expect_matching(&server, resolving, accepted(), 1, "resolve").await;
         refuse_anything_else(&server).await;
 
-        let out = pagerduty(&server).deliver(&note(Action::Resolve), None).await.unwrap();
+        let out = pagerduty(&server)
+            .deliver(&firing_notification(Action::Resolve), None)
+            .await
+            .unwrap();
 
         assert!(out.detail.starts_with("resolved alert "), "{}", out.detail);
     }
 
     #[tokio::test]
     async fn a_bad_request_is_permanent() {
-        let server = MockServer::start().await;
         let invalid = ResponseTemplate::new(400).set_body_json(json!({
             "status": "invalid event", "message": "Event object is invalid", "errors": ["'payload.summary' is missing"],
         }));
-        enqueue_answers(&server, invalid, 1).await;
-        refuse_anything_else(&server).await;
+        let server = enqueue_answering(invalid).await;
 
-        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+        let (err, _) = testing::delivery_failure(&pagerduty(&server), &firing_notification(Action::Open)).await;
 
-        let DeliveryError::Permanent { reason } = err else {
-            panic!("{err:?}")
-        };
+        let reason = testing::permanent_reason(&err);
         assert!(reason.starts_with("pagerduty: HTTP 400"), "{reason}");
         assert!(reason.contains("Event object is invalid"), "{reason}");
     }
 
     #[tokio::test]
     async fn throttled_is_transient_with_retry_after_when_given() {
-        let server = MockServer::start().await;
-        enqueue_answers(
-            &server,
-            ResponseTemplate::new(429).insert_header("Retry-After", "12"),
-            1,
-        )
-        .await;
-        refuse_anything_else(&server).await;
-        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+        let server = enqueue_answering(ResponseTemplate::new(429).insert_header("Retry-After", "12")).await;
+        let err = pagerduty(&server)
+            .deliver(&firing_notification(Action::Open), None)
+            .await
+            .unwrap_err();
         assert_eq!(
             err,
             DeliveryError::Transient {
@@ -390,10 +377,11 @@ mod tests {
             }
         );
 
-        let server = MockServer::start().await;
-        enqueue_answers(&server, ResponseTemplate::new(429), 1).await;
-        refuse_anything_else(&server).await;
-        let err = pagerduty(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+        let server = enqueue_answering(ResponseTemplate::new(429)).await;
+        let err = pagerduty(&server)
+            .deliver(&firing_notification(Action::Open), None)
+            .await
+            .unwrap_err();
         assert!(
             matches!(err, DeliveryError::Transient { retry_after: None, .. }),
             "{err:?}"
@@ -403,12 +391,10 @@ mod tests {
     #[tokio::test]
     async fn server_errors_are_transient() {
         for status in [500, 502, 503] {
-            let server = MockServer::start().await;
-            enqueue_answers(&server, ResponseTemplate::new(status), 1).await;
-            refuse_anything_else(&server).await;
+            let server = enqueue_answering(ResponseTemplate::new(status)).await;
 
             let err = pagerduty(&server)
-                .deliver(&note(Action::Resolve), None)
+                .deliver(&firing_notification(Action::Resolve), None)
                 .await
                 .unwrap_err();
 
@@ -430,38 +416,21 @@ mod tests {
     async fn the_routing_key_never_appears_in_errors() {
         let server = testing::answering_once(EchoEvent).await;
 
-        let err = pagerduty(&server)
-            .deliver(&note(Action::Resolve), None)
-            .await
-            .unwrap_err();
+        let (_, text) = testing::delivery_failure(&pagerduty(&server), &firing_notification(Action::Resolve)).await;
 
-        let text = error_text(&err);
         assert!(text.contains("invalid event"), "{text}");
         assert!(text.contains("[redacted]"), "{text}");
         assert!(!text.contains(ROUTING_KEY), "{text}");
 
-        let settings = Config {
-            url: format!("{}/v2/enqueue", testing::UNREACHABLE),
-            routing_key: SecretString::from(ROUTING_KEY),
-            change_events: false,
-            change_url: None,
-        };
+        let settings = config(format!("{}/v2/enqueue", testing::UNREACHABLE), ROUTING_KEY, false);
         let pagerduty = PagerDuty::new(settings, testing::http());
-        testing::assert_unreachable_is_transient(&pagerduty, &note(Action::Open), &[ROUTING_KEY]).await;
+        testing::assert_unreachable_is_transient(&pagerduty, &firing_notification(Action::Open), &[ROUTING_KEY]).await;
     }
 
     #[test]
     fn summaries_are_one_line_of_at_most_1024_characters() {
-        let server_less = PagerDuty::new(
-            Config {
-                url: "http://127.0.0.1:9".into(),
-                routing_key: SecretString::from(ROUTING_KEY),
-                change_events: false,
-                change_url: None,
-            },
-            testing::http(),
-        );
-        let mut n = note(Action::Open);
+        let server_less = PagerDuty::new(config(testing::UNREACHABLE.into(), ROUTING_KEY, false), testing::http());
+        let mut n = firing_notification(Action::Open);
         n.incidents[0].summary = format!("first\nsecond {}", "ü".repeat(2000));
         let event = server_less.trigger(&n, &n.incidents[0]);
         let summary = event["payload"]["summary"].as_str().unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use wiremock::matchers::{self, any, method};
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{Mock, MockBuilder, MockServer, Request, Respond, ResponseTemplate};
 
 use super::http::Http;
 use super::{Delivered, DeliveryError, Memo, Receiver};
@@ -16,6 +16,8 @@ use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, R
 
 pub const FINGERPRINT: &str = "argocd/payments:degraded";
 pub const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
+/// The title the ticket and alert receivers' tests give [`notification`]: the status prefix, then the problem.
+pub const FIRING_TITLE: &str = "[FIRING] payments is Degraded";
 /// A local address nothing listens on (the discard port): connecting fails at once.
 pub const UNREACHABLE: &str = "http://127.0.0.1:9";
 
@@ -95,6 +97,14 @@ pub fn notification(action: Action) -> Notification {
     }
 }
 
+/// [`notification`] for `action`, titled [`FIRING_TITLE`] (what the ticket and alert receivers' tests deliver).
+pub fn firing_notification(action: Action) -> Notification {
+    Notification {
+        title: FIRING_TITLE.into(),
+        ..notification(action)
+    }
+}
+
 /// Any request no other mock expects fails the test (when the server drops).
 pub async fn refuse_anything_else(server: &MockServer) {
     Mock::given(any())
@@ -104,6 +114,19 @@ pub async fn refuse_anything_else(server: &MockServer) {
         .named("an unexpected request")
         .mount(server)
         .await;
+}
+
+/// A message template of the chat receivers' tests: the notification's reason, then its title.
+pub const REASON_AND_TITLE: &str = "{{ notification.reason }}: {{ notification.title }}";
+/// What [`REASON_AND_TITLE`] renders for the open of [`notification`].
+pub const REASON_AND_TITLE_OF_AN_OPEN: &str = "fired: payments is Degraded";
+
+/// Delivers the open of [`notification`] through `receiver`; fails the test when the delivery fails.
+pub async fn deliver_open(receiver: &dyn Receiver) -> Delivered {
+    receiver
+        .deliver(&notification(Action::Open), None)
+        .await
+        .expect("the open is delivered")
 }
 
 /// Delivers `n` (with `memo`) through `receiver`, after making any request not mounted on `server` before fail
@@ -126,15 +149,41 @@ pub async fn answering_once(answer: impl wiremock::Respond + 'static) -> MockSer
     server
 }
 
-/// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
-pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
-    Mock::given(method("POST"))
-        .and(matchers::path(path))
+/// Expects exactly `times` of the requests `matching` selects (a [`Mock::given`] and its matchers) on `server`,
+/// answers each with `answer`, and names them `name` when they do not come as expected.
+pub async fn expect_matching(
+    server: &MockServer,
+    matching: MockBuilder,
+    answer: impl Respond + 'static,
+    times: u64,
+    name: &str,
+) {
+    matching
         .respond_with(answer)
         .expect(times)
-        .named(format!("POST {path}"))
+        .named(name)
         .mount(server)
         .await;
+}
+
+/// Expects exactly `times` requests with the method `verb` to `path` on `server`, and answers each with `answer`.
+pub async fn expect_request(server: &MockServer, verb: &str, path: &str, answer: impl Respond + 'static, times: u64) {
+    let matching = Mock::given(method(verb)).and(matchers::path(path));
+    expect_matching(server, matching, answer, times, &format!("{verb} {path}")).await;
+}
+
+/// Expects exactly `times` POSTs to `path` on `server`, and answers each with `answer`.
+pub async fn expect_post(server: &MockServer, path: &str, answer: ResponseTemplate, times: u64) {
+    expect_request(server, "POST", path, answer, times).await;
+}
+
+/// A server that expects exactly one POST to `path`, answers it with `answer`, and fails the test on any other
+/// request.
+pub async fn expecting_one_post(path: &str, answer: ResponseTemplate) -> MockServer {
+    let server = MockServer::start().await;
+    expect_post(&server, path, answer, 1).await;
+    refuse_anything_else(&server).await;
+    server
 }
 
 /// Every request the server saw, oldest first (so a test fails on extra requests, not only on missing ones).
@@ -142,6 +191,7 @@ pub async fn requests(server: &MockServer) -> Vec<Request> {
     server.received_requests().await.unwrap_or_default()
 }
 
+/// The JSON body of `r`; fails the test when it has none.
 pub fn json(r: &Request) -> Value {
     serde_json::from_slice(&r.body).expect("a JSON body")
 }
@@ -151,6 +201,52 @@ pub async fn only_body(server: &MockServer) -> Value {
     let reqs = requests(server).await;
     assert_eq!(reqs.len(), 1, "one request: {reqs:?}");
     json(&reqs[0])
+}
+
+/// `text` contains each of `expected`.
+#[track_caller]
+pub fn assert_contains_all(text: &str, expected: &[&str]) {
+    for e in expected {
+        assert!(text.contains(e), "{e:?} not in {text}");
+    }
+}
+
+/// The values of the query parameter `name` in the URL of `r`, in order.
+pub fn query(r: &Request, name: &str) -> Vec<String> {
+    r.url
+        .query_pairs()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .collect()
+}
+
+/// The JSON body of every request the server saw, oldest first.
+pub async fn json_bodies(server: &MockServer) -> Vec<Value> {
+    requests(server).await.iter().map(json).collect()
+}
+
+/// The JSON bodies of the requests with the method `verb` to `path` the server saw, oldest first.
+pub async fn bodies(server: &MockServer, verb: &str, path: &str) -> Vec<Value> {
+    requests(server)
+        .await
+        .iter()
+        .filter(|r| r.method.as_str() == verb && r.url.path() == path)
+        .map(json)
+        .collect()
+}
+
+/// The delivery `out` remembers `memo` and reports `detail`.
+#[track_caller]
+pub fn assert_delivered(out: &Delivered, memo: Option<Value>, detail: &str) {
+    assert_eq!(out.memo, memo, "the memo of {detail:?}");
+    assert_eq!(out.detail, detail);
+}
+
+/// Delivers `n` through `receiver`, which must fail; the failure and its text as logged and stored.
+pub async fn delivery_failure(receiver: &dyn Receiver, n: &Notification) -> (DeliveryError, String) {
+    let e = receiver.deliver(n, None).await.expect_err("the delivery fails");
+    let text = error_text(&e);
+    (e, text)
 }
 
 /// A failure as it is logged and stored: its message and its debug form.
@@ -197,6 +293,7 @@ pub fn credentials(r: &Request) -> (String, String) {
     (auth.to_string(), decoded)
 }
 
+/// Fails the test when the failure `e`, as logged and stored, contains any of `secrets`.
 pub fn assert_no_secret(e: &DeliveryError, secrets: &[&str]) {
     let text = error_text(e);
     for secret in secrets {
@@ -210,4 +307,35 @@ pub fn transient_after(e: &DeliveryError) -> Option<std::time::Duration> {
         DeliveryError::Transient { retry_after, .. } => *retry_after,
         other => panic!("expected a transient failure, got {other:?}"),
     }
+}
+
+/// The failure's reason; panics when the failure is transient.
+pub fn permanent_reason(e: &DeliveryError) -> &str {
+    match e {
+        DeliveryError::Permanent { reason } => reason,
+        other => panic!("expected a permanent failure, got {other:?}"),
+    }
+}
+
+/// Loading the settings `yaml` fails, and the error names the setting `key` (so a user knows what to fix).
+pub fn assert_settings_refused(yaml: &str, key: &str) {
+    let err = crate::configuration::Settings::from_yaml(yaml)
+        .expect_err(yaml)
+        .to_string();
+    assert!(err.contains(key), "{yaml}: expected {key} in {err}");
+}
+
+/// A secret in a temporary file, with the trailing newline editors leave, as a `…_file` setting reads it; the
+/// file goes when this drops.
+pub struct SecretFile {
+    pub path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Writes `secret` to a new [`SecretFile`] named `name`.
+pub fn secret_file(name: &str, secret: &str) -> SecretFile {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join(name);
+    std::fs::write(&path, format!("{secret}\n")).expect("the secret written");
+    SecretFile { path, _dir: dir }
 }

@@ -289,20 +289,37 @@ pub(crate) mod contract {
     use crate::receivers::testing::{self, transient_after};
     use crate::receivers::{DeliveryError, Receiver};
 
-    /// Delivers `action`'s notification (with `memo`, or none) to `receiver`.
+    /// Delivers `action`'s notification (with `memo`, or none) to `receiver`, after making any request not mounted on
+    /// `server` before fail the test; fails the test when the delivery fails.
     pub async fn deliver(
+        server: &MockServer,
         receiver: impl Receiver,
         action: Action,
         memo: Option<Value>,
-    ) -> Result<crate::receivers::Delivered, DeliveryError> {
-        receiver.deliver(&testing::notification(action), memo.as_ref()).await
+    ) -> crate::receivers::Delivered {
+        testing::deliver_strictly(server, &receiver, &testing::notification(action), memo.as_ref())
+            .await
+            .expect("delivered")
     }
 
-    /// A resolve with no open ticket found: nothing is created, nothing remembered.
-    pub async fn resolves_nothing(receiver: impl Receiver) {
-        let out = deliver(receiver, Action::Resolve, None).await.expect("delivered");
+    /// A resolve with no open ticket found on `server`: nothing is created, nothing remembered.
+    pub async fn resolves_nothing(server: &MockServer, receiver: impl Receiver) {
+        let out = deliver(server, receiver, Action::Resolve, None).await;
         assert_eq!(out.memo, None);
         assert!(out.detail.contains("nothing to resolve"), "{}", out.detail);
+    }
+
+    /// After a crash between creating a ticket and remembering it, an open without a memo finds the ticket on
+    /// `server` (which the test has told what to find, which note to expect on it, and to create nothing), and
+    /// remembers `memo`, saying `detail`.
+    pub async fn an_open_notes_the_ticket_found(
+        server: &MockServer,
+        receiver: impl Receiver,
+        memo: Value,
+        detail: &str,
+    ) {
+        let out = deliver(server, receiver, Action::Open, None).await;
+        testing::assert_delivered(&out, Some(memo), detail);
     }
 
     /// Builds a receiver against a mock server.

@@ -12,17 +12,10 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 use super::client::classify;
 use super::*;
 use crate::domain::Action;
-use crate::receivers::testing::{self, FINGERPRINT, error_text, refuse_anything_else};
+use crate::receivers::testing::{self, FINGERPRINT, error_text, firing_notification, refuse_anything_else};
 
 const TOKEN: &str = "ghp_s3cr3tT0ken4b2e";
 const REPO: &str = "/repos/acme/payments";
-
-fn note(action: Action) -> Notification {
-    Notification {
-        title: "[FIRING] payments is Degraded".into(),
-        ..testing::notification(action)
-    }
-}
 
 fn settings(server: &MockServer) -> Config {
     Config {
@@ -40,7 +33,7 @@ fn github(server: &MockServer) -> Github {
 /// Delivers `action` (with `memo`) through GitHub on `server`, after making any request not mounted before fail
 /// the test.
 async fn deliver(server: &MockServer, action: Action, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-    testing::deliver_strictly(server, &github(server), &note(action), memo).await
+    testing::deliver_strictly(server, &github(server), &firing_notification(action), memo).await
 }
 
 fn label() -> String {
@@ -48,15 +41,12 @@ fn label() -> String {
 }
 
 async fn open_issues_are(server: &MockServer, items: Value) {
-    Mock::given(method("GET"))
+    let finding = Mock::given(method("GET"))
         .and(path(format!("{REPO}/issues")))
         .and(query_param("state", "open"))
-        .and(query_param("labels", label()))
-        .respond_with(ResponseTemplate::new(200).set_body_json(items))
-        .expect(1)
-        .named("find open issues by fingerprint label")
-        .mount(server)
-        .await;
+        .and(query_param("labels", label()));
+    let found = ResponseTemplate::new(200).set_body_json(items);
+    testing::expect_matching(server, finding, found, 1, "find open issues by fingerprint label").await;
 }
 
 async fn create_expected(server: &MockServer, times: u64) {
@@ -71,14 +61,11 @@ async fn comment_expected(server: &MockServer, number: u64, times: u64) {
 }
 
 async fn close_expected(server: &MockServer, number: u64) {
-    Mock::given(method("PATCH"))
+    let closing = Mock::given(method("PATCH"))
         .and(path(format!("{REPO}/issues/{number}")))
-        .and(body_json(json!({ "state": "closed", "state_reason": "completed" })))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "number": number, "state": "closed" })))
-        .expect(1)
-        .named("close as completed")
-        .mount(server)
-        .await;
+        .and(body_json(json!({ "state": "closed", "state_reason": "completed" })));
+    let closed = ResponseTemplate::new(200).set_body_json(json!({ "number": number, "state": "closed" }));
+    testing::expect_matching(server, closing, closed, 1, "close as completed").await;
 }
 
 #[tokio::test]
@@ -89,8 +76,11 @@ async fn open_without_a_memo_looks_for_an_open_issue_then_creates_one() {
 
     let out = deliver(&server, Action::Open, None).await.unwrap();
 
-    assert_eq!(out.memo, Some(json!({ "number": 42 })));
-    assert_eq!(out.detail, "created #42 https://github.com/acme/payments/issues/42");
+    testing::assert_delivered(
+        &out,
+        Some(json!({ "number": 42 })),
+        "created #42 https://github.com/acme/payments/issues/42",
+    );
     let sent = testing::requests(&server).await;
     assert_eq!(sent.len(), 2);
     for r in &sent {
@@ -103,7 +93,7 @@ async fn open_without_a_memo_looks_for_an_open_issue_then_creates_one() {
     assert_eq!(created["title"], "[FIRING] payments is Degraded");
     assert_eq!(created["labels"], json!([label(), "argocd"]));
     let body = created["body"].as_str().unwrap();
-    assert_eq!(body, render::markdown(&note(Action::Open)));
+    assert_eq!(body, render::markdown(&firing_notification(Action::Open)));
     assert!(
         body.contains("| Deployment payments/payments-api | Degraded | exceeded its progress deadline |"),
         "{body}"
@@ -123,8 +113,7 @@ async fn an_open_issue_found_by_its_label_gets_a_comment_and_no_second_issue() {
 
     let out = deliver(&server, Action::Open, None).await.unwrap();
 
-    assert_eq!(out.memo, Some(json!({ "number": 9 })));
-    assert_eq!(out.detail, "commented on #9 (found by label)");
+    testing::assert_delivered(&out, Some(json!({ "number": 9 })), "commented on #9 (found by label)");
 }
 
 #[tokio::test]
@@ -165,10 +154,12 @@ async fn an_update_comments_on_the_remembered_issue_without_looking() {
     let memo = json!({ "number": 42 });
     let out = deliver(&server, Action::Update, Some(&memo)).await.unwrap();
 
-    assert_eq!(out.memo, Some(json!({ "number": 42 })));
-    assert_eq!(out.detail, "commented on #42");
+    testing::assert_delivered(&out, Some(json!({ "number": 42 })), "commented on #42");
     let comment: Value = testing::requests(&server).await[0].body_json().unwrap();
-    assert_eq!(comment, json!({ "body": render::markdown(&note(Action::Update)) }));
+    assert_eq!(
+        comment,
+        json!({ "body": render::markdown(&firing_notification(Action::Update)) })
+    );
 }
 
 #[tokio::test]
@@ -410,16 +401,20 @@ impl wiremock::Respond for EchoCredentials {
 async fn the_token_never_appears_in_errors() {
     let server = testing::answering_once(EchoCredentials).await;
 
-    let err = github(&server).deliver(&note(Action::Open), None).await.unwrap_err();
+    let (err, text) = testing::delivery_failure(&github(&server), &firing_notification(Action::Open)).await;
 
-    let text = error_text(&err);
     assert!(matches!(err, DeliveryError::Permanent { .. }), "{text}");
     assert!(text.contains("Bad credentials"), "{text}");
     assert!(!text.contains(TOKEN), "{text}");
 
     let mut s = settings(&server);
     s.api_url = testing::UNREACHABLE.into();
-    testing::assert_unreachable_is_transient(&Github::new(s, testing::http()), &note(Action::Open), &[TOKEN]).await;
+    testing::assert_unreachable_is_transient(
+        &Github::new(s, testing::http()),
+        &firing_notification(Action::Open),
+        &[TOKEN],
+    )
+    .await;
 }
 
 #[test]
@@ -437,7 +432,7 @@ async fn long_titles_are_cut_to_one_line_of_256_characters() {
     open_issues_are(&server, json!([])).await;
     create_expected(&server, 1).await;
     refuse_anything_else(&server).await;
-    let mut n = note(Action::Open);
+    let mut n = firing_notification(Action::Open);
     n.title = format!("line one\nline two {}", "x".repeat(400));
 
     github(&server).deliver(&n, None).await.unwrap();

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::preview::{KINDS, preview};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::Settings;
-use crate::domain::{Action, Notification};
+use crate::domain::{Action, Incident, Notification};
 use crate::pipeline::Pipeline;
 
 const SETTINGS: &str = r#"
@@ -243,6 +243,14 @@ fn golden(situation: &str, notifications: &[Notification]) {
     );
 }
 
+/// The text of the incident's hint `id`; fails the test when it has no such hint.
+fn hint<'a>(i: &'a Incident, id: &str) -> &'a str {
+    match i.hints.iter().find(|h| h.id == id) {
+        Some(h) => &h.text,
+        None => panic!("no hint {id:?} in {:?}", i.hints),
+    }
+}
+
 #[tokio::test]
 async fn out_of_sync_for_an_hour_with_a_prune_pending_is_one_message_with_a_line_per_problem() {
     let n = out_of_sync_for_an_hour_with_a_prune_pending().await;
@@ -252,16 +260,8 @@ async fn out_of_sync_for_an_hour_with_a_prune_pending_is_one_message_with_a_line
         n[0].title,
         "aaaaaaaaa: OutOfSync for over 1 h; 1 resource waiting to be pruned for over 1 h"
     );
-    let hint = n[0].incidents[1]
-        .hints
-        .iter()
-        .find(|h| h.id == "prune_disabled")
-        .expect("the prune hint");
-    assert!(
-        hint.text.contains("--resource argoproj.io:Application:podinfo"),
-        "{}",
-        hint.text
-    );
+    let prune = hint(&n[0].incidents[1], "prune_disabled");
+    assert!(prune.contains("--resource argoproj.io:Application:podinfo"), "{prune}");
 }
 
 #[tokio::test]
@@ -296,16 +296,13 @@ async fn degraded_says_why_with_each_unhealthy_resource_and_the_hint() {
             ("aaaaaaa-migrate", "Job has reached the specified backoff limit")
         ]
     );
-    let hint = |id: &str| {
-        i.hints
-            .iter()
-            .find(|h| h.id == id)
-            .map(|h| h.text.as_str())
-            .unwrap_or_default()
-    };
-    assert!(hint("job_failed").contains("logs job/aaaaaaa-migrate"), "{:?}", i.hints);
     assert!(
-        hint("rollout_stuck").contains("rollout status deployment/aaaaaaa"),
+        hint(i, "job_failed").contains("logs job/aaaaaaa-migrate"),
+        "{:?}",
+        i.hints
+    );
+    assert!(
+        hint(i, "rollout_stuck").contains("rollout status deployment/aaaaaaa"),
         "{:?}",
         i.hints
     );

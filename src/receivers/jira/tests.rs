@@ -16,8 +16,7 @@ use crate::receivers::testing::{self, APP_URL, FINGERPRINT, error_text, now};
 const TOKEN: &str = "jira-token-s3cr3t-5b1f";
 
 fn note(action: Action) -> Notification {
-    let mut n = testing::notification(action);
-    n.title = "[FIRING] payments is Degraded".into();
+    let mut n = testing::firing_notification(action);
     if action == Action::Update {
         n.reason = "escalation step 1 (after 1h)".into();
     }
@@ -43,14 +42,25 @@ fn jira(server: &MockServer, api: Api) -> Jira {
     Jira::new(settings(server, api), testing::http())
 }
 
+/// What a delivery comes to.
+type Outcome = Result<Delivered, DeliveryError>;
+
 /// Delivers `action` (with `memo`) through a Jira on `server`, failing on any request not mounted before.
-async fn deliver(
-    server: &MockServer,
-    api: Api,
-    action: Action,
-    memo: Option<&Memo>,
-) -> Result<Delivered, DeliveryError> {
-    testing::deliver_strictly(server, &jira(server, api), &note(action), memo).await
+async fn deliver(server: &MockServer, api: Api, action: Action, memo: Option<&Memo>) -> Outcome {
+    deliver_with(server, settings(server, api), action, memo).await
+}
+
+/// [`deliver`] through a Jira with the settings `s` (the defaults changed by the test).
+async fn deliver_with(server: &MockServer, s: Config, action: Action, memo: Option<&Memo>) -> Outcome {
+    testing::deliver_strictly(server, &Jira::new(s, testing::http()), &note(action), memo).await
+}
+
+/// Delivers an open through a Jira with the settings `s` on `server`, whose search has found only an issue not to
+/// reopen, and checks that a new issue is created instead.
+async fn opens_a_new_issue(server: &MockServer, s: Config) {
+    create_expected(server, s.api, 1).await;
+    let out = deliver_with(server, s, Action::Open, None).await.unwrap();
+    assert_eq!(out.detail, "created PAY-42");
 }
 
 fn base(api: Api) -> &'static str {
@@ -83,6 +93,13 @@ fn issue(key: &str, category: &str, resolved: Option<DateTime<Utc>>) -> Value {
     })
 }
 
+/// A Jira whose search by the fingerprint label finds `issues`.
+async fn finding(api: Api, issues: Vec<Value>) -> MockServer {
+    let server = MockServer::start().await;
+    search_finds(&server, api, issues).await;
+    server
+}
+
 async fn search_finds(server: &MockServer, api: Api, issues: Vec<Value>) {
     let body = match api {
         Api::Cloud => json!({ "issues": issues, "isLast": true }),
@@ -90,17 +107,14 @@ async fn search_finds(server: &MockServer, api: Api, issues: Vec<Value>) {
             json!({ "startAt": 0, "maxResults": 50, "total": issues.len(), "issues": issues })
         }
     };
-    Mock::given(method("POST"))
+    let matching = Mock::given(method("POST"))
         .and(path(search_path(api)))
         .and(body_partial_json(json!({
             "jql": format!("project = \"PAY\" AND labels = \"{}\" ORDER BY created DESC", label()),
             "fields": ["status", "labels", "resolutiondate"],
-        })))
-        .respond_with(ResponseTemplate::new(200).set_body_json(body))
-        .expect(1)
-        .named("search by fingerprint label")
-        .mount(server)
-        .await;
+        })));
+    let answer = ResponseTemplate::new(200).set_body_json(body);
+    testing::expect_matching(server, matching, answer, 1, "search by fingerprint label").await;
 }
 
 async fn comment_expected(server: &MockServer, api: Api, key: &str, times: u64) {
@@ -115,41 +129,22 @@ async fn create_expected(server: &MockServer, api: Api, times: u64) {
 }
 
 async fn transitions_offered(server: &MockServer, api: Api, key: &str) {
-    Mock::given(method("GET"))
-        .and(path(format!("{}/issue/{key}/transitions", base(api))))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "transitions": [
-                { "id": "11", "name": "To Do" },
-                { "id": "31", "name": "Done" },
-                { "id": "41", "name": "Reopen" },
-            ]
-        })))
-        .expect(1)
-        .named("list transitions")
-        .mount(server)
-        .await;
+    let matching = Mock::given(method("GET")).and(path(format!("{}/issue/{key}/transitions", base(api))));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({
+        "transitions": [
+            { "id": "11", "name": "To Do" },
+            { "id": "31", "name": "Done" },
+            { "id": "41", "name": "Reopen" },
+        ]
+    }));
+    testing::expect_matching(server, matching, answer, 1, "list transitions").await;
 }
 
 async fn transition_expected(server: &MockServer, api: Api, key: &str, id: &str) {
-    Mock::given(method("POST"))
+    let matching = Mock::given(method("POST"))
         .and(path(format!("{}/issue/{key}/transitions", base(api))))
-        .and(body_partial_json(json!({ "transition": { "id": id } })))
-        .respond_with(ResponseTemplate::new(204))
-        .expect(1)
-        .named("apply transition")
-        .mount(server)
-        .await;
-}
-
-async fn bodies(server: &MockServer, method_name: &str, p: &str) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|r| r.method.as_str() == method_name && r.url.path() == p)
-        .map(|r| r.body_json::<Value>().unwrap())
-        .collect()
+        .and(body_partial_json(json!({ "transition": { "id": id } })));
+    testing::expect_matching(server, matching, ResponseTemplate::new(204), 1, "apply transition").await;
 }
 
 fn nodes_of_type<'a>(v: &'a Value, kind: &str, out: &mut Vec<&'a Value>) {
@@ -167,21 +162,19 @@ fn nodes_of_type<'a>(v: &'a Value, kind: &str, out: &mut Vec<&'a Value>) {
 
 #[tokio::test]
 async fn cloud_open_searches_by_label_then_creates_one_issue_described_in_adf() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Cloud, vec![]).await;
+    let server = finding(Api::Cloud, vec![]).await;
     create_expected(&server, Api::Cloud, 1).await;
 
     let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
-    assert_eq!(out.memo, Some(json!({ "key": "PAY-42" })));
-    assert_eq!(out.detail, "created PAY-42");
+    testing::assert_delivered(&out, Some(json!({ "key": "PAY-42" })), "created PAY-42");
     let requests = server.received_requests().await.unwrap();
     use base64::Engine as _;
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("bot@example.com:{TOKEN}"));
     for r in &requests {
         assert_eq!(r.headers["authorization"], format!("Basic {basic}").as_str());
     }
-    let created = bodies(&server, "POST", "/rest/api/3/issue").await;
+    let created = testing::bodies(&server, "POST", "/rest/api/3/issue").await;
     let fields = &created[0]["fields"];
     assert_eq!(fields["project"], json!({ "key": "PAY" }));
     assert_eq!(fields["issuetype"], json!({ "name": "Task" }));
@@ -221,27 +214,21 @@ async fn cloud_open_searches_by_label_then_creates_one_issue_described_in_adf() 
 #[tokio::test]
 async fn cloud_searches_with_search_jql_and_never_calls_the_retired_search_endpoint() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/rest/api/3/search"))
-        .respond_with(ResponseTemplate::new(410).set_body_string("Gone"))
-        .expect(0)
-        .named("the retired /rest/api/3/search")
-        .mount(&server)
-        .await;
+    let gone = ResponseTemplate::new(410).set_body_string("Gone");
+    testing::expect_request(&server, "POST", "/rest/api/3/search", gone, 0).await;
     search_finds(&server, Api::Cloud, vec![issue("PAY-7", "indeterminate", None)]).await;
     comment_expected(&server, Api::Cloud, "PAY-7", 1).await;
 
     let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
 
     assert_eq!(out.memo, Some(json!({ "key": "PAY-7" })));
-    let search = bodies(&server, "POST", "/rest/api/3/search/jql").await;
+    let search = testing::bodies(&server, "POST", "/rest/api/3/search/jql").await;
     assert_eq!(search[0]["maxResults"], 50);
 }
 
 #[tokio::test]
 async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Datacenter, vec![]).await;
+    let server = finding(Api::Datacenter, vec![]).await;
     create_expected(&server, Api::Datacenter, 1).await;
 
     let out = deliver(&server, Api::Datacenter, Action::Open, None).await.unwrap();
@@ -250,7 +237,7 @@ async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
     for r in server.received_requests().await.unwrap() {
         assert_eq!(r.headers["authorization"], format!("Bearer {TOKEN}").as_str());
     }
-    let created = bodies(&server, "POST", "/rest/api/2/issue").await;
+    let created = testing::bodies(&server, "POST", "/rest/api/2/issue").await;
     let fields = &created[0]["fields"];
     assert_eq!(fields["labels"], json!([label(), "argocd", "on-call"]));
     let description = fields["description"]
@@ -275,17 +262,12 @@ async fn datacenter_open_uses_api_2_a_bearer_token_and_wiki_markup() {
 #[tokio::test]
 async fn an_issue_found_again_by_its_label_gets_a_comment_and_no_second_issue() {
     for api in [Api::Cloud, Api::Datacenter] {
-        let server = MockServer::start().await;
         // What a crash after "created" but before "memo stored" leaves behind.
-        search_finds(
-            &server,
-            api,
-            vec![
-                issue("PAY-9", "new", None),
-                issue("PAY-3", "done", Some(now() - chrono::Duration::days(30))),
-            ],
-        )
-        .await;
+        let found = vec![
+            issue("PAY-9", "new", None),
+            issue("PAY-3", "done", Some(now() - chrono::Duration::days(30))),
+        ];
+        let server = finding(api, found).await;
         comment_expected(&server, api, "PAY-9", 1).await;
         create_expected(&server, api, 0).await;
 
@@ -326,9 +308,8 @@ async fn an_update_comments_on_the_remembered_issue_without_searching() {
         let memo = json!({ "key": "PAY-12" });
         let out = deliver(&server, api, Action::Update, Some(&memo)).await.unwrap();
 
-        assert_eq!(out.memo, Some(json!({ "key": "PAY-12" })));
-        assert_eq!(out.detail, "commented on PAY-12");
-        let comment = &bodies(&server, "POST", &format!("{}/issue/PAY-12/comment", base(api))).await[0];
+        testing::assert_delivered(&out, Some(json!({ "key": "PAY-12" })), "commented on PAY-12");
+        let comment = &testing::bodies(&server, "POST", &format!("{}/issue/PAY-12/comment", base(api))).await[0];
         let rendered = comment["body"].to_string();
         assert!(rendered.contains("escalation step 1 (after 1h)"), "{api:?}: {rendered}");
         assert!(rendered.contains("payments is Degraded"), "{api:?}: {rendered}");
@@ -380,10 +361,7 @@ async fn the_resolve_transition_may_be_given_by_id() {
     s.resolve_transition = Some("31".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let jira = Jira::new(s, testing::http());
-    let out = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
-        .await
-        .unwrap();
+    let out = deliver_with(&server, s, Action::Resolve, Some(&memo)).await.unwrap();
 
     assert_eq!(out.detail, "resolved PAY-12 (Done)");
 }
@@ -393,24 +371,17 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
     let server = MockServer::start().await;
     comment_expected(&server, Api::Cloud, "PAY-12", 1).await;
     transitions_offered(&server, Api::Cloud, "PAY-12").await;
-    Mock::given(method("GET"))
-        .and(path("/rest/api/3/issue/PAY-12"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(issue("PAY-12", "indeterminate", None)))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let open = ResponseTemplate::new(200).set_body_json(issue("PAY-12", "indeterminate", None));
+    testing::expect_request(&server, "GET", "/rest/api/3/issue/PAY-12", open, 1).await;
     let mut s = settings(&server, Api::Cloud);
     s.resolve_transition = Some("Close Issue".into());
 
     let memo = json!({ "key": "PAY-12" });
-    let jira = Jira::new(s, testing::http());
-    let err = testing::deliver_strictly(&server, &jira, &note(Action::Resolve), Some(&memo))
+    let err = deliver_with(&server, s, Action::Resolve, Some(&memo))
         .await
         .unwrap_err();
 
-    let DeliveryError::Permanent { reason } = err else {
-        panic!("{err:?}")
-    };
+    let reason = testing::permanent_reason(&err);
     assert!(reason.contains("\"Close Issue\""), "{reason}");
     assert!(reason.contains("To Do (11), Done (31), Reopen (41)"), "{reason}");
 }
@@ -419,20 +390,11 @@ async fn a_resolve_transition_that_does_not_exist_is_permanent_and_names_the_ava
 async fn resolving_an_issue_someone_already_closed_succeeds() {
     let server = MockServer::start().await;
     comment_expected(&server, Api::Cloud, "PAY-12", 1).await;
-    Mock::given(method("GET"))
-        .and(path("/rest/api/3/issue/PAY-12/transitions"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(json!({ "transitions": [{ "id": "41", "name": "Reopen" }] })),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/rest/api/3/issue/PAY-12"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(issue("PAY-12", "done", Some(now()))))
-        .expect(1)
-        .mount(&server)
-        .await;
+    let only_reopen = json!({ "transitions": [{ "id": "41", "name": "Reopen" }] });
+    let transitions = ResponseTemplate::new(200).set_body_json(only_reopen);
+    testing::expect_request(&server, "GET", "/rest/api/3/issue/PAY-12/transitions", transitions, 1).await;
+    let closed = ResponseTemplate::new(200).set_body_json(issue("PAY-12", "done", Some(now())));
+    testing::expect_request(&server, "GET", "/rest/api/3/issue/PAY-12", closed, 1).await;
 
     let memo = json!({ "key": "PAY-12" });
     let out = deliver(&server, Api::Cloud, Action::Resolve, Some(&memo))
@@ -445,9 +407,7 @@ async fn resolving_an_issue_someone_already_closed_succeeds() {
 #[tokio::test]
 async fn a_new_occurrence_reopens_the_issue_resolved_within_the_window() {
     for api in [Api::Cloud, Api::Datacenter] {
-        let server = MockServer::start().await;
-        search_finds(
-            &server,
+        let server = finding(
             api,
             vec![issue("PAY-12", "done", Some(now() - chrono::Duration::hours(2)))],
         )
@@ -468,52 +428,31 @@ async fn a_new_occurrence_reopens_the_issue_resolved_within_the_window() {
 
 #[tokio::test]
 async fn an_issue_resolved_before_the_window_gets_a_new_issue_instead() {
-    let server = MockServer::start().await;
-    search_finds(
-        &server,
+    let server = finding(
         Api::Cloud,
         vec![issue("PAY-12", "done", Some(now() - chrono::Duration::hours(25)))],
     )
     .await;
-    create_expected(&server, Api::Cloud, 1).await;
 
-    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
-
-    assert_eq!(out.detail, "created PAY-42");
+    opens_a_new_issue(&server, settings(&server, Api::Cloud)).await;
 }
 
 #[tokio::test]
 async fn without_a_reopen_transition_a_resolved_issue_is_never_reopened() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
-    create_expected(&server, Api::Cloud, 1).await;
+    let server = finding(Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
     let mut s = settings(&server, Api::Cloud);
     s.reopen_transition = None;
 
-    let jira = Jira::new(s, testing::http());
-
-    let out = testing::deliver_strictly(&server, &jira, &note(Action::Open), None)
-        .await
-        .unwrap();
-
-    assert_eq!(out.detail, "created PAY-42");
+    opens_a_new_issue(&server, s).await;
 }
 
 #[tokio::test]
 async fn a_reopen_transition_the_workflow_does_not_offer_falls_back_to_a_new_issue() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
-    Mock::given(method("GET"))
-        .and(path("/rest/api/3/issue/PAY-12/transitions"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "transitions": [] })))
-        .expect(1)
-        .mount(&server)
-        .await;
-    create_expected(&server, Api::Cloud, 1).await;
+    let server = finding(Api::Cloud, vec![issue("PAY-12", "done", Some(now()))]).await;
+    let none = ResponseTemplate::new(200).set_body_json(json!({ "transitions": [] }));
+    testing::expect_request(&server, "GET", "/rest/api/3/issue/PAY-12/transitions", none, 1).await;
 
-    let out = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap();
-
-    assert_eq!(out.detail, "created PAY-42");
+    opens_a_new_issue(&server, settings(&server, Api::Cloud)).await;
 }
 
 #[tokio::test]
@@ -537,8 +476,7 @@ async fn a_remembered_issue_that_was_deleted_is_replaced() {
 
 #[tokio::test]
 async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Datacenter, vec![issue("PAY-9", "indeterminate", None)]).await;
+    let server = finding(Api::Datacenter, vec![issue("PAY-9", "indeterminate", None)]).await;
     comment_expected(&server, Api::Datacenter, "PAY-9", 1).await;
     transitions_offered(&server, Api::Datacenter, "PAY-9").await;
     transition_expected(&server, Api::Datacenter, "PAY-9", "31").await;
@@ -550,8 +488,7 @@ async fn resolve_without_a_memo_resolves_the_open_issue_found_by_label() {
 
 #[tokio::test]
 async fn resolve_with_nothing_open_changes_nothing() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Cloud, vec![issue("PAY-3", "done", Some(now()))]).await;
+    let server = finding(Api::Cloud, vec![issue("PAY-3", "done", Some(now()))]).await;
 
     let out = deliver(&server, Api::Cloud, Action::Resolve, None).await.unwrap();
 
@@ -627,8 +564,7 @@ async fn statuses_are_classified_by_the_shared_table() {
 
 #[tokio::test]
 async fn a_create_rejected_as_bad_request_is_permanent_and_says_why() {
-    let server = MockServer::start().await;
-    search_finds(&server, Api::Cloud, vec![]).await;
+    let server = finding(Api::Cloud, vec![]).await;
     testing::expect_post(
         &server,
         "/rest/api/3/issue",
@@ -640,9 +576,7 @@ async fn a_create_rejected_as_bad_request_is_permanent_and_says_why() {
 
     let err = deliver(&server, Api::Cloud, Action::Open, None).await.unwrap_err();
 
-    let DeliveryError::Permanent { reason } = err else {
-        panic!("{err:?}")
-    };
+    let reason = testing::permanent_reason(&err);
     assert!(reason.starts_with("jira create issue: HTTP 400"), "{reason}");
     assert!(reason.contains("Specify a valid issue type"), "{reason}");
 }
@@ -662,9 +596,8 @@ async fn the_token_never_appears_in_errors() {
     for api in [Api::Cloud, Api::Datacenter] {
         let server = testing::answering_once(EchoCredentials).await;
 
-        let err = jira(&server, api).deliver(&note(Action::Open), None).await.unwrap_err();
+        let (err, text) = testing::delivery_failure(&jira(&server, api), &note(Action::Open)).await;
 
-        let text = error_text(&err);
         assert!(matches!(err, DeliveryError::Permanent { .. }), "{text}");
         assert!(text.contains("bad credentials"), "{text}");
         assert!(!text.contains(TOKEN), "{api:?}: {text}");

@@ -28,16 +28,13 @@ fn matrix(server: &MockServer, template: Option<String>) -> Matrix {
 
 /// Expects `times` sends into the room with the bearer token, answered with `answer`; refuses anything else.
 async fn expect_send(server: &MockServer, answer: ResponseTemplate, times: u64) {
-    Mock::given(method("PUT"))
+    let sending = Mock::given(method("PUT"))
         .and(path_regex(format!(
             "^{}herald-[0-9a-f]{{32}}$",
             regex_escape(ROOM_PATH)
         )))
-        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
-        .respond_with(answer)
-        .expect(times)
-        .mount(server)
-        .await;
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()));
+    testing::expect_matching(server, sending, answer, times, "send into the room").await;
     testing::refuse_anything_else(server).await;
 }
 
@@ -190,18 +187,12 @@ async fn a_template_replaces_the_text_and_sends_no_html() {
     let server = MockServer::start().await;
     expect_send(&server, sent(FIRST), 1).await;
 
-    matrix(
-        &server,
-        Some("{{ notification.reason }}: {{ notification.title }}".into()),
-    )
-    .deliver(&testing::notification(Action::Open), None)
-    .await
-    .unwrap();
+    testing::deliver_open(&matrix(&server, Some(testing::REASON_AND_TITLE.into()))).await;
 
     let body = json(&requests(&server).await[0]);
     assert_eq!(
         body,
-        json!({"msgtype": "m.text", "body": "fired: payments is Degraded"})
+        json!({"msgtype": "m.text", "body": testing::REASON_AND_TITLE_OF_AN_OPEN})
     );
 }
 
@@ -242,9 +233,7 @@ async fn an_unknown_token_or_a_forbidden_room_is_permanent_and_says_what_to_fix(
 
         let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
-        let DeliveryError::Permanent { reason } = &e else {
-            panic!("{status} is permanent: {e:?}");
-        };
+        let reason = testing::permanent_reason(&e);
         assert!(
             reason.starts_with(&format!("matrix post: HTTP {status} {errcode}")),
             "{reason}"
@@ -268,11 +257,7 @@ async fn a_server_error_is_transient() {
 async fn the_access_token_never_appears_in_a_failure() {
     for status in [401, 403, 429, 500] {
         let server = MockServer::start().await;
-        Mock::given(method("PUT"))
-            .respond_with(EchoEverything(status))
-            .expect(1)
-            .mount(&server)
-            .await;
+        testing::expect_matching(&server, Mock::given(method("PUT")), EchoEverything(status), 1, "a send").await;
 
         let e = deliver(&server, Action::Open, None).await.unwrap_err();
 
@@ -283,13 +268,11 @@ async fn the_access_token_never_appears_in_a_failure() {
 
 #[test]
 fn the_block_reads_its_token_from_a_file_and_refuses_a_room_alias() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    let token = testing::secret_file("token", TOKEN);
     let yaml = format!(
         "receivers: [{{name: ops, matrix: {{homeserver: 'https://matrix.example.org', room_id: '!abc:example.org', \
          access_token_file: '{}'}}}}]",
-        token.display()
+        token.path.display()
     );
     let settings = Settings::from_yaml(&yaml).expect("valid");
     let crate::receivers::ReceiverKind::Matrix(c) = &settings.receivers[0].kind else {
@@ -301,8 +284,5 @@ fn the_block_reads_its_token_from_a_file_and_refuses_a_room_alias() {
 
     let alias = "receivers: [{name: ops, matrix: {homeserver: 'https://m.example.org', room_id: '#ops:example.org', \
                  access_token: t}}]";
-    let e = Settings::from_yaml(alias)
-        .expect_err("an alias is not a room ID")
-        .to_string();
-    assert!(e.contains("receivers[0].matrix.room_id"), "{e}");
+    testing::assert_settings_refused(alias, "receivers[0].matrix.room_id");
 }

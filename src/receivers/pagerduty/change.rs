@@ -66,15 +66,14 @@ impl PagerDuty {
 
 #[cfg(test)]
 mod tests {
-    use secrecy::SecretString;
     use serde_json::json;
-    use wiremock::matchers::any;
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{MockServer, ResponseTemplate};
 
     use super::*;
     use crate::domain::{Action, Notification};
     use crate::receivers::Receiver;
-    use crate::receivers::testing::{self, APP_URL, EchoEverything, assert_no_secret, refuse_anything_else};
+    use crate::receivers::pagerduty::tests::config;
+    use crate::receivers::testing::{self, APP_URL, EchoEverything, assert_no_secret};
 
     const KEY: &str = "CH4NGEr0ut1ngKEY000000000000000";
     const REV: &str = "4c3d2b1a0f9e8d7c6b5a4c3d2b1a0f9e8d7c6b5a";
@@ -99,17 +98,11 @@ mod tests {
     }
 
     fn pagerduty(server: &MockServer) -> PagerDuty {
-        let settings = Config {
-            url: format!("{}/v2/enqueue", server.uri()),
-            routing_key: SecretString::from(KEY),
-            change_events: true,
-            change_url: None,
-        };
+        let settings = config(format!("{}/v2/enqueue", server.uri()), KEY, true);
         PagerDuty::new(settings, testing::http())
     }
 
     async fn answering(status: u16) -> MockServer {
-        let server = MockServer::start().await;
         let answer = match status {
             202 => ResponseTemplate::new(202)
                 .set_body_json(json!({"status": "success", "message": "Change event processed"})),
@@ -118,9 +111,7 @@ mod tests {
             429 => ResponseTemplate::new(429).insert_header("Retry-After", "7"),
             other => ResponseTemplate::new(other),
         };
-        testing::expect_post(&server, "/v2/change/enqueue", answer, 1).await;
-        refuse_anything_else(&server).await;
-        server
+        testing::expecting_one_post("/v2/change/enqueue", answer).await
     }
 
     #[tokio::test]
@@ -130,7 +121,7 @@ mod tests {
         let out = pagerduty(&server).deliver(&synced(), None).await.unwrap();
 
         assert_eq!(out.detail, "sent change event for payments at 4c3d2b1");
-        let sent: Vec<_> = testing::requests(&server).await.iter().map(testing::json).collect();
+        let sent = testing::json_bodies(&server).await;
         assert_eq!(
             sent,
             vec![json!({
@@ -159,9 +150,7 @@ mod tests {
             .deliver(&synced(), None)
             .await
             .unwrap_err();
-        let DeliveryError::Permanent { reason } = &err else {
-            panic!("{err:?}")
-        };
+        let reason = testing::permanent_reason(&err);
         assert!(reason.starts_with("pagerduty change event: HTTP 400"), "{reason}");
 
         let err = pagerduty(&answering(429).await)
@@ -179,12 +168,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_routing_key_never_appears_in_a_change_events_errors() {
-        let server = MockServer::start().await;
-        Mock::given(any())
-            .respond_with(EchoEverything(400))
-            .expect(1)
-            .mount(&server)
-            .await;
+        let server = testing::answering_once(EchoEverything(400)).await;
 
         let err = pagerduty(&server).deliver(&synced(), None).await.unwrap_err();
 
@@ -193,12 +177,7 @@ mod tests {
 
     #[test]
     fn the_change_url_is_the_events_url_with_change_in_it_unless_set() {
-        let mut c = Config {
-            url: "https://events.pagerduty.com/v2/enqueue".into(),
-            routing_key: SecretString::from(KEY),
-            change_events: true,
-            change_url: None,
-        };
+        let mut c = config("https://events.pagerduty.com/v2/enqueue".into(), KEY, true);
         assert_eq!(url(&c), "https://events.pagerduty.com/v2/change/enqueue");
         c.url = "https://events.eu.pagerduty.com".into();
         assert_eq!(url(&c), "https://events.eu.pagerduty.com/v2/change/enqueue");

@@ -57,49 +57,45 @@ fn listed(id: u64, subject: &str, status: u64) -> Value {
     })
 }
 
+/// The issue fields of a note telling `action`'s notification.
+fn note(action: Action) -> Value {
+    json!({ "notes": render::markdown(&testing::notification(action)) })
+}
+
 /// `GET /issues.json` by the subject tag, answered with `issues`.
 async fn search_answers(server: &MockServer, issues: Vec<Value>) {
     let total = issues.len();
-    Mock::given(method("GET"))
+    let matching = Mock::given(method("GET"))
         .and(path("/redmine/issues.json"))
         .and(header("X-Redmine-API-Key", API_KEY))
         .and(query_param("project_id", "payments"))
         .and(query_param("status_id", "*"))
         .and(query_param("sort", "id:desc"))
-        .and(query_param("subject", format!("~{}", tag())))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "issues": issues, "total_count": total, "offset": 0, "limit": 25,
-        })))
-        .expect(1)
-        .named("find the incident's issue by its subject tag")
-        .mount(server)
-        .await;
+        .and(query_param("subject", format!("~{}", tag())));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({
+        "issues": issues, "total_count": total, "offset": 0, "limit": 25,
+    }));
+    let name = "find the incident's issue by its subject tag";
+    testing::expect_matching(server, matching, answer, 1, name).await;
 }
 
 async fn create_answers(server: &MockServer, times: u64) {
-    Mock::given(method("POST"))
+    let matching = Mock::given(method("POST"))
         .and(path("/redmine/issues.json"))
-        .and(header("X-Redmine-API-Key", API_KEY))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
-            "issue": listed(123, "created", 1),
-        })))
-        .expect(times)
-        .named("create an issue")
-        .mount(server)
-        .await;
+        .and(header("X-Redmine-API-Key", API_KEY));
+    let answer = ResponseTemplate::new(201).set_body_json(json!({
+        "issue": listed(123, "created", 1),
+    }));
+    testing::expect_matching(server, matching, answer, times, "create an issue").await;
 }
 
 /// `PUT /issues/{id}.json` with `fields` in the issue, answered 204 No Content.
 async fn put_answers(server: &MockServer, id: u64, fields: Value, times: u64) {
-    Mock::given(method("PUT"))
+    let matching = Mock::given(method("PUT"))
         .and(path(format!("/redmine/issues/{id}.json")))
         .and(header("X-Redmine-API-Key", API_KEY))
-        .and(body_partial_json(json!({ "issue": fields })))
-        .respond_with(ResponseTemplate::new(204))
-        .expect(times)
-        .named("update an issue")
-        .mount(server)
-        .await;
+        .and(body_partial_json(json!({ "issue": fields })));
+    testing::expect_matching(server, matching, ResponseTemplate::new(204), times, "update an issue").await;
 }
 
 #[tokio::test]
@@ -107,12 +103,10 @@ async fn open_without_a_memo_looks_for_the_subject_tag_then_creates_the_issue() 
     let server = MockServer::start().await;
     search_answers(&server, vec![]).await;
     create_answers(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = contract::deliver(redmine(&server), Action::Open, None).await.unwrap();
+    let out = contract::deliver(&server, redmine(&server), Action::Open, None).await;
 
-    assert_eq!(out.memo, Some(json!({ "id": 123 })));
-    assert_eq!(out.detail, "created #123");
+    testing::assert_delivered(&out, Some(json!({ "id": 123 })), "created #123");
     let sent = testing::requests(&server).await;
     assert_eq!(sent.len(), 2);
     let created = testing::json(&sent[1])["issue"].clone();
@@ -130,15 +124,13 @@ async fn open_without_a_memo_looks_for_the_subject_tag_then_creates_the_issue() 
 #[tokio::test]
 async fn with_a_custom_field_the_fingerprint_is_stored_and_searched_there() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
+    let matching = Mock::given(method("GET"))
         .and(path("/redmine/issues.json"))
         .and(query_param("project_id", "7"))
         .and(query_param("status_id", "*"))
-        .and(query_param("cf_12", FINGERPRINT))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "issues": [], "total_count": 0 })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .and(query_param("cf_12", FINGERPRINT));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "issues": [], "total_count": 0 }));
+    testing::expect_matching(&server, matching, answer, 1, "find by the custom field").await;
     create_answers(&server, 1).await;
     refuse_anything_else(&server).await;
     let config = Config {
@@ -174,23 +166,18 @@ async fn with_a_custom_field_the_issue_holding_the_fingerprint_there_is_found_ag
         with_value(90, "argocd/payments:degraded-not"),
         with_value(88, FINGERPRINT)
     ]);
-    Mock::given(method("GET"))
+    let matching = Mock::given(method("GET"))
         .and(path("/redmine/issues.json"))
-        .and(query_param("cf_12", FINGERPRINT))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "issues": issues, "total_count": 2 })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .and(query_param("cf_12", FINGERPRINT));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "issues": issues, "total_count": 2 }));
+    testing::expect_matching(&server, matching, answer, 1, "find by the custom field").await;
     put_answers(&server, 88, json!({}), 1).await;
-    refuse_anything_else(&server).await;
     let config = Config {
         custom_field_id: Some(12),
         ..settings(&server)
     };
 
-    let out = contract::deliver(Redmine::new(config, testing::http()), Action::Update, None)
-        .await
-        .unwrap();
+    let out = contract::deliver(&server, Redmine::new(config, testing::http()), Action::Update, None).await;
 
     assert_eq!(out.detail, "commented on #88 (found by custom field)");
 }
@@ -208,40 +195,22 @@ async fn after_a_crash_the_newest_open_issue_of_the_incident_gets_a_note_and_no_
         ],
     )
     .await;
-    put_answers(
-        &server,
-        77,
-        json!({ "notes": render::markdown(&testing::notification(Action::Open)) }),
-        1,
-    )
-    .await;
+    put_answers(&server, 77, note(Action::Open), 1).await;
     create_answers(&server, 0).await;
-    refuse_anything_else(&server).await;
 
-    let out = contract::deliver(redmine(&server), Action::Open, None).await.unwrap();
-
-    assert_eq!(out.memo, Some(json!({ "id": 77 })));
-    assert_eq!(out.detail, "commented on #77 (found by subject tag)");
+    let memo = json!({ "id": 77 });
+    let detail = "commented on #77 (found by subject tag)";
+    contract::an_open_notes_the_ticket_found(&server, redmine(&server), memo, detail).await;
 }
 
 #[tokio::test]
 async fn an_update_adds_a_note_to_the_remembered_issue_without_looking() {
     let server = MockServer::start().await;
-    put_answers(
-        &server,
-        77,
-        json!({ "notes": render::markdown(&testing::notification(Action::Update)) }),
-        1,
-    )
-    .await;
-    refuse_anything_else(&server).await;
+    put_answers(&server, 77, note(Action::Update), 1).await;
 
-    let out = contract::deliver(redmine(&server), Action::Update, Some(json!({ "id": 77 })))
-        .await
-        .unwrap();
+    let out = contract::deliver(&server, redmine(&server), Action::Update, Some(json!({ "id": 77 }))).await;
 
-    assert_eq!(out.memo, Some(json!({ "id": 77 })));
-    assert_eq!(out.detail, "commented on #77");
+    testing::assert_delivered(&out, Some(json!({ "id": 77 })), "commented on #77");
     let sent = testing::requests(&server).await;
     assert_eq!(testing::json(&sent[0])["issue"].get("status_id"), None);
 }
@@ -249,35 +218,22 @@ async fn an_update_adds_a_note_to_the_remembered_issue_without_looking() {
 #[tokio::test]
 async fn resolve_sets_the_closed_status_with_a_note() {
     let server = MockServer::start().await;
-    let resolve = testing::notification(Action::Resolve);
-    put_answers(
-        &server,
-        77,
-        json!({ "status_id": CLOSED, "notes": render::markdown(&resolve) }),
-        1,
-    )
-    .await;
-    refuse_anything_else(&server).await;
+    let mut closing = note(Action::Resolve);
+    closing["status_id"] = json!(CLOSED);
+    put_answers(&server, 77, closing, 1).await;
 
-    let out = redmine(&server)
-        .deliver(&resolve, Some(&json!({ "id": 77 })))
-        .await
-        .unwrap();
+    let out = contract::deliver(&server, redmine(&server), Action::Resolve, Some(json!({ "id": 77 }))).await;
 
-    assert_eq!(out.detail, "closed #77");
-    assert_eq!(
-        out.memo,
-        Some(json!({ "id": 77, "resolved_at": "2025-03-01T12:00:00Z" }))
-    );
+    let resolved = json!({ "id": 77, "resolved_at": "2025-03-01T12:00:00Z" });
+    testing::assert_delivered(&out, Some(resolved), "closed #77");
 }
 
 #[tokio::test]
 async fn resolve_with_nothing_open_creates_nothing() {
     let server = MockServer::start().await;
     search_answers(&server, vec![listed(80, &format!("x {}", tag()), CLOSED)]).await;
-    refuse_anything_else(&server).await;
 
-    contract::resolves_nothing(redmine(&server)).await;
+    contract::resolves_nothing(&server, redmine(&server)).await;
 }
 
 /// 404 on a remembered issue means it was deleted (or moved where the key cannot see it): looking again and,
@@ -286,19 +242,11 @@ async fn resolve_with_nothing_open_creates_nothing() {
 #[tokio::test]
 async fn a_remembered_issue_answering_404_is_looked_for_again_then_recreated() {
     let server = MockServer::start().await;
-    Mock::given(method("PUT"))
-        .and(path("/redmine/issues/41.json"))
-        .respond_with(ResponseTemplate::new(404))
-        .expect(1)
-        .mount(&server)
-        .await;
+    testing::expect_request(&server, "PUT", "/redmine/issues/41.json", ResponseTemplate::new(404), 1).await;
     search_answers(&server, vec![]).await;
     create_answers(&server, 1).await;
-    refuse_anything_else(&server).await;
 
-    let out = contract::deliver(redmine(&server), Action::Update, Some(json!({ "id": 41 })))
-        .await
-        .unwrap();
+    let out = contract::deliver(&server, redmine(&server), Action::Update, Some(json!({ "id": 41 }))).await;
 
     assert_eq!(out.memo, Some(json!({ "id": 123 })));
 }
@@ -335,13 +283,11 @@ async fn the_api_key_never_appears_in_failures() {
 #[tokio::test]
 async fn send_test_opens_an_issue_for_the_test_incident() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
+    let matching = Mock::given(method("GET"))
         .and(path("/redmine/issues.json"))
-        .and(query_param("subject", format!("~{}", subject_tag("herald-test"))))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "issues": [] })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .and(query_param("subject", format!("~{}", subject_tag("herald-test"))));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "issues": [] }));
+    testing::expect_matching(&server, matching, answer, 1, "find the test incident's issue").await;
     create_answers(&server, 1).await;
     refuse_anything_else(&server).await;
 
@@ -366,12 +312,10 @@ fn the_subject_keeps_its_tag_when_the_title_is_cut() {
 #[test]
 fn the_api_key_may_be_read_from_a_file_and_the_url_is_checked() {
     use crate::configuration::Settings;
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("redmine-key");
-    std::fs::write(&key, format!("{API_KEY}\n")).unwrap();
+    let key = testing::secret_file("redmine-key", API_KEY);
     let yaml = format!(
         "receivers: [{{name: rm, redmine: {{url: 'https://redmine.example.com', api_key_file: {}, project_id: 3, closed_status_id: 5}}}}]",
-        key.display()
+        key.path.display()
     );
 
     let settings = Settings::from_yaml(&yaml).expect("valid");
@@ -382,7 +326,6 @@ fn the_api_key_may_be_read_from_a_file_and_the_url_is_checked() {
     assert_eq!(config.api_key.expose_secret(), API_KEY);
     assert_eq!(config.project_id, ProjectId::Id(3));
     let bad = "receivers: [{name: rm, redmine: {url: nope, api_key: k, project_id: '', closed_status_id: 5}}]";
-    let err = Settings::from_yaml(bad).expect_err("invalid").to_string();
-    assert!(err.contains("receivers[0].redmine.url"), "{err}");
-    assert!(err.contains("receivers[0].redmine.project_id"), "{err}");
+    testing::assert_settings_refused(bad, "receivers[0].redmine.url");
+    testing::assert_settings_refused(bad, "receivers[0].redmine.project_id");
 }

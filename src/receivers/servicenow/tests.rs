@@ -54,8 +54,13 @@ fn record(sys_id: &str, number: &str) -> Value {
     json!({ "sys_id": sys_id, "number": number, "state": "1", "active": "true" })
 }
 
+/// The record fields of a work note telling `action`'s notification.
+fn work_note(action: Action) -> Value {
+    json!({ "work_notes": render::text(&testing::notification(action)) })
+}
+
 async fn search_answers(server: &MockServer, result: Vec<Value>) {
-    Mock::given(method("GET"))
+    let matching = Mock::given(method("GET"))
         .and(path(TABLE))
         .and(header("authorization", basic().as_str()))
         .and(query_param(
@@ -63,36 +68,28 @@ async fn search_answers(server: &MockServer, result: Vec<Value>) {
             format!("correlation_id={FINGERPRINT}^active=true^ORDERBYDESCsys_created_on"),
         ))
         .and(query_param("sysparm_limit", "1"))
-        .and(query_param("sysparm_fields", "sys_id,number,state"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "result": result })))
-        .expect(1)
-        .named("find the active incident by correlation_id")
-        .mount(server)
-        .await;
+        .and(query_param("sysparm_fields", "sys_id,number,state"));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "result": result }));
+    let name = "find the active incident by correlation_id";
+    testing::expect_matching(server, matching, answer, 1, name).await;
 }
 
 async fn create_answers(server: &MockServer, times: u64) {
-    Mock::given(method("POST"))
+    let matching = Mock::given(method("POST"))
         .and(path(TABLE))
-        .and(header("authorization", basic().as_str()))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "result": record(SYS_ID, "INC0010001") })))
-        .expect(times)
-        .named("create an incident")
-        .mount(server)
-        .await;
+        .and(header("authorization", basic().as_str()));
+    let answer = ResponseTemplate::new(201).set_body_json(json!({ "result": record(SYS_ID, "INC0010001") }));
+    testing::expect_matching(server, matching, answer, times, "create an incident").await;
 }
 
 /// `PATCH …/incident/{sys_id}` with `fields`, answered 200 with the record.
 async fn patch_answers(server: &MockServer, sys_id: &str, fields: Value) {
-    Mock::given(method("PATCH"))
+    let matching = Mock::given(method("PATCH"))
         .and(path(format!("{TABLE}/{sys_id}")))
         .and(header("authorization", basic().as_str()))
-        .and(body_partial_json(fields))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "result": record(sys_id, "INC0010001") })))
-        .expect(1)
-        .named("update an incident")
-        .mount(server)
-        .await;
+        .and(body_partial_json(fields));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "result": record(sys_id, "INC0010001") }));
+    testing::expect_matching(server, matching, answer, 1, "update an incident").await;
 }
 
 #[tokio::test]
@@ -105,8 +102,7 @@ async fn open_without_a_memo_looks_by_correlation_id_then_creates_the_incident()
 
     let out = servicenow(&server).deliver(&n, None).await.unwrap();
 
-    assert_eq!(out.memo, Some(remembered()));
-    assert_eq!(out.detail, "created INC0010001");
+    testing::assert_delivered(&out, Some(remembered()), "created INC0010001");
     let sent = testing::requests(&server).await;
     assert_eq!(sent.len(), 2);
     assert_eq!(
@@ -129,40 +125,22 @@ async fn open_without_a_memo_looks_by_correlation_id_then_creates_the_incident()
 async fn after_a_crash_the_active_incident_gets_a_work_note_and_no_second_incident() {
     let server = MockServer::start().await;
     search_answers(&server, vec![record("abc123", "INC0010007")]).await;
-    patch_answers(
-        &server,
-        "abc123",
-        json!({ "work_notes": render::text(&testing::notification(Action::Open)) }),
-    )
-    .await;
+    patch_answers(&server, "abc123", work_note(Action::Open)).await;
     create_answers(&server, 0).await;
-    refuse_anything_else(&server).await;
 
-    let out = contract::deliver(servicenow(&server), Action::Open, None)
-        .await
-        .unwrap();
-
-    assert_eq!(out.memo, Some(json!({ "sys_id": "abc123", "number": "INC0010007" })));
-    assert_eq!(out.detail, "commented on INC0010007 (found by correlation_id)");
+    let memo = json!({ "sys_id": "abc123", "number": "INC0010007" });
+    let detail = "commented on INC0010007 (found by correlation_id)";
+    contract::an_open_notes_the_ticket_found(&server, servicenow(&server), memo, detail).await;
 }
 
 #[tokio::test]
 async fn an_update_adds_a_work_note_to_the_remembered_incident_without_looking() {
     let server = MockServer::start().await;
-    patch_answers(
-        &server,
-        SYS_ID,
-        json!({ "work_notes": render::text(&testing::notification(Action::Update)) }),
-    )
-    .await;
-    refuse_anything_else(&server).await;
+    patch_answers(&server, SYS_ID, work_note(Action::Update)).await;
 
-    let out = contract::deliver(servicenow(&server), Action::Update, Some(remembered()))
-        .await
-        .unwrap();
+    let out = contract::deliver(&server, servicenow(&server), Action::Update, Some(remembered())).await;
 
-    assert_eq!(out.detail, "commented on INC0010001");
-    assert_eq!(out.memo, Some(remembered()));
+    testing::assert_delivered(&out, Some(remembered()), "commented on INC0010001");
 }
 
 #[tokio::test]
@@ -175,51 +153,41 @@ async fn resolve_sets_the_resolved_state_with_the_close_code_and_notes() {
         json!({ "state": "6", "close_code": "Solved (Permanently)", "close_notes": render::text(&resolve) }),
     )
     .await;
-    refuse_anything_else(&server).await;
     let config = Config {
         close_code: "Solved (Permanently)".into(),
         ..settings(&server)
     };
 
-    let out = ServiceNow::new(config, testing::http())
-        .deliver(&resolve, Some(&remembered()))
-        .await
-        .unwrap();
+    let closing = ServiceNow::new(config, testing::http());
+    let out = contract::deliver(&server, closing, Action::Resolve, Some(remembered())).await;
 
-    assert_eq!(out.detail, "resolved INC0010001");
-    assert_eq!(
-        out.memo,
-        Some(json!({ "sys_id": SYS_ID, "number": "INC0010001", "resolved_at": "2025-03-01T12:00:00Z" }))
-    );
+    let resolved = json!({ "sys_id": SYS_ID, "number": "INC0010001", "resolved_at": "2025-03-01T12:00:00Z" });
+    testing::assert_delivered(&out, Some(resolved), "resolved INC0010001");
 }
 
 #[tokio::test]
 async fn resolve_with_no_active_incident_creates_nothing() {
     let server = MockServer::start().await;
     search_answers(&server, vec![]).await;
-    refuse_anything_else(&server).await;
 
-    contract::resolves_nothing(servicenow(&server)).await;
+    contract::resolves_nothing(&server, servicenow(&server)).await;
 }
 
 #[tokio::test]
 async fn a_token_is_sent_as_bearer_and_severity_sets_urgency_and_impact() {
     let server = MockServer::start().await;
-    Mock::given(method("GET"))
+    let bearer = format!("Bearer {TOKEN}");
+    let finding = Mock::given(method("GET"))
         .and(path(TABLE))
-        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "result": [] })))
-        .expect(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
+        .and(header("authorization", bearer.as_str()));
+    let none = ResponseTemplate::new(200).set_body_json(json!({ "result": [] }));
+    testing::expect_matching(&server, finding, none, 1, "find with the token").await;
+    let creating = Mock::given(method("POST"))
         .and(path(TABLE))
-        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
-        .and(body_partial_json(json!({ "urgency": "3", "impact": "3" })))
-        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "result": record(SYS_ID, "INC0010002") })))
-        .expect(1)
-        .mount(&server)
-        .await;
+        .and(header("authorization", bearer.as_str()))
+        .and(body_partial_json(json!({ "urgency": "3", "impact": "3" })));
+    let created = ResponseTemplate::new(201).set_body_json(json!({ "result": record(SYS_ID, "INC0010002") }));
+    testing::expect_matching(&server, creating, created, 1, "create with urgency and impact 3").await;
     refuse_anything_else(&server).await;
     let config = Config {
         user: None,
@@ -313,8 +281,7 @@ fn the_block_needs_one_way_to_authenticate() {
     ];
     for (block, key) in cases {
         let yaml = format!("receivers: [{{name: sn, servicenow: {block}}}]");
-        let err = Settings::from_yaml(&yaml).expect_err(&yaml).to_string();
-        assert!(err.contains(key), "{yaml}: expected {key} in {err}");
+        testing::assert_settings_refused(&yaml, key);
     }
     let ok = "receivers: [{name: sn, servicenow: {instance_url: 'https://x.service-now.com', user: u, password_file: /dev/null}}]";
     assert!(Settings::from_yaml(ok).is_ok());

@@ -71,15 +71,19 @@ fn bot(server: &MockServer) -> Slack {
 /// Expects `times` calls of the Web API method `name` with the bot's token and a body holding `partial`, each
 /// answered `answer`.
 async fn web_api_expects(server: &MockServer, name: &str, partial: Value, answer: Value, times: u64) {
-    Mock::given(method("POST"))
+    let matching = Mock::given(method("POST"))
         .and(path(format!("/api/{name}")))
         .and(bearer_token(TOKEN))
-        .and(body_partial_json(partial))
-        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-        .expect(times)
-        .named(name)
-        .mount(server)
-        .await;
+        .and(body_partial_json(partial));
+    let answer = ResponseTemplate::new(200).set_body_json(answer);
+    testing::expect_matching(server, matching, answer, times, name).await;
+}
+
+/// Expects `times` `chat.postMessage` calls whose body holds `partial`, each answered as a message posted to
+/// `channel` at `ts`.
+async fn posts_expected(server: &MockServer, partial: Value, channel: &str, ts: &str, times: u64) {
+    let posted = json!({"ok": true, "channel": channel, "ts": ts});
+    web_api_expects(server, "chat.postMessage", partial, posted, times).await;
 }
 
 /// The failure of an open sent through the webhook to a server answering once with `answer(its base URL)`,
@@ -93,6 +97,11 @@ async fn webhook_failure(answer: impl FnOnce(&str) -> ResponseTemplate) -> Deliv
         .unwrap_err();
     assert_no_secret(&e, &SECRETS);
     e
+}
+
+/// Slack's answer refusing a Web API call with the code `error`.
+fn refused(error: &str) -> Value {
+    json!({"ok": false, "error": error})
 }
 
 fn memo() -> Memo {
@@ -137,21 +146,23 @@ async fn webhook_posts_text_and_blocks_and_accepts_ok() {
             .contains("FIRING: payments-1 is Degraded")
     );
     let app = blocks[1]["text"]["text"].as_str().unwrap();
-    for expected in [
-        "*<https://argocd.example.com/applications/argocd/payments-1|argocd/payments-1>*",
-        "*Team:* payments",
-    ] {
-        assert!(app.contains(expected), "{expected:?} not in {app}");
-    }
+    testing::assert_contains_all(
+        app,
+        &[
+            "*<https://argocd.example.com/applications/argocd/payments-1|argocd/payments-1>*",
+            "*Team:* payments",
+        ],
+    );
     let section = blocks[2]["text"]["text"].as_str().unwrap();
-    for expected in [
-        "*[FIRING]* Degraded for 5 min, since 11:55 UTC",
-        "`Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
-        "*What to do*",
-        "Check the image",
-    ] {
-        assert!(section.contains(expected), "{expected:?} not in {section}");
-    }
+    testing::assert_contains_all(
+        section,
+        &[
+            "*[FIRING]* Degraded for 5 min, since 11:55 UTC",
+            "`Deployment payments/payments-api`: Degraded — exceeded its progress deadline",
+            "*What to do*",
+            "Check the image",
+        ],
+    );
     assert_eq!(
         blocks[1]["accessory"]["url"],
         "https://argocd.example.com/applications/argocd/payments-1"
@@ -244,14 +255,7 @@ async fn bot_open_posts_to_the_channel_and_keeps_channel_and_ts_as_memo() {
 #[tokio::test]
 async fn bot_open_with_an_old_memo_starts_a_new_thread() {
     let server = MockServer::start().await;
-    web_api_expects(
-        &server,
-        "chat.postMessage",
-        json!({}),
-        json!({"ok": true, "channel": "C0123", "ts": "2.0"}),
-        1,
-    )
-    .await;
+    posts_expected(&server, json!({}), "C0123", "2.0", 1).await;
 
     let out = bot(&server)
         .deliver(&notification(Action::Open), Some(&memo()))
@@ -265,14 +269,8 @@ async fn bot_open_with_an_old_memo_starts_a_new_thread() {
 #[tokio::test]
 async fn bot_update_replies_in_the_thread_of_the_first_message() {
     let server = MockServer::start().await;
-    web_api_expects(
-        &server,
-        "chat.postMessage",
-        json!({"channel": "C0123", "thread_ts": "1700000000.000100"}),
-        json!({"ok": true, "channel": "C0123", "ts": "1700000100.000200"}),
-        1,
-    )
-    .await;
+    let in_the_thread = json!({"channel": "C0123", "thread_ts": "1700000000.000100"});
+    posts_expected(&server, in_the_thread, "C0123", "1700000100.000200", 1).await;
 
     let out = bot(&server)
         .deliver(&notification(Action::Update), Some(&memo()))
@@ -284,19 +282,20 @@ async fn bot_update_replies_in_the_thread_of_the_first_message() {
 }
 
 /// A resolve with the first message in the memo: one `chat.update` of that message, answered `edit`, then one
-/// `chat.postMessage` whose body holds `reply`, answered with a new message at `ts`. The outcome, and every
-/// request Slack saw (the expectations are checked before this returns).
+/// `chat.postMessage` whose body holds `reply`, answered with a new message at `ts`. The outcome, and the two
+/// requests Slack saw (the expectations are checked before this returns).
 async fn resolve_after_edit(edit: Value, reply: Value, ts: &str) -> (Delivered, Vec<(String, Value)>) {
     let server = MockServer::start().await;
     let first = json!({"channel": "C0123", "ts": "1700000000.000100"});
     web_api_expects(&server, "chat.update", first, edit, 1).await;
-    let posted = json!({"ok": true, "channel": "C0123", "ts": ts});
-    web_api_expects(&server, "chat.postMessage", reply, posted, 1).await;
+    posts_expected(&server, reply, "C0123", ts, 1).await;
     let out = bot(&server)
         .deliver(&notification(Action::Resolve), Some(&memo()))
         .await
         .unwrap();
-    (out, received(&server).await)
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 2, "one edit, one reply");
+    (out, reqs)
 }
 
 #[tokio::test]
@@ -309,7 +308,6 @@ async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
     .await;
 
     assert_eq!(out.memo, Some(memo()));
-    assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].0, "/api/chat.update", "edit first, then reply");
     let edit = &reqs[0].1;
     assert!(edit["text"].as_str().unwrap().starts_with("RESOLVED: "));
@@ -327,14 +325,7 @@ async fn bot_resolve_edits_the_first_message_and_replies_in_its_thread() {
 #[tokio::test]
 async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
     let server = MockServer::start().await;
-    web_api_expects(
-        &server,
-        "chat.postMessage",
-        json!({}),
-        json!({"ok": true, "channel": "C0999", "ts": "5.0"}),
-        2,
-    )
-    .await;
+    posts_expected(&server, json!({}), "C0999", "5.0", 2).await;
 
     let slack = bot(&server);
     let update = slack.deliver(&notification(Action::Update), None).await.unwrap();
@@ -352,29 +343,22 @@ async fn bot_update_without_memo_posts_a_top_level_message_and_keeps_it() {
 
 #[tokio::test]
 async fn bot_resolve_of_a_deleted_first_message_starts_a_new_thread() {
-    let (out, reqs) = resolve_after_edit(
-        json!({"ok": false, "error": "message_not_found"}),
-        json!({"channel": "#payments"}),
-        "9.0",
-    )
-    .await;
+    let (out, reqs) = resolve_after_edit(refused("message_not_found"), json!({"channel": "#payments"}), "9.0").await;
 
     assert_eq!(out.memo, Some(json!({"channel": "C0123", "ts": "9.0"})));
-    assert_eq!(reqs.len(), 2);
     assert!(reqs[1].1.get("thread_ts").is_none());
 }
 
 #[tokio::test]
 async fn bot_resolve_of_a_message_that_cannot_be_edited_still_replies_in_its_thread() {
-    let (out, reqs) = resolve_after_edit(
-        json!({"ok": false, "error": "edit_window_closed"}),
+    let (out, _) = resolve_after_edit(
+        refused("edit_window_closed"),
         json!({"thread_ts": "1700000000.000100"}),
         "4.0",
     )
     .await;
 
     assert_eq!(out.memo, Some(memo()));
-    assert_eq!(reqs.len(), 2);
 }
 
 async fn bot_answering(answer: ResponseTemplate) -> DeliveryError {
@@ -391,8 +375,7 @@ async fn bot_answering(answer: ResponseTemplate) -> DeliveryError {
 
 #[tokio::test]
 async fn bot_ok_false_invalid_auth_is_permanent() {
-    let e =
-        bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "invalid_auth"}))).await;
+    let e = bot_answering(ResponseTemplate::new(200).set_body_json(refused("invalid_auth"))).await;
 
     assert!(matches!(e, DeliveryError::Permanent { .. }), "{e:?}");
     assert!(e.to_string().contains("invalid_auth"), "{e}");
@@ -413,7 +396,7 @@ async fn bot_ok_false_invalid_blocks_is_permanent_and_says_why() {
 
 #[tokio::test]
 async fn bot_ok_false_ratelimited_is_transient() {
-    let e = bot_answering(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))).await;
+    let e = bot_answering(ResponseTemplate::new(200).set_body_json(refused("ratelimited"))).await;
 
     transient_after(&e);
     assert!(e.to_string().contains("ratelimited"), "{e}");
@@ -424,7 +407,7 @@ async fn bot_http_429_is_transient_with_the_retry_after_delay() {
     let e = bot_answering(
         ResponseTemplate::new(429)
             .insert_header("Retry-After", "7")
-            .set_body_json(json!({"ok": false, "error": "ratelimited"})),
+            .set_body_json(refused("ratelimited")),
     )
     .await;
 
