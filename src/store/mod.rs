@@ -270,37 +270,48 @@ impl WriteTx {
     }
 }
 
-fn migrator(engine: Engine) -> Migrator {
-    let files: [(i64, &'static str, &'static str); 4] = match engine {
-        Engine::Sqlite => [
-            (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
-            (
-                2,
-                "lifecycle",
-                include_str!("../../migrations/sqlite/0002_lifecycle.sql"),
-            ),
-            (3, "compact", include_str!("../../migrations/sqlite/0003_compact.sql")),
-            (4, "digests", include_str!("../../migrations/sqlite/0004_digests.sql")),
-        ],
-        Engine::Postgres => [
-            (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
-            (
-                2,
-                "lifecycle",
-                include_str!("../../migrations/postgres/0002_lifecycle.sql"),
-            ),
-            (3, "compact", include_str!("../../migrations/postgres/0003_compact.sql")),
-            (4, "digests", include_str!("../../migrations/postgres/0004_digests.sql")),
-        ],
+/// One migration: its version and name, and its SQL for each engine (a file of the same name in
+/// `migrations/sqlite/` and in `migrations/postgres/`).
+struct MigrationFile {
+    version: i64,
+    name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+/// The [`MigrationFile`] `$file` (version and name as given), read from both engines' migration folders.
+macro_rules! migration {
+    ($version:literal, $name:literal, $file:literal) => {
+        MigrationFile {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../../migrations/sqlite/", $file)),
+            postgres: include_str!(concat!("../../migrations/postgres/", $file)),
+        }
     };
+}
+
+/// Every migration, oldest first; each engine runs its own SQL of each.
+const MIGRATIONS: [MigrationFile; 4] = [
+    migration!(1, "init", "0001_init.sql"),
+    migration!(2, "lifecycle", "0002_lifecycle.sql"),
+    migration!(3, "compact", "0003_compact.sql"),
+    migration!(4, "digests", "0004_digests.sql"),
+];
+
+fn migrator(engine: Engine) -> Migrator {
     Migrator {
         migrations: Cow::Owned(
-            files
-                .into_iter()
-                .map(|(version, name, sql)| {
+            MIGRATIONS
+                .iter()
+                .map(|m| {
+                    let sql = match engine {
+                        Engine::Sqlite => m.sqlite,
+                        Engine::Postgres => m.postgres,
+                    };
                     Migration::new(
-                        version,
-                        Cow::Borrowed(name),
+                        m.version,
+                        Cow::Borrowed(m.name),
                         MigrationType::Simple,
                         sql.into_sql_str(),
                         false,
