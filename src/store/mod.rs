@@ -3,7 +3,8 @@
 //! chosen in this module and nowhere else. Times are stored as epoch milliseconds, documents as JSON text.
 //!
 //! This file owns the connection: [`Store`], [`WriteTx`], [`StoreError`], [`Engine`], migrations, and the helpers
-//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `skip_locked`). Each table
+//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `WriteTx::exec`/`rows`, and the
+//! claim or lease of due rows with `skip_locked`). Each table
 //! family has its own file, each adding to `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`,
 //! `groups` (notification groups and their members), `escalations`, `outbox` (deliveries and receiver memos),
 //! `silences`, `digests` (digest slots).
@@ -20,6 +21,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use sqlx::AnyConnection;
 use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyQueryResult, AnyRow};
@@ -28,6 +30,7 @@ use sqlx::{Any, AnyPool, SqlSafeStr, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::argocd::AppId;
+use crate::clock::to_millis;
 use crate::configuration::{SqliteSynchronous, StorageSettings};
 
 /// Builds a query from SQL assembled at run time (column lists, `VALUES` lists, engine clauses). Every value still
@@ -157,6 +160,9 @@ fn parse_column<T>(what: &str, value: String, parse: impl FnOnce(&str) -> Option
 /// A query whose arguments are owned (binds copy their values), so helpers can pass it around.
 type AnyQuery = sqlx::query::Query<'static, Any, AnyArguments>;
 
+/// Decodes one row of a query's answer (`incident_from_row`, `outbox_from_row`, …).
+type FromRow<T> = fn(&AnyRow) -> Result<T, StoreError>;
+
 /// The placeholders of a multi-row `VALUES` list: `rows` groups of `cols`, numbered from `$first`.
 /// `values(2, 2, 1)` is `($1, $2), ($3, $4)`.
 fn values(rows: usize, cols: usize, first: usize) -> String {
@@ -267,6 +273,46 @@ impl WriteTx {
     pub async fn commit(self) -> Result<(), StoreError> {
         self.tx.commit().await?;
         Ok(())
+    }
+
+    /// Runs one statement in this transaction; answers how many rows it affected.
+    async fn exec(&mut self, query: AnyQuery) -> Result<u64, StoreError> {
+        Ok(query.execute(&mut *self.tx).await?.rows_affected())
+    }
+
+    /// The rows a query answers in this transaction, each decoded by `from_row`.
+    async fn rows<T>(&mut self, query: AnyQuery, from_row: FromRow<T>) -> Result<Vec<T>, StoreError> {
+        query.fetch_all(&mut *self.tx).await?.iter().map(from_row).collect()
+    }
+
+    /// `pick`, a `SELECT` of the rows due at `$1` (soonest first), limited to `$2` rows and, on PostgreSQL, locked
+    /// in a way other replicas skip instead of waiting on, so two workers never claim the same row.
+    fn due(&self, pick: &str) -> String {
+        format!("{pick} LIMIT $2{}", skip_locked(self.engine))
+    }
+
+    /// A query that claims the rows `pick` selects (see [`WriteTx::due`]): `$1` is bound to `now`, `$2` to `limit`.
+    fn claim_due(&self, pick: &str, now: DateTime<Utc>, limit: i64) -> AnyQuery {
+        q!(self.due(pick)).bind(to_millis(now)).bind(limit)
+    }
+
+    /// A query that leases the rows whose ids `pick` selects (see [`WriteTx::due`]) and answers them:
+    /// `UPDATE {table} SET {lease} WHERE id IN (…) RETURNING {columns}`. `$1` is bound to `now`, `$2` to `limit`;
+    /// the caller binds the lease's own parameters (`$3`…).
+    fn lease_due(
+        &self,
+        table: &str,
+        lease: &str,
+        pick: &str,
+        columns: &str,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> AnyQuery {
+        let sql = format!(
+            "UPDATE {table} SET {lease} WHERE id IN ({}) RETURNING {columns}",
+            self.due(pick)
+        );
+        q!(sql).bind(to_millis(now)).bind(limit)
     }
 }
 
