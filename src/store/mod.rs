@@ -24,7 +24,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use sqlx::AnyConnection;
-use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyQueryResult, AnyRow};
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{Any, AnyPool, SqlSafeStr, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -205,8 +205,7 @@ async fn execute_in_chunks<T>(
         let query = chunk
             .iter()
             .fold(q!(sql(&placeholders(tx.engine, chunk.len(), cols))), &bind);
-        let result = query.execute(&mut *tx.tx).await?;
-        affected.push((chunk.len(), result.rows_affected()));
+        affected.push((chunk.len(), tx.exec(query).await?));
     }
     Ok(affected)
 }
@@ -482,13 +481,13 @@ impl Store {
         Ok(())
     }
 
-    /// Runs one statement in a write transaction of its own: on SQLite it then waits for the writer lock like any
-    /// other write instead of meeting SQLITE_BUSY.
-    async fn write_one(&self, query: AnyQuery) -> Result<AnyQueryResult, StoreError> {
+    /// Runs one statement in a write transaction of its own (on SQLite it then waits for the writer lock like any
+    /// other write instead of meeting SQLITE_BUSY); answers how many rows it affected.
+    async fn write_one(&self, query: AnyQuery) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
-        let result = query.execute(&mut *tx.tx).await?;
+        let affected = tx.exec(query).await?;
         tx.commit().await?;
-        Ok(result)
+        Ok(affected)
     }
 
     pub async fn ping(&self) -> Result<(), StoreError> {

@@ -162,13 +162,13 @@ impl Store {
         )
         .bind(to_millis(now))
         .bind(id);
-        Ok(self.write_one(query).await?.rows_affected() == 1)
+        Ok(self.write_one(query).await? == 1)
     }
 
     /// Removes the deliveries done before `before` (dead and pending ones stay); returns how many.
     pub async fn purge_delivered(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let query = q!("DELETE FROM outbox WHERE state = 'done' AND delivered_at < $1").bind(to_millis(before));
-        Ok(self.write_one(query).await?.rows_affected())
+        self.write_one(query).await
     }
 
     /// Deliveries in `state` (all when `None`), newest first: at most `limit`, older than `before_id`.
