@@ -3,11 +3,10 @@
 //! chosen in this module and nowhere else. Times are stored as epoch milliseconds, documents as JSON text.
 //!
 //! This file owns the connection: [`Store`], [`WriteTx`], [`StoreError`], [`Engine`], migrations, and the helpers
-//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `WriteTx::exec`/`rows`, and the
-//! claim or lease of due rows with `skip_locked`). Each table
-//! family has its own file, each adding to `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`,
-//! `groups` (notification groups and their members), `escalations`, `outbox` (deliveries and receiver memos),
-//! `silences`, `digests` (digest slots).
+//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `WriteTx::exec` and `rows`,
+//! the claim or lease of due rows with `skip_locked`). Each table family has its own file, each adding to
+//! `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`, `groups` (notification groups and their
+//! members), `escalations`, `outbox` (deliveries and receiver memos), `silences`, `digests` (digest slots).
 //!
 //! Writes happen in [`WriteTx`]: on SQLite one writer at a time (an in-process lock, so writers queue instead of
 //! spinning on SQLITE_BUSY); on PostgreSQL plain transactions with row locks.
