@@ -433,7 +433,7 @@ async fn incidents_are_claimed_once_when_due(engine: &str) {
         let store = store.clone();
         async move {
             let mut tx = store.begin().await.expect("tx");
-            let got = Store::claim_due_incidents(&mut tx, store.engine(), at, at + chrono::Duration::seconds(30), 10)
+            let got = Store::claim_due_incidents(&mut tx, at, at + chrono::Duration::seconds(30), 10)
                 .await
                 .expect("claim");
             tx.commit().await.expect("commit");
@@ -646,13 +646,8 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
     }
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
-    assert!(
-        Store::claim_due_groups(&mut tx, store.engine(), now, 10)
-            .await
-            .expect("c")
-            .is_empty()
-    );
-    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(30), 10)
+    assert!(Store::claim_due_groups(&mut tx, now, 10).await.expect("c").is_empty());
+    let due = Store::claim_due_groups(&mut tx, now + chrono::Duration::seconds(30), 10)
         .await
         .expect("c");
     assert_eq!(due.len(), 1);
@@ -677,12 +672,12 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
     tx.commit().await.expect("commit");
     let mut tx = store.begin().await.expect("tx");
     assert!(
-        Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(300), 10)
+        Store::claim_due_groups(&mut tx, now + chrono::Duration::seconds(300), 10)
             .await
             .expect("c")
             .is_empty()
     );
-    let due = Store::claim_due_groups(&mut tx, store.engine(), now + chrono::Duration::seconds(331), 10)
+    let due = Store::claim_due_groups(&mut tx, now + chrono::Duration::seconds(331), 10)
         .await
         .expect("c");
     assert_eq!(due.len(), 1);

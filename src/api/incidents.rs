@@ -3,7 +3,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use super::{ApiError, AppContext, limit, page_json, param, query};
+use super::{ApiError, AppContext, id_page, limit, param, query, state_param};
 use crate::domain::{IncidentState, Kind};
 use crate::pipeline::IncidentFilter;
 
@@ -20,9 +20,7 @@ struct IncidentQuery {
 
 pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: IncidentQuery = query(&req)?;
-    let state = param(q.state.as_deref(), IncidentState::parse, |s| {
-        format!("state must be pending, firing or resolved, not {s:?}")
-    })?;
+    let state = state_param(q.state.as_deref(), IncidentState::parse, "pending, firing or resolved")?;
     let kind = param(q.kind.as_deref(), Kind::parse, |k| {
         format!(
             "kind must be one of out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned; not {k:?}"
@@ -37,7 +35,11 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
         ..Default::default()
     };
     let list = ctx.pipeline.incidents(&filter).await?;
-    let cursor = list.last().map(|i| i.id.to_string());
-    let items: Vec<_> = list.iter().map(|i| serde_json::json!(i.full_view())).collect();
-    Ok(HttpResponse::Ok().json(page_json(&req, items, filter.limit, cursor)))
+    Ok(id_page(
+        &req,
+        &list,
+        filter.limit,
+        |i| i.id,
+        |i| serde_json::json!(i.full_view()),
+    ))
 }

@@ -165,6 +165,25 @@ fn param<T>(
         .transpose()
 }
 
+/// The `state` query parameter of a list, parsed with `parse`; another value is a 400 that names the `states` there are.
+fn state_param<T>(value: Option<&str>, parse: impl Fn(&str) -> Option<T>, states: &str) -> Result<Option<T>, ApiError> {
+    param(value, parse, |s| format!("state must be {states}, not {s:?}"))
+}
+
+/// One page of rows listed newest first by id, as the response (see [`page_json`]): `item` writes a row, and the
+/// cursor of the `next` link is the last row's id.
+fn id_page<T>(
+    req: &HttpRequest,
+    rows: &[T],
+    limit: i64,
+    id: impl Fn(&T) -> i64,
+    item: impl Fn(&T) -> serde_json::Value,
+) -> HttpResponse {
+    let cursor = rows.last().map(|r| id(r).to_string());
+    let items = rows.iter().map(item).collect();
+    HttpResponse::Ok().json(page_json(req, items, limit, cursor))
+}
+
 /// Shared state for the HTTP server.
 pub fn data(ctx: AppContext) -> web::Data<AppContext> {
     web::Data::from(Arc::new(ctx))

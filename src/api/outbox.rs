@@ -4,8 +4,9 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, page_json, param, query};
+use super::{ApiError, AppContext, id_page, limit, query, state_param};
 use crate::domain::{DeliveryState, Notification};
+use crate::pipeline::OutboxRecord;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,24 +19,20 @@ struct OutboxQuery {
 
 pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: OutboxQuery = query(&req)?;
-    let state = param(q.state.as_deref(), DeliveryState::parse, |s| {
-        format!("state must be pending, done or dead, not {s:?}")
-    })?;
+    let state = state_param(q.state.as_deref(), DeliveryState::parse, "pending, done or dead")?;
     let limit = limit(q.limit)?;
     let rows = ctx.pipeline.outbox(state, limit, q.after).await?;
-    let cursor = rows.last().map(|r| r.id.to_string());
-    let items: Vec<_> = rows
-        .iter()
-        .map(|r| {
-            let mut v = json!(r);
-            if let Ok(n) = serde_json::from_str::<Notification>(&r.payload) {
-                v["title"] = json!(n.title);
-                v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
-            }
-            v
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(page_json(&req, items, limit, cursor)))
+    Ok(id_page(&req, &rows, limit, |r| r.id, delivery_json))
+}
+
+/// A delivery as the list shows it: the row, with its notification's title and incidents when the payload reads.
+fn delivery_json(r: &OutboxRecord) -> serde_json::Value {
+    let mut v = json!(r);
+    if let Ok(n) = serde_json::from_str::<Notification>(&r.payload) {
+        v["title"] = json!(n.title);
+        v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
+    }
+    v
 }
 
 pub(super) async fn retry_outbox(

@@ -146,7 +146,7 @@ impl Core {
             let now = self.clock.now();
             let lease = now + chrono::Duration::seconds(30);
             let mut tx = self.store.begin().await?;
-            let due = Store::claim_due_incidents(&mut tx, self.store.engine(), now, lease, 100).await?;
+            let due = Store::claim_due_incidents(&mut tx, now, lease, 100).await?;
             tx.commit().await?;
             if due.is_empty() {
                 return Ok(());
@@ -234,7 +234,7 @@ impl Core {
         loop {
             let now = self.clock.now();
             let mut tx = self.store.begin().await?;
-            let groups = Store::claim_due_groups(&mut tx, self.store.engine(), now, 50).await?;
+            let groups = Store::claim_due_groups(&mut tx, now, 50).await?;
             if groups.is_empty() {
                 tx.commit().await?;
                 return Ok(flushed);
@@ -331,7 +331,7 @@ impl Core {
     async fn escalate(&self) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
-        let due = Store::claim_due_escalations(&mut tx, self.store.engine(), now, 100).await?;
+        let due = Store::claim_due_escalations(&mut tx, now, 100).await?;
         let count = due.len();
         for e in due {
             Store::finish_escalation(&mut tx, e.id).await?;

@@ -318,7 +318,7 @@ impl Store {
 
     pub async fn purge_raw(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let query = q!("DELETE FROM raw_events WHERE received_at < $1").bind(to_millis(before));
-        Ok(self.write_one(query).await?.rows_affected())
+        self.write_one(query).await
     }
 
     /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
@@ -329,7 +329,7 @@ impl Store {
         .bind(at);
         self.write_one(timeline).await?;
         let query = q!("DELETE FROM apps WHERE deleted_at < $1").bind(at);
-        Ok(self.write_one(query).await?.rows_affected())
+        self.write_one(query).await
     }
 
     /// The Applications not deleted, with when Herald last heard of each, in `projects` (all when empty): what a

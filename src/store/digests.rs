@@ -103,7 +103,7 @@ impl Store {
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let result = q!("INSERT INTO digests (team, slot_at, state, claimed_by, lease_until) \
+        let query = q!("INSERT INTO digests (team, slot_at, state, claimed_by, lease_until) \
                          VALUES ($1, $2, 'claimed', $3, $4) \
                          ON CONFLICT (team, slot_at) DO UPDATE SET claimed_by = excluded.claimed_by, \
                          lease_until = excluded.lease_until \
@@ -112,10 +112,8 @@ impl Store {
         .bind(to_millis(slot_at))
         .bind(owner)
         .bind(to_millis(lease_until))
-        .bind(to_millis(now))
-        .execute(&mut *tx.tx)
-        .await?;
-        Ok(result.rows_affected() == 1)
+        .bind(to_millis(now));
+        Ok(tx.exec(query).await? == 1)
     }
 
     /// Records how a claimed slot ended (`sent` or `skipped`), in the claim's transaction.
@@ -126,13 +124,12 @@ impl Store {
         state: SlotState,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        q!("UPDATE digests SET state = $1, sent_at = $2, lease_until = 0 WHERE team = $3 AND slot_at = $4")
+        let query = q!("UPDATE digests SET state = $1, sent_at = $2, lease_until = 0 WHERE team = $3 AND slot_at = $4")
             .bind(state.as_str())
             .bind((state == SlotState::Sent).then(|| to_millis(now)))
             .bind(team)
-            .bind(to_millis(slot_at))
-            .execute(&mut *tx.tx)
-            .await?;
+            .bind(to_millis(slot_at));
+        tx.exec(query).await?;
         Ok(())
     }
 }

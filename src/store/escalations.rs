@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Engine, Store, StoreError, WriteTx, decode, encode, skip_locked};
+use super::{Store, StoreError, WriteTx, decode, encode};
 use crate::clock::to_millis;
 
 #[derive(Debug, Clone)]
@@ -16,6 +16,9 @@ pub struct EscalationRecord {
     pub after_secs: i64,
     pub receivers: Vec<String>,
 }
+
+/// The columns [`escalation_from_row`] reads.
+const ESCALATION_COLUMNS: &str = "id, incident_id, step, after_secs, receivers";
 
 fn escalation_from_row(r: &AnyRow) -> Result<EscalationRecord, StoreError> {
     Ok(EscalationRecord {
@@ -36,53 +39,43 @@ impl Store {
         due_at: DateTime<Utc>,
         receivers: &[String],
     ) -> Result<(), StoreError> {
-        q!("INSERT INTO escalations (incident_id, step, after_secs, due_at, receivers) VALUES ($1, $2, $3, $4, $5)")
-            .bind(incident_id)
-            .bind(step)
-            .bind(after_secs)
-            .bind(to_millis(due_at))
-            .bind(encode(&receivers))
-            .execute(&mut *tx.tx)
-            .await?;
+        let query = q!(
+            "INSERT INTO escalations (incident_id, step, after_secs, due_at, receivers) VALUES ($1, $2, $3, $4, $5)"
+        )
+        .bind(incident_id)
+        .bind(step)
+        .bind(after_secs)
+        .bind(to_millis(due_at))
+        .bind(encode(&receivers));
+        tx.exec(query).await?;
         Ok(())
     }
 
+    /// Claims the steps due at `now` (row-locked, see `WriteTx::claim_due`), soonest first.
     pub async fn claim_due_escalations(
         tx: &mut WriteTx,
-        engine: Engine,
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<EscalationRecord>, StoreError> {
-        let lock = skip_locked(engine);
-        let rows = q!(format!(
-            "SELECT id, incident_id, step, after_secs, receivers FROM escalations WHERE done = 0 AND due_at <= $1 \
-             ORDER BY due_at LIMIT $2{lock}"
-        ))
-        .bind(to_millis(now))
-        .bind(limit)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter().map(escalation_from_row).collect()
+        let pick =
+            format!("SELECT {ESCALATION_COLUMNS} FROM escalations WHERE done = 0 AND due_at <= $1 ORDER BY due_at");
+        tx.rows(tx.claim_due(&pick, now, limit), escalation_from_row).await
     }
 
     pub async fn finish_escalation(tx: &mut WriteTx, id: i64) -> Result<(), StoreError> {
-        q!("UPDATE escalations SET done = 1 WHERE id = $1")
-            .bind(id)
-            .execute(&mut *tx.tx)
+        tx.exec(q!("UPDATE escalations SET done = 1 WHERE id = $1").bind(id))
             .await?;
         Ok(())
     }
 
     /// Cancels the steps not reached yet; returns the receivers of the steps already sent.
     pub async fn cancel_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
-        q!("DELETE FROM escalations WHERE incident_id = $1 AND done = 0")
-            .bind(incident_id)
-            .execute(&mut *tx.tx)
+        tx.exec(q!("DELETE FROM escalations WHERE incident_id = $1 AND done = 0").bind(incident_id))
             .await?;
-        let rows = q!("SELECT id, incident_id, step, after_secs, receivers FROM escalations WHERE incident_id = $1")
-            .bind(incident_id)
-            .fetch_all(&mut *tx.tx)
-            .await?;
-        rows.iter().map(escalation_from_row).collect()
+        let sent = q!(format!(
+            "SELECT {ESCALATION_COLUMNS} FROM escalations WHERE incident_id = $1"
+        ))
+        .bind(incident_id);
+        tx.rows(sent, escalation_from_row).await
     }
 }

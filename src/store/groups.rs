@@ -3,9 +3,10 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use super::incidents::{INCIDENT_COLUMNS, incident_from_row};
-use super::{Engine, IncidentRecord, Store, StoreError, WriteTx, parse_column, skip_locked};
+use super::{IncidentRecord, Store, StoreError, WriteTx, parse_column};
 use crate::clock::{from_millis, to_millis};
 use crate::configuration::GroupingSettings;
 use crate::domain::IncidentState;
@@ -30,6 +31,26 @@ pub struct MemberRecord {
     pub dirty: bool,
 }
 
+fn group_from_row(r: &AnyRow) -> Result<GroupRecord, StoreError> {
+    Ok(GroupRecord {
+        id: r.try_get("id")?,
+        receiver: r.try_get("receiver")?,
+        group_key: r.try_get("group_key")?,
+        active: r.try_get::<i64, _>("active")? != 0,
+        generation: r.try_get("generation")?,
+        last_flush_at: r.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
+    })
+}
+
+/// A member row of [`Store::members`]: the incident's columns, then `member_status` and `member_dirty`.
+fn member_from_row(r: &AnyRow) -> Result<MemberRecord, StoreError> {
+    Ok(MemberRecord {
+        incident: incident_from_row(r)?,
+        status: parse_column("group member status", r.try_get("member_status")?, IncidentState::parse)?,
+        dirty: r.try_get::<i64, _>("member_dirty")? != 0,
+    })
+}
+
 impl Store {
     /// Adds (or updates) an incident in the (receiver, key) group and schedules the group's flush.
     pub async fn add_to_group(
@@ -42,15 +63,14 @@ impl Store {
         timing: &GroupingSettings,
     ) -> Result<(), StoreError> {
         let group_id = Self::schedule_flush(tx, receiver, key, now, timing).await?;
-        q!(
+        let query = q!(
             "INSERT INTO group_members (group_id, incident_id, status, dirty) VALUES ($1, $2, $3, 1) \
             ON CONFLICT (group_id, incident_id) DO UPDATE SET status = excluded.status, dirty = 1"
         )
         .bind(group_id)
         .bind(incident_id)
-        .bind(status.as_str())
-        .execute(&mut *tx.tx)
-        .await?;
+        .bind(status.as_str());
+        tx.exec(query).await?;
         Ok(())
     }
 
@@ -87,65 +107,45 @@ impl Store {
             last_flush_at: row.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
             next_flush_at: row.try_get::<Option<i64>, _>("next_flush_at")?.map(from_millis),
         };
-        q!("UPDATE notify_groups SET next_flush_at = $1 WHERE id = $2")
-            .bind(to_millis(next_flush_at(Some(existing), timing, now)))
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?;
+        let next = next_flush_at(Some(existing), timing, now);
+        tx.exec(
+            q!("UPDATE notify_groups SET next_flush_at = $1 WHERE id = $2")
+                .bind(to_millis(next))
+                .bind(id),
+        )
+        .await?;
         Ok(id)
     }
 
     /// The groups an incident is in, with their receivers.
     pub async fn groups_of(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
-        let rows = q!(
+        let query = q!(
             "SELECT g.receiver, g.group_key FROM notify_groups g JOIN group_members m ON m.group_id = g.id \
                        WHERE m.incident_id = $1"
         )
-        .bind(incident_id)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter()
-            .map(|r| Ok((r.try_get("receiver")?, r.try_get("group_key")?)))
-            .collect()
+        .bind(incident_id);
+        tx.rows(query, |r| Ok((r.try_get("receiver")?, r.try_get("group_key")?)))
+            .await
     }
 
     pub async fn remove_member(tx: &mut WriteTx, incident_id: i64, receiver: &str) -> Result<(), StoreError> {
-        q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
+        let query = q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
             (SELECT id FROM notify_groups WHERE receiver = $2)")
         .bind(incident_id)
-        .bind(receiver)
-        .execute(&mut *tx.tx)
-        .await?;
+        .bind(receiver);
+        tx.exec(query).await?;
         Ok(())
     }
 
+    /// Claims the groups whose flush is due at `now` (row-locked, see `WriteTx::claim_due`), soonest first.
     pub async fn claim_due_groups(
         tx: &mut WriteTx,
-        engine: Engine,
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<GroupRecord>, StoreError> {
-        let lock = skip_locked(engine);
-        let rows = q!(format!(
-            "SELECT id, receiver, group_key, active, generation, last_flush_at FROM notify_groups \
-             WHERE next_flush_at IS NOT NULL AND next_flush_at <= $1 ORDER BY next_flush_at LIMIT $2{lock}"
-        ))
-        .bind(to_millis(now))
-        .bind(limit)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(GroupRecord {
-                    id: r.try_get("id")?,
-                    receiver: r.try_get("receiver")?,
-                    group_key: r.try_get("group_key")?,
-                    active: r.try_get::<i64, _>("active")? != 0,
-                    generation: r.try_get("generation")?,
-                    last_flush_at: r.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
-                })
-            })
-            .collect()
+        let pick = "SELECT id, receiver, group_key, active, generation, last_flush_at FROM notify_groups \
+                    WHERE next_flush_at IS NOT NULL AND next_flush_at <= $1 ORDER BY next_flush_at";
+        tx.rows(tx.claim_due(pick, now, limit), group_from_row).await
     }
 
     pub async fn members(tx: &mut WriteTx, group_id: i64) -> Result<Vec<MemberRecord>, StoreError> {
@@ -154,22 +154,12 @@ impl Store {
             .map(|c| format!("i.{}", c.trim()))
             .collect::<Vec<_>>()
             .join(", ");
-        let rows = q!(format!(
+        let query = q!(format!(
             "SELECT {cols}, m.status AS member_status, m.dirty AS member_dirty FROM group_members m \
              JOIN incidents i ON i.id = m.incident_id WHERE m.group_id = $1 ORDER BY i.namespace, i.name, i.id"
         ))
-        .bind(group_id)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(MemberRecord {
-                    incident: incident_from_row(r)?,
-                    status: parse_column("group member status", r.try_get("member_status")?, IncidentState::parse)?,
-                    dirty: r.try_get::<i64, _>("member_dirty")? != 0,
-                })
-            })
-            .collect()
+        .bind(group_id);
+        tx.rows(query, member_from_row).await
     }
 
     /// Records a flush: clears dirty flags, drops resolved members, sets the thread state and the next flush.
@@ -181,22 +171,19 @@ impl Store {
         now: DateTime<Utc>,
         next_flush_at: Option<DateTime<Utc>>,
     ) -> Result<(), StoreError> {
-        q!("DELETE FROM group_members WHERE group_id = $1 AND status = 'resolved'")
-            .bind(group_id)
-            .execute(&mut *tx.tx)
+        tx.exec(q!("DELETE FROM group_members WHERE group_id = $1 AND status = 'resolved'").bind(group_id))
             .await?;
-        q!("UPDATE group_members SET dirty = 0 WHERE group_id = $1")
-            .bind(group_id)
-            .execute(&mut *tx.tx)
+        tx.exec(q!("UPDATE group_members SET dirty = 0 WHERE group_id = $1").bind(group_id))
             .await?;
-        q!("UPDATE notify_groups SET active = $1, generation = $2, last_flush_at = $3, next_flush_at = $4 WHERE id = $5")
-            .bind(active as i64)
-            .bind(generation)
-            .bind(to_millis(now))
-            .bind(next_flush_at.map(to_millis))
-            .bind(group_id)
-            .execute(&mut *tx.tx)
-            .await?;
+        let query = q!(
+            "UPDATE notify_groups SET active = $1, generation = $2, last_flush_at = $3, next_flush_at = $4 WHERE id = $5"
+        )
+        .bind(active as i64)
+        .bind(generation)
+        .bind(to_millis(now))
+        .bind(next_flush_at.map(to_millis))
+        .bind(group_id);
+        tx.exec(query).await?;
         Ok(())
     }
 }

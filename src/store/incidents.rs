@@ -7,8 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Engine, Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps, parse_column};
-use super::{skip_locked, values};
+use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps, parse_column, values};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Incident, IncidentState, Kind, Severity};
@@ -223,7 +222,7 @@ impl Store {
             let list = values(chunk.len(), 1, 2);
             let sql = format!("UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id IN (VALUES {list})");
             let query = chunk.iter().fold(q!(sql).bind(to_millis(at)), |q, id| q.bind(*id));
-            query.execute(&mut *tx.tx).await?;
+            tx.exec(query).await?;
         }
         Ok(())
     }
@@ -237,13 +236,12 @@ impl Store {
     }
 
     pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
-        q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
+        let query = q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
             .bind(stored_view(view))
             .bind(view.severity.as_str())
             .bind(&view.team)
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?;
+            .bind(id);
+        tx.exec(query).await?;
         Ok(())
     }
 
@@ -258,50 +256,42 @@ impl Store {
             IncidentState::Resolved => "UPDATE incidents SET state = 'resolved', resolved_at = $1 WHERE id = $2",
             IncidentState::Pending => "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2",
         };
-        q!(sql).bind(to_millis(at)).bind(id).execute(&mut *tx.tx).await?;
+        tx.exec(q!(sql).bind(to_millis(at)).bind(id)).await?;
         Ok(())
     }
 
     pub async fn set_notified(tx: &mut WriteTx, id: i64, notified: bool) -> Result<(), StoreError> {
-        q!("UPDATE incidents SET notified = $1 WHERE id = $2")
-            .bind(notified as i64)
-            .bind(id)
-            .execute(&mut *tx.tx)
-            .await?;
+        tx.exec(
+            q!("UPDATE incidents SET notified = $1 WHERE id = $2")
+                .bind(notified as i64)
+                .bind(id),
+        )
+        .await?;
         Ok(())
     }
 
     /// Claims pending incidents whose `for` has elapsed (lease so another replica skips them meanwhile).
     pub async fn claim_due_incidents(
         tx: &mut WriteTx,
-        engine: Engine,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<IncidentRecord>, StoreError> {
-        let lock = skip_locked(engine);
-        let sql = format!(
-            "UPDATE incidents SET lease_until = $1 WHERE id IN (SELECT id FROM incidents WHERE state = 'pending' \
-             AND fire_at <= $2 AND lease_until < $2 ORDER BY fire_at LIMIT $3{lock}) RETURNING {INCIDENT_COLUMNS}"
-        );
-        let rows = q!(sql)
-            .bind(to_millis(lease_until))
-            .bind(to_millis(now))
-            .bind(limit)
-            .fetch_all(&mut *tx.tx)
-            .await?;
-        rows.iter().map(incident_from_row).collect()
+        let pick = "SELECT id FROM incidents WHERE state = 'pending' AND fire_at <= $1 AND lease_until < $1 \
+                    ORDER BY fire_at";
+        let query = tx
+            .lease_due("incidents", "lease_until = $3", pick, INCIDENT_COLUMNS, now, limit)
+            .bind(to_millis(lease_until));
+        tx.rows(query, incident_from_row).await
     }
 
     /// Firing incidents that were silenced when they fired (not notified yet).
     pub async fn unnotified_firing(tx: &mut WriteTx, limit: i64) -> Result<Vec<IncidentRecord>, StoreError> {
-        let rows = q!(format!(
+        let query = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE state = 'firing' AND notified = 0 ORDER BY id LIMIT $1"
         ))
-        .bind(limit)
-        .fetch_all(&mut *tx.tx)
-        .await?;
-        rows.iter().map(incident_from_row).collect()
+        .bind(limit);
+        tx.rows(query, incident_from_row).await
     }
 
     /// One page of incidents, newest first (see [`IncidentFilter`]).

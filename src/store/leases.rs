@@ -23,7 +23,7 @@ impl Store {
         .bind(owner)
         .bind(to_millis(until))
         .bind(to_millis(now));
-        Ok(self.write_one(query).await?.rows_affected() == 1)
+        Ok(self.write_one(query).await? == 1)
     }
 
     /// Makes `name` free at once (a replica that wants the job run now, e.g. after the event stream broke).

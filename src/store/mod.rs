@@ -3,10 +3,10 @@
 //! chosen in this module and nowhere else. Times are stored as epoch milliseconds, documents as JSON text.
 //!
 //! This file owns the connection: [`Store`], [`WriteTx`], [`StoreError`], [`Engine`], migrations, and the helpers
-//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `skip_locked`). Each table
-//! family has its own file, each adding to `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`,
-//! `groups` (notification groups and their members), `escalations`, `outbox` (deliveries and receiver memos),
-//! `silences`, `digests` (digest slots).
+//! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `WriteTx::exec` and `rows`,
+//! the claim or lease of due rows with `skip_locked`). Each table family has its own file, each adding to
+//! `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`, `groups` (notification groups and their
+//! members), `escalations`, `outbox` (deliveries and receiver memos), `silences`, `digests` (digest slots).
 //!
 //! Writes happen in [`WriteTx`]: on SQLite one writer at a time (an in-process lock, so writers queue instead of
 //! spinning on SQLITE_BUSY); on PostgreSQL plain transactions with row locks.
@@ -20,14 +20,16 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use secrecy::ExposeSecret;
 use sqlx::AnyConnection;
-use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyQueryResult, AnyRow};
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{Any, AnyPool, SqlSafeStr, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::argocd::AppId;
+use crate::clock::to_millis;
 use crate::configuration::{SqliteSynchronous, StorageSettings};
 
 /// Builds a query from SQL assembled at run time (column lists, `VALUES` lists, engine clauses). Every value still
@@ -157,6 +159,9 @@ fn parse_column<T>(what: &str, value: String, parse: impl FnOnce(&str) -> Option
 /// A query whose arguments are owned (binds copy their values), so helpers can pass it around.
 type AnyQuery = sqlx::query::Query<'static, Any, AnyArguments>;
 
+/// Decodes one row of a query's answer (`incident_from_row`, `outbox_from_row`, …).
+type FromRow<T> = fn(&AnyRow) -> Result<T, StoreError>;
+
 /// The placeholders of a multi-row `VALUES` list: `rows` groups of `cols`, numbered from `$first`.
 /// `values(2, 2, 1)` is `($1, $2), ($3, $4)`.
 fn values(rows: usize, cols: usize, first: usize) -> String {
@@ -199,8 +204,7 @@ async fn execute_in_chunks<T>(
         let query = chunk
             .iter()
             .fold(q!(sql(&placeholders(tx.engine, chunk.len(), cols))), &bind);
-        let result = query.execute(&mut *tx.tx).await?;
-        affected.push((chunk.len(), result.rows_affected()));
+        affected.push((chunk.len(), tx.exec(query).await?));
     }
     Ok(affected)
 }
@@ -268,39 +272,90 @@ impl WriteTx {
         self.tx.commit().await?;
         Ok(())
     }
+
+    /// Runs one statement in this transaction; answers how many rows it affected.
+    async fn exec(&mut self, query: AnyQuery) -> Result<u64, StoreError> {
+        Ok(query.execute(&mut *self.tx).await?.rows_affected())
+    }
+
+    /// The rows a query answers in this transaction, each decoded by `from_row`.
+    async fn rows<T>(&mut self, query: AnyQuery, from_row: FromRow<T>) -> Result<Vec<T>, StoreError> {
+        query.fetch_all(&mut *self.tx).await?.iter().map(from_row).collect()
+    }
+
+    /// `pick`, a `SELECT` of the rows due at `$1` (soonest first), limited to `$2` rows and, on PostgreSQL, locked
+    /// in a way other replicas skip instead of waiting on, so two workers never claim the same row.
+    fn due(&self, pick: &str) -> String {
+        format!("{pick} LIMIT $2{}", skip_locked(self.engine))
+    }
+
+    /// A query that claims the rows `pick` selects (see [`WriteTx::due`]): `$1` is bound to `now`, `$2` to `limit`.
+    fn claim_due(&self, pick: &str, now: DateTime<Utc>, limit: i64) -> AnyQuery {
+        q!(self.due(pick)).bind(to_millis(now)).bind(limit)
+    }
+
+    /// A query that leases the rows whose ids `pick` selects (see [`WriteTx::due`]) and answers them:
+    /// `UPDATE {table} SET {lease} WHERE id IN (…) RETURNING {columns}`. `$1` is bound to `now`, `$2` to `limit`;
+    /// the caller binds the lease's own parameters (`$3`…).
+    fn lease_due(
+        &self,
+        table: &str,
+        lease: &str,
+        pick: &str,
+        columns: &str,
+        now: DateTime<Utc>,
+        limit: i64,
+    ) -> AnyQuery {
+        let sql = format!(
+            "UPDATE {table} SET {lease} WHERE id IN ({}) RETURNING {columns}",
+            self.due(pick)
+        );
+        q!(sql).bind(to_millis(now)).bind(limit)
+    }
 }
 
-fn migrator(engine: Engine) -> Migrator {
-    let files: [(i64, &'static str, &'static str); 4] = match engine {
-        Engine::Sqlite => [
-            (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
-            (
-                2,
-                "lifecycle",
-                include_str!("../../migrations/sqlite/0002_lifecycle.sql"),
-            ),
-            (3, "compact", include_str!("../../migrations/sqlite/0003_compact.sql")),
-            (4, "digests", include_str!("../../migrations/sqlite/0004_digests.sql")),
-        ],
-        Engine::Postgres => [
-            (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
-            (
-                2,
-                "lifecycle",
-                include_str!("../../migrations/postgres/0002_lifecycle.sql"),
-            ),
-            (3, "compact", include_str!("../../migrations/postgres/0003_compact.sql")),
-            (4, "digests", include_str!("../../migrations/postgres/0004_digests.sql")),
-        ],
+/// One migration: its version and name, and its SQL for each engine (a file of the same name in
+/// `migrations/sqlite/` and in `migrations/postgres/`).
+struct MigrationFile {
+    version: i64,
+    name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+/// The [`MigrationFile`] `$file` (version and name as given), read from both engines' migration folders.
+macro_rules! migration {
+    ($version:literal, $name:literal, $file:literal) => {
+        MigrationFile {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../../migrations/sqlite/", $file)),
+            postgres: include_str!(concat!("../../migrations/postgres/", $file)),
+        }
     };
+}
+
+/// Every migration, oldest first; each engine runs its own SQL of each.
+const MIGRATIONS: [MigrationFile; 4] = [
+    migration!(1, "init", "0001_init.sql"),
+    migration!(2, "lifecycle", "0002_lifecycle.sql"),
+    migration!(3, "compact", "0003_compact.sql"),
+    migration!(4, "digests", "0004_digests.sql"),
+];
+
+fn migrator(engine: Engine) -> Migrator {
     Migrator {
         migrations: Cow::Owned(
-            files
-                .into_iter()
-                .map(|(version, name, sql)| {
+            MIGRATIONS
+                .iter()
+                .map(|m| {
+                    let sql = match engine {
+                        Engine::Sqlite => m.sqlite,
+                        Engine::Postgres => m.postgres,
+                    };
                     Migration::new(
-                        version,
-                        Cow::Borrowed(name),
+                        m.version,
+                        Cow::Borrowed(m.name),
                         MigrationType::Simple,
                         sql.into_sql_str(),
                         false,
@@ -425,13 +480,13 @@ impl Store {
         Ok(())
     }
 
-    /// Runs one statement in a write transaction of its own: on SQLite it then waits for the writer lock like any
-    /// other write instead of meeting SQLITE_BUSY.
-    async fn write_one(&self, query: AnyQuery) -> Result<AnyQueryResult, StoreError> {
+    /// Runs one statement in a write transaction of its own (on SQLite it then waits for the writer lock like any
+    /// other write instead of meeting SQLITE_BUSY); answers how many rows it affected.
+    async fn write_one(&self, query: AnyQuery) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
-        let result = query.execute(&mut *tx.tx).await?;
+        let affected = tx.exec(query).await?;
         tx.commit().await?;
-        Ok(result)
+        Ok(affected)
     }
 
     pub async fn ping(&self) -> Result<(), StoreError> {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, parse_column, skip_locked};
+use super::{Store, StoreError, WriteTx, decode, encode, parse_column};
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Action, DeliveryState};
 
@@ -80,21 +80,17 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
-        let lock = skip_locked(self.engine);
-        let sql = format!(
-            "UPDATE outbox SET lease_owner = $1, lease_until = $2, attempts = attempts + 1 WHERE id IN (\
-             SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.due_at <= $3 AND o.lease_until < $3 \
+        // The lease also counts the attempt.
+        let lease = "lease_owner = $3, lease_until = $4, attempts = attempts + 1";
+        let pick = "SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.due_at <= $1 AND o.lease_until < $1 \
              AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.order_key = o.order_key AND p.state = 'pending' AND p.id < o.id) \
-             ORDER BY o.due_at, o.id LIMIT $4{lock}) RETURNING {OUTBOX_COLUMNS}"
-        );
+             ORDER BY o.due_at, o.id";
         let mut tx = self.begin().await?;
-        let rows = q!(sql)
+        let query = tx
+            .lease_due("outbox", lease, pick, OUTBOX_COLUMNS, now, limit)
             .bind(owner)
-            .bind(to_millis(lease_until))
-            .bind(to_millis(now))
-            .bind(limit)
-            .fetch_all(&mut *tx.tx)
-            .await?;
+            .bind(to_millis(lease_until));
+        let rows = query.fetch_all(&mut *tx.tx).await?;
         tx.commit().await?;
         rows.iter().map(outbox_from_row).collect()
     }
@@ -116,22 +112,19 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
-        q!("UPDATE outbox SET state = 'done', delivered_at = $1, lease_until = 0, last_error = NULL WHERE id = $2")
-            .bind(to_millis(now))
-            .bind(row.id)
-            .execute(&mut *tx.tx)
-            .await?;
+        let done =
+            q!("UPDATE outbox SET state = 'done', delivered_at = $1, lease_until = 0, last_error = NULL WHERE id = $2");
+        tx.exec(done.bind(to_millis(now)).bind(row.id)).await?;
         if let Some(m) = memo {
-            q!(
+            let query = q!(
                 "INSERT INTO memos (receiver, thread_key, memo, updated_at) VALUES ($1, $2, $3, $4) \
                 ON CONFLICT (receiver, thread_key) DO UPDATE SET memo = excluded.memo, updated_at = excluded.updated_at"
             )
             .bind(&row.receiver)
             .bind(&row.thread_key)
             .bind(encode(m))
-            .bind(to_millis(now))
-            .execute(&mut *tx.tx)
-            .await?;
+            .bind(to_millis(now));
+            tx.exec(query).await?;
         }
         tx.commit().await
     }
@@ -169,13 +162,13 @@ impl Store {
         )
         .bind(to_millis(now))
         .bind(id);
-        Ok(self.write_one(query).await?.rows_affected() == 1)
+        Ok(self.write_one(query).await? == 1)
     }
 
     /// Removes the deliveries done before `before` (dead and pending ones stay); returns how many.
     pub async fn purge_delivered(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let query = q!("DELETE FROM outbox WHERE state = 'done' AND delivered_at < $1").bind(to_millis(before));
-        Ok(self.write_one(query).await?.rows_affected())
+        self.write_one(query).await
     }
 
     /// Deliveries in `state` (all when `None`), newest first: at most `limit`, older than `before_id`.

@@ -29,7 +29,7 @@ impl Store {
         let query = q!("UPDATE silences SET ends_at = $1 WHERE id = $2 AND ends_at > $1")
             .bind(to_millis(now))
             .bind(id);
-        Ok(self.write_one(query).await?.rows_affected() == 1)
+        Ok(self.write_one(query).await? == 1)
     }
 
     async fn silences_on<'e, E>(exec: E, all: bool, now: DateTime<Utc>) -> Result<Vec<Silence>, StoreError>
