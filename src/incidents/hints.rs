@@ -29,323 +29,453 @@ fn messages(state: &AppState) -> Vec<&str> {
     m
 }
 
+/// What every rule of the catalog reads: the incident, the state it came from, and the names a command needs.
+struct Facts<'a> {
+    state: &'a AppState,
+    view: &'a Incident,
+    rules: &'a RulesSettings,
+    /// The Application's name, as `argocd app …` takes it.
+    app: &'a str,
+    /// ` --app-namespace NS` for an Application outside the `argocd` namespace, else empty.
+    ns_flag: String,
+    messages: Vec<&'a str>,
+}
+
+impl Facts<'_> {
+    fn snapshot(&self) -> &crate::argocd::Snapshot {
+        &self.state.snapshot
+    }
+
+    fn has_condition(&self, r#type: &str) -> bool {
+        self.snapshot().conditions.iter().any(|c| c.r#type == r#type)
+    }
+}
+
+/// One entry of the catalog: the incident kinds it speaks to and the hints it finds in the facts.
+struct Rule {
+    kinds: &'static [Kind],
+    hints: fn(&Facts) -> Vec<Hint>,
+}
+
+/// The catalog, in the order the hints are shown.
+const CATALOG: &[Rule] = &[
+    Rule {
+        kinds: &[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync],
+        hints: missing_crd,
+    },
+    Rule {
+        kinds: &[Kind::PrunePending],
+        hints: prune_disabled,
+    },
+    Rule {
+        kinds: &[Kind::Degraded],
+        hints: degraded,
+    },
+    Rule {
+        kinds: &[Kind::OutOfSync],
+        hints: no_self_heal,
+    },
+    Rule {
+        kinds: &[Kind::OutOfSync],
+        hints: manual_sync,
+    },
+    Rule {
+        kinds: &[Kind::SyncFailed],
+        hints: retry_exhausted,
+    },
+    Rule {
+        kinds: &[Kind::SyncUnknown, Kind::SyncFailed],
+        hints: invalid_spec,
+    },
+    Rule {
+        kinds: &Kind::ALL,
+        hints: shared_resource,
+    },
+    Rule {
+        kinds: &[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync],
+        hints: schema_mismatch,
+    },
+    Rule {
+        kinds: &[Kind::OutOfSync, Kind::PrunePending, Kind::SyncUnknown],
+        hints: orphaned_resources,
+    },
+    Rule {
+        kinds: &[Kind::Pruned],
+        hints: pruned_recovery,
+    },
+    Rule {
+        kinds: &[Kind::Pruned],
+        hints: rename,
+    },
+    Rule {
+        kinds: &[Kind::Pruned],
+        hints: production_prune,
+    },
+];
+
+/// The hints for one incident: every catalog entry that speaks to its kind, in catalog order.
 pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &RulesSettings) -> Vec<Hint> {
     let s = &state.snapshot;
-    let app = &s.app.name;
-    let ns_flag = if s.app.namespace == "argocd" {
-        String::new()
-    } else {
-        format!(" --app-namespace {}", s.app.namespace)
+    let facts = Facts {
+        state,
+        view,
+        rules,
+        app: &s.app.name,
+        ns_flag: if s.app.namespace == "argocd" {
+            String::new()
+        } else {
+            format!(" --app-namespace {}", s.app.namespace)
+        },
+        messages: messages(state),
     };
-    let msgs = messages(state);
-    let mut out = Vec::new();
-
-    let missing_crd = msgs.iter().find_map(|m| {
-        if let Some(pos) = m.find("no matches for kind") {
-            let rest = &m[pos + "no matches for kind".len()..];
-            let kind = rest
-                .trim_start()
-                .trim_start_matches(['"', '\\'])
-                .split(['"', '\\', ' '])
-                .next();
-            Some(kind.unwrap_or("").to_string())
-        } else if let Some(pos) = m.find("CRD is installed") {
-            // Argo CD's own wording: `… Make sure the "ServiceMonitor" CRD is installed on the destination cluster.`
-            let before = &m[..pos];
-            let kind = before.rsplit('"').nth(1).unwrap_or("");
-            Some(kind.to_string())
-        } else if m.contains("could not find the requested resource") || m.contains("ensure CRDs are installed") {
-            Some(String::new())
-        } else {
-            None
-        }
-    });
-    if let Some(crd_kind) = missing_crd
-        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed | Kind::OutOfSync)
-    {
-        let what = if crd_kind.is_empty() {
-            "a resource's CustomResourceDefinition".to_string()
-        } else {
-            format!("the CustomResourceDefinition of kind {crd_kind}")
-        };
-        out.push(hint(
-            "missing_crd",
-            "A CRD is missing",
-            format!(
-                "The cluster does not know {what}. Install the CRD first: put it in an earlier sync wave \
-                 (annotation argocd.argoproj.io/sync-wave: \"-1\"), or in a separate Application synced before \
-                 this one; add SkipDryRunOnMissingResource=true to resources whose CRD is created in the same sync."
-            ),
-        ));
-    }
-    if kind == Kind::PrunePending && !s.sync_policy.prune {
-        // The real resources, as `argocd app sync --resource` names them (GROUP:KIND:NAME, the group empty for core).
-        let flags: Vec<String> = view
-            .resources
-            .iter()
-            .take(5)
-            .map(|r| format!(" --resource {}:{}:{}", r.group, r.kind, r.name))
-            .collect();
-        let (these, are, them) = match view.resources.len() {
-            1 => ("This resource was", "is", "it"),
-            _ => ("These resources were", "are", "them"),
-        };
-        out.push(hint(
-            "prune_disabled",
-            "Prune is off",
-            format!(
-                "{these} removed from Git but {are} still running in the cluster, because automated prune is off. \
-                 Remove {them}: `argocd app sync {app}{ns_flag} --prune{}`, or enable syncPolicy.automated.prune. \
-                 Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
-                flags.concat()
-            ),
-        ));
-    }
-    if kind == Kind::Degraded {
-        out.extend(degraded(state, view));
-    }
-    if kind == Kind::OutOfSync && s.sync_policy.automated && !s.sync_policy.self_heal {
-        out.push(hint(
-            "no_self_heal",
-            "Automated sync without selfHeal",
-            "Changes made in the cluster are never reverted while Git does not change: enable \
-             syncPolicy.automated.selfHeal, or fix the drift in Git."
-                .into(),
-        ));
-    }
-    if kind == Kind::OutOfSync && !s.sync_policy.automated {
-        out.push(hint(
-            "manual_sync",
-            "Auto-sync is off",
-            format!(
-                "Nothing syncs this Application by itself. Review the diff (`argocd app diff {app}{ns_flag}`) \
-                 and sync (`argocd app sync {app}{ns_flag}`), or enable syncPolicy.automated. If the difference \
-                 is harmless, ignore it with spec.ignoreDifferences so that OutOfSync means something again."
-            ),
-        ));
-    }
-    if let Some(op) = &s.operation
-        && kind == Kind::SyncFailed
-        && let Some(limit) = op.retry_limit
-        && limit > 0
-        && op.retry_count >= limit
-    {
-        out.push(hint(
-            "retry_exhausted",
-            "Retry limit exhausted",
-            format!(
-                "The sync was retried {} times (limit {limit}) and gave up. Fix the cause, then sync again: \
-                 `argocd app sync {app}{ns_flag}`.",
-                op.retry_count
-            ),
-        ));
-    }
-    if s.conditions.iter().any(|c| c.r#type == "InvalidSpecError")
-        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed)
-    {
-        out.push(hint(
-            "invalid_spec",
-            "The Application spec is invalid",
-            "Argo CD cannot use this Application's spec (see the message): check the repository URL and path, \
-             the target revision, the destination cluster and namespace, and that the project allows them."
-                .into(),
-        ));
-    }
-    if s.conditions.iter().any(|c| c.r#type == "SharedResourceWarning") {
-        out.push(hint(
-            "shared_resource",
-            "A resource is managed by two Applications",
-            "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
-        ));
-    }
-    if let Some(m) = msgs
+    CATALOG
         .iter()
-        .find(|m| m.contains("error building typed value from config resource"))
-        && matches!(kind, Kind::SyncUnknown | Kind::SyncFailed | Kind::OutOfSync)
-    {
-        let field = m
-            .lines()
-            .map(str::trim)
-            .find(|l| l.starts_with('.'))
-            .unwrap_or("a field")
-            .chars()
-            .take(200)
-            .collect::<String>();
-        out.push(hint(
-            "schema_mismatch",
-            "A manifest does not match its schema",
-            format!(
-                "Argo CD cannot compare a manifest with the cluster because a field has the wrong type ({field}). \
-                 Fix the manifest in Git — often a number written as a quoted string, e.g. runAsUser: \"1000\" — \
-                 or, for a custom resource, update the CRD in the cluster to the version the manifest is written for."
-            ),
-        ));
+        .filter(|rule| rule.kinds.contains(&kind))
+        .flat_map(|rule| (rule.hints)(&facts))
+        .collect()
+}
+
+/// The kind whose CRD a message says is missing (empty when it names none); `None` when it says no such thing.
+fn missing_crd_kind(m: &str) -> Option<String> {
+    if let Some(pos) = m.find("no matches for kind") {
+        let rest = &m[pos + "no matches for kind".len()..];
+        let kind = rest
+            .trim_start()
+            .trim_start_matches(['"', '\\'])
+            .split(['"', '\\', ' '])
+            .next();
+        Some(kind.unwrap_or("").to_string())
+    } else if let Some(pos) = m.find("CRD is installed") {
+        // Argo CD's own wording: `… Make sure the "ServiceMonitor" CRD is installed on the destination cluster.`
+        Some(m[..pos].rsplit('"').nth(1).unwrap_or("").to_string())
+    } else if m.contains("could not find the requested resource") || m.contains("ensure CRDs are installed") {
+        Some(String::new())
+    } else {
+        None
     }
-    if s.conditions.iter().any(|c| c.r#type == "OrphanedResourceWarning")
-        && matches!(kind, Kind::OutOfSync | Kind::PrunePending | Kind::SyncUnknown)
-    {
-        out.push(hint(
-            "orphaned_resources",
-            "Orphaned resources in the namespace",
-            "The destination namespace holds resources no Application manages (OrphanedResourceWarning): \
-             leftovers of a rename or a manual change. Review them in the Argo CD UI (Orphaned resources) and delete \
-             them or add them to Git; ignore expected ones with the project's orphanedResources.ignore."
-                .into(),
-        ));
+}
+
+fn missing_crd(f: &Facts) -> Vec<Hint> {
+    let Some(crd_kind) = f.messages.iter().find_map(|m| missing_crd_kind(m)) else {
+        return Vec::new();
+    };
+    let what = if crd_kind.is_empty() {
+        "a resource's CustomResourceDefinition".to_string()
+    } else {
+        format!("the CustomResourceDefinition of kind {crd_kind}")
+    };
+    vec![hint(
+        "missing_crd",
+        "A CRD is missing",
+        format!(
+            "The cluster does not know {what}. Install the CRD first: put it in an earlier sync wave \
+             (annotation argocd.argoproj.io/sync-wave: \"-1\"), or in a separate Application synced before \
+             this one; add SkipDryRunOnMissingResource=true to resources whose CRD is created in the same sync."
+        ),
+    )]
+}
+
+fn prune_disabled(f: &Facts) -> Vec<Hint> {
+    if f.snapshot().sync_policy.prune {
+        return Vec::new();
     }
-    if kind == Kind::Pruned {
-        let prev = view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
-        let after = view.revision.as_deref().unwrap_or("the current revision");
-        let names: Vec<String> = view
-            .resources
-            .iter()
-            .map(|r| format!("{} {}", r.kind, r.name))
-            .collect();
-        out.push(hint(
-            "pruned_recovery",
-            "If this deletion was a mistake",
-            format!(
-                "Find the manifests in the previous revision: `argocd app history {app}{ns_flag}` then \
-                 `argocd app manifests {app}{ns_flag} --revision {prev}`; restore {} as a Git commit (revert the \
-                 change made in {after}); let the next sync recreate it; verify the workloads that used it.",
-                names.join(", ")
-            ),
-        ));
-        for (old, new) in renames(state) {
-            out.push(hint(
+    // The real resources, as `argocd app sync --resource` names them (GROUP:KIND:NAME, the group empty for core).
+    let flags: Vec<String> = (f.view.resources.iter().take(5))
+        .map(|r| format!(" --resource {}:{}:{}", r.group, r.kind, r.name))
+        .collect();
+    let (these, are, them) = match f.view.resources.len() {
+        1 => ("This resource was", "is", "it"),
+        _ => ("These resources were", "are", "them"),
+    };
+    let (app, ns_flag) = (f.app, &f.ns_flag);
+    vec![hint(
+        "prune_disabled",
+        "Prune is off",
+        format!(
+            "{these} removed from Git but {are} still running in the cluster, because automated prune is off. \
+             Remove {them}: `argocd app sync {app}{ns_flag} --prune{}`, or enable syncPolicy.automated.prune. \
+             Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
+            flags.concat()
+        ),
+    )]
+}
+
+fn no_self_heal(f: &Facts) -> Vec<Hint> {
+    let policy = &f.snapshot().sync_policy;
+    (policy.automated && !policy.self_heal)
+        .then(|| {
+            hint(
+                "no_self_heal",
+                "Automated sync without selfHeal",
+                "Changes made in the cluster are never reverted while Git does not change: enable \
+                 syncPolicy.automated.selfHeal, or fix the drift in Git."
+                    .into(),
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+fn manual_sync(f: &Facts) -> Vec<Hint> {
+    if f.snapshot().sync_policy.automated {
+        return Vec::new();
+    }
+    let (app, ns_flag) = (f.app, &f.ns_flag);
+    vec![hint(
+        "manual_sync",
+        "Auto-sync is off",
+        format!(
+            "Nothing syncs this Application by itself. Review the diff (`argocd app diff {app}{ns_flag}`) \
+             and sync (`argocd app sync {app}{ns_flag}`), or enable syncPolicy.automated. If the difference \
+             is harmless, ignore it with spec.ignoreDifferences so that OutOfSync means something again."
+        ),
+    )]
+}
+
+fn retry_exhausted(f: &Facts) -> Vec<Hint> {
+    let Some(op) = &f.snapshot().operation else {
+        return Vec::new();
+    };
+    let Some(limit) = op.retry_limit.filter(|&limit| limit > 0 && op.retry_count >= limit) else {
+        return Vec::new();
+    };
+    let (app, ns_flag) = (f.app, &f.ns_flag);
+    vec![hint(
+        "retry_exhausted",
+        "Retry limit exhausted",
+        format!(
+            "The sync was retried {} times (limit {limit}) and gave up. Fix the cause, then sync again: \
+             `argocd app sync {app}{ns_flag}`.",
+            op.retry_count
+        ),
+    )]
+}
+
+fn invalid_spec(f: &Facts) -> Vec<Hint> {
+    (f.has_condition("InvalidSpecError"))
+        .then(|| {
+            hint(
+                "invalid_spec",
+                "The Application spec is invalid",
+                "Argo CD cannot use this Application's spec (see the message): check the repository URL and path, \
+                 the target revision, the destination cluster and namespace, and that the project allows them."
+                    .into(),
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+fn shared_resource(f: &Facts) -> Vec<Hint> {
+    (f.has_condition("SharedResourceWarning"))
+        .then(|| {
+            hint(
+                "shared_resource",
+                "A resource is managed by two Applications",
+                "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+fn schema_mismatch(f: &Facts) -> Vec<Hint> {
+    let Some(m) = (f.messages.iter()).find(|m| m.contains("error building typed value from config resource")) else {
+        return Vec::new();
+    };
+    let field: String = (m.lines().map(str::trim))
+        .find(|l| l.starts_with('.'))
+        .unwrap_or("a field")
+        .chars()
+        .take(200)
+        .collect();
+    vec![hint(
+        "schema_mismatch",
+        "A manifest does not match its schema",
+        format!(
+            "Argo CD cannot compare a manifest with the cluster because a field has the wrong type ({field}). \
+             Fix the manifest in Git — often a number written as a quoted string, e.g. runAsUser: \"1000\" — \
+             or, for a custom resource, update the CRD in the cluster to the version the manifest is written for."
+        ),
+    )]
+}
+
+fn orphaned_resources(f: &Facts) -> Vec<Hint> {
+    (f.has_condition("OrphanedResourceWarning"))
+        .then(|| {
+            hint(
+                "orphaned_resources",
+                "Orphaned resources in the namespace",
+                "The destination namespace holds resources no Application manages (OrphanedResourceWarning): \
+                 leftovers of a rename or a manual change. Review them in the Argo CD UI (Orphaned resources) and \
+                 delete them or add them to Git; ignore expected ones with the project's orphanedResources.ignore."
+                    .into(),
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+fn pruned_recovery(f: &Facts) -> Vec<Hint> {
+    let prev = f.view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
+    let after = f.view.revision.as_deref().unwrap_or("the current revision");
+    let names: Vec<String> = (f.view.resources.iter())
+        .map(|r| format!("{} {}", r.kind, r.name))
+        .collect();
+    let (app, ns_flag) = (f.app, &f.ns_flag);
+    vec![hint(
+        "pruned_recovery",
+        "If this deletion was a mistake",
+        format!(
+            "Find the manifests in the previous revision: `argocd app history {app}{ns_flag}` then \
+             `argocd app manifests {app}{ns_flag} --revision {prev}`; restore {} as a Git commit (revert the \
+             change made in {after}); let the next sync recreate it; verify the workloads that used it.",
+            names.join(", ")
+        ),
+    )]
+}
+
+fn rename(f: &Facts) -> Vec<Hint> {
+    (renames(f.state).into_iter())
+        .map(|(old, new)| {
+            // A rename pairs two objects of one kind: the pruned one's, as the incident lists it.
+            let kind = (f.view.resources.iter())
+                .find(|r| r.name == old)
+                .map(|r| r.kind.as_str())
+                .unwrap_or("");
+            hint(
                 "rename",
                 "Looks like a rename",
                 format!(
-                    "{} {old} was pruned and {} {new} was created in the same sync: a rename deletes the old object \
-                     before every consumer uses the new one. Do renames as add → migrate consumers → remove.",
-                    view.resources
-                        .iter()
-                        .find(|r| r.name == old)
-                        .map(|r| r.kind.as_str())
-                        .unwrap_or(""),
-                    view.resources
-                        .iter()
-                        .find(|r| r.name == old)
-                        .map(|r| r.kind.as_str())
-                        .unwrap_or("")
+                    "{kind} {old} was pruned and {kind} {new} was created in the same sync: a rename deletes the old \
+                     object before every consumer uses the new one. Do renames as add → migrate consumers → remove."
                 ),
-            ));
-        }
-        if super::is_production(s, rules) {
-            out.push(hint(
+            )
+        })
+        .collect()
+}
+
+fn production_prune(f: &Facts) -> Vec<Hint> {
+    (super::is_production(f.snapshot(), f.rules))
+        .then(|| {
+            hint(
                 "production_prune",
                 "Production resources were deleted",
                 "This destination is marked production (rules.pruned.production). Check its consumers now; \
                  consider requiring a second review for changes that remove manifests, and Prune=false on \
                  resources that must never be deleted automatically."
                     .into(),
-            ));
-        }
-    }
-    out
+            )
+        })
+        .into_iter()
+        .collect()
 }
+
+/// A cause of Degraded that resources' health messages show, by the words that say it.
+struct Symptom {
+    id: &'static str,
+    title: &'static str,
+    words: &'static [&'static str],
+    /// Whether it explains a rollout past its deadline (which is then not hinted on its own).
+    explains_rollout: bool,
+    /// The advice, given the namespace, the `kind/name` to look at, and the Application.
+    advice: fn(ns: &str, target: &str, app: &str) -> String,
+}
+
+/// The symptoms, in the order the hints are shown; the rollout past its deadline is last, as it is only hinted
+/// when nothing before it explains it.
+const SYMPTOMS: &[Symptom] = &[
+    Symptom {
+        id: "image_pull",
+        title: "The image cannot be pulled",
+        words: &["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"],
+        explains_rollout: true,
+        advice: |ns, target, _| {
+            format!(
+                "Check the image name and tag in Git, that the registry has it, and the pull secret: \
+                 `kubectl -n {ns} describe {target}` shows the failing image in the pods' events."
+            )
+        },
+    },
+    Symptom {
+        id: "crash_loop",
+        title: "A container keeps crashing",
+        words: &["CrashLoopBackOff", "Back-off restarting", "OOMKilled"],
+        explains_rollout: true,
+        advice: |ns, target, _| {
+            format!(
+                "Read why it stopped: `kubectl -n {ns} logs {target} --previous`; OOMKilled means its memory limit \
+                 is too low for it."
+            )
+        },
+    },
+    Symptom {
+        id: "unschedulable",
+        title: "Pods cannot be scheduled",
+        words: &[
+            "Insufficient cpu",
+            "Insufficient memory",
+            "Unschedulable",
+            "had untolerated taint",
+        ],
+        explains_rollout: true,
+        advice: |ns, target, _| {
+            format!(
+                "No node can take the pods (resources, node selector, taints): `kubectl -n {ns} describe {target}` \
+                 says which; lower the requests or add capacity."
+            )
+        },
+    },
+    Symptom {
+        id: "job_failed",
+        title: "A job ran out of retries",
+        words: &["BackoffLimitExceeded", "backoff limit"],
+        explains_rollout: false,
+        advice: |ns, target, _| {
+            format!(
+                "Read the last pod's logs: `kubectl -n {ns} logs {target}`; fix the cause, then sync to run it again."
+            )
+        },
+    },
+];
+
+const ROLLOUT_STUCK: Symptom = Symptom {
+    id: "rollout_stuck",
+    title: "The rollout is stuck",
+    words: &["progress deadline", "ProgressDeadlineExceeded"],
+    explains_rollout: false,
+    advice: |ns, target, app| {
+        format!(
+            "New pods did not become ready in time: `kubectl -n {ns} rollout status {target}` and \
+             `kubectl -n {ns} describe {target}` show why (image, crash, probe, scheduling). Roll back with \
+             `argocd app rollback {app}` if the previous revision was healthy."
+        )
+    },
+};
 
 /// Why an Application is Degraded, from its resources' and its own health messages: a rollout past its deadline,
 /// an image that cannot be pulled, a container that keeps crashing or runs out of memory, a pod that cannot be
 /// scheduled, a job out of retries. Each hint names the resource whose message says so (else the first one).
-fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
-    let s = &state.snapshot;
-    let app_messages: Vec<&str> = view
-        .messages
-        .iter()
-        .map(String::as_str)
-        .chain(s.health_message.as_deref())
+fn degraded(f: &Facts) -> Vec<Hint> {
+    let app_messages: Vec<&str> = (f.view.messages.iter().map(String::as_str))
+        .chain(f.snapshot().health_message.as_deref())
         .collect();
-    // The resource a rule's words point at, or the first unhealthy one when only the Application's message has them.
-    let about = |needles: &[&str]| -> Option<(String, String)> {
-        let says = |t: &str| needles.iter().any(|n| t.contains(n));
-        let r = view.resources.iter().find(|r| says(&r.message)).or_else(|| {
-            app_messages
-                .iter()
-                .any(|m| says(m))
-                .then(|| view.resources.first())
-                .flatten()
-        });
-        let target = |r: &crate::domain::ResourceRef| format!("{}/{}", r.kind.to_lowercase(), r.name);
-        match r {
-            Some(r) => Some((
-                Some(r.namespace.as_str())
-                    .filter(|n| !n.is_empty())
-                    .or(s.destination.namespace.as_deref())
-                    .unwrap_or("NAMESPACE")
-                    .to_string(),
-                target(r),
-            )),
-            None if app_messages.iter().any(|m| says(m)) => Some((
-                s.destination.namespace.clone().unwrap_or_else(|| "NAMESPACE".into()),
-                "deployment/NAME".into(),
-            )),
-            None => None,
-        }
-    };
     let mut out = Vec::new();
-    let image = about(&["ImagePullBackOff", "ErrImagePull", "pulling image", "manifest unknown"]);
-    if let Some((ns, target)) = &image {
+    let mut explained = false;
+    for symptom in SYMPTOMS {
+        if let Some((ns, target)) = where_it_shows(f, &app_messages, symptom.words) {
+            out.push(hint(symptom.id, symptom.title, (symptom.advice)(&ns, &target, f.app)));
+            explained |= symptom.explains_rollout;
+        }
+    }
+    if !explained && let Some((ns, target)) = where_it_shows(f, &app_messages, ROLLOUT_STUCK.words) {
         out.push(hint(
-            "image_pull",
-            "The image cannot be pulled",
-            format!(
-                "Check the image name and tag in Git, that the registry has it, and the pull secret: \
-                 `kubectl -n {ns} describe {target}` shows the failing image in the pods' events."
-            ),
+            ROLLOUT_STUCK.id,
+            ROLLOUT_STUCK.title,
+            (ROLLOUT_STUCK.advice)(&ns, &target, f.app),
         ));
     }
-    let crash = about(&["CrashLoopBackOff", "Back-off restarting", "OOMKilled"]);
-    if let Some((ns, target)) = &crash {
-        out.push(hint(
-            "crash_loop",
-            "A container keeps crashing",
-            format!(
-                "Read why it stopped: `kubectl -n {ns} logs {target} --previous`; OOMKilled means its memory limit \
-                 is too low for it."
-            ),
-        ));
-    }
-    let unschedulable = about(&[
-        "Insufficient cpu",
-        "Insufficient memory",
-        "Unschedulable",
-        "had untolerated taint",
-    ]);
-    if let Some((ns, target)) = &unschedulable {
-        out.push(hint(
-            "unschedulable",
-            "Pods cannot be scheduled",
-            format!(
-                "No node can take the pods (resources, node selector, taints): `kubectl -n {ns} describe {target}` \
-                 says which; lower the requests or add capacity."
-            ),
-        ));
-    }
-    if let Some((ns, target)) = about(&["BackoffLimitExceeded", "backoff limit"]) {
-        out.push(hint(
-            "job_failed",
-            "A job ran out of retries",
-            format!(
-                "Read the last pod's logs: `kubectl -n {ns} logs {target}`; fix the cause, then sync to run it again."
-            ),
-        ));
-    }
-    // A rollout past its deadline is explained by the hints above when one applies.
-    let explained = image.is_some() || crash.is_some() || unschedulable.is_some();
-    if let Some((ns, target)) = about(&["progress deadline", "ProgressDeadlineExceeded"]).filter(|_| !explained) {
-        out.push(hint(
-            "rollout_stuck",
-            "The rollout is stuck",
-            format!(
-                "New pods did not become ready in time: `kubectl -n {ns} rollout status {target}` and \
-                 `kubectl -n {ns} describe {target}` show why (image, crash, probe, scheduling). Roll back with \
-                 `argocd app rollback {}` if the previous revision was healthy.",
-                s.app.name
-            ),
-        ));
-    }
-    if let (true, Some(r)) = (out.is_empty(), view.resources.first()) {
+    if let (true, Some(r)) = (out.is_empty(), f.view.resources.first()) {
         let ns = Some(r.namespace.as_str())
             .filter(|n| !n.is_empty())
             .unwrap_or("NAMESPACE");
@@ -360,6 +490,32 @@ fn degraded(state: &AppState, view: &Incident) -> Vec<Hint> {
         ));
     }
     out
+}
+
+/// The namespace and `kind/name` a symptom's words point at: the resource whose message has them, or the first
+/// unhealthy one when only the Application's messages have them (`deployment/NAME` when it lists none).
+fn where_it_shows(f: &Facts, app_messages: &[&str], words: &[&str]) -> Option<(String, String)> {
+    let says = |t: &str| words.iter().any(|w| t.contains(w));
+    let in_app_messages = app_messages.iter().any(|m| says(m));
+    let destination_ns = f.snapshot().destination.namespace.as_deref();
+    let resource = (f.view.resources.iter())
+        .find(|r| says(&r.message))
+        .or_else(|| in_app_messages.then(|| f.view.resources.first()).flatten());
+    match resource {
+        Some(r) => Some((
+            Some(r.namespace.as_str())
+                .filter(|n| !n.is_empty())
+                .or(destination_ns)
+                .unwrap_or("NAMESPACE")
+                .to_string(),
+            format!("{}/{}", r.kind.to_lowercase(), r.name),
+        )),
+        None if in_app_messages => Some((
+            destination_ns.unwrap_or("NAMESPACE").to_string(),
+            "deployment/NAME".into(),
+        )),
+        None => None,
+    }
 }
 
 /// Pairs (pruned name, created name) of the same kind in the last sync: likely renames.
