@@ -92,21 +92,24 @@ fn write_instance(dir: &Path) {
     );
 }
 
-/// The instance's database: a copy of Debian's when it can be read (as root), else migrated here.
+/// The instance's database: a copy of Debian's when it can be read (as root), else migrated here. The default data
+/// is loaded by a second rake: in the migrating one, Rails still knows the tables as they were before.
 fn create_database(dir: &Path) {
     if std::fs::copy(DEBIAN_DATABASE, dir.join("redmine.db")).is_ok() {
         return;
     }
-    let out = in_instance(dir, "rake")
-        .args(["db:migrate", "redmine:load_default_data"])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run rake: {e}; {INSTALL}"));
-    assert!(
-        out.status.success(),
-        "migrating Redmine's database failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for task in ["db:migrate", "redmine:load_default_data"] {
+        let out = in_instance(dir, "rake")
+            .arg(task)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run rake: {e}; {INSTALL}"));
+        assert!(
+            out.status.success(),
+            "rake {task} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// What the REST API cannot set itself, written before Redmine starts: the API switched on, CommonMark (what Herald
@@ -118,6 +121,12 @@ async fn prepare_database(db: &Path, key: &str) -> u64 {
         .connect()
         .await
         .expect("open Redmine's database");
+    // `rake redmine:load_default_data` says it failed, but exits 0.
+    let trackers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM trackers")
+        .fetch_one(&mut conn)
+        .await
+        .expect("count the trackers");
+    assert!(trackers >= 3, "Redmine's default data is not loaded");
     let statements = [
         "DELETE FROM settings WHERE name IN ('rest_api_enabled', 'text_formatting')",
         "INSERT INTO settings (name, value, updated_on) VALUES \
@@ -152,6 +161,7 @@ fn random_hex() -> String {
 
 impl Redmine {
     async fn start() -> Self {
+        let started = Instant::now();
         assert!(Path::new(REDMINE).join("config.ru").exists(), "{INSTALL}");
         let dir = tempfile::Builder::new()
             .prefix("herald-redmine")
@@ -190,19 +200,18 @@ impl Redmine {
             client: reqwest::Client::new(),
         };
         redmine.wait_until_ready().await;
+        eprintln!("Redmine ready after {:.1} s", started.elapsed().as_secs_f64());
         redmine
     }
 
     /// Until the admin's key is accepted: Rails has booted and the API is on.
     async fn wait_until_ready(&mut self) {
-        let started = Instant::now();
-        let deadline = started + Duration::from_secs(120);
+        let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let answer = self.get("/users/current.json").send().await;
             if let Ok(r) = answer
                 && r.status().is_success()
             {
-                eprintln!("Redmine answered after {:.1} s", started.elapsed().as_secs_f64());
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
