@@ -15,6 +15,7 @@ mod ingest;
 mod initiator;
 mod matrix;
 mod metrics;
+mod redmine;
 mod reload;
 mod rules;
 mod status_page;

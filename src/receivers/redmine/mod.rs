@@ -61,7 +61,7 @@ struct FoundIssue {
 #[derive(Debug, Deserialize)]
 struct Status {
     id: u64,
-    /// Sent by Redmine 5.1 and later.
+    /// Sent by Redmine 5.0 and later (#15855); older ones are told by `closed_status_id` alone.
     is_closed: Option<bool>,
 }
 
@@ -137,7 +137,9 @@ impl Tracker for Redmine {
 
     /// `GET /issues.json?project_id=…&status_id=*&sort=id:desc` with `cf_<id>=<fingerprint>` or
     /// `subject=~<tag>`: every status, so that an issue Herald closed is told from an open one here, by
-    /// `closed_status_id` (and `is_closed` where Redmine sends it).
+    /// `is_closed` (Redmine 5.0 and later) or `closed_status_id`. Redmine ignores a filter it does not offer (a custom
+    /// field not "used as a filter") and answers a wrong API key as the anonymous user (200, the public issues):
+    /// hence the check of each hit.
     async fn find_open(&self, fingerprint: &str) -> Result<Option<Issue>, DeliveryError> {
         let mut url = self.rest.url("/issues.json")?;
         {
