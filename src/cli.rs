@@ -317,37 +317,15 @@ async fn replay(
     render: Option<String>,
     bodies: Vec<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    use secrecy::SecretString;
-    if let Some(kind) = render.as_deref()
-        && kind != "configured"
-        && !crate::receivers::preview::KINDS.contains(&kind)
-    {
-        anyhow::bail!(
-            "--render {kind}: not a receiver type; use `configured` or one of {}",
-            crate::receivers::preview::KINDS.join(", ")
-        );
-    }
-    // A private in-memory store: nothing of the real one is touched, nothing is sent.
-    let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&scratch)?;
-    let _cleanup = RemoveOnDrop(scratch.clone());
-    settings.storage.url = SecretString::from(format!("sqlite://{}", scratch.join("replay.db").display()));
+    let render = render.as_deref();
+    check_render(render)?;
+    let _cleanup = use_scratch_store(&mut settings)?;
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
     let clock = ManualClock::new(chrono::Utc::now());
     let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store, Arc::new(clock.clone()));
     let mut printed = 0usize;
-    let mut parsed = Vec::new();
-    for path in &bodies {
-        match read_snapshot(path, settings.server.max_json_depth) {
-            Ok(s) => parsed.push((path, s)),
-            Err(e) => println!("{e}  → refused"),
-        }
-    }
-    if clock_mode == ReplayClock::Recorded {
-        // A captured timeline replays in the order it happened (file names need not be in time order).
-        parsed.sort_by_key(|(_, s)| s.observed_at);
-    }
+    let parsed = read_bodies(&bodies, settings.server.max_json_depth, clock_mode);
     if clock_mode == ReplayClock::Recorded
         && let Some(first) = parsed.iter().filter_map(|(_, s)| s.observed_at).min()
     {
@@ -359,37 +337,87 @@ async fn replay(
                 && t > clock.now()
             {
                 advance_to(&pipeline, &clock, t).await?;
-                printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
+                printed = print_outbox(&pipeline, printed, &settings, render).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
         }
         let summary = pipeline.ingest(snap, None).await?;
-        println!(
-            "{}  {}  {}: {} (sync {}, health {})",
-            clock.now().format("%Y-%m-%dT%H:%M:%SZ"),
-            path.display(),
-            summary.application,
-            summary.outcome,
-            summary.sync,
-            summary.health
-        );
-        for t in &summary.transitions {
-            println!("    {}: {} → {}", t.field, t.from.as_deref().unwrap_or("(new)"), t.to);
-        }
-        for i in &summary.incidents {
-            println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
-        }
+        print_ingest(clock.now(), path, &summary);
         pipeline.tick().await?;
-        printed = print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
+        printed = print_outbox(&pipeline, printed, &settings, render).await?;
     }
     let end = replay_end(clock.now(), settings.grouping.group_wait, until)?;
     advance_to(&pipeline, &clock, end).await?;
-    print_outbox(&pipeline, printed, &settings, render.as_deref()).await?;
+    print_outbox(&pipeline, printed, &settings, render).await?;
     if until.is_some() {
         print_summary(&pipeline).await?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--render` names `configured` or a receiver type.
+fn check_render(render: Option<&str>) -> anyhow::Result<()> {
+    if let Some(kind) = render
+        && kind != "configured"
+        && !crate::receivers::preview::KINDS.contains(&kind)
+    {
+        anyhow::bail!(
+            "--render {kind}: not a receiver type; use `configured` or one of {}",
+            crate::receivers::preview::KINDS.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Points `settings` at a private store in a new temporary directory, removed when the returned guard drops:
+/// nothing of the real store is touched, nothing is sent.
+fn use_scratch_store(settings: &mut Settings) -> anyhow::Result<RemoveOnDrop> {
+    use secrecy::SecretString;
+    let scratch = std::env::temp_dir().join(format!("herald-replay-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch)?;
+    let cleanup = RemoveOnDrop(scratch.clone());
+    settings.storage.url = SecretString::from(format!("sqlite://{}", scratch.join("replay.db").display()));
+    Ok(cleanup)
+}
+
+/// The bodies that parse, in the order to replay them (a refused one is said at once and skipped).
+fn read_bodies(
+    bodies: &[PathBuf],
+    max_depth: usize,
+    clock_mode: ReplayClock,
+) -> Vec<(&PathBuf, crate::argocd::Snapshot)> {
+    let mut parsed = Vec::new();
+    for path in bodies {
+        match read_snapshot(path, max_depth) {
+            Ok(s) => parsed.push((path, s)),
+            Err(e) => println!("{e}  → refused"),
+        }
+    }
+    if clock_mode == ReplayClock::Recorded {
+        // A captured timeline replays in the order it happened (file names need not be in time order).
+        parsed.sort_by_key(|(_, s)| s.observed_at);
+    }
+    parsed
+}
+
+/// What ingesting the body at `path` did, as of `now`: the outcome, its transitions, the incidents it touched.
+fn print_ingest(now: chrono::DateTime<chrono::Utc>, path: &std::path::Path, summary: &crate::pipeline::IngestSummary) {
+    println!(
+        "{}  {}  {}: {} (sync {}, health {})",
+        now.format("%Y-%m-%dT%H:%M:%SZ"),
+        path.display(),
+        summary.application,
+        summary.outcome,
+        summary.sync,
+        summary.health
+    );
+    for t in &summary.transitions {
+        println!("    {}: {} → {}", t.field, t.from.as_deref().unwrap_or("(new)"), t.to);
+    }
+    for i in &summary.incidents {
+        println!("    incident {} {}: {}", i.kind, i.fingerprint, i.state);
+    }
 }
 
 /// The clock moves in 30-second ticks: a far end would run for hours.

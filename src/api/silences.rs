@@ -35,37 +35,89 @@ pub(super) async fn create_silence(
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_body(&req, payload, 64 * 1024).await?;
-    let new: NewSilence = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "invalid silence: {e}. Expected {{\"matchers\": [{{\"name\": \"app\", \"value\": \"pay-*\"}}], \
-             \"ends_at\": \"RFC 3339 time\" or \"duration\": \"2h\", \"created_by\": \"...\", \"comment\": \"...\"}}"
-        ))
-    })?;
-    if new.matchers.is_empty() {
-        return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
+    let new = NewSilence::parse(&body)?;
+    let caller = req.extensions().get::<Caller>().map(|c| c.name.clone());
+    let silence = new.into_silence(caller, ctx.pipeline.now())?;
+    ctx.pipeline.add_silence(&silence).await?;
+    Ok(HttpResponse::Created().json(&silence))
+}
+
+impl NewSilence {
+    /// The request body as JSON; a 400 that shows the expected shape when it is not one.
+    fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "invalid silence: {e}. Expected {{\"matchers\": [{{\"name\": \"app\", \"value\": \"pay-*\"}}], \
+                 \"ends_at\": \"RFC 3339 time\" or \"duration\": \"2h\", \"created_by\": \"...\", \"comment\": \"...\"}}"
+            ))
+        })
     }
-    // Bounds, so one silence cannot make every ingest slow (a 60 KB glob is matched against every incident).
-    if new.matchers.len() > MAX_MATCHERS {
-        return Err(ApiError::Unprocessable(format!(
-            "a silence has at most {MAX_MATCHERS} matchers"
-        )));
+
+    /// The silence asked for, received at `now` from `caller` (its credential name), or a 422 saying what is wrong.
+    fn into_silence(self, caller: Option<String>, now: chrono::DateTime<chrono::Utc>) -> Result<Silence, ApiError> {
+        self.check_bounds()?;
+        check_matchers(&self.matchers)?;
+        let Some(created_by) = self.created_by.filter(|c| !c.trim().is_empty()).or(caller) else {
+            return Err(ApiError::Unprocessable("created_by must not be empty".into()));
+        };
+        let starts_at = self.starts_at.unwrap_or(now);
+        let ends_at = match (self.ends_at, self.duration) {
+            (Some(at), None) => at,
+            (None, Some(d)) => {
+                starts_at
+                    + chrono::Duration::from_std(d)
+                        .map_err(|_| ApiError::Unprocessable(format!("duration {d:?} is too long")))?
+            }
+            (Some(_), Some(_)) => return Err(ApiError::Unprocessable("give ends_at or duration, not both".into())),
+            (None, None) => return Err(ApiError::Unprocessable("a silence needs ends_at or duration".into())),
+        };
+        if ends_at <= starts_at {
+            return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
+        }
+        Ok(Silence {
+            id: uuid::Uuid::new_v4().to_string(),
+            matchers: self.matchers,
+            starts_at,
+            ends_at,
+            created_by,
+            comment: self.comment,
+            created_at: now,
+        })
     }
-    if let Some(m) = new
-        .matchers
-        .iter()
-        .find(|m| m.value.len() > MAX_VALUE || m.name.len() > MAX_VALUE)
-    {
-        return Err(ApiError::Unprocessable(format!(
-            "matcher {:?}: names and values are at most {MAX_VALUE} bytes",
-            m.name.chars().take(40).collect::<String>()
-        )));
+
+    /// At least one matcher, and bounds, so one silence cannot make every ingest slow (a 60 KB glob is matched
+    /// against every incident).
+    fn check_bounds(&self) -> Result<(), ApiError> {
+        if self.matchers.is_empty() {
+            return Err(ApiError::Unprocessable("a silence needs at least one matcher".into()));
+        }
+        if self.matchers.len() > MAX_MATCHERS {
+            return Err(ApiError::Unprocessable(format!(
+                "a silence has at most {MAX_MATCHERS} matchers"
+            )));
+        }
+        if let Some(m) = self
+            .matchers
+            .iter()
+            .find(|m| m.value.len() > MAX_VALUE || m.name.len() > MAX_VALUE)
+        {
+            return Err(ApiError::Unprocessable(format!(
+                "matcher {:?}: names and values are at most {MAX_VALUE} bytes",
+                m.name.chars().take(40).collect::<String>()
+            )));
+        }
+        if self.comment.len() > MAX_COMMENT || self.created_by.as_ref().is_some_and(|c| c.len() > MAX_VALUE) {
+            return Err(ApiError::Unprocessable(format!(
+                "comment is at most {MAX_COMMENT} bytes, created_by at most {MAX_VALUE}"
+            )));
+        }
+        Ok(())
     }
-    if new.comment.len() > MAX_COMMENT || new.created_by.as_ref().is_some_and(|c| c.len() > MAX_VALUE) {
-        return Err(ApiError::Unprocessable(format!(
-            "comment is at most {MAX_COMMENT} bytes, created_by at most {MAX_VALUE}"
-        )));
-    }
-    for m in &new.matchers {
+}
+
+/// Each matcher names a field incidents have and its value is a valid glob.
+fn check_matchers(matchers: &[Matcher]) -> Result<(), ApiError> {
+    for m in matchers {
         if !labels::is_field(&m.name) {
             return Err(ApiError::Unprocessable(format!(
                 "matcher name {:?} is unknown: use {}",
@@ -81,36 +133,7 @@ pub(super) async fn create_silence(
             )));
         }
     }
-    let caller = req.extensions().get::<Caller>().map(|c| c.name.clone());
-    let Some(created_by) = new.created_by.filter(|c| !c.trim().is_empty()).or(caller) else {
-        return Err(ApiError::Unprocessable("created_by must not be empty".into()));
-    };
-    let now = ctx.pipeline.now();
-    let starts_at = new.starts_at.unwrap_or(now);
-    let ends_at = match (new.ends_at, new.duration) {
-        (Some(at), None) => at,
-        (None, Some(d)) => {
-            starts_at
-                + chrono::Duration::from_std(d)
-                    .map_err(|_| ApiError::Unprocessable(format!("duration {d:?} is too long")))?
-        }
-        (Some(_), Some(_)) => return Err(ApiError::Unprocessable("give ends_at or duration, not both".into())),
-        (None, None) => return Err(ApiError::Unprocessable("a silence needs ends_at or duration".into())),
-    };
-    if ends_at <= starts_at {
-        return Err(ApiError::Unprocessable("ends_at must be after starts_at".into()));
-    }
-    let silence = Silence {
-        id: uuid::Uuid::new_v4().to_string(),
-        matchers: new.matchers,
-        starts_at,
-        ends_at,
-        created_by,
-        comment: new.comment,
-        created_at: now,
-    };
-    ctx.pipeline.add_silence(&silence).await?;
-    Ok(HttpResponse::Created().json(&silence))
+    Ok(())
 }
 
 #[derive(Deserialize)]

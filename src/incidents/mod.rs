@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use crate::domain::{IncidentState, Kind};
 
-use crate::argocd::Snapshot;
+use crate::argocd::{Operation, Snapshot};
 use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
@@ -153,44 +153,106 @@ pub fn held_conditions(
     argocd_url: Option<&str>,
     keep: &mut HashSet<Kind>,
 ) -> Vec<Held> {
-    let s = &state.snapshot;
-    let mut out = Vec::new();
     if !state.is_live() {
         // Being deleted, or gone: nothing about it is a problem any more; whatever is open resolves.
-        return out;
+        return Vec::new();
     }
-    let mut add = |kind: Kind, extra: &str, since: Option<DateTime<Utc>>, fill: &dyn Fn(&mut Incident)| {
-        let rule = rules.rule(kind);
-        if !rule.enabled {
-            return;
-        }
-        let mut severity = rule.severity;
-        if kind == Kind::Pruned && is_production(s, rules) {
-            severity = rules.production().1;
-        }
-        let mut view = base_view(state, kind, severity, team, argocd_url);
-        view.fingerprint = fingerprint(&s.app, kind, extra);
-        if let Some(t) = since {
-            view.since = t;
-        }
-        fill(&mut view);
-        // Each resource links to its node in the Argo CD UI, next to the Application's link.
-        if let Some(app_url) = view.app_url.clone() {
-            for r in &mut view.resources {
-                r.url = Some(resource_url(&app_url, r));
-            }
-        }
-        view.hints = hints::for_incident(kind, state, &view, rules);
-        out.push(Held {
-            kind,
-            fingerprint: view.fingerprint.clone(),
-            since,
-            severity,
-            view,
-        });
+    if sync_in_progress(&state.snapshot) {
+        keep.insert(Kind::SyncFailed);
+    }
+    [
+        out_of_sync(state),
+        prune_pending(state),
+        sync_failed(state),
+        pruned(state),
+        degraded(state),
+        sync_unknown(state),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|f| rules.rule(f.kind).enabled)
+    .map(|f| hold(f, state, rules, team, argocd_url))
+    .collect()
+}
+
+/// What one rule finds in the state: the parts of the incident only that rule knows ([`hold`] adds the rest).
+#[derive(Default)]
+struct Finding {
+    kind: Kind,
+    /// Tells occurrences of the kind apart in the fingerprint: the operation, for kinds that are one per sync.
+    occurrence: String,
+    since: Option<DateTime<Utc>>,
+    summary: String,
+    condition: String,
+    resources: Vec<ResourceRef>,
+    messages: Vec<String>,
+    previous_revision: Option<String>,
+}
+
+/// `finding` as a held condition: its severity, the view's common parts, a link per resource, the hints.
+fn hold(finding: Finding, state: &AppState, rules: &RulesSettings, team: &str, argocd_url: Option<&str>) -> Held {
+    let s = &state.snapshot;
+    let kind = finding.kind;
+    let severity = if kind == Kind::Pruned && is_production(s, rules) {
+        rules.production().1
+    } else {
+        rules.rule(kind).severity
     };
-    let app = s.app.to_string();
-    let out_of_sync_resources: Vec<ResourceRef> = s
+    let mut view = base_view(state, kind, severity, team, argocd_url);
+    view.fingerprint = fingerprint(&s.app, kind, &finding.occurrence);
+    if let Some(t) = finding.since {
+        view.since = t;
+    }
+    view.summary = finding.summary;
+    view.condition = finding.condition;
+    view.resources = finding.resources;
+    view.messages = finding.messages;
+    view.previous_revision = finding.previous_revision;
+    // Each resource links to its node in the Argo CD UI, next to the Application's link.
+    if let Some(app_url) = view.app_url.clone() {
+        for r in &mut view.resources {
+            r.url = Some(resource_url(&app_url, r));
+        }
+    }
+    view.hints = hints::for_incident(kind, state, &view, rules);
+    Held {
+        kind,
+        fingerprint: view.fingerprint.clone(),
+        since: finding.since,
+        severity,
+        view,
+    }
+}
+
+/// Each Application condition as `Type: message`.
+fn condition_messages(s: &Snapshot) -> Vec<String> {
+    s.conditions
+        .iter()
+        .map(|c| format!("{}: {}", c.r#type, c.message))
+        .collect()
+}
+
+/// Whether a sync is still running: whether it failed cannot be told yet.
+fn sync_in_progress(s: &Snapshot) -> bool {
+    s.operation
+        .as_ref()
+        .is_some_and(|op| matches!(op.phase.as_str(), "Running" | "Terminating"))
+}
+
+/// The operation's identity in a fingerprint (its start time), and when it ended by Argo CD's clock: a failed
+/// sync or a prune happened then, not when Herald heard.
+fn operation_times(op: &Operation) -> (String, Option<DateTime<Utc>>) {
+    let id = op.started_at.map(|t| t.to_rfc3339()).unwrap_or_default();
+    (id, op.finished_at.or(op.started_at))
+}
+
+/// OutOfSync: the sync status says so; the resources that differ from Git.
+fn out_of_sync(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    if s.sync_status != "OutOfSync" {
+        return None;
+    }
+    let resources = s
         .resources
         .iter()
         .filter(|r| r.status == "OutOfSync")
@@ -203,133 +265,168 @@ pub fn held_conditions(
             ..resource_ref(r)
         })
         .collect();
-    let condition_messages: Vec<String> = s
-        .conditions
-        .iter()
-        .map(|c| format!("{}: {}", c.r#type, c.message))
-        .collect();
+    Some(Finding {
+        kind: Kind::OutOfSync,
+        since: Some(state.sync_since),
+        summary: format!("{} is OutOfSync", s.app),
+        condition: "OutOfSync".into(),
+        resources,
+        messages: condition_messages(s),
+        ..Default::default()
+    })
+}
 
-    if s.sync_status == "OutOfSync" {
-        add(Kind::OutOfSync, "", Some(state.sync_since), &|v| {
-            v.summary = format!("{app} is OutOfSync");
-            v.condition = "OutOfSync".into();
-            v.resources = out_of_sync_resources.clone();
-            v.messages = condition_messages.clone();
-        });
+/// PrunePending: resources removed from Git still run in the cluster ([`pending_prunes`]), since the first began.
+fn prune_pending(state: &AppState) -> Option<Finding> {
+    let prunes = pending_prunes(&state.snapshot);
+    if prunes.is_empty() {
+        return None;
     }
-    let prunes = pending_prunes(s);
-    if !prunes.is_empty() {
-        let since = state.prune_since.values().min().copied();
-        add(Kind::PrunePending, "", since, &|v| {
-            v.summary = format!(
-                "{app}: {} removed from Git {} still running in the cluster, waiting to be pruned",
-                plural(prunes.len(), "resource"),
-                if prunes.len() == 1 { "is" } else { "are" }
-            );
-            v.condition = format!("{} waiting to be pruned", plural(prunes.len(), "resource"));
-            v.resources = prunes.clone();
-        });
+    let count = plural(prunes.len(), "resource");
+    Some(Finding {
+        kind: Kind::PrunePending,
+        since: state.prune_since.values().min().copied(),
+        summary: format!(
+            "{}: {count} removed from Git {} still running in the cluster, waiting to be pruned",
+            state.snapshot.app,
+            if prunes.len() == 1 { "is" } else { "are" }
+        ),
+        condition: format!("{count} waiting to be pruned"),
+        resources: prunes,
+        ..Default::default()
+    })
+}
+
+/// SyncFailed: the last sync operation failed or erred; one per operation, with the resources that failed.
+fn sync_failed(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    let op = s
+        .operation
+        .as_ref()
+        .filter(|op| matches!(op.phase.as_str(), "Failed" | "Error"))?;
+    let (occurrence, ended) = operation_times(op);
+    let what = if op.phase == "Error" {
+        "sync error"
+    } else {
+        "sync failed"
+    };
+    let resources = op
+        .resources
+        .iter()
+        .filter(|r| r.status == "SyncFailed" || r.hook_phase == "Failed")
+        .map(result_ref)
+        .collect();
+    Some(Finding {
+        kind: Kind::SyncFailed,
+        occurrence,
+        since: ended,
+        summary: format!(
+            "{}: sync {} — {}",
+            s.app,
+            op.phase.to_lowercase(),
+            first_line(&op.message)
+        ),
+        condition: match first_sentence(&op.message, 80) {
+            first if first.is_empty() => what.to_string(),
+            first => format!("{what}: {first}"),
+        },
+        resources,
+        // The full message once: a SyncError condition repeats the operation's message.
+        messages: view::once(std::iter::once(op.message.clone()).chain(condition_messages(s))),
+        ..Default::default()
+    })
+}
+
+/// Pruned: a finished sync deleted resources from the cluster; one per operation, with the revision before it.
+fn pruned(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    let op = s.operation.as_ref().filter(|op| op.phase != "Running")?;
+    let pruned: Vec<ResourceRef> = op
+        .resources
+        .iter()
+        .filter(|r| r.status == "Pruned")
+        .map(result_ref)
+        .collect();
+    if pruned.is_empty() {
+        return None;
     }
-    if let Some(op) = &s.operation {
-        let op_id = op.started_at.map(|t| t.to_rfc3339()).unwrap_or_default();
-        // When the operation ended, by Argo CD's clock: a failed sync or a prune happened then, not when Herald heard.
-        let ended = op.finished_at.or(op.started_at);
-        match op.phase.as_str() {
-            "Failed" | "Error" => {
-                add(Kind::SyncFailed, &op_id, ended, &|v| {
-                    let what = if op.phase == "Error" {
-                        "sync error"
-                    } else {
-                        "sync failed"
-                    };
-                    v.summary = format!("{app}: sync {} — {}", op.phase.to_lowercase(), first_line(&op.message));
-                    v.condition = match first_sentence(&op.message, 80) {
-                        first if first.is_empty() => what.to_string(),
-                        first => format!("{what}: {first}"),
-                    };
-                    v.resources = op
-                        .resources
-                        .iter()
-                        .filter(|r| r.status == "SyncFailed" || r.hook_phase == "Failed")
-                        .map(result_ref)
-                        .collect();
-                    // The full message once: a SyncError condition repeats the operation's message.
-                    v.messages =
-                        view::once(std::iter::once(op.message.clone()).chain(condition_messages.iter().cloned()));
-                    v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
-                });
-            }
-            "Running" | "Terminating" => {
-                keep.insert(Kind::SyncFailed);
-            }
-            _ => {}
-        }
-        let pruned: Vec<ResourceRef> = op
-            .resources
+    let (occurrence, ended) = operation_times(op);
+    let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
+    Some(Finding {
+        kind: Kind::Pruned,
+        occurrence,
+        since: ended,
+        summary: format!("{}: the sync deleted {} from the cluster", s.app, names.join(", ")),
+        condition: match pruned.as_slice() {
+            [one] => format!("the sync deleted {} {}", one.kind, one.name),
+            many => format!("the sync deleted {}", plural(many.len(), "resource")),
+        },
+        resources: pruned,
+        previous_revision: s.previous_revision.clone(),
+        ..Default::default()
+    })
+}
+
+/// Degraded: the health is Degraded or Missing; each unhealthy resource with Argo CD's message about it.
+fn degraded(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    if s.health_status != "Degraded" && s.health_status != "Missing" {
+        return None;
+    }
+    let resources = s
+        .resources
+        .iter()
+        .filter(|r| matches!(r.health.as_deref(), Some("Degraded") | Some("Missing")))
+        .map(|r| ResourceRef {
+            status: r.health.clone().unwrap_or_default(),
+            message: r.health_message.clone().unwrap_or_default(),
+            ..resource_ref(r)
+        })
+        .collect();
+    Some(Finding {
+        kind: Kind::Degraded,
+        since: Some(state.health_since),
+        summary: format!("{} is {}", s.app, s.health_status),
+        condition: s.health_status.clone(),
+        resources,
+        messages: s
+            .health_message
             .iter()
-            .filter(|r| r.status == "Pruned")
-            .map(result_ref)
-            .collect();
-        if !pruned.is_empty() && op.phase != "Running" {
-            let before = s.previous_revision.clone();
-            add(Kind::Pruned, &op_id, ended, &|v| {
-                let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
-                v.summary = format!("{app}: the sync deleted {} from the cluster", names.join(", "));
-                v.condition = match pruned.as_slice() {
-                    [one] => format!("the sync deleted {} {}", one.kind, one.name),
-                    many => format!("the sync deleted {}", plural(many.len(), "resource")),
-                };
-                v.resources = pruned.clone();
-                v.previous_revision = before.clone();
-                v.since = op.finished_at.or(op.started_at).unwrap_or(v.since);
-            });
-        }
-    }
-    if s.health_status == "Degraded" || s.health_status == "Missing" {
-        add(Kind::Degraded, "", Some(state.health_since), &|v| {
-            v.summary = format!("{app} is {}", s.health_status);
-            v.condition = s.health_status.clone();
-            v.messages = s
-                .health_message
-                .iter()
-                .filter(|m| !m.trim().is_empty())
-                .cloned()
-                .collect();
-            // Why: each unhealthy resource with its health and Argo CD's message about it.
-            v.resources = s
-                .resources
-                .iter()
-                .filter(|r| matches!(r.health.as_deref(), Some("Degraded") | Some("Missing")))
-                .map(|r| ResourceRef {
-                    status: r.health.clone().unwrap_or_default(),
-                    message: r.health_message.clone().unwrap_or_default(),
-                    ..resource_ref(r)
-                })
-                .collect();
-        });
-    }
+            .filter(|m| !m.trim().is_empty())
+            .cloned()
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// SyncUnknown: the sync status is Unknown, or Argo CD cannot compare (a ComparisonError or InvalidSpecError).
+fn sync_unknown(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    let unknown = s.sync_status == "Unknown";
     let bad_condition = s
         .conditions
         .iter()
         .any(|c| c.r#type == "ComparisonError" || c.r#type == "InvalidSpecError");
-    if s.sync_status == "Unknown" || bad_condition {
-        let since = (s.sync_status == "Unknown").then_some(state.sync_since);
-        add(Kind::SyncUnknown, "", since, &|v| {
-            let error = s.conditions.iter().find(|c| c.r#type.ends_with("Error"));
-            v.summary = match error {
-                Some(c) => format!("{app}: {} — {}", c.r#type, first_line(&c.message)),
-                None => format!("{app}: sync status is Unknown"),
-            };
-            v.condition = match (s.sync_status == "Unknown", error) {
-                (true, Some(c)) => format!("sync status Unknown ({})", c.r#type),
-                (true, None) => "sync status Unknown".into(),
-                (false, Some(c)) => c.r#type.clone(),
-                (false, None) => "sync status Unknown".into(),
-            };
-            v.messages = condition_messages.clone();
-        });
+    if !unknown && !bad_condition {
+        return None;
     }
-    out
+    let error = s.conditions.iter().find(|c| c.r#type.ends_with("Error"));
+    Some(Finding {
+        kind: Kind::SyncUnknown,
+        // Herald times the sync status, not conditions: a comparison error alone counts from when it is first seen.
+        since: unknown.then_some(state.sync_since),
+        summary: match error {
+            Some(c) => format!("{}: {} — {}", s.app, c.r#type, first_line(&c.message)),
+            None => format!("{}: sync status is Unknown", s.app),
+        },
+        condition: match (unknown, error) {
+            (true, Some(c)) => format!("sync status Unknown ({})", c.r#type),
+            (false, Some(c)) => c.r#type.clone(),
+            (_, None) => "sync status Unknown".into(),
+        },
+        messages: condition_messages(s),
+        ..Default::default()
+    })
 }
 
 fn first_line(s: &str) -> String {

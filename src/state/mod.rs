@@ -243,58 +243,78 @@ pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTi
         Ok(None) => return first_state(snap, hash, now, observed_at),
         Ok(Some(p)) => p,
     };
-    let old = &prev.snapshot;
-    let mut transitions = Vec::new();
-    let mut push = |field: &str, from: &str, to: &str| {
-        if from != to {
-            transitions.push(Transition {
-                field: field.into(),
-                from: Some(from.into()),
-                to: to.into(),
-            });
-        }
-    };
-    push("sync", &old.sync_status, &snap.sync_status);
-    push("health", &old.health_status, &snap.health_status);
-    push("revision", &old.revisions.join(","), &snap.revisions.join(","));
-    let conds = |s: &Snapshot| {
-        let mut v: Vec<String> = s.conditions.iter().map(|c| c.r#type.clone()).collect();
-        v.sort();
-        v.dedup();
-        v.join(",")
-    };
-    push("conditions", &conds(old), &conds(&snap));
-    let pruning = |s: &Snapshot| {
-        s.resources
-            .iter()
-            .filter(|r| r.requires_pruning)
-            .map(|r| resource_key(&r.kind, &r.namespace, &r.name))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    push("requires_pruning", &pruning(old), &pruning(&snap));
-    if op_key(old) != op_key(&snap)
-        && let Some(op) = &snap.operation
+    let transitions = transitions(&prev.snapshot, &snap);
+    Outcome::Changed {
+        state: Box::new(next_state(prev, snap, hash, now, observed_at)),
+        transitions,
+    }
+}
+
+/// A field of the Application's timeline: its name and its value in a snapshot, as text.
+type TimelineField = (&'static str, fn(&Snapshot) -> String);
+
+/// The fields whose changes the timeline records, besides the operation.
+const TIMELINE_FIELDS: [TimelineField; 5] = [
+    ("sync", |s| s.sync_status.clone()),
+    ("health", |s| s.health_status.clone()),
+    ("revision", |s| s.revisions.join(",")),
+    ("conditions", condition_types),
+    ("requires_pruning", requiring_pruning),
+];
+
+/// What changed from `old` to `new`, field by field, for the Application's timeline.
+fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
+    let mut out: Vec<Transition> = TIMELINE_FIELDS
+        .iter()
+        .filter_map(|(field, value)| {
+            let (from, to) = (value(old), value(new));
+            (from != to).then(|| Transition {
+                field: (*field).into(),
+                from: Some(from),
+                to,
+            })
+        })
+        .collect();
+    if op_key(old) != op_key(new)
+        && let Some(op) = &new.operation
     {
-        transitions.push(Transition {
+        out.push(Transition {
             field: "operation".into(),
             from: old.operation.as_ref().map(|o| o.phase.clone()),
             to: op.phase.clone(),
         });
     }
+    out
+}
 
-    let sync_since = if old.sync_status == snap.sync_status {
-        prev.sync_since
-    } else {
-        now
-    };
-    let health_since = if old.health_status == snap.health_status {
-        prev.health_since
-    } else {
-        now
-    };
-    let sync_since_at_least = prev.sync_since_at_least && old.sync_status == snap.sync_status;
-    let health_since_at_least = prev.health_since_at_least && old.health_status == snap.health_status;
+/// The types of the Application's conditions, sorted, each once.
+fn condition_types(s: &Snapshot) -> String {
+    let mut v: Vec<String> = s.conditions.iter().map(|c| c.r#type.clone()).collect();
+    v.sort();
+    v.dedup();
+    v.join(",")
+}
+
+/// The resources that require pruning, as [`resource_key`]s.
+fn requiring_pruning(s: &Snapshot) -> String {
+    s.resources
+        .iter()
+        .filter(|r| r.requires_pruning)
+        .map(|r| resource_key(&r.kind, &r.namespace, &r.name))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The state after `snap` changed `prev`: each "since" time moves to `now` only when its field changed.
+fn next_state(
+    prev: &AppState,
+    snap: Snapshot,
+    hash: String,
+    now: DateTime<Utc>,
+    observed_at: DateTime<Utc>,
+) -> AppState {
+    let same_sync = prev.snapshot.sync_status == snap.sync_status;
+    let same_health = prev.snapshot.health_status == snap.health_status;
     let prune_since = snap
         .resources
         .iter()
@@ -305,21 +325,18 @@ pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTi
             (key, since)
         })
         .collect();
-    Outcome::Changed {
-        state: Box::new(AppState {
-            snapshot: snap,
-            sync_since,
-            health_since,
-            prune_since,
-            first_seen: prev.first_seen,
-            last_seen: now,
-            observed_at,
-            content_hash: hash,
-            sync_since_at_least,
-            health_since_at_least,
-            deleted_at: None,
-        }),
-        transitions,
+    AppState {
+        snapshot: snap,
+        sync_since: if same_sync { prev.sync_since } else { now },
+        health_since: if same_health { prev.health_since } else { now },
+        prune_since,
+        first_seen: prev.first_seen,
+        last_seen: now,
+        observed_at,
+        content_hash: hash,
+        sync_since_at_least: prev.sync_since_at_least && same_sync,
+        health_since_at_least: prev.health_since_at_least && same_health,
+        deleted_at: None,
     }
 }
 

@@ -1,9 +1,10 @@
 //! Atlassian Document Format for Jira Cloud descriptions and comments.
 
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::{MAX_MESSAGE_CHARS, MAX_RESOURCES};
-use crate::domain::Notification;
+use crate::domain::{Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::{escape, truncate};
 
@@ -108,84 +109,99 @@ fn hints(content: &mut Vec<Value>, hints: &[&crate::domain::Hint]) {
 /// The shared layout in ADF: per Application its facts (links as link marks), then per problem a heading, the
 /// resources' table, the messages as code blocks, what to do; many Applications as one list.
 pub fn document(n: &Notification) -> Value {
-    let now = n.created_at;
     let mut content = vec![heading(3, &n.title)];
     if !n.reason.is_empty() {
         content.push(paragraph(em(&n.reason)));
     }
-    if !render::detailed(n) {
-        let mut items = Vec::new();
+    if render::detailed(n) {
         for app in render::apps(n) {
+            content.push(facts(&app));
             for i in &app.incidents {
-                let mut item = strong(&format!("{} ", render::incident_word(i)));
-                item.extend(match app.url {
-                    Some(u) => link(&app.name, u),
-                    None => plain(&app.name),
-                });
-                item.extend(plain(&format!(": {}", i.status_line(now))));
-                items.push(item);
+                incident(&mut content, i, n.created_at);
             }
         }
-        content.push(bullet_list(items));
+    } else {
+        content.push(summary_list(n));
         hints(&mut content, &render::summary_hints(n));
-        return json!({ "version": 1, "type": "doc", "content": content });
-    }
-    for app in render::apps(n) {
-        let facts: Vec<Vec<Value>> = app
-            .facts()
-            .into_iter()
-            .map(|f| {
-                let mut item = strong(&format!("{}: ", f.label));
-                item.extend(match &f.link {
-                    Some(u) => link(&f.value, u),
-                    None => plain(&f.value),
-                });
-                item
-            })
-            .collect();
-        content.push(bullet_list(facts));
-        for i in &app.incidents {
-            content.push(heading(
-                4,
-                &format!("[{}] {}", render::incident_word(i), i.status_line(now)),
-            ));
-            if !i.resources.is_empty() {
-                let rows = i
-                    .resources
-                    .iter()
-                    .take(MAX_RESOURCES)
-                    .map(|r| {
-                        let (what, status) = render::resource_line(r);
-                        vec![what, status, truncate(&r.message, MAX_MESSAGE_CHARS)]
-                    })
-                    .collect();
-                content.push(table(&["Resource", "Status", "Message"], rows));
-                if i.resources.len() > MAX_RESOURCES {
-                    let more = i.resources.len() - MAX_RESOURCES;
-                    content.push(paragraph(em(&format!("… and {more} more resources"))));
-                }
-                let links: Vec<Vec<Value>> = i
-                    .resources
-                    .iter()
-                    .take(MAX_RESOURCES)
-                    .filter_map(|r| r.url.as_deref().map(|u| link(&render::resource_line(r).0, u)))
-                    .collect();
-                if !links.is_empty() {
-                    content.push(paragraph(plain("In Argo CD:")));
-                    content.push(bullet_list(links));
-                }
-            }
-            for m in &i.messages {
-                content.push(code_block(&truncate(m, MAX_MESSAGE_CHARS)));
-            }
-            hints(&mut content, &i.hints.iter().collect::<Vec<_>>());
-            for note in &i.notes {
-                content.push(paragraph(em(&format!("Note: {note}"))));
-            }
-            let mut p = plain("Herald fingerprint: ");
-            p.extend(code(&i.fingerprint));
-            content.push(paragraph(p));
-        }
     }
     json!({ "version": 1, "type": "doc", "content": content })
+}
+
+/// Too many Applications to detail: one line per incident, the Application linked.
+fn summary_list(n: &Notification) -> Value {
+    let mut items = Vec::new();
+    for app in render::apps(n) {
+        for i in &app.incidents {
+            let mut item = strong(&format!("{} ", render::incident_word(i)));
+            item.extend(match app.url {
+                Some(u) => link(&app.name, u),
+                None => plain(&app.name),
+            });
+            item.extend(plain(&format!(": {}", i.status_line(n.created_at))));
+            items.push(item);
+        }
+    }
+    bullet_list(items)
+}
+
+/// An Application's facts, one per line, a link where the fact has one.
+fn facts(app: &render::AppView<'_>) -> Value {
+    let facts = app
+        .facts()
+        .into_iter()
+        .map(|f| {
+            let mut item = strong(&format!("{}: ", f.label));
+            item.extend(match &f.link {
+                Some(u) => link(&f.value, u),
+                None => plain(&f.value),
+            });
+            item
+        })
+        .collect();
+    bullet_list(facts)
+}
+
+/// One problem in detail, as of `now`: its heading, resources, messages, what to do, notes and fingerprint.
+fn incident(content: &mut Vec<Value>, i: &Incident, now: DateTime<Utc>) {
+    content.push(heading(
+        4,
+        &format!("[{}] {}", render::incident_word(i), i.status_line(now)),
+    ));
+    resources(content, i);
+    for m in &i.messages {
+        content.push(code_block(&truncate(m, MAX_MESSAGE_CHARS)));
+    }
+    hints(content, &i.hints.iter().collect::<Vec<_>>());
+    for note in &i.notes {
+        content.push(paragraph(em(&format!("Note: {note}"))));
+    }
+    let mut p = plain("Herald fingerprint: ");
+    p.extend(code(&i.fingerprint));
+    content.push(paragraph(p));
+}
+
+/// The incident's resources as a table (the first [`MAX_RESOURCES`], and how many more), then their links.
+fn resources(content: &mut Vec<Value>, i: &Incident) {
+    if i.resources.is_empty() {
+        return;
+    }
+    let shown = || i.resources.iter().take(MAX_RESOURCES);
+    let rows = shown()
+        .map(|r| {
+            let (what, status) = render::resource_line(r);
+            vec![what, status, truncate(&r.message, MAX_MESSAGE_CHARS)]
+        })
+        .collect();
+    content.push(table(&["Resource", "Status", "Message"], rows));
+    if i.resources.len() > MAX_RESOURCES {
+        let more = i.resources.len() - MAX_RESOURCES;
+        content.push(paragraph(em(&format!("… and {more} more resources"))));
+    }
+    let links: Vec<Vec<Value>> = shown()
+        .filter_map(|r| r.url.as_deref().map(|u| link(&render::resource_line(r).0, u)))
+        .collect();
+    if !links.is_empty() {
+        content.push(paragraph(plain("In Argo CD:")));
+        content.push(bullet_list(links));
+    }
 }
