@@ -24,101 +24,11 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 
 /// Builds a snapshot from an already-parsed JSON value (also used for Applications read from the Argo CD API).
 pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
-    let Value::Object(root) = value else {
-        return Err(PayloadError::NotAnObject(type_name(value)));
-    };
-    let (app, prefix, envelope) = match root.get("app") {
-        Some(app @ Value::Object(_)) => (app, "app.", Some(root)),
-        Some(Value::String(s)) if s.contains("<no value>") => {
-            return Err(PayloadError::NoValue { path: "app".into() });
-        }
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: "app".into(),
-                expected: "an object (the Application: {{toJson .app}})",
-                found: type_name(other),
-            });
-        }
-        None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
-            (value, "", None)
-        }
-        None => {
-            let keys: Vec<&str> = root.keys().map(|k| k.as_str()).take(8).collect();
-            let found = if keys.is_empty() {
-                String::new()
-            } else {
-                format!(" (found keys: {})", keys.join(", "))
-            };
-            return Err(PayloadError::NoApplication(found));
-        }
-    };
+    let (app, prefix, envelope) = locate(value)?;
     let r = Reader { prefix };
-    if let Some(kind) = r.opt_str(app, &["kind"])?
-        && kind != "Application"
-    {
-        return Err(PayloadError::Invalid {
-            path: format!("{prefix}kind"),
-            message: format!("{kind:?} is not an Argo CD Application"),
-        });
-    }
-    let name = r.req_str(
-        app,
-        &["metadata", "name"],
-        "the Application has no name; send the whole Application",
-    )?;
-    let namespace = r
-        .opt_str(app, &["metadata", "namespace"])?
-        .unwrap_or_else(|| "argocd".into());
-    validate_name(&format!("{prefix}metadata.name"), &name)?;
-    validate_name(&format!("{prefix}metadata.namespace"), &namespace)?;
-    let uid = r.opt_str(app, &["metadata", "uid"])?;
-    let labels = r.str_map(app, &["metadata", "labels"])?;
-    let mut annotations = r.str_map(app, &["metadata", "annotations"])?;
-    // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
-    annotations.retain(|k, v| super::keep_annotation(k, v));
-    super::cap_annotations(&mut annotations);
-    let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
-    let project = r
-        .opt_str(app, &["spec", "project"])?
-        .unwrap_or_else(|| "default".into());
-    let destination = Destination {
-        server: r.opt_str(app, &["spec", "destination", "server"])?,
-        name: r.opt_str(app, &["spec", "destination", "name"])?,
-        namespace: r.opt_str(app, &["spec", "destination", "namespace"])?,
-    };
-    let automated = r.get(app, &["spec", "syncPolicy", "automated"]);
-    let sync_policy = SyncPolicy {
-        automated: matches!(automated, Some(Value::Object(_))),
-        prune: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
-            .unwrap_or(false),
-        self_heal: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
-            .unwrap_or(false),
-    };
-    let mut sources = Vec::new();
-    let source_values: Vec<(String, &Value)> = match r.get(app, &["spec", "sources"]) {
-        Some(Value::Array(list)) if !list.is_empty() => list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("spec.sources[{i}]"), v))
-            .collect(),
-        _ => r
-            .get(app, &["spec", "source"])
-            .map(|v| vec![("spec.source".to_string(), v)])
-            .unwrap_or_default(),
-    };
-    for (p, v) in source_values {
-        if !v.is_object() {
-            continue;
-        }
-        sources.push(SourceRef {
-            repo_url: r.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
-            path: r.opt_str_at(v, &p, "path")?,
-            chart: r.opt_str_at(v, &p, "chart")?,
-            target_revision: r.opt_str_at(v, &p, "targetRevision")?,
-        });
-    }
+    r.check_kind(app)?;
+    let meta = r.metadata(app)?;
+    let spec = r.spec(app)?;
     let sync_status = r
         .opt_str(app, &["status", "sync", "status"])?
         .unwrap_or_else(|| "Unknown".into());
@@ -244,12 +154,12 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     }
 
     Ok(Snapshot {
-        app: AppId { namespace, name },
-        uid,
-        project,
-        destination,
-        labels,
-        annotations,
+        app: meta.id,
+        uid: meta.uid,
+        project: spec.project,
+        destination: spec.destination,
+        labels: meta.labels,
+        annotations: meta.annotations,
         sync_status,
         revisions,
         health_status,
@@ -257,15 +167,165 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         operation,
         resources,
         conditions,
-        sync_policy,
-        sources,
+        sync_policy: spec.sync_policy,
+        sources: spec.sources,
         previous_revision,
-        deleting,
+        deleting: meta.deleting,
         health_changed_at,
         source: Source::Webhook,
         argocd_url,
         observed_at,
     })
+}
+
+/// The envelope's fields (`timestamp`, `context`, `app`), when the body is one.
+type Envelope = serde_json::Map<String, Value>;
+
+/// Where the Application is (the envelope's `app`, or the whole body), the prefix of its error paths, and the envelope.
+fn locate(value: &Value) -> Result<(&Value, &'static str, Option<&Envelope>), PayloadError> {
+    let Value::Object(root) = value else {
+        return Err(PayloadError::NotAnObject(type_name(value)));
+    };
+    match root.get("app") {
+        Some(app @ Value::Object(_)) => Ok((app, "app.", Some(root))),
+        Some(Value::String(s)) if s.contains("<no value>") => Err(PayloadError::NoValue { path: "app".into() }),
+        Some(other) => Err(PayloadError::WrongType {
+            path: "app".into(),
+            expected: "an object (the Application: {{toJson .app}})",
+            found: type_name(other),
+        }),
+        None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
+            Ok((value, "", None))
+        }
+        None => {
+            let keys: Vec<&str> = root.keys().map(|k| k.as_str()).take(8).collect();
+            let found = if keys.is_empty() {
+                String::new()
+            } else {
+                format!(" (found keys: {})", keys.join(", "))
+            };
+            Err(PayloadError::NoApplication(found))
+        }
+    }
+}
+
+/// What Herald keeps of `metadata`.
+struct Metadata {
+    id: AppId,
+    uid: Option<String>,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    deleting: bool,
+}
+
+/// What Herald keeps of `spec`.
+struct Spec {
+    project: String,
+    destination: Destination,
+    sync_policy: SyncPolicy,
+    sources: Vec<SourceRef>,
+}
+
+/// The parts of an Application, one method each, in the order [`from_value`] reads them.
+impl Reader {
+    /// Refuses another kind of object (a `kind` that is not `Application`); no `kind` is fine.
+    fn check_kind(&self, app: &Value) -> Result<(), PayloadError> {
+        match self.opt_str(app, &["kind"])? {
+            Some(kind) if kind != "Application" => Err(PayloadError::Invalid {
+                path: format!("{}kind", self.prefix),
+                message: format!("{kind:?} is not an Argo CD Application"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// `metadata`: the name and namespace (checked as Kubernetes names), uid, labels, annotations, deletion.
+    fn metadata(&self, app: &Value) -> Result<Metadata, PayloadError> {
+        let name = self.req_str(
+            app,
+            &["metadata", "name"],
+            "the Application has no name; send the whole Application",
+        )?;
+        let namespace = self
+            .opt_str(app, &["metadata", "namespace"])?
+            .unwrap_or_else(|| "argocd".into());
+        validate_name(&format!("{}metadata.name", self.prefix), &name)?;
+        validate_name(&format!("{}metadata.namespace", self.prefix), &namespace)?;
+        let uid = self.opt_str(app, &["metadata", "uid"])?;
+        let labels = self.str_map(app, &["metadata", "labels"])?;
+        let mut annotations = self.str_map(app, &["metadata", "annotations"])?;
+        // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
+        annotations.retain(|k, v| super::keep_annotation(k, v));
+        super::cap_annotations(&mut annotations);
+        let deleting = self.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
+        Ok(Metadata {
+            id: AppId { namespace, name },
+            uid,
+            labels,
+            annotations,
+            deleting,
+        })
+    }
+
+    /// `spec`: the project, the destination, the sync policy and the sources.
+    fn spec(&self, app: &Value) -> Result<Spec, PayloadError> {
+        let project = self
+            .opt_str(app, &["spec", "project"])?
+            .unwrap_or_else(|| "default".into());
+        let destination = Destination {
+            server: self.opt_str(app, &["spec", "destination", "server"])?,
+            name: self.opt_str(app, &["spec", "destination", "name"])?,
+            namespace: self.opt_str(app, &["spec", "destination", "namespace"])?,
+        };
+        Ok(Spec {
+            project,
+            destination,
+            sync_policy: self.sync_policy(app)?,
+            sources: self.sources(app)?,
+        })
+    }
+
+    /// `spec.syncPolicy.automated`: automated when it is an object, with its `prune` and `selfHeal`.
+    fn sync_policy(&self, app: &Value) -> Result<SyncPolicy, PayloadError> {
+        let automated = self.get(app, &["spec", "syncPolicy", "automated"]);
+        Ok(SyncPolicy {
+            automated: matches!(automated, Some(Value::Object(_))),
+            prune: self
+                .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
+                .unwrap_or(false),
+            self_heal: self
+                .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
+                .unwrap_or(false),
+        })
+    }
+
+    /// `spec.sources` when it lists any, else `spec.source`; items that are not objects are skipped.
+    fn sources(&self, app: &Value) -> Result<Vec<SourceRef>, PayloadError> {
+        let mut sources = Vec::new();
+        let source_values: Vec<(String, &Value)> = match self.get(app, &["spec", "sources"]) {
+            Some(Value::Array(list)) if !list.is_empty() => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("spec.sources[{i}]"), v))
+                .collect(),
+            _ => self
+                .get(app, &["spec", "source"])
+                .map(|v| vec![("spec.source".to_string(), v)])
+                .unwrap_or_default(),
+        };
+        for (p, v) in source_values {
+            if !v.is_object() {
+                continue;
+            }
+            sources.push(SourceRef {
+                repo_url: self.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
+                path: self.opt_str_at(v, &p, "path")?,
+                chart: self.opt_str_at(v, &p, "chart")?,
+                target_revision: self.opt_str_at(v, &p, "targetRevision")?,
+            });
+        }
+        Ok(sources)
+    }
 }
 
 /// An entry of a map or an item of a list that must be a string; `at` names it (`metadata.labels.team`).
