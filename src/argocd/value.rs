@@ -23,136 +23,28 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 }
 
 /// Builds a snapshot from an already-parsed JSON value (also used for Applications read from the Argo CD API).
+///
+/// The parts are read in this order, which is the order fields are checked in: when several are wrong, the error
+/// names the first.
 pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     let (app, prefix, envelope) = locate(value)?;
     let r = Reader { prefix };
     r.check_kind(app)?;
     let meta = r.metadata(app)?;
     let spec = r.spec(app)?;
-    let sync_status = r
-        .opt_str(app, &["status", "sync", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let mut revisions = Vec::new();
-    if let Some(rev) = r.opt_str(app, &["status", "sync", "revision"])? {
-        revisions.push(rev);
-    }
-    if let Some(Value::Array(revs)) = r.get(app, &["status", "sync", "revisions"]) {
-        for (i, v) in revs.iter().enumerate() {
-            match v {
-                Value::String(s) => {
-                    if !revisions.contains(s) {
-                        revisions.push(s.clone())
-                    }
-                }
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: format!("{prefix}status.sync.revisions[{i}]"),
-                        expected: "a string",
-                        found: type_name(other),
-                    });
-                }
-            }
-        }
-    }
-    let health_status = r
-        .opt_str(app, &["status", "health", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let health_message = r.opt_str(app, &["status", "health", "message"])?;
-    for (path, v) in [
-        ("status.sync.status", &sync_status),
-        ("status.health.status", &health_status),
-    ] {
-        if v.contains("<no value>") {
-            return Err(PayloadError::NoValue {
-                path: format!("{prefix}{path}"),
-            });
-        }
-    }
-    let operation = match r.get(app, &["status", "operationState"]) {
-        Some(Value::Object(_)) => Some(r.operation(app)?),
-        None | Some(Value::Null) => None,
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: format!("{prefix}status.operationState"),
-                expected: "an object",
-                found: type_name(other),
-            });
-        }
-    };
-    let mut resources = Vec::new();
-    for (i, res) in r.array(app, &["status", "resources"])?.iter().enumerate() {
-        let p = format!("status.resources[{i}]");
-        let requires_pruning = r.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
-        let status = r.opt_str_at(res, &p, "status")?.unwrap_or_default();
-        let (health, health_message) = match res.get("health") {
-            Some(Value::Object(h)) => (
-                h.get("status").and_then(Value::as_str).map(str::to_string),
-                h.get("message").and_then(Value::as_str).map(str::to_string),
-            ),
-            _ => (None, None),
-        };
-        // Kept: what differs from Git, what waits to be pruned, and what is unhealthy (a Degraded message names it).
-        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
-        if status == "Synced" && !requires_pruning && healthy {
-            continue;
-        }
-        resources.push(ResourceStatus {
-            group: r.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-            kind: r.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-            namespace: r.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-            name: r.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-            status,
-            requires_pruning,
-            health,
-            health_message,
-        });
-    }
-    let mut conditions = Vec::new();
-    for (i, c) in r.array(app, &["status", "conditions"])?.iter().enumerate() {
-        let p = format!("status.conditions[{i}]");
-        conditions.push(Condition {
-            r#type: r.opt_str_at(c, &p, "type")?.unwrap_or_default(),
-            message: r.opt_str_at(c, &p, "message")?.unwrap_or_default(),
-        });
-    }
-    // status.history is oldest first; the entry before the last is what was deployed before.
-    let history = r.array(app, &["status", "history"])?;
-    let previous_revision = if history.len() >= 2 {
-        history[history.len() - 2]
-            .get("revision")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    } else {
-        None
-    };
-
-    let mut argocd_url = None;
-    let mut observed_at = None;
-    if let Some(env) = envelope {
-        if let Some(Value::Object(ctx)) = env.get("context") {
-            argocd_url = ctx
-                .get("argocdUrl")
-                .and_then(Value::as_str)
-                .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-                .map(|u| u.trim_end_matches('/').to_string());
-        }
-        // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
-        observed_at = env.get("timestamp").and_then(Value::as_str).and_then(parse_time);
-    }
-    let health_changed_at = r
-        .opt_str(app, &["status", "health", "lastTransitionTime"])?
-        .as_deref()
-        .and_then(parse_time);
-    if observed_at.is_none() {
-        let candidates = [
-            r.opt_str(app, &["status", "reconciledAt"])?,
-            operation.as_ref().and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation.as_ref().and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
-            r.opt_str(app, &["status", "health", "lastTransitionTime"])?,
-        ];
-        observed_at = candidates.iter().flatten().filter_map(|s| parse_time(s)).max();
-    }
-
+    let sync = r.sync(app)?;
+    let health = r.health(app)?;
+    r.refuse_no_value([
+        ("status.sync.status", &sync.status),
+        ("status.health.status", &health.status),
+    ])?;
+    let operation = r.operation_state(app)?;
+    let resources = r.resources(app)?;
+    let conditions = r.conditions(app)?;
+    let previous_revision = r.previous_revision(app)?;
+    // Read after the status lists rather than with the health, so that the first wrong field named stays the same.
+    let health_changed_at = r.health_changed_at(app)?;
+    let observed_at = r.observed_at(app, envelope, operation.as_ref())?;
     Ok(Snapshot {
         app: meta.id,
         uid: meta.uid,
@@ -160,10 +52,10 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         destination: spec.destination,
         labels: meta.labels,
         annotations: meta.annotations,
-        sync_status,
-        revisions,
-        health_status,
-        health_message,
+        sync_status: sync.status,
+        revisions: sync.revisions,
+        health_status: health.status,
+        health_message: health.message,
         operation,
         resources,
         conditions,
@@ -173,7 +65,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         deleting: meta.deleting,
         health_changed_at,
         source: Source::Webhook,
-        argocd_url,
+        argocd_url: argocd_url(envelope),
         observed_at,
     })
 }
@@ -209,6 +101,17 @@ fn locate(value: &Value) -> Result<(&Value, &'static str, Option<&Envelope>), Pa
     }
 }
 
+/// The link base from the envelope's `context.argocdUrl`, when it is an http(s) URL.
+fn argocd_url(envelope: Option<&Envelope>) -> Option<String> {
+    let Some(Value::Object(ctx)) = envelope?.get("context") else {
+        return None;
+    };
+    ctx.get("argocdUrl")
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .map(|u| u.trim_end_matches('/').to_string())
+}
+
 /// What Herald keeps of `metadata`.
 struct Metadata {
     id: AppId,
@@ -224,6 +127,18 @@ struct Spec {
     destination: Destination,
     sync_policy: SyncPolicy,
     sources: Vec<SourceRef>,
+}
+
+/// What Herald keeps of `status.sync`.
+struct SyncPart {
+    status: String,
+    revisions: Vec<String>,
+}
+
+/// What Herald keeps of `status.health`, but its `lastTransitionTime`: read later (see [`Reader::health_changed_at`]).
+struct HealthPart {
+    status: String,
+    message: Option<String>,
 }
 
 /// The parts of an Application, one method each, in the order [`from_value`] reads them.
@@ -325,6 +240,152 @@ impl Reader {
             });
         }
         Ok(sources)
+    }
+
+    /// `status.sync`: the status, and the revision then the revisions (each once); revisions not a list are ignored.
+    fn sync(&self, app: &Value) -> Result<SyncPart, PayloadError> {
+        let status = self
+            .opt_str(app, &["status", "sync", "status"])?
+            .unwrap_or_else(|| "Unknown".into());
+        let mut revisions = Vec::new();
+        if let Some(rev) = self.opt_str(app, &["status", "sync", "revision"])? {
+            revisions.push(rev);
+        }
+        if let Some(Value::Array(revs)) = self.get(app, &["status", "sync", "revisions"]) {
+            for (i, v) in revs.iter().enumerate() {
+                let s = entry_str(v, || format!("{}status.sync.revisions[{i}]", self.prefix))?;
+                if !revisions.iter().any(|r| r == s) {
+                    revisions.push(s.to_string());
+                }
+            }
+        }
+        Ok(SyncPart { status, revisions })
+    }
+
+    /// `status.health`: the status and message.
+    fn health(&self, app: &Value) -> Result<HealthPart, PayloadError> {
+        let status = self
+            .opt_str(app, &["status", "health", "status"])?
+            .unwrap_or_else(|| "Unknown".into());
+        let message = self.opt_str(app, &["status", "health", "message"])?;
+        Ok(HealthPart { status, message })
+    }
+
+    /// Refuses a status the template rendered as `<no value>` (checked once both the sync and health are read).
+    fn refuse_no_value(&self, fields: [(&str, &str); 2]) -> Result<(), PayloadError> {
+        for (path, v) in fields {
+            if v.contains("<no value>") {
+                return Err(PayloadError::NoValue {
+                    path: format!("{}{path}", self.prefix),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `status.operationState`, when there is one (null is none).
+    fn operation_state(&self, app: &Value) -> Result<Option<Operation>, PayloadError> {
+        match self.get(app, &["status", "operationState"]) {
+            Some(Value::Object(_)) => Ok(Some(self.operation(app)?)),
+            None | Some(Value::Null) => Ok(None),
+            Some(other) => Err(PayloadError::WrongType {
+                path: format!("{}status.operationState", self.prefix),
+                expected: "an object",
+                found: type_name(other),
+            }),
+        }
+    }
+
+    /// `status.resources`: those out of sync, to be pruned or unhealthy.
+    fn resources(&self, app: &Value) -> Result<Vec<ResourceStatus>, PayloadError> {
+        let mut resources = Vec::new();
+        for (i, res) in self.array(app, &["status", "resources"])?.iter().enumerate() {
+            let p = format!("status.resources[{i}]");
+            let requires_pruning = self.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
+            let status = self.opt_str_at(res, &p, "status")?.unwrap_or_default();
+            let (health, health_message) = match res.get("health") {
+                Some(Value::Object(h)) => (
+                    h.get("status").and_then(Value::as_str).map(str::to_string),
+                    h.get("message").and_then(Value::as_str).map(str::to_string),
+                ),
+                _ => (None, None),
+            };
+            // Kept: what differs from Git, what waits to be pruned, what is unhealthy (a Degraded message names it).
+            let healthy = matches!(health.as_deref(), None | Some("Healthy"));
+            if status == "Synced" && !requires_pruning && healthy {
+                continue;
+            }
+            resources.push(ResourceStatus {
+                group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
+                kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
+                namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
+                name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
+                status,
+                requires_pruning,
+                health,
+                health_message,
+            });
+        }
+        Ok(resources)
+    }
+
+    /// `status.conditions`: each one's type and message.
+    fn conditions(&self, app: &Value) -> Result<Vec<Condition>, PayloadError> {
+        let mut conditions = Vec::new();
+        for (i, c) in self.array(app, &["status", "conditions"])?.iter().enumerate() {
+            let p = format!("status.conditions[{i}]");
+            conditions.push(Condition {
+                r#type: self.opt_str_at(c, &p, "type")?.unwrap_or_default(),
+                message: self.opt_str_at(c, &p, "message")?.unwrap_or_default(),
+            });
+        }
+        Ok(conditions)
+    }
+
+    /// The revision deployed before the current one, from `status.history`.
+    fn previous_revision(&self, app: &Value) -> Result<Option<String>, PayloadError> {
+        // status.history is oldest first; the entry before the last is what was deployed before.
+        let history = self.array(app, &["status", "history"])?;
+        Ok(if history.len() >= 2 {
+            history[history.len() - 2]
+                .get("revision")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            None
+        })
+    }
+
+    /// `status.health.lastTransitionTime`; one that is not RFC 3339 is left out.
+    fn health_changed_at(&self, app: &Value) -> Result<Option<DateTime<Utc>>, PayloadError> {
+        Ok(self
+            .opt_str(app, &["status", "health", "lastTransitionTime"])?
+            .as_deref()
+            .and_then(parse_time))
+    }
+
+    /// When Argo CD saw this state: the envelope's `timestamp`, else the newest time the Application carries.
+    fn observed_at(
+        &self,
+        app: &Value,
+        envelope: Option<&Envelope>,
+        operation: Option<&Operation>,
+    ) -> Result<Option<DateTime<Utc>>, PayloadError> {
+        // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
+        let stamped = envelope
+            .and_then(|env| env.get("timestamp"))
+            .and_then(Value::as_str)
+            .and_then(parse_time);
+        if stamped.is_some() {
+            return Ok(stamped);
+        }
+        let candidates = [
+            self.opt_str(app, &["status", "reconciledAt"])?,
+            operation.and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
+            operation.and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
+            self.opt_str(app, &["status", "health", "lastTransitionTime"])?,
+        ];
+        Ok(candidates.iter().flatten().filter_map(|s| parse_time(s)).max())
     }
 }
 
