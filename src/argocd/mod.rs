@@ -375,6 +375,111 @@ mod tests {
         assert!(e.contains("app.metadata.name must be a string"), "{e}");
     }
 
+    /// Every part of the Application the tolerant reader checks names its own field, with the `app.` prefix of the
+    /// envelope (or none for a bare Application).
+    #[test]
+    fn each_part_names_its_field_in_errors() {
+        let cases = [
+            (
+                r#"{"app":{"kind":"Deployment","metadata":{"name":"x"}}}"#,
+                r#"app.kind is invalid: "Deployment" is not an Argo CD Application"#,
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x","namespace":"A"}}}"#,
+                r#"app.metadata.namespace is invalid: "A" is not a Kubernetes name"#,
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x","uid":1}}}"#,
+                "app.metadata.uid must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x","annotations":[]}}}"#,
+                "app.metadata.annotations must be an object of strings, not an array",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x","deletionTimestamp":true}}}"#,
+                "app.metadata.deletionTimestamp must be a string, not a boolean",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"spec":{"project":1}}}"#,
+                "app.spec.project must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"spec":{"destination":{"name":1}}}}"#,
+                "app.spec.destination.name must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"spec":{"syncPolicy":{"automated":{"selfHeal":"yes"}}}}}"#,
+                "app.spec.syncPolicy.automated.selfHeal must be a boolean, not a string",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"spec":{"source":{"path":1}}}}"#,
+                "app.spec.source.path must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"spec":{"sources":[{},{"chart":[]}]}}}"#,
+                "app.spec.sources[1].chart must be a string, not an array",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"sync":{"revisions":["a",2]}}}}"#,
+                "app.status.sync.revisions[1] must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"health":{"message":{}}}}}"#,
+                "app.status.health.message must be a string, not an object",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"health":{"status":"<no value>"}}}}"#,
+                "app.status.health.status is \"<no value>\"",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"operationState":"x"}}}"#,
+                "app.status.operationState must be an object, not a string",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"operationState":{"syncResult":{"resources":[{"hookPhase":1}]}}}}}"#,
+                "app.status.operationState.syncResult.resources[0].hookPhase must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"resources":[{"status":"OutOfSync","group":1}]}}}"#,
+                "app.status.resources[0].group must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"conditions":{}}}}"#,
+                "app.status.conditions must be an array, not an object",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"conditions":[{"type":1}]}}}"#,
+                "app.status.conditions[0].type must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"history":{}}}}"#,
+                "app.status.history must be an array, not an object",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"health":{"lastTransitionTime":1}}}}"#,
+                "app.status.health.lastTransitionTime must be a string, not a number",
+            ),
+            (
+                r#"{"app":{"metadata":{"name":"x"},"status":{"reconciledAt":1}}}"#,
+                "app.status.reconciledAt must be a string, not a number",
+            ),
+            (
+                r#"{"metadata":{"name":"x"},"status":{"conditions":[{"message":2}]}}"#,
+                "status.conditions[0].message must be a string, not a number",
+            ),
+        ];
+        for (body, expected) in cases {
+            let value: Value = serde_json::from_str(body).expect("JSON");
+            let e = from_value(&value).expect_err(body).to_string();
+            assert!(e.starts_with(expected), "{body}: {e}");
+        }
+        // The envelope's time is enough: `reconciledAt` is then not read, so its type does not matter.
+        let body = serde_json::json!({"timestamp": "2025-01-01T00:00:00Z",
+                                      "app": {"metadata": {"name": "x"}, "status": {"reconciledAt": 1}}});
+        assert!(from_value(&body).is_ok());
+    }
+
     /// The byte-by-byte scan the fast one replaces: the reference it must agree with.
     fn depth_byte_by_byte(body: &[u8], max: usize) -> bool {
         let (mut depth, mut in_string, mut escaped) = (0usize, false, false);

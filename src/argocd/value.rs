@@ -23,24 +23,71 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 }
 
 /// Builds a snapshot from an already-parsed JSON value (also used for Applications read from the Argo CD API).
+///
+/// The parts are read in this order, which is the order fields are checked in: when several are wrong, the error
+/// names the first.
 pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
+    let (app, prefix, envelope) = locate(value)?;
+    let r = Reader { prefix };
+    r.check_kind(app)?;
+    let meta = r.metadata(app)?;
+    let spec = r.spec(app)?;
+    let sync = r.sync(app)?;
+    let health = r.health(app)?;
+    r.refuse_no_value([
+        ("status.sync.status", &sync.status),
+        ("status.health.status", &health.status),
+    ])?;
+    let operation = r.operation_state(app)?;
+    let resources = r.resources(app)?;
+    let conditions = r.conditions(app)?;
+    let previous_revision = r.previous_revision(app)?;
+    // Read after the status lists rather than with the health, so that the first wrong field named stays the same.
+    let health_changed_at = r.health_changed_at(app)?;
+    let observed_at = r.observed_at(app, envelope, operation.as_ref())?;
+    Ok(Snapshot {
+        app: meta.id,
+        uid: meta.uid,
+        project: spec.project,
+        destination: spec.destination,
+        labels: meta.labels,
+        annotations: meta.annotations,
+        sync_status: sync.status,
+        revisions: sync.revisions,
+        health_status: health.status,
+        health_message: health.message,
+        operation,
+        resources,
+        conditions,
+        sync_policy: spec.sync_policy,
+        sources: spec.sources,
+        previous_revision,
+        deleting: meta.deleting,
+        health_changed_at,
+        source: Source::Webhook,
+        argocd_url: argocd_url(envelope),
+        observed_at,
+    })
+}
+
+/// The envelope's fields (`timestamp`, `context`, `app`), when the body is one.
+type Envelope = serde_json::Map<String, Value>;
+
+/// Where the Application is (the envelope's `app`, or the whole body), the prefix of its error paths, and the envelope.
+fn locate(value: &Value) -> Result<(&Value, &'static str, Option<&Envelope>), PayloadError> {
     let Value::Object(root) = value else {
         return Err(PayloadError::NotAnObject(type_name(value)));
     };
-    let (app, prefix, envelope) = match root.get("app") {
-        Some(app @ Value::Object(_)) => (app, "app.", Some(root)),
-        Some(Value::String(s)) if s.contains("<no value>") => {
-            return Err(PayloadError::NoValue { path: "app".into() });
-        }
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: "app".into(),
-                expected: "an object (the Application: {{toJson .app}})",
-                found: type_name(other),
-            });
-        }
+    match root.get("app") {
+        Some(app @ Value::Object(_)) => Ok((app, "app.", Some(root))),
+        Some(Value::String(s)) if s.contains("<no value>") => Err(PayloadError::NoValue { path: "app".into() }),
+        Some(other) => Err(PayloadError::WrongType {
+            path: "app".into(),
+            expected: "an object (the Application: {{toJson .app}})",
+            found: type_name(other),
+        }),
         None if root.contains_key("metadata") || root.contains_key("status") || root.contains_key("spec") => {
-            (value, "", None)
+            Ok((value, "", None))
         }
         None => {
             let keys: Vec<&str> = root.keys().map(|k| k.as_str()).take(8).collect();
@@ -49,223 +96,297 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
             } else {
                 format!(" (found keys: {})", keys.join(", "))
             };
-            return Err(PayloadError::NoApplication(found));
+            Err(PayloadError::NoApplication(found))
         }
-    };
-    let r = Reader { prefix };
-    if let Some(kind) = r.opt_str(app, &["kind"])?
-        && kind != "Application"
-    {
-        return Err(PayloadError::Invalid {
-            path: format!("{prefix}kind"),
-            message: format!("{kind:?} is not an Argo CD Application"),
-        });
     }
-    let name = r.req_str(
-        app,
-        &["metadata", "name"],
-        "the Application has no name; send the whole Application",
-    )?;
-    let namespace = r
-        .opt_str(app, &["metadata", "namespace"])?
-        .unwrap_or_else(|| "argocd".into());
-    validate_name(&format!("{prefix}metadata.name"), &name)?;
-    validate_name(&format!("{prefix}metadata.namespace"), &namespace)?;
-    let uid = r.opt_str(app, &["metadata", "uid"])?;
-    let labels = r.str_map(app, &["metadata", "labels"])?;
-    let mut annotations = r.str_map(app, &["metadata", "annotations"])?;
-    // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
-    annotations.retain(|k, v| super::keep_annotation(k, v));
-    super::cap_annotations(&mut annotations);
-    let deleting = r.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
-    let project = r
-        .opt_str(app, &["spec", "project"])?
-        .unwrap_or_else(|| "default".into());
-    let destination = Destination {
-        server: r.opt_str(app, &["spec", "destination", "server"])?,
-        name: r.opt_str(app, &["spec", "destination", "name"])?,
-        namespace: r.opt_str(app, &["spec", "destination", "namespace"])?,
+}
+
+/// The link base from the envelope's `context.argocdUrl`, when it is an http(s) URL.
+fn argocd_url(envelope: Option<&Envelope>) -> Option<String> {
+    let Some(Value::Object(ctx)) = envelope?.get("context") else {
+        return None;
     };
-    let automated = r.get(app, &["spec", "syncPolicy", "automated"]);
-    let sync_policy = SyncPolicy {
-        automated: matches!(automated, Some(Value::Object(_))),
-        prune: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
-            .unwrap_or(false),
-        self_heal: r
-            .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
-            .unwrap_or(false),
-    };
-    let mut sources = Vec::new();
-    let source_values: Vec<(String, &Value)> = match r.get(app, &["spec", "sources"]) {
-        Some(Value::Array(list)) if !list.is_empty() => list
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("spec.sources[{i}]"), v))
-            .collect(),
-        _ => r
-            .get(app, &["spec", "source"])
-            .map(|v| vec![("spec.source".to_string(), v)])
-            .unwrap_or_default(),
-    };
-    for (p, v) in source_values {
-        if !v.is_object() {
-            continue;
+    ctx.get("argocdUrl")
+        .and_then(Value::as_str)
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .map(|u| u.trim_end_matches('/').to_string())
+}
+
+/// What Herald keeps of `metadata`.
+struct Metadata {
+    id: AppId,
+    uid: Option<String>,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    deleting: bool,
+}
+
+/// What Herald keeps of `spec`.
+struct Spec {
+    project: String,
+    destination: Destination,
+    sync_policy: SyncPolicy,
+    sources: Vec<SourceRef>,
+}
+
+/// What Herald keeps of `status.sync`.
+struct SyncPart {
+    status: String,
+    revisions: Vec<String>,
+}
+
+/// What Herald keeps of `status.health`, but its `lastTransitionTime`: read later (see [`Reader::health_changed_at`]).
+struct HealthPart {
+    status: String,
+    message: Option<String>,
+}
+
+/// The parts of an Application, one method each, in the order [`from_value`] reads them.
+impl Reader {
+    /// Refuses another kind of object (a `kind` that is not `Application`); no `kind` is fine.
+    fn check_kind(&self, app: &Value) -> Result<(), PayloadError> {
+        match self.opt_str(app, &["kind"])? {
+            Some(kind) if kind != "Application" => Err(PayloadError::Invalid {
+                path: format!("{}kind", self.prefix),
+                message: format!("{kind:?} is not an Argo CD Application"),
+            }),
+            _ => Ok(()),
         }
-        sources.push(SourceRef {
-            repo_url: r.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
-            path: r.opt_str_at(v, &p, "path")?,
-            chart: r.opt_str_at(v, &p, "chart")?,
-            target_revision: r.opt_str_at(v, &p, "targetRevision")?,
-        });
     }
-    let sync_status = r
-        .opt_str(app, &["status", "sync", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let mut revisions = Vec::new();
-    if let Some(rev) = r.opt_str(app, &["status", "sync", "revision"])? {
-        revisions.push(rev);
+
+    /// `metadata`: the name and namespace (checked as Kubernetes names), uid, labels, annotations, deletion.
+    fn metadata(&self, app: &Value) -> Result<Metadata, PayloadError> {
+        let name = self.req_str(
+            app,
+            &["metadata", "name"],
+            "the Application has no name; send the whole Application",
+        )?;
+        let namespace = self
+            .opt_str(app, &["metadata", "namespace"])?
+            .unwrap_or_else(|| "argocd".into());
+        validate_name(&format!("{}metadata.name", self.prefix), &name)?;
+        validate_name(&format!("{}metadata.namespace", self.prefix), &namespace)?;
+        let uid = self.opt_str(app, &["metadata", "uid"])?;
+        let labels = self.str_map(app, &["metadata", "labels"])?;
+        let mut annotations = self.str_map(app, &["metadata", "annotations"])?;
+        // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
+        annotations.retain(|k, v| super::keep_annotation(k, v));
+        super::cap_annotations(&mut annotations);
+        let deleting = self.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
+        Ok(Metadata {
+            id: AppId { namespace, name },
+            uid,
+            labels,
+            annotations,
+            deleting,
+        })
     }
-    if let Some(Value::Array(revs)) = r.get(app, &["status", "sync", "revisions"]) {
-        for (i, v) in revs.iter().enumerate() {
-            match v {
-                Value::String(s) => {
-                    if !revisions.contains(s) {
-                        revisions.push(s.clone())
-                    }
-                }
-                other => {
-                    return Err(PayloadError::WrongType {
-                        path: format!("{prefix}status.sync.revisions[{i}]"),
-                        expected: "a string",
-                        found: type_name(other),
-                    });
+
+    /// `spec`: the project, the destination, the sync policy and the sources.
+    fn spec(&self, app: &Value) -> Result<Spec, PayloadError> {
+        let project = self
+            .opt_str(app, &["spec", "project"])?
+            .unwrap_or_else(|| "default".into());
+        let destination = Destination {
+            server: self.opt_str(app, &["spec", "destination", "server"])?,
+            name: self.opt_str(app, &["spec", "destination", "name"])?,
+            namespace: self.opt_str(app, &["spec", "destination", "namespace"])?,
+        };
+        Ok(Spec {
+            project,
+            destination,
+            sync_policy: self.sync_policy(app)?,
+            sources: self.sources(app)?,
+        })
+    }
+
+    /// `spec.syncPolicy.automated`: automated when it is an object, with its `prune` and `selfHeal`.
+    fn sync_policy(&self, app: &Value) -> Result<SyncPolicy, PayloadError> {
+        let automated = self.get(app, &["spec", "syncPolicy", "automated"]);
+        Ok(SyncPolicy {
+            automated: matches!(automated, Some(Value::Object(_))),
+            prune: self
+                .opt_bool(app, &["spec", "syncPolicy", "automated", "prune"])?
+                .unwrap_or(false),
+            self_heal: self
+                .opt_bool(app, &["spec", "syncPolicy", "automated", "selfHeal"])?
+                .unwrap_or(false),
+        })
+    }
+
+    /// `spec.sources` when it lists any, else `spec.source`; items that are not objects are skipped.
+    fn sources(&self, app: &Value) -> Result<Vec<SourceRef>, PayloadError> {
+        let mut sources = Vec::new();
+        let source_values: Vec<(String, &Value)> = match self.get(app, &["spec", "sources"]) {
+            Some(Value::Array(list)) if !list.is_empty() => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (format!("spec.sources[{i}]"), v))
+                .collect(),
+            _ => self
+                .get(app, &["spec", "source"])
+                .map(|v| vec![("spec.source".to_string(), v)])
+                .unwrap_or_default(),
+        };
+        for (p, v) in source_values {
+            if !v.is_object() {
+                continue;
+            }
+            sources.push(SourceRef {
+                repo_url: self.opt_str_at(v, &p, "repoURL")?.unwrap_or_default(),
+                path: self.opt_str_at(v, &p, "path")?,
+                chart: self.opt_str_at(v, &p, "chart")?,
+                target_revision: self.opt_str_at(v, &p, "targetRevision")?,
+            });
+        }
+        Ok(sources)
+    }
+
+    /// `status.sync`: the status, and the revision then the revisions (each once); revisions not a list are ignored.
+    fn sync(&self, app: &Value) -> Result<SyncPart, PayloadError> {
+        let status = self
+            .opt_str(app, &["status", "sync", "status"])?
+            .unwrap_or_else(|| "Unknown".into());
+        let mut revisions = Vec::new();
+        if let Some(rev) = self.opt_str(app, &["status", "sync", "revision"])? {
+            revisions.push(rev);
+        }
+        if let Some(Value::Array(revs)) = self.get(app, &["status", "sync", "revisions"]) {
+            for (i, v) in revs.iter().enumerate() {
+                let s = entry_str(v, || format!("{}status.sync.revisions[{i}]", self.prefix))?;
+                if !revisions.iter().any(|r| r == s) {
+                    revisions.push(s.to_string());
                 }
             }
         }
+        Ok(SyncPart { status, revisions })
     }
-    let health_status = r
-        .opt_str(app, &["status", "health", "status"])?
-        .unwrap_or_else(|| "Unknown".into());
-    let health_message = r.opt_str(app, &["status", "health", "message"])?;
-    for (path, v) in [
-        ("status.sync.status", &sync_status),
-        ("status.health.status", &health_status),
-    ] {
-        if v.contains("<no value>") {
-            return Err(PayloadError::NoValue {
-                path: format!("{prefix}{path}"),
-            });
+
+    /// `status.health`: the status and message.
+    fn health(&self, app: &Value) -> Result<HealthPart, PayloadError> {
+        let status = self
+            .opt_str(app, &["status", "health", "status"])?
+            .unwrap_or_else(|| "Unknown".into());
+        let message = self.opt_str(app, &["status", "health", "message"])?;
+        Ok(HealthPart { status, message })
+    }
+
+    /// Refuses a status the template rendered as `<no value>` (checked once both the sync and health are read).
+    fn refuse_no_value(&self, fields: [(&str, &str); 2]) -> Result<(), PayloadError> {
+        for (path, v) in fields {
+            if v.contains("<no value>") {
+                return Err(PayloadError::NoValue {
+                    path: format!("{}{path}", self.prefix),
+                });
+            }
         }
+        Ok(())
     }
-    let operation = match r.get(app, &["status", "operationState"]) {
-        Some(Value::Object(_)) => Some(r.operation(app)?),
-        None | Some(Value::Null) => None,
-        Some(other) => {
-            return Err(PayloadError::WrongType {
-                path: format!("{prefix}status.operationState"),
+
+    /// `status.operationState`, when there is one (null is none).
+    fn operation_state(&self, app: &Value) -> Result<Option<Operation>, PayloadError> {
+        match self.get(app, &["status", "operationState"]) {
+            Some(Value::Object(_)) => Ok(Some(self.operation(app)?)),
+            None | Some(Value::Null) => Ok(None),
+            Some(other) => Err(PayloadError::WrongType {
+                path: format!("{}status.operationState", self.prefix),
                 expected: "an object",
                 found: type_name(other),
+            }),
+        }
+    }
+
+    /// `status.resources`: those out of sync, to be pruned or unhealthy.
+    fn resources(&self, app: &Value) -> Result<Vec<ResourceStatus>, PayloadError> {
+        let mut resources = Vec::new();
+        for (i, res) in self.array(app, &["status", "resources"])?.iter().enumerate() {
+            let p = format!("status.resources[{i}]");
+            let requires_pruning = self.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
+            let status = self.opt_str_at(res, &p, "status")?.unwrap_or_default();
+            let (health, health_message) = match res.get("health") {
+                Some(Value::Object(h)) => (
+                    h.get("status").and_then(Value::as_str).map(str::to_string),
+                    h.get("message").and_then(Value::as_str).map(str::to_string),
+                ),
+                _ => (None, None),
+            };
+            // Kept: what differs from Git, what waits to be pruned, what is unhealthy (a Degraded message names it).
+            let healthy = matches!(health.as_deref(), None | Some("Healthy"));
+            if status == "Synced" && !requires_pruning && healthy {
+                continue;
+            }
+            resources.push(ResourceStatus {
+                group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
+                kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
+                namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
+                name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
+                status,
+                requires_pruning,
+                health,
+                health_message,
             });
         }
-    };
-    let mut resources = Vec::new();
-    for (i, res) in r.array(app, &["status", "resources"])?.iter().enumerate() {
-        let p = format!("status.resources[{i}]");
-        let requires_pruning = r.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
-        let status = r.opt_str_at(res, &p, "status")?.unwrap_or_default();
-        let (health, health_message) = match res.get("health") {
-            Some(Value::Object(h)) => (
-                h.get("status").and_then(Value::as_str).map(str::to_string),
-                h.get("message").and_then(Value::as_str).map(str::to_string),
-            ),
-            _ => (None, None),
-        };
-        // Kept: what differs from Git, what waits to be pruned, and what is unhealthy (a Degraded message names it).
-        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
-        if status == "Synced" && !requires_pruning && healthy {
-            continue;
-        }
-        resources.push(ResourceStatus {
-            group: r.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-            kind: r.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-            namespace: r.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-            name: r.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-            status,
-            requires_pruning,
-            health,
-            health_message,
-        });
+        Ok(resources)
     }
-    let mut conditions = Vec::new();
-    for (i, c) in r.array(app, &["status", "conditions"])?.iter().enumerate() {
-        let p = format!("status.conditions[{i}]");
-        conditions.push(Condition {
-            r#type: r.opt_str_at(c, &p, "type")?.unwrap_or_default(),
-            message: r.opt_str_at(c, &p, "message")?.unwrap_or_default(),
-        });
-    }
-    // status.history is oldest first; the entry before the last is what was deployed before.
-    let history = r.array(app, &["status", "history"])?;
-    let previous_revision = if history.len() >= 2 {
-        history[history.len() - 2]
-            .get("revision")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    } else {
-        None
-    };
 
-    let mut argocd_url = None;
-    let mut observed_at = None;
-    if let Some(env) = envelope {
-        if let Some(Value::Object(ctx)) = env.get("context") {
-            argocd_url = ctx
-                .get("argocdUrl")
+    /// `status.conditions`: each one's type and message.
+    fn conditions(&self, app: &Value) -> Result<Vec<Condition>, PayloadError> {
+        let mut conditions = Vec::new();
+        for (i, c) in self.array(app, &["status", "conditions"])?.iter().enumerate() {
+            let p = format!("status.conditions[{i}]");
+            conditions.push(Condition {
+                r#type: self.opt_str_at(c, &p, "type")?.unwrap_or_default(),
+                message: self.opt_str_at(c, &p, "message")?.unwrap_or_default(),
+            });
+        }
+        Ok(conditions)
+    }
+
+    /// The revision deployed before the current one, from `status.history`.
+    fn previous_revision(&self, app: &Value) -> Result<Option<String>, PayloadError> {
+        // status.history is oldest first; the entry before the last is what was deployed before.
+        let history = self.array(app, &["status", "history"])?;
+        Ok(if history.len() >= 2 {
+            history[history.len() - 2]
+                .get("revision")
                 .and_then(Value::as_str)
-                .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-                .map(|u| u.trim_end_matches('/').to_string());
-        }
-        // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
-        observed_at = env.get("timestamp").and_then(Value::as_str).and_then(parse_time);
-    }
-    let health_changed_at = r
-        .opt_str(app, &["status", "health", "lastTransitionTime"])?
-        .as_deref()
-        .and_then(parse_time);
-    if observed_at.is_none() {
-        let candidates = [
-            r.opt_str(app, &["status", "reconciledAt"])?,
-            operation.as_ref().and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation.as_ref().and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
-            r.opt_str(app, &["status", "health", "lastTransitionTime"])?,
-        ];
-        observed_at = candidates.iter().flatten().filter_map(|s| parse_time(s)).max();
+                .map(str::to_string)
+        } else {
+            None
+        })
     }
 
-    Ok(Snapshot {
-        app: AppId { namespace, name },
-        uid,
-        project,
-        destination,
-        labels,
-        annotations,
-        sync_status,
-        revisions,
-        health_status,
-        health_message,
-        operation,
-        resources,
-        conditions,
-        sync_policy,
-        sources,
-        previous_revision,
-        deleting,
-        health_changed_at,
-        source: Source::Webhook,
-        argocd_url,
-        observed_at,
-    })
+    /// `status.health.lastTransitionTime`; one that is not RFC 3339 is left out.
+    fn health_changed_at(&self, app: &Value) -> Result<Option<DateTime<Utc>>, PayloadError> {
+        Ok(self
+            .opt_str(app, &["status", "health", "lastTransitionTime"])?
+            .as_deref()
+            .and_then(parse_time))
+    }
+
+    /// When Argo CD saw this state: the envelope's `timestamp`, else the newest time the Application carries.
+    fn observed_at(
+        &self,
+        app: &Value,
+        envelope: Option<&Envelope>,
+        operation: Option<&Operation>,
+    ) -> Result<Option<DateTime<Utc>>, PayloadError> {
+        // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
+        let stamped = envelope
+            .and_then(|env| env.get("timestamp"))
+            .and_then(Value::as_str)
+            .and_then(parse_time);
+        if stamped.is_some() {
+            return Ok(stamped);
+        }
+        let candidates = [
+            self.opt_str(app, &["status", "reconciledAt"])?,
+            operation.and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
+            operation.and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
+            self.opt_str(app, &["status", "health", "lastTransitionTime"])?,
+        ];
+        Ok(candidates.iter().flatten().filter_map(|s| parse_time(s)).max())
+    }
 }
 
 /// An entry of a map or an item of a list that must be a string; `at` names it (`metadata.labels.team`).
