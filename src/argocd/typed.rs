@@ -18,7 +18,7 @@ use serde_json::Value;
 
 mod shapes;
 
-use shapes::{AppDoc, Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
+use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
 
 use super::{
     AppId, Condition, Destination, Initiator, Operation, ResourceStatus, ResultResource, Snapshot, Source, SourceRef,
@@ -27,20 +27,11 @@ use super::{
 
 /// Reads `text` into a snapshot, or `None` when the tolerant reader must decide.
 pub(super) fn parse(text: &str) -> Option<Snapshot> {
-    let Obj(body) = serde_json::from_str::<Obj<Body>>(text).ok()?;
-    let (app, envelope) = match body.app {
-        Some(Obj(app)) => (app, Some((body.timestamp, body.context))),
-        None => {
-            let bare = AppDoc {
-                kind: body.kind,
-                metadata: body.metadata,
-                spec: body.spec,
-                status: body.status,
-            };
-            (bare, None)
-        }
-    };
-    build(app, envelope)
+    let Obj(mut body) = serde_json::from_str::<Obj<Body>>(text).ok()?;
+    match body.app.take() {
+        Some(Obj(app)) => build(*app, Some((body.timestamp, body.context))),
+        None => build(body, None),
+    }
 }
 
 /// A JSON string, borrowed from the body unless it has escapes. Refuses any other type (and `null`: `Option` takes
@@ -161,7 +152,7 @@ impl<'de> Deserialize<'de> for Annotations {
 
 /// The snapshot from the typed documents, with the tolerant reader's defaults and checks; `None` where it would
 /// refuse the body. Long because it is one flat list of fields, in the tolerant reader's order.
-fn build(app: AppDoc, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Option<Snapshot> {
+fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Option<Snapshot> {
     if app.kind.as_ref().is_some_and(|k| k.0 != "Application") {
         return None;
     }

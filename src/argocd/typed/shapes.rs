@@ -29,16 +29,18 @@ macro_rules! shape {
     };
 }
 
+// One shape for both forms Argo CD can send: the `{timestamp, context, app}` envelope, whose `app` is the
+// Application, and a bare Application, whose keys are at the top. An envelope's `app` is read with this shape too
+// (its own `app`, `timestamp` and `context`, which an Application does not have, are then not used): one list of the
+// Application's keys, without `#[serde(flatten)]`, which buffers every key of the body into serde's content tree
+// first, the very copy this reader exists to skip.
 shape! {
     Body<'a> {
         #[serde(default, borrow, deserialize_with = "present")]
-        app: Obj<AppDoc<'a>>,
+        app: Obj<Box<Body<'a>>>,
         timestamp: str,
         #[serde(borrow)]
         context: Obj<Context<'a>>,
-        // A bare Application (no envelope) has these at the top. They repeat `AppDoc`'s rather than flattening it in:
-        // `#[serde(flatten)]` buffers every key of the body into serde's content tree first, the very copy this
-        // reader exists to skip.
         kind: str,
         #[serde(borrow)]
         metadata: Obj<Metadata<'a>>,
@@ -53,18 +55,6 @@ shape! {
     Context<'a> {
         #[serde(rename = "argocdUrl")]
         argocd_url: str,
-    }
-}
-
-shape! {
-    AppDoc<'a> {
-        kind: str,
-        #[serde(borrow)]
-        metadata: Obj<Metadata<'a>>,
-        #[serde(borrow)]
-        spec: Obj<Spec<'a>>,
-        #[serde(borrow)]
-        status: Obj<Status<'a>>,
     }
 }
 
