@@ -51,66 +51,27 @@ impl Facts<'_> {
     }
 }
 
-/// One entry of the catalog: the incident kinds it speaks to and the hints it finds in the facts.
-struct Rule {
-    kinds: &'static [Kind],
-    hints: fn(&Facts) -> Vec<Hint>,
-}
+/// One rule of the catalog: adds the hints it finds in the facts.
+type Rule = fn(&Facts, &mut Vec<Hint>);
 
-/// The catalog, in the order the hints are shown.
-const CATALOG: &[Rule] = &[
-    Rule {
-        kinds: &[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync],
-        hints: missing_crd,
-    },
-    Rule {
-        kinds: &[Kind::PrunePending],
-        hints: prune_disabled,
-    },
-    Rule {
-        kinds: &[Kind::Degraded],
-        hints: degraded,
-    },
-    Rule {
-        kinds: &[Kind::OutOfSync],
-        hints: no_self_heal,
-    },
-    Rule {
-        kinds: &[Kind::OutOfSync],
-        hints: manual_sync,
-    },
-    Rule {
-        kinds: &[Kind::SyncFailed],
-        hints: retry_exhausted,
-    },
-    Rule {
-        kinds: &[Kind::SyncUnknown, Kind::SyncFailed],
-        hints: invalid_spec,
-    },
-    Rule {
-        kinds: &Kind::ALL,
-        hints: shared_resource,
-    },
-    Rule {
-        kinds: &[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync],
-        hints: schema_mismatch,
-    },
-    Rule {
-        kinds: &[Kind::OutOfSync, Kind::PrunePending, Kind::SyncUnknown],
-        hints: orphaned_resources,
-    },
-    Rule {
-        kinds: &[Kind::Pruned],
-        hints: pruned_recovery,
-    },
-    Rule {
-        kinds: &[Kind::Pruned],
-        hints: rename,
-    },
-    Rule {
-        kinds: &[Kind::Pruned],
-        hints: production_prune,
-    },
+/// The catalog, in the order the hints are shown: each rule with the incident kinds it speaks to.
+const CATALOG: &[(&[Kind], Rule)] = &[
+    (&[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync], missing_crd),
+    (&[Kind::PrunePending], prune_disabled),
+    (&[Kind::Degraded], degraded),
+    (&[Kind::OutOfSync], no_self_heal),
+    (&[Kind::OutOfSync], manual_sync),
+    (&[Kind::SyncFailed], retry_exhausted),
+    (&[Kind::SyncUnknown, Kind::SyncFailed], invalid_spec),
+    (&Kind::ALL, shared_resource),
+    (&[Kind::SyncUnknown, Kind::SyncFailed, Kind::OutOfSync], schema_mismatch),
+    (
+        &[Kind::OutOfSync, Kind::PrunePending, Kind::SyncUnknown],
+        orphaned_resources,
+    ),
+    (&[Kind::Pruned], pruned_recovery),
+    (&[Kind::Pruned], rename),
+    (&[Kind::Pruned], production_prune),
 ];
 
 /// The hints for one incident: every catalog entry that speaks to its kind, in catalog order.
@@ -128,11 +89,13 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
         },
         messages: messages(state),
     };
-    CATALOG
-        .iter()
-        .filter(|rule| rule.kinds.contains(&kind))
-        .flat_map(|rule| (rule.hints)(&facts))
-        .collect()
+    let mut out = Vec::new();
+    for (kinds, rule) in CATALOG {
+        if kinds.contains(&kind) {
+            rule(&facts, &mut out);
+        }
+    }
+    out
 }
 
 /// The kind whose CRD a message says is missing (empty when it names none); `None` when it says no such thing.
@@ -155,16 +118,16 @@ fn missing_crd_kind(m: &str) -> Option<String> {
     }
 }
 
-fn missing_crd(f: &Facts) -> Vec<Hint> {
+fn missing_crd(f: &Facts, out: &mut Vec<Hint>) {
     let Some(crd_kind) = f.messages.iter().find_map(|m| missing_crd_kind(m)) else {
-        return Vec::new();
+        return;
     };
     let what = if crd_kind.is_empty() {
         "a resource's CustomResourceDefinition".to_string()
     } else {
         format!("the CustomResourceDefinition of kind {crd_kind}")
     };
-    vec![hint(
+    out.push(hint(
         "missing_crd",
         "A CRD is missing",
         format!(
@@ -172,12 +135,12 @@ fn missing_crd(f: &Facts) -> Vec<Hint> {
              (annotation argocd.argoproj.io/sync-wave: \"-1\"), or in a separate Application synced before \
              this one; add SkipDryRunOnMissingResource=true to resources whose CRD is created in the same sync."
         ),
-    )]
+    ));
 }
 
-fn prune_disabled(f: &Facts) -> Vec<Hint> {
+fn prune_disabled(f: &Facts, out: &mut Vec<Hint>) {
     if f.snapshot().sync_policy.prune {
-        return Vec::new();
+        return;
     }
     // The real resources, as `argocd app sync --resource` names them (GROUP:KIND:NAME, the group empty for core).
     let flags: Vec<String> = (f.view.resources.iter().take(5))
@@ -188,7 +151,7 @@ fn prune_disabled(f: &Facts) -> Vec<Hint> {
         _ => ("These resources were", "are", "them"),
     };
     let (app, ns_flag) = (f.app, &f.ns_flag);
-    vec![hint(
+    out.push(hint(
         "prune_disabled",
         "Prune is off",
         format!(
@@ -197,31 +160,28 @@ fn prune_disabled(f: &Facts) -> Vec<Hint> {
              Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
             flags.concat()
         ),
-    )]
+    ));
 }
 
-fn no_self_heal(f: &Facts) -> Vec<Hint> {
+fn no_self_heal(f: &Facts, out: &mut Vec<Hint>) {
     let policy = &f.snapshot().sync_policy;
-    (policy.automated && !policy.self_heal)
-        .then(|| {
-            hint(
-                "no_self_heal",
-                "Automated sync without selfHeal",
-                "Changes made in the cluster are never reverted while Git does not change: enable \
-                 syncPolicy.automated.selfHeal, or fix the drift in Git."
-                    .into(),
-            )
-        })
-        .into_iter()
-        .collect()
+    if policy.automated && !policy.self_heal {
+        out.push(hint(
+            "no_self_heal",
+            "Automated sync without selfHeal",
+            "Changes made in the cluster are never reverted while Git does not change: enable \
+             syncPolicy.automated.selfHeal, or fix the drift in Git."
+                .into(),
+        ));
+    }
 }
 
-fn manual_sync(f: &Facts) -> Vec<Hint> {
+fn manual_sync(f: &Facts, out: &mut Vec<Hint>) {
     if f.snapshot().sync_policy.automated {
-        return Vec::new();
+        return;
     }
     let (app, ns_flag) = (f.app, &f.ns_flag);
-    vec![hint(
+    out.push(hint(
         "manual_sync",
         "Auto-sync is off",
         format!(
@@ -229,18 +189,18 @@ fn manual_sync(f: &Facts) -> Vec<Hint> {
              and sync (`argocd app sync {app}{ns_flag}`), or enable syncPolicy.automated. If the difference \
              is harmless, ignore it with spec.ignoreDifferences so that OutOfSync means something again."
         ),
-    )]
+    ));
 }
 
-fn retry_exhausted(f: &Facts) -> Vec<Hint> {
+fn retry_exhausted(f: &Facts, out: &mut Vec<Hint>) {
     let Some(op) = &f.snapshot().operation else {
-        return Vec::new();
+        return;
     };
     let Some(limit) = op.retry_limit.filter(|&limit| limit > 0 && op.retry_count >= limit) else {
-        return Vec::new();
+        return;
     };
     let (app, ns_flag) = (f.app, &f.ns_flag);
-    vec![hint(
+    out.push(hint(
         "retry_exhausted",
         "Retry limit exhausted",
         format!(
@@ -248,40 +208,34 @@ fn retry_exhausted(f: &Facts) -> Vec<Hint> {
              `argocd app sync {app}{ns_flag}`.",
             op.retry_count
         ),
-    )]
+    ));
 }
 
-fn invalid_spec(f: &Facts) -> Vec<Hint> {
-    (f.has_condition("InvalidSpecError"))
-        .then(|| {
-            hint(
-                "invalid_spec",
-                "The Application spec is invalid",
-                "Argo CD cannot use this Application's spec (see the message): check the repository URL and path, \
-                 the target revision, the destination cluster and namespace, and that the project allows them."
-                    .into(),
-            )
-        })
-        .into_iter()
-        .collect()
+fn invalid_spec(f: &Facts, out: &mut Vec<Hint>) {
+    if f.has_condition("InvalidSpecError") {
+        out.push(hint(
+            "invalid_spec",
+            "The Application spec is invalid",
+            "Argo CD cannot use this Application's spec (see the message): check the repository URL and path, \
+             the target revision, the destination cluster and namespace, and that the project allows them."
+                .into(),
+        ));
+    }
 }
 
-fn shared_resource(f: &Facts) -> Vec<Hint> {
-    (f.has_condition("SharedResourceWarning"))
-        .then(|| {
-            hint(
-                "shared_resource",
-                "A resource is managed by two Applications",
-                "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
-            )
-        })
-        .into_iter()
-        .collect()
+fn shared_resource(f: &Facts, out: &mut Vec<Hint>) {
+    if f.has_condition("SharedResourceWarning") {
+        out.push(hint(
+            "shared_resource",
+            "A resource is managed by two Applications",
+            "Two Applications manage the same resource and will fight over it: keep it in one of them.".into(),
+        ));
+    }
 }
 
-fn schema_mismatch(f: &Facts) -> Vec<Hint> {
+fn schema_mismatch(f: &Facts, out: &mut Vec<Hint>) {
     let Some(m) = (f.messages.iter()).find(|m| m.contains("error building typed value from config resource")) else {
-        return Vec::new();
+        return;
     };
     let field: String = (m.lines().map(str::trim))
         .find(|l| l.starts_with('.'))
@@ -289,7 +243,7 @@ fn schema_mismatch(f: &Facts) -> Vec<Hint> {
         .chars()
         .take(200)
         .collect();
-    vec![hint(
+    out.push(hint(
         "schema_mismatch",
         "A manifest does not match its schema",
         format!(
@@ -297,33 +251,30 @@ fn schema_mismatch(f: &Facts) -> Vec<Hint> {
              Fix the manifest in Git — often a number written as a quoted string, e.g. runAsUser: \"1000\" — \
              or, for a custom resource, update the CRD in the cluster to the version the manifest is written for."
         ),
-    )]
+    ));
 }
 
-fn orphaned_resources(f: &Facts) -> Vec<Hint> {
-    (f.has_condition("OrphanedResourceWarning"))
-        .then(|| {
-            hint(
-                "orphaned_resources",
-                "Orphaned resources in the namespace",
-                "The destination namespace holds resources no Application manages (OrphanedResourceWarning): \
-                 leftovers of a rename or a manual change. Review them in the Argo CD UI (Orphaned resources) and \
-                 delete them or add them to Git; ignore expected ones with the project's orphanedResources.ignore."
-                    .into(),
-            )
-        })
-        .into_iter()
-        .collect()
+fn orphaned_resources(f: &Facts, out: &mut Vec<Hint>) {
+    if f.has_condition("OrphanedResourceWarning") {
+        out.push(hint(
+            "orphaned_resources",
+            "Orphaned resources in the namespace",
+            "The destination namespace holds resources no Application manages (OrphanedResourceWarning): \
+             leftovers of a rename or a manual change. Review them in the Argo CD UI (Orphaned resources) and \
+             delete them or add them to Git; ignore expected ones with the project's orphanedResources.ignore."
+                .into(),
+        ));
+    }
 }
 
-fn pruned_recovery(f: &Facts) -> Vec<Hint> {
+fn pruned_recovery(f: &Facts, out: &mut Vec<Hint>) {
     let prev = f.view.previous_revision.as_deref().unwrap_or("PREVIOUS_REVISION");
     let after = f.view.revision.as_deref().unwrap_or("the current revision");
     let names: Vec<String> = (f.view.resources.iter())
         .map(|r| format!("{} {}", r.kind, r.name))
         .collect();
     let (app, ns_flag) = (f.app, &f.ns_flag);
-    vec![hint(
+    out.push(hint(
         "pruned_recovery",
         "If this deletion was a mistake",
         format!(
@@ -332,43 +283,38 @@ fn pruned_recovery(f: &Facts) -> Vec<Hint> {
              change made in {after}); let the next sync recreate it; verify the workloads that used it.",
             names.join(", ")
         ),
-    )]
+    ));
 }
 
-fn rename(f: &Facts) -> Vec<Hint> {
-    (renames(f.state).into_iter())
-        .map(|(old, new)| {
-            // A rename pairs two objects of one kind: the pruned one's, as the incident lists it.
-            let kind = (f.view.resources.iter())
-                .find(|r| r.name == old)
-                .map(|r| r.kind.as_str())
-                .unwrap_or("");
-            hint(
-                "rename",
-                "Looks like a rename",
-                format!(
-                    "{kind} {old} was pruned and {kind} {new} was created in the same sync: a rename deletes the old \
-                     object before every consumer uses the new one. Do renames as add → migrate consumers → remove."
-                ),
-            )
-        })
-        .collect()
+fn rename(f: &Facts, out: &mut Vec<Hint>) {
+    for (old, new) in renames(f.state) {
+        // A rename pairs two objects of one kind: the pruned one's, as the incident lists it.
+        let kind = (f.view.resources.iter())
+            .find(|r| r.name == old)
+            .map(|r| r.kind.as_str())
+            .unwrap_or("");
+        out.push(hint(
+            "rename",
+            "Looks like a rename",
+            format!(
+                "{kind} {old} was pruned and {kind} {new} was created in the same sync: a rename deletes the old \
+                 object before every consumer uses the new one. Do renames as add → migrate consumers → remove."
+            ),
+        ));
+    }
 }
 
-fn production_prune(f: &Facts) -> Vec<Hint> {
-    (super::is_production(f.snapshot(), f.rules))
-        .then(|| {
-            hint(
-                "production_prune",
-                "Production resources were deleted",
-                "This destination is marked production (rules.pruned.production). Check its consumers now; \
-                 consider requiring a second review for changes that remove manifests, and Prune=false on \
-                 resources that must never be deleted automatically."
-                    .into(),
-            )
-        })
-        .into_iter()
-        .collect()
+fn production_prune(f: &Facts, out: &mut Vec<Hint>) {
+    if super::is_production(f.snapshot(), f.rules) {
+        out.push(hint(
+            "production_prune",
+            "Production resources were deleted",
+            "This destination is marked production (rules.pruned.production). Check its consumers now; \
+             consider requiring a second review for changes that remove manifests, and Prune=false on \
+             resources that must never be deleted automatically."
+                .into(),
+        ));
+    }
 }
 
 /// A cause of Degraded that resources' health messages show, by the words that say it.
@@ -456,26 +402,26 @@ const ROLLOUT_STUCK: Symptom = Symptom {
 /// Why an Application is Degraded, from its resources' and its own health messages: a rollout past its deadline,
 /// an image that cannot be pulled, a container that keeps crashing or runs out of memory, a pod that cannot be
 /// scheduled, a job out of retries. Each hint names the resource whose message says so (else the first one).
-fn degraded(f: &Facts) -> Vec<Hint> {
+fn degraded(f: &Facts, out: &mut Vec<Hint>) {
     let app_messages: Vec<&str> = (f.view.messages.iter().map(String::as_str))
         .chain(f.snapshot().health_message.as_deref())
         .collect();
-    let mut out = Vec::new();
+    let before = out.len();
+    let mut hint_if_shown = |symptom: &Symptom| {
+        let shown = where_it_shows(f, &app_messages, symptom.words);
+        if let Some((ns, target)) = &shown {
+            out.push(hint(symptom.id, symptom.title, (symptom.advice)(ns, target, f.app)));
+        }
+        shown.is_some()
+    };
     let mut explained = false;
     for symptom in SYMPTOMS {
-        if let Some((ns, target)) = where_it_shows(f, &app_messages, symptom.words) {
-            out.push(hint(symptom.id, symptom.title, (symptom.advice)(&ns, &target, f.app)));
-            explained |= symptom.explains_rollout;
-        }
+        explained |= hint_if_shown(symptom) && symptom.explains_rollout;
     }
-    if !explained && let Some((ns, target)) = where_it_shows(f, &app_messages, ROLLOUT_STUCK.words) {
-        out.push(hint(
-            ROLLOUT_STUCK.id,
-            ROLLOUT_STUCK.title,
-            (ROLLOUT_STUCK.advice)(&ns, &target, f.app),
-        ));
+    if !explained {
+        hint_if_shown(&ROLLOUT_STUCK);
     }
-    if let (true, Some(r)) = (out.is_empty(), f.view.resources.first()) {
+    if let (true, Some(r)) = (out.len() == before, f.view.resources.first()) {
         let ns = Some(r.namespace.as_str())
             .filter(|n| !n.is_empty())
             .unwrap_or("NAMESPACE");
@@ -489,7 +435,6 @@ fn degraded(f: &Facts) -> Vec<Hint> {
             ),
         ));
     }
-    out
 }
 
 /// The namespace and `kind/name` a symptom's words point at: the resource whose message has them, or the first
@@ -519,18 +464,17 @@ fn where_it_shows(f: &Facts, app_messages: &[&str], words: &[&str]) -> Option<(S
 }
 
 /// Pairs (pruned name, created name) of the same kind in the last sync: likely renames.
-pub fn renames(state: &AppState) -> Vec<(String, String)> {
+fn renames(state: &AppState) -> Vec<(String, String)> {
     let Some(op) = &state.snapshot.operation else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for p in op.resources.iter().filter(|r| r.status == "Pruned") {
-        if let Some(c) = op.resources.iter().find(|r| {
-            r.kind == p.kind
-                && r.name != p.name
-                && r.status == "Synced"
-                && (r.message.ends_with(" created") || r.message.contains("created"))
-        }) {
+        if let Some(c) = op
+            .resources
+            .iter()
+            .find(|r| r.kind == p.kind && r.name != p.name && r.status == "Synced" && r.message.contains("created"))
+        {
             out.push((p.name.clone(), c.name.clone()));
         }
     }
