@@ -160,25 +160,26 @@ pub fn held_conditions(
     if sync_in_progress(&state.snapshot) {
         keep.insert(Kind::SyncFailed);
     }
-    [
-        out_of_sync(state),
-        prune_pending(state),
-        sync_failed(state),
-        pruned(state),
-        degraded(state),
-        sync_unknown(state),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|f| rules.rule(f.kind).enabled)
-    .map(|f| hold(f, state, rules, team, argocd_url))
-    .collect()
+    FINDERS
+        .iter()
+        .filter(|(kind, _)| rules.rule(*kind).enabled)
+        .filter_map(|(kind, find)| Some(hold(*kind, find(state)?, state, rules, team, argocd_url)))
+        .collect()
 }
+
+/// What each kind's rule finds in a state, in the order incidents are held.
+const FINDERS: [(Kind, fn(&AppState) -> Option<Finding>); 6] = [
+    (Kind::OutOfSync, out_of_sync),
+    (Kind::PrunePending, prune_pending),
+    (Kind::SyncFailed, sync_failed),
+    (Kind::Pruned, pruned),
+    (Kind::Degraded, degraded),
+    (Kind::SyncUnknown, sync_unknown),
+];
 
 /// What one rule finds in the state: the parts of the incident only that rule knows ([`hold`] adds the rest).
 #[derive(Default)]
 struct Finding {
-    kind: Kind,
     /// Tells occurrences of the kind apart in the fingerprint: the operation, for kinds that are one per sync.
     occurrence: String,
     since: Option<DateTime<Utc>>,
@@ -189,10 +190,16 @@ struct Finding {
     previous_revision: Option<String>,
 }
 
-/// `finding` as a held condition: its severity, the view's common parts, a link per resource, the hints.
-fn hold(finding: Finding, state: &AppState, rules: &RulesSettings, team: &str, argocd_url: Option<&str>) -> Held {
+/// `finding` as a held condition of `kind`: its severity, the view's common parts, a link per resource, the hints.
+fn hold(
+    kind: Kind,
+    finding: Finding,
+    state: &AppState,
+    rules: &RulesSettings,
+    team: &str,
+    argocd_url: Option<&str>,
+) -> Held {
     let s = &state.snapshot;
-    let kind = finding.kind;
     let severity = if kind == Kind::Pruned && is_production(s, rules) {
         rules.production().1
     } else {
@@ -266,7 +273,6 @@ fn out_of_sync(state: &AppState) -> Option<Finding> {
         })
         .collect();
     Some(Finding {
-        kind: Kind::OutOfSync,
         since: Some(state.sync_since),
         summary: format!("{} is OutOfSync", s.app),
         condition: "OutOfSync".into(),
@@ -284,7 +290,6 @@ fn prune_pending(state: &AppState) -> Option<Finding> {
     }
     let count = plural(prunes.len(), "resource");
     Some(Finding {
-        kind: Kind::PrunePending,
         since: state.prune_since.values().min().copied(),
         summary: format!(
             "{}: {count} removed from Git {} still running in the cluster, waiting to be pruned",
@@ -317,7 +322,6 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
         .map(result_ref)
         .collect();
     Some(Finding {
-        kind: Kind::SyncFailed,
         occurrence,
         since: ended,
         summary: format!(
@@ -353,7 +357,6 @@ fn pruned(state: &AppState) -> Option<Finding> {
     let (occurrence, ended) = operation_times(op);
     let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
     Some(Finding {
-        kind: Kind::Pruned,
         occurrence,
         since: ended,
         summary: format!("{}: the sync deleted {} from the cluster", s.app, names.join(", ")),
@@ -384,7 +387,6 @@ fn degraded(state: &AppState) -> Option<Finding> {
         })
         .collect();
     Some(Finding {
-        kind: Kind::Degraded,
         since: Some(state.health_since),
         summary: format!("{} is {}", s.app, s.health_status),
         condition: s.health_status.clone(),
@@ -412,7 +414,6 @@ fn sync_unknown(state: &AppState) -> Option<Finding> {
     }
     let error = s.conditions.iter().find(|c| c.r#type.ends_with("Error"));
     Some(Finding {
-        kind: Kind::SyncUnknown,
         // Herald times the sync status, not conditions: a comparison error alone counts from when it is first seen.
         since: unknown.then_some(state.sync_since),
         summary: match error {
