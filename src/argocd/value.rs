@@ -44,7 +44,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     let previous_revision = r.previous_revision(app)?;
     // Read after the status lists rather than with the health, so that the first wrong field named stays the same.
     let health_changed_at = r.health_changed_at(app)?;
-    let observed_at = r.observed_at(app, envelope, operation.as_ref())?;
+    let observed_at = r.observed_at(app, envelope, operation.as_ref(), health_changed_at)?;
     Ok(Snapshot {
         app: meta.id,
         uid: meta.uid,
@@ -370,6 +370,7 @@ impl Reader {
         app: &Value,
         envelope: Option<&Envelope>,
         operation: Option<&Operation>,
+        health_changed_at: Option<DateTime<Utc>>,
     ) -> Result<Option<DateTime<Utc>>, PayloadError> {
         // A timestamp that is not RFC 3339 is ignored rather than refused: the state is still good.
         let stamped = envelope
@@ -379,13 +380,16 @@ impl Reader {
         if stamped.is_some() {
             return Ok(stamped);
         }
-        let candidates = [
-            self.opt_str(app, &["status", "reconciledAt"])?,
-            operation.and_then(|o| o.finished_at.map(|t| t.to_rfc3339())),
-            operation.and_then(|o| o.started_at.map(|t| t.to_rfc3339())),
-            self.opt_str(app, &["status", "health", "lastTransitionTime"])?,
-        ];
-        Ok(candidates.iter().flatten().filter_map(|s| parse_time(s)).max())
+        let reconciled = self
+            .opt_str(app, &["status", "reconciledAt"])?
+            .as_deref()
+            .and_then(parse_time);
+        let finished = operation.and_then(|o| o.finished_at);
+        let started = operation.and_then(|o| o.started_at);
+        Ok([reconciled, finished, started, health_changed_at]
+            .into_iter()
+            .flatten()
+            .max())
     }
 }
 
