@@ -5,6 +5,8 @@
 
 mod hash;
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -251,13 +253,14 @@ pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTi
 }
 
 /// A field of the Application's timeline: its name and its value in a snapshot, as text.
-type TimelineField = (&'static str, fn(&Snapshot) -> String);
+/// Borrowed where the snapshot holds it as it is, so an unchanged field costs no copy.
+type TimelineField = (&'static str, fn(&Snapshot) -> Cow<'_, str>);
 
 /// The fields whose changes the timeline records, besides the operation.
 const TIMELINE_FIELDS: [TimelineField; 5] = [
-    ("sync", |s| s.sync_status.clone()),
-    ("health", |s| s.health_status.clone()),
-    ("revision", |s| s.revisions.join(",")),
+    ("sync", |s| Cow::Borrowed(&s.sync_status)),
+    ("health", |s| Cow::Borrowed(&s.health_status)),
+    ("revision", |s| Cow::Owned(s.revisions.join(","))),
     ("conditions", condition_types),
     ("requires_pruning", requiring_pruning),
 ];
@@ -270,8 +273,8 @@ fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
             let (from, to) = (value(old), value(new));
             (from != to).then(|| Transition {
                 field: (*field).into(),
-                from: Some(from),
-                to,
+                from: Some(from.into_owned()),
+                to: to.into_owned(),
             })
         })
         .collect();
@@ -288,21 +291,20 @@ fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
 }
 
 /// The types of the Application's conditions, sorted, each once.
-fn condition_types(s: &Snapshot) -> String {
+fn condition_types(s: &Snapshot) -> Cow<'_, str> {
     let mut v: Vec<String> = s.conditions.iter().map(|c| c.r#type.clone()).collect();
     v.sort();
     v.dedup();
-    v.join(",")
+    Cow::Owned(v.join(","))
 }
 
 /// The resources that require pruning, as [`resource_key`]s.
-fn requiring_pruning(s: &Snapshot) -> String {
-    s.resources
-        .iter()
+fn requiring_pruning(s: &Snapshot) -> Cow<'_, str> {
+    let keys: Vec<String> = (s.resources.iter())
         .filter(|r| r.requires_pruning)
         .map(|r| resource_key(&r.kind, &r.namespace, &r.name))
-        .collect::<Vec<_>>()
-        .join(",")
+        .collect();
+    Cow::Owned(keys.join(","))
 }
 
 /// The state after `snap` changed `prev`: each "since" time moves to `now` only when its field changed.
