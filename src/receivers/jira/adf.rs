@@ -42,6 +42,14 @@ fn link(s: &str, href: &str) -> Vec<Value> {
     text(s, json!([{ "type": "link", "attrs": { "href": href } }]))
 }
 
+/// `s` linked to `href` when there is one, else plain.
+fn linked(s: &str, href: Option<&str>) -> Vec<Value> {
+    match href {
+        Some(u) => link(s, u),
+        None => plain(s),
+    }
+}
+
 fn paragraph(content: Vec<Value>) -> Value {
     json!({ "type": "paragraph", "content": content })
 }
@@ -133,10 +141,7 @@ fn summary_list(n: &Notification) -> Value {
     for app in render::apps(n) {
         for i in &app.incidents {
             let mut item = strong(&format!("{} ", render::incident_word(i)));
-            item.extend(match app.url {
-                Some(u) => link(&app.name, u),
-                None => plain(&app.name),
-            });
+            item.extend(linked(&app.name, app.url));
             item.extend(plain(&format!(": {}", i.status_line(n.created_at))));
             items.push(item);
         }
@@ -151,10 +156,7 @@ fn facts(app: &render::AppView<'_>) -> Value {
         .into_iter()
         .map(|f| {
             let mut item = strong(&format!("{}: ", f.label));
-            item.extend(match &f.link {
-                Some(u) => link(&f.value, u),
-                None => plain(&f.value),
-            });
+            item.extend(linked(&f.value, f.link.as_deref()));
             item
         })
         .collect();
