@@ -167,8 +167,11 @@ pub fn held_conditions(
         .collect()
 }
 
-/// What each kind's rule finds in a state, in the order incidents are held.
-const FINDERS: [(Kind, fn(&AppState) -> Option<Finding>); 6] = [
+/// What one kind's rule finds in a state, if anything.
+type Finder = fn(&AppState) -> Option<Finding>;
+
+/// Each kind's finder, in the order incidents are held.
+const FINDERS: [(Kind, Finder); 6] = [
     (Kind::OutOfSync, out_of_sync),
     (Kind::PrunePending, prune_pending),
     (Kind::SyncFailed, sync_failed),
