@@ -209,6 +209,38 @@ where
     }
 }
 
+/// A port free on 127.0.0.1 now, for a server a test starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Waits until the server `child` runs answers `probe` with a 2xx; fails with `log()` when it exits first or has
+/// not answered within `timeout`.
+pub async fn wait_until_serving(
+    name: &str,
+    child: &mut Child,
+    timeout: Duration,
+    probe: impl Fn() -> reqwest::RequestBuilder,
+    log: impl Fn() -> String,
+) {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Ok(r) = probe().send().await
+            && r.status().is_success()
+        {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{name} exited with {status}:\n{}", log());
+        }
+        assert!(std::time::Instant::now() < deadline, "{name} did not start:\n{}", log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Reads the JSON lines a console receiver with `file:` wrote.
 pub fn delivered(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -456,11 +488,7 @@ impl PgServer {
             .prefix("herald-pg")
             .tempdir_in("/tmp")
             .expect("tmp");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("port")
-            .local_addr()
-            .expect("addr")
-            .port();
+        let port = free_port();
         if unsafe_is_root() {
             let _ = Command::new("chown").arg("postgres").arg(dir.path()).status();
         }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::helpers::{TestApp, envelope, eventually, now_rfc3339, wait_for, with_operation};
+use crate::helpers::{TestApp, envelope, eventually, free_port, now_rfc3339, wait_for, with_operation};
 use herald::clock::SystemClock;
 
 /// aiosmtpd on a loopback port, keeping what it accepts as a Maildir; killed on drop.
@@ -23,10 +23,7 @@ struct Mailbox {
 
 impl Mailbox {
     fn start(dir: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let maildir = dir.join("mail");
         let server = Command::new("python3")
             .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}")])

@@ -76,10 +76,7 @@ impl Synapse {
             .is_ok_and(|s| s.success());
         assert!(installed, "{INSTALL}");
         let dir = tempfile::tempdir().expect("tempdir");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let config = dir.path().join("homeserver.yaml");
         std::fs::write(&config, homeserver_yaml(dir.path(), port)).expect("write the config");
         let config = config.display().to_string();
@@ -103,23 +100,16 @@ impl Synapse {
 
     async fn wait_until_ready(&mut self) {
         let versions = format!("{}/_matrix/client/versions", self.url);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(r) = self.client.get(&versions).send().await
-                && r.status().is_success()
-            {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("Synapse exited with {status}:\n{}", self.log());
-            }
-            assert!(Instant::now() < deadline, "Synapse did not start:\n{}", self.log());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("synapse.log")).unwrap_or_default()
+        let (client, log) = (self.client.clone(), self.dir.path().join("synapse.log"));
+        let log = || std::fs::read_to_string(&log).unwrap_or_default();
+        wait_until_serving(
+            "Synapse",
+            &mut self.child,
+            Duration::from_secs(60),
+            || client.get(&versions),
+            log,
+        )
+        .await;
     }
 
     /// `/_matrix/client/v3/<segments…>` on this server, each segment percent-encoded.

@@ -171,10 +171,7 @@ impl Redmine {
         create_database(dir.path());
         let key = random_hex();
         let field = prepare_database(&dir.path().join("redmine.db"), &key).await;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let log = std::fs::File::create(dir.path().join("rackup.log")).expect("log file");
         let child = in_instance(dir.path(), "rackup")
             .args([
@@ -206,30 +203,12 @@ impl Redmine {
 
     /// Until the admin's key is accepted: Rails has booted and the API is on.
     async fn wait_until_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let answer = self.get("/users/current.json").send().await;
-            if let Ok(r) = answer
-                && r.status().is_success()
-            {
-                return;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("Redmine exited with {status}:\n{}", self.log());
-            }
-            assert!(Instant::now() < deadline, "Redmine did not start:\n{}", self.log());
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    /// The end of WEBrick's output and of Rails' log.
-    fn log(&self) -> String {
-        let tail = |name: &str| {
-            let text = std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
-            let start = text.len().saturating_sub(4000);
-            text.get(start..).unwrap_or_default().to_string()
-        };
-        format!("{}\n{}", tail("rackup.log"), tail("log/production.log"))
+        let (client, dir) = (self.client.clone(), self.dir.path().to_path_buf());
+        let current = format!("{}/users/current.json", self.url);
+        let key = self.key.clone();
+        let probe = || client.get(&current).header("X-Redmine-API-Key", &key);
+        let log = || log_tail(&dir);
+        wait_until_serving("Redmine", &mut self.child, Duration::from_secs(120), probe, log).await;
     }
 
     fn get(&self, path: &str) -> reqwest::RequestBuilder {
@@ -285,27 +264,23 @@ impl Redmine {
 
     /// Waits until the project holds `n` issues; a failure shows what it holds.
     async fn wait_for_issues(&self, project: &str, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let issues = self.issues(project).await;
-            if issues.len() >= n {
-                return issues;
-            }
-            assert!(Instant::now() < deadline, "{n} issues expected, got {issues:#?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let found = eventually(Duration::from_secs(30), || async {
+            Some(self.issues(project).await).filter(|issues| issues.len() >= n)
+        });
+        match found.await {
+            Some(issues) => issues,
+            None => panic!("{n} issues expected, got {:#?}", self.issues(project).await),
         }
     }
 
     /// Waits until the issue satisfies `done`; a failure shows the issue.
     async fn wait_for_issue(&self, id: u64, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let issue = self.issue(id).await;
-            if done(&issue) {
-                return issue;
-            }
-            assert!(Instant::now() < deadline, "issue #{id}: {what} expected, got {issue:#}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let found = eventually(Duration::from_secs(30), || async {
+            Some(self.issue(id).await).filter(&done)
+        });
+        match found.await {
+            Some(issue) => issue,
+            None => panic!("issue #{id}: {what} expected, got {:#}", self.issue(id).await),
         }
     }
 
@@ -323,6 +298,16 @@ grouping: {{group_wait: 0s, group_interval: 1s, repeat_interval: 1h}}
             url = self.url
         )
     }
+}
+
+/// The end of WEBrick's output and of Rails' log, of the instance in `dir`.
+fn log_tail(dir: &Path) -> String {
+    let tail = |name: &str| {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let start = text.len().saturating_sub(4000);
+        text.get(start..).unwrap_or_default().to_string()
+    };
+    format!("{}\n{}", tail("rackup.log"), tail("log/production.log"))
 }
 
 impl Drop for Redmine {
