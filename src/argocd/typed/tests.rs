@@ -158,3 +158,20 @@ fn any_value_of_a_captured_body_replaced_by_another_type_still_agrees() {
         }
     }
 }
+
+/// An envelope's `app` is read with the envelope's own shape: keys of an envelope inside it (`app`, `timestamp`,
+/// `context`, of any type and nested) change nothing, as in the tolerant reader, which does not read them.
+#[test]
+fn envelope_keys_inside_an_envelopes_app_are_not_read() {
+    let cases = [
+        r#"{"timestamp":"2025-01-01T00:00:00Z","app":{"app":{"metadata":{"name":"inner"}},"timestamp":"x","metadata":{"name":"outer"}}}"#,
+        r#"{"app":{"timestamp":5,"context":[],"metadata":{"name":"outer"}}}"#,
+        r#"{"app":{"app":{"app":{"app":{"metadata":{"name":"deep"}}}},"metadata":{"name":"outer"}}}"#,
+    ];
+    for text in cases {
+        assert_agrees(text);
+        let snap = crate::argocd::parse_body(text.as_bytes(), 64).expect(text);
+        assert_eq!(snap.app.name, "outer", "{text}");
+    }
+    assert!(parse(cases[0]).is_some(), "a string timestamp inside is read typed");
+}
