@@ -34,10 +34,9 @@ struct Facts<'a> {
     state: &'a AppState,
     view: &'a Incident,
     rules: &'a RulesSettings,
-    /// The Application's name, as `argocd app …` takes it.
-    app: &'a str,
-    /// ` --app-namespace NS` for an Application outside the `argocd` namespace, else empty.
-    ns_flag: String,
+    /// The Application as `argocd app <verb>` takes it: its name, with `--app-namespace NS` when it is outside the
+    /// `argocd` namespace.
+    app: String,
     messages: Vec<&'a str>,
 }
 
@@ -81,11 +80,10 @@ pub fn for_incident(kind: Kind, state: &AppState, view: &Incident, rules: &Rules
         state,
         view,
         rules,
-        app: &s.app.name,
-        ns_flag: if s.app.namespace == "argocd" {
-            String::new()
+        app: if s.app.namespace == "argocd" {
+            s.app.name.clone()
         } else {
-            format!(" --app-namespace {}", s.app.namespace)
+            format!("{} --app-namespace {}", s.app.name, s.app.namespace)
         },
         messages: messages(state),
     };
@@ -150,13 +148,13 @@ fn prune_disabled(f: &Facts, out: &mut Vec<Hint>) {
         1 => ("This resource was", "is", "it"),
         _ => ("These resources were", "are", "them"),
     };
-    let (app, ns_flag) = (f.app, &f.ns_flag);
+    let app = &f.app;
     out.push(hint(
         "prune_disabled",
         "Prune is off",
         format!(
             "{these} removed from Git but {are} still running in the cluster, because automated prune is off. \
-             Remove {them}: `argocd app sync {app}{ns_flag} --prune{}`, or enable syncPolicy.automated.prune. \
+             Remove {them}: `argocd app sync {app} --prune{}`, or enable syncPolicy.automated.prune. \
              Annotate what must never be removed with argocd.argoproj.io/sync-options: Prune=false.",
             flags.concat()
         ),
@@ -180,13 +178,13 @@ fn manual_sync(f: &Facts, out: &mut Vec<Hint>) {
     if f.snapshot().sync_policy.automated {
         return;
     }
-    let (app, ns_flag) = (f.app, &f.ns_flag);
+    let app = &f.app;
     out.push(hint(
         "manual_sync",
         "Auto-sync is off",
         format!(
-            "Nothing syncs this Application by itself. Review the diff (`argocd app diff {app}{ns_flag}`) \
-             and sync (`argocd app sync {app}{ns_flag}`), or enable syncPolicy.automated. If the difference \
+            "Nothing syncs this Application by itself. Review the diff (`argocd app diff {app}`) \
+             and sync (`argocd app sync {app}`), or enable syncPolicy.automated. If the difference \
              is harmless, ignore it with spec.ignoreDifferences so that OutOfSync means something again."
         ),
     ));
@@ -199,13 +197,13 @@ fn retry_exhausted(f: &Facts, out: &mut Vec<Hint>) {
     let Some(limit) = op.retry_limit.filter(|&limit| limit > 0 && op.retry_count >= limit) else {
         return;
     };
-    let (app, ns_flag) = (f.app, &f.ns_flag);
+    let app = &f.app;
     out.push(hint(
         "retry_exhausted",
         "Retry limit exhausted",
         format!(
             "The sync was retried {} times (limit {limit}) and gave up. Fix the cause, then sync again: \
-             `argocd app sync {app}{ns_flag}`.",
+             `argocd app sync {app}`.",
             op.retry_count
         ),
     ));
@@ -273,13 +271,13 @@ fn pruned_recovery(f: &Facts, out: &mut Vec<Hint>) {
     let names: Vec<String> = (f.view.resources.iter())
         .map(|r| format!("{} {}", r.kind, r.name))
         .collect();
-    let (app, ns_flag) = (f.app, &f.ns_flag);
+    let app = &f.app;
     out.push(hint(
         "pruned_recovery",
         "If this deletion was a mistake",
         format!(
-            "Find the manifests in the previous revision: `argocd app history {app}{ns_flag}` then \
-             `argocd app manifests {app}{ns_flag} --revision {prev}`; restore {} as a Git commit (revert the \
+            "Find the manifests in the previous revision: `argocd app history {app}` then \
+             `argocd app manifests {app} --revision {prev}`; restore {} as a Git commit (revert the \
              change made in {after}); let the next sync recreate it; verify the workloads that used it.",
             names.join(", ")
         ),
@@ -410,7 +408,7 @@ fn degraded(f: &Facts, out: &mut Vec<Hint>) {
     let mut hint_if_shown = |symptom: &Symptom| {
         let shown = where_it_shows(f, &app_messages, symptom.words);
         if let Some((ns, target)) = &shown {
-            out.push(hint(symptom.id, symptom.title, (symptom.advice)(ns, target, f.app)));
+            out.push(hint(symptom.id, symptom.title, (symptom.advice)(ns, target, &f.app)));
         }
         shown.is_some()
     };

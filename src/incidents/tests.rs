@@ -317,3 +317,28 @@ fn a_failed_sync_started_when_argo_cd_says_it_finished() {
     });
     assert_eq!(since, Some(t("2025-01-01T01:00:00Z")));
 }
+
+/// Every `argocd app` command a hint gives names an Application outside the `argocd` namespace with
+/// `--app-namespace`, the rollback of a stuck rollout too.
+#[test]
+fn commands_name_the_application_namespace() {
+    let rules = RulesSettings::default();
+    let body = serde_json::json!({
+        "metadata": {"name": "web", "namespace": "team-a"},
+        "status": {"sync": {"status": "Synced"}, "health": {"status": "Degraded",
+                   "message": "Deployment \"web\" exceeded its progress deadline"}},
+    })
+    .to_string();
+    let (held, _) = held_at(&body, t("2025-01-01T00:00:00Z"), &rules);
+    let degraded = held.iter().find(|h| h.kind == Kind::Degraded).expect("Degraded held");
+    let rollout = (degraded.view.hints.iter())
+        .find(|h| h.id == "rollout_stuck")
+        .unwrap_or_else(|| panic!("{:?}", degraded.view.hints));
+    assert!(
+        rollout
+            .text
+            .contains("`argocd app rollback web --app-namespace team-a`"),
+        "{}",
+        rollout.text
+    );
+}
