@@ -241,6 +241,18 @@ pub async fn wait_until_serving(
     }
 }
 
+/// Sends a request to the server `name` that must succeed; answers its JSON body (`null` when it has none).
+pub async fn succeeds(name: &str, request: reqwest::RequestBuilder) -> Value {
+    let r = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("request to {name}: {e}"));
+    let status = r.status();
+    let body: Value = r.json().await.unwrap_or_default();
+    assert!(status.is_success(), "{name} answered {status}: {body}");
+    body
+}
+
 /// Reads the JSON lines a console receiver with `file:` wrote.
 pub fn delivered(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)

@@ -122,15 +122,6 @@ impl Synapse {
         url
     }
 
-    /// A JSON request that must succeed; answers its JSON body.
-    async fn call(&self, request: reqwest::RequestBuilder) -> Value {
-        let r = request.send().await.expect("request to Synapse");
-        let status = r.status();
-        let body: Value = r.json().await.unwrap_or_default();
-        assert!(status.is_success(), "Synapse answered {status}: {body}");
-        body
-    }
-
     /// Registers `user` with the shared secret and logs it in: its access token.
     async fn user(&self, user: &str) -> String {
         python(
@@ -139,20 +130,18 @@ impl Synapse {
         );
         let login = json!({"type": "m.login.password", "identifier": {"type": "m.id.user", "user": user},
                            "password": PASSWORD});
-        let answer = self.call(self.client.post(self.api(&["login"])).json(&login)).await;
+        let answer = succeeds("Synapse", self.client.post(self.api(&["login"])).json(&login)).await;
         answer["access_token"].as_str().expect("an access token").to_string()
     }
 
     async fn create_room(&self, token: &str) -> String {
         let body = json!({"name": "herald-test", "preset": "private_chat"});
-        let answer = self
-            .call(
-                self.client
-                    .post(self.api(&["createRoom"]))
-                    .bearer_auth(token)
-                    .json(&body),
-            )
-            .await;
+        let create = self
+            .client
+            .post(self.api(&["createRoom"]))
+            .bearer_auth(token)
+            .json(&body);
+        let answer = succeeds("Synapse", create).await;
         answer["room_id"].as_str().expect("a room id").to_string()
     }
 
@@ -162,7 +151,7 @@ impl Synapse {
         url.query_pairs_mut()
             .append_pair("dir", "b")
             .append_pair("limit", "100");
-        let answer = self.call(self.client.get(url).bearer_auth(token)).await;
+        let answer = succeeds("Synapse", self.client.get(url).bearer_auth(token)).await;
         let mut events: Vec<Value> = answer["chunk"]
             .as_array()
             .cloned()

@@ -224,41 +224,30 @@ impl Redmine {
             .json(body)
     }
 
-    /// A request that must succeed; answers its JSON body.
-    async fn call(&self, request: reqwest::RequestBuilder) -> Value {
-        let r = request.send().await.expect("request to Redmine");
-        let status = r.status();
-        let body: Value = r.json().await.unwrap_or_default();
-        assert!(status.is_success(), "Redmine answered {status}: {body}");
-        body
-    }
-
     /// A public project with the issue tracking module and the Bug and Support trackers; answers its id.
     async fn create_project(&self, identifier: &str) -> u64 {
         let project = json!({"project": {"name": identifier, "identifier": identifier, "is_public": true,
                              "tracker_ids": [1, SUPPORT], "enabled_module_names": ["issue_tracking"]}});
-        let answer = self.call(self.post("/projects.json", &project)).await;
+        let answer = succeeds("Redmine", self.post("/projects.json", &project)).await;
         answer["project"]["id"].as_u64().expect("a project id")
     }
 
     /// An issue someone filed by hand; answers its id.
     async fn create_issue(&self, fields: Value) -> u64 {
-        let answer = self.call(self.post("/issues.json", &json!({ "issue": fields }))).await;
+        let answer = succeeds("Redmine", self.post("/issues.json", &json!({ "issue": fields }))).await;
         answer["issue"]["id"].as_u64().expect("an issue id")
     }
 
     /// Every issue of the project, open or closed, oldest first.
     async fn issues(&self, project: &str) -> Vec<Value> {
         let path = format!("/issues.json?project_id={project}&status_id=*&sort=id&limit=100");
-        let answer = self.call(self.get(&path)).await;
+        let answer = succeeds("Redmine", self.get(&path)).await;
         answer["issues"].as_array().cloned().unwrap_or_default()
     }
 
     /// One issue with its journals (the notes and changes, oldest first).
     async fn issue(&self, id: u64) -> Value {
-        let answer = self
-            .call(self.get(&format!("/issues/{id}.json?include=journals")))
-            .await;
+        let answer = succeeds("Redmine", self.get(&format!("/issues/{id}.json?include=journals"))).await;
         answer["issue"].clone()
     }
 
