@@ -209,6 +209,20 @@ where
     }
 }
 
+/// Runs `cmd` (`what`, for the failure) to completion; panics with its output when it fails or cannot start
+/// (`install`: how to get it).
+pub fn run_to_completion(what: &str, cmd: &mut Command, install: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}; {install}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A port free on 127.0.0.1 now, for a server a test starts.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

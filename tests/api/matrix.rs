@@ -53,18 +53,9 @@ rc_login:
 
 /// Runs `python3 -m <module> args…` to completion; panics with its output when it fails.
 fn python(module: &str, args: &[&str]) {
-    let out = Command::new("python3")
-        .arg("-m")
-        .arg(module)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run python3: {e}; {INSTALL}"));
-    assert!(
-        out.status.success(),
-        "python3 -m {module} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = Command::new("python3");
+    cmd.arg("-m").arg(module).args(args);
+    run_to_completion(&format!("python3 -m {module}"), &mut cmd, INSTALL);
 }
 
 impl Synapse {

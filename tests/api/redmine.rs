@@ -99,16 +99,7 @@ fn create_database(dir: &Path) {
         return;
     }
     for task in ["db:migrate", "redmine:load_default_data"] {
-        let out = in_instance(dir, "rake")
-            .arg(task)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run rake: {e}; {INSTALL}"));
-        assert!(
-            out.status.success(),
-            "rake {task} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_to_completion(&format!("rake {task}"), in_instance(dir, "rake").arg(task), INSTALL);
     }
 }
 
