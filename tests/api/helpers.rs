@@ -223,6 +223,17 @@ pub fn run_to_completion(what: &str, cmd: &mut Command, install: &str) {
     );
 }
 
+/// Starts the server `cmd` (`what`, for the failure) with its output in the file `log`; panics when it cannot start
+/// (`install`: how to get it).
+pub fn spawn_logged(what: &str, cmd: &mut Command, log: &Path, install: &str) -> Child {
+    let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    cmd.stdin(Stdio::null())
+        .stdout(file.try_clone().expect("log file"))
+        .stderr(file)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}; {install}"))
+}
+
 /// A port free on 127.0.0.1 now, for a server a test starts.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

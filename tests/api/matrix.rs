@@ -72,13 +72,9 @@ impl Synapse {
         std::fs::write(&config, homeserver_yaml(dir.path(), port)).expect("write the config");
         let config = config.display().to_string();
         python("synapse.app.homeserver", &["--config-path", &config, "--generate-keys"]);
-        let log = std::fs::File::create(dir.path().join("synapse.log")).expect("log file");
-        let child = Command::new("python3")
-            .args(["-m", "synapse.app.homeserver", "--config-path", &config])
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start Synapse: {e}; {INSTALL}"));
+        let mut homeserver = Command::new("python3");
+        homeserver.args(["-m", "synapse.app.homeserver", "--config-path", &config]);
+        let child = spawn_logged("Synapse", &mut homeserver, &dir.path().join("synapse.log"), INSTALL);
         let mut synapse = Self {
             child,
             url: format!("http://127.0.0.1:{port}"),

@@ -4,7 +4,7 @@
 //! forgetting it; all of it read back through Redmine's REST API as any client would.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -163,22 +163,10 @@ impl Redmine {
         let key = random_hex();
         let field = prepare_database(&dir.path().join("redmine.db"), &key).await;
         let port = free_port();
-        let log = std::fs::File::create(dir.path().join("rackup.log")).expect("log file");
-        let child = in_instance(dir.path(), "rackup")
-            .args([
-                "-E",
-                "production",
-                "-o",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "config.ru",
-            ])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start Redmine: {e}; {INSTALL}"));
+        let mut rackup = in_instance(dir.path(), "rackup");
+        let port_arg = port.to_string();
+        rackup.args(["-E", "production", "-o", "127.0.0.1", "-p", &port_arg, "config.ru"]);
+        let child = spawn_logged("Redmine", &mut rackup, &dir.path().join("rackup.log"), INSTALL);
         let mut redmine = Self {
             child,
             url: format!("http://127.0.0.1:{port}"),
