@@ -384,12 +384,9 @@ impl Reader {
             .opt_str(app, &["status", "reconciledAt"])?
             .as_deref()
             .and_then(parse_time);
-        let finished = operation.and_then(|o| o.finished_at);
-        let started = operation.and_then(|o| o.started_at);
-        Ok([reconciled, finished, started, health_changed_at]
-            .into_iter()
-            .flatten()
-            .max())
+        let (finished, started) = operation.map_or((None, None), |o| (o.finished_at, o.started_at));
+        let times = [reconciled, finished, started, health_changed_at];
+        Ok(times.into_iter().flatten().max())
     }
 }
 
