@@ -275,14 +275,22 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
             println!("  routes:    none matched → team {team}'s receivers");
         } else {
             println!(
-                "  routes:    {}",
+                "  routes:    {}{}",
                 d.route
                     .matched_routes
                     .iter()
                     .map(|i| format!("routes[{i}]"))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if d.route.owner_kept {
+                    format!(" (continue: true) + team {team}'s receivers")
+                } else {
+                    String::new()
+                }
             );
+        }
+        if let Some(hold) = &i.hold {
+            println!("  held back: {} — not sent while it holds", hold.describe());
         }
         println!(
             "  receivers: {}",

@@ -103,6 +103,11 @@ fn check_config_says_what_is_wrong_with_a_digest() {
             "ticket or paging receiver: it gets no digest",
         ),
         (
+            format!("{jira}\nteams: {{pay: {{receivers: [tickets], digest: {{schedule: 'daily 09:00'}}}}}}"),
+            "teams.pay.digest.receivers",
+            "no receiver takes a digest",
+        ),
+        (
             "teams: {pay: {receivers: [console], digest: {schedule: 'daily 09:00', catch_up: 0s}}}".to_string(),
             "teams.pay.digest.catch_up",
             "must be greater than 0",
@@ -120,6 +125,14 @@ fn check_config_says_what_is_wrong_with_a_digest() {
     let good = "teams: {pay: {receivers: [console], digest: {schedule: 'Mon,Wed,Fri 09:00 17:30', timezone: Europe/Berlin, catch_up: 2h, when_empty: all_green}}}";
     let (code, out, err) = herald(&["check-config", &write(dir.path(), "good.yaml", good)], &[]);
     assert_eq!(code, 0, "{out}{err}");
+    // A team with a digest adds a ticket receiver: the digest goes to its chat receiver only, no error.
+    let with_jira =
+        format!("{jira}\nteams: {{pay: {{receivers: [chat, tickets], digest: {{schedule: 'daily 09:00'}}}}}}");
+    let (code, out, err) = herald(&["check-config", &write(dir.path(), "jira.yaml", &with_jira)], &[]);
+    assert_eq!(
+        code, 0,
+        "a digest defaults to the team's digest-capable receivers: {out}{err}"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! `GET /v1/incidents`, filtered by state, team and kind.
+//! `GET /v1/incidents`, filtered by state, team, kind and whether it notified anyone; each firing incident says
+//! what holds it back from people now (`held`: a silence, an inhibiting incident), if anything.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
@@ -13,6 +14,8 @@ struct IncidentQuery {
     state: Option<String>,
     team: Option<String>,
     kind: Option<String>,
+    /// `true`: only incidents that notified someone; `false`: only those that did not.
+    notified: Option<bool>,
     limit: Option<i64>,
     /// The cursor of the `next` link: the id of the last incident of the previous page.
     after: Option<i64>,
@@ -32,6 +35,7 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
         kind,
         limit: limit(q.limit)?,
         before_id: q.after,
+        notified: q.notified,
         ..Default::default()
     };
     let list = ctx.pipeline.incidents(&filter).await?;

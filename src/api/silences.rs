@@ -152,6 +152,7 @@ pub(super) async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) 
         .map(|s| {
             let mut v = json!(s);
             v["active"] = json!(s.active(now));
+            v["state"] = json!(s.state(now));
             v
         })
         .collect();

@@ -214,7 +214,10 @@ fn incidents_section(firing: &Shown<IncidentRecord>) -> Markup {
                             Some(link) => a href=(link) { (i.app) },
                             None => (i.app),
                         } }
-                        td { (i.view.summary) }
+                        td {
+                            (i.view.summary)
+                            @if let Some(h) = &i.view.held { br; em.held { "Not sent now: " (h.describe()) } }
+                        }
                         td { (i.fired_at.map(when).unwrap_or_default()) }
                     }
                 }
@@ -294,10 +297,11 @@ fn silences_section(silences: &[Silence], now: DateTime<Utc>) -> Markup {
         h2 #silences { "Active silences (" (silences.iter().filter(|s| s.active(now)).count()) ")" }
         @if silences.is_empty() { p.empty { "None." } } @else {
             div.scroll { table #silence-table {
-                tr { th { "Matchers" } th { "Until" } th { "By" } th { "Comment" } }
+                tr { th { "Matchers" } th { "State" } th { "Until" } th { "By" } th { "Comment" } }
                 @for s in silences {
                     tr {
                         td { @for m in &s.matchers { (m.name) "=" (m.value) " " } }
+                        td { (s.state(now)) }
                         td { (when(s.ends_at)) }
                         td { (s.created_by) }
                         td { (s.comment) }

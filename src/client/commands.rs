@@ -112,7 +112,7 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
                             .map(|m| format!("{}={}", m.name, m.value))
                             .collect::<Vec<_>>()
                             .join(" "),
-                        if l.active { "active" } else { "not active" }.to_string(),
+                        l.state().to_string(),
                         s.ends_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                         s.created_by.clone(),
                         s.comment.clone(),
@@ -148,12 +148,34 @@ pub async fn incidents(
     limit: u32,
 ) -> anyhow::Result<ExitCode> {
     let mut filters = vec![("limit", limit.to_string())];
-    for (key, value) in [("state", state), ("team", team), ("kind", kind)] {
+    for (key, value) in [("team", team), ("kind", kind)] {
         if let Some(v) = value {
             filters.push((key, v));
         }
     }
-    let list = client(&remote)?.incidents(&filters).await?;
+    let c = client(&remote)?;
+    let list = match state {
+        Some(s) => {
+            filters.push(("state", s));
+            c.incidents(&filters).await?
+        }
+        None => {
+            // What needs attention: everything firing, and what resolved in the last day after telling someone
+            // (an incident that ended while pending told nobody: `--state resolved` lists it).
+            let mut firing = filters.clone();
+            firing.push(("state", "firing".into()));
+            let mut list = c.incidents(&firing).await?;
+            let mut resolved = filters;
+            resolved.extend([("state", "resolved".to_string()), ("notified", "true".to_string())]);
+            let day_ago = chrono::Utc::now() - chrono::Duration::hours(24);
+            list.extend(
+                (c.incidents(&resolved).await?.into_iter())
+                    .filter(|i| i.resolved_at.is_none_or(|t| t >= day_ago))
+                    .take(limit as usize),
+            );
+            list
+        }
+    };
     let rows = list
         .iter()
         .map(|i| {
@@ -165,6 +187,7 @@ pub async fn incidents(
                 format!("{}/{}", i.app_namespace, i.app_name),
                 i.team.clone(),
                 i.since.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                i.held.as_ref().map_or_else(|| "-".to_string(), |h| h.describe()),
                 i.summary.clone(),
             ]
         })
@@ -178,6 +201,7 @@ pub async fn incidents(
             "APPLICATION",
             "TEAM",
             "SINCE",
+            "HELD BACK",
             "SUMMARY",
         ],
         rows,

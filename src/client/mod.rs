@@ -35,6 +35,20 @@ pub struct ListedSilence {
     #[serde(flatten)]
     pub silence: Silence,
     pub active: bool,
+    /// `active`, `pending` (starts later) or `expired` (from a Herald that says so).
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+impl ListedSilence {
+    /// `active`, `pending` or `expired`.
+    pub fn state(&self) -> &str {
+        match &self.state {
+            Some(s) => s,
+            None if self.active => "active",
+            None => self.silence.state(chrono::Utc::now()),
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]

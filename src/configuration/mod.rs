@@ -47,6 +47,13 @@ pub struct Settings {
     pub people_receivers: PeopleReceivers,
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
+    /// Alertmanager-shaped inhibition rules, added to the built-in ones (see `pipeline::delivery`).
+    #[serde(default)]
+    pub inhibit_rules: Vec<InhibitRuleSettings>,
+    /// The built-in inhibition (`prune_pending` and `sync_failed` inhibit `out_of_sync` of the same Application);
+    /// `false` turns it off.
+    #[serde(default = "rules::yes")]
+    pub inhibit_builtin: bool,
     #[serde(default)]
     pub grouping: GroupingSettings,
     #[serde(default = "default_receivers")]
@@ -139,6 +146,7 @@ impl Settings {
         let gets_digest = |n: &str| self.receiver(n).is_some_and(|r| r.capabilities().digest);
         routing::validate_digests(&self.teams, &known, &gets_digest, &mut errors);
         routing::validate_routes(&self.routes, &known, &mut errors);
+        routing::validate_inhibit_rules(&self.inhibit_rules, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);
         people::validate(self, &mut errors);

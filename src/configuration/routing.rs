@@ -47,7 +47,8 @@ pub struct DigestSettings {
     /// An IANA time zone (`Europe/Berlin`); the schedule's times are read in it.
     #[serde(default = "utc")]
     pub timezone: String,
-    /// Where the digest goes (default: the team's receivers).
+    /// Where the digest goes (default: the team's receivers that take digests: chat, e-mail, webhook, console;
+    /// its ticket and paging receivers are left out).
     pub receivers: Option<Vec<String>>,
     /// A slot missed while Herald was down is sent at start if it is less late than this, else skipped.
     #[serde(default = "six_hours", with = "humantime_serde")]
@@ -83,9 +84,83 @@ impl DigestSettings {
         Ok((schedule, tz))
     }
 
-    /// The digest's receivers: its own, else the team's.
-    pub fn receivers_of<'a>(&'a self, team: &'a TeamSettings) -> &'a [String] {
-        self.receivers.as_deref().unwrap_or(&team.receivers)
+    /// The digest's receivers: its own, else those of the team's that take a digest (`gets_digest`).
+    pub fn receivers_of(&self, team: &TeamSettings, gets_digest: &dyn Fn(&str) -> bool) -> Vec<String> {
+        match &self.receivers {
+            Some(own) => own.clone(),
+            None => team.receivers.iter().filter(|r| gets_digest(r)).cloned().collect(),
+        }
+    }
+}
+
+/// `inhibit_rules[]`, in Alertmanager's shape: while an incident matching `source_matchers` is open (firing, or
+/// due to fire now) for an Application, that Application's incidents matching `target_matchers` are not sent,
+/// when the fields in `equal` have the same value in both. Matchers are `field=glob` or `field!=glob`, fields as
+/// in `group_by`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InhibitRuleSettings {
+    pub source_matchers: Vec<String>,
+    pub target_matchers: Vec<String>,
+    #[serde(default)]
+    pub equal: Vec<String>,
+}
+
+/// `field=glob` / `field!=glob` (quotes around the value allowed, as Alertmanager writes them): the field, whether
+/// it must NOT match, the glob. An error says what is wrong.
+pub fn parse_label_matcher(m: &str) -> Result<(String, bool, String), String> {
+    let (name, negate, value) = if let Some((n, v)) = m.split_once("!=") {
+        (n, true, v)
+    } else if let Some((n, v)) = m.split_once("=~").or_else(|| m.split_once("!~")) {
+        return Err(format!(
+            "{m:?}: regular expressions ({n}=~…) are not supported; write a glob: {n}=\"prod-*\" (got {v:?})"
+        ));
+    } else if let Some((n, v)) = m.split_once('=') {
+        (n, false, v)
+    } else {
+        return Err(format!("{m:?}: write field=value or field!=value"));
+    };
+    let name = name.trim();
+    let value = value.trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    if !labels::is_field(name) {
+        return Err(format!("{m:?}: unknown field {name:?}; use {}", labels::field_list()));
+    }
+    if let Err(e) = globset::Glob::new(value) {
+        return Err(format!("{m:?}: bad glob {value:?}: {}", e.kind()));
+    }
+    Ok((name.to_string(), negate, value.to_string()))
+}
+
+pub(super) fn validate_inhibit_rules(rules: &[InhibitRuleSettings], errors: &mut Vec<ConfigError>) {
+    for (i, r) in rules.iter().enumerate() {
+        for (key, list) in [
+            ("source_matchers", &r.source_matchers),
+            ("target_matchers", &r.target_matchers),
+        ] {
+            if list.is_empty() {
+                errors.push(invalid(
+                    format!("inhibit_rules[{i}].{key}"),
+                    "must have at least one matcher (field=value)",
+                ));
+            }
+            for (j, m) in list.iter().enumerate() {
+                if let Err(e) = parse_label_matcher(m) {
+                    errors.push(invalid(format!("inhibit_rules[{i}].{key}[{j}]"), e));
+                }
+            }
+        }
+        for (j, f) in r.equal.iter().enumerate() {
+            if !labels::is_field(f) {
+                errors.push(invalid(
+                    format!("inhibit_rules[{i}].equal[{j}]"),
+                    format!("unknown field {f:?}; use {}", labels::field_list()),
+                ));
+            }
+        }
     }
 }
 
@@ -195,22 +270,18 @@ pub(super) fn validate_digests(
         if d.catch_up.is_zero() {
             errors.push(invalid(format!("{path}.catch_up"), "must be greater than 0"));
         }
-        let receivers = d.receivers_of(t);
+        let receivers = d.receivers_of(t, &|r: &str| !known(r) || gets_digest(r));
         if receivers.is_empty() {
             errors.push(invalid(
                 format!("{path}.receivers"),
-                "no receiver: name some here or under the team's `receivers`",
+                "no receiver takes a digest: name chat, e-mail, webhook or console receivers here or under the team's `receivers`",
             ));
         }
-        for (j, r) in receivers.iter().enumerate() {
-            let key = match d.receivers {
-                Some(_) => format!("{path}.receivers[{j}]"),
-                None => format!("teams.{team}.receivers[{j}]"),
-            };
+        let Some(own) = &d.receivers else { continue };
+        for (j, r) in own.iter().enumerate() {
+            let key = format!("{path}.receivers[{j}]");
             if !known(r) {
-                if d.receivers.is_some() {
-                    errors.push(invalid(key, format!("unknown receiver {r:?}")));
-                }
+                errors.push(invalid(key, format!("unknown receiver {r:?}")));
             } else if !gets_digest(r) {
                 errors.push(invalid(
                     key,

@@ -24,7 +24,7 @@ pub struct RuleSettings {
     pub notify_initiator: Option<bool>,
 }
 
-fn yes() -> bool {
+pub(super) fn yes() -> bool {
     true
 }
 

@@ -143,10 +143,12 @@ async fn send_slot(
         tx.commit().await?;
         return Ok(0); // another replica sent it meanwhile
     }
-    let receivers = d.receivers_of(t);
+    let receivers = d.receivers_of(t, &|r: &str| {
+        settings.receiver(r).is_some_and(|rs| rs.capabilities().digest)
+    });
     let send = !digest.is_empty() || d.when_empty == WhenEmpty::AllGreen;
     if send {
-        for receiver in receivers {
+        for receiver in &receivers {
             let thread_key = format!("{receiver}:digest:{team}:{}", slot.timestamp());
             let n = Notification {
                 receiver: receiver.clone(),
@@ -177,7 +179,7 @@ async fn send_slot(
     if !send {
         return Ok(0);
     }
-    for receiver in receivers {
+    for receiver in &receivers {
         metrics::counter!("herald_notifications_queued_total", "receiver" => receiver.clone(), "action" => "digest")
             .increment(1);
     }

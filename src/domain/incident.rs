@@ -59,10 +59,33 @@ impl Kind {
         }
     }
 
-    /// Informational kinds never resolve: they fire once and are closed at once.
-    pub fn is_informational(self) -> bool {
-        matches!(self, Kind::Pruned)
+    /// Whether the kind is a condition that lasts until it goes away, or an event that happened once. Every kind
+    /// must choose (no wildcard arm): the whole delivery lifecycle follows from it (see `pipeline::delivery`).
+    pub fn occurrence(self) -> Occurrence {
+        match self {
+            Kind::OutOfSync | Kind::PrunePending | Kind::Degraded | Kind::SyncUnknown => Occurrence::Condition,
+            // A failed sync stays a problem until a sync succeeds: it is resolved, so it is a condition.
+            Kind::SyncFailed => Occurrence::Condition,
+            Kind::Pruned | Kind::Test => Occurrence::Event,
+        }
     }
+
+    /// Events are told once per occurrence and closed at once: never repeated, never "still firing", never
+    /// escalated, never resolved.
+    pub fn is_informational(self) -> bool {
+        self.occurrence() == Occurrence::Event
+    }
+}
+
+/// What a kind of incident is over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Occurrence {
+    /// Holds until it goes away: fires after its `for`, repeats every `repeat_interval` while firing, escalates,
+    /// resolves.
+    Condition,
+    /// Happened once: sent once when it happens (one ticket, no repeats), then closed.
+    Event,
 }
 
 impl std::fmt::Display for Kind {
@@ -247,6 +270,50 @@ pub struct Incident {
     /// The Application's sources and the revision of each (one for most Applications).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceRevision>,
+    /// Why people are not told about it now (a silence, an inhibiting incident), when they are not: filled in
+    /// when incidents are read (`GET /v1/incidents`, `herald incidents`, the status page), never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Hold>,
+}
+
+/// Why a firing incident is held back from people: the delivery pipeline's answer (see `pipeline::delivery`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Hold {
+    /// Another open incident of the same Application says the same thing better (one cause, one incident).
+    Inhibited {
+        /// The incident that inhibits it: its kind and fingerprint.
+        source_kind: Kind,
+        source_fingerprint: String,
+        /// `built-in` or `inhibit_rules[N]`.
+        rule: String,
+    },
+    /// A silence matches it.
+    Silenced {
+        silence: String,
+        created_by: String,
+        until: DateTime<Utc>,
+    },
+}
+
+impl Hold {
+    /// In people's words: `silenced by alice until 2026-12-02 18:00 UTC (silence 3f…)`,
+    /// `inhibited by prune_pending of the same Application (built-in rule)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Hold::Inhibited { source_kind, rule, .. } => {
+                format!("inhibited by {source_kind} of the same Application ({rule} rule)")
+            }
+            Hold::Silenced {
+                silence,
+                created_by,
+                until,
+            } => format!(
+                "silenced by {created_by} until {} (silence {silence})",
+                until.format("%Y-%m-%d %H:%M UTC")
+            ),
+        }
+    }
 }
 
 impl Incident {

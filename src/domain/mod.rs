@@ -6,6 +6,6 @@ pub mod incident;
 pub mod labels;
 pub mod notification;
 
-pub use incident::{Hint, Incident, IncidentState, Kind, ResourceRef, Severity};
+pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
 pub use notification::{Action, Change, DeliveryState, Notification, Recipient};

@@ -260,7 +260,7 @@ impl Incident {
                 format!(
                     "{problem}, resolved at {}{why} after {}",
                     at_words(at, now),
-                    duration_words(at - started)
+                    duration_words(self.lasted(at))
                 )
             }
             _ if self.lasts() => format!(
@@ -273,21 +273,38 @@ impl Incident {
     }
 
     /// The words about this incident in a title: `OutOfSync for over 1 h`, `sync failed: …`, or, resolving,
-    /// `OutOfSync ended after 1 h 12 min`.
-    fn title_words(&self, action: Action, now: DateTime<Utc>) -> String {
+    /// `OutOfSync ended after 1 h 12 min`. Without `now` (a ticket's title, which stays for the incident's whole
+    /// life), no duration: `OutOfSync`, `OutOfSync ended`.
+    fn title_words(&self, action: Action, now: Option<DateTime<Utc>>) -> String {
         let problem = self.problem();
         if action == Action::Resolve {
-            let lasted = duration_words(self.resolved_at.unwrap_or(now) - self.since);
+            let Some(now) = now else {
+                return match &self.resolution {
+                    Some(why) => format!("{problem} ended: {why}"),
+                    None => format!("{problem} ended"),
+                };
+            };
+            let lasted = duration_words(self.lasted(self.resolved_at.unwrap_or(now)));
             return match &self.resolution {
                 Some(why) => format!("{problem} ended: {why} (after {lasted})"),
                 None => format!("{problem} ended after {lasted}"),
             };
         }
-        if self.lasts() {
-            format!("{problem} for {}", for_how_long(now - self.since))
-        } else {
-            problem
+        match now {
+            Some(now) if self.lasts() => format!("{problem} for {}", for_how_long(now - self.since)),
+            _ => problem,
         }
+    }
+
+    /// How long it lasted until `end` (Herald's clock), with both ends from one clock: `since` is Herald's for a
+    /// condition it watched, but Argo CD's for a failed sync (when the sync ended), so a failed sync is measured
+    /// from when Herald fired it.
+    pub fn lasted(&self, end: DateTime<Utc>) -> chrono::Duration {
+        let start = match self.kind {
+            Kind::SyncFailed | Kind::Pruned => self.fired_at.unwrap_or(self.since),
+            _ => self.since,
+        };
+        end - start
     }
 
     /// Whether this incident ended before the message about it (an event closed as soon as it is told is not).
@@ -323,6 +340,24 @@ impl Notification {
     /// waiting to be pruned for over 1 h`, `payments: Degraded ended after 1 h 12 min`, `OutOfSync on 40
     /// Applications of team platform`. An event (a prune, closed as soon as it is told) never reads as resolved.
     pub fn title_of(action: Action, incidents: &[Incident], now: DateTime<Utc>) -> String {
+        Self::titled(action, incidents, Some(now))
+    }
+
+    /// The title of a ticket (Jira summary, GitHub title, Redmine subject, ServiceNow short description): the
+    /// message's title without durations, which would be frozen at the ticket's creation for its whole life.
+    pub fn ticket_title(&self) -> String {
+        if self.digest.is_some() || self.action == Action::Test || self.incidents.is_empty() {
+            return self.title.clone();
+        }
+        // Only Herald's own wording is re-worded (an escalation keeps its "Escalated (step N): " in front).
+        let own = Self::title_of(self.action, &self.incidents, self.created_at);
+        match self.title.strip_suffix(&own) {
+            Some(head) => format!("{head}{}", Self::titled(self.action, &self.incidents, None)),
+            None => self.title.clone(),
+        }
+    }
+
+    fn titled(action: Action, incidents: &[Incident], now: Option<DateTime<Utc>>) -> String {
         let mut apps: Vec<(&str, &str)> = Vec::new();
         for i in incidents {
             if !apps.contains(&(i.app_namespace.as_str(), i.app_name.as_str())) {
@@ -384,6 +419,56 @@ mod tests {
             since,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_ticket_title_carries_no_duration_and_a_failed_sync_is_measured_on_one_clock() {
+        let mut oos = incident("payments", Kind::OutOfSync, "OutOfSync", at(9, 0, 0));
+        let now = at(10, 30, 0);
+        let title = Notification::title_of(Action::Open, std::slice::from_ref(&oos), now);
+        assert_eq!(title, "payments: OutOfSync for 1 h 30 min");
+        let n = Notification {
+            title: title.clone(),
+            ..Notification::test("jira", now)
+        };
+        let n = Notification {
+            action: Action::Open,
+            incidents: vec![oos.clone()],
+            created_at: now,
+            ..n
+        };
+        assert_eq!(n.ticket_title(), "payments: OutOfSync");
+        let escalated = Notification {
+            title: format!("Escalated (step 1): {title}"),
+            ..n.clone()
+        };
+        assert_eq!(escalated.ticket_title(), "Escalated (step 1): payments: OutOfSync");
+        let own = Notification {
+            title: "[FIRING] written by hand".into(),
+            ..n
+        };
+        assert_eq!(
+            own.ticket_title(),
+            "[FIRING] written by hand",
+            "a title Herald did not word is kept"
+        );
+
+        // Argo CD says the sync failed in 2025; Herald heard (and fired) a year later, resolved 5 min after.
+        let mut failed = incident(
+            "payments",
+            Kind::SyncFailed,
+            "sync failed",
+            at(9, 0, 0) - chrono::Duration::days(425),
+        );
+        failed.fired_at = Some(at(9, 0, 0));
+        failed.state = IncidentState::Resolved;
+        failed.resolved_at = Some(at(9, 5, 0));
+        let t = Notification::title_of(Action::Resolve, std::slice::from_ref(&failed), at(9, 5, 0));
+        assert_eq!(t, "payments: sync failed ended after 5 min");
+        oos.state = IncidentState::Resolved;
+        oos.resolved_at = Some(at(10, 12, 0));
+        let t = Notification::title_of(Action::Resolve, std::slice::from_ref(&oos), at(10, 12, 0));
+        assert_eq!(t, "payments: OutOfSync ended after 1 h 12 min");
     }
 
     #[test]

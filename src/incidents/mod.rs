@@ -191,6 +191,9 @@ struct Finding {
     resources: Vec<ResourceRef>,
     messages: Vec<String>,
     previous_revision: Option<String>,
+    /// Someone asked for exactly this: a person's sync pruned only resources that were waiting to be pruned.
+    /// Told as news (severity info: no FIRING, no escalation, no message to that person).
+    asked_for: bool,
 }
 
 /// `finding` as a held condition of `kind`: its severity, the view's common parts, a link per resource, the hints.
@@ -203,7 +206,9 @@ fn hold(
     argocd_url: Option<&str>,
 ) -> Held {
     let s = &state.snapshot;
-    let severity = if kind == Kind::Pruned && is_production(s, rules) {
+    let severity = if finding.asked_for {
+        Severity::Info
+    } else if kind == Kind::Pruned && is_production(s, rules) {
         rules.production().1
     } else {
         rules.rule(kind).severity
@@ -359,14 +364,32 @@ fn pruned(state: &AppState) -> Option<Finding> {
     }
     let (occurrence, ended) = operation_times(op);
     let names: Vec<String> = pruned.iter().map(|r| r.display()).collect();
+    // A person's sync that removed only what waited to be pruned did what the prune hint said: news, not an alarm.
+    // Anything else it removed (a rename in Git, say) keeps the prune an alarm.
+    let by_person = op.initiator.username.as_ref().filter(|_| !op.initiator.automated);
+    let awaited =
+        |r: &ResourceRef| (state.awaited_prunes).contains(&crate::state::resource_key(&r.kind, &r.namespace, &r.name));
+    let asked_for = by_person.is_some() && pruned.iter().all(awaited);
+    let what = match pruned.as_slice() {
+        [one] => format!("{} {}", one.kind, one.name),
+        many => plural(many.len(), "resource"),
+    };
     Some(Finding {
         occurrence,
         since: ended,
-        summary: format!("{}: the sync deleted {} from the cluster", s.app, names.join(", ")),
-        condition: match pruned.as_slice() {
-            [one] => format!("the sync deleted {} {}", one.kind, one.name),
-            many => format!("the sync deleted {}", plural(many.len(), "resource")),
+        summary: match by_person.filter(|_| asked_for) {
+            Some(user) => format!(
+                "{}: {user} pruned {}, which waited to be pruned",
+                s.app,
+                names.join(", ")
+            ),
+            None => format!("{}: the sync deleted {} from the cluster", s.app, names.join(", ")),
         },
+        condition: match by_person.filter(|_| asked_for) {
+            Some(user) => format!("{user} pruned {what} as the prune hint asked"),
+            None => format!("the sync deleted {what}"),
+        },
+        asked_for,
         resources: pruned,
         previous_revision: s.previous_revision.clone(),
         ..Default::default()

@@ -1,18 +1,20 @@
 //! What the pipeline decides about an Application before anything is written, as pure functions the ingest itself
-//! calls: who owns the state and which conditions it holds ([`assess`]), and where an incident goes once it fires
-//! ([`plan_delivery`]: routes, receivers, group keys, escalation). [`explain`] strings them together for
-//! `herald route`, so what the command shows is what the ingest would do.
+//! calls: who owns the state and which conditions it holds ([`assess`]). [`explain`] strings it together with the
+//! delivery pipeline (`super::delivery`) for `herald route`, so what the command shows is what the service would
+//! do: where each incident goes, and whether it is held back (inhibited by another incident of the Application).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::delivery::{self, DeliveryPlan, Facts};
 use crate::argocd::{AppId, Snapshot};
-use crate::configuration::{EscalationStep, Settings};
-use crate::domain::{Kind, Labels};
+use crate::configuration::Settings;
+use crate::domain::{Hold, IncidentState, Kind, Labels};
 use crate::incidents::{self, Held};
-use crate::routing::{self, RouteResult, Router};
+use crate::routing::inhibit::{Candidate, Inhibitor};
+use crate::routing::{self, Router};
 use crate::state::{self, AppState, Outcome};
 
 /// The owning team of a state and the conditions it holds now: what the ingest decides before it compares with
@@ -32,48 +34,6 @@ pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
     Assessment { team, held, keep }
 }
 
-/// One receiver's share of a firing incident: the group it joins.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupTarget {
-    pub receiver: String,
-    pub key: String,
-}
-
-/// Where a firing incident goes.
-#[derive(Debug, Clone)]
-pub struct DeliveryPlan {
-    pub route: RouteResult,
-    /// One per routed receiver that is configured.
-    pub groups: Vec<GroupTarget>,
-    /// The owning team's escalation ladder, step 1 first; empty for informational kinds, which are told once and
-    /// closed at once.
-    pub escalation: Vec<EscalationStep>,
-}
-
-pub fn plan_delivery(settings: &Settings, router: &Router, labels: &Labels) -> DeliveryPlan {
-    let route = router.route(labels);
-    let groups = route
-        .receivers
-        .iter()
-        .filter_map(|receiver| {
-            let rs = settings.receiver(receiver)?;
-            Some(GroupTarget {
-                receiver: receiver.clone(),
-                key: routing::group_key(&settings.grouping.group_by, labels, rs.per_incident()),
-            })
-        })
-        .collect();
-    let escalation = match settings.teams.get(&labels.team) {
-        Some(team) if !labels.kind.is_informational() => team.escalation.clone(),
-        _ => Vec::new(),
-    };
-    DeliveryPlan {
-        route,
-        groups,
-        escalation,
-    }
-}
-
 /// What `herald route` shows for one Application.
 #[derive(Debug, Clone)]
 pub struct Explanation {
@@ -88,6 +48,8 @@ pub struct ExplainedIncident {
     /// The rule's `for`: how long the condition must hold before the incident fires.
     pub fires_after: Duration,
     pub delivery: DeliveryPlan,
+    /// Held back once it fires, while the other incidents shown fire too (inhibited).
+    pub hold: Option<Hold>,
 }
 
 /// The decisions for `snap` seen for the first time at `now`. `None` only if the state module stops treating a
@@ -97,14 +59,35 @@ pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Optio
         return None;
     };
     let router = Router::new(settings);
+    let inhibitor = Inhibitor::new(settings);
     let assessment = assess(settings, &state);
+    // Each incident as it would be once all of them fire: which are inhibited by which.
+    let open: Vec<Candidate> = (assessment.held.iter())
+        .map(|h| Candidate {
+            labels: Labels::of(&h.view),
+            state: IncidentState::Firing,
+            fire_at: now,
+        })
+        .collect();
+    let facts = Facts {
+        settings,
+        router: &router,
+        inhibitor: &inhibitor,
+        silences: &[],
+        open: &open,
+        now,
+    };
     let incidents = assessment
         .held
         .into_iter()
-        .map(|held| ExplainedIncident {
-            fires_after: settings.rules.rule(held.kind).r#for,
-            delivery: plan_delivery(settings, &router, &Labels::of(&held.view)),
-            held,
+        .map(|held| {
+            let labels = Labels::of(&held.view);
+            ExplainedIncident {
+                fires_after: settings.rules.rule(held.kind).r#for,
+                delivery: delivery::plan(settings, &router, &labels),
+                hold: delivery::hold(&facts, &labels),
+                held,
+            }
         })
         .collect();
     Some(Explanation {
@@ -165,7 +148,7 @@ teams:
                 .view,
         );
         labels.kind = Kind::Pruned;
-        let plan = plan_delivery(&s, &Router::new(&s), &labels);
+        let plan = delivery::plan(&s, &Router::new(&s), &labels);
         assert_eq!(plan.route.receivers, ["chat"]);
         assert!(plan.escalation.is_empty());
     }

@@ -5,6 +5,7 @@
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
 mod cache;
+pub mod delivery;
 pub mod explain;
 mod ingest;
 mod scheduler;
@@ -23,7 +24,8 @@ use crate::clock::SharedClock;
 use crate::configuration::Settings;
 use crate::domain::{DeliveryState, IncidentState, Kind};
 use crate::live::Live;
-use crate::routing::{Router, Silence};
+use crate::routing::inhibit::Inhibitor;
+use crate::routing::{self, Router, Silence};
 use crate::state;
 use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
@@ -96,6 +98,7 @@ struct Core {
     /// Rung when the scheduler queued deliveries, so the outbox worker does not wait for its next poll.
     wake_outbox: Arc<tokio::sync::Notify>,
     router: Arc<Router>,
+    inhibitor: Arc<Inhibitor>,
     argocd_api: Option<ArgoCdApi>,
     /// How the Argo CD API source is doing, for the status page and `herald_argocd_api_up`.
     api_source: Arc<ApiSource>,
@@ -121,6 +124,7 @@ impl Pipeline {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
             router: Arc::new(Router::new(&settings)),
+            inhibitor: Arc::new(Inhibitor::new(&settings)),
             settings,
             store,
             clock,
@@ -301,9 +305,45 @@ impl Pipeline {
         Ok(self.core().store.raw_bodies(id, limit).await?)
     }
 
-    /// One page of incidents (see [`IncidentFilter`]).
+    /// One page of incidents (see [`IncidentFilter`]), each firing one marked with what holds it back from people
+    /// now, if anything (a silence, an inhibiting incident): asked of the delivery pipeline, as a send would.
     pub async fn incidents(&self, filter: &IncidentFilter) -> Result<Vec<IncidentRecord>, PipelineError> {
-        Ok(self.core().store.incidents(filter).await?)
+        let core = self.core();
+        let mut list = core.store.incidents(filter).await?;
+        if !list.iter().any(|r| r.state == IncidentState::Firing) {
+            return Ok(list);
+        }
+        let now = self.now();
+        let silences = core.store.silences(false, now).await?;
+        let mut open: std::collections::HashMap<AppId, Vec<routing::inhibit::Candidate>> = Default::default();
+        for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
+            if !open.contains_key(&rec.app) {
+                let of_app = IncidentFilter {
+                    app: Some(rec.app.clone()),
+                    limit: 100,
+                    ..Default::default()
+                };
+                let candidates = (core.store.incidents(&of_app).await?.iter())
+                    .filter(|r| r.state != IncidentState::Resolved)
+                    .map(|r| routing::inhibit::Candidate {
+                        labels: crate::domain::Labels::of(&r.full_view()),
+                        state: r.state,
+                        fire_at: r.fire_at,
+                    })
+                    .collect();
+                open.insert(rec.app.clone(), candidates);
+            }
+            let facts = delivery::Facts {
+                settings: &core.settings,
+                router: &core.router,
+                inhibitor: &core.inhibitor,
+                silences: &silences,
+                open: open.get(&rec.app).map_or(&[][..], |v| v.as_slice()),
+                now,
+            };
+            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()));
+        }
+        Ok(list)
     }
 
     /// The resources waiting to be pruned of at most `limit` Applications (by name, after `after`), the longest
@@ -428,6 +468,7 @@ impl Pipeline {
         let old = self.core();
         self.core.replace(Core {
             router: Arc::new(Router::new(&settings)),
+            inhibitor: Arc::new(Inhibitor::new(&settings)),
             settings,
             store: old.store.clone(),
             clock: old.clock.clone(),

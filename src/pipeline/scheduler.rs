@@ -1,52 +1,80 @@
-//! The durable timers, run by `tick`: rule deadlines (pending incidents that fire), silences ending,
-//! group flushes, escalation steps and the teams' digests; and what firing or resolving an incident writes (shared with the ingest,
-//! which fires and resolves incidents too).
+//! The durable timers, run by `tick`: rule deadlines (pending incidents that fire), held incidents released,
+//! group flushes, escalation steps and the teams' digests; and what firing or resolving an incident writes (shared
+//! with the ingest, which fires and resolves incidents too). Every "who is told" question goes to
+//! `super::delivery`; this file only asks and writes what it answers.
 
 use chrono::{DateTime, Utc};
 
 use super::Core;
-use super::explain::plan_delivery;
-use crate::domain::{Action, IncidentState, Labels, Notification};
-use crate::routing;
-use crate::routing::grouping::{GroupView, plan_flush};
+use super::delivery::{self, Decision, DeliveryPlan, Facts};
+use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence};
+use crate::routing::Silence;
+use crate::routing::grouping::GroupView;
+use crate::routing::inhibit::Candidate;
 use crate::store::{IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
 
 impl Core {
-    /// An incident starts firing: route it (unless silenced), and start its escalation ladder.
+    /// What the delivery pipeline knows now about one Application: the silences, and its open incidents.
+    fn candidates(open: &[IncidentRecord]) -> Vec<Candidate> {
+        open.iter()
+            .map(|r| Candidate {
+                labels: Labels::of(&r.full_view()),
+                state: r.state,
+                fire_at: r.fire_at,
+            })
+            .collect()
+    }
+
+    fn facts<'a>(&'a self, silences: &'a [Silence], open: &'a [Candidate], now: DateTime<Utc>) -> Facts<'a> {
+        Facts {
+            settings: &self.settings,
+            router: &self.router,
+            inhibitor: &self.inhibitor,
+            silences,
+            open,
+            now,
+        }
+    }
+
+    /// An incident starts firing: the delivery pipeline says whether it is held back (then it waits, see
+    /// [`Core::deliver_held`]) or where it goes. `open` are the open incidents of its Application.
     pub(super) async fn on_fired(
         &self,
         tx: &mut WriteTx,
         rec: &IncidentRecord,
         now: DateTime<Utc>,
+        open: &[IncidentRecord],
     ) -> Result<(), StoreError> {
         let id = rec.id;
         let labels = Labels::of(&rec.full_view());
         let silences = Store::silences_tx(tx, now).await?;
-        let informational = rec.kind.is_informational();
-        if routing::is_silenced(&silences, &labels, now) {
-            tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, "incident fired while silenced: tracked, not delivered");
-            Store::set_notified(tx, id, false).await?;
-        } else {
-            self.route_incident(tx, rec, &labels, now).await?;
-            self.tell_initiator(tx, &rec.full_view(), now).await?;
+        let candidates = Self::candidates(open);
+        match delivery::decide(&self.facts(&silences, &candidates, now), &labels) {
+            Decision::Hold(why) => {
+                tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(), "incident fired while held back: tracked, not delivered");
+                Store::set_notified(tx, id, false).await?;
+            }
+            Decision::Deliver(plan) => {
+                self.route_incident(tx, rec, &plan, now).await?;
+                self.tell_initiator(tx, &rec.full_view(), now).await?;
+            }
         }
-        if informational {
-            // Informational kinds (pruned) are told once and closed at once: there is nothing to resolve.
+        if rec.kind.is_informational() {
+            // Events are told once and closed at once: there is nothing to resolve.
             Store::set_incident_state(tx, id, IncidentState::Resolved, now).await?;
         }
         Ok(())
     }
 
-    /// Sends a firing incident where [`plan_delivery`] says: into its receivers' groups, and up its team's
+    /// Sends a firing incident where the delivery pipeline planned: into its receivers' groups, and up its team's
     /// escalation ladder.
     async fn route_incident(
         &self,
         tx: &mut WriteTx,
         rec: &IncidentRecord,
-        labels: &Labels,
+        plan: &DeliveryPlan,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let plan = plan_delivery(&self.settings, &self.router, labels);
         for g in &plan.groups {
             Store::add_to_group(
                 tx,
@@ -128,7 +156,7 @@ impl Core {
     /// Runs every timer that is due. Each kind of timer commits on its own.
     pub(super) async fn tick(&self) -> Result<(), StoreError> {
         self.fire_due_incidents().await?;
-        self.deliver_unsilenced().await?;
+        self.deliver_held().await?;
         let queued = self.flush_groups().await? + self.escalate().await? + self.send_digests().await?;
         if queued > 0 {
             self.wake_outbox.notify_one();
@@ -195,6 +223,7 @@ impl Core {
         let Some(mut current) = Store::incident(&mut tx, rec.id).await? else {
             return Ok(());
         };
+        let open = Store::open_incidents(&mut tx, &rec.app).await?;
         if current.state != IncidentState::Pending {
             return Ok(()); // resolved meanwhile (or fired by another replica)
         }
@@ -206,11 +235,13 @@ impl Core {
         current.state = IncidentState::Firing;
         current.fired_at = Some(now);
         tracing::info!(incident = rec.id, app = %rec.app, kind = %rec.kind, "incident fired");
-        self.on_fired(&mut tx, &current, now).await?;
+        self.on_fired(&mut tx, &current, now, &open).await?;
         tx.commit().await
     }
 
-    async fn deliver_unsilenced(&self) -> Result<(), StoreError> {
+    /// Firing incidents never delivered because they were held back when they fired: delivered once nothing
+    /// holds them any more (the silence ended, the inhibiting incident resolved).
+    async fn deliver_held(&self) -> Result<(), StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let waiting = Store::unnotified_firing(&mut tx, 200).await?;
@@ -218,11 +249,14 @@ impl Core {
             return Ok(());
         }
         let silences = Store::silences_tx(&mut tx, now).await?;
+        let apps: Vec<_> = waiting.iter().map(|r| r.app.clone()).collect();
+        let open = Store::open_incidents_of(&mut tx, &apps).await?;
         for rec in waiting {
+            let candidates = Self::candidates(open.get(&rec.app).map_or(&[][..], |v| v.as_slice()));
             let labels = Labels::of(&rec.full_view());
-            if !routing::is_silenced(&silences, &labels, now) {
-                tracing::info!(incident = rec.id, app = %rec.app, "silence over and incident still firing: delivering");
-                self.route_incident(&mut tx, &rec, &labels, now).await?;
+            if let Decision::Deliver(plan) = delivery::decide(&self.facts(&silences, &candidates, now), &labels) {
+                tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
+                self.route_incident(&mut tx, &rec, &plan, now).await?;
             }
         }
         tx.commit().await
@@ -240,9 +274,10 @@ impl Core {
                 return Ok(flushed);
             }
             flushed += groups.len();
+            let silences = Store::silences_tx(&mut tx, now).await?;
             let mut messages = Vec::new();
             for g in groups {
-                messages.extend(self.flush_group(&mut tx, g, now).await?);
+                messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
             for n in self.one_message_per_application(messages) {
                 enqueue(&mut tx, &n, now).await?;
@@ -252,30 +287,48 @@ impl Core {
     }
 
     /// Flushes one group: what it would send now, if anything (enqueued by the caller, with the other groups'
-    /// messages of the same flush).
+    /// messages of the same flush). Each firing member is asked the holding stages again: a silenced or inhibited
+    /// incident is left out and never repeated; an event is told once, then leaves the group.
     async fn flush_group(
         &self,
         tx: &mut WriteTx,
         g: crate::store::GroupRecord,
+        silences: &[Silence],
         now: DateTime<Utc>,
     ) -> Result<Option<Notification>, StoreError> {
         let members = Store::members(tx, g.id).await?;
-        let firing: Vec<_> = members.iter().filter(|m| m.status == IncidentState::Firing).collect();
-        let resolved: Vec<_> = members
-            .iter()
-            .filter(|m| m.status == IncidentState::Resolved && m.dirty)
-            .collect();
+        let apps: Vec<_> = members.iter().map(|m| m.incident.app.clone()).collect();
+        let open = Store::open_incidents_of(tx, &apps).await?;
+        let (mut firing, mut held, mut events, mut resolved) = (Vec::new(), 0, Vec::new(), Vec::new());
+        for m in &members {
+            match (m.status, m.incident.kind.occurrence()) {
+                (IncidentState::Firing, Occurrence::Event) if m.dirty => events.push(m),
+                (IncidentState::Firing, Occurrence::Condition) => {
+                    let candidates = Self::candidates(open.get(&m.incident.app).map_or(&[][..], |v| v.as_slice()));
+                    let labels = Labels::of(&m.incident.full_view());
+                    match delivery::hold(&self.facts(silences, &candidates, now), &labels) {
+                        Some(_) => held += 1,
+                        None => firing.push(m),
+                    }
+                }
+                (IncidentState::Resolved, _) if m.dirty => resolved.push(m),
+                _ => {}
+            }
+        }
         let view = GroupView {
             active: g.active,
             generation: g.generation,
             firing: firing.len(),
             new_firing: firing.iter().any(|m| m.dirty),
+            held,
             newly_resolved: resolved.len(),
+            new_events: events.len(),
         };
-        let plan = plan_flush(view, self.settings.grouping.repeat_interval, now);
+        let plan = delivery::dedup(view, &self.settings, now);
         let mut message = None;
         if let Some((action, reason)) = plan.send {
             let mut incidents: Vec<_> = firing.iter().map(|m| m.incident.full_view()).collect();
+            incidents.extend(events.iter().map(|m| m.incident.full_view()));
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = Notification::title_of(action, &incidents, now);
             message = Some(Notification {
@@ -294,6 +347,12 @@ impl Core {
                 change: None,
             });
         }
+        // Events are told once: whether or not this flush sent them (it always does), they leave the group.
+        let told: Vec<i64> = (members.iter())
+            .filter(|m| m.incident.kind.is_informational())
+            .map(|m| m.incident.id)
+            .collect();
+        Store::remove_members(tx, g.id, &told).await?;
         Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
         Ok(message)
     }
@@ -333,15 +392,31 @@ impl Core {
         let mut tx = self.store.begin().await?;
         let due = Store::claim_due_escalations(&mut tx, now, 100).await?;
         let count = due.len();
+        let silences = Store::silences_tx(&mut tx, now).await?;
         for e in due {
-            Store::finish_escalation(&mut tx, e.id).await?;
             let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else {
+                Store::finish_escalation(&mut tx, e.id).await?;
                 continue;
             };
             if rec.state != IncidentState::Firing {
+                Store::finish_escalation(&mut tx, e.id).await?;
                 continue;
             }
             let view = rec.full_view();
+            let open = Store::open_incidents(&mut tx, &rec.app).await?;
+            let candidates = Self::candidates(&open);
+            if let Some(why) = delivery::hold(&self.facts(&silences, &candidates, now), &Labels::of(&view)) {
+                // Not now: the step waits for the silence to end (or looks again after group_interval) and is sent
+                // then if the incident still fires.
+                let again = match &why {
+                    Hold::Silenced { until, .. } => *until,
+                    _ => now + chrono::Duration::from_std(self.settings.grouping.group_interval).unwrap_or_default(),
+                };
+                tracing::info!(incident = rec.id, step = e.step, held = %why.describe(), "escalation step held back");
+                Store::postpone_escalation(&mut tx, e.id, again).await?;
+                continue;
+            }
+            Store::finish_escalation(&mut tx, e.id).await?;
             for receiver in &e.receivers {
                 let n = Notification {
                     receiver: receiver.clone(),

@@ -18,6 +18,8 @@ pub enum FlushReason {
     StillFiring,
     /// Everything in the group resolved.
     Resolved,
+    /// Something happened once (a prune): told once, never repeated.
+    Event,
 }
 
 impl FlushReason {
@@ -27,21 +29,27 @@ impl FlushReason {
             FlushReason::Changed => "changed",
             FlushReason::StillFiring => "still firing",
             FlushReason::Resolved => "resolved",
+            FlushReason::Event => "event",
         }
     }
 }
 
 /// What a flush sees of its group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GroupView {
     /// A message for the current generation was sent already.
     pub active: bool,
     pub generation: i64,
-    /// Members firing now, and whether any of them is new since the last message.
+    /// Members firing now that people may be told about, and whether any of them is new since the last message.
     pub firing: usize,
     pub new_firing: bool,
+    /// Members firing now but held back (silenced, inhibited): not in the message, and no reason to send one;
+    /// they keep the thread open.
+    pub held: usize,
     /// Members resolved since the last message.
     pub newly_resolved: usize,
+    /// Events (a prune) not told yet: told in this flush, then they leave the group.
+    pub new_events: usize,
 }
 
 /// What the flush does.
@@ -57,26 +65,52 @@ pub struct FlushPlan {
     pub next_at: Option<DateTime<Utc>>,
 }
 
-pub fn plan_flush(g: GroupView, repeat_interval: std::time::Duration, now: DateTime<Utc>) -> FlushPlan {
+pub fn plan_flush(g: GroupView, timing: &GroupingSettings, now: DateTime<Utc>) -> FlushPlan {
+    let live = g.firing + g.held;
+    let news = g.newly_resolved > 0 || g.new_events > 0;
     let send = if !g.active {
-        // Not sent yet: open it, or say nothing if everything resolved before it was ever sent.
-        (g.firing > 0).then_some((Action::Open, FlushReason::Fired))
+        // Not sent yet: open it, tell the events, or say nothing (everything resolved, or is held, before it was
+        // ever sent: its resolve goes only where its firing went).
+        if g.firing > 0 {
+            Some((Action::Open, FlushReason::Fired))
+        } else {
+            (g.new_events > 0).then_some((Action::Open, FlushReason::Event))
+        }
+    } else if live == 0 {
+        if g.newly_resolved > 0 {
+            Some((Action::Resolve, FlushReason::Resolved))
+        } else {
+            (g.new_events > 0).then_some((Action::Update, FlushReason::Event))
+        }
     } else if g.firing == 0 {
-        (g.newly_resolved > 0).then_some((Action::Resolve, FlushReason::Resolved))
-    } else if g.new_firing || g.newly_resolved > 0 {
+        // Everything still firing is held back: only news is sent, never a repeat.
+        news.then_some((Action::Update, FlushReason::Changed))
+    } else if g.new_firing || news {
         Some((Action::Update, FlushReason::Changed))
     } else {
         Some((Action::Update, FlushReason::StillFiring))
     };
     let opens = matches!(send, Some((Action::Open, _)));
     let generation = if opens { g.generation + 1 } else { g.generation };
-    let active = g.firing > 0 && (g.active || opens);
-    let repeat = chrono::Duration::from_std(repeat_interval).unwrap_or(chrono::Duration::MAX);
+    // An events-only message opens no thread: there is nothing to repeat or resolve.
+    let active = if opens { g.firing > 0 } else { g.active && live > 0 };
+    let after = |d: std::time::Duration| {
+        chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    };
+    // Held members are looked at again every group_interval, so people hear soon after a silence ends.
+    let next_at = if g.held > 0 && g.firing == 0 {
+        Some(after(timing.group_interval))
+    } else {
+        active.then(|| after(timing.repeat_interval))
+    };
     FlushPlan {
         send,
         generation,
         active,
-        next_at: active.then(|| now.checked_add_signed(repeat).unwrap_or(DateTime::<Utc>::MAX_UTC)),
+        next_at,
     }
 }
 
@@ -125,6 +159,102 @@ mod tests {
             firing,
             new_firing,
             newly_resolved,
+            ..Default::default()
+        }
+    }
+
+    fn timing() -> GroupingSettings {
+        GroupingSettings {
+            group_interval: std::time::Duration::from_secs(300),
+            repeat_interval: HOUR,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn held_members_and_events() {
+        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let five_min = Some(now + chrono::Duration::minutes(5));
+        let hour = Some(now + chrono::Duration::hours(1));
+        let held = |active: bool, held: usize, newly_resolved: usize| GroupView {
+            active,
+            generation: 3,
+            held,
+            newly_resolved,
+            ..Default::default()
+        };
+        let events = |active: bool, firing: usize, new_events: usize| GroupView {
+            active,
+            generation: 3,
+            firing,
+            new_events,
+            ..Default::default()
+        };
+        // (group, send, generation, active, next flush, why)
+        let cases = [
+            (
+                held(true, 1, 0),
+                None,
+                3,
+                true,
+                five_min,
+                "a silenced incident is not repeated; looked at again soon",
+            ),
+            (
+                held(false, 1, 0),
+                None,
+                3,
+                false,
+                five_min,
+                "a thread never opened for a held incident",
+            ),
+            (
+                held(true, 1, 1),
+                Some((Action::Update, FlushReason::Changed)),
+                3,
+                true,
+                five_min,
+                "a resolve next to a held incident is still told",
+            ),
+            (
+                events(false, 0, 1),
+                Some((Action::Open, FlushReason::Event)),
+                4,
+                false,
+                None,
+                "an event is told once and opens no thread",
+            ),
+            (
+                events(false, 0, 0),
+                None,
+                3,
+                false,
+                None,
+                "a told event is never repeated",
+            ),
+            (
+                events(true, 1, 1),
+                Some((Action::Update, FlushReason::Changed)),
+                3,
+                true,
+                hour,
+                "an event in a firing group is news",
+            ),
+            (
+                events(true, 0, 1),
+                Some((Action::Update, FlushReason::Event)),
+                3,
+                false,
+                None,
+                "an event in a thread with nothing firing",
+            ),
+        ];
+        for (g, send, generation, active, next_at, why) in cases {
+            let plan = plan_flush(g, &timing(), now);
+            assert_eq!(plan.send, send, "{why}");
+            assert_eq!(plan.generation, generation, "{why}");
+            assert_eq!(plan.active, active, "{why}");
+            assert_eq!(plan.next_at, next_at, "{why}");
         }
     }
 
@@ -166,7 +296,7 @@ mod tests {
             ),
         ];
         for (g, send, generation, active) in cases {
-            let plan = plan_flush(g, HOUR, now);
+            let plan = plan_flush(g, &timing(), now);
             assert_eq!(plan.send, send, "{g:?}");
             assert_eq!(plan.generation, generation, "{g:?}");
             assert_eq!(plan.active, active, "{g:?}");

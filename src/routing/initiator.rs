@@ -19,7 +19,7 @@ pub fn started_by(i: &Incident) -> Option<&str> {
 /// The line every receiver shows about who started the sync (`started by alice`, or `started by alice (no contact
 /// configured)` when Herald cannot tell them), for the kinds that tell the initiator.
 pub fn note(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Option<String> {
-    if !settings.rules.notify_initiator(i.kind) {
+    if !settings.rules.notify_initiator(i.kind) || i.severity == crate::domain::Severity::Info {
         return None;
     }
     let user = started_by(i)?;
@@ -34,7 +34,8 @@ pub fn note(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Option<Str
 /// receiver can use. Sent once, when the incident fires: the failure is theirs to know of, its later updates are
 /// the team's.
 pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<Notification> {
-    if !settings.rules.notify_initiator(i.kind) {
+    // An informational incident (a prune the person asked for) is news to the team, not to them.
+    if !settings.rules.notify_initiator(i.kind) || i.severity == crate::domain::Severity::Info {
         return Vec::new();
     }
     let Some((user, person)) = started_by(i).and_then(|u| settings.people.get_key_value(u)) else {

@@ -1,8 +1,10 @@
 //! Who hears about an incident: the owning team ([`owning_team`]), the ordered routes ([`Router`]), the grouping
-//! key ([`group_key`]) and silences ([`Silence::matches`]). Pure: compiled once from settings, no I/O.
+//! key ([`group_key`]), silences ([`Silence::matches`]) and inhibition ([`inhibit`]). Pure: compiled once from
+//! settings, no I/O. The order these are asked in is `pipeline::delivery`'s.
 
 pub mod change;
 pub mod grouping;
+pub mod inhibit;
 pub mod initiator;
 
 use chrono::{DateTime, Utc};
@@ -44,6 +46,9 @@ pub struct RouteResult {
     /// Indexes of the routes that matched (empty: the team's receivers).
     pub matched_routes: Vec<usize>,
     pub receivers: Vec<String>,
+    /// The owning team's receivers are among them: no route matched, or only `continue: true` routes did
+    /// ("also send to"), which add to the owner and never take the incident away from it.
+    pub owner_kept: bool,
 }
 
 fn glob(p: &Option<String>) -> Option<globset::GlobMatcher> {
@@ -102,10 +107,13 @@ impl Router {
             && s.labels.iter().all(|(k, v)| l.labels.get(k) == Some(v))
     }
 
-    /// Ordered routes, first match wins unless `continue: true`; no match → the owning team's receivers.
+    /// Ordered routes, first match wins unless `continue: true`. A route without `continue` takes the incident
+    /// (its receivers only); when none such matched, the owning team's receivers get it too, after those of the
+    /// `continue: true` routes that matched: one "also send to" route serves every team.
     pub fn route(&self, l: &Labels) -> RouteResult {
         let mut matched = Vec::new();
         let mut receivers: Vec<String> = Vec::new();
+        let mut taken = false;
         for (i, r) in self.routes.iter().enumerate() {
             if Self::matches(r, l) {
                 matched.push(i);
@@ -115,21 +123,27 @@ impl Router {
                     }
                 }
                 if !r.settings.r#continue {
+                    taken = true;
                     break;
                 }
             }
         }
-        if matched.is_empty() {
-            receivers = self
+        if !taken {
+            let owner = self
                 .teams
                 .get(&l.team)
                 .filter(|r| !r.is_empty())
-                .cloned()
-                .unwrap_or_else(|| self.fallback.clone());
+                .unwrap_or(&self.fallback);
+            for name in owner {
+                if !receivers.contains(name) {
+                    receivers.push(name.clone());
+                }
+            }
         }
         RouteResult {
             matched_routes: matched,
             receivers,
+            owner_kept: !taken,
         }
     }
 }
@@ -196,6 +210,16 @@ impl Silence {
     pub fn active(&self, now: DateTime<Utc>) -> bool {
         self.starts_at <= now && now < self.ends_at
     }
+    /// `active`, `pending` (it starts later) or `expired` (it ended, or was expired by hand).
+    pub fn state(&self, now: DateTime<Utc>) -> &'static str {
+        if now >= self.ends_at {
+            "expired"
+        } else if now < self.starts_at {
+            "pending"
+        } else {
+            "active"
+        }
+    }
     pub fn matches(&self, l: &Labels) -> bool {
         !self.matchers.is_empty() && self.matchers.iter().all(|m| m.is_match(l.get(&m.name).unwrap_or("")))
     }
@@ -258,6 +282,28 @@ routes:
                 assert_eq!(got.receivers, receivers, "{l:?}");
             }
         }
+        // Only a `continue: true` route matched: it adds to the owning team, it does not take the incident away.
+        let also = r.route(&labels("pay", "pruned", "ledger", "prod-eu"));
+        assert_eq!(
+            also.matched_routes,
+            vec![0, 2],
+            "the team route still matches after a continue route"
+        );
+        let s2 = Settings::from_yaml(
+            r#"
+receivers: [{name: bot, console: {}}, {name: t, console: {}}]
+teams: {pay: {receivers: [t]}}
+routes: [{kind: pruned, namespace: "prod-*", receivers: [bot], continue: true}]
+"#,
+        )
+        .expect("valid");
+        let got = Router::new(&s2).route(&labels("pay", "pruned", "pay-api", "prod-eu"));
+        assert_eq!(
+            got.receivers,
+            vec!["bot", "t"],
+            "the catch-all route and the owning team"
+        );
+        assert!(got.owner_kept);
         // No route and no team entry: the default team's receivers, else the console receivers.
         assert_eq!(
             r.route(&labels("ops", "degraded", "ledger", "dev")).receivers,

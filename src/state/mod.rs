@@ -39,6 +39,10 @@ pub struct AppState {
     /// stream said DELETED, or a deletion body arrived with no API configured to confirm by).
     #[serde(default)]
     pub deleted_at: Option<DateTime<Utc>>,
+    /// The resources that were waiting to be pruned (as [`resource_key`]s) when the current sync operation
+    /// started: a sync that prunes exactly those did what the prune hint asked.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub awaited_prunes: std::collections::BTreeSet<String>,
 }
 
 impl AppState {
@@ -231,6 +235,7 @@ fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: Da
             sync_since_at_least: from_api,
             health_since_at_least: from_api && health_since == now,
             deleted_at: None,
+            awaited_prunes: Default::default(),
         }),
         transitions,
     }
@@ -316,6 +321,13 @@ fn next_state(
     observed_at: DateTime<Utc>,
 ) -> AppState {
     let same_sync = prev.snapshot.sync_status == snap.sync_status;
+    // A new operation (another start time): what waited to be pruned just before it is what it was asked to prune.
+    let started = |s: &Snapshot| s.operation.as_ref().map(|o| o.started_at);
+    let awaited_prunes = if started(&snap) == started(&prev.snapshot) {
+        prev.awaited_prunes.clone()
+    } else {
+        prev.prune_since.keys().cloned().collect()
+    };
     let same_health = prev.snapshot.health_status == snap.health_status;
     let prune_since = snap
         .resources
@@ -339,6 +351,7 @@ fn next_state(
         sync_since_at_least: prev.sync_since_at_least && same_sync,
         health_since_at_least: prev.health_since_at_least && same_health,
         deleted_at: None,
+        awaited_prunes,
     }
 }
 

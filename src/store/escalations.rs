@@ -68,6 +68,17 @@ impl Store {
         Ok(())
     }
 
+    /// A step due now that is held back (silenced, inhibited): due again at `at`.
+    pub async fn postpone_escalation(tx: &mut WriteTx, id: i64, at: DateTime<Utc>) -> Result<(), StoreError> {
+        tx.exec(
+            q!("UPDATE escalations SET due_at = $1 WHERE id = $2")
+                .bind(to_millis(at))
+                .bind(id),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Cancels the steps not reached yet; returns the receivers of the steps already sent.
     pub async fn cancel_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
         tx.exec(q!("DELETE FROM escalations WHERE incident_id = $1 AND done = 0").bind(incident_id))

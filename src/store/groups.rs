@@ -137,6 +137,17 @@ impl Store {
         Ok(())
     }
 
+    /// Removes the incidents `ids` from one group (events, once told).
+    pub async fn remove_members(tx: &mut WriteTx, group_id: i64, ids: &[i64]) -> Result<(), StoreError> {
+        for id in ids {
+            let query = q!("DELETE FROM group_members WHERE group_id = $1 AND incident_id = $2")
+                .bind(group_id)
+                .bind(*id);
+            tx.exec(query).await?;
+        }
+        Ok(())
+    }
+
     /// Claims the groups whose flush is due at `now` (row-locked, see `WriteTx::claim_due`), soonest first.
     pub async fn claim_due_groups(
         tx: &mut WriteTx,

@@ -131,6 +131,8 @@ pub struct IncidentFilter {
     pub soonest_first: bool,
     pub limit: i64,
     pub before_id: Option<i64>,
+    /// Only incidents that notified someone (`Some(true)`), or only those that did not (`Some(false)`).
+    pub notified: Option<bool>,
 }
 
 impl Store {
@@ -305,7 +307,7 @@ impl Store {
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
              AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) \
-             AND ($6 = 0 OR id < $6) ORDER BY {order} LIMIT $7"
+             AND ($6 = 0 OR id < $6) AND ($8 < 0 OR notified = $8) ORDER BY {order} LIMIT $7"
         ))
         .bind(f.state.map_or("", IncidentState::as_str))
         .bind(f.team.as_deref().unwrap_or(""))
@@ -314,6 +316,7 @@ impl Store {
         .bind(name)
         .bind(f.before_id.unwrap_or(0))
         .bind(f.limit)
+        .bind(f.notified.map_or(-1i64, i64::from))
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(incident_from_row).collect()

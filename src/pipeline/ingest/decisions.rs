@@ -89,7 +89,7 @@ impl Core {
             let id =
                 Store::insert_incident(at.tx, &view, at.app, IncidentState::Firing, since, fire_at, Some(now)).await?;
             let fired = record(id, IncidentState::Firing);
-            self.on_fired(at.tx, &fired, now).await?;
+            self.on_fired(at.tx, &fired, now, at.open).await?;
             at.batch.wake = true;
             if !held.kind.is_informational() {
                 at.open.push(fired);

@@ -109,7 +109,7 @@ impl Tracker for Github {
 
 /// What an issue for `n` is created with: its title and body.
 pub(crate) fn preview(n: &Notification) -> (String, String) {
-    (truncate(&ticket::one_line(&n.title), TITLE_MAX_CHARS), body(n))
+    (truncate(&ticket::one_line(&n.ticket_title()), TITLE_MAX_CHARS), body(n))
 }
 
 fn body(n: &Notification) -> String {

@@ -252,15 +252,14 @@ fn hint<'a>(i: &'a Incident, id: &str) -> &'a str {
 }
 
 #[tokio::test]
-async fn out_of_sync_for_an_hour_with_a_prune_pending_is_one_message_with_a_line_per_problem() {
+async fn out_of_sync_for_an_hour_because_of_a_prune_pending_is_one_incident_the_prune() {
+    // One cause, one incident: the resource waiting to be pruned is why the Application is OutOfSync (built-in
+    // inhibition), so people see the prune, with what to do about it.
     let n = out_of_sync_for_an_hour_with_a_prune_pending().await;
     golden("out-of-sync-with-prune-pending", &n);
-    assert_eq!(n[0].incidents.len(), 2);
-    assert_eq!(
-        n[0].title,
-        "aaaaaaaaa: OutOfSync for over 1 h; 1 resource waiting to be pruned for over 1 h"
-    );
-    let prune = hint(&n[0].incidents[1], "prune_disabled");
+    assert_eq!(n[0].incidents.len(), 1);
+    assert_eq!(n[0].title, "aaaaaaaaa: 1 resource waiting to be pruned for over 1 h");
+    let prune = hint(&n[0].incidents[0], "prune_disabled");
     assert!(prune.contains("--resource argoproj.io:Application:podinfo"), "{prune}");
 }
 

@@ -193,7 +193,7 @@ impl Jira {
             "fields": {
                 "project": { "key": self.settings.project },
                 "issuetype": { "name": self.settings.issue_type },
-                "summary": summary(&n.title),
+                "summary": summary(&n.ticket_title()),
                 "description": self.document(n),
                 "labels": labels,
             }

@@ -211,7 +211,7 @@ impl Jira {
 
 /// What an issue for `n` is created with: its summary, the Cloud (ADF) and the Data Center (wiki) description.
 pub(crate) fn preview(n: &Notification) -> (String, Value, String) {
-    (summary(&n.title), adf::document(n), wiki::wiki(n))
+    (summary(&n.ticket_title()), adf::document(n), wiki::wiki(n))
 }
 
 fn delivered(memo: Memo, detail: String) -> Delivered {

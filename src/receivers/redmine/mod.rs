@@ -211,7 +211,10 @@ impl Tracker for Redmine {
 /// description (CommonMark, Redmine's Markdown formatter).
 pub(crate) fn preview(n: &Notification, fingerprint: &str) -> (String, String) {
     let tag = subject_tag(fingerprint);
-    let title = truncate(&ticket::one_line(&n.title), SUBJECT_MAX_CHARS - tag.chars().count() - 1);
+    let title = truncate(
+        &ticket::one_line(&n.ticket_title()),
+        SUBJECT_MAX_CHARS - tag.chars().count() - 1,
+    );
     (format!("{title} {tag}"), notes(n))
 }
 

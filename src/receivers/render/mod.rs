@@ -195,9 +195,9 @@ fn sources(i: &Incident) -> Vec<Fact> {
 /// failed sync is still FIRING until a sync succeeds).
 pub fn incident_word(i: &Incident) -> &'static str {
     match (i.kind.is_informational(), i.state) {
+        _ if i.kind == crate::domain::Kind::Test => "TEST",
         (true, _) => "EVENT",
         (false, IncidentState::Resolved) => "RESOLVED",
-        (false, _) if i.kind == crate::domain::Kind::Test => "TEST",
         (false, _) => "FIRING",
     }
 }
@@ -298,9 +298,12 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
     out
 }
 
-/// A short status word for titles: FIRING / RESOLVED / UPDATE / TEST / DIGEST.
+/// A short status word for titles: FIRING / RESOLVED / EVENT / TEST / DIGEST. A message that only tells events
+/// (a prune) says EVENT, as each of its lines does: header and body agree.
 pub fn status_word(n: &Notification) -> &'static str {
+    let only_events = !n.incidents.is_empty() && n.incidents.iter().all(|i| i.kind == crate::domain::Kind::Pruned);
     match n.action {
+        Action::Open | Action::Update if only_events => "EVENT",
         Action::Open => "FIRING",
         Action::Update => "FIRING",
         Action::Resolve => "RESOLVED",
@@ -316,6 +319,7 @@ pub fn status_emoji(n: &Notification) -> &'static str {
         Action::Test => "🧪",
         Action::Digest => "📋",
         Action::Open | Action::Update => match n.highest_severity() {
+            Severity::Info if status_word(n) == "EVENT" => "ℹ️",
             Severity::Critical => "🔴",
             Severity::Warning => "🟠",
             _ => "🔵",

@@ -177,7 +177,7 @@ fn incident_fields(n: &Notification, fingerprint: &str, settings: &Config) -> Va
 /// What a record for `n` is created with: its short description (one line) and its description.
 pub(crate) fn preview(n: &Notification) -> (String, String) {
     (
-        truncate(&ticket::one_line(&n.title), SHORT_DESCRIPTION_MAX_CHARS),
+        truncate(&ticket::one_line(&n.ticket_title()), SHORT_DESCRIPTION_MAX_CHARS),
         text(n),
     )
 }

@@ -1,0 +1,298 @@
+//! The delivery decision, in one place, read top to bottom — as Alertmanager's `notify/notify.go` builds its
+//! pipeline. For every send about an incident (its first message, each repeat of its group, each escalation step,
+//! its resolve) the scheduler asks these stages and writes what they answer; nothing else decides who is told.
+//!
+//! ```text
+//!   inhibit → silence → acknowledge → route → group → escalate → dedup
+//!   \_______ hold it back? ________/   \__ where does it go? __/   \_ what does a flush send? _/
+//! ```
+//!
+//! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
+//!   `out_of_sync`): one cause, one incident people see ([`crate::routing::inhibit`]).
+//! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
+//! - **acknowledge**: someone took it (not built yet: the stage is here so acks plug in where they belong).
+//! - **route**: the routes and the owning team ([`crate::routing::Router`]): `continue: true` routes add.
+//! - **group**: each receiver's group key.
+//! - **escalate**: the owning team's ladder; events are never escalated.
+//! - **dedup**: what a group's flush sends now ([`crate::routing::grouping::plan_flush`]): held incidents are
+//!   left out, events are told once and never repeated.
+//!
+//! A held incident keeps firing and stays visible, marked with why ([`Hold`]); its resolve is still recorded, and
+//! sent only where its firing was sent. Every stage is a pure function with its own table test.
+
+use chrono::{DateTime, Utc};
+
+use crate::configuration::{EscalationStep, Settings};
+use crate::domain::{Hold, Labels};
+use crate::routing::grouping::{FlushPlan, GroupView};
+use crate::routing::inhibit::{Candidate, Inhibitor};
+use crate::routing::{self, RouteResult, Router, Silence};
+
+/// What the stages know at one moment: the compiled configuration, the silences, and the other open incidents of
+/// the incident's Application.
+pub struct Facts<'a> {
+    pub settings: &'a Settings,
+    pub router: &'a Router,
+    pub inhibitor: &'a Inhibitor,
+    pub silences: &'a [Silence],
+    /// The open incidents of the same Application (inhibition's sources; the incident itself may be among them).
+    pub open: &'a [Candidate],
+    pub now: DateTime<Utc>,
+}
+
+/// What the pipeline decides for one incident now.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    /// Not sent now, and why; asked again at the next send.
+    Hold(Hold),
+    Deliver(DeliveryPlan),
+}
+
+/// One receiver's share of a firing incident: the group it joins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupTarget {
+    pub receiver: String,
+    pub key: String,
+}
+
+/// Where a firing incident goes.
+#[derive(Debug, Clone)]
+pub struct DeliveryPlan {
+    pub route: RouteResult,
+    /// One per routed receiver that is configured.
+    pub groups: Vec<GroupTarget>,
+    /// The owning team's escalation ladder, step 1 first; empty for events.
+    pub escalation: Vec<EscalationStep>,
+}
+
+/// The whole pipeline for one incident: held back by the first stage that holds it, else where it goes.
+pub fn decide(f: &Facts, l: &Labels) -> Decision {
+    match hold(f, l) {
+        Some(h) => Decision::Hold(h),
+        None => Decision::Deliver(plan(f.settings, f.router, l)),
+    }
+}
+
+/// The holding stages, in order: inhibit → silence → acknowledge.
+pub fn hold(f: &Facts, l: &Labels) -> Option<Hold> {
+    inhibit(f.inhibitor, l, f.open, f.now)
+        .or_else(|| silence(f.silences, l, f.now))
+        .or_else(|| acknowledge(l))
+}
+
+/// The delivering stages, in order: route → group → escalate (what `herald route` shows whether or not the
+/// incident is held now).
+pub fn plan(settings: &Settings, router: &Router, l: &Labels) -> DeliveryPlan {
+    let route = route(router, l);
+    let groups = group(settings, &route, l);
+    let escalation = escalate(settings, l);
+    DeliveryPlan {
+        route,
+        groups,
+        escalation,
+    }
+}
+
+pub fn inhibit(inhibitor: &Inhibitor, l: &Labels, open: &[Candidate], now: DateTime<Utc>) -> Option<Hold> {
+    inhibitor.inhibited_by(l, open, now)
+}
+
+/// The first active silence that matches (the one that ends last, so "until" is when people hear again).
+pub fn silence(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> Option<Hold> {
+    silences
+        .iter()
+        .filter(|s| s.active(now) && s.matches(l))
+        .max_by_key(|s| s.ends_at)
+        .map(|s| Hold::Silenced {
+            silence: s.id.clone(),
+            created_by: s.created_by.clone(),
+            until: s.ends_at,
+        })
+}
+
+/// Acknowledgements are not built yet: nothing is held here.
+pub fn acknowledge(_l: &Labels) -> Option<Hold> {
+    None
+}
+
+pub fn route(router: &Router, l: &Labels) -> RouteResult {
+    router.route(l)
+}
+
+pub fn group(settings: &Settings, route: &RouteResult, l: &Labels) -> Vec<GroupTarget> {
+    route
+        .receivers
+        .iter()
+        .filter_map(|receiver| {
+            let rs = settings.receiver(receiver)?;
+            Some(GroupTarget {
+                receiver: receiver.clone(),
+                key: routing::group_key(&settings.grouping.group_by, l, rs.per_incident()),
+            })
+        })
+        .collect()
+}
+
+/// The owning team's ladder; an event (told once) and an informational incident are never escalated.
+pub fn escalate(settings: &Settings, l: &Labels) -> Vec<EscalationStep> {
+    match settings.teams.get(&l.team) {
+        Some(team) if !l.kind.is_informational() && l.severity != crate::domain::Severity::Info => {
+            team.escalation.clone()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What a group's flush sends now: the last stage.
+pub fn dedup(g: GroupView, settings: &Settings, now: DateTime<Utc>) -> FlushPlan {
+    routing::grouping::plan_flush(g, &settings.grouping, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{IncidentState, Kind, Severity};
+
+    const CONFIG: &str = "
+receivers: [{name: chat, console: {}}, {name: pager, console: {}}, {name: tickets, github: {repo: acme/pay, token: t}}, {name: bot, console: {}}]
+teams:
+  pay:
+    receivers: [chat, tickets]
+    escalation: [{after: 1h, receivers: [pager]}]
+routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
+";
+
+    fn labels(kind: Kind) -> Labels {
+        Labels {
+            team: "pay".into(),
+            kind,
+            severity: Severity::Warning,
+            app: "pay-api".into(),
+            app_namespace: "argocd".into(),
+            namespace: "prod-eu".into(),
+            fingerprint: format!("pay-api/{kind}"),
+            ..Default::default()
+        }
+    }
+
+    fn silence(app: &str, by: &str, from: i64, to: i64, now: DateTime<Utc>) -> Silence {
+        Silence {
+            id: format!("s-{by}"),
+            matchers: vec![routing::Matcher::new("app", app)],
+            starts_at: now + chrono::Duration::minutes(from),
+            ends_at: now + chrono::Duration::minutes(to),
+            created_by: by.into(),
+            comment: String::new(),
+            created_at: now,
+        }
+    }
+
+    #[test]
+    fn the_holding_stages_in_order() {
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
+        let settings = Settings::from_yaml(CONFIG).expect("valid");
+        let (router, inhibitor) = (Router::new(&settings), Inhibitor::new(&settings));
+        let prune = Candidate {
+            labels: labels(Kind::PrunePending),
+            state: IncidentState::Firing,
+            fire_at: now,
+        };
+        let alice = silence("pay-*", "alice", -5, 60, now);
+        let old = silence("pay-*", "bob", -120, -60, now);
+        let later = silence("pay-*", "carol", 10, 60, now);
+        // (incident, silences, open incidents, what holds it, why)
+        type Case<'a> = (Kind, Vec<Silence>, Vec<Candidate>, Option<&'a str>, &'a str);
+        let cases: Vec<Case> = vec![
+            (Kind::OutOfSync, vec![], vec![], None, "nothing holds it: delivered"),
+            (
+                Kind::OutOfSync,
+                vec![alice.clone()],
+                vec![],
+                Some("silenced by alice"),
+                "an active silence holds it",
+            ),
+            (Kind::OutOfSync, vec![old], vec![], None, "an expired silence does not"),
+            (
+                Kind::OutOfSync,
+                vec![later],
+                vec![],
+                None,
+                "a silence not started yet does not",
+            ),
+            (
+                Kind::OutOfSync,
+                vec![alice.clone()],
+                vec![prune.clone()],
+                Some("inhibited by prune_pending"),
+                "inhibition comes first",
+            ),
+            (
+                Kind::PrunePending,
+                vec![],
+                vec![prune],
+                None,
+                "the source itself is delivered",
+            ),
+        ];
+        for (kind, silences, open, want, why) in cases {
+            let facts = Facts {
+                settings: &settings,
+                router: &router,
+                inhibitor: &inhibitor,
+                silences: &silences,
+                open: &open,
+                now,
+            };
+            let got = hold(&facts, &labels(kind)).map(|h| h.describe());
+            match want {
+                None => assert_eq!(got, None, "{why}"),
+                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
+            }
+            let delivered = matches!(decide(&facts, &labels(kind)), Decision::Deliver(_));
+            assert_eq!(delivered, want.is_none(), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_delivering_stages() {
+        let settings = Settings::from_yaml(CONFIG).expect("valid");
+        let router = Router::new(&settings);
+        // (kind, severity, receivers, escalation steps, why)
+        let cases = [
+            (
+                Kind::OutOfSync,
+                Severity::Warning,
+                vec!["chat", "tickets"],
+                1,
+                "the owning team, its ladder",
+            ),
+            (
+                Kind::Pruned,
+                Severity::Critical,
+                vec!["bot", "chat", "tickets"],
+                0,
+                "an also-send-to route adds; an event never escalates",
+            ),
+            (
+                Kind::Degraded,
+                Severity::Info,
+                vec!["chat", "tickets"],
+                0,
+                "an informational incident never escalates",
+            ),
+        ];
+        for (kind, severity, receivers, steps, why) in cases {
+            let mut l = labels(kind);
+            l.severity = severity;
+            let p = plan(&settings, &router, &l);
+            assert_eq!(p.route.receivers, receivers, "{why}");
+            assert_eq!(p.escalation.len(), steps, "{why}");
+            let tickets = p.groups.iter().find(|g| g.receiver == "tickets").expect("tickets");
+            assert_eq!(
+                tickets.key,
+                format!("fingerprint=pay-api/{kind}"),
+                "a ticket per incident"
+            );
+        }
+    }
+}
