@@ -310,14 +310,16 @@ fn prune_pending(state: &AppState) -> Option<Finding> {
     })
 }
 
-/// SyncFailed: the last sync operation failed or erred; one per operation, with the resources that failed.
+/// SyncFailed: the last sync operation failed or erred, with the resources that failed. One incident per streak
+/// of failures, not per operation: five failed syncs in a row are one problem (one ticket, the person told once),
+/// refreshed with the latest failure, until a sync succeeds.
 fn sync_failed(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
     let op = s
         .operation
         .as_ref()
         .filter(|op| matches!(op.phase.as_str(), "Failed" | "Error"))?;
-    let (occurrence, ended) = operation_times(op);
+    let (_, ended) = operation_times(op);
     let what = if op.phase == "Error" {
         "sync error"
     } else {
@@ -330,7 +332,7 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
         .map(result_ref)
         .collect();
     Some(Finding {
-        occurrence,
+        occurrence: String::new(),
         since: ended,
         summary: format!(
             "{}: sync {} — {}",

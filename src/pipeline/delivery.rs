@@ -119,12 +119,18 @@ pub fn route(router: &Router, l: &Labels) -> RouteResult {
     router.route(l)
 }
 
+/// Each routed receiver's group. News (an informational event: a prune someone asked for) goes to chat and
+/// e-mail only: it opens no ticket and pages nobody.
 pub fn group(settings: &Settings, route: &RouteResult, l: &Labels) -> Vec<GroupTarget> {
+    let news = l.kind.is_informational() && l.severity == crate::domain::Severity::Info;
     route
         .receivers
         .iter()
         .filter_map(|receiver| {
             let rs = settings.receiver(receiver)?;
+            if news && rs.per_incident() {
+                return None;
+            }
             Some(GroupTarget {
                 receiver: receiver.clone(),
                 key: routing::group_key(&settings.grouping.group_by, l, rs.per_incident()),

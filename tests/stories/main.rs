@@ -1,0 +1,292 @@
+//! Whole stories, not features: each a timeline of Argo CD bodies and people's commands over hours or days on a
+//! manual clock, with a restart in the middle, asserting exactly what every receiver and every person got (a
+//! transcript compared with a reviewed golden file in `tests/stories/golden/`; an extra message fails like a
+//! missing one). Every story runs on SQLite and on PostgreSQL (`HERALD_TEST_POSTGRES_URL`, started by
+//! scripts/test) against the same golden file; `herald replay --until` must queue the same notifications as the
+//! running service.
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::{CONFIG, Story, app, waiting_to_prune, with_sync};
+
+const MIN: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Story: pay-api goes OutOfSync; an hour later the team is told (Slack, e-mail, a Jira ticket). Alice silences it
+/// for five hours mid-incident: no repeat (due after 4 h), no escalation page while it holds, and the list says
+/// who silenced it and until when. Herald restarts while silenced. When the silence expires and it still fires,
+/// the team hears again and the escalation step pages; the list says the silence expired; the recovery resolves
+/// everything where the firing went.
+async fn silence_mid_incident_then_expiry(engine: &str) {
+    let mut s = Story::begin("silence-mid-incident-then-expiry", engine, CONFIG).await;
+    s.body(
+        "pay-api OutOfSync",
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + MIN).await;
+    s.pass(10 * MIN).await;
+    s.silence(&[("app", "pay-api")], "alice", 5 * HOUR).await;
+    s.look().await;
+    s.pass(2 * HOUR).await;
+    s.restart().await;
+    s.pass(3 * HOUR).await;
+    s.say("the silence has expired; pay-api is still OutOfSync");
+    s.pass(10 * MIN).await;
+    s.look().await;
+    s.body(
+        "pay-api Synced",
+        app("pay-api", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass(6 * MIN).await;
+    let t = s.end();
+    assert!(
+        t.iter().any(|l| l.contains("silenced by alice until")),
+        "the list says who silenced it and until when"
+    );
+}
+
+/// Story: an automated sync in `shop` deletes a Deployment (prune on): the team is told once that it happened.
+/// Over three days — with a restart — nothing repeats it, nothing says "still firing".
+async fn a_prune_event_over_three_days(engine: &str) {
+    let mut s = Story::begin("prune-event-over-three-days", engine, CONFIG).await;
+    let body = app("cart", "shop", "shop", "Synced", "Healthy");
+    s.body("cart synced", body.clone()).await;
+    let started = s.now();
+    s.pass(MIN).await;
+    s.body(
+        "an automated sync of cart pruned Deployment cart-worker",
+        with_sync(
+            body,
+            "Succeeded",
+            None,
+            started,
+            &[("Deployment", "cart-worker")],
+            "successfully synced",
+        ),
+    )
+    .await;
+    s.pass(HOUR).await;
+    s.restart().await;
+    s.pass_by(3 * 24 * HOUR, 10 * MIN).await;
+    let t = s.end();
+    assert!(!t.iter().any(|l| l.contains("still firing")), "an event never nags");
+}
+
+/// Story: one "also send to" route for every prune in production (`continue: true`): the platform bot hears of a
+/// prune in `prod-payments`, and so does payments, the team that owns the Application.
+async fn a_catch_all_route_keeps_the_owning_team(engine: &str) {
+    let config = CONFIG.replace(
+        "receivers:\n  - {name: payments-slack",
+        "receivers:\n  - {name: platform-bot, slack: {webhook_url: \"http://127.0.0.1:9/bot\"}}\n  - {name: payments-slack",
+    ) + "routes:\n  - {kind: pruned, namespace: \"prod-*\", receivers: [platform-bot], continue: true}\n";
+    let mut s = Story::begin("catch-all-route", engine, &config).await;
+    let body = app("pay-api", "payments", "prod-payments", "Synced", "Healthy");
+    s.body("pay-api synced", body.clone()).await;
+    let started = s.now();
+    s.pass(MIN).await;
+    s.body(
+        "an automated sync of pay-api in prod-payments pruned ConfigMap pay-config",
+        with_sync(
+            body,
+            "Succeeded",
+            None,
+            started,
+            &[("ConfigMap", "pay-config")],
+            "successfully synced",
+        ),
+    )
+    .await;
+    s.pass(HOUR).await;
+    s.replay_agrees("+1h");
+    let t = s.end();
+    assert!(t.iter().any(|l| l.contains("-> platform-bot open")));
+    assert!(t.iter().any(|l| l.contains("-> payments-slack open")));
+}
+
+/// Story: pay-api has a Service waiting to be pruned, so it is OutOfSync too. An hour later: ONE Jira ticket, one
+/// chat message and one e-mail (the prune; the OutOfSync it causes is inhibited), and 30 minutes later one page.
+/// Herald restarts. Bob then does what the hint says (`argocd app sync --prune`): the prune is news to the team's
+/// chat and e-mail (no FIRING, no ticket, no page, no message to bob), and everything resolves.
+async fn prune_pending_and_out_of_sync_are_one_ticket_then_bob_prunes(engine: &str) {
+    let mut s = Story::begin("prune-pending-then-bob-prunes", engine, CONFIG).await;
+    let waiting = waiting_to_prune(
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+        &[("Service", "pay-legacy")],
+    );
+    s.body("pay-api OutOfSync, Service pay-legacy waiting to be pruned", waiting)
+        .await;
+    s.pass(HOUR + MIN).await;
+    s.look().await;
+    s.pass(30 * MIN).await;
+    s.restart().await;
+    s.pass(10 * MIN).await;
+    let started = s.now();
+    s.body(
+        "bob runs argocd app sync pay-api --prune",
+        with_sync(
+            app("pay-api", "payments", "payments", "Synced", "Healthy"),
+            "Succeeded",
+            Some("bob"),
+            started,
+            &[("Service", "pay-legacy")],
+            "successfully synced",
+        ),
+    )
+    .await;
+    s.pass(HOUR).await;
+    s.replay_agrees("+1h");
+    let t = s.end();
+    let tickets = t.iter().filter(|l| l.contains("-> payments-jira open")).count();
+    assert_eq!(
+        tickets, 1,
+        "one ticket for the prune waiting; the prune done is news, no ticket: {t:#?}"
+    );
+    let pages = t.iter().filter(|l| l.contains("-> payments-pager open")).count();
+    assert_eq!(pages, 1, "one page");
+    assert!(
+        !t.iter().any(|l| l.contains(" to bob ")),
+        "bob did what the hint said: no message to him"
+    );
+}
+
+/// Story (seed incident 001): at night, an automated sync after a rename in Git deletes the production ConfigMap
+/// `payments-config`, which nobody was waiting to prune: critical, told at once, once; no repeats over the night.
+async fn a_production_rename_prune_at_night(engine: &str) {
+    let mut s = Story::begin("production-rename-prune-at-night", engine, CONFIG).await;
+    let body = app("payments", "payments", "prod-payments", "Synced", "Healthy");
+    s.pass_by(14 * HOUR, 10 * MIN).await;
+    s.body("payments synced (23:00)", body.clone()).await;
+    s.pass(4 * HOUR).await;
+    let started = s.now();
+    s.body(
+        "03:00: an automated sync after a rename pruned ConfigMap payments-config",
+        with_sync(
+            body,
+            "Succeeded",
+            None,
+            started,
+            &[("ConfigMap", "payments-config")],
+            "successfully synced",
+        ),
+    )
+    .await;
+    s.pass(MIN).await;
+    s.restart().await;
+    s.pass_by(8 * HOUR, 5 * MIN).await;
+    let t = s.end();
+    assert!(
+        t.iter()
+            .any(|l| l.contains("pruned open critical") || l.contains("pruned resolved critical"))
+    );
+}
+
+/// Story: pay-api flaps Synced/OutOfSync every 3 minutes for an hour: never OutOfSync for an hour, so nobody is
+/// told anything.
+async fn flapping_for_an_hour_tells_nobody(engine: &str) {
+    let mut s = Story::begin("flapping-for-an-hour", engine, CONFIG).await;
+    for k in 0..20 {
+        let sync = if k % 2 == 0 { "OutOfSync" } else { "Synced" };
+        s.body(
+            &format!("pay-api {sync}"),
+            app("pay-api", "payments", "payments", sync, "Healthy"),
+        )
+        .await;
+        if k == 10 {
+            s.restart().await;
+        }
+        s.pass(3 * MIN).await;
+    }
+    s.body(
+        "pay-api Synced",
+        app("pay-api", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass(2 * HOUR).await;
+    s.replay_agrees("+2h");
+    let t = s.end();
+    assert!(!t.iter().any(|l| l.contains(" -> ")), "nothing was sent: {t:#?}");
+}
+
+/// Story: alice's sync of pay-api fails five times in a row (a missing CRD), ten minutes apart, then a fixed sync
+/// succeeds. Each failure is its own occurrence; alice hears of each once; the team's thread follows.
+async fn a_sync_failing_five_times_in_a_row(engine: &str) {
+    let mut s = Story::begin("sync-failing-five-times", engine, CONFIG).await;
+    let body = app("pay-api", "payments", "payments", "OutOfSync", "Healthy");
+    for k in 1..=5 {
+        let started = s.now();
+        s.body(
+            &format!("alice's sync #{k} fails"),
+            with_sync(
+                body.clone(),
+                "Failed",
+                Some("alice"),
+                started,
+                &[],
+                "one or more objects failed to apply",
+            ),
+        )
+        .await;
+        if k == 3 {
+            s.restart().await;
+        }
+        s.pass(10 * MIN).await;
+    }
+    let started = s.now();
+    s.body(
+        "the CRD is installed; alice's sync succeeds",
+        with_sync(
+            app("pay-api", "payments", "payments", "Synced", "Healthy"),
+            "Succeeded",
+            Some("alice"),
+            started,
+            &[],
+            "successfully synced",
+        ),
+    )
+    .await;
+    s.pass(HOUR).await;
+    s.replay_agrees("+1h");
+    s.end();
+}
+
+/// Story: pay-api is Degraded with an open Jira ticket, and is deleted: the ticket resolves once ("Application
+/// deleted"), the pages stop.
+async fn a_deleted_application_with_an_open_ticket(engine: &str) {
+    let mut s = Story::begin("deleted-application-with-open-ticket", engine, CONFIG).await;
+    s.body(
+        "pay-api Degraded",
+        app("pay-api", "payments", "payments", "Synced", "Degraded"),
+    )
+    .await;
+    s.pass(10 * MIN).await;
+    s.restart().await;
+    s.pass(10 * MIN).await;
+    let mut deleting = app("pay-api", "payments", "payments", "Synced", "Degraded");
+    deleting["app"]["metadata"]["deletionTimestamp"] = serde_json::json!(s.now().to_rfc3339());
+    s.body("pay-api is deleted", deleting).await;
+    s.pass(2 * HOUR).await;
+    let t = s.end();
+    assert!(t.iter().any(|l| l.contains("-> payments-jira resolve")), "{t:#?}");
+}
+
+macro_rules! on_both_engines {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
+        mod postgres { $( #[tokio::test] async fn $name() { super::$name("postgres").await } )* }
+    };
+}
+
+on_both_engines!(
+    silence_mid_incident_then_expiry,
+    a_prune_event_over_three_days,
+    a_catch_all_route_keeps_the_owning_team,
+    prune_pending_and_out_of_sync_are_one_ticket_then_bob_prunes,
+    a_production_rename_prune_at_night,
+    flapping_for_an_hour_tells_nobody,
+    a_sync_failing_five_times_in_a_row,
+    a_deleted_application_with_an_open_ticket,
+);
