@@ -568,13 +568,28 @@ async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode>
     let clock: crate::clock::SharedClock = Arc::new(crate::clock::SystemClock);
     let receiver = crate::receivers::build(rs, &crate::receivers::Shared::new(settings.clone(), clock.clone()))?;
     let n = crate::domain::Notification::test(&name, clock.now());
-    match receiver.deliver(&n, None).await {
+    let opened = match receiver.deliver(&n, None).await {
         Ok(d) => {
             println!("{name}: delivered ({})", d.detail);
-            Ok(ExitCode::SUCCESS)
+            d
         }
         Err(e) => {
             println!("{name}: FAILED: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if !rs.per_incident() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // A ticket or an alert was opened for the test: close it again, so nobody has a test to clean up.
+    let closing = n.test_closed(clock.now());
+    match receiver.deliver(&closing, opened.memo.as_ref()).await {
+        Ok(d) => {
+            println!("{name}: closed the test again ({})", d.detail);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("{name}: FAILED to close the test it opened: {e}; close it by hand");
             Ok(ExitCode::FAILURE)
         }
     }

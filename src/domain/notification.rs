@@ -112,6 +112,21 @@ impl Notification {
             .unwrap_or(Severity::Warning)
     }
 
+    /// What closes the ticket or alert the test notification `self` opened (`herald send-test` on a ticket or
+    /// paging receiver): its resolve, in the same thread.
+    pub fn test_closed(&self, now: DateTime<Utc>) -> Self {
+        let mut n = self.clone();
+        n.action = Action::Resolve;
+        n.title = "[TEST] Herald test notification: closed again".into();
+        n.reason = "closed by `herald send-test`: it only checked this receiver".into();
+        n.created_at = now;
+        for i in &mut n.incidents {
+            i.state = IncidentState::Resolved;
+            i.resolved_at = Some(now);
+        }
+        n
+    }
+
     /// A notification used by `herald send-test` and receiver tests.
     pub fn test(receiver: &str, now: DateTime<Utc>) -> Self {
         let incident = Incident {

@@ -18,5 +18,6 @@ mod metrics;
 mod redmine;
 mod reload;
 mod rules;
+mod send_test;
 mod status_page;
 mod three_incidents;

@@ -287,14 +287,39 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
     assert_eq!(listed["items"][0]["active"], true);
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
     advance(&clock, Duration::from_secs(61 * 60)).await;
+    let firing = app.get_json("/v1/incidents?state=firing").await;
+    assert_eq!(firing["count"], 1, "tracked and visible");
+    let held = &firing["items"][0]["held"];
+    assert_eq!(held["by"], "silenced", "the API says it is silenced: {held}");
+    assert_eq!(held["created_by"], "alice");
     assert_eq!(
-        app.get_json("/v1/incidents?state=firing").await["count"],
-        1,
-        "tracked and visible"
+        held["until"].as_str().map(|t| t.starts_with(&ends[..16])),
+        Some(true),
+        "{held}"
     );
     assert!(
         delivered(&d.join("pay-chat.jsonl")).is_empty(),
         "not delivered while silenced"
+    );
+    // `herald incidents` (firing and recently resolved that told someone, by default) says who silenced it.
+    // An incident that ended while pending told nobody: not listed by default.
+    post_at(&app, &clock, "ledger", "payments", "OutOfSync").await;
+    post_at(&app, &clock, "ledger", "payments", "Synced").await;
+    let url = app.address.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["incidents", "--url", &url])
+            .output()
+            .expect("run")
+    })
+    .await
+    .expect("joined");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(table.contains("silenced by alice until"), "{table}");
+    assert!(
+        !table.contains("argocd/ledger"),
+        "a pending incident that ended is not listed by default: {table}"
     );
     // Expire it: the still-firing incident is delivered then.
     let r = app
@@ -311,6 +336,8 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
     advance(&clock, Duration::from_secs(1)).await;
     let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(actions(&got), ["open"]);
+    let listed = app.get_json("/v1/silences?expired=true").await;
+    assert_eq!(listed["items"][0]["state"], "expired", "{listed}");
     app.stop().await;
 }
 
