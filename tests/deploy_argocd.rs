@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 const PATCH: &str = "deploy/argocd/argocd-notifications-cm.patch.yaml";
 const SECRET_EXAMPLE: &str = "deploy/argocd/argocd-notifications-secret.example.yaml";
@@ -443,31 +443,48 @@ fn the_kustomization_is_a_component_that_applies_the_patch_to_files_that_exist()
         "the Component must not own the ConfigMap (no resources)"
     );
     let dir = Path::new(KUSTOMIZATION).parent().expect("a directory");
-    let paths: Vec<&str> = kustomization["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(
-            kustomization["patches"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| &p["path"]),
-        )
-        .map(|v| v.as_str().expect("a path"))
-        .collect();
-    assert!(paths.contains(&"argocd-notifications-cm.patch.yaml"), "{paths:?}");
+    let patches = kustomization["patches"].as_array().expect("the Component has patches");
+    let paths: Vec<&str> = patches.iter().filter_map(|p| p["path"].as_str()).collect();
+    assert_eq!(paths, vec!["argocd-notifications-cm.patch.yaml"]);
     for path in paths {
         assert!(
             root().join(dir).join(path).is_file(),
             "{KUSTOMIZATION} names {path}, which does not exist"
         );
     }
-    // Matched by kind and name only, so the patch also lands on a ConfigMap that gets its namespace later.
-    let target = &kustomization["patches"][0]["target"];
-    assert_eq!(target["kind"], "ConfigMap");
-    assert_eq!(target["name"], "argocd-notifications-cm");
-    assert!(target.get("namespace").is_none(), "{target}");
+    for patch in patches {
+        assert!(
+            patch["path"].is_string() || patch["patch"].is_string(),
+            "a patch is a file or inline: {patch}"
+        );
+        // Matched by kind and name only, so the patch also lands on a ConfigMap that gets its namespace later.
+        let target = &patch["target"];
+        assert_eq!(target["kind"], "ConfigMap");
+        assert_eq!(target["name"], "argocd-notifications-cm");
+        assert!(target.get("namespace").is_none(), "{target}");
+    }
+}
+
+/// `subscriptions` is one key that a patch can only replace: before Herald's keys, a JSON patch `test` that the
+/// operator's ConfigMap has none makes kustomize stop instead (.ci/validate-deploy.sh builds both cases).
+#[test]
+fn the_component_tests_that_the_operator_has_no_subscriptions_before_it_adds_herald_s() {
+    let kustomization = yaml(&read(KUSTOMIZATION), KUSTOMIZATION);
+    let patches = kustomization["patches"].as_array().expect("the Component has patches");
+    let guard = patches
+        .iter()
+        .position(|p| {
+            p["patch"]
+                .as_str()
+                .map(|text| yaml(text, "an inline patch"))
+                .is_some_and(|ops| ops == json!([{"op": "test", "path": "/data/subscriptions", "value": null}]))
+        })
+        .expect("a JSON patch that tests /data/subscriptions is absent");
+    let herald = patches
+        .iter()
+        .position(|p| p["path"] == "argocd-notifications-cm.patch.yaml")
+        .expect("Herald's patch");
+    assert!(guard < herald, "the test must run before Herald's keys are added");
 }
 
 /// The argo-cd chart's keys (charts/argo-cd/values.yaml, templates/argocd-configs/argocd-notifications-cm.yaml):
