@@ -885,11 +885,43 @@ fn every_condition_is_nil_safe_on_a_new_application() {
     let running = json!({"metadata": {"name": "new", "namespace": "argocd"},
                          "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Missing"},
                                     "operationState": {"phase": "Running"}}});
+    // Never synced, but a resource already waits to be pruned (it was removed from Git): there is no sync result.
+    let never_synced = AppState {
+        operation: None,
+        ..pruning_state(vec![("Service", "payments-legacy")], vec![])
+    }
+    .to_json();
     let mut engine = kit_engine();
     engine.evaluate(&bare, START, &mut |_, _| true);
     engine.evaluate(&running, START + 60, &mut |_, _| true);
+    engine.evaluate(&never_synced, START + 120, &mut |_, _| true);
     assert!(engine.errors.is_empty(), "expression errors: {:?}", engine.errors);
     assert!(sent(&engine, "herald-on-sync-running") == 1 && sent(&engine, "herald-on-sync-unknown") == 1);
+    assert_eq!(sent(&engine, "herald-on-prune-pending"), 1);
+    assert_eq!(sent(&engine, "herald-on-prune-cleared"), 0);
+}
+
+/// The model knows only the expression subset it documents: a condition using anything else fails to parse, so the
+/// kit cannot start using a feature without someone checking which expr version has it.
+#[test]
+fn the_model_refuses_expressions_outside_its_subset() {
+    for outside in [
+        "upper(app.metadata.name) == 'A'",
+        "app.metadata.name matches '^pay'",
+        "app.status.resources[0:2] != nil",
+        "let x = 1; x == 1",
+        "app.metadata.labels?.team ?? 'none'",
+        "len(app.status.resources) > 1",
+    ] {
+        assert!(engine::parse(outside).is_err(), "`{outside}` should not parse");
+    }
+    for inside in [
+        "app.status?.resources != nil and any(app.status.resources, {.requiresPruning == true})",
+        "not (app.metadata.name in ['a', 'b']) or app.status.sync.status == 'Synced'",
+        "app.status?.operationState == nil ? 0 : len(filter(app.status.resources, {#.requiresPruning == true}))",
+    ] {
+        assert!(engine::parse(inside).is_ok(), "`{inside}` should parse");
+    }
 }
 
 /// Without `oncePer` a failed send is forgotten, so Argo CD tries again at the next evaluation while the condition
