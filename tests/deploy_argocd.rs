@@ -1,8 +1,10 @@
 //! The Argo CD side of the contract (`deploy/argocd/`, DESIGN §2 and §7): what an operator applies must make Argo CD's
-//! notifications-engine send Herald, for every state Herald tracks and every change of a field Herald reads, a POST
-//! whose body Herald accepts; and it must be installable and removable without touching the operator's other keys.
+//! notifications-engine send Herald, for every state Herald tracks, a POST whose body Herald accepts; it must never
+//! change what the operator's own triggers send (their entries in the shared notified-state annotation); and it must
+//! be installable and removable without touching the operator's other keys.
 //!
-//! The patch is read as notifications-engine reads it: each `data` value is itself YAML.
+//! The patch is read as notifications-engine reads it: each `data` value is itself YAML, each condition an expression
+//! that `deploy_argocd/engine.rs` evaluates under the engine's rules.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
