@@ -11,8 +11,9 @@
 #      and every herald_* metric an alert uses against the metrics Herald's source registers;
 #   4. checks that the pieces fit: Service ↔ pods ↔ probes ↔ PDB ↔ NetworkPolicy, Secrets the Deployment reads ↔ the
 #      example Secrets, the Argo CD webhook URL ↔ the Service, replicas/strategy per overlay, the image placeholder; and
-#      that the Argo CD kit leaves the operator's keys alone: the Component merges into their ConfigMap, and a merge
-#      patch install followed by deploy/argocd/uninstall.sh (against `kubectl patch --local`) restores it exactly;
+#      that the Argo CD kit leaves the operator's keys alone: the Component merges into their ConfigMap and refuses one
+#      that has its own `subscriptions`, and a merge patch install followed by deploy/argocd/uninstall.sh (against
+#      `kubectl patch --local`) restores it exactly;
 #   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
 #      HERALD__* variables set, so a misspelt variable or key fails; and checks that every HERALD__* name written
 #      anywhere in deploy/ or the Dockerfile is a real configuration key.
@@ -436,25 +437,55 @@ def stand_in(directory, files):
     return directory
 
 
+def render_raw(directory):
+    return subprocess.run(os.environ["RENDER_CMD"].split() + [directory], capture_output=True, text=True)
+
+
 def check_argocd_component(patch):
-    """The Component owns nothing, and merges Herald's keys into the ConfigMap of the kustomization including it."""
+    """The Component owns nothing, merges Herald's keys into the ConfigMap of the kustomization including it, and
+    refuses to build rather than replace the operator's own `subscriptions`."""
     component = os.path.join(ROOT, "deploy/argocd")
     alone = render(component)
     if alone:
         fail(f"argocd: deploy/argocd renders {len(alone)} object(s) on its own; `kubectl delete -k` would delete them")
-    # As in Argo CD's upstream install.yaml, the ConfigMap has no namespace until the operator's kustomization sets it.
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-notifications-cm"}, "data": OPERATOR_DATA}
-    d = stand_in(os.path.join(WORK, "argocd-operator"), {
-        "cm.yaml": cm,
-        "kustomization.yaml": {"namespace": "argocd", "resources": ["cm.yaml"],
-                               "components": [os.path.relpath(component, os.path.join(WORK, "argocd-operator"))]},
-    })
-    docs = render(d)
-    got = (one(docs, "ConfigMap", "argocd-notifications-cm") or {}).get("data")
-    if got != {**OPERATOR_DATA, **patch["data"]}:
-        fail(f"argocd: the Component inside an operator's kustomization renders data keys {sorted(got or {})}, "
-             f"expected the operator's {sorted(OPERATOR_DATA)} plus Herald's")
-    return validate_schema(docs, "argocd component")[0]
+    checked = 0
+
+    def operator(case, data, extra=None):
+        # As in Argo CD's upstream install.yaml, the ConfigMap has no namespace until the operator's kustomization sets it.
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-notifications-cm"}}
+        if data is not None:
+            cm["data"] = data
+        d = os.path.join(WORK, "argocd-operator-" + case)
+        return stand_in(d, {
+            "cm.yaml": cm,
+            "kustomization.yaml": {"namespace": "argocd", "resources": ["cm.yaml"],
+                                   "components": [os.path.relpath(component, d)], **(extra or {})},
+        })
+
+    # Their keys, and a ConfigMap without data (upstream install.yaml): Herald's keys are added, theirs kept.
+    for case, data in (("own-keys", OPERATOR_DATA), ("no-data", None)):
+        docs = render(operator(case, data))
+        got = (one(docs, "ConfigMap", "argocd-notifications-cm") or {}).get("data")
+        if got != {**(data or {}), **patch["data"]}:
+            fail(f"argocd: the Component inside an operator's kustomization ({case}) renders data keys "
+                 f"{sorted(got or {})}, expected the operator's {sorted(data or {})} plus Herald's")
+        checked += validate_schema(docs, f"argocd component ({case})")[0]
+    # Their own subscriptions in the ConfigMap: the build stops, naming the key, instead of replacing them.
+    p = render_raw(operator("own-subscriptions", {**OPERATOR_DATA, "subscriptions": OPERATOR_SUBSCRIPTION}))
+    if p.returncode == 0 or "/data/subscriptions" not in p.stderr:
+        fail("argocd: the Component must refuse an operator's ConfigMap that has `subscriptions` (kustomize exit "
+             f"{p.returncode}): {p.stderr.strip() or 'it rendered'}")
+    # The way README.md gives instead: the merged list in the operator's own patch, which kustomize applies last.
+    merged = OPERATOR_SUBSCRIPTION + patch["data"]["subscriptions"]
+    own_patch = {"patch": yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "argocd-notifications-cm"},
+                                          "data": {"subscriptions": merged}})}
+    docs = render(operator("merged-subscriptions", OPERATOR_DATA, {"patches": [own_patch]}))
+    got = (one(docs, "ConfigMap", "argocd-notifications-cm") or {}).get("data") or {}
+    if got.get("subscriptions") != merged or any(got.get(k) != v for k, v in OPERATOR_DATA.items()):
+        fail("argocd: with the merged subscriptions in the operator's own patch, the Component should render them as "
+             f"written: {got.get('subscriptions')!r}")
+    return checked + validate_schema(docs, "argocd component (merged subscriptions)")[0]
 
 
 FAKE_KUBECTL = """#!/usr/bin/env bash
@@ -550,8 +581,8 @@ argocd_patch = load(os.path.join(ROOT, ARGOCD_PATCH))[0]
 argocd_docs = [argocd_patch]
 validate_schema(argocd_docs, "argocd patch")
 n = check_argocd_component(argocd_patch)
-print(f"  deploy/argocd: the patch is a schema-valid ConfigMap; as a Component it renders nothing alone and merges into "
-      f"an operator's ConfigMap ({n} object(s) schema-valid)")
+print(f"  deploy/argocd: the patch is a schema-valid ConfigMap; as a Component it renders nothing alone, merges into "
+      f"an operator's ConfigMap and refuses one with its own subscriptions ({n} object(s) schema-valid)")
 cases = check_argocd_install_uninstall(argocd_patch)
 print(f"  deploy/argocd: merge-patch install + uninstall.sh leave the operator's keys as they were: {'; '.join(cases)}")
 

@@ -1,13 +1,19 @@
 //! The Argo CD side of the contract (`deploy/argocd/`, DESIGN §2 and §7): what an operator applies must make Argo CD's
-//! notifications-engine send Herald, for every state Herald tracks and every change of a field Herald reads, a POST
-//! whose body Herald accepts; and it must be installable and removable without touching the operator's other keys.
+//! notifications-engine send Herald, for every state Herald tracks, a POST whose body Herald accepts; it must never
+//! change what the operator's own triggers send (their entries in the shared notified-state annotation); and it must
+//! be installable and removable without touching the operator's other keys.
 //!
-//! The patch is read as notifications-engine reads it: each `data` value is itself YAML.
+//! The patch is read as notifications-engine reads it: each `data` value is itself YAML, each condition an expression
+//! that `deploy_argocd/engine.rs` evaluates under the engine's rules.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+#[path = "deploy_argocd/engine.rs"]
+mod engine;
+use engine::{Engine, NOTIFIED_HISTORY_MAX, Trigger};
 
 const PATCH: &str = "deploy/argocd/argocd-notifications-cm.patch.yaml";
 const SECRET_EXAMPLE: &str = "deploy/argocd/argocd-notifications-secret.example.yaml";
@@ -53,19 +59,6 @@ const NEEDED_TRIGGERS: &[(&str, &[&str])] = &[
         &["app.status.operationState.phase", "'Terminating'"],
     ),
     ("herald-on-deleted", &["app.metadata.deletionTimestamp", "!= nil"]),
-];
-
-/// The one trigger with `oncePer`: it sends once per distinct signature of what Herald reads.
-const SIGNATURE_TRIGGER: &str = "herald-on-change";
-
-/// The fields the signature must name (`?.` written as `.`), so that a change of any of them is sent.
-const SIGNATURE_FIELDS: &[&str] = &[
-    "app.status.sync.status",
-    "app.status.health.status",
-    "app.status.operationState.phase",
-    "app.status.operationState.finishedAt",
-    "app.status.resources",
-    "requiresPruning",
 ];
 
 fn root() -> PathBuf {
@@ -237,23 +230,18 @@ fn every_trigger_sends_the_herald_template_when_its_condition_holds() {
     }
 }
 
+/// An entry of a trigger with `oncePer` is never removed from the Application's notified state (only pushed out by
+/// newer ones), and a failed send of it is dropped; without `oncePer` Argo CD removes the entry when the condition turns
+/// false and retries a failed send while it holds.
 #[test]
-fn every_flip_trigger_is_without_once_per_and_the_signature_trigger_is_the_only_one_with_it() {
+fn no_trigger_has_once_per() {
     let data = data();
     for (name, conditions) in triggers(&data) {
         for condition in conditions {
-            if name == SIGNATURE_TRIGGER {
-                assert!(
-                    condition["oncePer"].as_str().is_some_and(|o| !o.trim().is_empty()),
-                    "trigger.{name} must have oncePer"
-                );
-            } else {
-                // With `oncePer` a failed send is dropped; without it Argo CD retries on the next evaluation.
-                assert!(
-                    condition.get("oncePer").is_none(),
-                    "trigger.{name} must not have oncePer"
-                );
-            }
+            assert!(
+                condition.get("oncePer").is_none(),
+                "trigger.{name} must not have oncePer"
+            );
         }
     }
 }
@@ -267,56 +255,11 @@ fn every_needed_state_has_a_flip_trigger_that_tests_it() {
             .iter()
             .find(|(name, _)| name == needed)
             .unwrap_or_else(|| panic!("no trigger.{needed}"));
-        assert!(
-            conditions[0].get("oncePer").is_none(),
-            "trigger.{needed} must be a flip trigger"
-        );
-        let when = conditions[0]["when"].as_str().unwrap_or_default();
+        let when: Vec<&str> = conditions.iter().filter_map(|c| c["when"].as_str()).collect();
+        let when = when.join(" | ");
         for part in *tests {
             assert!(when.contains(part), "trigger.{needed}: `{when}` should test {part}");
         }
-    }
-}
-
-#[test]
-fn the_signature_trigger_holds_for_every_application_and_its_once_per_names_every_field_herald_reads() {
-    let data = data();
-    let triggers = triggers(&data);
-    let (_, conditions) = triggers
-        .iter()
-        .find(|(name, _)| *name == SIGNATURE_TRIGGER)
-        .unwrap_or_else(|| panic!("no trigger.{SIGNATURE_TRIGGER}"));
-    assert_eq!(conditions.len(), 1, "trigger.{SIGNATURE_TRIGGER} has one condition");
-    // Always true: it must fire for every Application, only `oncePer` decides whether to send.
-    assert_eq!(conditions[0]["when"].as_str().map(str::trim), Some("true"));
-    let once_per = conditions[0]["oncePer"].as_str().expect("oncePer is an expression");
-    let plain = once_per.replace("?.", ".");
-    for field in SIGNATURE_FIELDS {
-        assert!(plain.contains(field), "oncePer `{once_per}` should name {field}");
-    }
-}
-
-/// An expression error would make Argo CD key the trigger without its `oncePer`: one send, then silence. So every
-/// object that may be absent (`status`, `operationState`, `sync`, `health`) is read with `?.`, and `resources` only
-/// behind a nil check.
-#[test]
-fn the_signature_reads_objects_that_may_be_absent_nil_safely() {
-    let data = data();
-    let once_per = data[&format!("trigger.{SIGNATURE_TRIGGER}")][0]["oncePer"]
-        .as_str()
-        .expect("oncePer is an expression")
-        .to_string();
-    let guard = "app.status?.resources == nil ? 0 : len(filter(app.status.resources,";
-    assert!(
-        once_per.contains(guard),
-        "`resources` must be counted behind `{guard}`: {once_per}"
-    );
-    let unguarded = once_per.replace(guard, "");
-    for object in ["app.status", "sync", "health", "operationState"] {
-        assert!(
-            !unguarded.contains(&format!("{object}.")),
-            "oncePer reads `{object}` with `.`, which fails when it is absent: {once_per}"
-        );
     }
 }
 
@@ -443,31 +386,48 @@ fn the_kustomization_is_a_component_that_applies_the_patch_to_files_that_exist()
         "the Component must not own the ConfigMap (no resources)"
     );
     let dir = Path::new(KUSTOMIZATION).parent().expect("a directory");
-    let paths: Vec<&str> = kustomization["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(
-            kustomization["patches"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| &p["path"]),
-        )
-        .map(|v| v.as_str().expect("a path"))
-        .collect();
-    assert!(paths.contains(&"argocd-notifications-cm.patch.yaml"), "{paths:?}");
+    let patches = kustomization["patches"].as_array().expect("the Component has patches");
+    let paths: Vec<&str> = patches.iter().filter_map(|p| p["path"].as_str()).collect();
+    assert_eq!(paths, vec!["argocd-notifications-cm.patch.yaml"]);
     for path in paths {
         assert!(
             root().join(dir).join(path).is_file(),
             "{KUSTOMIZATION} names {path}, which does not exist"
         );
     }
-    // Matched by kind and name only, so the patch also lands on a ConfigMap that gets its namespace later.
-    let target = &kustomization["patches"][0]["target"];
-    assert_eq!(target["kind"], "ConfigMap");
-    assert_eq!(target["name"], "argocd-notifications-cm");
-    assert!(target.get("namespace").is_none(), "{target}");
+    for patch in patches {
+        assert!(
+            patch["path"].is_string() || patch["patch"].is_string(),
+            "a patch is a file or inline: {patch}"
+        );
+        // Matched by kind and name only, so the patch also lands on a ConfigMap that gets its namespace later.
+        let target = &patch["target"];
+        assert_eq!(target["kind"], "ConfigMap");
+        assert_eq!(target["name"], "argocd-notifications-cm");
+        assert!(target.get("namespace").is_none(), "{target}");
+    }
+}
+
+/// `subscriptions` is one key that a patch can only replace: before Herald's keys, a JSON patch `test` that the
+/// operator's ConfigMap has none makes kustomize stop instead (.ci/validate-deploy.sh builds both cases).
+#[test]
+fn the_component_tests_that_the_operator_has_no_subscriptions_before_it_adds_herald_s() {
+    let kustomization = yaml(&read(KUSTOMIZATION), KUSTOMIZATION);
+    let patches = kustomization["patches"].as_array().expect("the Component has patches");
+    let guard = patches
+        .iter()
+        .position(|p| {
+            p["patch"]
+                .as_str()
+                .map(|text| yaml(text, "an inline patch"))
+                .is_some_and(|ops| ops == json!([{"op": "test", "path": "/data/subscriptions", "value": null}]))
+        })
+        .expect("a JSON patch that tests /data/subscriptions is absent");
+    let herald = patches
+        .iter()
+        .position(|p| p["path"] == "argocd-notifications-cm.patch.yaml")
+        .expect("Herald's patch");
+    assert!(guard < herald, "the test must run before Herald's keys are added");
 }
 
 /// The argo-cd chart's keys (charts/argo-cd/values.yaml, templates/argocd-configs/argocd-notifications-cm.yaml):
@@ -574,4 +534,418 @@ fn the_body_is_read_the_same_whatever_the_context_notification_type() {
     assert_eq!(parse(&fixture), as_sent);
     fixture["context"]["notificationType"] = Value::from("webhook");
     assert_eq!(parse(&fixture), as_sent);
+}
+
+// --- The kit and the operator's own notifications, under notifications-engine's rules (deploy_argocd/engine.rs) ------
+
+/// Two triggers of Argo CD's catalog as an operator subscribes them to their Slack: `on-created` has an `oncePer`
+/// (its entry stays for the Application's life), `on-sync-running` is a flip.
+const OPERATOR_TRIGGERS: &[(&str, &str)] = &[
+    (
+        "on-created",
+        "- when: 'true'\n  oncePer: app.metadata.name\n  send: [app-created]\n",
+    ),
+    (
+        "on-sync-running",
+        "- when: app.status.operationState != nil and app.status.operationState.phase in ['Running']\n  send: [app-sync-running]\n",
+    ),
+];
+const OPERATOR_RECIPIENT: &str = "slack:deployments";
+
+/// The signature trigger the kit had before (issue 23), kept to show what the model catches: a new `oncePer` value,
+/// and so a new entry that is never removed, for each change of the signature — about three per sync.
+const PREVIOUS_SIGNATURE_TRIGGER: &str = "- when: 'true'
+  oncePer: >-
+    [app.status?.sync?.status, app.status?.health?.status,
+    app.status?.operationState?.phase, app.status?.operationState?.finishedAt,
+    app.status?.resources == nil ? 0 : len(filter(app.status.resources, {#.requiresPruning == true}))]
+  send: [herald]
+";
+
+/// The kit's triggers and global subscription, compiled as notifications-engine compiles them.
+fn kit_engine() -> Engine {
+    let data = data();
+    let mut engine = Engine::default();
+    for (name, conditions) in triggers(&data) {
+        engine.add_trigger(Trigger::compile(name, conditions).unwrap_or_else(|e| panic!("{e}")));
+    }
+    for subscription in data["subscriptions"].as_array().expect("subscriptions is a list") {
+        for recipient in subscription["recipients"].as_array().expect("recipients") {
+            for trigger in subscription["triggers"].as_array().expect("triggers") {
+                engine.subscribe(
+                    trigger.as_str().expect("a trigger name"),
+                    recipient.as_str().expect("a recipient"),
+                );
+            }
+        }
+    }
+    engine
+}
+
+fn with_operator_triggers(mut engine: Engine) -> Engine {
+    for (name, text) in OPERATOR_TRIGGERS {
+        let conditions = yaml(text, name);
+        engine
+            .add_trigger(Trigger::compile(name, conditions.as_array().expect("a list")).expect("the catalog compiles"));
+        engine.subscribe(name, OPERATOR_RECIPIENT);
+    }
+    engine
+}
+
+/// The kit as it was: the same flips (one condition for Failed and Error) plus the signature trigger.
+fn previous_kit_engine() -> Engine {
+    let data = data();
+    let mut engine = Engine::default();
+    for (name, conditions) in triggers(&data) {
+        if name.starts_with("herald-on-prune-") {
+            continue;
+        }
+        engine.add_trigger(Trigger::compile(name, &conditions[..1]).expect("compiles"));
+        engine.subscribe(name, "herald");
+    }
+    let signature = yaml(PREVIOUS_SIGNATURE_TRIGGER, "the previous signature trigger");
+    engine.add_trigger(Trigger::compile("herald-on-change", signature.as_array().expect("a list")).expect("compiles"));
+    engine.subscribe("herald-on-change", "herald");
+    engine
+}
+
+/// One Application as the notifications controller sees it.
+#[derive(Clone)]
+struct AppState {
+    sync: &'static str,
+    health: &'static str,
+    /// The last operation: phase, startedAt, finishedAt (None before the first sync).
+    operation: Option<(&'static str, i64, Option<i64>)>,
+    /// Resources requiring pruning now (kind, name).
+    pruning: Vec<(&'static str, &'static str)>,
+    /// Resources the last sync left to prune (`PruneSkipped` in its result).
+    skipped: Vec<(&'static str, &'static str)>,
+}
+
+fn rfc3339(unix: i64) -> String {
+    chrono::DateTime::from_timestamp(unix, 0)
+        .expect("a valid time")
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+impl AppState {
+    fn to_json(&self) -> Value {
+        let mut resources = vec![
+            json!({"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "payments",
+                                        "name": "payments-api", "status": "Synced", "health": {"status": self.health}}),
+        ];
+        for (kind, name) in &self.pruning {
+            resources.push(
+                json!({"version": "v1", "kind": kind, "namespace": "payments", "name": name,
+                                  "status": "OutOfSync", "requiresPruning": true}),
+            );
+        }
+        let mut status = json!({
+            "sync": {"status": self.sync, "revision": "8f2c1e0"},
+            "health": {"status": self.health},
+            "resources": resources,
+        });
+        if let Some((phase, started, finished)) = self.operation {
+            let mut results = vec![
+                json!({"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "payments",
+                                          "name": "payments-api", "status": "Synced", "message": "deployment.apps/payments-api configured"}),
+            ];
+            for (kind, name) in &self.skipped {
+                results.push(
+                    json!({"group": "", "version": "v1", "kind": kind, "namespace": "payments", "name": name,
+                                    "status": "PruneSkipped", "message": "ignored (requires pruning)"}),
+                );
+            }
+            let mut operation = json!({"phase": phase, "startedAt": rfc3339(started),
+                                       "operation": {"sync": {"revision": "8f2c1e0"}}});
+            if let Some(finished) = finished {
+                operation["finishedAt"] = Value::from(rfc3339(finished));
+                operation["syncResult"] = json!({"revision": "8f2c1e0", "resources": results});
+            }
+            status["operationState"] = operation;
+        }
+        json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": "payments-api", "namespace": "argocd"},
+            "status": status,
+        })
+    }
+}
+
+const START: i64 = 1_790_000_000;
+const SYNC_EVERY: i64 = 20 * 60;
+
+/// 24 h of auto-sync every 20 minutes (drift, sync running, sync succeeded with the Deployment progressing, healthy),
+/// evaluated at every change and every 60 s in between as the notifications controller does; `after_each` sees the
+/// engine after every evaluation. Returns the number of syncs.
+fn a_day_of_auto_sync(engine: &mut Engine, after_each: &mut dyn FnMut(&Engine)) -> usize {
+    let created = AppState {
+        sync: "OutOfSync",
+        health: "Missing",
+        operation: None,
+        pruning: vec![],
+        skipped: vec![],
+    };
+    let mut timeline: Vec<(i64, AppState)> = vec![(START, created)];
+    let mut previous: Option<i64> = None;
+    let syncs = (24 * 3600 / SYNC_EVERY) as usize;
+    for cycle in 0..syncs as i64 {
+        let at = START + 60 + cycle * SYNC_EVERY;
+        let state = |sync, health, operation| AppState {
+            sync,
+            health,
+            operation,
+            pruning: vec![],
+            skipped: vec![],
+        };
+        let last = previous.map(|finished| ("Succeeded", finished - 10, Some(finished)));
+        timeline.push((at, state("OutOfSync", "Healthy", last)));
+        timeline.push((at + 5, state("OutOfSync", "Healthy", Some(("Running", at + 5, None)))));
+        timeline.push((
+            at + 15,
+            state("Synced", "Progressing", Some(("Succeeded", at + 5, Some(at + 15)))),
+        ));
+        timeline.push((
+            at + 75,
+            state("Synced", "Healthy", Some(("Succeeded", at + 5, Some(at + 15)))),
+        ));
+        previous = Some(at + 15);
+    }
+    let end = START + 24 * 3600;
+    let mut t = START;
+    let mut next = 0;
+    while t < end {
+        // The state at t: the last change at or before it.
+        while next + 1 < timeline.len() && timeline[next + 1].0 <= t {
+            next += 1;
+        }
+        engine.evaluate(&timeline[next].1.to_json(), t, &mut |_, _| true);
+        after_each(engine);
+        let resync = t + 60 - (t - START) % 60;
+        t = timeline
+            .get(next + 1)
+            .map_or(resync, |(change, _)| (*change).min(resync));
+    }
+    syncs
+}
+
+fn sent(engine: &Engine, trigger: &str) -> usize {
+    engine
+        .sends
+        .iter()
+        .filter(|s| s.trigger == trigger && s.delivered)
+        .count()
+}
+
+/// Issue 23: the kit must never change what the operator's other triggers send. Over a day of syncs every 20 minutes
+/// Herald's entries come and go with their conditions, the annotation never reaches notifications-engine's cap, and
+/// the operator's `on-created` is sent once and `on-sync-running` once per sync — while Herald hears of every sync.
+#[test]
+fn a_day_of_auto_sync_leaves_the_operators_notified_entries_untouched() {
+    let mut engine = with_operator_triggers(kit_engine());
+    let mut herald_conditions = 0;
+    for (_, conditions) in triggers(&data()) {
+        herald_conditions += conditions.len();
+    }
+    let herald_triggers: Vec<String> = triggers(&data()).iter().map(|(name, _)| name.to_string()).collect();
+    let (mut largest_state, mut largest_herald_share) = (0, 0);
+    let syncs = a_day_of_auto_sync(&mut engine, &mut |engine| {
+        largest_state = largest_state.max(engine.state.len());
+        let herald: usize = herald_triggers.iter().map(|name| engine.entries_of(name)).sum();
+        largest_herald_share = largest_herald_share.max(herald);
+    });
+    assert_eq!(syncs, 72);
+    assert!(engine.errors.is_empty(), "expression errors: {:?}", engine.errors);
+    assert_eq!(
+        engine.pushed_out,
+        Vec::<String>::new(),
+        "entries pushed out of the notified state"
+    );
+    assert_eq!(sent(&engine, "on-created"), 1, "the operator's on-created is sent once");
+    assert_eq!(
+        sent(&engine, "on-sync-running"),
+        syncs,
+        "the operator's on-sync-running once per sync"
+    );
+    assert!(
+        engine.state.keys().any(|k| k.contains(":on-created:")),
+        "on-created's entry stays"
+    );
+    // Herald's share of the annotation is bounded by its conditions, however long this runs.
+    assert!(
+        largest_herald_share <= herald_conditions,
+        "Herald held {largest_herald_share} entries, more than its {herald_conditions} conditions"
+    );
+    assert!(largest_state <= herald_conditions + OPERATOR_TRIGGERS.len() && largest_state < NOTIFIED_HISTORY_MAX);
+    // …and Herald still hears of every sync: it starts, it ends, the Application recovers.
+    for trigger in [
+        "herald-on-sync-running",
+        "herald-on-sync-succeeded",
+        "herald-on-synced",
+        "herald-on-health-healthy",
+    ] {
+        assert!(
+            sent(&engine, trigger) >= syncs,
+            "{trigger} sent {} times",
+            sent(&engine, trigger)
+        );
+    }
+}
+
+/// The model is not blind: with the signature trigger the kit had before, the same day fills the annotation, pushes
+/// the operator's entries out and Argo CD sends their `on-created` again (what issue 23 measured).
+#[test]
+fn the_previous_signature_trigger_pushed_the_operators_entries_out() {
+    let mut engine = with_operator_triggers(previous_kit_engine());
+    a_day_of_auto_sync(&mut engine, &mut |_| {});
+    assert!(engine.errors.is_empty(), "expression errors: {:?}", engine.errors);
+    assert!(engine.pushed_out.len() > 100, "pushed out: {}", engine.pushed_out.len());
+    assert!(
+        sent(&engine, "on-created") > 1,
+        "on-created sent {} times",
+        sent(&engine, "on-created")
+    );
+}
+
+fn pruning_state(pruning: Vec<(&'static str, &'static str)>, skipped: Vec<(&'static str, &'static str)>) -> AppState {
+    AppState {
+        sync: "OutOfSync",
+        health: "Healthy",
+        operation: Some(("Succeeded", START, Some(START + 20))),
+        pruning,
+        skipped,
+    }
+}
+
+/// Evaluates `state` at `at` and then twice more a minute apart; returns what was sent to Herald.
+fn herald_sends_for(engine: &mut Engine, state: &AppState, at: i64) -> Vec<String> {
+    let before = engine.sends.len();
+    for t in [at, at + 60, at + 120] {
+        engine.evaluate(&state.to_json(), t, &mut |_, _| true);
+    }
+    engine.sends[before..]
+        .iter()
+        .filter(|s| s.destination.service == "herald")
+        .map(|s| s.trigger.clone())
+        .collect()
+}
+
+/// Issue 23: the previous `oncePer` counted resources requiring pruning, so a swap at the same count (the Service is
+/// pruned by hand, a ConfigMap now waits) was never sent and Herald kept the wrong resource. The kit names them.
+#[test]
+fn a_swap_of_the_resource_requiring_pruning_at_the_same_count_is_sent() {
+    let service = ("Service", "payments-legacy");
+    let config_map = ("ConfigMap", "payments-flags");
+    let secret = ("Secret", "payments-old-keys");
+    // The last sync (prune off) left the Service; then the swap.
+    let waiting = pruning_state(vec![service], vec![service]);
+    let swapped = pruning_state(vec![config_map], vec![service]);
+
+    let mut engine = with_operator_triggers(kit_engine());
+    herald_sends_for(&mut engine, &waiting, START + 60);
+    assert_eq!(
+        herald_sends_for(&mut engine, &waiting, START + 600),
+        Vec::<String>::new(),
+        "nothing changed"
+    );
+    let sends = herald_sends_for(&mut engine, &swapped, START + 1200);
+    assert!(!sends.is_empty(), "the swap was not sent to Herald");
+    assert!(sends.iter().all(|t| t.starts_with("herald-on-prune-")), "{sends:?}");
+
+    // The next sync leaves the ConfigMap: both pruning triggers turn false, so the next swap is sent again.
+    let synced = AppState {
+        operation: Some(("Succeeded", START + 1800, Some(START + 1810))),
+        ..pruning_state(vec![config_map], vec![config_map])
+    };
+    herald_sends_for(&mut engine, &synced, START + 1810);
+    let swapped_again = AppState {
+        pruning: vec![secret],
+        ..synced.clone()
+    };
+    let sends = herald_sends_for(&mut engine, &swapped_again, START + 2400);
+    assert!(!sends.is_empty(), "the second swap was not sent to Herald");
+    assert!(engine.errors.is_empty(), "expression errors: {:?}", engine.errors);
+    assert_eq!(sent(&engine, "on-created"), 1);
+
+    // The previous kit sent nothing for the same swap.
+    let mut previous = previous_kit_engine();
+    herald_sends_for(&mut previous, &waiting, START + 60);
+    assert_eq!(
+        herald_sends_for(&mut previous, &swapped, START + 1200),
+        Vec::<String>::new()
+    );
+}
+
+/// Every trigger compiles in the model (the expr subset of 1.9 and later, valid in Argo CD's expr 1.17) and never fails
+/// on an Application without `operationState`, `resources` or `syncResult` — a failing condition sends nothing.
+#[test]
+fn every_condition_is_nil_safe_on_a_new_application() {
+    let bare = json!({"metadata": {"name": "new", "namespace": "argocd"},
+                      "status": {"sync": {"status": "Unknown"}, "health": {"status": "Missing"}}});
+    let running = json!({"metadata": {"name": "new", "namespace": "argocd"},
+                         "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Missing"},
+                                    "operationState": {"phase": "Running"}}});
+    // Never synced, but a resource already waits to be pruned (it was removed from Git): there is no sync result.
+    let never_synced = AppState {
+        operation: None,
+        ..pruning_state(vec![("Service", "payments-legacy")], vec![])
+    }
+    .to_json();
+    let mut engine = kit_engine();
+    engine.evaluate(&bare, START, &mut |_, _| true);
+    engine.evaluate(&running, START + 60, &mut |_, _| true);
+    engine.evaluate(&never_synced, START + 120, &mut |_, _| true);
+    assert!(engine.errors.is_empty(), "expression errors: {:?}", engine.errors);
+    assert!(sent(&engine, "herald-on-sync-running") == 1 && sent(&engine, "herald-on-sync-unknown") == 1);
+    assert_eq!(sent(&engine, "herald-on-prune-pending"), 1);
+    assert_eq!(sent(&engine, "herald-on-prune-cleared"), 0);
+}
+
+/// The model knows only the expression subset it documents: a condition using anything else fails to parse, so the
+/// kit cannot start using a feature without someone checking which expr version has it.
+#[test]
+fn the_model_refuses_expressions_outside_its_subset() {
+    for outside in [
+        "upper(app.metadata.name) == 'A'",
+        "app.metadata.name matches '^pay'",
+        "app.status.resources[0:2] != nil",
+        "let x = 1; x == 1",
+        "app.metadata.labels?.team ?? 'none'",
+        "len(app.status.resources) > 1",
+    ] {
+        assert!(engine::parse(outside).is_err(), "`{outside}` should not parse");
+    }
+    for inside in [
+        "app.status?.resources != nil and any(app.status.resources, {.requiresPruning == true})",
+        "not (app.metadata.name in ['a', 'b']) or app.status.sync.status == 'Synced'",
+        "app.status?.operationState == nil ? 0 : len(filter(app.status.resources, {#.requiresPruning == true}))",
+    ] {
+        assert!(engine::parse(inside).is_ok(), "`{inside}` should parse");
+    }
+}
+
+/// Without `oncePer` a failed send is forgotten, so Argo CD tries again at the next evaluation while the condition
+/// holds (README.md "Triggers").
+#[test]
+fn a_failed_send_is_tried_again_at_the_next_evaluation_while_the_condition_holds() {
+    let degraded = AppState {
+        sync: "Synced",
+        health: "Degraded",
+        operation: Some(("Succeeded", START, Some(START + 20))),
+        pruning: vec![],
+        skipped: vec![],
+    };
+    let mut engine = kit_engine();
+    engine.evaluate(&degraded.to_json(), START + 60, &mut |_, _| false);
+    engine.evaluate(&degraded.to_json(), START + 120, &mut |_, _| true);
+    engine.evaluate(&degraded.to_json(), START + 180, &mut |_, _| true);
+    let tries: Vec<bool> = engine
+        .sends
+        .iter()
+        .filter(|s| s.trigger == "herald-on-health-degraded")
+        .map(|s| s.delivered)
+        .collect();
+    assert_eq!(tries, vec![false, true]);
 }
