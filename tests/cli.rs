@@ -192,8 +192,18 @@ routes: [{kind: prune_pending, receivers: [pager], continue: true}]
     assert!(out.contains("fires after 1h"), "{out}");
     assert!(out.contains("incident:    prune_pending"), "{out}");
     assert!(out.contains("routes[0]"), "{out}");
-    assert!(out.contains("receivers: pager"), "{out}");
+    // The `continue: true` route adds the pager; the owning team keeps its own receivers.
+    assert!(
+        out.contains("routes[0] (continue: true) + team platform's receivers"),
+        "{out}"
+    );
+    assert!(out.contains("receivers: pager, plat-chat"), "{out}");
     assert!(out.contains("receivers: plat-chat"), "{out}");
+    // One cause, one incident: the OutOfSync the prune causes is shown inhibited.
+    assert!(
+        out.contains("held back: inhibited by prune_pending of the same Application (built-in rule)"),
+        "{out}"
+    );
     assert!(out.contains("escalation step 1: after 1h → pager"), "{out}");
     let (code, _, err) = herald(&["route", "--config", &cfg, "--app", "/nonexistent.json"], &[]);
     assert_ne!(code, 0);
@@ -265,9 +275,10 @@ fn replay_renders_what_a_receiver_would_show() {
 
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("---- slack json ----"), "{out}");
-    // Fired the moment the hour was up (group_wait 0s): one message, a line per problem.
+    // Fired the moment the hour was up (group_wait 0s): one message about the cause, the resource waiting to be
+    // pruned (the OutOfSync it causes is inhibited).
     assert!(
-        out.contains("aaaaaaaaa: OutOfSync for 1 h; 1 resource waiting to be pruned for 1 h [2 incident(s)]"),
+        out.contains("aaaaaaaaa: 1 resource waiting to be pruned for 1 h [1 incident(s)]"),
         "{out}"
     );
     assert!(out.contains("--resource argoproj.io:Application:podinfo"), "{out}");
