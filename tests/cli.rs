@@ -60,6 +60,23 @@ fn config_errors_name_the_key_path() {
             "receivers[0].jira.url",
         ),
         ("grouping: {group_wait: 5}", "grouping.group_wait"),
+        (
+            "inhibit_rules: [{source_matchers: ['colour=red'], target_matchers: ['kind=out_of_sync']}]",
+            "inhibit_rules[0].source_matchers[0]: \"colour=red\": unknown field \"colour\"",
+        ),
+        (
+            "inhibit_rules: [{source_matchers: ['kind=~degr.*'], target_matchers: ['kind']}]",
+            "inhibit_rules[0].source_matchers[0]: \"kind=~degr.*\": regular expressions",
+        ),
+        (
+            "inhibit_rules: [{source_matchers: ['kind=degraded'], target_matchers: []}]",
+            "inhibit_rules[0].target_matchers: must have at least one matcher",
+        ),
+        (
+            "inhibit_rules: [{source_matchers: ['kind=degraded'], target_matchers: ['kind!=degraded'], equal: [size]}]",
+            "inhibit_rules[0].equal[0]",
+        ),
+        ("inhibit_builtin: maybe", "inhibit_builtin"),
         ("server: [1, 2]", "server"),
         ("{{{", "cannot read configuration"),
     ];

@@ -301,7 +301,8 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
 /// A short status word for titles: FIRING / RESOLVED / EVENT / TEST / DIGEST. A message that only tells events
 /// (a prune) says EVENT, as each of its lines does: header and body agree.
 pub fn status_word(n: &Notification) -> &'static str {
-    let only_events = !n.incidents.is_empty() && n.incidents.iter().all(|i| i.kind == crate::domain::Kind::Pruned);
+    let only_events = !n.incidents.is_empty()
+        && (n.incidents.iter()).all(|i| i.kind.is_informational() && i.kind != crate::domain::Kind::Test);
     match n.action {
         Action::Open | Action::Update if only_events => "EVENT",
         Action::Open => "FIRING",
@@ -352,6 +353,44 @@ pub fn with_template(template: &str, n: &Notification) -> Result<String, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_says_what_every_line_says() {
+        use crate::domain::{Incident, Kind, Severity};
+        let now = chrono::Utc::now();
+        let event = |severity| Incident {
+            kind: Kind::Pruned,
+            severity,
+            state: IncidentState::Resolved,
+            ..Default::default()
+        };
+        let firing = Incident {
+            kind: Kind::OutOfSync,
+            ..Default::default()
+        };
+        // (incidents, header word, header emoji, each line's word)
+        let cases = [
+            (vec![event(Severity::Info)], "EVENT", "ℹ️", vec!["EVENT"]),
+            (vec![event(Severity::Critical)], "EVENT", "🔴", vec!["EVENT"]),
+            (
+                vec![firing.clone(), event(Severity::Info)],
+                "FIRING",
+                "🟠",
+                vec!["FIRING", "EVENT"],
+            ),
+            (vec![firing], "FIRING", "🟠", vec!["FIRING"]),
+        ];
+        for (incidents, word, emoji, lines) in cases {
+            let n = Notification {
+                action: Action::Open,
+                incidents,
+                ..Notification::test("chat", now)
+            };
+            assert_eq!(status_word(&n), word);
+            assert_eq!(status_emoji(&n), emoji);
+            assert_eq!(n.incidents.iter().map(incident_word).collect::<Vec<_>>(), lines);
+        }
+    }
 
     #[test]
     fn truncation_counts_characters_not_bytes() {
