@@ -157,6 +157,16 @@ pub struct Snapshot {
     pub observed_at: Option<DateTime<Utc>>,
 }
 
+impl Snapshot {
+    /// What its sync operation deployed, if it succeeded (the revisions of a multi-source Application, joined).
+    pub fn deployed_revision(&self) -> Option<String> {
+        let op = self.operation.as_ref().filter(|o| o.phase == "Succeeded")?;
+        op.revision
+            .clone()
+            .or_else(|| (!op.revisions.is_empty()).then(|| op.revisions.join(",")))
+    }
+}
+
 /// Where a snapshot came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

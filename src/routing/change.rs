@@ -1,40 +1,37 @@
 //! Which syncs are told as changes: a successful sync that deployed a revision other than the last one Herald
 //! stored for the Application goes to the `pagerduty` receivers with `change_events: true` that hear of it, once
-//! per (Application, revision). Pure: the stored state and the new one in, notifications out.
+//! per (Application, revision, operation). Pure: the stored state and the new one in, notifications out (the
+//! pipeline also skips a change whose thread is already in the outbox: a restart or a second replica).
 
 use chrono::{DateTime, Utc};
 
-use crate::argocd::Snapshot;
 use crate::configuration::{ReceiverKind, Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
 use crate::domain::{Action, Change, Notification};
 use crate::routing::owning_team;
 use crate::state::AppState;
 
-/// What a successful sync deployed (the revisions of a multi-source Application, joined); none for any other
-/// operation state.
-fn deployed(s: &Snapshot) -> Option<String> {
-    let op = s.operation.as_ref().filter(|o| o.phase == "Succeeded")?;
-    op.revision
-        .clone()
-        .or_else(|| (!op.revisions.is_empty()).then(|| op.revisions.join(",")))
-}
-
 /// The change `next` tells after `prev` (the state stored for the same Application), if it deployed something
-/// new. The last deployed revision is the stored one when the stored operation succeeded; else (a sync was running
-/// or failed in between) Argo CD's own history in `next` says what was deployed before: a sync of the revision
-/// already deployed is not a change.
+/// new: once per deployment. What was deployed before is the last deployment Herald saw (kept across running and
+/// failed syncs, see `AppState::deployed`), else Argo CD's own history in `next`. A sync of the revision already
+/// deployed is not a change, and neither is a sync that finished before the last deployment (a late body must
+/// not read as a rollback).
 pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Option<Change> {
     let s = &next.snapshot;
-    let revision = deployed(s)?;
-    let before = match prev.snapshot.operation.as_ref() {
-        Some(op) if op.phase == "Succeeded" => deployed(&prev.snapshot),
-        _ => s.previous_revision.clone(),
+    let revision = s.deployed_revision()?;
+    let op = s.operation.as_ref()?;
+    if let (Some((_, Some(last_at))), Some(at)) = (&prev.deployed, op.finished_at)
+        && at < *last_at
+    {
+        return None;
+    }
+    let before = match &prev.deployed {
+        Some((rev, _)) => Some(rev.clone()),
+        None => s.previous_revision.clone(),
     };
     if before.as_deref() == Some(revision.as_str()) {
         return None;
     }
-    let op = s.operation.as_ref()?;
     let initiator = match (&op.initiator.username, op.initiator.automated) {
         (Some(user), _) => user.clone(),
         (None, true) => "automated".into(),
@@ -95,6 +92,7 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
     let Some(change) = change_of(settings, prev, next, now) else {
         return Vec::new();
     };
+    let started = next.snapshot.operation.as_ref().and_then(|o| o.started_at);
     let title = format!(
         "{} synced to {} by {}",
         change.app_name,
@@ -107,8 +105,11 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
             receiver: receiver.to_string(),
             action: Action::Open,
             thread_key: format!(
-                "{receiver}:change:{}/{}:{}",
-                change.app_namespace, change.app_name, change.revision
+                "{receiver}:change:{}/{}:{}@{}",
+                change.app_namespace,
+                change.app_name,
+                change.revision,
+                started.map_or(0, |t| t.timestamp_millis())
             ),
             title: title.clone(),
             reason: "synced to a new revision".into(),
@@ -166,7 +167,10 @@ mod tests {
 
         assert_eq!(out.len(), 1, "not `quiet`");
         assert_eq!(out[0].receiver, "pd");
-        assert_eq!(out[0].thread_key, format!("pd:change:argocd/payments:{NEW}"));
+        assert_eq!(
+            out[0].thread_key,
+            format!("pd:change:argocd/payments:{NEW}@1735689600000")
+        );
         assert_eq!(out[0].title, "payments synced to 2222222 by automated");
         let change = out[0].change.as_ref().expect("a change");
         assert_eq!(change.previous_revision.as_deref(), Some(OLD));
@@ -190,6 +194,55 @@ mod tests {
             notifications(&s, &running, &state("Succeeded", "v2", &[OLD, NEW, "v2"]), now).len(),
             1,
             "after a running sync, Argo CD's history says what was deployed before"
+        );
+    }
+
+    /// `state` with its sync finished at `finished` (RFC 3339), started a minute before.
+    fn at(mut s: AppState, finished: &str) -> AppState {
+        let t = chrono::DateTime::parse_from_rfc3339(finished)
+            .expect("time")
+            .with_timezone(&Utc);
+        if let Some(op) = s.snapshot.operation.as_mut() {
+            op.finished_at = Some(t);
+            op.started_at = Some(t - chrono::Duration::minutes(1));
+        }
+        if let Some((_, at)) = s.deployed.as_mut() {
+            *at = Some(t);
+        }
+        s
+    }
+
+    #[test]
+    fn one_deployment_is_one_change_and_a_late_body_is_no_rollback() {
+        let s = settings();
+        let now = Utc::now();
+        // bob deployed NEW; a running automated sync came in between; the same deployment's later body is no change.
+        let deployed = at(state("Succeeded", NEW, &[OLD, NEW]), "2025-01-01T16:57:43Z");
+        let mut running = at(state("Running", NEW, &[OLD, NEW]), "2025-01-01T17:00:00Z");
+        running.deployed = deployed.deployed.clone();
+        let again = at(state("Succeeded", NEW, &[OLD, NEW, NEW]), "2025-01-01T17:01:00Z");
+        assert!(
+            notifications(&s, &running, &again, now).is_empty(),
+            "the same revision after a running sync"
+        );
+        // A body of an older sync (finished 16:20:59) arriving after the 16:57:43 one: no invented rollback.
+        let late = at(state("Succeeded", OLD, &[OLD]), "2025-01-01T16:20:59Z");
+        assert!(
+            notifications(&s, &deployed, &late, now).is_empty(),
+            "a late body is not a change"
+        );
+        // A later sync of another revision is one change, its thread naming the operation.
+        let next = at(state("Succeeded", "v3", &[OLD, NEW, "v3"]), "2025-01-01T18:00:00Z");
+        let out = notifications(&s, &deployed, &next, now);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0].change.as_ref().and_then(|c| c.previous_revision.as_deref()),
+            Some(NEW)
+        );
+        assert!(
+            out[0].thread_key.ends_with(":v3@1735754340000"),
+            "{}",
+            out[0].thread_key
         );
     }
 

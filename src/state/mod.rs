@@ -43,6 +43,11 @@ pub struct AppState {
     /// started: a sync that prunes exactly those did what the prune hint asked.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub awaited_prunes: std::collections::BTreeSet<String>,
+    /// The revision the last successful sync Herald saw deployed, and when that sync finished (Argo CD's time):
+    /// kept across the states in between (a running or failed sync), so the same deployment is never a change
+    /// twice and an older sync arriving late never reads as a rollback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed: Option<(String, Option<DateTime<Utc>>)>,
 }
 
 impl AppState {
@@ -222,6 +227,7 @@ fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: Da
         Some(t) if from_api => t.min(now),
         _ => now,
     };
+    let deployed = deployment(&snap);
     Outcome::Changed {
         state: Box::new(AppState {
             snapshot: snap,
@@ -236,6 +242,7 @@ fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: Da
             health_since_at_least: from_api && health_since == now,
             deleted_at: None,
             awaited_prunes: Default::default(),
+            deployed,
         }),
         transitions,
     }
@@ -303,6 +310,11 @@ fn condition_types(s: &Snapshot) -> Cow<'_, str> {
     Cow::Owned(v.join(","))
 }
 
+/// What `s`'s sync deployed and when it finished, if it succeeded.
+fn deployment(s: &Snapshot) -> Option<(String, Option<DateTime<Utc>>)> {
+    Some((s.deployed_revision()?, s.operation.as_ref().and_then(|o| o.finished_at)))
+}
+
 /// The resources that require pruning, as [`resource_key`]s.
 fn requiring_pruning(s: &Snapshot) -> Cow<'_, str> {
     let keys: Vec<String> = (s.resources.iter())
@@ -321,6 +333,12 @@ fn next_state(
     observed_at: DateTime<Utc>,
 ) -> AppState {
     let same_sync = prev.snapshot.sync_status == snap.sync_status;
+    // The last deployment: this snapshot's when it deployed something no older than the one kept.
+    let deployed = match (deployment(&snap), &prev.deployed) {
+        (Some(new), Some((_, Some(kept_at)))) if new.1.is_some_and(|at| at < *kept_at) => prev.deployed.clone(),
+        (Some(new), _) => Some(new),
+        (None, _) => prev.deployed.clone(),
+    };
     // A new operation (another start time): what waited to be pruned just before it is what it was asked to prune.
     let started = |s: &Snapshot| s.operation.as_ref().map(|o| o.started_at);
     let awaited_prunes = if started(&snap) == started(&prev.snapshot) {
@@ -352,6 +370,7 @@ fn next_state(
         health_since_at_least: prev.health_since_at_least && same_health,
         deleted_at: None,
         awaited_prunes,
+        deployed,
     }
 }
 

@@ -72,6 +72,12 @@ impl Store {
         Ok(row.try_get("id")?)
     }
 
+    /// Whether a notification of `thread_key` was ever queued (and is still kept): a change event is queued once.
+    pub async fn has_thread(tx: &mut WriteTx, thread_key: &str) -> Result<bool, StoreError> {
+        let query = q!("SELECT id FROM outbox WHERE thread_key = $1 LIMIT 1").bind(thread_key);
+        Ok(!tx.rows(query, |_| Ok(())).await?.is_empty())
+    }
+
     /// Claims due deliveries, the oldest pending one per order key only (open before update before resolve).
     pub async fn claim_deliveries(
         &self,

@@ -9,7 +9,7 @@ use super::super::scheduler::enqueue;
 use crate::domain::{Incident, Notification};
 use crate::routing;
 use crate::state::AppState;
-use crate::store::{StoreError, WriteTx};
+use crate::store::{Store, StoreError, WriteTx};
 
 impl Core {
     /// An incident fired: the person who started its sync hears of it directly (see `routing::initiator`).
@@ -31,7 +31,13 @@ impl Core {
         next: &AppState,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let changes = routing::change::notifications(&self.settings, prev, next, now);
+        let mut changes = Vec::new();
+        for n in routing::change::notifications(&self.settings, prev, next, now) {
+            // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
+            if !Store::has_thread(tx, &n.thread_key).await? {
+                changes.push(n);
+            }
+        }
         self.queue(tx, &changes, now).await
     }
 
