@@ -13,7 +13,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::argocd::AppId;
 use crate::argocd::api::{ApiError, ArgoCdApi, Listed, WatchEvent};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{HeldDropRow, Pipeline};
 
 /// How many snapshots of a listing are in the pipeline at once: enough for the batch writer to group them.
 const IN_FLIGHT: usize = 64;
@@ -172,25 +172,42 @@ async fn delete_absent(
         .filter(|(app, last_seen)| !present.contains(app) && *last_seen < started)
         .map(|(app, _)| app)
         .collect();
-    let source = pipeline.api_source();
     let settings = api.settings();
     let guard = DropGuard {
         max_share: settings.max_drop_share,
         min_count: settings.min_drop_count,
     };
-    let (delete, hold) = guard.absence(absent, stored, source.held().as_ref());
-    match hold {
-        Some(hold) => {
+    let held = match pipeline.held_drop().await {
+        Ok(h) => h.map(|h| h.apps),
+        Err(e) => {
+            // Without it a large drop is held (again), never applied unchecked.
+            tracing::warn!(error = %e, "cannot read the drop the last listing held back");
+            None
+        }
+    };
+    let (delete, hold) = guard.absence(absent, stored, held.as_ref());
+    let recorded = match hold {
+        Some(apps) => {
             tracing::warn!(
-                lacking = hold.len(),
+                lacking = apps.len(),
                 stored,
                 agreed = delete.len(),
                 "the Argo CD listing lacks more than argocd.api.max_drop_share of the stored Applications: \
                  their deletion is held back until the next listing agrees"
             );
-            source.hold(started, hold, stored);
+            pipeline
+                .hold_drop(HeldDropRow {
+                    apps,
+                    at: started,
+                    stored,
+                })
+                .await
         }
-        None => source.release_hold(),
+        None if held.is_some() => pipeline.release_drop().await,
+        None => Ok(()),
+    };
+    if let Err(e) = recorded {
+        tracing::warn!(error = %e, "cannot record the drop held back; the next listing decides again");
     }
     for app in delete {
         match pipeline.delete(app.clone()).await {

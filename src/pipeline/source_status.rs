@@ -2,16 +2,11 @@
 //! replica (it describes this replica's view of the API); shown on the status page and as `herald_argocd_api_up`.
 
 use chrono::{DateTime, Utc};
-use std::collections::HashSet;
 use std::sync::Mutex;
-
-use crate::argocd::AppId;
 
 #[derive(Debug, Default)]
 pub struct ApiSource {
     inner: Mutex<SourceReport>,
-    /// The Applications a listing lacked whose deletion waits for the next listing to agree.
-    held: Mutex<Option<HashSet<AppId>>>,
 }
 
 /// A copy of the source's state.
@@ -54,23 +49,17 @@ impl ApiSource {
         metrics::counter!("herald_argocd_resyncs_total", "outcome" => "failed").increment(1);
     }
 
-    /// Holds back the deletion of `apps`, which the listing at `at` lacked (out of `stored`).
-    pub fn hold(&self, at: DateTime<Utc>, apps: HashSet<AppId>, stored: usize) {
-        let count = apps.len();
-        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some(apps);
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = Some(HeldDrop { at, count, stored });
+    /// The listing at `at` lacked `count` of the `stored` Applications: their deletion is held back (the
+    /// Applications themselves are in the store, for the next listing on any replica).
+    pub fn held(&self, held: HeldDrop) {
+        let count = held.count;
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = Some(held);
         metrics::counter!("herald_argocd_listing_held_total").increment(1);
         metrics::gauge!("herald_argocd_listing_held_apps").set(count as f64);
     }
 
-    /// What a listing lacked last time and is held back, if anything.
-    pub fn held(&self) -> Option<HashSet<AppId>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
     /// Nothing is held back any more (the next listing agreed, or did not lack as many).
-    pub fn release_hold(&self) {
-        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    pub fn released(&self) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = None;
         metrics::gauge!("herald_argocd_listing_held_apps").set(0.0);
     }
