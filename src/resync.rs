@@ -1,8 +1,10 @@
 //! The Argo CD API as a second source of state, beside the webhooks: every `argocd.api.resync_interval` one replica
 //! (the one that claims the lease in the store) lists every Application and runs each through the pipeline as if
-//! Argo CD had sent it; an Application missing from a complete listing is deleted. With `argocd.api.watch` every
-//! replica also follows the event stream, and resumes after a break with a listing. Webhooks work without any of
-//! this: a failing API is reported (status page, `herald_argocd_api_up`), never fatal.
+//! Argo CD had sent it, item by item as the listing arrives; an Application missing from a listing that proves it is
+//! complete is deleted, unless so many are missing at once that the drop waits for the next listing to agree
+//! ([`DropGuard`]). With `argocd.api.watch` every replica also follows the event stream, and resumes after a break
+//! (with backoff) with a listing, never more often than `resync_interval`. Webhooks work without any of this: a
+//! failing API is reported (status page, `herald_argocd_api_up`), never fatal.
 
 use std::collections::HashSet;
 use std::sync::Arc;
