@@ -5,19 +5,27 @@
 2. 10,000 tracked Applications, then every read endpoint and the status page, 20 requests in parallel, paging through
    the lists as a client does (following `next`).
 
+3. the Argo CD API listing (`--listing`): a small fake Argo CD API serves one listing of 10,000 and one of 50,000
+   Applications (about 9.6 KB each, the size of the issue's 96 MB / 478 MB listings); a fresh Herald lists it at
+   start, and the script prints the peak RSS while it reads and stores the listing, and the RSS after. Herald reads
+   the listing item by item, so the peak must not grow with the listing (asserted: at most LISTING_RSS_LIMIT_MB).
+
 Starts the given binary on a free loopback port with a fresh SQLite store, and prints the peak RSS (VmHWM) after each
 phase, the answers it got, and the store's size on disk. Standard library only.
 
-    cargo build --release && python3 benches/memory.py target/release/herald
+    cargo build --release && python3 benches/memory.py target/release/herald             # phases 1 and 2
+    cargo build --release && python3 benches/memory.py target/release/herald --listing   # phase 3
 """
 
 import concurrent.futures as futures
+import http.server
 import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -71,7 +79,133 @@ def envelope(name, sync="OutOfSync", health="Healthy", pad=0, resources=None):
     return json.dumps({"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "app": app}).encode()
 
 
+# The peak a listing of any size may cost (it was 1.88 GB for 10,000 and 5.07 GB for 50,000 when read whole).
+LISTING_RSS_LIMIT_MB = 300
+
+
+def listed_application(i):
+    """One Application as the listing's `fields` return it, about 9.6 KB (48 resources)."""
+    name = f"app-{i:05d}"
+    resources = [{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": name, "name": f"worker-{r:02d}",
+                  "status": "OutOfSync" if (i % 10 == 0 and r == 0) else "Synced",
+                  "requiresPruning": i % 10 == 0 and r == 0,
+                  "health": {"status": "Healthy"}} for r in range(48)]
+    return {
+        "metadata": {"name": name, "namespace": "argocd", "uid": f"uid-{name}",
+                     "labels": {"team": f"team-{i % 40}"}, "annotations": {"herald.io/team": f"team-{i % 40}"}},
+        "spec": {"project": "default",
+                 "destination": {"server": "https://kubernetes.default.svc", "namespace": name},
+                 "source": {"repoURL": "https://git.example.com/platform/deployments.git", "path": f"apps/{name}",
+                            "targetRevision": "main"},
+                 "syncPolicy": {"automated": {"prune": False, "selfHeal": True}}},
+        "status": {"sync": {"status": "OutOfSync" if i % 3 == 0 else "Synced",
+                            "revision": "0123456789abcdef0123456789abcdef01234567"},
+                   "health": {"status": "Healthy"}, "resources": resources,
+                   "reconciledAt": "2026-12-01T09:00:00Z"},
+    }
+
+
+def write_listing(path, n):
+    with open(path, "w") as f:
+        f.write('{"metadata": {"resourceVersion": "123456"}, "items": [')
+        for i in range(n):
+            if i:
+                f.write(",")
+            f.write(json.dumps(listed_application(i)))
+        f.write("]}")
+    return os.path.getsize(path)
+
+
+def serve_listing(path):
+    """A fake Argo CD API on a free loopback port: GET /api/v1/applications sends the file in 64 KB writes."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.split("?")[0] != "/api/v1/applications":
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(os.path.getsize(path)))
+            self.end_headers()
+            with open(path, "rb") as f:
+                while chunk := f.read(64 * 1024):
+                    try:
+                        self.wfile.write(chunk)
+                    except (BrokenPipeError, ConnectionResetError):
+                        return
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def count_apps(base):
+    count, url = 0, base + "/v1/apps?limit=1000"
+    while url:
+        status, body = request(url)
+        if status != 200:
+            break
+        v = json.loads(body)
+        count += len(v.get("items", []))
+        url = base + v["next"] if v.get("next") else None
+    return count
+
+
+def listing_phase(binary):
+    failures = []
+    for n in (10_000, 50_000):
+        work = tempfile.mkdtemp(prefix="herald-listing-")
+        listing = os.path.join(work, "listing.json")
+        size = write_listing(listing, n)
+        server = serve_listing(listing)
+        port = free_port()
+        env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
+                   HERALD__LOG__LEVEL="warn", HERALD__ARGOCD__API__URL=f"http://127.0.0.1:{server.server_port}",
+                   HERALD__ARGOCD__API__TOKEN="bench-read-only-token", HERALD__ARGOCD__API__RESYNC_INTERVAL="1h")
+        proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            started = time.time()
+            done = False
+            # /metrics is cheap to render (the status page would add its own memory to the figure).
+            while time.time() - started < 900 and proc.poll() is None:
+                status, body = request(base + "/metrics")
+                if status == 200 and b'herald_argocd_resyncs_total{outcome="ok"} 1' in body:
+                    done = True
+                    break
+                if b'herald_argocd_resyncs_total{outcome="failed"}' in body:
+                    break
+                time.sleep(0.5)
+            took = time.time() - started
+            peak, now = peak_rss_mb(proc.pid), rss_mb(proc.pid)
+            stored = count_apps(base)
+            print(f"listing of {n:,} Applications ({size / 1e6:.0f} MB): "
+                  f"{'listed' if done else 'NOT listed'} in {took:.0f} s, {stored:,} stored; "
+                  f"peak RSS {peak:.0f} MB, after {now:.0f} MB")
+            if not done or stored != n:
+                failures.append(f"{n}: not listed")
+            if peak > LISTING_RSS_LIMIT_MB:
+                failures.append(f"{n}: peak RSS {peak:.0f} MB > {LISTING_RSS_LIMIT_MB} MB")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            server.shutdown()
+            os.remove(listing)
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        sys.exit(1)
+    print(f"ok: every listing's peak RSS within {LISTING_RSS_LIMIT_MB} MB")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[2] == "--listing":
+        listing_phase(os.path.abspath(sys.argv[1]))
+        return
     if len(sys.argv) != 2:
         print(__doc__)
         sys.exit(2)

@@ -1,8 +1,10 @@
 //! The Argo CD API as a second source of state, beside the webhooks: every `argocd.api.resync_interval` one replica
 //! (the one that claims the lease in the store) lists every Application and runs each through the pipeline as if
-//! Argo CD had sent it; an Application missing from a complete listing is deleted. With `argocd.api.watch` every
-//! replica also follows the event stream, and resumes after a break with a listing. Webhooks work without any of
-//! this: a failing API is reported (status page, `herald_argocd_api_up`), never fatal.
+//! Argo CD had sent it, item by item as the listing arrives; an Application missing from a listing that proves it is
+//! complete is deleted, unless so many are missing at once that the drop waits for the next listing to agree
+//! ([`DropGuard`]). With `argocd.api.watch` every replica also follows the event stream, and resumes after a break
+//! (with backoff) with a listing, never more often than `resync_interval`. Webhooks work without any of this: a
+//! failing API is reported (status page, `herald_argocd_api_up`), never fatal.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,8 +13,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 
-use crate::argocd::api::{ArgoCdApi, WatchEvent};
-use crate::pipeline::Pipeline;
+use crate::argocd::AppId;
+use crate::argocd::api::{ApiError, ArgoCdApi, Listed, WatchEvent};
+use crate::pipeline::{HeldDropRow, Pipeline};
 
 /// How many snapshots of a listing are in the pipeline at once: enough for the batch writer to group them.
 const IN_FLIGHT: usize = 64;
@@ -29,14 +32,28 @@ pub async fn run(pipeline: Pipeline, stop: watch::Receiver<bool>) {
     resync_loop(pipeline, api, resync_now, stop).await;
 }
 
+/// How long after one listing the watch may ask for another when `resync_interval` is 0s (no periodic resync).
+const CATCH_UP_GAP_WITHOUT_RESYNC: Duration = Duration::from_secs(300);
+
 async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     let interval = api.settings().resync_interval;
     let owner = format!("resync-{}", uuid::Uuid::new_v4().simple());
     // How often the lease is looked at: a fraction of the interval, so a resync is at most that late.
     let check = (interval / 4).clamp(Duration::from_secs(1), Duration::from_secs(15));
-    let mut forced = false;
+    // This replica never lists more often than this, whoever asks (the lease, or the watch catching up after a break).
+    let gap = if interval.is_zero() {
+        CATCH_UP_GAP_WITHOUT_RESYNC
+    } else {
+        interval
+    };
+    let gap = chrono::Duration::from_std(gap).unwrap_or(chrono::Duration::MAX / 2);
+    let mut last_listing: Option<chrono::DateTime<chrono::Utc>> = None;
+    let mut catch_up = false;
     loop {
-        let due = if forced {
+        let may_list = last_listing.is_none_or(|at| pipeline.now() - at >= gap);
+        let due = if !may_list {
+            false
+        } else if catch_up {
             true
         } else if interval.is_zero() {
             false
@@ -50,35 +67,54 @@ async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>
             }
         };
         if due {
+            last_listing = Some(pipeline.now());
+            catch_up = false;
             resync_once(&pipeline, &api).await;
         }
-        forced = tokio::select! {
-            _ = tokio::time::sleep(check) => false,
-            _ = resync_now.notified() => true,
+        tokio::select! {
+            _ = tokio::time::sleep(check) => {}
+            // Listed as soon as `gap` allows: a stream that breaks every second must not list every second.
+            _ = resync_now.notified() => catch_up = true,
             _ = stop.changed() => return,
-        };
+        }
     }
 }
 
-/// Lists every Application once and runs each through the pipeline; deletes what a complete listing lacks.
+/// How many unreadable items a resync names in its log line (it counts them all).
+const NAMED_UNREADABLE: usize = 10;
+
+/// Lists every Application once, item by item, and runs each through the pipeline as it arrives; deletes what a
+/// complete listing lacks (see [`delete_absent`] for the guard against a listing that suddenly lacks many).
 pub async fn resync_once(pipeline: &Pipeline, api: &ArgoCdApi) {
     let started = pipeline.now();
-    let listing = match api.list().await {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::warn!(error = %e, "the Argo CD API resync failed; webhooks still work");
-            pipeline.api_source().failed(started, &e.to_string());
-            return;
-        }
+    let mut reader = match api.list().await {
+        Ok(r) => r,
+        Err(e) => return refused(pipeline, started, &e),
     };
-    let present: HashSet<_> = listing.apps.iter().map(|s| s.app.clone()).collect();
-    let listed = listing.apps.len();
-    let failures = futures_util::stream::iter(listing.apps)
+    let mut present = HashSet::new();
+    let mut unreadable = (0usize, Vec::new());
+    let failures = (reader.items())
+        .filter_map(|entry| {
+            std::future::ready(match entry {
+                Listed::App(snap) => {
+                    present.insert(snap.app.clone());
+                    Some(*snap)
+                }
+                Listed::Unreadable(why) => {
+                    unreadable.0 += 1;
+                    if unreadable.1.len() < NAMED_UNREADABLE {
+                        unreadable.1.push(why);
+                    }
+                    None
+                }
+            })
+        })
         .map(|snap| pipeline.ingest(snap, None))
         .buffer_unordered(IN_FLIGHT)
         .filter(|r| std::future::ready(r.is_err()))
         .count()
         .await;
+    let end = reader.finish().await;
     if failures > 0 {
         tracing::warn!(
             failures,
@@ -89,9 +125,13 @@ pub async fn resync_once(pipeline: &Pipeline, api: &ArgoCdApi) {
             .failed(started, &format!("{failures} Applications could not be stored"));
         return;
     }
-    if !listing.unreadable.is_empty() {
+    if let Err(e) = end {
+        return refused(pipeline, started, &e);
+    }
+    let listed = present.len();
+    if unreadable.0 > 0 {
         // An Application Herald cannot read is not absent: deleting by absence would be wrong this time.
-        tracing::warn!(unreadable = ?listing.unreadable, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
+        tracing::warn!(unreadable = unreadable.0, first = ?unreadable.1, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
     } else {
         delete_absent(pipeline, api, &present, started).await;
     }
@@ -99,12 +139,27 @@ pub async fn resync_once(pipeline: &Pipeline, api: &ArgoCdApi) {
     pipeline.api_source().succeeded(pipeline.now(), listed);
 }
 
+/// The listing failed or did not prove complete: nothing is deleted by absence; the status page says why.
+fn refused(pipeline: &Pipeline, started: chrono::DateTime<chrono::Utc>, e: &ApiError) {
+    if matches!(
+        e,
+        ApiError::Incomplete(_) | ApiError::TooLarge(_) | ApiError::Listing(_) | ApiError::Payload(_)
+    ) {
+        metrics::counter!("herald_argocd_listings_refused_total", "reason" => e.reason()).increment(1);
+        tracing::warn!(error = %e, "the Argo CD listing is refused: nothing is deleted by absence; webhooks still work");
+    } else {
+        tracing::warn!(error = %e, "the Argo CD API resync failed; webhooks still work");
+    }
+    pipeline.api_source().failed(started, &e.to_string());
+}
+
 /// Deletes the stored Applications (in the configured projects) that the listing lacks. One heard of after the
-/// listing started is kept: it may have been created since.
+/// listing started is kept: it may have been created since. A listing that lacks many at once (a token that lost
+/// access, a misconfigured project filter) is held back until the next listing agrees ([`absence`]).
 async fn delete_absent(
     pipeline: &Pipeline,
     api: &ArgoCdApi,
-    present: &HashSet<crate::argocd::AppId>,
+    present: &HashSet<AppId>,
     started: chrono::DateTime<chrono::Utc>,
 ) {
     let live = match pipeline.live_apps(&api.settings().projects).await {
@@ -114,10 +169,49 @@ async fn delete_absent(
             return;
         }
     };
-    for (app, last_seen) in live {
-        if present.contains(&app) || last_seen >= started {
-            continue;
+    let stored = live.len();
+    let absent: Vec<AppId> = (live.into_iter())
+        .filter(|(app, last_seen)| !present.contains(app) && *last_seen < started)
+        .map(|(app, _)| app)
+        .collect();
+    let settings = api.settings();
+    let guard = DropGuard {
+        max_share: settings.max_drop_share,
+        min_count: settings.min_drop_count,
+    };
+    let held = match pipeline.held_drop().await {
+        Ok(h) => h.map(|h| h.apps),
+        Err(e) => {
+            // Without it a large drop is held (again), never applied unchecked.
+            tracing::warn!(error = %e, "cannot read the drop the last listing held back");
+            None
         }
+    };
+    let (delete, hold) = guard.absence(absent, stored, held.as_ref());
+    let recorded = match hold {
+        Some(apps) => {
+            tracing::warn!(
+                lacking = apps.len(),
+                stored,
+                agreed = delete.len(),
+                "the Argo CD listing lacks more than argocd.api.max_drop_share of the stored Applications: \
+                 their deletion is held back until the next listing agrees"
+            );
+            pipeline
+                .hold_drop(HeldDropRow {
+                    apps,
+                    at: started,
+                    stored,
+                })
+                .await
+        }
+        None if held.is_some() => pipeline.release_drop().await,
+        None => Ok(()),
+    };
+    if let Err(e) = recorded {
+        tracing::warn!(error = %e, "cannot record the drop held back; the next listing decides again");
+    }
+    for app in delete {
         match pipeline.delete(app.clone()).await {
             Ok(s) => tracing::info!(app = %app, incidents = s.incidents.len(), "not in the Argo CD listing: deleted"),
             Err(e) => tracing::warn!(app = %app, error = %e, "cannot mark the Application deleted"),
@@ -125,11 +219,47 @@ async fn delete_absent(
     }
 }
 
-/// Follows the event stream; after a break, waits (1 s doubling to 60 s) and asks for a listing, so nothing that
-/// happened during the break is missed.
+/// When a listing lacks too many Applications to believe at once.
+#[derive(Debug, Clone, Copy)]
+struct DropGuard {
+    /// More than this share of the stored Applications…
+    max_share: f64,
+    /// …and at least this many.
+    min_count: usize,
+}
+
+impl DropGuard {
+    /// What to do with the `absent` Applications (out of `stored`), given what the previous listing lacked and held
+    /// back (`held`): which to delete now, and which to hold back (`None`: nothing held any more). A large drop is
+    /// held; the next listing that lacks the same ones again deletes those ("agrees"), and holds back the rest.
+    fn absence(
+        self,
+        absent: Vec<AppId>,
+        stored: usize,
+        held: Option<&HashSet<AppId>>,
+    ) -> (Vec<AppId>, Option<HashSet<AppId>>) {
+        let large = absent.len() >= self.min_count && absent.len() as f64 > self.max_share * stored as f64;
+        if !large {
+            return (absent, None);
+        }
+        let Some(held) = held else {
+            return (Vec::new(), Some(absent.into_iter().collect()));
+        };
+        let (agreed, new): (Vec<AppId>, Vec<AppId>) = absent.into_iter().partition(|a| held.contains(a));
+        let hold = (!new.is_empty()).then(|| new.into_iter().collect());
+        (agreed, hold)
+    }
+}
+
+/// Follows the event stream; after a break, waits (1 s doubling to 60 s, back to 1 s only after a stream that
+/// stayed open a minute) and asks for a listing, so nothing that happened during the break is missed — the resync
+/// loop lists at most once per `resync_interval`, however often the stream breaks.
 async fn follow(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
-    let mut backoff = Duration::from_secs(1);
+    const FIRST: Duration = Duration::from_secs(1);
+    const MOST: Duration = Duration::from_secs(60);
+    let mut backoff = FIRST;
     loop {
+        let opened = tokio::time::Instant::now();
         match api.watch().await {
             Ok(mut stream) => loop {
                 let event = tokio::select! {
@@ -137,10 +267,7 @@ async fn follow(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut
                     _ = stop.changed() => return,
                 };
                 match event {
-                    Ok(Some(event)) => {
-                        backoff = Duration::from_secs(1);
-                        apply(&pipeline, event).await;
-                    }
+                    Ok(Some(event)) => apply(&pipeline, event).await,
                     Ok(None) => {
                         tracing::info!("the Argo CD event stream ended; reconnecting");
                         break;
@@ -157,12 +284,17 @@ async fn follow(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut
                 pipeline.api_source().failed(pipeline.now(), &e.to_string());
             }
         }
+        // A stream that sends an event and closes is as broken as one that does not open: only one that stayed
+        // open starts the backoff again.
+        if opened.elapsed() >= MOST {
+            backoff = FIRST;
+        }
         let jitter = Duration::from_millis(rand::random::<u64>() % 250);
         tokio::select! {
             _ = tokio::time::sleep(backoff + jitter) => {}
             _ = stop.changed() => return,
         }
-        backoff = (backoff * 2).min(Duration::from_secs(60));
+        backoff = (backoff * 2).min(MOST);
         resync_now.notify_one();
     }
 }
@@ -174,5 +306,59 @@ async fn apply(pipeline: &Pipeline, event: WatchEvent) {
     };
     if let Err(e) = result {
         tracing::warn!(error = %e, "cannot store an event from the Argo CD stream; the next resync repairs it");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apps(names: &[&str]) -> Vec<AppId> {
+        (names.iter())
+            .map(|n| AppId {
+                namespace: "argocd".into(),
+                name: (*n).into(),
+            })
+            .collect()
+    }
+
+    fn many(prefix: &str, n: usize) -> Vec<AppId> {
+        let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+        apps(&names.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    const GUARD: DropGuard = DropGuard {
+        max_share: 0.5,
+        min_count: 10,
+    };
+
+    #[test]
+    fn a_small_drop_deletes_at_once() {
+        let (delete, hold) = GUARD.absence(many("a", 9), 9, None);
+        assert_eq!(delete.len(), 9, "fewer than min_drop_count: deleted even if all");
+        assert!(hold.is_none());
+        let (delete, hold) = GUARD.absence(many("a", 25), 50, None);
+        assert_eq!(delete.len(), 25, "exactly half is not more than half");
+        assert!(hold.is_none());
+    }
+
+    #[test]
+    fn a_large_drop_is_held_and_deleted_when_the_next_listing_agrees() {
+        let (delete, hold) = GUARD.absence(many("a", 50), 50, None);
+        assert!(delete.is_empty(), "all 50 gone at once: nothing deleted");
+        let hold = hold.expect("held");
+        assert_eq!(hold.len(), 50);
+
+        // The next listing lacks the same 50 and 10 more: the 50 go, the 10 wait for the one after.
+        let mut absent = many("a", 50);
+        absent.extend(many("b", 10));
+        let (delete, again) = GUARD.absence(absent, 60, Some(&hold));
+        assert_eq!(delete.len(), 50);
+        assert!(delete.iter().all(|a| a.name.starts_with('a')));
+        assert_eq!(again.expect("held").len(), 10);
+
+        // Or the next listing has them back: nothing held, nothing deleted.
+        let (delete, hold) = GUARD.absence(Vec::new(), 50, Some(&hold));
+        assert!(delete.is_empty() && hold.is_none());
     }
 }

@@ -24,7 +24,7 @@ pub fn init_logs(s: &LogSettings) {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 12] = [
+const FAMILIES: [(&str, &str); 15] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_events_received_total",
@@ -62,6 +62,19 @@ const FAMILIES: [(&str, &str); 12] = [
     (
         "herald_argocd_resyncs_total",
         "Listings of every Application from the Argo CD API, by outcome (ok, failed).",
+    ),
+    (
+        "herald_argocd_listings_refused_total",
+        "Argo CD listings that deleted nothing by absence because they did not prove complete, by reason \
+         (incomplete, too_large, invalid).",
+    ),
+    (
+        "herald_argocd_listing_held_total",
+        "Argo CD listings whose drop (more than argocd.api.max_drop_share of the stored Applications) was held back.",
+    ),
+    (
+        "herald_argocd_listing_held_apps",
+        "Applications a listing lacked whose deletion is held back until the next listing agrees (0: none).",
     ),
     (
         "herald_clock_skew_clamped_total",

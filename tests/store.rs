@@ -11,7 +11,7 @@ use herald::domain::Incident;
 use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
 use herald::state::{Outcome, apply};
-use herald::store::{AppFilter, IncidentFilter, NewDelivery, SlotState, Store};
+use herald::store::{AppFilter, HeldDropRow, IncidentFilter, NewDelivery, SlotState, Store};
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
 
@@ -115,7 +115,30 @@ contract!(
     pages_follow_their_cursor,
     delivered_rows_are_purged_after_their_retention,
     a_digest_slot_is_claimed_once_with_its_deliveries,
+    a_held_listing_drop_is_kept_replaced_and_released,
 );
+
+async fn a_held_listing_drop_is_kept_replaced_and_released(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    assert_eq!(store.held_drop().await.expect("read"), None, "nothing held at first");
+    let held = HeldDropRow {
+        apps: (0..12).map(|i| app(&format!("pay-{i}"))).collect(),
+        at: t("2026-01-01T00:00:00Z"),
+        stored: 12,
+    };
+    store.hold_drop(&held).await.expect("hold");
+    assert_eq!(store.held_drop().await.expect("read"), Some(held.clone()));
+    let next = HeldDropRow {
+        apps: [app("pay-12")].into_iter().collect(),
+        at: t("2026-01-01T00:05:00Z"),
+        stored: 13,
+    };
+    store.hold_drop(&next).await.expect("hold again");
+    assert_eq!(store.held_drop().await.expect("read"), Some(next), "one row: replaced");
+    store.release_drop().await.expect("release");
+    assert_eq!(store.held_drop().await.expect("read"), None);
+    store.release_drop().await.expect("releasing nothing is fine");
+}
 
 async fn delivered_rows_are_purged_after_their_retention(engine: &str) {
     let (store, _db) = fresh(engine).await;

@@ -147,6 +147,12 @@ fn api_source_line(r: &crate::pipeline::SourceReport) -> Markup {
         } @else {
             p #api-source { "Argo CD API source: no listing yet." }
         }
+        @if let Some(h) = &r.held {
+            p #listing-held .warning {
+                "The Argo CD listing at " (when(h.at)) " lacked " (h.count) " of " (h.stored)
+                " Applications: held back, nothing deleted. They are deleted only if the next listing lacks them too."
+            }
+        }
     }
 }
 

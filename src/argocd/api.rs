@@ -21,6 +21,25 @@ pub enum ApiError {
     Payload(#[from] PayloadError),
     #[error("the Argo CD API returned a listing Herald cannot read: {0}")]
     Listing(String),
+    /// The listing does not prove it holds every Application (no `items` array, a `continue` token): nothing is
+    /// deleted by absence.
+    #[error("the Argo CD listing is incomplete: {0}")]
+    Incomplete(String),
+    #[error("the Argo CD listing is larger than argocd.api.max_listing_bytes ({0} bytes)")]
+    TooLarge(u64),
+}
+
+impl ApiError {
+    /// Why a listing was refused, for `herald_argocd_listings_refused_total{reason}`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApiError::Unreachable(_) => "unreachable",
+            ApiError::Status(_) | ApiError::NotFound(_) => "status",
+            ApiError::Payload(_) | ApiError::Listing(_) => "invalid",
+            ApiError::Incomplete(_) => "incomplete",
+            ApiError::TooLarge(_) => "too_large",
+        }
+    }
 }
 
 /// The fields of each Application Herald reads (`argocd::from_value`): asking for these only keeps a listing of
@@ -46,12 +65,240 @@ pub const LIST_FIELDS: &[&str] = &[
     "items.status.reconciledAt",
 ];
 
-/// One complete listing: every Application the token may see (in the configured projects), parsed. Items that
-/// cannot be parsed are counted, not fatal: one odd Application must not stop the others from being seen.
-#[derive(Debug, Default)]
-pub struct Listing {
-    pub apps: Vec<Snapshot>,
-    pub unreadable: Vec<String>,
+/// One entry of a listing, as it is read.
+#[derive(Debug)]
+pub enum Listed {
+    App(Box<Snapshot>),
+    /// An item Herald cannot read (where, and why): counted, not fatal — one odd Application must not stop the others
+    /// from being seen — but the listing then deletes nothing by absence.
+    Unreadable(String),
+}
+
+/// A listing being read: a task receives the answer's chunks (at most [`CHUNKS_AHEAD`] waiting, each read within
+/// `timeout`, all together within `max_listing_bytes`), a blocking thread parses them with serde_json item by item,
+/// and the items wait here ([`ITEMS_AHEAD`] at most) until the caller takes them.
+pub struct ListingReader {
+    items: tokio::sync::mpsc::Receiver<Listed>,
+    receiving: tokio::task::JoinHandle<Result<(), ApiError>>,
+    parsing: tokio::task::JoinHandle<Result<ListingEnd, ApiError>>,
+}
+
+/// What a complete listing was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingEnd {
+    /// Items in `items`, readable or not.
+    pub items: usize,
+}
+
+const CHUNKS_AHEAD: usize = 8;
+const ITEMS_AHEAD: usize = 256;
+
+impl ListingReader {
+    fn start(mut resp: reqwest::Response, max: u64, timeout: std::time::Duration) -> Self {
+        let (chunk_tx, chunk_rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHUNKS_AHEAD);
+        let receiving = tokio::spawn(async move {
+            let mut received = 0u64;
+            loop {
+                let chunk = tokio::time::timeout(timeout, resp.chunk())
+                    .await
+                    .map_err(|_| ApiError::Unreachable("the listing stopped arriving (argocd.api.timeout)".into()))?
+                    .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
+                let Some(chunk) = chunk else { return Ok(()) };
+                received += chunk.len() as u64;
+                if received > max {
+                    return Err(ApiError::TooLarge(max));
+                }
+                if chunk_tx.send(chunk).await.is_err() {
+                    // The parser stopped (a malformed listing, or the reader was dropped): nothing more to read.
+                    return Ok(());
+                }
+            }
+        });
+        let (items_tx, items) = tokio::sync::mpsc::channel(ITEMS_AHEAD);
+        let parsing = tokio::task::spawn_blocking(move || {
+            let body = std::io::BufReader::with_capacity(64 * 1024, ChunkReader::new(chunk_rx));
+            read_listing(body, &mut |entry| items_tx.blocking_send(entry).is_ok())
+        });
+        Self {
+            items,
+            receiving,
+            parsing,
+        }
+    }
+
+    /// The items as they are read; the stream ends with the listing (completely or not: see
+    /// [`ListingReader::finish`]).
+    pub fn items(&mut self) -> impl futures_util::Stream<Item = Listed> + Send + '_ {
+        futures_util::stream::poll_fn(|cx| self.items.poll_recv(cx))
+    }
+
+    /// Whether the listing was complete: every byte received, within the cap, and a well-formed `items` array.
+    pub async fn finish(mut self) -> Result<ListingEnd, ApiError> {
+        // Items not taken are dropped, so a parser waiting to hand one over stops.
+        self.items.close();
+        while self.items.recv().await.is_some() {}
+        let parsed = (&mut self.parsing)
+            .await
+            .map_err(|e| ApiError::Listing(format!("the listing parser stopped: {e}")))?;
+        let received = (&mut self.receiving)
+            .await
+            .map_err(|e| ApiError::Listing(format!("the listing receiver stopped: {e}")))?;
+        // A cut or oversized body makes the parser fail too; the receiver's error says why.
+        received?;
+        parsed
+    }
+}
+
+impl Drop for ListingReader {
+    fn drop(&mut self) {
+        self.receiving.abort();
+    }
+}
+
+/// The chunks of an answer as a [`std::io::Read`], for serde_json on a blocking thread.
+struct ChunkReader {
+    chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    current: bytes::Bytes,
+}
+
+impl ChunkReader {
+    fn new(chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>) -> Self {
+        Self {
+            chunks,
+            current: bytes::Bytes::new(),
+        }
+    }
+}
+
+impl std::io::Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => self.current = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+/// Reads a listing (`{"metadata": {…}, "items": [Application, …]}`) from `body`, handing each item to `emit` as
+/// soon as it is parsed (`emit` answers false to stop). Complete only with a well-formed `items` array and no
+/// `metadata.continue` (a page of a longer listing): anything else deletes nothing by absence.
+fn read_listing<R: std::io::Read>(body: R, emit: &mut dyn FnMut(Listed) -> bool) -> Result<ListingEnd, ApiError> {
+    let mut de = serde_json::Deserializer::from_reader(body);
+    let seen = serde::de::DeserializeSeed::deserialize(listing::Top { emit }, &mut de)
+        .and_then(|seen| de.end().map(|()| seen))
+        .map_err(|e| ApiError::Listing(e.to_string()))?;
+    if let Some(token) = seen.continue_token.filter(|t| !t.is_empty()) {
+        return Err(ApiError::Incomplete(format!(
+            "it is one page of a longer listing (metadata.continue {:?})",
+            token.chars().take(32).collect::<String>()
+        )));
+    }
+    match seen.items {
+        Some(items) => Ok(ListingEnd { items }),
+        None => Err(ApiError::Incomplete(
+            "it has no `items` array (an empty list is `\"items\": []`); a token without access to the \
+             Applications can answer this way"
+                .into(),
+        )),
+    }
+}
+
+/// The serde visitors of [`read_listing`]: the top-level object, its `metadata`, and `items` one element at a time.
+mod listing {
+    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde_json::Value;
+
+    use super::{Listed, from_api};
+
+    /// What the top-level object said: how many items (`None`: no `items` array) and its `continue` token.
+    pub(super) struct Seen {
+        pub items: Option<usize>,
+        pub continue_token: Option<String>,
+    }
+
+    pub(super) struct Top<'a> {
+        pub emit: &'a mut dyn FnMut(Listed) -> bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Top<'_> {
+        type Value = Seen;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Seen, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = Seen;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a listing object with `items`")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
+            let mut seen = Seen {
+                items: None,
+                continue_token: None,
+            };
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                match key.as_ref() {
+                    "items" if seen.items.is_some() => return Err(de::Error::duplicate_field("items")),
+                    "items" => seen.items = map.next_value_seed(Items { emit: &mut *self.emit })?,
+                    "metadata" => {
+                        let meta: Option<ListMeta> = map.next_value()?;
+                        seen.continue_token = meta.and_then(|m| m.r#continue);
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(seen)
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    struct ListMeta {
+        r#continue: Option<String>,
+    }
+
+    /// `items`: an array, each element parsed and handed over before the next is read; `null` is `None`.
+    struct Items<'a> {
+        emit: &'a mut dyn FnMut(Listed) -> bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Items<'_> {
+        type Value = Option<usize>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Items<'_> {
+        type Value = Option<usize>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("`items` as an array of Applications")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Option<usize>, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<usize>, A::Error> {
+            let mut i = 0usize;
+            while let Some(item) = seq.next_element::<Value>()? {
+                let entry = match from_api(&item) {
+                    Ok(snap) => Listed::App(Box::new(snap)),
+                    Err(e) => Listed::Unreadable(format!("items[{i}]: {e}")),
+                };
+                i += 1;
+                if !(self.emit)(entry) {
+                    return Err(de::Error::custom("the listing was dropped while being read"));
+                }
+            }
+            Ok(Some(i))
+        }
+    }
 }
 
 /// One event of the stream.
@@ -66,6 +313,9 @@ pub enum WatchEvent {
 #[derive(Clone)]
 pub struct ArgoCdApi {
     http: reqwest::Client,
+    /// For the listing and the stream, which may take long as a whole: only connecting is bounded by the client;
+    /// the answer's headers and each read are bounded by `timeout` where they are awaited.
+    long_http: reqwest::Client,
     settings: ArgoCdApiSettings,
 }
 
@@ -76,17 +326,36 @@ impl ArgoCdApi {
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()
             .unwrap_or_default();
-        Self { http, settings }
+        let long_http = reqwest::Client::builder()
+            .connect_timeout(settings.timeout)
+            .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        Self {
+            http,
+            long_http,
+            settings,
+        }
     }
 
     pub fn settings(&self) -> &ArgoCdApiSettings {
         &self.settings
     }
 
-    /// `path` under the configured base URL, with `query` (percent-encoded).
-    fn url(&self, path: &str, query: &[(&str, &str)]) -> Result<url::Url, ApiError> {
-        let mut url = url::Url::parse(&format!("{}{path}", self.settings.url.trim_end_matches('/')))
+    /// The path `segments` under the configured base URL, each percent-encoded as one segment (a `/`, `?`, `%` or
+    /// `..` in a name cannot reach another path), with `query` (percent-encoded).
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<url::Url, ApiError> {
+        let mut url = url::Url::parse(&self.settings.url)
             .map_err(|e| ApiError::Unreachable(format!("argocd.api.url is not a URL: {e}")))?;
+        if let Some(bad) = segments.iter().find(|s| matches!(**s, "" | "." | "..")) {
+            return Err(ApiError::Unreachable(format!(
+                "{bad:?} cannot be a path segment of an Argo CD API URL"
+            )));
+        }
+        url.path_segments_mut()
+            .map_err(|()| ApiError::Unreachable("argocd.api.url cannot have a path".into()))?
+            .pop_if_empty()
+            .extend(segments);
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
         }
@@ -111,7 +380,7 @@ impl ArgoCdApi {
 
     pub async fn application(&self, app: &AppId) -> Result<Snapshot, ApiError> {
         let url = self.url(
-            &format!("/api/v1/applications/{}", app.name),
+            &["api", "v1", "applications", &app.name],
             &[("appNamespace", app.namespace.as_str())],
         )?;
         let request = self.http.get(url);
@@ -128,33 +397,32 @@ impl ArgoCdApi {
         Ok(from_api(&value)?)
     }
 
-    /// Every Application, in the configured projects (all when none are configured).
-    pub async fn list(&self) -> Result<Listing, ApiError> {
+    /// Every Application, in the configured projects (all when none are configured), read item by item as the
+    /// answer arrives: memory holds one item and a few chunks, whatever the listing's size. Read it with
+    /// [`ListingReader::items`], then ask [`ListingReader::finish`] whether it was complete.
+    pub async fn list(&self) -> Result<ListingReader, ApiError> {
         let fields = LIST_FIELDS.join(",");
         let mut query = self.projects_query();
         query.push(("fields", &fields));
-        let request = self.http.get(self.url("/api/v1/applications", &query)?);
-        let resp = self.get(request).await?;
+        let request = self.long_http.get(self.url(&["api", "v1", "applications"], &query)?);
+        let resp = tokio::time::timeout(self.settings.timeout, self.get(request))
+            .await
+            .map_err(|_| ApiError::Unreachable("no answer within argocd.api.timeout".into()))??;
         match resp.status().as_u16() {
             200 => {}
             s => return Err(ApiError::Status(s)),
         }
-        let value: Value = resp
-            .json()
-            .await
-            .map_err(|e| ApiError::Listing(e.without_url().to_string()))?;
-        parse_listing(&value)
+        let max = self.settings.max_listing_bytes;
+        if resp.content_length().is_some_and(|n| n > max) {
+            return Err(ApiError::TooLarge(max));
+        }
+        Ok(ListingReader::start(resp, max, self.settings.timeout))
     }
 
     /// Opens the event stream; read it with [`Stream::next`].
     pub async fn watch(&self) -> Result<Stream, ApiError> {
         // The stream stays open: no overall timeout, only the connect timeout of the client's own settings.
-        let http = reqwest::Client::builder()
-            .connect_timeout(self.settings.timeout)
-            .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
-        let request = http.get(self.url("/api/v1/stream/applications", &self.projects_query())?);
+        let request = (self.long_http).get(self.url(&["api", "v1", "stream", "applications"], &self.projects_query())?);
         let resp = self.get(request).await?;
         match resp.status().as_u16() {
             200 => Ok(Stream {
@@ -212,23 +480,6 @@ fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
     Ok(snap)
 }
 
-fn parse_listing(value: &Value) -> Result<Listing, ApiError> {
-    let items = match value.get("items") {
-        // Argo CD answers `"items": null` when there are none.
-        None | Some(Value::Null) => return Ok(Listing::default()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(ApiError::Listing("`items` is not a list".into())),
-    };
-    let mut listing = Listing::default();
-    for (i, item) in items.iter().enumerate() {
-        match from_api(item) {
-            Ok(snap) => listing.apps.push(snap),
-            Err(e) => listing.unreadable.push(format!("items[{i}]: {e}")),
-        }
-    }
-    Ok(listing)
-}
-
 /// One stream line; blank lines and keep-alives are skipped (`None`).
 fn parse_event(line: &[u8]) -> Result<Option<WatchEvent>, ApiError> {
     if line.iter().all(|b| b.is_ascii_whitespace()) {
@@ -264,19 +515,96 @@ mod tests {
                "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}}})
     }
 
+    /// Reads `body` as a listing: what was handed over, and how it ended.
+    fn read(body: &[u8]) -> (Vec<Listed>, Result<ListingEnd, ApiError>) {
+        let mut got = Vec::new();
+        let end = read_listing(body, &mut |e| {
+            got.push(e);
+            true
+        });
+        (got, end)
+    }
+
     #[test]
-    fn a_listing_parses_every_readable_item_and_counts_the_rest() {
-        let listing = parse_listing(&json!({"items": [app("a"), {"metadata": {}}, app("b")]})).expect("listing");
-        let names: Vec<&str> = listing.apps.iter().map(|s| s.app.name.as_str()).collect();
+    fn a_listing_hands_over_every_readable_item_and_names_the_rest() {
+        let body = serde_json::to_vec(
+            &json!({"metadata": {"resourceVersion": "7"}, "items": [app("a"), {"metadata": {}}, app("b")]}),
+        )
+        .unwrap();
+        let (got, end) = read(&body);
+        let names: Vec<&str> = (got.iter())
+            .filter_map(|e| match e {
+                Listed::App(s) => Some(s.app.name.as_str()),
+                Listed::Unreadable(_) => None,
+            })
+            .collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(listing.unreadable.len(), 1);
         assert!(
-            listing.unreadable[0].starts_with("items[1]: "),
-            "{:?}",
-            listing.unreadable
+            matches!(&got[1], Listed::Unreadable(why) if why.starts_with("items[1]: ")),
+            "{got:?}"
         );
-        assert!(parse_listing(&json!({"items": null})).expect("empty").apps.is_empty());
-        assert!(parse_listing(&json!({"items": 3})).is_err());
+        assert_eq!(end.expect("complete").items, 3);
+        let (got, end) = read(br#"{"items": []}"#);
+        assert!(got.is_empty());
+        assert_eq!(end.expect("an empty list is complete").items, 0);
+    }
+
+    #[test]
+    fn a_listing_without_a_well_formed_items_array_is_incomplete() {
+        for body in [
+            &br#"{}"#[..],
+            br#"{"items": null}"#,
+            br#"{"metadata": {}}"#,
+            br#"{"metadata": {"continue": "abc"}, "items": []}"#,
+        ] {
+            let (_, end) = read(body);
+            assert!(
+                matches!(end, Err(ApiError::Incomplete(_))),
+                "{}: {end:?}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        for body in [
+            &br#"{"items": 3}"#[..],
+            br#"{"items": {"a": 1}}"#,
+            br#"[]"#,
+            br#"{"items": [{"metadata": {"name": "a"}}"#,
+            br#"{"items": []} trailing"#,
+            br#"{"items": [], "items": []}"#,
+            b"",
+        ] {
+            let (_, end) = read(body);
+            assert!(
+                matches!(end, Err(ApiError::Listing(_))),
+                "{}: {end:?}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_listing_hands_over_what_it_read_and_is_not_complete() {
+        let body = serde_json::to_vec(&json!({"items": [app("a"), app("b")]})).unwrap();
+        let (got, end) = read(&body[..body.len() - 10]);
+        assert_eq!(got.len(), 1, "the first item arrived before the cut");
+        assert!(end.is_err());
+    }
+
+    #[test]
+    fn api_urls_escape_each_path_segment() {
+        let api = ArgoCdApi::new(
+            serde_json::from_value(json!({"url": "https://argocd.example/base/", "token": "t"})).expect("settings"),
+        );
+        let url = api
+            .url(&["api", "v1", "applications", "a/b?c%d"], &[("appNamespace", "x y")])
+            .expect("url");
+        assert_eq!(
+            url.as_str(),
+            "https://argocd.example/base/api/v1/applications/a%2Fb%3Fc%25d?appNamespace=x+y"
+        );
+        for bad in ["", ".", ".."] {
+            assert!(api.url(&["api", "v1", "applications", bad], &[]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -343,31 +343,118 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
 }
 
-/// Kubernetes names: DNS-1123 subdomain characters, at most 253.
+/// An Application's name, as Kubernetes checks `metadata.name` of an Application: a DNS-1123 subdomain (at most
+/// 253 characters, dot-separated parts of lowercase letters, digits and '-', each starting and ending with a letter
+/// or digit). `.`, `..` and the like would otherwise reach the Argo CD API as paths of their own.
 fn validate_name(path: &str, v: &str) -> Result<(), PayloadError> {
+    validate_dns1123(path, v, false)
+}
+
+/// A namespace, as Kubernetes checks it: a DNS-1123 label (at most 63 characters, no dots).
+fn validate_namespace(path: &str, v: &str) -> Result<(), PayloadError> {
+    validate_dns1123(path, v, true)
+}
+
+fn validate_dns1123(path: &str, v: &str, label: bool) -> Result<(), PayloadError> {
     if v.contains("<no value>") {
         return Err(PayloadError::NoValue { path: path.into() });
     }
-    let ok = !v.is_empty()
-        && v.len() <= 253
-        && v.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    if ok {
-        Ok(())
+    let (what, max) = if label {
+        (
+            "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
+            63,
+        )
     } else {
-        Err(PayloadError::Invalid {
+        (
+            "a DNS-1123 subdomain: dot-separated parts of lowercase letters, digits and '-', each starting and \
+             ending with a letter or digit",
+            253,
+        )
+    };
+    let wrong = dns1123_fault(v, label, max);
+    match wrong {
+        None => Ok(()),
+        Some(fault) => Err(PayloadError::Invalid {
             path: path.into(),
             message: format!(
-                "{:?} is not a Kubernetes name (lowercase letters, digits, '-' and '.', at most 253)",
+                "{:?} is not a Kubernetes name: {fault} (it must be {what}, at most {max} characters)",
                 v.chars().take(64).collect::<String>()
             ),
-        })
+        }),
     }
+}
+
+/// What is wrong with `v` as a DNS-1123 label (`label`) or subdomain of at most `max` bytes; `None` when nothing.
+fn dns1123_fault(v: &str, label: bool, max: usize) -> Option<String> {
+    if v.is_empty() {
+        return Some("it is empty".into());
+    }
+    if v.len() > max {
+        return Some(format!("it is {} characters long", v.chars().count()));
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '.'))
+    {
+        return Some(if c.is_uppercase() {
+            format!("it has the upper-case letter {c:?}")
+        } else {
+            format!("it has the character {c:?}")
+        });
+    }
+    if label && v.contains('.') {
+        return Some("it has a '.'".into());
+    }
+    for part in v.split('.') {
+        if part.is_empty() {
+            return Some("it has an empty part between dots (or starts or ends with a dot)".into());
+        }
+        if part.starts_with('-') || part.ends_with('-') {
+            return Some(format!("{part:?} starts or ends with '-'"));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_checked_as_kubernetes_checks_them_and_the_error_says_what_is_wrong() {
+        let long = "a".repeat(254);
+        for (name, fault) in [
+            (".", "empty part between dots"),
+            ("..", "empty part between dots"),
+            ("a..b", "empty part between dots"),
+            ("pay.", "empty part between dots"),
+            ("Pay", "upper-case letter 'P'"),
+            ("-pay", "starts or ends with '-'"),
+            ("pay/x", "the character '/'"),
+            ("pay%2F..", "the character '%'"),
+            (long.as_str(), "254 characters long"),
+        ] {
+            let body = format!(r#"{{"app":{{"metadata":{{"name":"{name}"}}}}}}"#);
+            let e = parse_body(body.as_bytes(), 64).expect_err(name).to_string();
+            assert!(e.starts_with("app.metadata.name is invalid"), "{name}: {e}");
+            assert!(e.contains(fault), "{name}: {e}");
+            assert!(e.contains("DNS-1123 subdomain"), "{e}");
+        }
+        for name in ["pay", "pay-api.v2", "a", "0.1-x"] {
+            let body = format!(r#"{{"app":{{"metadata":{{"name":"{name}"}}}}}}"#);
+            assert_eq!(parse_body(body.as_bytes(), 64).expect(name).app.name, name);
+        }
+        // A namespace is a label: no dots, at most 63.
+        for (namespace, fault) in [("team.pay", "has a '.'"), (&"n".repeat(64)[..], "64 characters long")] {
+            let body = format!(r#"{{"app":{{"metadata":{{"name":"pay","namespace":"{namespace}"}}}}}}"#);
+            let e = parse_body(body.as_bytes(), 64).expect_err(namespace).to_string();
+            assert!(
+                e.contains("app.metadata.namespace is invalid") && e.contains(fault),
+                "{e}"
+            );
+            assert!(e.contains("DNS-1123 label"), "{e}");
+        }
+    }
 
     #[test]
     fn a_bare_application_is_accepted() {

@@ -22,7 +22,7 @@ use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
 
 use super::{
     AppId, Condition, Destination, Initiator, Operation, ResourceStatus, ResultResource, Snapshot, Source, SourceRef,
-    SyncPolicy, parse_time, validate_name,
+    SyncPolicy, parse_time, validate_name, validate_namespace,
 };
 
 /// Reads `text` into a snapshot, or `None` when the tolerant reader must decide.
@@ -160,7 +160,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
     let name = metadata.name.filter(|n| !n.0.is_empty())?.owned();
     let namespace = metadata.namespace.map_or_else(|| "argocd".to_string(), Str::owned);
     validate_name("", &name).ok()?;
-    validate_name("", &namespace).ok()?;
+    validate_namespace("", &namespace).ok()?;
     let spec = app.spec.map(|Obj(s)| s);
     let status = app.status.map(|Obj(s)| s);
     let (project, destination, sync_policy, sources) = match spec {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use super::{
     AppId, Condition, Destination, Initiator, Operation, PayloadError, ResourceStatus, ResultResource, Snapshot,
-    Source, SourceRef, SyncPolicy, parse_time, validate_name,
+    Source, SourceRef, SyncPolicy, parse_time, validate_name, validate_namespace,
 };
 
 pub(super) fn type_name(v: &Value) -> &'static str {
@@ -165,7 +165,7 @@ impl Reader {
             .opt_str(app, &["metadata", "namespace"])?
             .unwrap_or_else(|| "argocd".into());
         validate_name(&format!("{}metadata.name", self.prefix), &name)?;
-        validate_name(&format!("{}metadata.namespace", self.prefix), &namespace)?;
+        validate_namespace(&format!("{}metadata.namespace", self.prefix), &namespace)?;
         let uid = self.opt_str(app, &["metadata", "uid"])?;
         let labels = self.str_map(app, &["metadata", "labels"])?;
         let mut annotations = self.str_map(app, &["metadata", "annotations"])?;

@@ -35,6 +35,16 @@ pub struct ArgoCdApiSettings {
     /// Follow the event stream too, so every change arrives, not only those that flip a trigger.
     #[serde(default)]
     pub watch: bool,
+    /// A listing larger than this (bytes, as received) is refused and deletes nothing: it is read item by item, so
+    /// memory does not grow with it, but one that never ends must not run forever.
+    #[serde(default = "default_max_listing_bytes")]
+    pub max_listing_bytes: u64,
+    /// A listing that lacks more than this share of the stored Applications (and at least `min_drop_count` of them)
+    /// deletes nothing at once: the drop is held back, shown and counted, and applies when the next listing agrees.
+    #[serde(default = "default_max_drop_share")]
+    pub max_drop_share: f64,
+    #[serde(default = "default_min_drop_count")]
+    pub min_drop_count: usize,
 }
 
 impl ArgoCdApiSettings {
@@ -46,6 +56,18 @@ impl ArgoCdApiSettings {
                 "must be 0s (off) or at least 10s: a listing of every Application is not cheap for Argo CD",
             ));
         }
+        if !(self.max_drop_share > 0.0 && self.max_drop_share <= 1.0) {
+            errors.push(super::invalid(
+                "argocd.api.max_drop_share",
+                "must be more than 0 and at most 1 (the share of the stored Applications one listing may delete)",
+            ));
+        }
+        if self.max_listing_bytes < 1024 * 1024 {
+            errors.push(super::invalid(
+                "argocd.api.max_listing_bytes",
+                "must be at least 1 MiB (a listing of 10,000 Applications is about 100 MB)",
+            ));
+        }
     }
 }
 
@@ -54,6 +76,15 @@ fn default_api_timeout() -> Duration {
 }
 fn default_confirm_wait() -> Duration {
     Duration::from_secs(120)
+}
+fn default_max_listing_bytes() -> u64 {
+    512 * 1024 * 1024
+}
+fn default_max_drop_share() -> f64 {
+    0.5
+}
+fn default_min_drop_count() -> usize {
+    10
 }
 fn default_resync_interval() -> Duration {
     Duration::from_secs(300)

@@ -11,7 +11,7 @@ mod ingest;
 mod scheduler;
 mod source_status;
 
-pub use source_status::{ApiSource, SourceReport};
+pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;
 
@@ -34,6 +34,7 @@ use actix_web::web::Bytes;
 use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
+pub use crate::store::HeldDropRow;
 pub use crate::store::{AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry};
 
 /// What one accepted body did, as the API answers it.
@@ -430,6 +431,31 @@ impl Pipeline {
     /// How the Argo CD API source is doing.
     pub fn api_source(&self) -> Arc<ApiSource> {
         self.core().api_source.clone()
+    }
+
+    /// What the last listing (on any replica) lacked and held back, if anything.
+    pub async fn held_drop(&self) -> Result<Option<HeldDropRow>, PipelineError> {
+        Ok(self.core().store.held_drop().await?)
+    }
+
+    /// Holds back the deletion of what the listing lacked, for the next listing to agree with.
+    pub async fn hold_drop(&self, held: HeldDropRow) -> Result<(), PipelineError> {
+        let core = self.core();
+        core.store.hold_drop(&held).await?;
+        core.api_source.held(HeldDrop {
+            at: held.at,
+            count: held.apps.len(),
+            stored: held.stored,
+        });
+        Ok(())
+    }
+
+    /// Nothing is held back any more.
+    pub async fn release_drop(&self) -> Result<(), PipelineError> {
+        let core = self.core();
+        core.store.release_drop().await?;
+        core.api_source.released();
+        Ok(())
     }
 
     /// Claims the resync for `interval` (true: this replica lists now; the others skip until it ends).

@@ -17,6 +17,16 @@ pub struct SourceReport {
     pub listed: usize,
     pub failing_since: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
+    /// A drop held back: what the listing lacked, and out of how many.
+    pub held: Option<HeldDrop>,
+}
+
+/// A listing lacked `count` of the `stored` Applications (more than `argocd.api.max_drop_share`): not deleted yet.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HeldDrop {
+    pub at: DateTime<Utc>,
+    pub count: usize,
+    pub stored: usize,
 }
 
 impl ApiSource {
@@ -37,6 +47,21 @@ impl ApiSource {
         s.last_error = Some(error.chars().take(300).collect());
         metrics::gauge!("herald_argocd_api_up").set(0.0);
         metrics::counter!("herald_argocd_resyncs_total", "outcome" => "failed").increment(1);
+    }
+
+    /// The listing at `at` lacked `count` of the `stored` Applications: their deletion is held back (the
+    /// Applications themselves are in the store, for the next listing on any replica).
+    pub fn held(&self, held: HeldDrop) {
+        let count = held.count;
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = Some(held);
+        metrics::counter!("herald_argocd_listing_held_total").increment(1);
+        metrics::gauge!("herald_argocd_listing_held_apps").set(count as f64);
+    }
+
+    /// Nothing is held back any more (the next listing agreed, or did not lack as many).
+    pub fn released(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = None;
+        metrics::gauge!("herald_argocd_listing_held_apps").set(0.0);
     }
 
     pub fn report(&self) -> SourceReport {

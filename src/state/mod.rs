@@ -178,7 +178,7 @@ pub fn judge(prev: Option<&AppState>, snap: &Snapshot, hash: &str, now: DateTime
         Ok(None) => return None,
         Ok(Some(p)) => p,
     };
-    if observed_at < prev.observed_at {
+    if observed_at < ordering_time(prev) && !later_operation(&prev.snapshot, snap) {
         return Some(Outcome::Stale {
             stored_at: prev.observed_at,
         });
@@ -191,6 +191,21 @@ pub fn judge(prev: Option<&AppState>, snap: &Snapshot, hash: &str, now: DateTime
             argocd_url: snap.argocd_url.clone(),
         })
     })
+}
+
+/// The time a new body must not be older than to count: the stored body's, but never later than when Herald
+/// received it (`last_seen`) — a body cannot describe a moment after it arrived. A body dated a few minutes ahead
+/// (within `server.max_clock_skew`, so not clamped) would otherwise make every truly-current body after it stale
+/// until the clock caught up — a failed sync among them.
+fn ordering_time(prev: &AppState) -> DateTime<Utc> {
+    prev.observed_at.min(prev.last_seen)
+}
+
+/// Argo CD's own order, which comes before the body times: an operation that started after the stored one's is a
+/// later state, whatever the bodies' clocks say.
+fn later_operation(stored: &Snapshot, new: &Snapshot) -> bool {
+    let started = |s: &Snapshot| s.operation.as_ref().and_then(|o| o.started_at);
+    matches!((started(stored), started(new)), (Some(a), Some(b)) if b > a)
 }
 
 /// The first state of an Application.
@@ -380,7 +395,7 @@ fn is_another_application(prev: &AppState, snap: &Snapshot, observed_at: DateTim
     match (&prev.snapshot.uid, &snap.uid) {
         // A late body of an earlier incarnation (older than what is stored) does not replace the newer one: it is
         // stale like any older body.
-        (Some(a), Some(b)) => a != b && observed_at >= prev.observed_at,
+        (Some(a), Some(b)) => a != b && observed_at >= ordering_time(prev),
         _ => prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting,
     }
 }
@@ -524,6 +539,48 @@ mod tests {
         let state = first(s, now);
         assert!(!state.sync_since_at_least);
         assert_eq!(state.health_since, now);
+    }
+
+    #[test]
+    fn a_body_dated_ahead_of_the_clock_does_not_make_the_present_stale() {
+        let now = t("2025-01-01T01:00:00Z");
+        let ahead = first(snap("Synced", "2025-01-01T01:04:50Z"), now);
+        let later = t("2025-01-01T01:00:10Z");
+        assert!(
+            matches!(
+                apply(Some(&ahead), snap("OutOfSync", "2025-01-01T01:00:10Z"), later),
+                Outcome::Changed { .. }
+            ),
+            "a body dated now is not older than a body dated ahead of now"
+        );
+        assert!(
+            matches!(
+                apply(Some(&ahead), snap("OutOfSync", "2025-01-01T00:59:00Z"), later),
+                Outcome::Stale { .. }
+            ),
+            "a body older than now still is"
+        );
+    }
+
+    #[test]
+    fn a_later_operation_is_newer_whatever_the_body_times_say() {
+        let now = t("2025-01-01T01:00:00Z");
+        let op = |started: &str| crate::argocd::Operation {
+            phase: "Failed".into(),
+            started_at: Some(t(started)),
+            ..Default::default()
+        };
+        let mut stored = snap("Synced", "2025-01-01T01:00:00Z");
+        stored.operation = Some(op("2025-01-01T00:50:00Z"));
+        let state = first(stored, now);
+        let mut late_clock = snap("OutOfSync", "2025-01-01T00:58:00Z");
+        late_clock.operation = Some(op("2025-01-01T00:57:00Z"));
+        assert!(
+            matches!(apply(Some(&state), late_clock.clone(), now), Outcome::Changed { .. }),
+            "the operation started after the stored one's"
+        );
+        late_clock.operation = Some(op("2025-01-01T00:50:00Z"));
+        assert!(matches!(apply(Some(&state), late_clock, now), Outcome::Stale { .. }));
     }
 
     #[test]

@@ -46,6 +46,7 @@ mod escalations;
 mod groups;
 mod incidents;
 mod leases;
+mod listing_guard;
 mod outbox;
 mod silences;
 
@@ -54,6 +55,7 @@ pub use digests::{DigestSlot, SlotState};
 pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
+pub use listing_guard::HeldDropRow;
 pub use outbox::{NewDelivery, OutboxRecord};
 
 #[derive(Debug, thiserror::Error)]
@@ -336,11 +338,12 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 4] = [
+const MIGRATIONS: [MigrationFile; 5] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
     migration!(4, "digests", "0004_digests.sql"),
+    migration!(5, "listing_guard", "0005_listing_guard.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -481,3 +481,309 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     a.stop().await;
     b.stop().await;
 }
+
+/// `n` Applications named `{prefix}-{i}`, every third Degraded (so incidents are firing).
+fn fleet(prefix: &str, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let health = if i % 3 == 0 { "Degraded" } else { "Healthy" };
+            application(&format!("{prefix}-{i}"), "Synced", health)
+        })
+        .collect()
+}
+
+async fn page(app: &TestApp) -> String {
+    app.client
+        .get(&app.address)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html")
+}
+
+/// The value of the sample `series` (name and labels as printed) in a Prometheus text answer; 0 when absent. Metrics
+/// are per process and tests run in parallel: compare with "at least".
+fn sample(metrics: &str, series: &str) -> f64 {
+    (metrics.lines())
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+async fn firing(app: &TestApp) -> u64 {
+    app.get_json("/v1/incidents?state=firing").await["count"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_listing_without_items_deletes_nothing_and_a_sudden_large_drop_waits_for_the_next_listing() {
+    let api = MockServer::start().await;
+    let answers = [
+        listing(&fleet("pay", 12)),
+        ResponseTemplate::new(200).set_body_json(json!({})),
+        ResponseTemplate::new(200).set_body_json(json!({"metadata": {}, "items": null})),
+        ResponseTemplate::new(200).set_body_json(json!({"metadata": {"continue": "page-2"}, "items": []})),
+    ];
+    for answer in answers {
+        Mock::given(method("GET"))
+            .and(path("/api/v1/applications"))
+            .respond_with(answer)
+            .up_to_n_times(1)
+            .mount(&api)
+            .await;
+    }
+    // Then, every time: a well-formed but empty list (a token that lost access to the project answers this way).
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[]))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&api.uri()), ""), Arc::new(clock.clone())).await;
+    let filled = eventually(Duration::from_secs(10), || async {
+        (names(&app, "").await.len() == 12 && firing(&app).await == 4).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "12 Applications, 4 incidents firing");
+
+    // `{}`, `"items": null`, one page of several: not complete, nothing deleted.
+    for (n, what) in [(1, "no items"), (2, "items null"), (3, "a continue token")] {
+        advance(&clock, Duration::from_secs(11)).await;
+        let refused = eventually(Duration::from_secs(10), || async {
+            let m = app.metrics().await;
+            (sample(&m, r#"herald_argocd_listings_refused_total{reason="incomplete"}"#) >= f64::from(n)).then_some(())
+        })
+        .await;
+        assert!(
+            refused.is_some(),
+            "{what}: refused as incomplete\n{}",
+            app.metrics().await
+        );
+        assert_eq!(names(&app, "").await.len(), 12, "{what}: nothing deleted");
+        assert_eq!(firing(&app).await, 4, "{what}: nothing resolved");
+        assert!(
+            page(&app).await.contains("the Argo CD listing is incomplete"),
+            "{what}: the status page says why"
+        );
+    }
+
+    // `"items": []`: complete, but it lacks all 12 at once: held back, shown, counted.
+    advance(&clock, Duration::from_secs(11)).await;
+    let held = eventually(Duration::from_secs(10), || async {
+        let p = page(&app).await;
+        p.contains("lacked 12 of 12 Applications: held back").then_some(p)
+    })
+    .await;
+    assert!(
+        held.is_some(),
+        "the status page shows the held drop: {}",
+        page(&app).await
+    );
+    let metrics = app.metrics().await;
+    assert!(sample(&metrics, "herald_argocd_listing_held_total") >= 1.0, "{metrics}");
+    assert!(metrics.contains("\nherald_argocd_listing_held_apps "), "{metrics}");
+    assert_eq!(names(&app, "").await.len(), 12, "held: nothing deleted");
+    assert_eq!(firing(&app).await, 4);
+    assert!(
+        delivered(&d.join("sink.jsonl"))
+            .iter()
+            .all(|m| m["action"] != "resolve"),
+        "nothing resolved"
+    );
+
+    // The next listing agrees: now they go.
+    advance(&clock, Duration::from_secs(11)).await;
+    let gone = eventually(Duration::from_secs(10), || async {
+        names(&app, "").await.is_empty().then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "the second empty listing deleted them");
+    assert_eq!(firing(&app).await, 0);
+    assert!(
+        !page(&app).await.contains("held back"),
+        "the status page no longer shows it"
+    );
+    app.stop().await;
+}
+
+/// A fake Argo CD API on a raw socket: the first listing is `first`; every later one sends `{"items": [` and then
+/// Applications without end, chunked (no Content-Length), as a runaway or hostile server would.
+async fn endless_listing_server(first: Value) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = served.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let first = first.to_string();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                let _ = socket.read(&mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
+                if n == 0 {
+                    let _ = socket.write_all(chunk(&first).as_bytes()).await;
+                    let _ = socket.write_all(b"0\r\n\r\n").await;
+                    return;
+                }
+                let _ = socket.write_all(chunk(r#"{"items": ["#).as_bytes()).await;
+                let item = application("pay-0", "Synced", "Healthy").to_string();
+                for _ in 0.. {
+                    let many = format!("{item},").repeat(64);
+                    if socket.write_all(chunk(&many).as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, served)
+}
+
+#[tokio::test]
+async fn a_listing_larger_than_max_listing_bytes_is_refused_and_deletes_nothing() {
+    let (url, _) = endless_listing_server(json!({"items": fleet("pay", 12)})).await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config_with(
+        &d,
+        &api_settings(&url, "token: t, resync_interval: 10s, max_listing_bytes: 1048576"),
+        "",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let filled = eventually(Duration::from_secs(10), || async {
+        (names(&app, "").await.len() == 12).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "the first listing");
+    advance(&clock, Duration::from_secs(11)).await;
+    let refused = eventually(Duration::from_secs(20), || async {
+        let m = app.metrics().await;
+        (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
+    })
+    .await;
+    assert!(refused.is_some(), "refused as too large\n{}", app.metrics().await);
+    assert_eq!(names(&app, "").await.len(), 12, "nothing deleted");
+    assert!(page(&app).await.contains("larger than argocd.api.max_listing_bytes"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_more_than_once_per_interval() {
+    let api = MockServer::start().await;
+    let one = application("cron", "Synced", "Healthy");
+    // One event, then the server closes the stream: every time.
+    Mock::given(method("GET"))
+        .and(path("/api/v1/stream/applications"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(format!(
+            "{}\n",
+            json!({"result": {"type": "MODIFIED", "application": one}})
+        )))
+        .mount(&api)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(std::slice::from_ref(&one)))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config_with(
+        &d,
+        &api_settings(&api.uri(), "token: t, resync_interval: 10s, watch: true"),
+        "",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let requests = api.received_requests().await.unwrap_or_default();
+    let count = |p: &str| requests.iter().filter(|r| r.url.path() == p).count();
+    let streams = count("/api/v1/stream/applications");
+    // Reconnects after 1, 2 and 4 s (plus jitter): at most 4 streams in 8 s, not one a second.
+    assert!((2..=4).contains(&streams), "{streams} streams opened in 8 s");
+    assert_eq!(
+        count("/api/v1/applications"),
+        1,
+        "the breaks asked for listings, but the interval (10 s, clock stopped) allows one"
+    );
+    // Once the interval has passed, the break's catch-up listing happens.
+    clock.advance(Duration::from_secs(11));
+    let second = eventually(Duration::from_secs(10), || async {
+        let n = (api.received_requests().await.unwrap_or_default().iter())
+            .filter(|r| r.url.path() == "/api/v1/applications")
+            .count();
+        (n == 2).then_some(())
+    })
+    .await;
+    assert!(second.is_some(), "the next listing, one interval later");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_held_drop_is_agreed_by_the_next_listing_on_another_replica() {
+    let pg = PgServer::start();
+    let api = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&fleet("pay", 12)))
+        .up_to_n_times(1)
+        .mount(&api)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[]))
+        .mount(&api)
+        .await;
+    let clock = ManualClock::new(t0());
+    let storage = format!("storage: {{url: \"{}\"}}", pg.url);
+    let dir_a = Arc::new(tempfile::tempdir().expect("tmp"));
+    let a = TestApp::spawn_in(
+        dir_a.clone(),
+        &config(dir_a.path(), Some(&api.uri()), &storage),
+        Arc::new(clock.clone()),
+    )
+    .await;
+    let filled = eventually(Duration::from_secs(10), || async {
+        (names(&a, "").await.len() == 12).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "replica a listed 12");
+    advance(&clock, Duration::from_secs(11)).await;
+    let held = eventually(Duration::from_secs(10), || async {
+        page(&a).await.contains("lacked 12 of 12").then_some(())
+    })
+    .await;
+    assert!(held.is_some(), "replica a held the drop back");
+    a.stop().await;
+
+    // The next listing is replica b's: it agrees with what a held back, so they go.
+    let dir_b = Arc::new(tempfile::tempdir().expect("tmp"));
+    let b = TestApp::spawn_in(
+        dir_b.clone(),
+        &config(dir_b.path(), Some(&api.uri()), &storage),
+        Arc::new(clock.clone()),
+    )
+    .await;
+    assert_eq!(names(&b, "").await.len(), 12, "still there when b starts");
+    advance(&clock, Duration::from_secs(11)).await;
+    let gone = eventually(Duration::from_secs(10), || async {
+        names(&b, "").await.is_empty().then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "b's listing agreed: deleted ({})",
+        names(&b, "").await.len()
+    );
+    b.stop().await;
+}

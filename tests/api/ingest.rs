@@ -375,6 +375,31 @@ async fn every_list_is_paged_with_a_next_link() {
 }
 
 #[tokio::test]
+async fn a_body_dated_minutes_ahead_does_not_hide_a_failed_sync_dated_now() {
+    let app = TestApp::spawn("rules: {sync_failed: {for: 0s}}").await;
+    // Within server.max_clock_skew (5m), so taken as it is.
+    let ahead = (chrono::Utc::now() + chrono::Duration::seconds(290)).to_rfc3339();
+    assert_eq!(
+        app.post(envelope("pay-api", "payments", "Synced", "Healthy", &ahead))
+            .await
+            .status(),
+        202
+    );
+    let now = now_rfc3339();
+    let failed = with_operation(
+        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &now),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": now, "finishedAt": now}),
+    );
+    let r = app.post(failed).await;
+    let v: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(v["outcome"], "changed", "the failed sync is not stale: {v}");
+    let firing = app.get_json("/v1/incidents?state=firing&kind=sync_failed").await;
+    assert_eq!(firing["count"], 1, "{firing}");
+    assert_eq!(firing["items"][0]["app_name"], "pay-api", "{firing}");
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn a_body_dated_far_in_the_future_does_not_poison_the_application() {
     let app = TestApp::spawn("").await;
     let poison = envelope("pay-api", "payments", "OutOfSync", "Healthy", "2999-01-01T00:00:00Z");
