@@ -24,7 +24,7 @@ pub fn init_logs(s: &LogSettings) {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 12] = [
+const FAMILIES: [(&str, &str); 13] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_events_received_total",
@@ -49,7 +49,12 @@ const FAMILIES: [(&str, &str); 12] = [
     (
         "herald_auth_failures_total",
         "Requests refused for their credentials, by reason \
-         (missing, malformed, unknown_credential, insufficient_scope).",
+         (missing, malformed, unknown_credential, insufficient_scope, rate_limited: 429 after too many failures).",
+    ),
+    (
+        "herald_requests_refused_total",
+        "Requests refused before any route, by reason (host: not in server.allowed_hosts, content_type: a \
+         state change whose body is not JSON, cross_site: a browser request from another site).",
     ),
     (
         "herald_config_reloads_total",

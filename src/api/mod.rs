@@ -6,12 +6,14 @@ mod apps;
 mod auth;
 mod error;
 mod events;
+mod forgery;
 mod incidents;
 mod limits;
 mod outbox;
 mod probes;
 mod silences;
 mod status_page;
+mod throttle;
 
 use std::sync::Arc;
 
@@ -22,6 +24,7 @@ use crate::pipeline::Pipeline;
 
 pub use auth::{Auth, Caller};
 pub use error::ApiError;
+pub use forgery::guard as refuse_forgeries;
 pub use limits::BodyBudget;
 
 /// What every handler can reach.
@@ -30,6 +33,8 @@ pub struct AppContext {
     pub auth: Auth,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
     pub body_limits: BodyLimits,
+    /// The `Host` names requests may carry (`server.allowed_hosts`).
+    pub hosts: crate::configuration::AllowedHosts,
 }
 
 /// What the event endpoint accepts (`server.max_body_bytes`, `server.max_json_depth`).
@@ -49,7 +54,7 @@ impl BodyLimits {
 }
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
-/// reading the API and the status page needs `read`; silences and retries need `admin`.
+/// reading the API and the status page needs `read`; the raw bodies received, silences and retries need `admin`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     use crate::configuration::Scope::{Admin, Ingest, Read};
     cfg.service(
@@ -72,9 +77,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         "/v1/apps/{namespace}/{name}",
         needing(Read, web::get().to(apps::get_app)),
     )
+    // The bodies as received carry Helm values and last-applied-configuration annotations (secrets, often): admin.
     .route(
         "/v1/apps/{namespace}/{name}/raw",
-        needing(Read, web::get().to(apps::get_raw)),
+        needing(Admin, web::get().to(apps::get_raw)),
     )
     .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))

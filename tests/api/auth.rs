@@ -6,7 +6,7 @@ use base64::Engine;
 #[tokio::test]
 async fn bearer_tokens_and_basic_credentials_are_checked() {
     let app = TestApp::spawn(
-        "server: {auth: {bearer_tokens: [old-token-123-abcdef, new-token-456-abcdef], basic: [{username: argocd, password: s3cret}]}}",
+        "server: {auth: {bearer_tokens: [old-token-123-abcdef, new-token-456-abcdef], basic: [{username: argocd, password: s3cret-password-01, scope: ingest}]}}",
     )
     .await;
     let body = || envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
@@ -27,7 +27,7 @@ async fn bearer_tokens_and_basic_credentials_are_checked() {
         (Some("Basic !!!notbase64".to_string()), 401),
         (Some("Bearer old-token-123-abcdef".to_string()), 202),
         (Some("Bearer new-token-456-abcdef".to_string()), 202),
-        (Some(basic("argocd", "s3cret")), 202),
+        (Some(basic("argocd", "s3cret-password-01")), 202),
     ] {
         let mut req = app.client.post(&url).body(body());
         if let Some(a) = &auth {
@@ -257,7 +257,7 @@ server:
     bearer_tokens: [admin-token-0123456789]
     ingest_tokens: [argocd-token-0123456789]
     read_tokens: [{name: grafana, token: grafana-token-0123456789}]
-    basic: [{username: viewer, password: look-only, scope: read}, {username: alice, password: in-charge}]
+    basic: [{username: viewer, password: look-only-password}, {username: alice, password: in-charge-password, scope: admin}]
 "#;
 
 fn basic(user: &str, password: &str) -> String {
@@ -273,7 +273,7 @@ async fn each_credential_may_do_what_its_scope_allows_and_no_more() {
     let admin = "Bearer admin-token-0123456789";
     let ingest = "Bearer argocd-token-0123456789";
     let read = "Bearer grafana-token-0123456789";
-    let viewer = basic("viewer", "look-only");
+    let viewer = basic("viewer", "look-only-password");
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
     let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
     let silence = format!(r#"{{"matchers":[{{"name":"app","value":"x"}}],"ends_at":"{future}","created_by":"me"}}"#);
@@ -294,6 +294,10 @@ async fn each_credential_may_do_what_its_scope_allows_and_no_more() {
         ("GET", "/v1/silences", String::new(), read, 200),
         ("GET", "/v1/apps/argocd/pay-api", String::new(), read, 200),
         ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), ingest, 403),
+        // The bodies as received carry Helm values and last-applied-configuration: admin only.
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), read, 403),
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), &viewer, 403),
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), admin, 200),
         ("GET", "/", String::new(), ingest, 403),
         ("GET", "/", String::new(), &viewer, 200),
         ("POST", "/v1/silences", silence.clone(), read, 403),
@@ -348,7 +352,7 @@ async fn the_status_page_asks_a_browser_for_a_basic_credential() {
     let r = app
         .client
         .get(format!("{}/", app.address))
-        .basic_auth("viewer", Some("look-only"))
+        .basic_auth("viewer", Some("look-only-password"))
         .send()
         .await
         .expect("req");
@@ -362,9 +366,9 @@ async fn a_silence_without_created_by_is_created_by_the_credential() {
     let app = TestApp::spawn(SCOPED).await;
     let url = format!("{}/v1/silences", app.address);
     let cases = [
-        (basic("alice", "in-charge"), r#""created_by":"","#, "alice"),
+        (basic("alice", "in-charge-password"), r#""created_by":"","#, "alice"),
         ("Bearer admin-token-0123456789".to_string(), "", "bearer_tokens[0]"),
-        (basic("alice", "in-charge"), r#""created_by":"bob","#, "bob"),
+        (basic("alice", "in-charge-password"), r#""created_by":"bob","#, "bob"),
     ];
     for (credential, created_by, expected) in cases {
         let r = app

@@ -10,6 +10,7 @@ mod confirm;
 mod delivery;
 mod digest;
 mod faults;
+mod forgery;
 mod helpers;
 mod ingest;
 mod initiator;
