@@ -14,6 +14,7 @@ mod forgery;
 mod helpers;
 mod ingest;
 mod initiator;
+mod logs;
 mod matrix;
 mod metrics;
 mod redmine;
