@@ -2,6 +2,7 @@
 
 use crate::helpers::*;
 use base64::Engine;
+use std::time::Duration;
 
 #[tokio::test]
 async fn bearer_tokens_and_basic_credentials_are_checked() {
@@ -451,4 +452,39 @@ async fn refused_credentials_are_counted_and_logged_once_a_minute_without_the_to
         !logs.contains(guess) && !logs.contains("argocd-token-0123456789"),
         "{logs}"
     );
+}
+
+#[tokio::test]
+async fn guessing_tokens_is_answered_429_with_retry_after_even_for_the_right_token() {
+    let app = TestApp::spawn("server: {auth: {ingest_tokens: [argocd-token-0123456789]}}").await;
+    let url = format!("{}/v1/argocd/events", app.address);
+    let post = |token: String| {
+        app.client
+            .post(&url)
+            .bearer_auth(token)
+            .body(envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339()))
+            .send()
+    };
+    let mut statuses = Vec::new();
+    for i in 0..200 {
+        statuses.push(post(format!("guess-{i:016}")).await.expect("req").status().as_u16());
+    }
+    let compared = statuses.iter().filter(|s| **s == 401).count();
+    assert!(statuses[..10].iter().all(|s| *s == 401), "{statuses:?}");
+    assert!(compared <= 12, "200 guesses in a moment, {compared} compared: {statuses:?}");
+    assert_eq!(statuses.last(), Some(&429));
+
+    let r = post("argocd-token-0123456789".into()).await.expect("req");
+    assert_eq!(r.status(), 429, "the right token is not compared either");
+    let retry_after: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After in seconds");
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    tokio::time::sleep(Duration::from_secs(retry_after) + Duration::from_millis(100)).await;
+    let r = post("argocd-token-0123456789".into()).await.expect("req");
+    assert_eq!(r.status(), 202, "after Retry-After, the right token is in");
+    app.stop().await;
 }
