@@ -151,10 +151,10 @@ impl Auth {
             self.throttle.check(remote, now).map_err(Refusal::Throttled)?;
         }
         let result = self.admit(authorization, needed);
-        if let Err(r) = &result
-            && r.is_failed_guess()
-        {
-            self.throttle.failed(remote, now);
+        match &result {
+            Err(r) if r.is_failed_guess() => self.throttle.failed(remote, now),
+            Ok(Some(_)) | Err(Refusal::Scope { .. }) => self.throttle.succeeded(remote, now),
+            _ => {}
         }
         result
     }

@@ -1,9 +1,10 @@
 //! How fast credentials may be guessed: failed authentications (a malformed or unknown credential) fill token
 //! buckets, one per client (its address; an IPv6 client by its /64, which one host usually holds whole) and one for
 //! all clients together. A client whose bucket is empty is answered 429 with `Retry-After`, before its credential is
-//! even compared; while the shared bucket is empty, so is every client that failed recently (each new address gets one
-//! try). A client that never fails is never slowed down, whatever others do. The client is the TCP peer: a proxy's
-//! `X-Forwarded-For` is not trusted, so clients behind one proxy share its bucket.
+//! even compared. While the shared bucket is empty (many addresses guessing at once), only the clients that
+//! authenticated in the last [`TRUSTED_FOR`] are compared: Argo CD keeps sending, a new address waits. A client that
+//! never fails is never slowed down by its own bucket. The client is the TCP peer: a proxy's `X-Forwarded-For` is not
+//! trusted, so clients behind one proxy share its bucket.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -29,6 +30,12 @@ pub const TOTAL: Rate = Rate {
 
 /// Clients remembered at most (about 64 bytes each); past this, those whose bucket is full again are forgotten.
 const MAX_CLIENTS: usize = 65_536;
+
+/// How long a client that authenticated stays one that is compared while everyone else waits.
+pub const TRUSTED_FOR: Duration = Duration::from_secs(3600);
+
+/// Clients that authenticated, remembered at most; past this, those not seen for [`TRUSTED_FOR`] are forgotten.
+const MAX_TRUSTED: usize = 4096;
 
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
@@ -91,6 +98,8 @@ pub struct FailureThrottle {
 
 struct State {
     clients: HashMap<Client, Bucket>,
+    /// When each client last authenticated.
+    trusted: HashMap<Client, Instant>,
     total: Bucket,
     /// When the full buckets were last forgotten: at most once a second, so an attack at the bound does not make
     /// every failure walk the whole map.
@@ -104,6 +113,7 @@ impl FailureThrottle {
             total,
             state: Mutex::new(State {
                 clients: HashMap::new(),
+                trusted: HashMap::new(),
                 total: Bucket::full(total, Instant::now()),
                 pruned_at: None,
             }),
@@ -111,29 +121,42 @@ impl FailureThrottle {
     }
 
     /// `Err(wait)` when a request from `addr` must not have its credential compared now: its client has used its
-    /// failures, or all clients together have and this one failed recently.
+    /// failures, or all clients together have and this one did not authenticate lately.
     pub fn check(&self, addr: Option<IpAddr>, now: Instant) -> Result<(), Duration> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.total.refill(self.total, now);
         let total_wait = s.total.wait(self.total);
         let client = Client::of(addr);
-        let at_bound = s.clients.len() >= MAX_CLIENTS;
-        match s.clients.get_mut(&client) {
-            Some(b) => {
-                b.refill(self.per_client, now);
-                let wait = b.wait(self.per_client);
-                if !wait.is_zero() {
-                    Err(wait)
-                } else if !total_wait.is_zero() && !b.is_full(self.per_client) {
-                    Err(total_wait)
-                } else {
-                    Ok(())
-                }
+        if let Some(b) = s.clients.get_mut(&client) {
+            b.refill(self.per_client, now);
+            let wait = b.wait(self.per_client);
+            if !wait.is_zero() {
+                return Err(wait);
             }
-            // Not remembered because too many are: under attack, only the shared bucket can tell.
-            None if at_bound && !total_wait.is_zero() => Err(total_wait),
-            None => Ok(()),
         }
+        let trusted = s
+            .trusted
+            .get(&client)
+            .is_some_and(|at| now.saturating_duration_since(*at) < TRUSTED_FOR);
+        if total_wait.is_zero() || trusted {
+            Ok(())
+        } else {
+            Err(total_wait)
+        }
+    }
+
+    /// Remembers that `addr` authenticated (with a valid credential, whatever its scope).
+    pub fn succeeded(&self, addr: Option<IpAddr>, now: Instant) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let client = Client::of(addr);
+        if s.trusted.len() >= MAX_TRUSTED && !s.trusted.contains_key(&client) {
+            s.trusted
+                .retain(|_, at| now.saturating_duration_since(*at) < TRUSTED_FOR);
+            if s.trusted.len() >= MAX_TRUSTED {
+                return;
+            }
+        }
+        s.trusted.insert(client, now);
     }
 
     /// Counts a failed authentication from `addr`.
@@ -204,30 +227,29 @@ mod tests {
     }
 
     #[test]
-    fn when_all_clients_together_fail_too_often_each_gets_one_try() {
+    fn when_all_clients_together_fail_too_often_only_clients_that_authenticated_lately_are_compared() {
         let t = FailureThrottle::new(PER_CLIENT, TOTAL);
         let t0 = Instant::now();
+        let argocd = ip("10.9.9.9");
+        t.succeeded(argocd, t0);
         // 100 addresses, one failure each: the shared bucket is empty, no client's own is.
         for i in 0..100u32 {
             let a = Some(IpAddr::V4((0x0a00_0000 + i).into()));
             assert_eq!(t.check(a, t0), Ok(()));
             t.failed(a, t0);
         }
-        let wait = t
-            .check(ip("10.0.0.5"), t0)
-            .expect_err("failed recently, and the total is spent");
+        let wait = t.check(ip("192.0.2.1"), t0).expect_err("a new address waits");
         assert!(wait <= Duration::from_millis(100), "{wait:?}");
+        assert!(t.check(ip("10.0.0.5"), t0).is_err());
+        assert_eq!(t.check(argocd, t0), Ok(()), "a client that authenticated keeps going");
         assert_eq!(
-            t.check(ip("192.0.2.1"), t0),
-            Ok(()),
-            "a new address still gets its one try"
-        );
-        t.failed(ip("192.0.2.1"), t0);
-        assert!(t.check(ip("192.0.2.1"), t0).is_err());
-        assert_eq!(
-            t.check(ip("10.0.0.5"), t0 + Duration::from_secs(1)),
+            t.check(ip("192.0.2.1"), t0 + Duration::from_secs(1)),
             Ok(()),
             "the total comes back"
+        );
+        assert!(
+            t.check(argocd, t0 + TRUSTED_FOR + Duration::from_secs(1)).is_ok(),
+            "the total is back by then"
         );
     }
 

@@ -471,7 +471,10 @@ async fn guessing_tokens_is_answered_429_with_retry_after_even_for_the_right_tok
     }
     let compared = statuses.iter().filter(|s| **s == 401).count();
     assert!(statuses[..10].iter().all(|s| *s == 401), "{statuses:?}");
-    assert!(compared <= 12, "200 guesses in a moment, {compared} compared: {statuses:?}");
+    assert!(
+        compared <= 12,
+        "200 guesses in a moment, {compared} compared: {statuses:?}"
+    );
     assert_eq!(statuses.last(), Some(&429));
 
     let r = post("argocd-token-0123456789".into()).await.expect("req");
