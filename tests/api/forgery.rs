@@ -17,22 +17,10 @@ async fn silences(app: &TestApp, auth: Option<&str>) -> Vec<serde_json::Value> {
     v["items"].as_array().cloned().unwrap_or_else(|| panic!("a list: {v}"))
 }
 
-#[tokio::test]
-async fn a_form_on_another_site_cannot_create_a_silence_through_a_real_browser() {
-    // The default configuration: loopback, no credentials.
-    let app = TestApp::spawn("").await;
-    // The attacker's page, on another site (`localhost` is not `127.0.0.1`): a text/plain form whose one field
-    // makes the body valid JSON, submitted as soon as the page loads.
+/// Serves `page` from another site (`localhost` is not `127.0.0.1`) and opens it in headless Chromium; the DOM at
+/// the end (after what the page's script started).
+async fn open_attacker_page(page: String) -> String {
     let attacker = wiremock::MockServer::start().await;
-    let page = format!(
-        r#"<!doctype html><html><body>
-<form id="f" method="POST" action="{address}/v1/silences" enctype="text/plain">
-<input type="hidden" name='{{"matchers":[{{"name":"app","value":"*"}}],"duration":"720h","created_by":"mallory","comment":"' value='"}}'>
-</form>
-<script>document.getElementById('f').submit();</script>
-</body></html>"#,
-        address = app.address
-    );
     wiremock::Mock::given(wiremock::matchers::method("GET"))
         .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(page, "text/html"))
         .mount(&attacker)
@@ -42,13 +30,50 @@ async fn a_form_on_another_site_cannot_create_a_silence_through_a_real_browser()
     let out = tokio::task::spawn_blocking(move || chromium(&["--virtual-time-budget=5000", "--dump-dom", &url]))
         .await
         .expect("chromium ran");
-    let dom = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
+#[tokio::test]
+async fn a_form_on_another_site_cannot_create_a_silence_through_a_real_browser() {
+    // The default configuration: loopback, no credentials.
+    let app = TestApp::spawn("").await;
+    // A text/plain form whose one field makes the body valid JSON, submitted as soon as the page loads.
+    let dom = open_attacker_page(format!(
+        r#"<!doctype html><html><body>
+<form id="f" method="POST" action="{address}/v1/silences" enctype="text/plain">
+<input type="hidden" name='{{"matchers":[{{"name":"app","value":"*"}}],"duration":"720h","created_by":"mallory","comment":"' value='"}}'>
+</form>
+<script>document.getElementById('f').submit();</script>
+</body></html>"#,
+        address = app.address
+    ))
+    .await;
     assert_eq!(silences(&app, None).await, Vec::<serde_json::Value>::new(), "{dom}");
     assert!(
         dom.contains("takes a JSON body") && dom.contains("415"),
         "the browser's post reached Herald, which refused it and said why: {dom}"
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_script_on_another_site_cannot_post_an_untyped_body_through_a_real_browser() {
+    let app = TestApp::spawn("").await;
+    // A Blob without a type is sent with no Content-Type, and needs no CORS preflight: only the browser's word on
+    // where the request comes from (Sec-Fetch-Site) tells it apart from Argo CD.
+    let dom = open_attacker_page(format!(
+        r#"<!doctype html><html><body><p id="state">sending</p>
+<script>
+fetch("{address}/v1/silences", {{method: "POST", mode: "no-cors", credentials: "include",
+  body: new Blob(['{{"matchers":[{{"name":"app","value":"*"}}],"duration":"720h","created_by":"mallory","comment":"c"}}'])}})
+  .then(() => document.getElementById("state").textContent = "sent",
+        e => document.getElementById("state").textContent = "failed: " + e);
+</script></body></html>"#,
+        address = app.address
+    ))
+    .await;
+    assert!(dom.contains(">sent<"), "the browser sent it: {dom}");
+    assert_eq!(silences(&app, None).await, Vec::<serde_json::Value>::new(), "{dom}");
     app.stop().await;
 }
 
