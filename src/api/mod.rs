@@ -1,6 +1,8 @@
 //! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]). One room per resource (`events`, `apps`,
 //! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the routes, each with the
-//! scope it needs (`auth`, route middleware), and holds what they share: the [`AppContext`] and the query helpers.
+//! scope it needs (`auth`, route middleware, slowed down for guessers by `throttle`), and holds what they share: the
+//! [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
+//! cross-site checks).
 
 mod apps;
 mod auth;
