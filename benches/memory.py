@@ -56,7 +56,9 @@ def rss_mb(pid):
 
 
 def request(url, body=None, method=None, timeout=60):
-    req = urllib.request.Request(url, data=body, method=method or ("POST" if body is not None else "GET"))
+    # urllib would label a body as a form, which Herald refuses for a state change (415).
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    req = urllib.request.Request(url, data=body, headers=headers, method=method or ("POST" if body is not None else "GET"))
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read()

@@ -1,6 +1,12 @@
-//! Configuration reload (`herald serve` on SIGHUP): the file is read and validated again (environment and
-//! `*_file` secrets included), the receivers are built, and only then is anything replaced — a file that does not
-//! pass is refused and logged, and the running configuration stays.
+//! Configuration reload (`herald serve` on SIGHUP): the file is read again, once and whole (a file that changed while
+//! it was read is refused), and validated as a start would (environment and `*_file` secrets included; listening
+//! beyond loopback needs credentials), the receivers are built, and only then is anything replaced — a file that does
+//! not pass is refused and logged (`herald_config_reloads_total{outcome="refused"}`), and the running configuration
+//! stays.
+//!
+//! A reload never lowers the authentication in force by accident: a file that would leave no credential while some
+//! are in force (an empty file, one cut before `auth:`) is refused unless it says `server.auth.allow_reload_to_lower:
+//! true`. Removing some credentials (a rotation) or changing scopes is an ordinary reload.
 //!
 //! What changes without a restart: receivers and their secrets (`smtp` too), routes, teams, ownership, grouping,
 //! rules, the Argo CD UI link, and the credentials. What a restart changes — the listener and the body limits
@@ -29,6 +35,11 @@ pub enum ReloadError {
     Invalid(#[from] ConfigError),
     #[error(transparent)]
     Receiver(#[from] BuildError),
+    #[error(
+        "server.auth: the new file has no credential while {0} are in force, so anyone could call Herald; if that \
+         is meant, say so in the file with server.auth.allow_reload_to_lower: true"
+    )]
+    LowersAuth(usize),
 }
 
 /// Where the configuration comes from, as `herald serve` was started.
@@ -86,7 +97,10 @@ impl Reloader {
     /// Applies the file's configuration; returns the restart-only keys whose change was ignored.
     fn try_reload(&self) -> Result<Vec<&'static str>, ReloadError> {
         let new = Settings::load(Some(&self.source.file), self.source.optional)?;
+        // The file as written must be one `serve` would start with.
+        new.check_exposure()?;
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        check_not_lowered(&running, &new)?;
         let (effective, ignored) = keep_restart_only(&running, new);
         // Credentials removed while listening beyond loopback: refused, as `serve` would refuse to start.
         effective.check_exposure()?;
@@ -100,16 +114,33 @@ impl Reloader {
     }
 }
 
+/// Refuses `new` when it would take every credential away from a running configuration that has some, unless it
+/// says `allow_reload_to_lower`.
+fn check_not_lowered(running: &Settings, new: &Settings) -> Result<(), ReloadError> {
+    let in_force = running.server.auth.credentials().len();
+    if in_force > 0 && new.server.auth.credentials().is_empty() {
+        if !new.server.auth.allow_reload_to_lower {
+            return Err(ReloadError::LowersAuth(in_force));
+        }
+        tracing::warn!(
+            "configuration reload removes every credential (server.auth.allow_reload_to_lower: true): Herald now \
+             answers without authentication"
+        );
+    }
+    Ok(())
+}
+
 /// `new` with the sections only a restart changes set back to `running`'s, and the keys that differed.
 fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'static str>) {
     let mut ignored = Vec::new();
     let (r, n) = (&running.server, &new.server);
     let server_changed = r.listen != n.listen
+        || r.allowed_hosts != n.allowed_hosts
         || r.max_body_bytes != n.max_body_bytes
         || r.max_json_depth != n.max_json_depth
         || r.workers != n.workers;
     if server_changed {
-        ignored.push("server (listen, max_body_bytes, max_json_depth, workers)");
+        ignored.push("server (listen, allowed_hosts, max_body_bytes, max_json_depth, workers)");
     }
     new.server = crate::configuration::ServerSettings {
         auth: new.server.auth,
@@ -157,6 +188,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reload_may_not_take_every_credential_away_unless_the_new_file_says_so() {
+        let running = Settings::from_yaml("server: {auth: {bearer_tokens: [admin-token-0123456789]}}").expect("valid");
+        for lower in [
+            "",
+            "storage: {url: 'sqlite://a.db'}",
+            "server: {auth: {allow_anonymous: true}}",
+        ] {
+            let new = Settings::from_yaml(lower).expect("valid alone");
+            let e = check_not_lowered(&running, &new).expect_err(lower).to_string();
+            assert!(e.contains("allow_reload_to_lower: true"), "{e}");
+        }
+        let meant = Settings::from_yaml("server: {auth: {allow_reload_to_lower: true}}").expect("valid");
+        assert!(check_not_lowered(&running, &meant).is_ok());
+        let rotated = Settings::from_yaml("server: {auth: {read_tokens: [reader-token-0123456789]}}").expect("valid");
+        assert!(
+            check_not_lowered(&running, &rotated).is_ok(),
+            "a rotation is an ordinary reload"
+        );
+        let anonymous = Settings::from_yaml("").expect("valid");
+        assert!(check_not_lowered(&anonymous, &anonymous).is_ok(), "nothing to lower");
+    }
+
+    #[test]
     fn restart_only_sections_keep_their_running_value_and_are_named() {
         let running = Settings::from_yaml(
             "server: {listen: '127.0.0.1:8080'}\nstorage: {url: 'sqlite://a.db'}\nrules: {degraded: {for: 5m}}",
@@ -171,7 +225,7 @@ mod tests {
         assert_eq!(
             ignored,
             [
-                "server (listen, max_body_bytes, max_json_depth, workers)",
+                "server (listen, allowed_hosts, max_body_bytes, max_json_depth, workers)",
                 "storage",
                 "log"
             ]

@@ -53,6 +53,7 @@ impl Application {
             auth: Auth::new(&settings.server.auth),
             body_limits: BodyLimits::of(&settings.server),
             metrics: crate::telemetry::metrics(),
+            hosts: settings.server.hosts(),
         });
         let budget = web::Data::new(api::BodyBudget::of(&settings.server));
         let api = data.clone();
@@ -65,6 +66,7 @@ impl Application {
                         .error_handler(|e, _| api::ApiError::BadRequest(format!("bad path: {e}")).into()),
                 )
                 .configure(api::configure)
+                .wrap(actix_web::middleware::from_fn(api::refuse_forgeries))
         })
         .shutdown_timeout(10)
         .disable_signals();

@@ -1,4 +1,5 @@
-//! Logs (tracing, text or JSON), the Prometheus recorder (process-wide, installed once, with every metric family
+//! Logs (tracing, text or JSON; in text every field value and message has its control characters escaped, see
+//! [`EscapedFields`]), the Prometheus recorder (process-wide, installed once, with every metric family
 //! described for `# HELP` and `herald_build_info`) and the scrape-time gauges rendered from counts the pipeline reads
 //! ([`GaugeReadings`], [`render_gauges`]): this module sets and renders metrics, it reads nothing.
 
@@ -18,13 +19,86 @@ pub fn init_logs(s: &LogSettings) {
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let _ = match s.format {
         LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder.fmt_fields(EscapedFields).try_init(),
     };
+}
+
+/// The text log's fields, as tracing's default writes them (`message` first and bare, then `name=value`), with every
+/// control character of every value escaped (`\n`, `\r`, `\t`, `\u{1b}`…): values come from outside (a team
+/// annotation, an Application name, a request path), and a raw CR/LF would start a forged log line, an ESC rewrite
+/// the terminal. JSON logs are escaped by JSON itself.
+pub struct EscapedFields;
+
+impl<'w> tracing_subscriber::fmt::FormatFields<'w> for EscapedFields {
+    fn format_fields<R: tracing_subscriber::field::RecordFields>(
+        &self,
+        writer: tracing_subscriber::fmt::format::Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut visitor = EscapingVisitor {
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+struct EscapingVisitor<'w> {
+    writer: tracing_subscriber::fmt::format::Writer<'w>,
+    first: bool,
+    result: std::fmt::Result,
+}
+
+impl tracing::field::Visit for EscapingVisitor<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write;
+        let name = field.name();
+        // What the `log` crate's records carry about themselves: the default formatter leaves it out too.
+        if self.result.is_err() || name.starts_with("log.") {
+            return;
+        }
+        let separator = if self.first { "" } else { " " };
+        self.first = false;
+        self.result = if name == "message" {
+            write!(self.writer, "{separator}")
+        } else {
+            write!(self.writer, "{separator}{}=", name.strip_prefix("r#").unwrap_or(name))
+        }
+        .and_then(|_| write!(Escaping(&mut self.writer), "{value:?}"));
+    }
+}
+
+/// A writer that escapes the control characters (and the Unicode line and paragraph separators, and the bidi
+/// overrides that reorder what a reader sees) of whatever is written through it.
+struct Escaping<'a, W: std::fmt::Write>(&'a mut W);
+
+impl<W: std::fmt::Write> std::fmt::Write for Escaping<'_, W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let mut rest = s;
+        while let Some(at) = rest.find(needs_escape) {
+            self.0.write_str(&rest[..at])?;
+            let c = rest[at..].chars().next().unwrap_or('\0');
+            match c {
+                '\n' => self.0.write_str("\\n")?,
+                '\r' => self.0.write_str("\\r")?,
+                '\t' => self.0.write_str("\\t")?,
+                c => write!(self.0, "\\u{{{:x}}}", c as u32)?,
+            }
+            rest = &rest[at + c.len_utf8()..];
+        }
+        self.0.write_str(rest)
+    }
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 15] = [
+const FAMILIES: [(&str, &str); 16] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_events_received_total",
@@ -49,7 +123,12 @@ const FAMILIES: [(&str, &str); 15] = [
     (
         "herald_auth_failures_total",
         "Requests refused for their credentials, by reason \
-         (missing, malformed, unknown_credential, insufficient_scope).",
+         (missing, malformed, unknown_credential, insufficient_scope, rate_limited: 429 after too many failures).",
+    ),
+    (
+        "herald_requests_refused_total",
+        "Requests refused before any route, by reason (host: not in server.allowed_hosts, content_type: a \
+         state change whose body is not JSON, cross_site: a browser request from another site).",
     ),
     (
         "herald_config_reloads_total",
@@ -205,6 +284,52 @@ fn escape(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_value_with_control_characters_cannot_forge_a_text_log_line() {
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .fmt_fields(EscapedFields)
+            .finish();
+        let team = "payments\r\n2026-01-01T00:00:00Z ERROR herald: forged\u{1b}[2J\u{2028}x";
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("delivery", thread = %team, outbox = 7);
+            let _entered = span.enter();
+            tracing::warn!(app = %"pay\napi", path = "/a\rb", "delivery failed for {team}");
+        });
+        let text = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), 1, "one event, one line: {text:?}");
+        assert!(
+            !text.contains('\r') && !text.contains('\u{1b}') && !text.contains('\u{2028}'),
+            "{text:?}"
+        );
+        for escaped in [
+            "thread=payments\\r\\n2026-01-01T00:00:00Z ERROR herald: forged\\u{1b}[2J\\u{2028}x",
+            "outbox=7",
+            "app=pay\\napi",
+            "path=\"/a\\rb\"",
+            "delivery failed for payments\\r\\n",
+        ] {
+            assert!(text.contains(escaped), "{escaped} in {text:?}");
+        }
+    }
 
     #[test]
     fn unknown_statuses_are_other_and_label_values_are_escaped() {

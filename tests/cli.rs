@@ -593,6 +593,9 @@ impl Server {
                 "-XPOST",
                 "-H",
                 &format!("Authorization: Bearer {token}"),
+                // curl's default for --data-binary is a form's type, which a state change may not have.
+                "-H",
+                "Content-Type: application/json",
                 "--data-binary",
                 body,
             ])

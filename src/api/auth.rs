@@ -2,7 +2,9 @@
 //! [`Scope`], compared in constant time (on SHA-256 digests, so neither content nor length leaks through timing).
 //! Applied once, as route middleware ([`needs`]): a route declares the scope it needs, the handler finds the
 //! [`Caller`] in the request's extensions. Refusals are counted (`herald_auth_failures_total{reason}`) and logged
-//! without the credential, at most once a minute per remote address.
+//! without the credential, at most once a minute per remote address and [`RefusalLog::MAX_LINES`] a minute in all
+//! (then one line with how many were not logged). Guessing is slowed down by [`super::throttle`]: 429 +
+//! `Retry-After` once a client (or all clients together) failed too often.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -20,6 +22,7 @@ use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::throttle::{self, FailureThrottle};
 use super::{ApiError, AppContext};
 use crate::configuration::{AuthSettings, CredentialSecret, Scope};
 use crate::live::Live;
@@ -43,6 +46,8 @@ pub enum Refusal {
     Unknown,
     /// A valid credential whose scope does not allow this.
     Scope { caller: Caller, needed: Scope },
+    /// Not compared: this client (or all together) failed too often; try again after the duration.
+    Throttled(Duration),
 }
 
 impl Refusal {
@@ -52,7 +57,14 @@ impl Refusal {
             Refusal::Malformed => "malformed",
             Refusal::Unknown => "unknown_credential",
             Refusal::Scope { .. } => "insufficient_scope",
+            Refusal::Throttled(_) => "rate_limited",
         }
+    }
+
+    /// Whether this refusal is a guess that failed (what the throttle counts): not a missing credential (a browser
+    /// asks first without one), nor a valid one without the scope.
+    fn is_failed_guess(&self) -> bool {
+        matches!(self, Refusal::Malformed | Refusal::Unknown)
     }
 }
 
@@ -106,6 +118,7 @@ fn find<'a>(candidates: &'a [(Digest32, Caller)], presented: &Digest32) -> Optio
 pub struct Auth {
     keys: Live<Keys>,
     refusals: Mutex<RefusalLog>,
+    throttle: FailureThrottle,
 }
 
 impl Auth {
@@ -113,7 +126,37 @@ impl Auth {
         Self {
             keys: Live::new(Keys::of(s)),
             refusals: Mutex::new(RefusalLog::default()),
+            throttle: FailureThrottle::new(throttle::PER_CLIENT, throttle::TOTAL),
         }
+    }
+
+    /// Whether credentials are configured (so requests need one).
+    pub fn enabled(&self) -> bool {
+        self.keys.get().enabled()
+    }
+
+    /// [`Auth::admit`] for a request from `remote`, slowed down by the throttle: a client that failed too often is
+    /// refused before its credential is compared, and each failed guess is counted.
+    pub fn admit_from(
+        &self,
+        remote: Option<IpAddr>,
+        authorization: Option<&str>,
+        needed: Scope,
+        now: Instant,
+    ) -> Result<Option<Caller>, Refusal> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        if authorization.is_some() {
+            self.throttle.check(remote, now).map_err(Refusal::Throttled)?;
+        }
+        let result = self.admit(authorization, needed);
+        match &result {
+            Err(r) if r.is_failed_guess() => self.throttle.failed(remote, now),
+            Ok(Some(_)) | Err(Refusal::Scope { .. }) => self.throttle.succeeded(remote, now),
+            _ => {}
+        }
+        result
     }
 
     /// Takes the credentials of reloaded settings (already validated).
@@ -156,14 +199,24 @@ impl Auth {
         !self.keys.get().basic.is_empty()
     }
 
-    /// Counts the refusal, and logs it unless this address was logged less than a minute ago.
+    /// Counts the refusal, and logs it unless this address was logged less than a minute ago or the minute's lines
+    /// are used up.
     fn record(&self, refusal: &Refusal, remote: Option<IpAddr>, method: &str, path: &str) {
         metrics::counter!("herald_auth_failures_total", "reason" => refusal.reason()).increment(1);
-        let log = self
-            .refusals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .should_log(remote, Instant::now());
+        let (log, unlogged) = {
+            let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            let unlogged = refusals.take_summary(now);
+            (refusals.should_log(remote, now), unlogged)
+        };
+        if let Some(n) = unlogged {
+            tracing::warn!(
+                unlogged = n,
+                "{n} refused requests were not logged in the last minute (at most {} lines a minute); \
+                 herald_auth_failures_total counts them all",
+                RefusalLog::MAX_LINES
+            );
+        }
         if !log {
             return;
         }
@@ -182,24 +235,67 @@ impl Auth {
                 needed = needed.as_str(),
                 "credential refused: its scope does not allow this"
             ),
+            Refusal::Throttled(wait) => tracing::warn!(
+                reason = refusal.reason(),
+                %remote,
+                %method,
+                %path,
+                retry_after_s = wait.as_secs_f64().ceil() as u64,
+                "request refused: too many failed authentications"
+            ),
             _ => tracing::warn!(reason = refusal.reason(), %remote, %method, %path, "credential refused"),
         }
     }
 }
 
-/// At most one log line per remote address per [`RefusalLog::QUIET`]: a client retrying with a wrong token must
-/// not flood the log (the counter still counts every refusal).
+/// At most one log line per remote address per [`RefusalLog::QUIET`], and [`RefusalLog::MAX_LINES`] per minute in
+/// all: a client retrying with a wrong token, or thousands of addresses at once, must not flood the log (the counter
+/// still counts every refusal; the lines left out are counted in one summary line a minute).
 #[derive(Default)]
 struct RefusalLog {
     last: HashMap<Option<IpAddr>, Instant>,
+    /// The minute being counted: when it started, the lines logged in it, the refusals not logged for the cap.
+    minute: Option<Instant>,
+    lines: usize,
+    unlogged: u64,
 }
 
 impl RefusalLog {
     const QUIET: Duration = Duration::from_secs(60);
     /// Addresses remembered at most; past this, those quiet for a minute are forgotten.
     const MAX_ADDRESSES: usize = 4096;
+    /// Refusal lines per minute, all addresses together.
+    const MAX_LINES: usize = 20;
 
+    /// Whether to log this refusal; a refusal left out only for the per-minute cap is counted for the summary.
     fn should_log(&mut self, remote: Option<IpAddr>, now: Instant) -> bool {
+        if self.minute.is_none() {
+            self.minute = Some(now);
+        }
+        if !self.quiet_enough(remote, now) {
+            return false;
+        }
+        if self.lines >= Self::MAX_LINES {
+            self.unlogged += 1;
+            return false;
+        }
+        self.lines += 1;
+        true
+    }
+
+    /// When the minute is over: how many refusals it left out (if any), and a new minute begins.
+    fn take_summary(&mut self, now: Instant) -> Option<u64> {
+        let started = self.minute?;
+        if now.saturating_duration_since(started) < Self::QUIET {
+            return None;
+        }
+        self.minute = Some(now);
+        self.lines = 0;
+        let n = std::mem::take(&mut self.unlogged);
+        (n > 0).then_some(n)
+    }
+
+    fn quiet_enough(&mut self, remote: Option<IpAddr>, now: Instant) -> bool {
         if self.last.len() >= Self::MAX_ADDRESSES {
             self.last.retain(|_, at| now.duration_since(*at) < Self::QUIET);
             if self.last.len() >= Self::MAX_ADDRESSES {
@@ -234,7 +330,8 @@ async fn authorize(needed: Scope, req: ServiceRequest, next: Next<BoxBody>) -> R
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
-    match ctx.auth.admit(authorization, needed) {
+    let remote = req.peer_addr().map(|a| a.ip());
+    match ctx.auth.admit_from(remote, authorization, needed, Instant::now()) {
         Ok(caller) => {
             if let Some(caller) = caller {
                 req.extensions_mut().insert(caller);
@@ -242,9 +339,14 @@ async fn authorize(needed: Scope, req: ServiceRequest, next: Next<BoxBody>) -> R
             next.call(req).await
         }
         Err(refusal) => {
-            let remote = req.peer_addr().map(|a| a.ip());
             ctx.auth.record(&refusal, remote, req.method().as_str(), req.path());
             Err(match refusal {
+                Refusal::Throttled(wait) => ApiError::TooManyRequests {
+                    message: "too many failed authentications from this address (or from all together); \
+                              try again after Retry-After seconds"
+                        .into(),
+                    retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
+                },
                 Refusal::Scope { caller, needed } => ApiError::Forbidden(format!(
                     "credential {:?} has the scope {}; this needs {}",
                     caller.name,
@@ -279,7 +381,7 @@ mod tests {
     #[test]
     fn a_credential_is_admitted_within_its_scope_and_named() {
         let a = auth(
-            "server: {auth: {ingest_tokens: [argocd-token-0123456], basic: [{username: alice, password: pw, scope: read}]}}",
+            "server: {auth: {ingest_tokens: [argocd-token-0123456], basic: [{username: alice, password: alice-password-0123, scope: read}]}}",
         );
         assert_eq!(
             a.admit(Some("Bearer argocd-token-0123456"), Scope::Ingest),
@@ -293,19 +395,21 @@ mod tests {
             Err(Refusal::Scope { .. })
         ));
         assert_eq!(
-            a.admit(Some(&basic("alice:pw")), Scope::Read)
+            a.admit(Some(&basic("alice:alice-password-0123")), Scope::Read)
                 .map(|c| c.map(|c| c.name)),
             Ok(Some("alice".into()))
         );
         assert!(matches!(
-            a.admit(Some(&basic("alice:pw")), Scope::Admin),
+            a.admit(Some(&basic("alice:alice-password-0123")), Scope::Admin),
             Err(Refusal::Scope { .. })
         ));
     }
 
     #[test]
     fn empty_and_malformed_credentials_are_refused_with_their_reason() {
-        let a = auth("server: {auth: {bearer_tokens: [admin-token-0123456], basic: [{username: u, password: p}]}}");
+        let a = auth(
+            "server: {auth: {bearer_tokens: [admin-token-0123456], basic: [{username: u, password: u-password-0123456}]}}",
+        );
         for (header, reason) in [
             (None, "missing"),
             (Some("Bearer"), "malformed"),
@@ -327,6 +431,59 @@ mod tests {
     fn without_credentials_everyone_is_admitted_anonymously() {
         let a = auth("");
         assert_eq!(a.admit(None, Scope::Admin), Ok(None));
+    }
+
+    #[test]
+    fn refusal_lines_are_bounded_per_minute_and_the_rest_counted_once_a_minute() {
+        let mut log = RefusalLog::default();
+        let t0 = Instant::now();
+        let logged = (0..6000u32)
+            .filter(|i| log.should_log(Some(IpAddr::V4((0x0a00_0000 + i).into())), t0))
+            .count();
+        assert_eq!(logged, RefusalLog::MAX_LINES, "6000 addresses in a moment");
+        assert_eq!(
+            log.take_summary(t0 + Duration::from_secs(30)),
+            None,
+            "the minute is not over"
+        );
+        let summary = log.take_summary(t0 + Duration::from_secs(60));
+        assert_eq!(summary, Some(6000 - RefusalLog::MAX_LINES as u64));
+        assert_eq!(
+            log.take_summary(t0 + Duration::from_secs(61)),
+            None,
+            "one summary a minute"
+        );
+        assert!(log.should_log("192.0.2.1".parse().ok(), t0 + Duration::from_secs(61)));
+    }
+
+    #[test]
+    fn a_client_guessing_too_often_is_refused_before_comparing_even_the_right_token() {
+        let a = auth("server: {auth: {bearer_tokens: [admin-token-0123456]}}");
+        let t0 = Instant::now();
+        let guesser: Option<IpAddr> = "10.0.0.9".parse().ok();
+        for _ in 0..throttle::PER_CLIENT.burst as usize {
+            assert_eq!(
+                a.admit_from(guesser, Some("Bearer wrong-token-0123456"), Scope::Read, t0)
+                    .map_err(|r| r.reason()),
+                Err("unknown_credential")
+            );
+        }
+        let right = a.admit_from(guesser, Some("Bearer admin-token-0123456"), Scope::Read, t0);
+        assert!(matches!(right, Err(Refusal::Throttled(_))), "{right:?}");
+        let other = a.admit_from(
+            "10.0.0.10".parse().ok(),
+            Some("Bearer admin-token-0123456"),
+            Scope::Read,
+            t0,
+        );
+        assert!(matches!(other, Ok(Some(_))), "{other:?}");
+        let later = a.admit_from(
+            guesser,
+            Some("Bearer admin-token-0123456"),
+            Scope::Read,
+            t0 + Duration::from_secs(2),
+        );
+        assert!(matches!(later, Ok(Some(_))), "{later:?}");
     }
 
     #[test]

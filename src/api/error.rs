@@ -26,6 +26,14 @@ pub enum ApiError {
     /// A valid credential without the scope this needs.
     #[error("{0}")]
     Forbidden(String),
+    /// A state-changing request whose body is not JSON (a browser form cannot send JSON across sites).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// A `Host` that is not in `server.allowed_hosts` (DNS rebinding).
+    #[error("{0}")]
+    MisdirectedRequest(String),
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after: u64 },
     #[error("the store is unavailable; try again")]
     Unavailable,
     #[error("internal error")]
@@ -66,6 +74,9 @@ impl ResponseError for ApiError {
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -85,6 +96,9 @@ impl ResponseError for ApiError {
             }
             ApiError::Unavailable => {
                 resp.insert_header((header::RETRY_AFTER, "5"));
+            }
+            ApiError::TooManyRequests { retry_after, .. } => {
+                resp.insert_header((header::RETRY_AFTER, retry_after.to_string()));
             }
             ApiError::MethodNotAllowed(_) => {
                 resp.insert_header((header::ALLOW, "POST, PUT"));

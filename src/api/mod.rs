@@ -1,17 +1,21 @@
 //! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]). One room per resource (`events`, `apps`,
 //! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the routes, each with the
-//! scope it needs (`auth`, route middleware), and holds what they share: the [`AppContext`] and the query helpers.
+//! scope it needs (`auth`, route middleware, slowed down for guessers by `throttle`), and holds what they share: the
+//! [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
+//! cross-site checks).
 
 mod apps;
 mod auth;
 mod error;
 mod events;
+mod forgery;
 mod incidents;
 mod limits;
 mod outbox;
 mod probes;
 mod silences;
 mod status_page;
+mod throttle;
 
 use std::sync::Arc;
 
@@ -22,6 +26,7 @@ use crate::pipeline::Pipeline;
 
 pub use auth::{Auth, Caller};
 pub use error::ApiError;
+pub use forgery::guard as refuse_forgeries;
 pub use limits::BodyBudget;
 
 /// What every handler can reach.
@@ -30,6 +35,8 @@ pub struct AppContext {
     pub auth: Auth,
     pub metrics: metrics_exporter_prometheus::PrometheusHandle,
     pub body_limits: BodyLimits,
+    /// The `Host` names requests may carry (`server.allowed_hosts`).
+    pub hosts: crate::configuration::AllowedHosts,
 }
 
 /// What the event endpoint accepts (`server.max_body_bytes`, `server.max_json_depth`).
@@ -49,7 +56,7 @@ impl BodyLimits {
 }
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
-/// reading the API and the status page needs `read`; silences and retries need `admin`.
+/// reading the API and the status page needs `read`; the raw bodies received, silences and retries need `admin`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     use crate::configuration::Scope::{Admin, Ingest, Read};
     cfg.service(
@@ -72,9 +79,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         "/v1/apps/{namespace}/{name}",
         needing(Read, web::get().to(apps::get_app)),
     )
+    // The bodies as received carry Helm values and last-applied-configuration annotations (secrets, often): admin.
     .route(
         "/v1/apps/{namespace}/{name}/raw",
-        needing(Read, web::get().to(apps::get_raw)),
+        needing(Admin, web::get().to(apps::get_raw)),
     )
     .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))

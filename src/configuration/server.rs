@@ -1,6 +1,7 @@
-//! `server` and `log`: where Herald listens, who may call it and with which scope, and how it logs. Credentials are
-//! checked here, at load: an empty or short token, or an empty basic credential, refuses the whole configuration
-//! (an empty token once let `Authorization: Bearer` with no token in).
+//! `server` and `log`: where Herald listens, under which host names, who may call it and with which scope, and how
+//! it logs. Credentials are checked here, at load: an empty or short token or password, an empty basic username, or
+//! any credential with a control character (a newline) refuses the whole configuration (an empty token once let
+//! `Authorization: Bearer` with no token in).
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,8 @@ pub struct ServerSettings {
     /// An event request not received and handled within this is answered 408 (a slow body is not held forever).
     #[serde(with = "humantime_serde")]
     pub body_read_timeout: std::time::Duration,
+    /// The `Host` names requests may carry (`name` or `name:port`; `*` for any); unset: see [`ServerSettings::hosts`].
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 impl Default for ServerSettings {
@@ -37,6 +40,7 @@ impl Default for ServerSettings {
             max_clock_skew: std::time::Duration::from_secs(300),
             max_inflight_body_bytes: 16 * 1024 * 1024,
             body_read_timeout: std::time::Duration::from_secs(30),
+            allowed_hosts: None,
         }
     }
 }
@@ -67,8 +71,8 @@ impl Scope {
         }
     }
 
-    fn admin() -> Self {
-        Scope::Admin
+    fn read() -> Self {
+        Scope::Read
     }
 }
 
@@ -87,6 +91,8 @@ pub struct AuthSettings {
     pub read_tokens: Vec<TokenEntry>,
     pub basic: Vec<BasicCredential>,
     pub allow_anonymous: bool,
+    /// A reload (SIGHUP) may remove every credential only when the new file says this (see `crate::reload`).
+    pub allow_reload_to_lower: bool,
 }
 
 /// One token: a plain string (its scope is its list's, its name the key path), or `{name, token, scope}`.
@@ -111,7 +117,8 @@ pub struct BasicCredential {
     /// Also the credential's name (the `created_by` of the silences it creates).
     pub username: String,
     pub password: SecretString,
-    #[serde(default = "Scope::admin")]
+    /// `read` unless given: a forgotten scope must not give everything (it once meant `admin`).
+    #[serde(default = "Scope::read")]
     pub scope: Scope,
 }
 
@@ -150,7 +157,7 @@ impl AuthSettings {
                     TokenEntry::Named(n) => (n.name.trim().to_string(), &n.token, n.scope.unwrap_or(list_scope)),
                 };
                 let token = token.expose_secret().trim();
-                if token.chars().count() >= MIN_TOKEN_CHARS && !name.is_empty() {
+                if token.chars().count() >= MIN_TOKEN_CHARS && !name.is_empty() && !has_control(token) {
                     out.push(Credential {
                         name,
                         scope,
@@ -183,22 +190,17 @@ impl AuthSettings {
                     TokenEntry::Named(n) => {
                         if n.name.trim().is_empty() {
                             errors.push(invalid(format!("{at}.name"), "must not be empty"));
+                        } else if has_control(&n.name) {
+                            errors.push(invalid(
+                                format!("{at}.name"),
+                                "must not contain a control character (a newline, a tab…)",
+                            ));
                         }
                         &n.token
                     }
                 };
-                // The message says how long the token is, never what it is.
-                let len = token.expose_secret().trim().chars().count();
-                if len == 0 {
-                    errors.push(invalid(at, "empty token: remove the entry, or give a token"));
-                } else if len < MIN_TOKEN_CHARS {
-                    errors.push(invalid(
-                        at,
-                        format!(
-                            "a token of {len} characters is too short to be secret: use at least {MIN_TOKEN_CHARS} \
-                             (e.g. `openssl rand -hex 32`)"
-                        ),
-                    ));
+                if let Some(problem) = secret_problem("token", token.expose_secret().trim()) {
+                    errors.push(invalid(at, problem));
                 }
             }
         }
@@ -210,17 +212,45 @@ impl AuthSettings {
     }
 }
 
-/// What is wrong with a basic credential, if anything: the field and why.
-fn basic_problem(b: &BasicCredential) -> Option<(&'static str, &'static str)> {
-    if b.username.trim().is_empty() {
-        Some(("username", "must not be empty"))
-    } else if b.username.contains(':') {
-        // Basic sends `username:password`: a colon in the name makes the split ambiguous.
-        Some(("username", "must not contain `:`"))
-    } else if b.password.expose_secret().is_empty() {
-        Some(("password", "must not be empty"))
+/// What is wrong with a secret (a token or a password), if anything. The message says how long it is, never what it
+/// is.
+fn secret_problem(what: &str, secret: &str) -> Option<String> {
+    let len = secret.chars().count();
+    if len == 0 {
+        Some(format!("empty {what}: remove the entry, or give a {what}"))
+    } else if has_control(secret) {
+        // A newline in a secret is a copy-paste accident (or a forged header line), never a credential.
+        Some(format!(
+            "the {what} contains a control character (a newline, a tab…): remove it"
+        ))
+    } else if len < MIN_TOKEN_CHARS {
+        Some(format!(
+            "a {what} of {len} characters is too short to be secret: use at least {MIN_TOKEN_CHARS} \
+             (e.g. `openssl rand -hex 32`)"
+        ))
     } else {
         None
+    }
+}
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+/// What is wrong with a basic credential, if anything: the field and why.
+fn basic_problem(b: &BasicCredential) -> Option<(&'static str, String)> {
+    if b.username.trim().is_empty() {
+        Some(("username", "must not be empty".into()))
+    } else if b.username.contains(':') {
+        // Basic sends `username:password`: a colon in the name makes the split ambiguous.
+        Some(("username", "must not contain `:`".into()))
+    } else if has_control(&b.username) {
+        Some((
+            "username",
+            "must not contain a control character (a newline, a tab…)".into(),
+        ))
+    } else {
+        secret_problem("password", b.password.expose_secret()).map(|p| ("password", p))
     }
 }
 
@@ -265,7 +295,108 @@ impl ServerSettings {
                 format!("{:?} is not an address:port such as 127.0.0.1:8080", self.listen),
             ));
         }
+        for (i, h) in self.allowed_hosts.iter().flatten().enumerate() {
+            if h.trim() != "*" && HostName::parse(h).is_none() {
+                errors.push(invalid(
+                    format!("server.allowed_hosts[{i}]"),
+                    format!(
+                        "{h:?} is not a host name, `name:port` or `*` (e.g. herald.example.com, localhost:8080, [::1])"
+                    ),
+                ));
+            }
+        }
         self.auth.validate(errors);
+    }
+
+    /// The host names requests may carry in `Host`: `allowed_hosts` when set; unset, the loopback names (`localhost`,
+    /// `127.0.0.1`, `[::1]`) and the listen address, on any port — or any host when listening on every interface
+    /// (`0.0.0.0`, `::`), which needs credentials or `allow_anonymous`, and where the names clients use (a Kubernetes
+    /// Service, an ingress, a pod IP) are not known in advance.
+    pub fn hosts(&self) -> AllowedHosts {
+        if let Some(list) = &self.allowed_hosts {
+            if list.iter().any(|h| h.trim() == "*") {
+                return AllowedHosts::Any;
+            }
+            return AllowedHosts::Only(list.iter().filter_map(|h| HostName::parse(h)).collect());
+        }
+        let listen = self.listen.parse::<std::net::SocketAddr>().ok();
+        if listen.is_some_and(|a| a.ip().is_unspecified()) {
+            return AllowedHosts::Any;
+        }
+        let mut names: Vec<HostName> = ["localhost", "127.0.0.1", "[::1]"]
+            .into_iter()
+            .filter_map(HostName::parse)
+            .collect();
+        if let Some(a) = listen.and_then(|a| HostName::parse(&a.ip().to_string()))
+            && !names.contains(&a)
+        {
+            names.push(a);
+        }
+        AllowedHosts::Only(names)
+    }
+}
+
+/// Which `Host` a request may carry (DNS rebinding: a page on `evil.example` resolved to 127.0.0.1 reaches a
+/// loopback Herald with `Host: evil.example`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowedHosts {
+    Any,
+    Only(Vec<HostName>),
+}
+
+impl AllowedHosts {
+    /// Whether a `Host` header value (`name` or `name:port`) is allowed.
+    pub fn allows(&self, host: &str) -> bool {
+        match self {
+            AllowedHosts::Any => true,
+            AllowedHosts::Only(names) => HostName::parse(host).is_some_and(|h| {
+                names
+                    .iter()
+                    .any(|n| n.name == h.name && (n.port.is_none() || n.port == h.port))
+            }),
+        }
+    }
+}
+
+/// A host name (lower case, without a trailing dot; an IPv6 address in brackets) and, when given, a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostName {
+    pub name: String,
+    pub port: Option<u16>,
+}
+
+impl HostName {
+    /// `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6 address; `None` for anything else (a URL, a path,
+    /// a space…).
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        let (name, port) = if let Some(rest) = s.strip_prefix('[') {
+            let (addr, after) = rest.split_once(']')?;
+            let ip: std::net::Ipv6Addr = addr.parse().ok()?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':')?.parse().ok()?),
+            };
+            (format!("[{ip}]"), port)
+        } else if let Ok(ip) = s.parse::<std::net::Ipv6Addr>() {
+            (format!("[{ip}]"), None)
+        } else {
+            let (name, port) = match s.split_once(':') {
+                Some((n, p)) => (n, Some(p.parse().ok()?)),
+                None => (s, None),
+            };
+            let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+            let valid = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .split('.')
+                    .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+            if !valid {
+                return None;
+            }
+            (name, port)
+        };
+        Some(Self { name, port })
     }
 }
 
@@ -308,7 +439,8 @@ mod tests {
             "server: {auth: {bearer_tokens: ['  admin-token-0123456  ', {name: ci, token: ci-token-0123456789, scope: read}],
                              ingest_tokens: [argocd-token-0123456],
                              read_tokens: [{name: grafana, token: grafana-token-012345}],
-                             basic: [{username: alice, password: pw, scope: read}, {username: root, password: pw}]}}",
+                             basic: [{username: alice, password: alice-password-0123, scope: admin},
+                                     {username: bob, password: bob-password-012345}]}}",
         )
         .expect("valid");
         let got: Vec<(String, Scope)> = s
@@ -325,14 +457,96 @@ mod tests {
                 ("ci".to_string(), Scope::Read),
                 ("ingest_tokens[0]".to_string(), Scope::Ingest),
                 ("grafana".to_string(), Scope::Read),
-                ("alice".to_string(), Scope::Read),
-                ("root".to_string(), Scope::Admin),
+                ("alice".to_string(), Scope::Admin),
+                ("bob".to_string(), Scope::Read),
             ]
         );
         let CredentialSecret::Bearer(t) = &s.server.auth.credentials()[0].secret else {
             panic!("a token")
         };
         assert_eq!(t.expose_secret(), "admin-token-0123456", "trimmed");
+    }
+
+    #[test]
+    fn a_basic_password_follows_the_token_rules() {
+        let e = refused("server: {auth: {basic: [{username: ops, password: x}]}}");
+        assert!(
+            e.contains("server.auth.basic[0].password: a password of 1 characters is too short"),
+            "{e}"
+        );
+        assert!(e.contains("at least 16"), "{e}");
+        Settings::from_yaml("server: {auth: {basic: [{username: ops, password: sixteen-chars-ok}]}}")
+            .expect("16 characters are enough");
+    }
+
+    #[test]
+    fn a_credential_with_a_control_character_refuses_the_configuration() {
+        for (yaml, path) in [
+            (
+                "server: {auth: {bearer_tokens: [\"admin-token-0123\\nX-Injected: 1\"]}}",
+                "server.auth.bearer_tokens[0]: the token contains a control character",
+            ),
+            (
+                "server: {auth: {read_tokens: [{name: \"ci\\r\\nforged\", token: read-token-0123456789}]}}",
+                "server.auth.read_tokens[0].name",
+            ),
+            (
+                "server: {auth: {basic: [{username: ops, password: \"a-long-password-0123\\n\"}]}}",
+                "server.auth.basic[0].password: the password contains a control character",
+            ),
+            (
+                "server: {auth: {basic: [{username: \"ops\\u001b[2J\", password: a-long-password-0123}]}}",
+                "server.auth.basic[0].username",
+            ),
+        ] {
+            let e = refused(yaml);
+            assert!(e.contains(path), "{yaml}: {e}");
+            assert!(!e.contains("0123"), "the secret is not shown: {e}");
+        }
+    }
+
+    #[test]
+    fn a_basic_user_without_a_scope_may_only_read() {
+        let s = Settings::from_yaml("server: {auth: {basic: [{username: ops, password: a-long-password-0123}]}}")
+            .expect("valid");
+        assert_eq!(s.server.auth.credentials()[0].scope, Scope::Read);
+    }
+
+    #[test]
+    fn allowed_hosts_default_to_the_loopback_names_and_the_listen_address() {
+        let hosts = |yaml: &str| Settings::from_yaml(yaml).expect(yaml).server.hosts();
+        let loopback = hosts("");
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "LOCALHOST.",
+        ] {
+            assert!(loopback.allows(ok), "{ok}");
+        }
+        for refused in [
+            "evil.example",
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "",
+            "localhost:x",
+        ] {
+            assert!(!loopback.allows(refused), "{refused:?}");
+        }
+        let one = hosts("server: {listen: '10.1.2.3:8080', auth: {allow_anonymous: true}}");
+        assert!(one.allows("10.1.2.3:8080") && one.allows("localhost") && !one.allows("10.1.2.4"));
+        assert_eq!(
+            hosts("server: {listen: '0.0.0.0:8080', auth: {allow_anonymous: true}}"),
+            AllowedHosts::Any,
+            "every interface: the names clients use are not known in advance"
+        );
+        let set = hosts("server: {listen: '0.0.0.0:8080', allowed_hosts: [herald.example.com, 'herald:8080']}");
+        assert!(set.allows("herald.example.com") && set.allows("Herald.Example.Com:443"));
+        assert!(set.allows("herald:8080") && !set.allows("herald:9090") && !set.allows("localhost"));
+        assert_eq!(hosts("server: {allowed_hosts: ['*']}"), AllowedHosts::Any);
+        let e = refused("server: {allowed_hosts: ['https://herald.example.com/']}");
+        assert!(e.contains("server.allowed_hosts[0]"), "{e}");
     }
 
     #[test]

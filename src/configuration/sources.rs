@@ -27,15 +27,19 @@ const FILE_KEYS: [&str; 11] = [
 /// The token lists: comma-separated in the environment, one per line in a `<key>_file`.
 const TOKEN_LISTS: [&str; 3] = ["bearer_tokens", "ingest_tokens", "read_tokens"];
 
-/// Reads the YAML file (when given) and the environment, and merges the environment over the file.
+/// Reads the YAML file (when given) and the environment, and merges the environment over the file. The file is read
+/// once, whole, into memory ([`read_whole`]), and that content is what is parsed and validated.
 pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigError> {
     let mut value = Value::Null;
     if let Some(f) = file {
         if f.exists() {
+            let bytes = read_whole(f, |p| std::fs::read(p))?;
+            let text =
+                String::from_utf8(bytes).map_err(|_| ConfigError::Load(format!("{}: not UTF-8 text", f.display())))?;
             let raw = config::Config::builder()
-                .add_source(config::File::from(f).format(config::FileFormat::Yaml))
+                .add_source(config::File::from_str(&text, config::FileFormat::Yaml))
                 .build()
-                .map_err(|e| ConfigError::Load(e.to_string()))?;
+                .map_err(|e| ConfigError::Load(format!("{}: {e}", f.display())))?;
             value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
         } else if !optional {
             return Err(ConfigError::Load(format!("{}: no such file", f.display())));
@@ -59,6 +63,28 @@ pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigE
     drop_blank_tokens(&mut env);
     merge(&mut value, env);
     Ok(value)
+}
+
+/// The file's content, read with `read`, refused when the file changed while it was read (its size or modification
+/// time differ before and after, or the bytes read are not its size): a file being rewritten is read half-written,
+/// and half a file can be a valid configuration without its credentials.
+pub(super) fn read_whole(
+    file: &Path,
+    read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>,
+) -> Result<Vec<u8>, ConfigError> {
+    let cannot = |e: std::io::Error| ConfigError::Load(format!("{}: {e}", file.display()));
+    let stamp = |m: std::fs::Metadata| (m.len(), m.modified().ok());
+    let before = stamp(std::fs::metadata(file).map_err(cannot)?);
+    let bytes = read(file).map_err(cannot)?;
+    let after = stamp(std::fs::metadata(file).map_err(cannot)?);
+    if before != after || bytes.len() as u64 != after.0 {
+        return Err(ConfigError::Load(format!(
+            "{}: the file changed while it was read; nothing was applied (write it whole, e.g. to a temporary file \
+             renamed over it, then reload again)",
+            file.display()
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Splitting `tok1,` or an empty variable gives empty entries: they are no tokens, not empty tokens (which
@@ -201,6 +227,27 @@ mod tests {
         let mut far = json!({"receivers": []});
         merge(&mut far, json!({"receivers": {"9999": {"name": "c"}}}));
         assert_eq!(far, json!({"receivers": []}), "a far index is ignored, not allocated");
+    }
+
+    #[test]
+    fn a_file_that_changes_while_it_is_read_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let f = dir.path().join("herald.yaml");
+        std::fs::write(&f, "server: {listen: '127.0.0.1:8080'}\n").expect("write");
+        assert!(read_whole(&f, |p| std::fs::read(p)).is_ok());
+        // The writer adds its credentials while Herald reads what is there so far.
+        let err = read_whole(&f, |p| {
+            let partial = std::fs::read(p);
+            std::fs::write(
+                p,
+                "server: {listen: '127.0.0.1:8080', auth: {bearer_tokens: [a-token-0123456789]}}\n",
+            )?;
+            partial
+        })
+        .expect_err("changed while read");
+        assert!(err.to_string().contains("changed while it was read"), "{err}");
+        let err = read_whole(&f, |p| std::fs::read(p).map(|b| b[..5].to_vec())).expect_err("short read");
+        assert!(err.to_string().contains("changed while it was read"), "{err}");
     }
 
     #[test]

@@ -2,11 +2,12 @@
 
 use crate::helpers::*;
 use base64::Engine;
+use std::time::Duration;
 
 #[tokio::test]
 async fn bearer_tokens_and_basic_credentials_are_checked() {
     let app = TestApp::spawn(
-        "server: {auth: {bearer_tokens: [old-token-123-abcdef, new-token-456-abcdef], basic: [{username: argocd, password: s3cret}]}}",
+        "server: {auth: {bearer_tokens: [old-token-123-abcdef, new-token-456-abcdef], basic: [{username: argocd, password: s3cret-password-01, scope: ingest}]}}",
     )
     .await;
     let body = || envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
@@ -27,7 +28,7 @@ async fn bearer_tokens_and_basic_credentials_are_checked() {
         (Some("Basic !!!notbase64".to_string()), 401),
         (Some("Bearer old-token-123-abcdef".to_string()), 202),
         (Some("Bearer new-token-456-abcdef".to_string()), 202),
-        (Some(basic("argocd", "s3cret")), 202),
+        (Some(basic("argocd", "s3cret-password-01")), 202),
     ] {
         let mut req = app.client.post(&url).body(body());
         if let Some(a) = &auth {
@@ -257,7 +258,7 @@ server:
     bearer_tokens: [admin-token-0123456789]
     ingest_tokens: [argocd-token-0123456789]
     read_tokens: [{name: grafana, token: grafana-token-0123456789}]
-    basic: [{username: viewer, password: look-only, scope: read}, {username: alice, password: in-charge}]
+    basic: [{username: viewer, password: look-only-password}, {username: alice, password: in-charge-password, scope: admin}]
 "#;
 
 fn basic(user: &str, password: &str) -> String {
@@ -273,7 +274,7 @@ async fn each_credential_may_do_what_its_scope_allows_and_no_more() {
     let admin = "Bearer admin-token-0123456789";
     let ingest = "Bearer argocd-token-0123456789";
     let read = "Bearer grafana-token-0123456789";
-    let viewer = basic("viewer", "look-only");
+    let viewer = basic("viewer", "look-only-password");
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
     let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
     let silence = format!(r#"{{"matchers":[{{"name":"app","value":"x"}}],"ends_at":"{future}","created_by":"me"}}"#);
@@ -294,6 +295,10 @@ async fn each_credential_may_do_what_its_scope_allows_and_no_more() {
         ("GET", "/v1/silences", String::new(), read, 200),
         ("GET", "/v1/apps/argocd/pay-api", String::new(), read, 200),
         ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), ingest, 403),
+        // The bodies as received carry Helm values and last-applied-configuration: admin only.
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), read, 403),
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), &viewer, 403),
+        ("GET", "/v1/apps/argocd/pay-api/raw", String::new(), admin, 200),
         ("GET", "/", String::new(), ingest, 403),
         ("GET", "/", String::new(), &viewer, 200),
         ("POST", "/v1/silences", silence.clone(), read, 403),
@@ -348,7 +353,7 @@ async fn the_status_page_asks_a_browser_for_a_basic_credential() {
     let r = app
         .client
         .get(format!("{}/", app.address))
-        .basic_auth("viewer", Some("look-only"))
+        .basic_auth("viewer", Some("look-only-password"))
         .send()
         .await
         .expect("req");
@@ -362,9 +367,9 @@ async fn a_silence_without_created_by_is_created_by_the_credential() {
     let app = TestApp::spawn(SCOPED).await;
     let url = format!("{}/v1/silences", app.address);
     let cases = [
-        (basic("alice", "in-charge"), r#""created_by":"","#, "alice"),
+        (basic("alice", "in-charge-password"), r#""created_by":"","#, "alice"),
         ("Bearer admin-token-0123456789".to_string(), "", "bearer_tokens[0]"),
-        (basic("alice", "in-charge"), r#""created_by":"bob","#, "bob"),
+        (basic("alice", "in-charge-password"), r#""created_by":"bob","#, "bob"),
     ];
     for (credential, created_by, expected) in cases {
         let r = app
@@ -447,4 +452,42 @@ async fn refused_credentials_are_counted_and_logged_once_a_minute_without_the_to
         !logs.contains(guess) && !logs.contains("argocd-token-0123456789"),
         "{logs}"
     );
+}
+
+#[tokio::test]
+async fn guessing_tokens_is_answered_429_with_retry_after_even_for_the_right_token() {
+    let app = TestApp::spawn("server: {auth: {ingest_tokens: [argocd-token-0123456789]}}").await;
+    let url = format!("{}/v1/argocd/events", app.address);
+    let post = |token: String| {
+        app.client
+            .post(&url)
+            .bearer_auth(token)
+            .body(envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339()))
+            .send()
+    };
+    let mut statuses = Vec::new();
+    for i in 0..200 {
+        statuses.push(post(format!("guess-{i:016}")).await.expect("req").status().as_u16());
+    }
+    let compared = statuses.iter().filter(|s| **s == 401).count();
+    assert!(statuses[..10].iter().all(|s| *s == 401), "{statuses:?}");
+    assert!(
+        compared <= 12,
+        "200 guesses in a moment, {compared} compared: {statuses:?}"
+    );
+    assert_eq!(statuses.last(), Some(&429));
+
+    let r = post("argocd-token-0123456789".into()).await.expect("req");
+    assert_eq!(r.status(), 429, "the right token is not compared either");
+    let retry_after: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After in seconds");
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    tokio::time::sleep(Duration::from_secs(retry_after) + Duration::from_millis(100)).await;
+    let r = post("argocd-token-0123456789".into()).await.expect("req");
+    assert_eq!(r.status(), 202, "after Retry-After, the right token is in");
+    app.stop().await;
 }

@@ -116,3 +116,97 @@ async fn sighup_reloads_receivers_and_credentials_and_a_broken_file_keeps_the_ru
     assert_eq!(r.status(), 200, "still the reloaded credentials");
     assert!(bin.terminate().success());
 }
+
+async fn anonymous_apps(client: &reqwest::Client, bin: &Binary) -> u16 {
+    client
+        .get(format!("{}/v1/apps", bin.address))
+        .send()
+        .await
+        .expect("req")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_reload_of_an_empty_or_cut_file_keeps_the_credentials_in_force() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sink = dir.path().join("sink.jsonl");
+    let cfg = dir.path().join("herald.yaml");
+    let whole = config(dir.path(), &sink, "");
+    std::fs::write(&cfg, &whole).expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    assert_eq!(anonymous_apps(&client, &bin).await, 401);
+
+    // An empty file, then one cut before `auth:` (as a writer caught half-way leaves it): each valid alone.
+    let cut = &whole[..whole.find("server:").expect("server section")];
+    for (n, text) in [(1, ""), (2, cut)] {
+        std::fs::write(&cfg, text).expect("write");
+        hangup(&bin);
+        logged(&bin, "configuration reload refused", n).await;
+        assert_eq!(anonymous_apps(&client, &bin).await, 401, "file {n}: {}", bin.logs());
+    }
+    assert!(
+        bin.logs().contains("allow_reload_to_lower: true"),
+        "the refusal says how to mean it: {}",
+        bin.logs()
+    );
+
+    // Said in the new file: applied, and Herald answers without credentials.
+    std::fs::write(
+        &cfg,
+        format!("{cut}server: {{listen: \"127.0.0.1:0\", auth: {{allow_reload_to_lower: true}}}}\n"),
+    )
+    .expect("write");
+    hangup(&bin);
+    logged(&bin, "configuration reloaded", 1).await;
+    assert_eq!(anonymous_apps(&client, &bin).await, 200);
+    assert!(bin.logs().contains("removes every credential"), "{}", bin.logs());
+    assert!(bin.terminate().success());
+}
+
+#[tokio::test]
+async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sink = dir.path().join("sink.jsonl");
+    let cfg = dir.path().join("herald.yaml");
+    let whole = config(dir.path(), &sink, "");
+    std::fs::write(&cfg, &whole).expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A writer that truncates and rewrites the file in small pieces, over and over (an editor without a rename).
+    let writer = {
+        let (cfg, whole, stop) = (cfg.clone(), whole.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut f = std::fs::File::create(&cfg).expect("create");
+                for piece in whole.as_bytes().chunks(64) {
+                    f.write_all(piece).expect("write");
+                    f.flush().expect("flush");
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        })
+    };
+    let mut admitted = 0;
+    for _ in 0..100 {
+        hangup(&bin);
+        let r = client
+            .post(format!("{}/v1/argocd/events", bin.address))
+            .body(envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339()))
+            .send()
+            .await
+            .expect("req");
+        if r.status() == 202 {
+            admitted += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("writer");
+    assert_eq!(admitted, 0, "anonymous events admitted: {}", bin.logs());
+    assert!(bin.logs().contains("configuration reload refused"), "{}", bin.logs());
+    assert!(bin.terminate().success());
+}

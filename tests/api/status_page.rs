@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::helpers::*;
 use serde_json::Value;
 
-fn chromium(args: &[&str]) -> std::process::Output {
+pub(crate) fn chromium(args: &[&str]) -> std::process::Output {
     let profile = tempfile::tempdir().expect("profile");
     let bin = ["chromium", "chromium-browser"]
         .into_iter()
