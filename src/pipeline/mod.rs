@@ -255,21 +255,9 @@ impl Pipeline {
         teams
     }
 
-    /// The Application's page in Argo CD, when the URL is known (`context.argocdUrl`, else `argocd.url`).
+    /// The Application's page in Argo CD, when the URL is known (`argocd.url`, else `context.argocdUrl`).
     pub fn app_link(&self, s: &state::AppState) -> Option<String> {
-        let core = self.core();
-        let base = s
-            .snapshot
-            .argocd_url
-            .as_deref()
-            .or(core.settings.argocd.url.as_deref())?;
-        let app = &s.snapshot.app;
-        Some(format!(
-            "{}/applications/{}/{}",
-            base.trim_end_matches('/'),
-            app.namespace,
-            app.name
-        ))
+        crate::argocd::app_url(self.core().settings.argocd.url.as_deref(), &s.snapshot)
     }
 
     /// One page of Applications (see [`AppFilter`]).

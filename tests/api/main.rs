@@ -13,6 +13,7 @@ mod faults;
 mod helpers;
 mod ingest;
 mod initiator;
+mod links;
 mod matrix;
 mod metrics;
 mod redmine;
