@@ -226,7 +226,6 @@ const DROPPED_ANNOTATIONS: &[&str] = &[
 const MAX_ANNOTATION_VALUE: usize = 2048;
 const MAX_ANNOTATIONS: usize = 64;
 
-/// Whether an annotation is kept (see [`cap_annotations`] for how many).
 /// A body's `context.argocdUrl` as Herald keeps it: a safe link ([`crate::domain::link::safe_url`]) without its
 /// trailing slash; `None` for anything else (a line break, markup, another scheme).
 fn link_base(raw: &str) -> Option<String> {
@@ -245,6 +244,7 @@ pub fn app_url(configured: Option<&str>, snap: &Snapshot) -> Option<String> {
     crate::domain::link::app_page(ui_base(configured, snap)?, &snap.app.namespace, &snap.app.name)
 }
 
+/// Whether an annotation is kept (see [`cap_annotations`] for how many).
 fn keep_annotation(key: &str, value: &str) -> bool {
     !DROPPED_ANNOTATIONS.contains(&key) && value.len() <= MAX_ANNOTATION_VALUE
 }
