@@ -3,6 +3,7 @@
 //! once, with errors that say what is wrong and how to fix the notification template.
 
 pub mod api;
+pub mod caps;
 mod typed;
 mod value;
 
@@ -308,7 +309,7 @@ fn string_end(body: &[u8], mut i: usize) -> usize {
     }
 }
 
-/// Parses one request body into a [`Snapshot`]. `max_depth` bounds JSON nesting.
+/// Parses one request body into a [`Snapshot`], bounded ([`caps::bound`]). `max_depth` bounds JSON nesting.
 pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadError> {
     let text_start = body.iter().position(|b| !b.is_ascii_whitespace());
     let Some(start) = text_start else {
@@ -323,8 +324,9 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
     // reader does not take — a wrong type, a missing name, bad UTF-8 — goes through the tolerant reader below, whose
     // answer (the snapshot, or the error naming the field) is the one given: both agree on every body they both take.
     if let Ok(text) = std::str::from_utf8(body)
-        && let Some(snap) = typed::parse(text)
+        && let Some(mut snap) = typed::parse(text)
     {
+        caps::bound(&mut snap);
         return Ok(snap);
     }
     let value: Value = serde_json::from_slice(body).map_err(|e| {
@@ -345,7 +347,9 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
             hint,
         }
     })?;
-    from_value(&value)
+    let mut snap = from_value(&value)?;
+    caps::bound(&mut snap);
+    Ok(snap)
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
