@@ -20,6 +20,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::pipeline::Pipeline;
 
+pub use apps::{MAX_ANSWER_BYTES, MAX_PRUNE_ROWS};
 pub use auth::{Auth, Caller};
 pub use error::ApiError;
 pub use limits::BodyBudget;

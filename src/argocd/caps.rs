@@ -18,6 +18,8 @@ pub const MAX_CONDITIONS: usize = 50;
 pub const MAX_LABELS: usize = 64;
 /// Sources of a multi-source Application.
 pub const MAX_SOURCES: usize = 20;
+/// A whole state, as stored and answered: past it, the resource lists are halved until it fits.
+pub const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
 /// The condition type that says what was left out.
 pub const TRUNCATED: &str = "HeraldTruncated";
 
@@ -52,7 +54,10 @@ fn first<T>(v: &mut Vec<T>, max: usize, what: &str, notes: &mut Vec<String>) {
 
 fn cut_labels(labels: &mut BTreeMap<String, String>, notes: &mut Vec<String>) {
     if labels.len() > MAX_LABELS {
-        notes.push(format!("{} labels: only the first {MAX_LABELS} by name are kept", labels.len()));
+        notes.push(format!(
+            "{} labels: only the first {MAX_LABELS} by name are kept",
+            labels.len()
+        ));
         while labels.len() > MAX_LABELS {
             labels.pop_last();
         }
@@ -61,7 +66,10 @@ fn cut_labels(labels: &mut BTreeMap<String, String>, notes: &mut Vec<String>) {
     let before = labels.len();
     labels.retain(|k, _| k.len() <= MAX_FIELD_BYTES);
     if labels.len() < before {
-        notes.push(format!("{} labels with a name over {MAX_FIELD_BYTES} bytes are left out", before - labels.len()));
+        notes.push(format!(
+            "{} labels with a name over {MAX_FIELD_BYTES} bytes are left out",
+            before - labels.len()
+        ));
     }
     labels.values_mut().for_each(|v| cut(v, MAX_FIELD_BYTES));
 }
@@ -71,7 +79,11 @@ pub fn bound(snap: &mut Snapshot) {
     let mut notes = Vec::new();
     cut(&mut snap.project, MAX_FIELD_BYTES);
     cut_opt(&mut snap.uid, MAX_FIELD_BYTES);
-    for part in [&mut snap.destination.server, &mut snap.destination.name, &mut snap.destination.namespace] {
+    for part in [
+        &mut snap.destination.server,
+        &mut snap.destination.name,
+        &mut snap.destination.namespace,
+    ] {
         cut_opt(part, MAX_FIELD_BYTES);
     }
     cut_labels(&mut snap.labels, &mut notes);
@@ -103,9 +115,21 @@ pub fn bound(snap: &mut Snapshot) {
         cut_opt(&mut op.revision, MAX_FIELD_BYTES);
         first(&mut op.revisions, MAX_SOURCES, "synced revisions", &mut notes);
         op.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
-        first(&mut op.resources, MAX_RESOURCES, "resources in the last sync", &mut notes);
+        first(
+            &mut op.resources,
+            MAX_RESOURCES,
+            "resources in the last sync",
+            &mut notes,
+        );
         for r in &mut op.resources {
-            for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name, &mut r.status, &mut r.hook_phase] {
+            for part in [
+                &mut r.group,
+                &mut r.kind,
+                &mut r.namespace,
+                &mut r.name,
+                &mut r.status,
+                &mut r.hook_phase,
+            ] {
                 cut(part, MAX_FIELD_BYTES);
             }
             cut(&mut r.message, MAX_MESSAGE_BYTES);
@@ -116,11 +140,42 @@ pub fn bound(snap: &mut Snapshot) {
         cut(&mut c.r#type, MAX_FIELD_BYTES);
         cut(&mut c.message, MAX_MESSAGE_BYTES);
     }
+    fit(snap, &mut notes);
     if !notes.is_empty() {
         snap.conditions.push(Condition {
             r#type: TRUNCATED.into(),
             message: format!("the Application is larger than Herald keeps: {}", notes.join("; ")),
         });
+    }
+}
+
+fn size(snap: &Snapshot) -> usize {
+    serde_json::to_vec(snap).map_or(0, |v| v.len())
+}
+
+/// Halves the longer of the resource lists until `snap` serialises to at most [`MAX_SNAPSHOT_BYTES`].
+fn fit(snap: &mut Snapshot, notes: &mut Vec<String>) {
+    let mut cut_to = None;
+    while size(snap) > MAX_SNAPSHOT_BYTES {
+        let synced = snap.operation.as_mut().map(|o| &mut o.resources);
+        let longer = match synced {
+            Some(op) if op.len() > snap.resources.len() => {
+                op.truncate(op.len() / 2);
+                op.len()
+            }
+            _ if !snap.resources.is_empty() => {
+                let half = snap.resources.len() / 2;
+                snap.resources.truncate(half);
+                half
+            }
+            _ => break,
+        };
+        cut_to = Some(longer);
+    }
+    if let Some(n) = cut_to {
+        notes.push(format!(
+            "resource lists cut (down to {n}) to keep the state under {MAX_SNAPSHOT_BYTES} bytes"
+        ));
     }
 }
 
@@ -144,11 +199,14 @@ mod tests {
     #[test]
     fn a_huge_application_is_kept_bounded_with_a_visible_note() {
         let message = "x".repeat(4_000_000);
-        let labels: serde_json::Map<String, serde_json::Value> =
-            (0..1200).map(|k| (format!("l{k:04}"), json!("v".repeat(3000)))).collect();
+        let labels: serde_json::Map<String, serde_json::Value> = (0..1200)
+            .map(|k| (format!("l{k:04}"), json!("v".repeat(3000))))
+            .collect();
         let resources: Vec<_> = (0..36_000)
-            .map(|k| json!({"kind": "ConfigMap", "namespace": "ns", "name": format!("cm-{k}"),
-                            "status": "OutOfSync", "requiresPruning": true, "version": "v1"}))
+            .map(|k| {
+                json!({"kind": "ConfigMap", "namespace": "ns", "name": format!("cm-{k}"),
+                            "status": "OutOfSync", "requiresPruning": true, "version": "v1"})
+            })
             .collect();
         let body = json!({"app": {
             "metadata": {"name": "big", "namespace": "argocd", "labels": labels},
@@ -174,8 +232,31 @@ mod tests {
         assert!(snap.labels.values().all(|v| v.ends_with("(truncated, 3000 bytes)")));
         assert_eq!(snap.resources.len(), MAX_RESOURCES);
         let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
-        assert!(note.message.contains("36000 resources out of sync: only the first 1000 are kept"), "{}", note.message);
+        assert!(
+            note.message
+                .contains("36000 resources out of sync: only the first 1000 are kept"),
+            "{}",
+            note.message
+        );
         assert!(note.message.contains("1200 labels"), "{}", note.message);
+    }
+
+    #[test]
+    fn a_state_with_long_resource_names_is_kept_under_its_byte_bound() {
+        let resources: Vec<_> = (0..3000)
+            .map(|k| {
+                json!({"kind": "k".repeat(500), "namespace": "n".repeat(500), "name": format!("{k}{}", "r".repeat(500)),
+                            "status": "OutOfSync", "requiresPruning": true})
+            })
+            .collect();
+        let body = json!({"app": {"metadata": {"name": "big"}, "status": {"resources": resources}}});
+
+        let snap = parse_body(body.to_string().as_bytes(), 64).expect("valid");
+
+        assert!(size(&snap) <= MAX_SNAPSHOT_BYTES, "{}", size(&snap));
+        assert!(!snap.resources.is_empty() && snap.resources.len() < MAX_RESOURCES);
+        let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
+        assert!(note.message.contains("3000 resources out of sync") && note.message.contains("resource lists cut"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod argocd_source;
 mod auth;
 mod bad_input;
 mod binary;
+mod caps;
 mod change_events;
 mod confirm;
 mod delivery;
