@@ -236,6 +236,49 @@ async fn slow_post(address: &str, length: usize, sent: usize) -> tokio::net::Tcp
     stream
 }
 
+/// Starts a chunked request and sends one small chunk of its body, then nothing more; keeps the connection open.
+async fn slow_chunked_post(address: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let host = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let head = format!("POST /v1/argocd/events HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(b"a\r\n{\"app\": { \r\n").await.expect("a first chunk");
+    stream
+}
+
+#[tokio::test]
+async fn slow_chunked_uploads_do_not_make_other_posts_wait_or_get_503() {
+    // The default budget (16 MiB) is four of the largest bodies (4 MiB): four slow uploads that announce no length
+    // used to take it all, and every other POST waited 5 s for a 503.
+    let app = TestApp::spawn("server: {body_read_timeout: 20s}").await;
+    let mut slow = Vec::new();
+    for _ in 0..4 {
+        slow.push(slow_chunked_post(&app.address).await);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for k in 0..10 {
+        let started = std::time::Instant::now();
+        let r = app
+            .post(envelope(
+                &format!("app-{k}"),
+                "payments",
+                "Synced",
+                "Healthy",
+                &now_rfc3339(),
+            ))
+            .await;
+        assert_eq!(r.status(), 202, "POST {k}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "POST {k} waited {:?}",
+            started.elapsed()
+        );
+    }
+    drop(slow);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     let app = TestApp::spawn("server: {body_read_timeout: 1s}").await;
@@ -254,9 +297,10 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
 
     app.stop().await;
 
-    // While one request holds the whole budget, another waits, then is told to come back (503 + Retry-After).
+    // While one request holds the whole budget (it has sent nearly 4 KiB), another waits, then is told to come
+    // back (503 + Retry-After).
     let app = TestApp::spawn("server: {body_read_timeout: 20s, max_inflight_body_bytes: 4096}").await;
-    let holder = slow_post(&app.address, 4096, 10).await;
+    let holder = slow_post(&app.address, 4096, 4095).await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
     let r = app
@@ -269,6 +313,21 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
     drop(holder);
+    // A slow sender holds only what it has sent: beside one that has sent 10 bytes, a 2 KiB body goes through.
+    let trickle = slow_post(&app.address, 4096, 10).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let r = app
+        .client
+        .post(format!("{}/v1/argocd/events", app.address))
+        .body(format!(
+            "{:<2048}",
+            envelope("billing", "payments", "Synced", "Healthy", &now_rfc3339())
+        ))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 202);
+    drop(trickle);
     // Once the budget is free again (the holder hung up), bodies go through.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let r = app
