@@ -23,8 +23,8 @@ pub(super) async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiEr
 
 /// Reads the body with the configured limit (413 before reading when Content-Length says it is too big). A body
 /// that arrives in one chunk is that chunk, not a copy; one in several is gathered into a buffer of the size
-/// announced, but never more than twice what has arrived (the byte budget counts what has arrived, so a slow
-/// sender cannot make Herald hold memory it has not paid for).
+/// announced, but never more than twice what has arrived (a slow sender's share of the byte budget is what has
+/// arrived, so it cannot make Herald hold memory it has not paid for).
 pub(super) async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
