@@ -289,6 +289,55 @@ async fn slow_chunked_uploads_do_not_make_other_posts_wait_or_get_503() {
     app.stop().await;
 }
 
+/// Posts `body` in 64 KiB pieces 5 ms apart (about 12 MB/s, a sender's pace) and returns the status line's code.
+async fn paced_post(address: String, body: String) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let host = address.trim_start_matches("http://").to_string();
+    let stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
+    let (read, mut write) = stream.into_split();
+    let head = format!(
+        "POST /v1/argocd/events HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    write.write_all(head.as_bytes()).await.expect("head");
+    for piece in body.as_bytes().chunks(64 * 1024) {
+        if write.write_all(piece).await.is_err() {
+            break; // answered early
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut line = String::new();
+    let _ = tokio::io::BufReader::new(read).read_line(&mut line).await;
+    line.split_whitespace().nth(1).unwrap_or("no answer").to_string()
+}
+
+#[tokio::test]
+async fn a_burst_of_large_bodies_at_a_senders_pace_is_read_a_few_at_a_time_each_whole() {
+    // 24 bodies of nearly 4 MB at once against a 16 MiB budget: reading every one a little at a time would leave
+    // all of them waiting for budget the others hold.
+    let app = TestApp::spawn("server: {body_read_timeout: 20s}").await;
+    let posts: Vec<_> = (0..24)
+        .map(|k| {
+            let mut body: serde_json::Value = serde_json::from_str(&envelope(
+                &format!("big-{k}"),
+                "payments",
+                "Synced",
+                "Healthy",
+                &now_rfc3339(),
+            ))
+            .expect("json");
+            body["app"]["metadata"]["annotations"] = serde_json::json!({"padding": "x".repeat(4 * 1024 * 1024 - 1000)});
+            tokio::spawn(paced_post(app.address.clone(), body.to_string()))
+        })
+        .collect();
+    let mut answers = std::collections::BTreeMap::new();
+    for p in posts {
+        *answers.entry(p.await.expect("task")).or_insert(0) += 1;
+    }
+    assert_eq!(answers, std::collections::BTreeMap::from([("202".to_string(), 24)]));
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     let app = TestApp::spawn("server: {body_read_timeout: 1s}").await;
