@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, limit_of, page_json, param, query};
+use super::{ApiError, AppContext, MAX_ANSWER_BYTES, limit, limit_of, page_json, param, query};
 use crate::argocd::AppId;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
@@ -50,10 +50,8 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
     })
 }
 
-/// A page of `/v1/apps` stops growing past this many bytes of items (one item is always given, and a state is at
-/// most [`crate::argocd::caps::MAX_SNAPSHOT_BYTES`]): its `next` link goes on after the last item given.
-pub const MAX_ANSWER_BYTES: usize = 8 << 20;
-/// Applications read from the store at a time, so that a page of large ones is never all in memory at once.
+/// Applications read from the store at a time, so that a page of large ones (a state is at most
+/// [`crate::argocd::caps::MAX_SNAPSHOT_BYTES`]) is never all in memory at once.
 const READ_BATCH: i64 = 50;
 
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
