@@ -105,6 +105,15 @@ fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
         for note in &mut i.notes {
             out.push((note, false));
         }
+        for s in &mut i.sources {
+            out.push((&mut s.repo_url, false));
+            for part in [&mut s.path, &mut s.chart, &mut s.target_revision, &mut s.revision]
+                .into_iter()
+                .flatten()
+            {
+                out.push((part, false));
+            }
+        }
     }
     out
 }
@@ -121,6 +130,13 @@ fn notification(values: &[String]) -> Notification {
     i.messages.push(String::new());
     i.hints.push(Hint::default());
     i.notes.push(String::new());
+    i.sources.push(crate::domain::incident::SourceRevision {
+        path: Some(String::new()),
+        chart: Some(String::new()),
+        target_revision: Some(String::new()),
+        revision: Some(String::new()),
+        ..Default::default()
+    });
     n.incidents = vec![i.clone(), Incident { id: 8, ..i }];
     for (k, (field, _)) in fields(&mut n).into_iter().enumerate() {
         *field = values[k % values.len()].clone();
