@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, limit, limit_of, page_json, param, query};
+use super::{ApiError, AppContext, MAX_ANSWER_BYTES, limit, limit_of, page_json, param, query};
 use crate::argocd::AppId;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
@@ -50,6 +50,10 @@ fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
     })
 }
 
+/// Applications read from the store at a time, so that a page of large ones (a state is at most
+/// [`crate::argocd::caps::MAX_SNAPSHOT_BYTES`]) is never all in memory at once.
+const READ_BATCH: i64 = 50;
+
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: AppQuery = query(&req)?;
     // Argo CD's statuses: a misspelt filter (`outofsync`) is an error, not an empty list.
@@ -83,10 +87,30 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
         after,
         ..Default::default()
     };
-    let apps = ctx.pipeline.apps(&filter).await?;
-    let cursor = apps.last().map(|a| AppCursor::of(&a.state).encode());
-    let items: Vec<_> = apps.iter().map(|a| app_json(&a.team, &a.state)).collect();
-    Ok(HttpResponse::Ok().json(page_json(&req, items, filter.limit, cursor)))
+    let (mut items, mut bytes, mut cursor, mut full) = (Vec::new(), 0, None, false);
+    let mut batch = filter.clone();
+    loop {
+        batch.limit = (filter.limit - items.len() as i64).min(READ_BATCH);
+        let apps = ctx.pipeline.apps(&batch).await?;
+        for a in &apps {
+            let item = app_json(&a.team, &a.state);
+            let size = serde_json::to_vec(&item).map_or(0, |v| v.len());
+            if !items.is_empty() && bytes + size > MAX_ANSWER_BYTES {
+                full = true;
+                break;
+            }
+            bytes += size;
+            items.push(item);
+            cursor = Some(AppCursor::of(&a.state));
+        }
+        if full || (apps.len() as i64) < batch.limit || items.len() as i64 >= filter.limit {
+            break;
+        }
+        batch.after = cursor.clone();
+    }
+    // A page cut by size is as full as one cut by `limit`: it gets a `next` link.
+    let limit = if full { items.len() as i64 } else { filter.limit };
+    Ok(HttpResponse::Ok().json(page_json(&req, items, limit, cursor.map(|c| c.encode()))))
 }
 
 pub(super) async fn get_app(
@@ -146,7 +170,12 @@ struct PruneQuery {
     after: Option<String>,
 }
 
-/// The resources waiting to be pruned, a page of Applications at a time (their resources, the longest waiting first).
+/// Rows of one `/v1/prune-pending` answer: past them, `omitted` says how many more the page's Applications have
+/// (each Application's own list is in `/v1/apps/{namespace}/{name}`).
+pub const MAX_PRUNE_ROWS: usize = 2000;
+
+/// The resources waiting to be pruned, a page of Applications at a time (their resources, the longest waiting
+/// first, at most [`MAX_PRUNE_ROWS`]).
 pub(super) async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: PruneQuery = query(&req)?;
     let after = match q.after.as_deref() {
@@ -161,11 +190,11 @@ pub(super) async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) 
         }
         None => None,
     };
-    let (rows, next) = ctx
+    let (rows, omitted, next) = ctx
         .pipeline
-        .prune_pending(limit_of(q.limit, 200, 1000)?, after.as_ref())
+        .prune_pending(limit_of(q.limit, 200, 1000)?, after.as_ref(), MAX_PRUNE_ROWS)
         .await?;
-    let mut v = json!({"count": rows.len(), "items": rows});
+    let mut v = json!({"count": rows.len(), "items": rows, "omitted": omitted});
     if let Some(next) = next {
         let mut query = url::form_urlencoded::Serializer::new(String::new());
         query.append_pair("after", &next.to_string());

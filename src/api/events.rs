@@ -22,8 +22,9 @@ pub(super) async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiEr
 }
 
 /// Reads the body with the configured limit (413 before reading when Content-Length says it is too big). A body
-/// that arrives in one chunk is that chunk, not a copy; one in several is gathered once, into a buffer of the size
-/// announced.
+/// that arrives in one chunk is that chunk, not a copy; one in several is gathered into a buffer of the size
+/// announced, but never more than twice what has arrived (a slow sender's share of the byte budget is what has
+/// arrived, so it cannot make Herald hold memory it has not paid for).
 pub(super) async fn read_body(
     req: &HttpRequest,
     mut payload: web::Payload,
@@ -50,7 +51,7 @@ pub(super) async fn read_body(
             (Some(buf), _) => buf.extend_from_slice(&chunk),
             (None, None) => first = Some(chunk),
             (None, Some(earlier)) => {
-                let mut buf = web::BytesMut::with_capacity(announced.unwrap_or(0).max(len));
+                let mut buf = web::BytesMut::with_capacity(announced.unwrap_or(0).min(2 * len).max(len));
                 buf.extend_from_slice(&earlier);
                 buf.extend_from_slice(&chunk);
                 gathered = Some(buf);

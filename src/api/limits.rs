@@ -1,23 +1,40 @@
 //! Bounds on what the event endpoint holds at once, so a burst of huge or slow bodies cannot exhaust memory or hold
-//! connections forever: a byte budget shared by the requests being read (`server.max_inflight_body_bytes`; a request
-//! that cannot get its share within a few seconds gets 503 + Retry-After, which Argo CD retries) and a time limit on
-//! each request (`server.body_read_timeout`, 408).
+//! connections forever: a byte budget shared by the requests being read (`server.max_inflight_body_bytes`) and a
+//! time limit on each request (`server.body_read_timeout`, 408).
+//!
+//! A request reserves its share (its Content-Length, or the largest body allowed) before its body is read: a burst
+//! of large bodies is read a few at a time, each whole, rather than all at once and none to the end. A request that
+//! cannot get its share within a few seconds gets 503 + Retry-After, which Argo CD retries. The reservation is kept
+//! only while the body arrives at a sender's pace ([`MIN_RATE`] after [`GRACE`]): a slower one gives back all but
+//! what it has sent and takes its share as its bytes arrive, so slow uploads cannot keep the budget from others.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::error::PayloadError;
 use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
-use tokio::sync::Semaphore;
+use futures_util::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The budget is counted in KiB, so a semaphore's `u32` permits cover terabytes.
 const UNIT: usize = 1024;
 
 /// How long a request waits for its share of the budget before it is told to come back.
 const WAIT: Duration = Duration::from_secs(5);
+
+/// How long any body may take before its pace is judged.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// Bytes per second below which a body keeps only what it has sent (a 4 MB body from Argo CD arrives in well under
+/// a second on any cluster network).
+const MIN_RATE: f64 = 256.0 * 1024.0;
+
+/// How often a body that sends nothing is looked at.
+const TICK: Duration = Duration::from_millis(250);
 
 #[derive(Clone)]
 pub struct BodyBudget {
@@ -38,7 +55,7 @@ impl BodyBudget {
         }
     }
 
-    /// The share a request needs: what its Content-Length says (the largest allowed when it says nothing).
+    /// The share a request reserves: what its Content-Length says (the largest allowed when it says nothing).
     fn share(&self, req: &ServiceRequest) -> u32 {
         let declared = req
             .headers()
@@ -51,12 +68,133 @@ impl BodyBudget {
     }
 }
 
+/// The share of the budget one request holds, given back when it is answered.
+#[derive(Default)]
+struct Held {
+    permit: Option<OwnedSemaphorePermit>,
+    /// More budget could not be had in time: the request is answered 503.
+    busy: bool,
+}
+
+/// Where a body's reading stands.
+struct Reading {
+    payload: Payload,
+    read: usize,
+    started: Instant,
+    /// Judged slow: holds only what it has read, and takes more as it reads.
+    metered: bool,
+    done: bool,
+}
+
+impl Reading {
+    fn too_slow(&self) -> bool {
+        let elapsed = self.started.elapsed();
+        elapsed > GRACE && (self.read as f64) < MIN_RATE * elapsed.as_secs_f64()
+    }
+}
+
+/// Permits for `read` bytes.
+fn units(read: usize, budget: &BodyBudget) -> u32 {
+    (read.div_ceil(UNIT) as u32).min(budget.total)
+}
+
+/// Gives back what `held` has beyond `read` bytes.
+fn keep_only(held: &Mutex<Held>, read: usize, budget: &BodyBudget) {
+    let keep = units(read, budget) as usize;
+    if let Some(p) = &mut lock(held).permit
+        && p.num_permits() > keep
+    {
+        drop(p.split(p.num_permits() - keep));
+    }
+}
+
+/// `payload` within its share of `budget` (held in `held`): see the module's comment.
+fn metered(budget: BodyBudget, held: Arc<Mutex<Held>>, payload: Payload) -> Payload {
+    let start = Reading {
+        payload,
+        read: 0,
+        started: Instant::now(),
+        metered: false,
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(start, move |mut r| {
+        let (budget, held) = (budget.clone(), held.clone());
+        async move {
+            if r.done {
+                return None;
+            }
+            let next = loop {
+                if r.metered {
+                    break r.payload.next().await;
+                }
+                match tokio::time::timeout(TICK, r.payload.next()).await {
+                    Ok(next) => break next,
+                    Err(_) if r.too_slow() => {
+                        keep_only(&held, r.read, &budget);
+                        r.metered = true;
+                    }
+                    Err(_) => {}
+                }
+            };
+            let chunk = match next? {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    r.done = true;
+                    return Some((Err(e), r));
+                }
+            };
+            r.read += chunk.len();
+            if !r.metered && r.too_slow() {
+                keep_only(&held, r.read, &budget);
+                r.metered = true;
+            }
+            let want = units(r.read, &budget);
+            let have = lock(&held).permit.as_ref().map_or(0, |p| p.num_permits() as u32);
+            if want > have {
+                match tokio::time::timeout(WAIT, budget.permits.clone().acquire_many_owned(want - have)).await {
+                    Ok(Ok(more)) => {
+                        let mut h = lock(&held);
+                        match &mut h.permit {
+                            Some(p) => p.merge(more),
+                            None => h.permit = Some(more),
+                        }
+                    }
+                    _ => {
+                        lock(&held).busy = true;
+                        r.done = true;
+                        let e = std::io::Error::other("the shared body budget is in use");
+                        return Some((Err(PayloadError::Io(e)), r));
+                    }
+                }
+            }
+            Some((Ok(chunk), r))
+        }
+    });
+    let boxed: std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<web::Bytes, PayloadError>>>> = Box::pin(stream);
+    Payload::from(boxed)
+}
+
+fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+    // Every use is one short change: a panic while holding it cannot leave it half-changed.
+    held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn refuse(status: actix_web::http::StatusCode, message: &str, retry_after: Option<&str>) -> HttpResponse {
     let mut resp = HttpResponse::build(status);
     if let Some(s) = retry_after {
         resp.insert_header((header::RETRY_AFTER, s));
     }
     resp.json(serde_json::json!({"error": message, "status": status.as_u16()}))
+}
+
+/// 503 + Retry-After: the budget is in use.
+fn busy() -> HttpResponse {
+    metrics::counter!("herald_events_shed_total", "reason" => "busy").increment(1);
+    refuse(
+        actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+        "too many large bodies are being read at once; try again",
+        Some("1"),
+    )
 }
 
 /// The middleware on `/v1/argocd/events`.
@@ -69,19 +207,19 @@ pub async fn bounded(
     };
     let share = budget.share(&req);
     let Ok(Ok(permit)) = tokio::time::timeout(WAIT, budget.permits.clone().acquire_many_owned(share)).await else {
-        metrics::counter!("herald_events_shed_total", "reason" => "busy").increment(1);
-        let resp = refuse(
-            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            "too many large bodies are being read at once; try again",
-            Some("1"),
-        );
-        return Ok(req.into_response(resp));
+        return Ok(req.into_response(busy()));
     };
+    let held = Arc::new(Mutex::new(Held {
+        permit: Some(permit),
+        busy: false,
+    }));
     let (http_req, payload) = req.into_parts();
+    let payload = metered(budget.clone(), held.clone(), payload);
     let req = ServiceRequest::from_parts(http_req.clone(), payload);
     let result = tokio::time::timeout(budget.read_timeout, next.call(req)).await;
-    drop(permit);
+    let shed = std::mem::take(&mut *lock(&held)).busy;
     match result {
+        Ok(_) if shed => Ok(ServiceResponse::new(http_req, busy())),
         Ok(r) => r.map(ServiceResponse::map_into_boxed_body),
         Err(_) => {
             metrics::counter!("herald_events_shed_total", "reason" => "timeout").increment(1);

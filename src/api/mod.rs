@@ -24,6 +24,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::pipeline::Pipeline;
 
+pub use apps::MAX_PRUNE_ROWS;
 pub use auth::{Auth, Caller};
 pub use error::ApiError;
 pub use forgery::guard as refuse_forgeries;
@@ -178,8 +179,12 @@ fn state_param<T>(value: Option<&str>, parse: impl Fn(&str) -> Option<T>, states
     param(value, parse, |s| format!("state must be {states}, not {s:?}"))
 }
 
+/// A page of a list stops growing past this many bytes of items (one item is always given): its `next` link goes
+/// on after the last item given, as when a page has `limit` items.
+pub const MAX_ANSWER_BYTES: usize = 8 << 20;
+
 /// One page of rows listed newest first by id, as the response (see [`page_json`]): `item` writes a row, and the
-/// cursor of the `next` link is the last row's id.
+/// cursor of the `next` link is the last row's id. At most [`MAX_ANSWER_BYTES`] of items.
 fn id_page<T>(
     req: &HttpRequest,
     rows: &[T],
@@ -187,8 +192,19 @@ fn id_page<T>(
     id: impl Fn(&T) -> i64,
     item: impl Fn(&T) -> serde_json::Value,
 ) -> HttpResponse {
-    let cursor = rows.last().map(|r| id(r).to_string());
-    let items = rows.iter().map(item).collect();
+    let (mut items, mut bytes, mut cursor, mut full) = (Vec::new(), 0, None, false);
+    for r in rows {
+        let v = item(r);
+        let size = serde_json::to_vec(&v).map_or(0, |b| b.len());
+        if !items.is_empty() && bytes + size > MAX_ANSWER_BYTES {
+            full = true;
+            break;
+        }
+        bytes += size;
+        items.push(v);
+        cursor = Some(id(r).to_string());
+    }
+    let limit = if full { items.len() as i64 } else { limit };
     HttpResponse::Ok().json(page_json(req, items, limit, cursor))
 }
 
@@ -200,4 +216,38 @@ pub fn data(ctx: AppContext) -> web::Data<AppContext> {
 /// A `no-store` header value, for pages that must not be cached.
 pub fn no_store() -> (header::HeaderName, HeaderValue) {
     (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_page_of_large_rows_stops_at_the_byte_bound_and_links_to_the_rest() {
+        let req = actix_web::test::TestRequest::get()
+            .uri("/v1/incidents?limit=1000&state=firing")
+            .to_http_request();
+        let rows: Vec<i64> = (1..=30).rev().collect();
+        let text = "x".repeat(512 * 1024);
+
+        let answer = id_page(
+            &req,
+            &rows,
+            1000,
+            |r| *r,
+            |r| serde_json::json!({"id": r, "text": text}),
+        );
+
+        let bytes = actix_web::body::to_bytes(answer.into_body()).await.expect("body");
+        assert!(bytes.len() <= MAX_ANSWER_BYTES + 1024, "{} bytes", bytes.len());
+        let page: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        let count = page["count"].as_i64().expect("count");
+        assert!((1..30).contains(&count), "{count} of 30 rows");
+        let last = page["items"][count as usize - 1]["id"].as_i64().expect("id");
+        assert_eq!(
+            page["next"],
+            format!("/v1/incidents?limit=1000&state=firing&after={last}"),
+            "the rest follows"
+        );
+    }
 }

@@ -65,7 +65,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
     };
     let firing = incidents(p, IncidentState::Firing, team.as_deref()).await?;
     let pending = incidents(p, IncidentState::Pending, team.as_deref()).await?;
-    let (mut prunes, more_prunes) = p.prune_pending(SHOWN, None).await?;
+    let (mut prunes, omitted, more_prunes) = p.prune_pending(SHOWN, None, SHOWN as usize).await?;
     if let Some(t) = &team {
         prunes.retain(|r| &r.team == t);
     }
@@ -97,7 +97,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
                 (attention_section(p, &attention, now))
                 (incidents_section(&firing))
                 (pending_section(&pending, now))
-                (prunes_section(&prunes, more_prunes.is_some()))
+                (prunes_section(&prunes, omitted, more_prunes.is_some()))
                 (dead_section(&dead))
                 (silences_section(&silences, now))
             }
@@ -263,9 +263,12 @@ fn fires_in(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-fn prunes_section(prunes: &[PruneRow], more_apps: bool) -> Markup {
+/// The first rows of the resources waiting to be pruned; `omitted` more in the same Applications, and more
+/// Applications when `more_apps`.
+fn prunes_section(prunes: &[PruneRow], omitted: usize, more_apps: bool) -> Markup {
+    let more = more_apps || omitted > 0;
     html! {
-        h2 #prune-pending { "Waiting to be pruned (" (prunes.len()) (if more_apps { "+" } else { "" }) ")" }
+        h2 #prune-pending { "Waiting to be pruned (" (prunes.len() + omitted) (if more_apps { "+" } else { "" }) ")" }
         @if prunes.is_empty() { p.empty { "None." } } @else {
             div.scroll { table #prune-table {
                 tr { th { "Application" } th { "Team" } th { "Resource" } th { "Waiting since" } th { "Prune enabled" } }
@@ -279,7 +282,12 @@ fn prunes_section(prunes: &[PruneRow], more_apps: bool) -> Markup {
                     }
                 }
             } }
-            @if more_apps { p.more { "… and more: " a href="/v1/prune-pending" { "/v1/prune-pending" } } }
+            @if more {
+                p.more #prune-more {
+                    "… and " (if omitted > 0 { format!("{omitted} more resources") } else { "more".to_string() }) ": "
+                    a href="/v1/prune-pending" { "/v1/prune-pending" }
+                }
+            }
         }
     }
 }

@@ -475,6 +475,7 @@ impl Stream {
 /// An Application read from the API: what it says is the state now (no body time), marked as from the API.
 fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
     let mut snap = super::from_value(value)?;
+    super::caps::bound(&mut snap);
     snap.observed_at = None;
     snap.source = super::Source::Api;
     Ok(snap)

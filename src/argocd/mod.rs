@@ -3,6 +3,7 @@
 //! once, with errors that say what is wrong and how to fix the notification template.
 
 pub mod api;
+pub mod caps;
 mod typed;
 mod value;
 
@@ -150,7 +151,8 @@ pub struct Snapshot {
     /// Who told Herald: a webhook body, or the Argo CD API (resync, watch, confirmation).
     #[serde(default)]
     pub source: Source,
-    /// Link base from `context.argocdUrl`.
+    /// Link base from `context.argocdUrl`, when it is a safe link ([`crate::domain::link::safe_url`]); used only
+    /// when `argocd.url` is not configured ([`ui_base`]).
     pub argocd_url: Option<String>,
     /// When Argo CD saw this state: envelope `timestamp`, else the newest of `reconciledAt`,
     /// `operationState.finishedAt/startedAt`, `health.lastTransitionTime`. `None`: the body carries no time.
@@ -235,6 +237,24 @@ const DROPPED_ANNOTATIONS: &[&str] = &[
 const MAX_ANNOTATION_VALUE: usize = 2048;
 const MAX_ANNOTATIONS: usize = 64;
 
+/// A body's `context.argocdUrl` as Herald keeps it: a safe link ([`crate::domain::link::safe_url`]) without its
+/// trailing slash; `None` for anything else (a line break, markup, another scheme).
+fn link_base(raw: &str) -> Option<String> {
+    crate::domain::link::safe_url(raw).map(|u| u.trim_end_matches('/').to_string())
+}
+
+/// The Argo CD UI an Application's links point to: the configured `argocd.url` when there is one, so a body
+/// cannot choose where Herald's buttons point; else the body's `context.argocdUrl` (checked as a link when read).
+/// The one place this is chosen, so that a choice per Argo CD instance can replace it.
+pub fn ui_base<'a>(configured: Option<&'a str>, snap: &'a Snapshot) -> Option<&'a str> {
+    configured.or(snap.argocd_url.as_deref())
+}
+
+/// The Application's page in the Argo CD UI that [`ui_base`] chooses, as a safe link.
+pub fn app_url(configured: Option<&str>, snap: &Snapshot) -> Option<String> {
+    crate::domain::link::app_page(ui_base(configured, snap)?, &snap.app.namespace, &snap.app.name)
+}
+
 /// Whether an annotation is kept (see [`cap_annotations`] for how many).
 fn keep_annotation(key: &str, value: &str) -> bool {
     !DROPPED_ANNOTATIONS.contains(&key) && value.len() <= MAX_ANNOTATION_VALUE
@@ -299,7 +319,7 @@ fn string_end(body: &[u8], mut i: usize) -> usize {
     }
 }
 
-/// Parses one request body into a [`Snapshot`]. `max_depth` bounds JSON nesting.
+/// Parses one request body into a [`Snapshot`], bounded ([`caps::bound`]). `max_depth` bounds JSON nesting.
 pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadError> {
     let text_start = body.iter().position(|b| !b.is_ascii_whitespace());
     let Some(start) = text_start else {
@@ -314,8 +334,9 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
     // reader does not take — a wrong type, a missing name, bad UTF-8 — goes through the tolerant reader below, whose
     // answer (the snapshot, or the error naming the field) is the one given: both agree on every body they both take.
     if let Ok(text) = std::str::from_utf8(body)
-        && let Some(snap) = typed::parse(text)
+        && let Some(mut snap) = typed::parse(text)
     {
+        caps::bound(&mut snap);
         return Ok(snap);
     }
     let value: Value = serde_json::from_slice(body).map_err(|e| {
@@ -336,7 +357,9 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
             hint,
         }
     })?;
-    from_value(&value)
+    let mut snap = from_value(&value)?;
+    caps::bound(&mut snap);
+    Ok(snap)
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
@@ -463,6 +486,41 @@ mod tests {
         assert_eq!(s.app.name, "pay");
         assert_eq!(s.sync_status, "OutOfSync");
         assert_eq!(s.health_status, "Unknown");
+    }
+
+    #[test]
+    fn a_context_argocd_url_is_kept_only_as_a_safe_link_by_both_readers() {
+        for (url, kept) in [
+            ("https://cd.example.com/", Some("https://cd.example.com")),
+            ("https://cd.example.com/ui", Some("https://cd.example.com/ui")),
+            ("https://cd.example.com\n<!channel>", None),
+            ("https://cd.example.com/\n[Fix-it-now](https://evil.example)", None),
+            ("https://cd.example.com/\n!https://evil.example/x.png!", None),
+            ("javascript:alert(1)", None),
+            ("https://user:pw@cd.example.com", None),
+        ] {
+            let body = serde_json::json!({"context": {"argocdUrl": url}, "app": {"metadata": {"name": "pay"}}});
+            let read = parse_body(body.to_string().as_bytes(), 64).expect("valid");
+            let tolerant = from_value(&body).expect("valid");
+            assert_eq!(read.argocd_url.as_deref(), kept, "{url:?}");
+            assert_eq!(tolerant.argocd_url.as_deref(), kept, "{url:?}");
+        }
+    }
+
+    #[test]
+    fn the_configured_argocd_url_wins_over_the_bodys_which_serves_only_without_one() {
+        let body = br#"{"context":{"argocdUrl":"https://chosen-by-sender.example"},"app":{"metadata":{"name":"pay"}}}"#;
+        let mut snap = parse_body(body, 64).expect("valid");
+        assert_eq!(
+            app_url(Some("https://argocd.example.com"), &snap).as_deref(),
+            Some("https://argocd.example.com/applications/argocd/pay")
+        );
+        assert_eq!(
+            app_url(None, &snap).as_deref(),
+            Some("https://chosen-by-sender.example/applications/argocd/pay")
+        );
+        snap.argocd_url = None;
+        assert_eq!(app_url(None, &snap), None);
     }
 
     #[test]

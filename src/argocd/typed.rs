@@ -208,8 +208,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
     if let Some((timestamp, context)) = envelope {
         snap.argocd_url = context
             .and_then(|Obj(c)| c.argocd_url)
-            .filter(|u| u.0.starts_with("http://") || u.0.starts_with("https://"))
-            .map(|u| u.0.trim_end_matches('/').to_string());
+            .and_then(|u| super::link_base(&u.0));
         // A timestamp that is not RFC 3339 is ignored rather than refused, as by the tolerant reader.
         snap.observed_at = timestamp.and_then(|t| parse_time(&t.0));
     }

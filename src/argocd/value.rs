@@ -101,15 +101,12 @@ fn locate(value: &Value) -> Result<(&Value, &'static str, Option<&Envelope>), Pa
     }
 }
 
-/// The link base from the envelope's `context.argocdUrl`, when it is an http(s) URL.
+/// The link base from the envelope's `context.argocdUrl`, when it is a safe link (anything else is dropped).
 fn argocd_url(envelope: Option<&Envelope>) -> Option<String> {
     let Some(Value::Object(ctx)) = envelope?.get("context") else {
         return None;
     };
-    ctx.get("argocdUrl")
-        .and_then(Value::as_str)
-        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-        .map(|u| u.trim_end_matches('/').to_string())
+    ctx.get("argocdUrl").and_then(Value::as_str).and_then(super::link_base)
 }
 
 /// What Herald keeps of `metadata`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ArgoCdSettings {
-    /// Base URL of the Argo CD UI, for links when the body carries no `context.argocdUrl`.
+    /// Base URL of the Argo CD UI, for links; wins over a body's `context.argocdUrl` (see `argocd::ui_base`).
     pub url: Option<String>,
     /// Optional read-only API access: a second source of state (periodic resync, optional watch) and the check
     /// of a condition in the cluster before a timed rule fires.

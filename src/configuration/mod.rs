@@ -157,8 +157,12 @@ impl Settings {
         self.storage.validate(&mut errors);
         self.outbox.validate(&mut errors);
         self.scheduler.validate(&mut errors);
-        if let Some(u) = &self.argocd.url {
-            check_url(&mut errors, "argocd.url", u);
+        // Every link is built on it: it must pass the check each link passes.
+        if let Some(u) = &self.argocd.url
+            && crate::domain::link::safe_url(u).is_none()
+        {
+            let why = "is not a plain http(s) URL (a host, no credentials, no spaces or line breaks)";
+            errors.push(invalid("argocd.url", format!("{u:?} {why}")));
         }
         match errors.len() {
             0 => Ok(()),
@@ -298,6 +302,21 @@ mod tests {
             let err = Settings::from_yaml(yaml).expect_err(yaml).to_string();
             assert!(err.contains(path), "{yaml}: expected {path} in {err}");
         }
+    }
+
+    #[test]
+    fn an_argocd_url_that_is_no_plain_web_url_is_refused() {
+        for url in [
+            "ftp://argocd.example.com",
+            "https://user:pw@argocd.example.com",
+            "argocd.example.com",
+        ] {
+            let err = Settings::from_yaml(&format!("argocd: {{url: '{url}'}}"))
+                .expect_err(url)
+                .to_string();
+            assert!(err.contains("argocd.url"), "{url}: {err}");
+        }
+        Settings::from_yaml("argocd: {url: 'https://argocd.example.com/ui/'}").expect("a plain URL is valid");
     }
 
     #[test]

@@ -95,9 +95,8 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
             });
         }
         if snap.sync_status == "OutOfSync" {
-            let base = snap.argocd_url.as_deref().or(frame.argocd_url);
             out_of_sync.push(OutOfSyncApp {
-                url: base.map(|u| format!("{}/applications/{name}", u.trim_end_matches('/'))),
+                url: crate::argocd::app_url(frame.argocd_url, snap),
                 app: name,
                 since: s.sync_since,
                 revision: snap.revisions.first().cloned(),

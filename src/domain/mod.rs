@@ -4,6 +4,7 @@
 
 pub mod incident;
 pub mod labels;
+pub mod link;
 pub mod notification;
 
 pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};

@@ -63,14 +63,7 @@ pub fn fingerprint(app: &crate::argocd::AppId, kind: Kind, extra: &str) -> Strin
 
 fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argocd_url: Option<&str>) -> Incident {
     let s = &state.snapshot;
-    let url = s.argocd_url.as_deref().or(argocd_url).map(|u| {
-        format!(
-            "{}/applications/{}/{}",
-            u.trim_end_matches('/'),
-            s.app.namespace,
-            s.app.name
-        )
-    });
+    let url = crate::argocd::app_url(argocd_url, s);
     Incident {
         kind,
         severity,
@@ -226,7 +219,7 @@ fn hold(
     // Each resource links to its node in the Argo CD UI, next to the Application's link.
     if let Some(app_url) = view.app_url.clone() {
         for r in &mut view.resources {
-            r.url = Some(resource_url(&app_url, r));
+            r.url = resource_url(&app_url, r);
         }
     }
     view.hints = hints::for_incident(kind, state, &view, rules);

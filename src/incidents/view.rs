@@ -4,6 +4,7 @@
 use crate::argocd::{ResourceStatus, Snapshot, SourceRef};
 use crate::domain::ResourceRef;
 use crate::domain::incident::SourceRevision;
+use crate::domain::link::safe_url;
 
 /// `1 resource`, `2 resources`.
 pub fn plural(n: usize, noun: &str) -> String {
@@ -75,11 +76,12 @@ pub(super) fn resource_ref(r: &ResourceStatus) -> ResourceRef {
     }
 }
 
-/// The resource's node in the Argo CD UI: `…/applications/NS/APP?view=tree&resource=&node=GROUP/KIND/NS/NAME/0`.
-pub(super) fn resource_url(app_url: &str, r: &ResourceRef) -> String {
+/// The resource's node in the Argo CD UI: `…/applications/NS/APP?view=tree&resource=&node=GROUP/KIND/NS/NAME/0`,
+/// as a safe link.
+pub(super) fn resource_url(app_url: &str, r: &ResourceRef) -> Option<String> {
     let node = format!("{}/{}/{}/{}/0", r.group, r.kind, r.namespace, r.name);
     let node: String = url::form_urlencoded::byte_serialize(node.as_bytes()).collect();
-    format!("{app_url}?view=tree&resource=&node={node}")
+    safe_url(&format!("{app_url}?view=tree&resource=&node={node}"))
 }
 
 /// Each source with the revision Argo CD synced (`from_operation`: the last operation's, for a failed sync or a
@@ -111,7 +113,8 @@ fn source(src: &SourceRef, revision: Option<&String>) -> SourceRevision {
     }
 }
 
-/// The commit's page on GitHub or GitLab, when `revision` is a commit hash of a repository there.
+/// The commit's page on GitHub or GitLab, when `revision` is a commit hash of a repository there and the page's
+/// URL is a safe link (a `repoURL` with a line break or markup in it gives none).
 fn commit_url(repo_url: &str, revision: &str) -> Option<String> {
     let is_commit = (7..=40).contains(&revision.len()) && revision.chars().all(|c| c.is_ascii_hexdigit());
     if !is_commit {
@@ -124,13 +127,14 @@ fn commit_url(repo_url: &str, revision: &str) -> Option<String> {
     };
     let web = web.trim_end_matches('/').trim_end_matches(".git");
     let host = url::Url::parse(web).ok()?.host_str()?.to_string();
-    if host == "github.com" || host.ends_with(".github.com") {
-        Some(format!("{web}/commit/{revision}"))
+    let page = if host == "github.com" || host.ends_with(".github.com") {
+        format!("{web}/commit/{revision}")
     } else if host == "gitlab.com" || host.starts_with("gitlab.") {
-        Some(format!("{web}/-/commit/{revision}"))
+        format!("{web}/-/commit/{revision}")
     } else {
-        None
-    }
+        return None;
+    };
+    safe_url(&page)
 }
 
 #[cfg(test)]
@@ -161,6 +165,23 @@ mod tests {
         );
         assert_eq!(commit_url("ghcr.io/stefanprodan/charts", "6.9.0"), None);
         assert_eq!(commit_url("https://github.com/acme/apps", "main"), None);
+    }
+
+    #[test]
+    fn a_repo_url_with_a_line_break_or_markup_gives_no_commit_link() {
+        let sha = "3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5";
+        for hostile in [
+            "https://github.com/acme/apps\n<!channel>",
+            "https://github.com/acme/apps\r\n[Fix-it-now](https://evil.example)",
+            "git@github.com:acme/apps.git\n@here",
+            "https://github.com/acme/apps <!channel>",
+        ] {
+            assert_eq!(commit_url(hostile, sha), None, "{hostile:?}");
+        }
+        assert_eq!(
+            commit_url("https://github.com/acme/a)pps", sha).as_deref(),
+            Some("https://github.com/acme/a%29pps/commit/3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")
+        );
     }
 
     #[test]

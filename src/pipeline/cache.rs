@@ -21,16 +21,38 @@ use crate::store::{Engine, Store, StoreError, StoredApp};
 /// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
 /// not remembered is read from the store when a body for it comes (as every one was before the cache).
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
+/// And how many bytes (each state's JSON size): large Applications (up to `caps::MAX_SNAPSHOT_BYTES` each) make
+/// the cache remember fewer of them, the least recently used being forgotten first.
+pub(super) const MAX_BYTES: usize = 64 << 20;
 
 pub(super) struct AppCache {
-    lru: lru::LruCache<AppId, StoredApp>,
+    /// Each entry with its size in bytes.
+    lru: lru::LruCache<AppId, (StoredApp, usize)>,
+    bytes: usize,
+}
+
+/// What an entry weighs: its state's JSON size (what it also costs in the store), plus the entry itself.
+fn weight(entry: &StoredApp) -> usize {
+    serde_json::to_vec(&entry.state).map_or(0, |v| v.len()) + entry.team.len() + 64
 }
 
 impl AppCache {
     pub(super) fn new() -> Self {
         Self {
             lru: lru::LruCache::new(CAPACITY),
+            bytes: 0,
         }
+    }
+
+    /// The bytes the remembered states weigh.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lru.len()
     }
 
     /// Takes the Applications `ids` out of the cache (checked against the stored versions where other replicas may
@@ -40,7 +62,8 @@ impl AppCache {
         let mut missing = Vec::new();
         for id in ids {
             match self.lru.pop(id) {
-                Some(entry) => {
+                Some((entry, size)) => {
+                    self.bytes -= size;
                     taken.insert(id.clone(), entry);
                 }
                 None => missing.push(id.clone()),
@@ -66,13 +89,23 @@ impl AppCache {
     /// Puts back what a committed batch holds.
     pub(super) fn put_back(&mut self, apps: impl IntoIterator<Item = (AppId, StoredApp)>) {
         for (id, entry) in apps {
-            self.lru.put(id, entry);
+            let size = weight(&entry);
+            if let Some((_, (_, old))) = self.lru.push(id, (entry, size)) {
+                self.bytes -= old;
+            }
+            self.bytes += size;
+            while self.bytes > MAX_BYTES
+                && let Some((_, (_, old))) = self.lru.pop_lru()
+            {
+                self.bytes -= old;
+            }
         }
     }
 
     /// Forgets everything (rows were removed behind the writer's back: the purge of deleted Applications).
     pub(super) fn clear(&mut self) {
         self.lru.clear();
+        self.bytes = 0;
     }
 }
 
@@ -111,5 +144,63 @@ impl SeenTimes {
         if let Some(at) = self.latest(&state.snapshot.app) {
             state.last_seen = state.last_seen.max(at);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A stored state of `name` with 1,000 resources with long names: about 0.6 MB.
+    fn large(name: &str) -> (AppId, StoredApp) {
+        let resources: Vec<_> = (0..1000)
+            .map(|k| {
+                json!({"kind": "ConfigMap", "namespace": "ns", "name": format!("{k}-{}", "x".repeat(500)),
+                            "status": "OutOfSync", "requiresPruning": true})
+            })
+            .collect();
+        let body = json!({"app": {"metadata": {"name": name}, "status": {"resources": resources}}});
+        let snap = crate::argocd::parse_body(body.to_string().as_bytes(), 64).expect("valid");
+        let crate::state::Outcome::Changed { state, .. } = crate::state::apply(None, snap, Utc::now()) else {
+            panic!("a new Application is a change");
+        };
+        let id = state.snapshot.app.clone();
+        (
+            id,
+            StoredApp {
+                team: "t".into(),
+                state: *state,
+                version: 1,
+            },
+        )
+    }
+
+    #[test]
+    fn large_applications_are_remembered_within_the_byte_bound_the_oldest_forgotten() {
+        let mut cache = AppCache::new();
+        let names: Vec<String> = (0..200).map(|k| format!("app-{k}")).collect();
+        for name in &names {
+            cache.put_back([large(name)]);
+        }
+        assert!(cache.bytes() <= MAX_BYTES, "{} bytes", cache.bytes());
+        assert!(
+            cache.len() < names.len() && cache.len() > 50,
+            "{} remembered",
+            cache.len()
+        );
+        let newest = AppId {
+            namespace: "argocd".into(),
+            name: "app-199".into(),
+        };
+        let oldest = AppId {
+            namespace: "argocd".into(),
+            name: "app-0".into(),
+        };
+        assert!(cache.lru.contains(&newest) && !cache.lru.contains(&oldest));
+        let sum: usize = cache.lru.iter().map(|(_, (_, size))| size).sum();
+        assert_eq!(sum, cache.bytes(), "the count follows every entry");
+        cache.clear();
+        assert_eq!(cache.bytes(), 0);
     }
 }

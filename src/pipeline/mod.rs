@@ -260,21 +260,9 @@ impl Pipeline {
         teams
     }
 
-    /// The Application's page in Argo CD, when the URL is known (`context.argocdUrl`, else `argocd.url`).
+    /// The Application's page in Argo CD, when the URL is known (`argocd.url`, else `context.argocdUrl`).
     pub fn app_link(&self, s: &state::AppState) -> Option<String> {
-        let core = self.core();
-        let base = s
-            .snapshot
-            .argocd_url
-            .as_deref()
-            .or(core.settings.argocd.url.as_deref())?;
-        let app = &s.snapshot.app;
-        Some(format!(
-            "{}/applications/{}/{}",
-            base.trim_end_matches('/'),
-            app.namespace,
-            app.name
-        ))
+        crate::argocd::app_url(self.core().settings.argocd.url.as_deref(), &s.snapshot)
     }
 
     /// One page of Applications (see [`AppFilter`]).
@@ -349,16 +337,20 @@ impl Pipeline {
 
     /// The resources waiting to be pruned of at most `limit` Applications (by name, after `after`), the longest
     /// waiting first; with the last Application read, the cursor of the next page (`None`: no more).
+    /// The resources waiting to be pruned of a page of `limit` Applications (after `after`): at most `max_rows`,
+    /// the longest waiting first, with how many more there are in those Applications, and the next page's cursor.
     pub async fn prune_pending(
         &self,
         limit: i64,
         after: Option<&AppId>,
-    ) -> Result<(Vec<PruneRow>, Option<AppId>), PipelineError> {
+        max_rows: usize,
+    ) -> Result<(Vec<PruneRow>, usize, Option<AppId>), PipelineError> {
         let apps = self.core().store.apps_with_pending_prunes(limit, after).await?;
         let next = (apps.len() as i64 == limit)
             .then(|| apps.last().map(|a| a.state.snapshot.app.clone()))
             .flatten();
         let mut rows = Vec::new();
+        let mut omitted = 0;
         for mut a in apps {
             self.core().seen.overlay(&mut a.state);
             let s = &a.state;
@@ -376,9 +368,15 @@ impl Pipeline {
                     prune_enabled: s.snapshot.sync_policy.prune,
                 });
             }
+            // Never more than one Application's rows beyond `max_rows` held at once.
+            if rows.len() > max_rows {
+                rows.sort_by_key(|r| r.waiting_since);
+                omitted += rows.len() - max_rows;
+                rows.truncate(max_rows);
+            }
         }
         rows.sort_by_key(|r| r.waiting_since);
-        Ok((rows, next))
+        Ok((rows, omitted, next))
     }
 
     pub async fn add_silence(&self, silence: &Silence) -> Result<(), PipelineError> {

@@ -76,7 +76,8 @@ pub fn message(n: &Notification, body: &str) -> String {
 #[async_trait::async_trait]
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let body = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::console_text(n));
+        let body = render::custom_text(self.template.as_deref(), n, render::escape::console)?
+            .unwrap_or_else(|| render::console_text(n));
         let message = if self.json {
             let line = serde_json::json!({
                 "level": "INFO",

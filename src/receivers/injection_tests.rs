@@ -105,6 +105,15 @@ fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
         for note in &mut i.notes {
             out.push((note, false));
         }
+        for s in &mut i.sources {
+            out.push((&mut s.repo_url, false));
+            for part in [&mut s.path, &mut s.chart, &mut s.target_revision, &mut s.revision]
+                .into_iter()
+                .flatten()
+            {
+                out.push((part, false));
+            }
+        }
     }
     out
 }
@@ -121,6 +130,13 @@ fn notification(values: &[String]) -> Notification {
     i.messages.push(String::new());
     i.hints.push(Hint::default());
     i.notes.push(String::new());
+    i.sources.push(crate::domain::incident::SourceRevision {
+        path: Some(String::new()),
+        chart: Some(String::new()),
+        target_revision: Some(String::new()),
+        revision: Some(String::new()),
+        ..Default::default()
+    });
     n.incidents = vec![i.clone(), Incident { id: 8, ..i }];
     for (k, (field, _)) in fields(&mut n).into_iter().enumerate() {
         *field = values[k % values.len()].clone();
@@ -456,4 +472,96 @@ fn text_in_a_digest_cannot_mention_link_inject_html_or_break_lines_in_any_receiv
         "webhook",
     ];
     hostile_values_act_on_nothing(32, digest_notification, plain_digest, &kinds);
+}
+
+/// Links a sender chose (`context.argocdUrl`, `spec.source.repoURL`): a line break then a mention, a Markdown
+/// link, a Jira image or heading; another scheme; a URL whose own characters close a link.
+const HOSTILE_URLS: &[&str] = &[
+    "https://argocd.example.com\n<!channel>",
+    "https://argocd.example.com/\r\n@here",
+    "https://argocd.example.com/\n[Fix-it-now](https://evil.example)",
+    "https://argocd.example.com/\n!https://evil.example/x.png!",
+    "https://argocd.example.com/\nh1. Owned",
+    "https://argocd.example.com/a)[Fix-it-now](https://evil.example",
+    "https://argocd.example.com/a|Fix-it-now]",
+    "javascript:alert(1)",
+];
+
+/// Every `(key, string)` inside a JSON value.
+fn keyed_strings<'v>(key: &'v str, v: &'v Value, out: &mut Vec<(&'v str, &'v str)>) {
+    match v {
+        Value::String(s) => out.push((key, s)),
+        Value::Array(a) => a.iter().for_each(|x| keyed_strings(key, x, out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| keyed_strings(k, x, out)),
+        _ => {}
+    }
+}
+
+/// The fixture notification with every link (and the repository's URL, shown as text) set to `url`.
+fn with_links(url: &str) -> Notification {
+    let mut n = testing::notification(Action::Open);
+    let i = &mut n.incidents[0];
+    i.app_url = Some(url.into());
+    i.resources[0].url = Some(url.into());
+    i.sources = vec![crate::domain::incident::SourceRevision {
+        repo_url: url.into(),
+        revision: Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5".into()),
+        commit_url: Some(url.into()),
+        ..Default::default()
+    }];
+    n
+}
+
+#[test]
+fn hostile_argocd_and_repository_urls_reach_no_receiver_as_a_line_or_markup_of_their_own() {
+    let benign = with_links(testing::APP_URL);
+    for hostile in HOSTILE_URLS {
+        let n = with_links(hostile);
+        for kind in KINDS {
+            let (h, b) = renderings(kind, &n, &benign);
+            for (h, b) in h.iter().zip(&b) {
+                let extra = more(acts(h.markup, &h.text), acts(b.markup, &b.text));
+                assert!(
+                    extra.is_empty(),
+                    "{kind} {} acts on {extra:?} from {hostile:?}:\n{}",
+                    h.name,
+                    h.text
+                );
+                if let Ok(v) = serde_json::from_str::<Value>(&h.text) {
+                    let mut all = Vec::new();
+                    keyed_strings("", &v, &mut all);
+                    for (key, s) in all {
+                        let link = key.ends_with("url") || key.ends_with("href") || key == "links";
+                        assert!(
+                            !link || key == "repo_url" || crate::domain::link::is_safe(s),
+                            "{kind} {} links {key}={s:?}",
+                            h.name
+                        );
+                    }
+                    continue;
+                }
+                for line in h.text.lines() {
+                    let line = line.trim_start();
+                    for start in ["<!channel>", "@here", "[Fix-it-now]", "!https://evil", "h1."] {
+                        assert!(
+                            !line.starts_with(start),
+                            "{kind} {}: a line of its own:\n{}",
+                            h.name,
+                            h.text
+                        );
+                    }
+                }
+                let linked = ["(", "|", "href=\"", "<"]
+                    .iter()
+                    .any(|p| h.text.contains(&format!("{p}javascript:")));
+                assert!(!linked, "{kind} {}: a javascript: link\n{}", h.name, h.text);
+                let markup = match h.markup {
+                    Markup::CommonMark => "[Fix-it-now](https://evil",
+                    Markup::JiraWiki => "!https://evil.example/x.png!",
+                    _ => continue,
+                };
+                assert!(!h.text.contains(markup), "{kind} {}: {markup}\n{}", h.name, h.text);
+            }
+        }
+    }
 }

@@ -48,7 +48,7 @@ pub fn text(n: &Notification) -> String {
 #[async_trait::async_trait]
 impl Receiver for Mattermost {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let text = match render::custom_text(self.template.as_deref(), n)? {
+        let text = match render::custom_text(self.template.as_deref(), n, render::escape::commonmark)? {
             Some(t) => t,
             None => text(n),
         };

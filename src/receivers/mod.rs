@@ -271,11 +271,26 @@ pub struct BuildError {
     pub message: String,
 }
 
+/// The receiver `r` describes, seeing only safe links ([`LinksChecked`]).
 pub fn build(r: &ReceiverSettings, shared: &Shared) -> Result<Arc<dyn Receiver>, BuildError> {
-    r.kind.integration().build(r, shared).map_err(|message| BuildError {
-        name: r.name.clone(),
-        message,
-    })
+    match r.kind.integration().build(r, shared) {
+        Ok(inner) => Ok(Arc::new(LinksChecked(inner))),
+        Err(message) => Err(BuildError {
+            name: r.name.clone(),
+            message,
+        }),
+    }
+}
+
+/// A receiver handed every notification with its unsafe links removed ([`crate::domain::link::checked`]): a
+/// link reaches a target only as an http(s) URL written back from its parse, whatever the rendering or template.
+struct LinksChecked(Arc<dyn Receiver>);
+
+#[async_trait::async_trait]
+impl Receiver for LinksChecked {
+    async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
+        self.0.deliver(&crate::domain::link::checked(n), memo).await
+    }
 }
 
 /// Builds every configured receiver, by name.

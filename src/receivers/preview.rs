@@ -73,6 +73,8 @@ pub const KINDS: [&str; 14] = [
 /// What a receiver of kind `kind` (its key in `receivers[]`) sends for `n` at `now`, without a custom template;
 /// `None` for an unknown kind. Secrets (a PagerDuty routing key) are shown as placeholders.
 pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<Part>> {
+    // As a built receiver sees it: unsafe links removed.
+    let n = &*crate::domain::link::checked(n);
     let parts = match kind {
         "console" => vec![part(
             "txt",

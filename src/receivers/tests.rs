@@ -283,3 +283,58 @@ async fn an_unreachable_webhook_is_transient_and_keeps_the_url_secret() {
         assert_no_secret(&e, &SECRETS);
     }
 }
+
+#[tokio::test]
+async fn every_built_chat_and_webhook_receiver_sends_only_safe_links() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&server)
+        .await;
+    let base = server.uri();
+    let yaml = format!(
+        r#"
+receivers:
+  - {{name: slack, slack: {{webhook_url: "{base}/slack"}}}}
+  - {{name: msteams, msteams: {{webhook_url: "{base}/teams"}}}}
+  - {{name: googlechat, googlechat: {{webhook_url: "{base}/gchat"}}}}
+  - {{name: mattermost, mattermost: {{webhook_url: "{base}/mm"}}}}
+  - {{name: webhook, webhook: {{url: "{base}/hook"}}}}
+"#
+    );
+    let settings = std::sync::Arc::new(Settings::from_yaml(&yaml).expect("valid"));
+    let built = build_all(&Shared::new(settings, testing::clock())).expect("builds");
+    let hostile = "https://argocd.example.com/\n<!channel> [Fix-it-now](https://evil.example)";
+    let mut n = testing::notification(Action::Open);
+    n.incidents[0].app_url = Some(hostile.into());
+    n.incidents[0].resources[0].url = Some(hostile.into());
+    let safe = testing::notification(Action::Open);
+
+    for (name, receiver) in &built {
+        receiver.deliver(&n, None).await.expect(name);
+        receiver.deliver(&safe, None).await.expect(name);
+    }
+
+    let sent = requests(&server).await;
+    assert_eq!(sent.len(), 2 * built.len());
+    for pair in sent.chunks(2) {
+        let (hostile_body, safe_body) = (
+            String::from_utf8_lossy(&pair[0].body),
+            String::from_utf8_lossy(&pair[1].body),
+        );
+        let path = pair[0].url.path();
+        assert!(!hostile_body.contains("<!channel>"), "{path}: {hostile_body}");
+        assert!(
+            !hostile_body.contains("](https://evil.example"),
+            "{path}: {hostile_body}"
+        );
+        assert!(
+            !hostile_body.contains("argocd.example.com/\\n"),
+            "{path}: {hostile_body}"
+        );
+        assert!(
+            safe_body.contains(testing::APP_URL),
+            "{path}: a safe link is kept: {safe_body}"
+        );
+    }
+}

@@ -37,7 +37,6 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
         (None, true) => "automated".into(),
         (None, false) => "unknown".into(),
     };
-    let base = s.argocd_url.as_deref().or(settings.argocd.url.as_deref());
     Some(Change {
         app_namespace: s.app.namespace.clone(),
         app_name: s.app.name.clone(),
@@ -47,14 +46,7 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
         previous_revision: before,
         initiator,
         finished_at: op.finished_at.unwrap_or(now),
-        app_url: base.map(|b| {
-            format!(
-                "{}/applications/{}/{}",
-                b.trim_end_matches('/'),
-                s.app.namespace,
-                s.app.name
-            )
-        }),
+        app_url: crate::argocd::app_url(settings.argocd.url.as_deref(), s),
     })
 }
 

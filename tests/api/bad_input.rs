@@ -240,6 +240,108 @@ async fn slow_post(address: &str, length: usize, sent: usize) -> tokio::net::Tcp
     stream
 }
 
+/// Starts a chunked request and sends one small chunk of its body, then nothing more; keeps the connection open.
+async fn slow_chunked_post(address: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let host = address.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let head = format!("POST /v1/argocd/events HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(b"a\r\n{\"app\": { \r\n").await.expect("a first chunk");
+    stream
+}
+
+#[tokio::test]
+async fn slow_chunked_uploads_do_not_make_other_posts_wait_or_get_503() {
+    // The default budget (16 MiB) is four of the largest bodies (4 MiB): four slow uploads that announce no length
+    // used to take it all, and every other POST waited 5 s for a 503. Now a body that has not come at a sender's
+    // pace within a second keeps only what it has sent.
+    let app = TestApp::spawn("server: {body_read_timeout: 20s}").await;
+    let mut slow = Vec::new();
+    for _ in 0..4 {
+        slow.push(slow_chunked_post(&app.address).await);
+    }
+    let started = std::time::Instant::now();
+    let r = app
+        .post(envelope("first", "payments", "Synced", "Healthy", &now_rfc3339()))
+        .await;
+    assert_eq!(r.status(), 202, "the first POST beside them");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2500),
+        "waited {:?}",
+        started.elapsed()
+    );
+    for k in 0..10 {
+        let started = std::time::Instant::now();
+        let r = app
+            .post(envelope(
+                &format!("app-{k}"),
+                "payments",
+                "Synced",
+                "Healthy",
+                &now_rfc3339(),
+            ))
+            .await;
+        assert_eq!(r.status(), 202, "POST {k}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "POST {k} waited {:?}",
+            started.elapsed()
+        );
+    }
+    drop(slow);
+    app.stop().await;
+}
+
+/// Posts `body` in 64 KiB pieces 5 ms apart (about 12 MB/s, a sender's pace) and returns the status line's code.
+async fn paced_post(address: String, body: String) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let host = address.trim_start_matches("http://").to_string();
+    let stream = tokio::net::TcpStream::connect(&host).await.expect("connect");
+    let (read, mut write) = stream.into_split();
+    let head = format!(
+        "POST /v1/argocd/events HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    write.write_all(head.as_bytes()).await.expect("head");
+    for piece in body.as_bytes().chunks(64 * 1024) {
+        if write.write_all(piece).await.is_err() {
+            break; // answered early
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut line = String::new();
+    let _ = tokio::io::BufReader::new(read).read_line(&mut line).await;
+    line.split_whitespace().nth(1).unwrap_or("no answer").to_string()
+}
+
+#[tokio::test]
+async fn a_burst_of_large_bodies_at_a_senders_pace_is_read_a_few_at_a_time_each_whole() {
+    // 24 bodies of nearly 4 MB at once against a 16 MiB budget: reading every one a little at a time would leave
+    // all of them waiting for budget the others hold.
+    let app = TestApp::spawn("server: {body_read_timeout: 20s}").await;
+    let posts: Vec<_> = (0..24)
+        .map(|k| {
+            let mut body: serde_json::Value = serde_json::from_str(&envelope(
+                &format!("big-{k}"),
+                "payments",
+                "Synced",
+                "Healthy",
+                &now_rfc3339(),
+            ))
+            .expect("json");
+            body["app"]["metadata"]["annotations"] = serde_json::json!({"padding": "x".repeat(4 * 1024 * 1024 - 1000)});
+            tokio::spawn(paced_post(app.address.clone(), body.to_string()))
+        })
+        .collect();
+    let mut answers = std::collections::BTreeMap::new();
+    for p in posts {
+        *answers.entry(p.await.expect("task")).or_insert(0) += 1;
+    }
+    assert_eq!(answers, std::collections::BTreeMap::from([("202".to_string(), 24)]));
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     let app = TestApp::spawn("server: {body_read_timeout: 1s}").await;
@@ -258,9 +360,10 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
 
     app.stop().await;
 
-    // While one request holds the whole budget, another waits, then is told to come back (503 + Retry-After).
+    // While one request holds the whole budget (it has sent nearly 4 KiB), another waits, then is told to come
+    // back (503 + Retry-After).
     let app = TestApp::spawn("server: {body_read_timeout: 20s, max_inflight_body_bytes: 4096}").await;
-    let holder = slow_post(&app.address, 4096, 10).await;
+    let holder = slow_post(&app.address, 4096, 4095).await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
     let r = app
@@ -273,6 +376,21 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
     drop(holder);
+    // A slow sender holds only what it has sent: beside one that has sent 10 bytes, a 2 KiB body goes through.
+    let trickle = slow_post(&app.address, 4096, 10).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let r = app
+        .client
+        .post(format!("{}/v1/argocd/events", app.address))
+        .body(format!(
+            "{:<2048}",
+            envelope("billing", "payments", "Synced", "Healthy", &now_rfc3339())
+        ))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 202);
+    drop(trickle);
     // Once the budget is free again (the holder hung up), bodies go through.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let r = app

@@ -121,7 +121,8 @@ impl Email {
     }
 
     fn message(&self, n: &Notification, message_id: &str, parent: Option<&str>) -> Result<Message, DeliveryError> {
-        let text = render::custom_text(self.template.as_deref(), n)?.unwrap_or_else(|| render::text(n));
+        let text = render::custom_text(self.template.as_deref(), n, render::escape::one_line)?
+            .unwrap_or_else(|| render::text(n));
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(Self::subject(n))

@@ -21,6 +21,7 @@ use super::redact::Redactor;
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::domain::{Action, Notification};
 use crate::receivers::render;
+use crate::receivers::render::escape::break_mentions;
 use crate::receivers::render::{status_emoji, status_word, truncate};
 pub use config::Config;
 
@@ -61,15 +62,20 @@ impl Matrix {
 }
 
 /// The message for `n`: the status and the shared plain text as `body`, the same as HTML in `formatted_body`;
-/// or, with the receiver's template, its text alone.
+/// or, with the receiver's template, its text alone. It mentions no one: `m.mentions` is empty, and every `@`
+/// before a word (`@room` from a project, an operation message, an initiator) is broken by a word joiner for
+/// clients that still read mentions from the text.
 pub fn message(n: &Notification, templated: Option<&str>) -> Value {
     if let Some(text) = templated {
-        return json!({"msgtype": "m.text", "body": truncate(text, MAX_BODY_CHARS)});
+        let body = break_mentions(&truncate(text, MAX_BODY_CHARS));
+        return json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
     }
     let (emoji, word) = (status_emoji(n), status_word(n));
     let body = format!("{emoji} {word}\n{}", render::text(n));
-    let mut m = json!({"msgtype": "m.text", "body": truncate(&body, MAX_BODY_CHARS)});
+    let body = break_mentions(&truncate(&body, MAX_BODY_CHARS));
+    let mut m = json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
     let html = format!("<p>{emoji} <b>{word}</b></p>{}", html_fragment(&render::html(n)));
+    let html = break_mentions(&html);
     if html.len() <= MAX_FORMATTED_BYTES {
         m["format"] = json!("org.matrix.custom.html");
         m["formatted_body"] = json!(html);
@@ -115,7 +121,7 @@ fn edit(first: &str, message: Value) -> Value {
 #[async_trait::async_trait]
 impl Receiver for Matrix {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let templated = render::custom_text(self.template.as_deref(), n)?;
+        let templated = render::custom_text(self.template.as_deref(), n, render::escape::one_line)?;
         let message = message(n, templated.as_deref());
         let first = memo
             .and_then(|m| serde_json::from_value::<MatrixMemo>(m.clone()).ok())

@@ -192,8 +192,36 @@ async fn a_template_replaces_the_text_and_sends_no_html() {
     let body = json(&requests(&server).await[0]);
     assert_eq!(
         body,
-        json!({"msgtype": "m.text", "body": testing::REASON_AND_TITLE_OF_AN_OPEN})
+        json!({"msgtype": "m.text", "body": testing::REASON_AND_TITLE_OF_AN_OPEN, "m.mentions": {}})
     );
+}
+
+#[tokio::test]
+async fn nothing_from_argo_cd_mentions_the_room() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent(FIRST), 2).await;
+    let mut n = testing::notification(Action::Open);
+    n.incidents[0].project = "@room".into();
+    n.incidents[0].messages = vec!["deploy failed, @room look".into()];
+    n.incidents[0].initiated_by = Some("@room:example.org".into());
+
+    matrix(&server, None).deliver(&n, None).await.unwrap();
+    let template = "{{ incidents[0].project }} {{ incidents[0].initiated_by }}".to_string();
+    matrix(&server, Some(template)).deliver(&n, None).await.unwrap();
+
+    for request in requests(&server).await {
+        let event = json(&request);
+        assert_eq!(event["m.mentions"], json!({}), "{event}");
+        for key in ["body", "formatted_body"] {
+            let text = event[key].as_str().unwrap_or_default();
+            assert!(!text.contains("@room"), "{key}: {text}");
+        }
+        let body = event["body"]
+            .as_str()
+            .unwrap()
+            .replace(crate::receivers::render::escape::WORD_JOINER, "");
+        assert!(body.contains("@room"), "still readable: {body}");
+    }
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ pub fn console(s: &str) -> String {
 }
 
 /// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@user`, `@org/team`).
-fn break_mentions(s: &str) -> String {
+pub fn break_mentions(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -179,6 +179,28 @@ pub fn jira_wiki(s: &str) -> String {
     out
 }
 
+/// ServiceNow journal and description text: shown as it is, except `[code]…[/code]`, whose inside is HTML. A word
+/// joiner after every `[` that would open or close it (any case, spaces allowed) keeps it text.
+pub fn servicenow(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for (k, c) in s.char_indices() {
+        out.push(c);
+        if c == '[' {
+            let rest = s[k + 1..].trim_start().trim_start_matches('/').trim_start();
+            if rest.get(..4).is_some_and(|w| w.eq_ignore_ascii_case("code")) {
+                out.push(WORD_JOINER);
+            }
+        }
+    }
+    out
+}
+
+/// `s` with each of its lines escaped by `f` (a one-line escape), joined by `\n`: a multi-line value keeps its
+/// lines, and no line can start markup `f` does not allow.
+pub fn each_line(s: &str, f: impl Fn(&str) -> String) -> String {
+    s.split(is_line_break).map(f).collect::<Vec<_>>().join("\n")
+}
+
 /// Herald's own texts (hints) quote commands between backticks: `f` escapes the text between them, `code` the
 /// commands, so a name filled into a command is escaped like any other text.
 pub fn with_code(s: &str, f: impl Fn(&str) -> String, code: impl Fn(&str) -> String) -> String {
@@ -213,6 +235,31 @@ mod tests {
         assert_eq!(
             commonmark("<!channel> @all [click me](https://evil.example) ![b](x.png)\n# h"),
             "&lt;\\!channel&gt; @\u{2060}all \\[click me\\]\\(https://evil.example\\) \\!\\[b\\]\\(x.png\\) \\# h"
+        );
+    }
+
+    #[test]
+    fn servicenow_code_markup_is_text() {
+        for hostile in [
+            "[code]<img src=x onerror=alert(1)>[/code]",
+            "[CODE]x[/Code]",
+            "[ code ]x[ / code]",
+        ] {
+            let out = servicenow(hostile);
+            assert!(
+                !out.to_lowercase().contains("[code]") && !out.contains("[ code"),
+                "{out:?}"
+            );
+            assert_eq!(out.replace(WORD_JOINER, ""), hostile);
+        }
+        assert_eq!(servicenow("[x] list [co"), "[x] list [co");
+    }
+
+    #[test]
+    fn each_line_is_escaped_and_the_lines_are_kept() {
+        assert_eq!(
+            each_line("a <!here>\r\n@all", mrkdwn),
+            "a &lt;!here&gt;\n\n@\u{2060}all"
         );
     }
 

@@ -182,9 +182,10 @@ pub(crate) fn preview(n: &Notification) -> (String, String) {
     )
 }
 
-/// Plain text: ServiceNow shows descriptions and journal entries as they are.
+/// Plain text: ServiceNow shows descriptions and journal entries as they are, but for `[code]…[/code]` (HTML),
+/// which is broken so that text from Argo CD stays text.
 fn text(n: &Notification) -> String {
-    truncate(&render::text(n), TEXT_MAX_CHARS)
+    render::escape::servicenow(&truncate(&render::text(n), TEXT_MAX_CHARS))
 }
 
 /// ServiceNow's failures (`{"error": {"message": "User Not Authenticated", "detail": "…"}, "status": "failure"}`)

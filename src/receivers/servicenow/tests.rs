@@ -286,3 +286,36 @@ fn the_block_needs_one_way_to_authenticate() {
     let ok = "receivers: [{name: sn, servicenow: {instance_url: 'https://x.service-now.com', user: u, password_file: /dev/null}}]";
     assert!(Settings::from_yaml(ok).is_ok());
 }
+
+#[tokio::test]
+async fn code_markup_from_argo_cd_reaches_the_description_and_close_notes_as_text() {
+    const HOSTILE: &str = "[code]<img src=x onerror=alert(1)>[/code]";
+    let server = MockServer::start().await;
+    search_answers(&server, vec![]).await;
+    create_answers(&server, 1).await;
+    let closing = Mock::given(method("PATCH")).and(path(format!("{TABLE}/{SYS_ID}")));
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "result": record(SYS_ID, "INC0010001") }));
+    testing::expect_matching(&server, closing, answer, 1, "resolve the incident").await;
+    refuse_anything_else(&server).await;
+    let mut open = testing::notification(Action::Open);
+    open.incidents[0].messages = vec![HOSTILE.into()];
+    open.incidents[0].project = "[CODE]<script>x</script>[/CODE]".into();
+    let mut resolve = testing::notification(Action::Resolve);
+    resolve.incidents[0].messages = vec![HOSTILE.into()];
+
+    let sn = servicenow(&server);
+    sn.deliver(&open, None).await.unwrap();
+    sn.deliver(&resolve, Some(&remembered())).await.unwrap();
+
+    let sent = testing::requests(&server).await;
+    let description = testing::json(&sent[1])["description"].as_str().unwrap().to_string();
+    let close_notes = testing::json(&sent[2])["close_notes"].as_str().unwrap().to_string();
+    for text in [description, close_notes] {
+        assert!(!text.to_lowercase().contains("[code]"), "{text}");
+        assert!(!text.to_lowercase().contains("[/code]"), "{text}");
+        assert!(
+            text.replace(render::escape::WORD_JOINER, "").contains(HOSTILE),
+            "the text is still shown: {text}"
+        );
+    }
+}

@@ -76,8 +76,8 @@ pub(crate) fn preview(n: &Notification) -> serde_json::Value {
 
 impl Slack {
     fn message(&self, n: &Notification) -> Result<Message, DeliveryError> {
-        let custom =
-            render::custom_text(self.template.as_deref(), n).map_err(|e| DeliveryError::prefixed("slack", e))?;
+        let custom = render::custom_text(self.template.as_deref(), n, render::escape::mrkdwn)
+            .map_err(|e| DeliveryError::prefixed("slack", e))?;
         match custom {
             Some(text) => Ok(Message {
                 blocks: blocks(n, Some(&text)),

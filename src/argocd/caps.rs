@@ -1,0 +1,270 @@
+//! How much Herald keeps of one Application: every text it stores (messages, labels, sources, resources'
+//! names and messages) is cut at a bound with a visible note saying so and how long it was, and the lists that
+//! grow with the Application (resources, the last sync's resources, conditions, labels) keep their first entries
+//! and say, in one extra condition, how many were left out. A body of any size thus becomes a state of bounded
+//! size: in memory, in the database, in every answer and message made of it.
+
+use std::collections::BTreeMap;
+
+use super::{Condition, Snapshot};
+
+/// A message (health, operation, condition, a resource's): enough for any error Argo CD writes.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+/// Any other text (a label value, a resource's kind, name or status, a source's repository or path, a revision).
+pub const MAX_FIELD_BYTES: usize = 512;
+/// `status.resources` not in sync, and `operationState.syncResult.resources`, each.
+pub const MAX_RESOURCES: usize = 1000;
+pub const MAX_CONDITIONS: usize = 50;
+pub const MAX_LABELS: usize = 64;
+/// Sources of a multi-source Application.
+pub const MAX_SOURCES: usize = 20;
+/// A whole state, as stored and answered: past it, the resource lists are halved until it fits.
+pub const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
+/// The condition type that says what was left out.
+pub const TRUNCATED: &str = "HeraldTruncated";
+
+/// Cuts `s` to at most `max` bytes (at a character boundary) followed by `… (truncated, N bytes)`, N being its
+/// length before.
+pub fn cut(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let total = s.len();
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push_str(&format!("… (truncated, {total} bytes)"));
+}
+
+fn cut_opt(s: &mut Option<String>, max: usize) {
+    if let Some(s) = s {
+        cut(s, max);
+    }
+}
+
+/// Keeps the first `max` of `v`; says how many were left out in `notes`.
+fn first<T>(v: &mut Vec<T>, max: usize, what: &str, notes: &mut Vec<String>) {
+    if v.len() > max {
+        notes.push(format!("{} {what}: only the first {max} are kept", v.len()));
+        v.truncate(max);
+    }
+}
+
+fn cut_labels(labels: &mut BTreeMap<String, String>, notes: &mut Vec<String>) {
+    if labels.len() > MAX_LABELS {
+        notes.push(format!(
+            "{} labels: only the first {MAX_LABELS} by name are kept",
+            labels.len()
+        ));
+        while labels.len() > MAX_LABELS {
+            labels.pop_last();
+        }
+    }
+    // Keys are Kubernetes label names (at most 317 bytes); a longer one is dropped rather than cut into another.
+    let before = labels.len();
+    labels.retain(|k, _| k.len() <= MAX_FIELD_BYTES);
+    if labels.len() < before {
+        notes.push(format!(
+            "{} labels with a name over {MAX_FIELD_BYTES} bytes are left out",
+            before - labels.len()
+        ));
+    }
+    labels.values_mut().for_each(|v| cut(v, MAX_FIELD_BYTES));
+}
+
+/// Bounds every field and list of `snap` (see the module's comment).
+pub fn bound(snap: &mut Snapshot) {
+    let mut notes = Vec::new();
+    cut(&mut snap.project, MAX_FIELD_BYTES);
+    cut_opt(&mut snap.uid, MAX_FIELD_BYTES);
+    for part in [
+        &mut snap.destination.server,
+        &mut snap.destination.name,
+        &mut snap.destination.namespace,
+    ] {
+        cut_opt(part, MAX_FIELD_BYTES);
+    }
+    cut_labels(&mut snap.labels, &mut notes);
+    cut(&mut snap.sync_status, MAX_FIELD_BYTES);
+    cut(&mut snap.health_status, MAX_FIELD_BYTES);
+    cut_opt(&mut snap.health_message, MAX_MESSAGE_BYTES);
+    first(&mut snap.revisions, MAX_SOURCES, "revisions", &mut notes);
+    snap.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
+    cut_opt(&mut snap.previous_revision, MAX_FIELD_BYTES);
+    first(&mut snap.sources, MAX_SOURCES, "sources", &mut notes);
+    for s in &mut snap.sources {
+        cut(&mut s.repo_url, MAX_FIELD_BYTES);
+        for part in [&mut s.path, &mut s.chart, &mut s.target_revision] {
+            cut_opt(part, MAX_FIELD_BYTES);
+        }
+    }
+    first(&mut snap.resources, MAX_RESOURCES, "resources out of sync", &mut notes);
+    for r in &mut snap.resources {
+        for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name, &mut r.status] {
+            cut(part, MAX_FIELD_BYTES);
+        }
+        cut_opt(&mut r.health, MAX_FIELD_BYTES);
+        cut_opt(&mut r.health_message, MAX_MESSAGE_BYTES);
+    }
+    if let Some(op) = &mut snap.operation {
+        cut(&mut op.phase, MAX_FIELD_BYTES);
+        cut(&mut op.message, MAX_MESSAGE_BYTES);
+        cut_opt(&mut op.initiator.username, MAX_FIELD_BYTES);
+        cut_opt(&mut op.revision, MAX_FIELD_BYTES);
+        first(&mut op.revisions, MAX_SOURCES, "synced revisions", &mut notes);
+        op.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
+        first(
+            &mut op.resources,
+            MAX_RESOURCES,
+            "resources in the last sync",
+            &mut notes,
+        );
+        for r in &mut op.resources {
+            for part in [
+                &mut r.group,
+                &mut r.kind,
+                &mut r.namespace,
+                &mut r.name,
+                &mut r.status,
+                &mut r.hook_phase,
+            ] {
+                cut(part, MAX_FIELD_BYTES);
+            }
+            cut(&mut r.message, MAX_MESSAGE_BYTES);
+        }
+    }
+    first(&mut snap.conditions, MAX_CONDITIONS, "conditions", &mut notes);
+    for c in &mut snap.conditions {
+        cut(&mut c.r#type, MAX_FIELD_BYTES);
+        cut(&mut c.message, MAX_MESSAGE_BYTES);
+    }
+    fit(snap, &mut notes);
+    if !notes.is_empty() {
+        snap.conditions.push(Condition {
+            r#type: TRUNCATED.into(),
+            message: format!("the Application is larger than Herald keeps: {}", notes.join("; ")),
+        });
+    }
+}
+
+fn size(snap: &Snapshot) -> usize {
+    serde_json::to_vec(snap).map_or(0, |v| v.len())
+}
+
+/// Halves the longer of the resource lists until `snap` serialises to at most [`MAX_SNAPSHOT_BYTES`].
+fn fit(snap: &mut Snapshot, notes: &mut Vec<String>) {
+    let mut cut_to = None;
+    while size(snap) > MAX_SNAPSHOT_BYTES {
+        let synced = snap.operation.as_mut().map(|o| &mut o.resources);
+        let longer = match synced {
+            Some(op) if op.len() > snap.resources.len() => {
+                op.truncate(op.len() / 2);
+                op.len()
+            }
+            _ if !snap.resources.is_empty() => {
+                let half = snap.resources.len() / 2;
+                snap.resources.truncate(half);
+                half
+            }
+            _ => break,
+        };
+        cut_to = Some(longer);
+    }
+    if let Some(n) = cut_to {
+        notes.push(format!(
+            "resource lists cut (down to {n}) to keep the state under {MAX_SNAPSHOT_BYTES} bytes"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argocd::parse_body;
+    use serde_json::json;
+
+    #[test]
+    fn a_cut_text_says_it_was_cut_and_how_long_it_was() {
+        let mut s = "é".repeat(3000);
+        cut(&mut s, MAX_MESSAGE_BYTES);
+        assert!(s.starts_with(&"é".repeat(2048)), "cut at a character boundary");
+        assert!(s.ends_with("… (truncated, 6000 bytes)"), "{}", &s[s.len() - 40..]);
+        let mut short = "fine".to_string();
+        cut(&mut short, 4);
+        assert_eq!(short, "fine");
+    }
+
+    #[test]
+    fn a_huge_application_is_kept_bounded_with_a_visible_note() {
+        let message = "x".repeat(4_000_000);
+        let labels: serde_json::Map<String, serde_json::Value> = (0..1200)
+            .map(|k| (format!("l{k:04}"), json!("v".repeat(3000))))
+            .collect();
+        let resources: Vec<_> = (0..36_000)
+            .map(|k| {
+                json!({"kind": "ConfigMap", "namespace": "ns", "name": format!("cm-{k}"),
+                            "status": "OutOfSync", "requiresPruning": true, "version": "v1"})
+            })
+            .collect();
+        let body = json!({"app": {
+            "metadata": {"name": "big", "namespace": "argocd", "labels": labels},
+            "status": {
+                "sync": {"status": "OutOfSync"},
+                "health": {"status": "Degraded", "message": message},
+                "resources": resources,
+                "conditions": [{"type": "SyncError", "message": message}],
+                "operationState": {"phase": "Failed", "message": message},
+            }
+        }});
+        let text = body.to_string();
+
+        let snap = parse_body(text.as_bytes(), 64).expect("valid");
+
+        let kept = serde_json::to_vec(&snap).expect("json").len();
+        assert!(kept < 2_000_000, "{kept} bytes kept of a {} byte body", text.len());
+        let health = snap.health_message.as_deref().unwrap_or_default();
+        assert!(health.len() < MAX_MESSAGE_BYTES + 64 && health.ends_with("(truncated, 4000000 bytes)"));
+        let op = snap.operation.as_ref().expect("operation");
+        assert!(op.message.ends_with("(truncated, 4000000 bytes)"));
+        assert_eq!(snap.labels.len(), MAX_LABELS);
+        assert!(snap.labels.values().all(|v| v.ends_with("(truncated, 3000 bytes)")));
+        assert_eq!(snap.resources.len(), MAX_RESOURCES);
+        let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
+        assert!(
+            note.message
+                .contains("36000 resources out of sync: only the first 1000 are kept"),
+            "{}",
+            note.message
+        );
+        assert!(note.message.contains("1200 labels"), "{}", note.message);
+    }
+
+    #[test]
+    fn a_state_with_long_resource_names_is_kept_under_its_byte_bound() {
+        let resources: Vec<_> = (0..3000)
+            .map(|k| {
+                json!({"kind": "k".repeat(500), "namespace": "n".repeat(500), "name": format!("{k}{}", "r".repeat(500)),
+                            "status": "OutOfSync", "requiresPruning": true})
+            })
+            .collect();
+        let body = json!({"app": {"metadata": {"name": "big"}, "status": {"resources": resources}}});
+
+        let snap = parse_body(body.to_string().as_bytes(), 64).expect("valid");
+
+        assert!(size(&snap) <= MAX_SNAPSHOT_BYTES, "{}", size(&snap));
+        assert!(!snap.resources.is_empty() && snap.resources.len() < MAX_RESOURCES);
+        let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
+        assert!(note.message.contains("3000 resources out of sync") && note.message.contains("resource lists cut"));
+    }
+
+    #[test]
+    fn an_application_within_the_bounds_is_kept_whole() {
+        let body = br#"{"app":{"metadata":{"name":"pay","labels":{"team":"payments"}},
+            "status":{"health":{"status":"Degraded","message":"Back-off pulling image"}}}}"#;
+        let snap = parse_body(body, 64).expect("valid");
+        assert_eq!(snap.health_message.as_deref(), Some("Back-off pulling image"));
+        assert!(snap.conditions.is_empty());
+    }
+}
