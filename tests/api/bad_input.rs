@@ -283,8 +283,10 @@ async fn slow_chunked_uploads_do_not_make_other_posts_wait_or_get_503() {
             ))
             .await;
         assert_eq!(r.status(), 202, "POST {k}");
+        // Well below the 5 s wait for a 503 the slow uploads used to cause; not a latency target (the machine may be
+        // busy with other tests).
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(1),
+            started.elapsed() < std::time::Duration::from_millis(2500),
             "POST {k} waited {:?}",
             started.elapsed()
         );

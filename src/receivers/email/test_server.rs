@@ -170,8 +170,7 @@ srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port))
 srv.listen()
-while True:
-    conn, _ = srv.accept()
+def serve(conn):
     f = conn.makefile("rwb")
     def send(line):
         f.write(line.encode() + b"\r\n")
@@ -191,7 +190,7 @@ while True:
             login = line.split(" ")[2:]
         elif verb == "QUIT":
             send("221 bye")
-            break
+            return
         elif verb != "AUTH" and login is None:
             send("250 ok")
         if verb == "AUTH" and line.upper().startswith("AUTH PLAIN") or login is not None and len(login) >= 2:
@@ -199,7 +198,16 @@ while True:
             login = None
         elif login is not None:
             send("334 " + ("VXNlcm5hbWU6" if not login else "UGFzc3dvcmQ6"))
-    conn.close()
+# The readiness probe connects and leaves at once: writing to it may fail, which must not end the server (a client
+# queued behind it would be reset).
+while True:
+    conn, _ = srv.accept()
+    try:
+        serve(conn)
+    except OSError:
+        pass
+    finally:
+        conn.close()
 "#;
 
 /// Parses one stored message with Python's e-mail package (already needed for the server).
