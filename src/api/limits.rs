@@ -213,9 +213,12 @@ pub async fn bounded(
         permit: Some(permit),
         busy: false,
     }));
-    let (http_req, payload) = req.into_parts();
-    let payload = metered(budget.clone(), held.clone(), payload);
-    let req = ServiceRequest::from_parts(http_req.clone(), payload);
+    // The body is metered in place; the request itself kept for the answer when the handler runs out of time
+    // (`ServiceRequest::from_parts` with a clone would log a warning per request in debug builds).
+    let mut req = req;
+    let payload = actix_web::HttpMessage::take_payload(&mut req);
+    req.set_payload(metered(budget.clone(), held.clone(), payload));
+    let http_req = req.request().clone();
     let result = tokio::time::timeout(budget.read_timeout, next.call(req)).await;
     let shed = std::mem::take(&mut *lock(&held)).busy;
     match result {
