@@ -133,14 +133,13 @@ fn check_not_lowered(running: &Settings, new: &Settings) -> Result<(), ReloadErr
 /// `new` with the sections only a restart changes set back to `running`'s, and the keys that differed.
 fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'static str>) {
     let mut ignored = Vec::new();
-    let (r, n) = (&running.server, &new.server);
-    let server_changed = r.listen != n.listen
-        || r.allowed_hosts != n.allowed_hosts
-        || r.max_body_bytes != n.max_body_bytes
-        || r.max_json_depth != n.max_json_depth
-        || r.workers != n.workers;
-    if server_changed {
-        ignored.push("server (listen, allowed_hosts, max_body_bytes, max_json_depth, workers)");
+    // The whole section but its credentials, so a key added later cannot be forgotten here.
+    let without_auth = crate::configuration::ServerSettings {
+        auth: running.server.auth.clone(),
+        ..new.server.clone()
+    };
+    if format!("{:?}", running.server) != format!("{without_auth:?}") {
+        ignored.push("server (every key but auth)");
     }
     new.server = crate::configuration::ServerSettings {
         auth: new.server.auth,
@@ -222,14 +221,7 @@ mod tests {
         )
         .expect("valid");
         let (effective, ignored) = keep_restart_only(&running, new);
-        assert_eq!(
-            ignored,
-            [
-                "server (listen, allowed_hosts, max_body_bytes, max_json_depth, workers)",
-                "storage",
-                "log"
-            ]
-        );
+        assert_eq!(ignored, ["server (every key but auth)", "storage", "log"]);
         assert_eq!(effective.server.listen, "127.0.0.1:8080");
         assert_eq!(effective.storage.url.expose_secret(), "sqlite://a.db");
         assert_eq!(effective.log.level, "info");
@@ -241,5 +233,23 @@ mod tests {
         );
         let (_, ignored) = keep_restart_only(&running, running.clone());
         assert!(ignored.is_empty(), "{ignored:?}");
+        // Any server key but the credentials needs a restart, and says so: not only the ones listed once by hand.
+        for key in [
+            "max_clock_skew: 1m",
+            "max_inflight_body_bytes: 1048576",
+            "body_read_timeout: 3s",
+        ] {
+            let new = Settings::from_yaml(&format!(
+                "server: {{listen: '127.0.0.1:8080', {key}}}\nstorage: {{url: 'sqlite://a.db'}}\nrules: {{degraded: {{for: 5m}}}}"
+            ))
+            .expect("valid");
+            let (effective, ignored) = keep_restart_only(&running, new);
+            assert_eq!(ignored, ["server (every key but auth)"], "{key}");
+            assert_eq!(
+                format!("{:?}", effective.server),
+                format!("{:?}", running.server),
+                "{key}"
+            );
+        }
     }
 }

@@ -176,7 +176,7 @@ pub fn google_chat(d: &Digest) -> String {
 pub fn html(d: &Digest) -> String {
     let esc = escape::html;
     let mut s = String::from(
-        "<html><body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;\
+        "<!DOCTYPE html><html><body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;\
          color:#1f2328;max-width:900px\">",
     );
     s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&d.title())));

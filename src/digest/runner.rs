@@ -167,7 +167,8 @@ async fn send_slot(
                 order_key: thread_key.clone(),
                 thread_key,
                 action: Action::Digest,
-                payload: serde_json::to_string(&n).unwrap_or_default(),
+                payload: serde_json::to_string(&n)
+                    .map_err(|e| StoreError::Decode(format!("a digest could not be serialised: {e}")))?,
             };
             Store::enqueue(&mut tx, &delivery, now).await?;
         }

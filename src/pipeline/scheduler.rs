@@ -476,7 +476,9 @@ pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Ut
             .unwrap_or_else(|| n.thread_key.clone()),
         thread_key: n.thread_key.clone(),
         action: n.action,
-        payload: serde_json::to_string(n).unwrap_or_default(),
+        // Never an empty row: a notification that cannot be written fails its transaction.
+        payload: serde_json::to_string(n)
+            .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
     };
     Store::enqueue(tx, &d, now).await?;
     metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);

@@ -133,7 +133,9 @@ impl Shared {
             .timeout(settings.outbox.http_timeout)
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
             .build()
-            .unwrap_or_default();
+            // Only a TLS backend that cannot start fails here: a default client would silently lose the timeouts and
+            // the same-origin redirect policy, so Herald stops instead, saying why.
+            .unwrap_or_else(|e| panic!("cannot build the HTTP client for the receivers: {e}"));
         Self {
             http: Http::new(client, clock),
             settings,

@@ -43,7 +43,7 @@ pub fn html(n: &Notification) -> String {
     if let Some(d) = &n.digest {
         return crate::digest::render::html(d);
     }
-    let mut s = format!("<html><body style=\"{STYLE}\">");
+    let mut s = format!("<!DOCTYPE html><html><body style=\"{STYLE}\">");
     s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&n.title)));
     if !n.reason.is_empty() {
         s.push_str(&format!("<p style=\"color:#59636e\"><em>{}</em></p>", esc(&n.reason)));
