@@ -30,7 +30,12 @@ pub enum Command {
     },
     /// Validate a configuration file as `serve` would: every error at once, each naming its key path; exits 2
     /// where `serve` would refuse to start.
-    CheckConfig { file: PathBuf },
+    CheckConfig {
+        /// The file (or `--config FILE`, like every other command, or `HERALD_CONFIG`).
+        file: Option<PathBuf>,
+        #[arg(long = "config", env = "HERALD_CONFIG", conflicts_with = "file")]
+        config: Option<PathBuf>,
+    },
     /// Show which team owns an Application, the incidents its state would open, and where they would go.
     Route {
         #[arg(long, env = "HERALD_CONFIG")]
@@ -169,7 +174,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             app.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::CheckConfig { file } => Ok(check_config(&file)),
+        Command::CheckConfig { file, config } => match file.or(config) {
+            Some(f) => Ok(check_config(&f)),
+            None => {
+                eprintln!("check-config: name the file: herald check-config FILE (or --config FILE)");
+                Ok(ExitCode::from(2))
+            }
+        },
         Command::Route { config, app } => route(load(config)?, app),
         Command::Replay {
             config,

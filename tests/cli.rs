@@ -53,13 +53,16 @@ fn config_errors_name_the_key_path() {
         ("server: {max_body_bytes: -1}", "server.max_body_bytes"),
         (
             "receivers: [{name: m, email: {to: [not-an-address]}}]",
-            "receivers[0].email",
+            "receivers[\"m\"].email",
         ),
         (
             "receivers: [{name: j, jira: {url: 'ftp://x', project: P, token: t, user: u}}]",
-            "receivers[0].jira.url",
+            "receivers[\"j\"].jira.url",
         ),
-        ("grouping: {group_wait: 5}", "grouping.group_wait"),
+        (
+            "grouping: {group_wait: 5}",
+            "grouping.group_wait: invalid type: integer `5`, expected a duration; a duration needs a unit: 60s, 60m or 1h",
+        ),
         (
             "inhibit_rules: [{source_matchers: ['colour=red'], target_matchers: ['kind=out_of_sync']}]",
             "inhibit_rules[0].source_matchers[0]: \"colour=red\": unknown field \"colour\"",
@@ -500,8 +503,13 @@ receivers:
     );
     let (code, out, err) = herald(&["check-config", &many], &[]);
     assert_eq!(code, 2, "{out}{err}");
-    // `rules` cannot be read: that is reported with the rest of what can be.
+    // `rules` cannot be read: that is reported with the rest of what can be, the checks across sections included
+    // (a bad duration no longer hides a bad receiver until it is fixed).
     assert!(err.contains("rules.degraded.for"), "{err}");
+    assert!(err.contains("receivers[\"hook\"].webhook.url"), "{err}");
+    // `--config FILE` is accepted like every other command takes it.
+    let (code, _, err2) = herald(&["check-config", "--config", &many], &[]);
+    assert_eq!((code, &err2), (2, &err), "the same answer either way");
     let (code, _, err) = herald(
         &["check-config", &write(dir.path(), "typed.yaml", &many_without_rules())],
         &[],
@@ -511,8 +519,8 @@ receivers:
         "server.listen",
         "server.auth.bearer_tokens[0]",
         "argocd.url",
-        "receivers[0].webhook.url",
-        "receivers[1].msteams.webhook_url",
+        "receivers[\"hook\"].webhook.url",
+        "receivers[\"teams\"].msteams.webhook_url",
     ] {
         assert!(err.contains(path), "{path} in {err}");
     }

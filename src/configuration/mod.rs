@@ -126,14 +126,27 @@ impl Settings {
                 if sections.is_empty() && errors.is_empty() {
                     errors.push(typed_error(e));
                 }
+                // The checks across sections too, with the sections that did not read at their defaults — unless
+                // the receivers did not read: every name would then look unknown.
+                let failed: Vec<String> = sections.iter().filter_map(section_of).collect();
                 errors.extend(sections);
-                return Err(many(errors));
+                if !failed.iter().any(|s| s == "receivers")
+                    && let Some(mut rest) = value.as_object().cloned()
+                {
+                    rest.retain(|k, _| !failed.contains(k));
+                    if let Ok(partial) = serde_json::from_value::<Settings>(serde_json::Value::Object(rest))
+                        && let Err(more) = partial.validate()
+                    {
+                        errors.extend(flatten(more));
+                    }
+                }
+                return Err(named(many(errors), &value));
             }
         };
         if !errors.is_empty() {
-            return Err(many(errors));
+            return Err(named(many(errors), &value));
         }
-        settings.validate()?;
+        settings.validate().map_err(|e| named(e, &value))?;
         Ok(settings)
     }
 
@@ -207,10 +220,43 @@ fn many(mut errors: Vec<ConfigError>) -> ConfigError {
 
 fn typed_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
     let path = e.path().to_string();
-    invalid(
-        if path == "." { "(top level)".into() } else { path },
-        e.into_inner().to_string(),
-    )
+    let mut message = e.into_inner().to_string();
+    if message.contains("expected a duration") && message.starts_with("invalid type: integer") {
+        // `for: 60`: say what to write.
+        message.push_str("; a duration needs a unit: 60s, 60m or 1h");
+    }
+    invalid(if path == "." { "(top level)".into() } else { path }, message)
+}
+
+/// The errors inside `e`, one list.
+fn flatten(e: ConfigError) -> Vec<ConfigError> {
+    match e {
+        ConfigError::Many(list) => list.into_iter().flat_map(flatten).collect(),
+        other => vec![other],
+    }
+}
+
+/// `e` with each `receivers[N]` in its paths written as the receiver's name, `receivers["team-jira"]`, so a
+/// message points at the entry a person knows (the index is kept when the entry has no name).
+fn named(e: ConfigError, value: &serde_json::Value) -> ConfigError {
+    match e {
+        ConfigError::Many(list) => ConfigError::Many(list.into_iter().map(|e| named(e, value)).collect()),
+        ConfigError::Invalid { path, message } => {
+            let path = match path.strip_prefix("receivers[").and_then(|rest| rest.split_once(']')) {
+                Some((index, rest)) => match index
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| value["receivers"][i]["name"].as_str())
+                {
+                    Some(name) => format!("receivers[{name:?}]{rest}"),
+                    None => path,
+                },
+                None => path,
+            };
+            ConfigError::Invalid { path, message }
+        }
+        other => other,
+    }
 }
 
 /// The top-level section an error is in (`receivers` for `receivers[1].slack.token_file`).
@@ -284,8 +330,8 @@ mod tests {
             ("routes: [{receivers: [nobody]}]", "routes[0].receivers[0]"),
             ("routes: [{app: 'a[', receivers: [console]}]", "routes[0].app"),
             ("teams: {pay: {receivers: [ghost]}}", "teams.pay.receivers[0]"),
-            ("receivers: [{name: x, slack: {}}]", "receivers[0].slack"),
-            ("receivers: [{name: x, carrier_pigeon: {}}]", "receivers[0]"),
+            ("receivers: [{name: x, slack: {}}]", "receivers[\"x\"].slack"),
+            ("receivers: [{name: x, carrier_pigeon: {}}]", "receivers[\"x\"]"),
             ("grouping: {group_by: [colour]}", "grouping.group_by[0]"),
             ("surprise: 1", "surprise"),
             ("storage: {url: 'mysql://x'}", "storage.url"),

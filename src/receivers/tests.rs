@@ -115,50 +115,53 @@ fn every_kind_builds_into_a_receiver() {
 #[test]
 fn each_kind_checks_its_own_block_under_its_key_path() {
     let cases = [
-        ("receivers: [{name: x, email: {to: [nobody]}}]", "receivers[0].email"),
+        (
+            "receivers: [{name: x, email: {to: [nobody]}}]",
+            "receivers[\"x\"].email",
+        ),
         (
             "receivers: [{name: x, email: {to: [a@example.com]}}]",
-            "receivers[0].email",
+            "receivers[\"x\"].email",
         ),
         (
             "receivers: [{name: x, slack: {token: t}}]",
-            "receivers[0].slack.channel",
+            "receivers[\"x\"].slack.channel",
         ),
         (
             "receivers: [{name: x, slack: {webhook_url: u, api_url: nope}}]",
-            "receivers[0].slack.api_url",
+            "receivers[\"x\"].slack.api_url",
         ),
         (
             "receivers: [{name: x, jira: {url: u, token: t, project: P, api: datacenter}}]",
-            "receivers[0].jira.url",
+            "receivers[\"x\"].jira.url",
         ),
         (
             "receivers: [{name: x, jira: {url: 'https://j', token: t, project: P}}]",
-            "receivers[0].jira.user",
+            "receivers[\"x\"].jira.user",
         ),
         (
             "receivers: [{name: x, github: {repo: acme, token: t}}]",
-            "receivers[0].github.repo",
+            "receivers[\"x\"].github.repo",
         ),
         (
             "receivers: [{name: x, github: {repo: a/b, token: t, api_url: nope}}]",
-            "receivers[0].github.api_url",
+            "receivers[\"x\"].github.api_url",
         ),
         (
             "receivers: [{name: x, pagerduty: {routing_key: k, url: nope}}]",
-            "receivers[0].pagerduty.url",
+            "receivers[\"x\"].pagerduty.url",
         ),
         (
             "receivers: [{name: x, alertmanager: {url: nope}}]",
-            "receivers[0].alertmanager.url",
+            "receivers[\"x\"].alertmanager.url",
         ),
         (
             "receivers: [{name: x, redmine: {url: nope, api_key: k, project_id: 1, closed_status_id: 5}}]",
-            "receivers[0].redmine.url",
+            "receivers[\"x\"].redmine.url",
         ),
         (
             "receivers: [{name: x, servicenow: {instance_url: 'https://x.service-now.com'}}]",
-            "receivers[0].servicenow.user",
+            "receivers[\"x\"].servicenow.user",
         ),
     ];
     for (yaml, path) in cases {

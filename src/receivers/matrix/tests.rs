@@ -312,5 +312,5 @@ fn the_block_reads_its_token_from_a_file_and_refuses_a_room_alias() {
 
     let alias = "receivers: [{name: ops, matrix: {homeserver: 'https://m.example.org', room_id: '#ops:example.org', \
                  access_token: t}}]";
-    testing::assert_settings_refused(alias, "receivers[0].matrix.room_id");
+    testing::assert_settings_refused(alias, "receivers[\"ops\"].matrix.room_id");
 }

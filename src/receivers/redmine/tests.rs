@@ -340,6 +340,6 @@ fn the_api_key_may_be_read_from_a_file_and_the_url_is_checked() {
     assert_eq!(config.api_key.expose_secret(), API_KEY);
     assert_eq!(config.project_id, ProjectId::Id(3));
     let bad = "receivers: [{name: rm, redmine: {url: nope, api_key: k, project_id: '', closed_status_id: 5}}]";
-    testing::assert_settings_refused(bad, "receivers[0].redmine.url");
-    testing::assert_settings_refused(bad, "receivers[0].redmine.project_id");
+    testing::assert_settings_refused(bad, "receivers[\"rm\"].redmine.url");
+    testing::assert_settings_refused(bad, "receivers[\"rm\"].redmine.project_id");
 }

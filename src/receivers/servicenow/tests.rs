@@ -267,17 +267,20 @@ fn the_block_needs_one_way_to_authenticate() {
     let cases = [
         (
             "{instance_url: 'https://x.service-now.com'}",
-            "receivers[0].servicenow.user",
+            "receivers[\"sn\"].servicenow.user",
         ),
         (
             "{instance_url: 'https://x.service-now.com', user: u}",
-            "receivers[0].servicenow.password",
+            "receivers[\"sn\"].servicenow.password",
         ),
         (
             "{instance_url: 'https://x.service-now.com', user: u, password: p, token: t}",
-            "receivers[0].servicenow.token",
+            "receivers[\"sn\"].servicenow.token",
         ),
-        ("{instance_url: nope, token: t}", "receivers[0].servicenow.instance_url"),
+        (
+            "{instance_url: nope, token: t}",
+            "receivers[\"sn\"].servicenow.instance_url",
+        ),
     ];
     for (block, key) in cases {
         let yaml = format!("receivers: [{{name: sn, servicenow: {block}}}]");
