@@ -235,21 +235,28 @@ fn schema_mismatch(f: &Facts, out: &mut Vec<Hint>) {
     let Some(m) = (f.messages.iter()).find(|m| m.contains("error building typed value from config resource")) else {
         return;
     };
-    let field: String = (m.lines().map(str::trim))
-        .find(|l| l.starts_with('.'))
-        .unwrap_or("a field")
-        .chars()
-        .take(200)
-        .collect();
-    out.push(hint(
-        "schema_mismatch",
-        "A manifest does not match its schema",
+    // The field follows the words, on the same line or (after `errors:`) on the next ones.
+    let tail = m.split("from config resource:").nth(1).unwrap_or(m);
+    let line = (tail.lines())
+        .map(|l| l.trim().trim_start_matches("errors:").trim())
+        .find(|l| l.starts_with('.'));
+    let field: String = line.unwrap_or("a field").chars().take(200).collect();
+    // Two different mistakes share the message: a field the schema does not have, and a value of the wrong type.
+    let text = if line.is_some_and(|l| l.contains("field not declared in schema")) {
+        format!(
+            "Argo CD cannot compare a manifest with the cluster because it has a field its schema does not declare \
+             ({field}). Usually the manifest is mis-indented (a key one level too deep or too shallow), or, for a \
+             custom resource, the CRD in the cluster is older than the manifest: fix the manifest in Git, or update \
+             the CRD to the version the manifest is written for."
+        )
+    } else {
         format!(
             "Argo CD cannot compare a manifest with the cluster because a field has the wrong type ({field}). \
              Fix the manifest in Git — often a number written as a quoted string, e.g. runAsUser: \"1000\" — \
              or, for a custom resource, update the CRD in the cluster to the version the manifest is written for."
-        ),
-    ));
+        )
+    };
+    out.push(hint("schema_mismatch", "A manifest does not match its schema", text));
 }
 
 fn orphaned_resources(f: &Facts, out: &mut Vec<Hint>) {

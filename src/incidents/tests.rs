@@ -342,3 +342,138 @@ fn commands_name_the_application_namespace() {
         rollout.text
     );
 }
+
+/// An Application Degraded with `message` as its health message.
+fn degraded_with(message: &str) -> String {
+    serde_json::json!({
+        "metadata": {"name": "a"},
+        "status": {"sync": {"status": "Synced"}, "health": {"status": "Degraded", "message": message}},
+    })
+    .to_string()
+}
+
+#[test]
+fn each_message_hint_matches_a_real_argo_cd_message_and_not_another() {
+    let now = t("2025-10-01T00:00:00Z");
+    let rules = RulesSettings::default();
+    let comparison = |m: &str| condition("Unknown", "ComparisonError", m);
+    // (body, incident kind, hint id, whether it must be there, words its text must (not) have, why)
+    let cases: Vec<(String, Kind, &str, bool, Option<(&str, bool)>, &str)> = vec![
+        (
+            comparison(
+                "resource mapping not found for name: \"m\" namespace: \"\" from \"\": no matches for kind \"PodMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first",
+            ),
+            Kind::SyncUnknown,
+            "missing_crd",
+            true,
+            Some(("kind PodMonitor", true)),
+            "no matches for kind",
+        ),
+        (
+            comparison("Failed to load live state: the server has asked for the client to provide credentials"),
+            Kind::SyncUnknown,
+            "missing_crd",
+            false,
+            None,
+            "credentials are not a missing CRD",
+        ),
+        (
+            comparison(
+                "Failed to compare desired state to live state: failed to calculate diff: error calculating structured merge diff: error building typed value from config resource: errors:\n  .spec.template.spec.containers[name=\"a\"].securityContext.runAsUser: expected numeric (int or float), got string",
+            ),
+            Kind::SyncUnknown,
+            "schema_mismatch",
+            true,
+            Some(("quoted string", true)),
+            "a value of the wrong type",
+        ),
+        (
+            comparison(
+                "Failed to compare desired state to live state: failed to calculate diff: error calculating structured merge diff: error building typed value from config resource: .metadata.labels.app.kubernetes.io/version: field not declared in schema",
+            ),
+            Kind::SyncUnknown,
+            "schema_mismatch",
+            true,
+            Some(("quoted string", false)),
+            "a field the schema does not have is no type error",
+        ),
+        (
+            comparison("Deployment.apps \"a\" is invalid: spec.selector: Invalid value: field is immutable"),
+            Kind::SyncUnknown,
+            "schema_mismatch",
+            false,
+            None,
+            "an immutable field is another problem",
+        ),
+        (
+            degraded_with("Back-off pulling image \"ghcr.io/acme/api:9.9.9\": ErrImagePull"),
+            Kind::Degraded,
+            "image_pull",
+            true,
+            None,
+            "an image that cannot be pulled",
+        ),
+        (
+            degraded_with("back-off 5m0s restarting failed container=api pod=api-7c9: CrashLoopBackOff"),
+            Kind::Degraded,
+            "crash_loop",
+            true,
+            None,
+            "a crash loop",
+        ),
+        (
+            degraded_with("0/3 nodes are available: 3 Insufficient cpu."),
+            Kind::Degraded,
+            "unschedulable",
+            true,
+            None,
+            "no node can take it",
+        ),
+        (
+            degraded_with("Job has reached the specified backoff limit"),
+            Kind::Degraded,
+            "job_failed",
+            true,
+            None,
+            "a job out of retries",
+        ),
+        (
+            degraded_with("Deployment \"a\" exceeded its progress deadline"),
+            Kind::Degraded,
+            "rollout_stuck",
+            true,
+            None,
+            "a rollout past its deadline",
+        ),
+        (
+            degraded_with("Deployment \"a\" exceeded its progress deadline"),
+            Kind::Degraded,
+            "image_pull",
+            false,
+            None,
+            "a stuck rollout alone is not an image problem",
+        ),
+        (
+            degraded_with(
+                "Back-off pulling image \"x\": ErrImagePull; Deployment \"a\" exceeded its progress deadline",
+            ),
+            Kind::Degraded,
+            "rollout_stuck",
+            false,
+            None,
+            "an image that cannot be pulled explains the stuck rollout",
+        ),
+    ];
+    for (body, kind, id, present, words, why) in cases {
+        let (held, _) = held_at(&body, now, &rules);
+        let h = held
+            .iter()
+            .find(|h| h.kind == kind)
+            .unwrap_or_else(|| panic!("{why}: {kind} not held"));
+        let found = h.view.hints.iter().find(|x| x.id == id);
+        assert_eq!(found.is_some(), present, "{why}: {:?}", h.view.hints);
+        if let (Some(hint), Some((w, has))) = (found, words) {
+            assert_eq!(hint.text.contains(w), has, "{why}: {}", hint.text);
+        }
+    }
+}
