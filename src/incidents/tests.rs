@@ -358,7 +358,8 @@ fn each_message_hint_matches_a_real_argo_cd_message_and_not_another() {
     let rules = RulesSettings::default();
     let comparison = |m: &str| condition("Unknown", "ComparisonError", m);
     // (body, incident kind, hint id, whether it must be there, words its text must (not) have, why)
-    let cases: Vec<(String, Kind, &str, bool, Option<(&str, bool)>, &str)> = vec![
+    type Case<'a> = (String, Kind, &'a str, bool, Option<(&'a str, bool)>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             comparison(
                 "resource mapping not found for name: \"m\" namespace: \"\" from \"\": no matches for kind \"PodMonitor\" in version \"monitoring.coreos.com/v1\"\nensure CRDs are installed first",
