@@ -168,6 +168,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let settings = Settings::load(Some(&source.file), source.optional)?;
             crate::telemetry::init_logs(&settings.log);
+            let receivers: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
+            tracing::info!(
+                config = %if source.file.exists() { source.file.display().to_string() } else { "none: the built-in defaults".into() },
+                store = %settings.storage.describe(),
+                receivers = %receivers.join(", "),
+                "starting"
+            );
             let app = crate::startup::Application::build(settings)
                 .await?
                 .reloading_from(source);

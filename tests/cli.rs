@@ -29,9 +29,11 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 
 #[test]
 fn the_shipped_config_and_the_examples_are_valid() {
-    let (code, out, err) = herald(&["check-config", "config/herald.yaml"], &[]);
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("OK"));
+    for shipped in ["config/herald.yaml", "config/quickstart.yaml"] {
+        let (code, out, err) = herald(&["check-config", shipped], &[]);
+        assert_eq!(code, 0, "{shipped}: {out}{err}");
+        assert!(out.contains("OK"));
+    }
     for entry in std::fs::read_dir("config/examples").expect("examples") {
         let p = entry.expect("entry").path();
         let (code, out, err) = herald(&["check-config", &p.display().to_string()], &[]);

@@ -37,6 +37,25 @@ pub enum SqliteSynchronous {
 }
 
 impl StorageSettings {
+    /// The store as a log line may name it: the URL without user, password and query (which may carry a
+    /// password too): `postgres://db.internal:5432/herald`, `sqlite://data/herald.db`.
+    pub fn describe(&self) -> String {
+        use secrecy::ExposeSecret;
+        let url = self.url.expose_secret();
+        if url.starts_with("sqlite:") {
+            return url.split('?').next().unwrap_or(url).to_string();
+        }
+        match url::Url::parse(url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.to_string()
+            }
+            Err(_) => "(an unreadable URL, not shown)".into(),
+        }
+    }
+
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
         {
             use secrecy::ExposeSecret;
@@ -47,6 +66,31 @@ impl StorageSettings {
                     "must start with sqlite: or postgres:// (the value is not shown: it may hold a password)",
                 ));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_named_without_its_credentials() {
+        let cases = [
+            (
+                "postgres://herald:s3cret@db.internal:5432/herald?password=also",
+                "postgres://db.internal:5432/herald",
+            ),
+            ("sqlite://data/herald.db", "sqlite://data/herald.db"),
+            ("sqlite://data/herald.db?mode=rwc", "sqlite://data/herald.db"),
+        ];
+        for (url, shown) in cases {
+            let s = StorageSettings {
+                url: SecretString::from(url.to_string()),
+                ..Default::default()
+            };
+            assert_eq!(s.describe(), shown);
+            assert!(!s.describe().contains("s3cret") && !s.describe().contains("also"));
         }
     }
 }

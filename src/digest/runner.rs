@@ -121,13 +121,19 @@ async fn send_slot(
     let late = now - slot;
     let catch_up = chrono::Duration::from_std(d.catch_up).unwrap_or(chrono::Duration::MAX);
     if late > catch_up {
+        // A team with no slot on record has a digest just added: its last slot was never due, nothing was missed.
+        let new = store.digest_slots(team, 1).await?.is_empty();
         let mut tx = store.begin().await?;
         if Store::claim_digest_slot(&mut tx, team, slot, &owner, now, now + LEASE).await? {
             Store::finish_digest_slot(&mut tx, team, slot, SlotState::Skipped, now).await?;
-            tracing::warn!(
-                team, slot = %slot, late = %crate::domain::notification::duration_words(late),
-                "digest slot missed by more than catch_up (Herald was down, or the digest is new): skipped"
-            );
+            if new {
+                tracing::info!(team, slot = %slot, "digest added: the first one goes at the next slot");
+            } else {
+                tracing::warn!(
+                    team, slot = %slot, late = %crate::domain::notification::duration_words(late),
+                    "digest slot missed by more than catch_up (Herald was down): skipped"
+                );
+            }
         }
         tx.commit().await?;
         return Ok(0);

@@ -55,4 +55,11 @@ async fn a_team_with_control_characters_cannot_forge_a_log_line() {
     // An accepted event writes no line of its own beyond Herald's (actix once warned per request about a cloned
     // request in the body budget).
     assert!(!logs.contains("Cloning an `HttpRequest`"), "{logs}");
+    // The first line says what it runs with: the file, the store, the receivers.
+    let start = logs.lines().find(|l| l.contains("starting")).expect("a starting line");
+    assert!(start.contains(&cfg.display().to_string()), "{start}");
+    assert!(
+        start.contains("store=sqlite://") && start.contains("receivers=console"),
+        "{start}"
+    );
 }
