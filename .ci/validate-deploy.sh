@@ -186,7 +186,9 @@ def check_monitoring(docs, label):
                 fail(f"{label}: alert {r.get('alert')} uses {m}, which Herald does not export")
             if r.get("labels", {}).get("severity") not in ("info", "warning", "critical"):
                 fail(f"{label}: alert {r.get('alert')} has no severity label")
-    for needed in ("HeraldDeadNotifications", "HeraldReceiverFailing", "HeraldIngestErrors", "HeraldDown"):
+    for needed in ("HeraldDeadNotifications", "HeraldReceiverFailing", "HeraldIngestErrors", "HeraldDown",
+                   "HeraldCredentialsRefused", "HeraldEventsRejected", "HeraldNoEvents", "HeraldArgoCdApiDown",
+                   "HeraldReloadRefused", "HeraldDeliveriesStuck", "HeraldDigestSkipped"):
         if needed not in alerts:
             fail(f"{label}: no alert {needed}")
     rules_file = os.path.join(WORK, f"rules_{label}.yaml")
@@ -247,6 +249,50 @@ def write_rule_tests(rules_file):
                     {"eval_time": "5m", "alertname": "HeraldDown", "exp_alerts": []},
                     {"eval_time": "15m", "alertname": "HeraldDown", "exp_alerts": [
                         {"exp_labels": {"severity": "critical"}}]},
+                ],
+            },
+            # The silent failures: each fires on its situation (second half) and not on a healthy Herald (first).
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": 'herald_auth_failures_total{job="herald", namespace="herald", pod="a", reason="unknown_token"}',
+                     "values": "0x40 0+5x50"},
+                    {"series": 'herald_events_received_total{job="herald", namespace="herald", pod="a", outcome="rejected"}',
+                     "values": "0x40 1x50"},
+                    # Bodies every minute until 40m, then none (the gauge keeps its last time, in seconds).
+                    {"series": 'herald_last_event_timestamp_seconds{job="herald", namespace="herald", pod="a"}',
+                     "values": "0+60x40 2400x90"},
+                    {"series": 'herald_applications{job="herald", namespace="herald", pod="a", sync="Synced", health="Healthy"}',
+                     "values": "5x130"},
+                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="a"}', "values": "1x40 0x50"},
+                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="b"}', "values": "1x40 0x50"},
+                    {"series": 'herald_config_reloads_total{job="herald", namespace="herald", pod="a", outcome="refused"}',
+                     "values": "0x40 1x50"},
+                    {"series": 'herald_outbox_oldest_pending_age_seconds{job="herald", namespace="herald", pod="a"}',
+                     "values": "30x40 0+60x50"},
+                    {"series": 'herald_digest_slots_total{job="herald", namespace="herald", pod="a", state="skipped"}',
+                     "values": "0x40 1x50"},
+                ],
+                "alert_rule_test": [
+                    *[{"eval_time": "39m", "alertname": a, "exp_alerts": []} for a in (
+                        "HeraldCredentialsRefused", "HeraldEventsRejected", "HeraldNoEvents", "HeraldArgoCdApiDown",
+                        "HeraldReloadRefused", "HeraldDeliveriesStuck", "HeraldDigestSkipped")],
+                    {"eval_time": "50m", "alertname": "HeraldCredentialsRefused", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "45m", "alertname": "HeraldEventsRejected", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    # The last body at 40m: over an hour at 100m, alerting from 110m.
+                    {"eval_time": "105m", "alertname": "HeraldNoEvents", "exp_alerts": []},
+                    {"eval_time": "115m", "alertname": "HeraldNoEvents", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "55m", "alertname": "HeraldArgoCdApiDown", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "45m", "alertname": "HeraldReloadRefused", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "65m", "alertname": "HeraldDeliveriesStuck", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                    {"eval_time": "45m", "alertname": "HeraldDigestSkipped", "exp_alerts": [
+                        {"exp_labels": {"severity": "info", "namespace": "herald"}}]},
                 ],
             },
         ],

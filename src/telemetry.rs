@@ -98,8 +98,16 @@ fn needs_escape(c: char) -> bool {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 16] = [
+const FAMILIES: [(&str, &str); 18] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
+    (
+        "herald_last_event_timestamp_seconds",
+        "When this replica last accepted an Argo CD body (Unix seconds; its start time until the first one).",
+    ),
+    (
+        "herald_digest_slots_total",
+        "Team digest slots done, by state (sent, empty, skipped: missed by more than catch_up).",
+    ),
     (
         "herald_events_received_total",
         "Argo CD event bodies received, by outcome (changed, duplicate, stale, rejected, unavailable, error).",
@@ -193,6 +201,16 @@ fn describe_families() {
         metrics::describe_counter!(name, help);
     }
     metrics::gauge!("herald_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    // From the start: a replica that never receives a body (Argo CD's token refused) is seen growing old.
+    event_accepted();
+}
+
+/// An Argo CD body was accepted now: `herald_last_event_timestamp_seconds` (wall clock, as Prometheus' `time()`).
+pub fn event_accepted() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    metrics::gauge!("herald_last_event_timestamp_seconds").set(now);
 }
 
 /// Counts read at scrape time, each with its label values. A list the store could not give is empty.
@@ -204,6 +222,8 @@ pub struct GaugeReadings {
     pub incidents: Vec<(String, String, String, i64)>,
     /// (receiver, state, how many deliveries)
     pub outbox: Vec<(String, String, i64)>,
+    /// How long the oldest delivery still waiting has waited, in seconds (none waiting: `None`).
+    pub oldest_pending_seconds: Option<i64>,
 }
 
 /// The values Argo CD documents for each status; anything else is counted as `Other`, so a hostile or broken sender
@@ -230,7 +250,11 @@ pub fn render_gauges(readings: &GaugeReadings) -> String {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
         for (labels, n) in rows {
             let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
-            let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+            if labels.is_empty() {
+                let _ = writeln!(out, "{name} {n}");
+            } else {
+                let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+            }
         }
         out.push('\n');
     };
@@ -272,6 +296,12 @@ pub fn render_gauges(readings: &GaugeReadings) -> String {
         "herald_outbox",
         "Deliveries in the outbox, by receiver and state.",
         outbox,
+    );
+    let oldest = BTreeMap::from([(Vec::new(), readings.oldest_pending_seconds.unwrap_or(0))]);
+    family(
+        "herald_outbox_oldest_pending_age_seconds",
+        "How long the oldest delivery still waiting in the outbox has waited, in seconds (0: none waiting).",
+        oldest,
     );
     out
 }
@@ -341,8 +371,13 @@ mod tests {
             ],
             incidents: vec![("firing".into(), "degraded".into(), "pay\"ments\nx".into(), 1)],
             outbox: vec![],
+            oldest_pending_seconds: Some(90),
         };
         let text = render_gauges(&readings);
+        assert!(
+            text.contains("\nherald_outbox_oldest_pending_age_seconds 90\n"),
+            "{text}"
+        );
         assert!(
             text.contains("herald_applications{sync=\"Other\",health=\"Healthy\"} 2"),
             "{text}"

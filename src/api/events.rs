@@ -78,6 +78,9 @@ pub(super) async fn receive_event(
         Err(_) => "rejected",
     };
     metrics::counter!("herald_events_received_total", "outcome" => outcome).increment(1);
+    if result.is_ok() {
+        crate::telemetry::event_accepted();
+    }
     metrics::histogram!("herald_ingest_duration_seconds").record(started.elapsed().as_secs_f64());
     if let Err(e) = &result
         && matches!(

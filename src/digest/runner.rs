@@ -129,6 +129,7 @@ async fn send_slot(
             if new {
                 tracing::info!(team, slot = %slot, "digest added: the first one goes at the next slot");
             } else {
+                metrics::counter!("herald_digest_slots_total", "state" => "skipped").increment(1);
                 tracing::warn!(
                     team, slot = %slot, late = %crate::domain::notification::duration_words(late),
                     "digest slot missed by more than catch_up (Herald was down): skipped"
@@ -182,6 +183,7 @@ async fn send_slot(
     let state = if send { SlotState::Sent } else { SlotState::Empty };
     Store::finish_digest_slot(&mut tx, team, slot, state, now).await?;
     tx.commit().await?;
+    metrics::counter!("herald_digest_slots_total", "state" => state.as_str()).increment(1);
     tracing::info!(team, slot = %slot, state = state.as_str(), receivers = receivers.len(), "digest slot done");
     if !send {
         return Ok(0);

@@ -233,6 +233,13 @@ impl Pipeline {
             applications: counted("Applications", store.app_counts().await),
             incidents: counted("incidents", store.incident_counts().await),
             outbox: counted("deliveries", store.outbox_counts().await),
+            oldest_pending_seconds: match store.oldest_pending_delivery().await {
+                Ok(t) => t.map(|t| (self.now() - t).num_seconds().max(0)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the oldest pending delivery for /metrics");
+                    None
+                }
+            },
         }
     }
 

@@ -196,6 +196,14 @@ impl Store {
         rows.iter().map(outbox_from_row).collect()
     }
 
+    /// When the oldest delivery still waiting was queued, if one is.
+    pub async fn oldest_pending_delivery(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let row = q!("SELECT MIN(created_at) AS t FROM outbox WHERE state = 'pending'")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<Option<i64>, _>("t")?.map(crate::clock::from_millis))
+    }
+
     pub async fn outbox_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
         let rows = q!("SELECT receiver, state, COUNT(*) AS n FROM outbox WHERE state IN ('pending', 'dead') GROUP BY receiver, state")
             .fetch_all(&self.pool)
