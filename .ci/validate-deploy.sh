@@ -664,6 +664,29 @@ for path in examples:
     validate_schema(load(path), os.path.relpath(path, ROOT))
 print(f"  {len(examples)} example Secret file(s) schema-valid: " + ", ".join(os.path.relpath(p, ROOT) for p in examples))
 
+# 5. The Grafana dashboard: every panel's query is PromQL promtool accepts, naming only metrics Herald exports.
+def check_dashboard():
+    path = os.path.join(ROOT, "deploy/grafana/herald.json")
+    dash = json.load(open(path))
+    exprs = [(p["title"], t["expr"]) for p in dash["panels"] for t in p.get("targets", [])]
+    if not exprs:
+        fail("grafana: the dashboard has no queries")
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"herald:dashboard_panel_{i}", "expr": e} for i, (_, e) in enumerate(exprs)]}]}
+    for title, e in exprs:
+        for m in metric_names(e) - metrics_in_source:
+            fail(f"grafana: panel {title!r} uses {m}, which Herald does not export")
+    f = os.path.join(WORK, "dashboard_rules.yaml")
+    with open(f, "w") as out:
+        yaml.safe_dump(rules, out)
+    p = subprocess.run([os.environ["PROMTOOL"], "check", "rules", f], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"grafana: promtool check rules on the panels' queries:\n{p.stdout}{p.stderr}")
+    return len(exprs)
+
+
+print(f"  deploy/grafana/herald.json: {check_dashboard()} panel queries accepted by promtool, metric names exported")
+
 named = check_every_env_name(verified)
 print(f"  {len(named)} HERALD__* name(s) in deploy/ and the Dockerfile are configuration keys: {', '.join(sorted(named))}")
 
