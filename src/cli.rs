@@ -96,7 +96,7 @@ pub enum Command {
         state: Option<String>,
         #[arg(long)]
         team: Option<String>,
-        /// out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned.
+        /// An incident kind (`out_of_sync`…; a wrong one is answered with the list).
         #[arg(long)]
         kind: Option<String>,
         #[arg(long, default_value_t = 100)]

@@ -478,3 +478,14 @@ fn each_message_hint_matches_a_real_argo_cd_message_and_not_another() {
         }
     }
 }
+
+#[test]
+fn every_stored_kind_has_a_finder_and_chose_condition_or_event() {
+    // Adding a kind to `Kind::ALL` without its finder (or the other way round) fails here, not in production.
+    let found: Vec<Kind> = FINDERS.iter().map(|(k, _)| *k).collect();
+    for kind in Kind::ALL {
+        assert_eq!(found.iter().filter(|k| **k == kind).count(), 1, "{kind} has one finder");
+        let _ = kind.occurrence();
+    }
+    assert_eq!(found.len(), Kind::ALL.len(), "no finder for a kind outside Kind::ALL");
+}
