@@ -75,6 +75,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(needing(Ingest, web::put().to(events::receive_event)))
             .route(web::route().to(events::wrong_method)),
     )
+    .route("/v1/openapi.json", web::get().to(openapi))
     .route("/v1/apps", needing(Read, web::get().to(apps::list_apps)))
     .route(
         "/v1/apps/{namespace}/{name}",
@@ -250,4 +251,12 @@ mod tests {
             "the rest follows"
         );
     }
+}
+
+/// The API's contract (`docs/openapi.json`, kept in the repository and checked by Schemathesis in `scripts/test`).
+/// Public: it says nothing a caller could not learn from the answers.
+async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(include_str!("../../docs/openapi.json"))
 }

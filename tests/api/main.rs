@@ -8,6 +8,7 @@ mod binary;
 mod caps;
 mod change_events;
 mod confirm;
+mod contract;
 mod delivery;
 mod digest;
 mod faults;
