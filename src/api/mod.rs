@@ -219,6 +219,14 @@ pub fn no_store() -> (header::HeaderName, HeaderValue) {
     (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }
 
+/// The API's contract (`docs/openapi.json`, kept in the repository and checked by Schemathesis in `scripts/test`).
+/// Public: it says nothing a caller could not learn from the answers.
+async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(include_str!("../../docs/openapi.json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,12 +259,4 @@ mod tests {
             "the rest follows"
         );
     }
-}
-
-/// The API's contract (`docs/openapi.json`, kept in the repository and checked by Schemathesis in `scripts/test`).
-/// Public: it says nothing a caller could not learn from the answers.
-async fn openapi() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(include_str!("../../docs/openapi.json"))
 }
