@@ -307,6 +307,12 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
                 }
             );
         }
+        if !d.route.refused.is_empty() {
+            println!(
+                "  refused:   {} (asked for by the Application's annotation; not in teams.{team}.allowed_receivers)",
+                d.route.refused.join(", ")
+            );
+        }
         if let Some(hold) = &i.hold {
             println!("  held back: {} — not sent while it holds", hold.describe());
         }

@@ -98,11 +98,15 @@ fn needs_escape(c: char) -> bool {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 18] = [
+const FAMILIES: [(&str, &str); 19] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_last_event_timestamp_seconds",
         "When this replica last accepted an Argo CD body (Unix seconds; its start time until the first one).",
+    ),
+    (
+        "herald_annotation_receivers_refused_total",
+        "Receivers an Application's annotation asked for that its team does not allow (not used).",
     ),
     (
         "herald_digest_slots_total",

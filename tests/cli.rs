@@ -728,3 +728,48 @@ fn incidents_are_listed_from_a_running_herald_filtered_by_state() {
         "{err}"
     );
 }
+
+#[test]
+fn route_shows_what_an_applications_annotation_asks_for_and_what_its_team_refuses() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        r#"
+receivers: [{name: plat-chat, console: {}}, {name: plat-jira, console: {}}, {name: shop-chat, console: {}}]
+ownership: {projects: {default: platform}}
+teams:
+  platform: {receivers: [plat-chat], allowed_receivers: [plat-jira]}
+  shop: {receivers: [shop-chat]}
+"#,
+    );
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("captured/021_remove_podinfo_1_1.json")).expect("021"))
+            .expect("JSON");
+    body["app"]["metadata"]["annotations"]["herald.io/receivers"] = "plat-jira, shop-chat".into();
+    let app = write(dir.path(), "app.json", &body.to_string());
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &app], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("receivers: plat-chat, plat-jira"),
+        "the allowed one is added: {out}"
+    );
+    assert!(
+        out.contains(
+            "refused:   shop-chat (asked for by the Application's annotation; not in teams.platform.allowed_receivers)"
+        ),
+        "another team's channel is refused, visibly: {out}"
+    );
+    // An unknown receiver in allowed_receivers is a configuration error.
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "teams: {pay: {receivers: [console], allowed_receivers: [nope]}}",
+    );
+    let (code, _, err) = herald(&["check-config", &bad], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("teams.pay.allowed_receivers[0]: unknown receiver \"nope\""),
+        "{err}"
+    );
+}

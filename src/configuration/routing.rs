@@ -13,6 +13,9 @@ use super::{ConfigError, invalid};
 #[serde(deny_unknown_fields, default)]
 pub struct OwnershipSettings {
     pub annotation: String,
+    /// The Application annotation a team uses to ask for more of its receivers (`payments-jira,payments-pager`):
+    /// only names the owning team's `allowed_receivers` lists are used, the rest refused (visibly).
+    pub receivers_annotation: String,
     pub label: String,
     pub projects: BTreeMap<String, String>,
     pub default_team: String,
@@ -22,6 +25,7 @@ impl Default for OwnershipSettings {
     fn default() -> Self {
         Self {
             annotation: "herald.io/team".into(),
+            receivers_annotation: "herald.io/receivers".into(),
             label: "team".into(),
             projects: BTreeMap::new(),
             default_team: "platform".into(),
@@ -33,6 +37,9 @@ impl Default for OwnershipSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct TeamSettings {
     pub receivers: Vec<String>,
+    /// The receivers an Application of this team may ask for itself (`ownership.receivers_annotation`): an
+    /// annotation can name only these, never create a destination or reach another team's (none by default).
+    pub allowed_receivers: Vec<String>,
     pub escalation: Vec<EscalationStep>,
     /// No digest unless configured.
     pub digest: Option<DigestSettings>,
@@ -221,12 +228,14 @@ pub(super) fn validate_teams(
     errors: &mut Vec<ConfigError>,
 ) {
     for (team, t) in teams {
-        for (j, r) in t.receivers.iter().enumerate() {
-            if !known(r) {
-                errors.push(invalid(
-                    format!("teams.{team}.receivers[{j}]"),
-                    format!("unknown receiver {r:?} (define it under `receivers`)"),
-                ));
+        for (key, list) in [("receivers", &t.receivers), ("allowed_receivers", &t.allowed_receivers)] {
+            for (j, r) in list.iter().enumerate() {
+                if !known(r) {
+                    errors.push(invalid(
+                        format!("teams.{team}.{key}[{j}]"),
+                        format!("unknown receiver {r:?} (define it under `receivers`)"),
+                    ));
+                }
             }
         }
         let mut last = Duration::ZERO;

@@ -270,6 +270,10 @@ pub struct Incident {
     /// The Application's sources and the revision of each (one for most Applications).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceRevision>,
+    /// The receivers the Application's annotation (`ownership.receivers_annotation`) asks for, as written; routing
+    /// uses those the owning team allows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked_receivers: Vec<String>,
     /// Why people are not told about it now (a silence, an inhibiting incident), when they are not: filled in
     /// when incidents are read (`GET /v1/incidents`, `herald incidents`, the status page), never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]

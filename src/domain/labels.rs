@@ -42,6 +42,9 @@ pub struct Labels {
     pub cluster: String,
     pub fingerprint: String,
     pub labels: BTreeMap<String, String>,
+    /// The receivers the Application's annotation asks for (not a matchable field).
+    #[serde(default)]
+    pub asked_receivers: Vec<String>,
 }
 
 impl Labels {
@@ -77,6 +80,7 @@ impl Labels {
             cluster: v.destination_cluster.clone(),
             fingerprint: v.fingerprint.clone(),
             labels: v.labels.clone(),
+            asked_receivers: v.asked_receivers.clone(),
         }
     }
 }

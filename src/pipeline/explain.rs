@@ -30,7 +30,20 @@ pub struct Assessment {
 pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
     let team = routing::owning_team(&state.snapshot, &settings.ownership);
     let mut keep = HashSet::new();
-    let held = incidents::held_conditions(state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    let mut held = incidents::held_conditions(state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    // What the Application asks for itself (self-service); routing decides what of it the team allows.
+    let asked: Vec<String> = (state.snapshot.annotations.get(&settings.ownership.receivers_annotation))
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    for h in &mut held {
+        h.view.asked_receivers = asked.clone();
+    }
     Assessment { team, held, keep }
 }
 

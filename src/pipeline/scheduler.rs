@@ -75,6 +75,13 @@ impl Core {
         plan: &DeliveryPlan,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        if !plan.route.refused.is_empty() {
+            tracing::warn!(
+                incident = rec.id, app = %rec.app, team = %rec.team, refused = %plan.route.refused.join(", "),
+                "the Application's annotation asks for receivers its team does not allow (teams.<team>.allowed_receivers): not used"
+            );
+            metrics::counter!("herald_annotation_receivers_refused_total").increment(plan.route.refused.len() as u64);
+        }
         for g in &plan.groups {
             Store::add_to_group(
                 tx,

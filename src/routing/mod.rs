@@ -37,6 +37,8 @@ struct CompiledRoute {
 pub struct Router {
     routes: Vec<CompiledRoute>,
     teams: BTreeMap<String, Vec<String>>,
+    /// Per team, the receivers its Applications may ask for by annotation.
+    allowed: BTreeMap<String, Vec<String>>,
     fallback: Vec<String>,
 }
 
@@ -49,6 +51,9 @@ pub struct RouteResult {
     /// The owning team's receivers are among them: no route matched, or only `continue: true` routes did
     /// ("also send to"), which add to the owner and never take the incident away from it.
     pub owner_kept: bool,
+    /// Receivers the Application's annotation asked for that its team does not allow (not used).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 fn glob(p: &Option<String>) -> Option<globset::GlobMatcher> {
@@ -74,6 +79,9 @@ impl Router {
             .iter()
             .map(|(k, v)| (k.clone(), v.receivers.clone()))
             .collect();
+        let allowed = (settings.teams.iter())
+            .map(|(k, v)| (k.clone(), v.allowed_receivers.clone()))
+            .collect();
         // With no team entry, the default team's receivers, else every console receiver: never drop silently.
         let fallback = settings
             .teams
@@ -91,6 +99,7 @@ impl Router {
         Self {
             routes,
             teams,
+            allowed,
             fallback,
         }
     }
@@ -109,7 +118,9 @@ impl Router {
 
     /// Ordered routes, first match wins unless `continue: true`. A route without `continue` takes the incident
     /// (its receivers only); when none such matched, the owning team's receivers get it too, after those of the
-    /// `continue: true` routes that matched: one "also send to" route serves every team.
+    /// `continue: true` routes that matched: one "also send to" route serves every team. Then, still only when no
+    /// route took it, the receivers the Application asks for by annotation that its team allows
+    /// (`teams.<t>.allowed_receivers`); the others are refused, and said in `refused`.
     pub fn route(&self, l: &Labels) -> RouteResult {
         let mut matched = Vec::new();
         let mut receivers: Vec<String> = Vec::new();
@@ -140,10 +151,24 @@ impl Router {
                 }
             }
         }
+        let mut refused = Vec::new();
+        if !taken {
+            let allowed = self.allowed.get(&l.team);
+            for name in &l.asked_receivers {
+                if allowed.is_some_and(|a| a.contains(name)) {
+                    if !receivers.contains(name) {
+                        receivers.push(name.clone());
+                    }
+                } else if !refused.contains(name) {
+                    refused.push(name.clone());
+                }
+            }
+        }
         RouteResult {
             matched_routes: matched,
             receivers,
             owner_kept: !taken,
+            refused,
         }
     }
 }
@@ -313,6 +338,70 @@ routes: [{kind: pruned, namespace: "prod-*", receivers: [bot], continue: true}]
             r.route(&labels("pay", "degraded", "ledger", "dev")).receivers,
             vec!["c"]
         );
+    }
+
+    #[test]
+    fn an_application_asks_for_the_receivers_its_team_allows_and_nothing_else() {
+        let s = Settings::from_yaml(
+            r#"
+receivers: [{name: chat, console: {}}, {name: jira, console: {}}, {name: pager, console: {}}, {name: other, console: {}}, {name: ops, console: {}}]
+teams:
+  pay: {receivers: [chat], allowed_receivers: [jira, pager]}
+  shop: {receivers: [other]}
+routes: [{kind: degraded, app: "legacy-*", receivers: [ops]}]
+"#,
+        )
+        .expect("valid");
+        let r = Router::new(&s);
+        let asking = |team: &str, app: &str, kind: &str, asked: &[&str]| {
+            let mut l = labels(team, kind, app, "pay");
+            l.asked_receivers = asked.iter().map(|a| a.to_string()).collect();
+            r.route(&l)
+        };
+        // (team, app, kind, asked, receivers, refused, why)
+        let cases = [
+            (
+                "pay",
+                "api",
+                "out_of_sync",
+                vec!["jira"],
+                vec!["chat", "jira"],
+                vec![],
+                "an allowed receiver is added",
+            ),
+            (
+                "pay",
+                "api",
+                "out_of_sync",
+                vec!["other", "nope"],
+                vec!["chat"],
+                vec!["other", "nope"],
+                "another team's, or none: refused",
+            ),
+            (
+                "shop",
+                "cart",
+                "out_of_sync",
+                vec!["jira"],
+                vec!["other"],
+                vec!["jira"],
+                "a team that allows nothing",
+            ),
+            (
+                "pay",
+                "legacy-1",
+                "degraded",
+                vec!["jira"],
+                vec!["ops"],
+                vec![],
+                "a route that takes the incident wins",
+            ),
+        ];
+        for (team, app, kind, asked, receivers, refused, why) in cases {
+            let got = asking(team, app, kind, &asked);
+            assert_eq!(got.receivers, receivers, "{why}");
+            assert_eq!(got.refused, refused, "{why}");
+        }
     }
 
     #[test]
