@@ -192,8 +192,19 @@ fn strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A mention as chats read one: `@` and a word, at the start of a word (not after a letter or digit, as in
+/// `alice@example.com`) and not inside a URL (the run of characters up to a space or delimiter holds `://`).
 fn mention_at(chars: &[char], k: usize) -> bool {
-    chars[k] == '@' && chars.get(k + 1).is_some_and(|c| c.is_alphanumeric())
+    if chars[k] != '@' || !chars.get(k + 1).is_some_and(|c| c.is_alphanumeric()) {
+        return false;
+    }
+    if k > 0 && chars[k - 1].is_alphanumeric() {
+        return false;
+    }
+    let delimiter = |c: &char| c.is_whitespace() || c.is_control() || "<>|\"'()[]`".contains(*c);
+    let word: String = chars[..k].iter().rev().take_while(|c| !delimiter(c)).collect();
+    let word: String = word.chars().rev().collect();
+    !(word.contains("://") || word.to_ascii_lowercase().contains("mailto:"))
 }
 
 /// What a target acts on in `text`: `<` that is not broken, mentions, line breaks, and `](` and `![` where

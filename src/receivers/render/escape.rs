@@ -49,17 +49,41 @@ pub fn console(s: &str) -> String {
     out
 }
 
-/// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@user`, `@org/team`).
+/// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@room`, `@user`,
+/// `@org/team`) when it starts a word: every target reads mentions that way, so an `@` after a letter or digit
+/// (`alice@example.com`) and anything inside a URL (`https://host/@alice`, up to the next space or delimiter) is
+/// left as it is, byte for byte, and stays searchable and copyable.
 pub fn break_mentions(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut prev: Option<char> = None;
+    let mut in_url = false;
+    for (k, c) in s.char_indices() {
+        if ends_url(c) {
+            in_url = false;
+        } else if !in_url && !prev.is_some_and(char::is_alphanumeric) && starts_url(&s[k..]) {
+            in_url = true;
+        }
         out.push(c);
-        if c == '@' && chars.peek().is_some_and(|n| n.is_alphanumeric()) {
+        let next = s[k + c.len_utf8()..].chars().next();
+        if c == '@' && !in_url && !prev.is_some_and(char::is_alphanumeric) && next.is_some_and(char::is_alphanumeric) {
             out.push(WORD_JOINER);
         }
+        prev = Some(c);
     }
     out
+}
+
+/// Whether `s` starts with a URL scheme Herald or a chat would link (`https://`, `http://`, `mailto:`).
+fn starts_url(s: &str) -> bool {
+    ["https://", "http://", "mailto:"]
+        .iter()
+        .any(|scheme| s.get(..scheme.len()).is_some_and(|p| p.eq_ignore_ascii_case(scheme)))
+}
+
+/// What ends a URL in text: a space or line break, or a character that closes it in markup (`<url|text>`, `(url)`,
+/// `"url"`).
+fn ends_url(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '|' | '"' | '\'' | '(' | ')' | '[' | ']' | '`')
 }
 
 /// CommonMark inline text (GitHub, Mattermost): one line, mentions broken, `&`, `<` and `>` as entities (no HTML,
