@@ -576,3 +576,45 @@ fn hostile_argocd_and_repository_urls_reach_no_receiver_as_a_line_or_markup_of_t
         }
     }
 }
+
+/// An e-mail address and a URL with `@` in real text, beside real mentions, in what each chat or tracker receives:
+/// the address and the URL arrive byte for byte (searchable, copyable), each mention is broken.
+#[test]
+fn addresses_and_urls_stay_as_they_are_and_mentions_are_broken_in_every_chat_and_tracker() {
+    const ADDRESS: &str = "alice@example.com";
+    const URL: &str = "https://git.example.com/@alice/repo";
+    const MAILTO: &str = "mailto:bob@example.com";
+    let mut n = testing::notification(Action::Open);
+    n.incidents[0].initiated_by = Some(ADDRESS.into());
+    n.incidents[0].messages = vec![format!(
+        "ask {ADDRESS} or @here, see {URL} and {MAILTO}, @channel @room @all"
+    )];
+    for kind in [
+        "slack",
+        "msteams",
+        "googlechat",
+        "mattermost",
+        "github",
+        "redmine",
+        "matrix",
+    ] {
+        let parts = preview(kind, &n, testing::now()).expect("a kind");
+        let all: String = parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n");
+        for literal in [ADDRESS, URL, MAILTO] {
+            assert!(
+                all.contains(literal),
+                "{kind}: {literal} is not there byte for byte in {all}"
+            );
+        }
+        for mention in ["here", "channel", "room", "all"] {
+            assert!(
+                !all.contains(&format!("@{mention}")),
+                "{kind}: @{mention} is not broken in {all}"
+            );
+            assert!(
+                all.contains(&format!("@{WORD_JOINER}{mention}")),
+                "{kind}: @{mention} is still readable in {all}"
+            );
+        }
+    }
+}

@@ -263,6 +263,33 @@ mod tests {
     }
 
     #[test]
+    fn only_an_at_that_starts_a_word_outside_a_url_is_a_mention() {
+        let j = WORD_JOINER;
+        for (text, expected) in [
+            ("alice@example.com".to_string(), "alice@example.com".to_string()),
+            ("https://h.example/@alice/x".into(), "https://h.example/@alice/x".into()),
+            ("HTTP://h.example/@alice".into(), "HTTP://h.example/@alice".into()),
+            ("mailto:bob@example.com".into(), "mailto:bob@example.com".into()),
+            ("@here".into(), format!("@{j}here")),
+            ("(@channel)".into(), format!("(@{j}channel)")),
+            ("x,@room".into(), format!("x,@{j}room")),
+            ("_@all_".into(), format!("_@{j}all_")),
+            (
+                "https://h.example/ @here".into(),
+                format!("https://h.example/ @{j}here"),
+            ),
+            (
+                "<https://h.example|@here>".into(),
+                format!("<https://h.example|@{j}here>"),
+            ),
+            ("see:https://h.example/@a".into(), "see:https://h.example/@a".into()),
+            ("@ alone, a@".into(), "@ alone, a@".into()),
+        ] {
+            assert_eq!(break_mentions(&text), expected, "{text:?}");
+        }
+    }
+
+    #[test]
     fn servicenow_code_markup_is_text() {
         for hostile in [
             "[code]<img src=x onerror=alert(1)>[/code]",
