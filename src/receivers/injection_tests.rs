@@ -204,7 +204,13 @@ fn mention_at(chars: &[char], k: usize) -> bool {
     let delimiter = |c: &char| c.is_whitespace() || c.is_control() || "<>|\"'()[]`".contains(*c);
     let word: String = chars[..k].iter().rev().take_while(|c| !delimiter(c)).collect();
     let word: String = word.chars().rev().collect();
-    !(word.contains("://") || word.to_ascii_lowercase().contains("mailto:"))
+    let in_url = word.contains("://") || word.to_ascii_lowercase().contains("mailto:");
+    let name: String = chars[k + 1..].iter().take_while(|c| c.is_alphanumeric()).collect();
+    // Everyone's mentions are read even in a URL's path by a chat that splits words at `/`.
+    !in_url
+        || ["here", "channel", "all", "everyone", "room"]
+            .iter()
+            .any(|g| name.eq_ignore_ascii_case(g))
 }
 
 /// What a target acts on in `text`: `<` that is not broken, mentions, line breaks, and `](` and `![` where

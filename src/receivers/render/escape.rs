@@ -52,7 +52,8 @@ pub fn console(s: &str) -> String {
 /// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@room`, `@user`,
 /// `@org/team`) when it starts a word: every target reads mentions that way, so an `@` after a letter or digit
 /// (`alice@example.com`) and anything inside a URL (`https://host/@alice`, up to the next space or delimiter) is
-/// left as it is, byte for byte, and stays searchable and copyable.
+/// left as it is, byte for byte, and stays searchable and copyable; only a mention of everyone (`/@channel`) is
+/// broken even there ([`is_group_mention`]).
 pub fn break_mentions(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev: Option<char> = None;
@@ -65,12 +66,26 @@ pub fn break_mentions(s: &str) -> String {
         }
         out.push(c);
         let next = s[k + c.len_utf8()..].chars().next();
-        if c == '@' && !in_url && !prev.is_some_and(char::is_alphanumeric) && next.is_some_and(char::is_alphanumeric) {
+        if c == '@'
+            && !prev.is_some_and(char::is_alphanumeric)
+            && next.is_some_and(char::is_alphanumeric)
+            && (!in_url || is_group_mention(&s[k + 1..]))
+        {
             out.push(WORD_JOINER);
         }
         prev = Some(c);
     }
     out
+}
+
+/// Whether `s` (what follows an `@`) is a mention of everyone (`here`, `channel`, `all`, `everyone`, `room`). A chat
+/// that splits words at `/` (Mattermost) would read one even inside a URL's path, so it is broken there too; such a
+/// path is not one a real link has.
+fn is_group_mention(s: &str) -> bool {
+    let word: String = s.chars().take_while(|c| c.is_alphanumeric()).collect();
+    ["here", "channel", "all", "everyone", "room"]
+        .iter()
+        .any(|g| word.eq_ignore_ascii_case(g))
 }
 
 /// Whether `s` starts with a URL scheme Herald or a chat would link (`https://`, `http://`, `mailto:`).
@@ -283,6 +298,11 @@ mod tests {
                 format!("<https://h.example|@{j}here>"),
             ),
             ("see:https://h.example/@a".into(), "see:https://h.example/@a".into()),
+            (
+                "https://h.example/@channel".into(),
+                format!("https://h.example/@{j}channel"),
+            ),
+            ("https://h.example/@allison".into(), "https://h.example/@allison".into()),
             ("@ alone, a@".into(), "@ alone, a@".into()),
         ] {
             assert_eq!(break_mentions(&text), expected, "{text:?}");
