@@ -336,6 +336,7 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
     if let Ok(text) = std::str::from_utf8(body)
         && let Some(mut snap) = typed::parse(text)
     {
+        nil_is_absent(&mut snap);
         caps::bound(&mut snap);
         return Ok(snap);
     }
@@ -358,8 +359,64 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         }
     })?;
     let mut snap = from_value(&value)?;
+    nil_is_absent(&mut snap);
     caps::bound(&mut snap);
     Ok(snap)
+}
+
+/// What a Go template writes for a nil value (`{{.app.status.operationState.operation.initiatedBy.username}}`
+/// when Argo CD left it null).
+const GO_NIL: &str = "<nil>";
+
+/// A field a template rendered as `<nil>` had no value: it is kept as absent (an empty text, `None`, left out of a
+/// list or map), so that no message shows Go's `<nil>`.
+fn nil_is_absent(snap: &mut Snapshot) {
+    fn text(s: &mut String) {
+        if s.trim() == GO_NIL {
+            s.clear();
+        }
+    }
+    fn opt(s: &mut Option<String>) {
+        if s.as_deref().is_some_and(|v| v.trim() == GO_NIL) {
+            *s = None;
+        }
+    }
+    fn list(v: &mut Vec<String>) {
+        v.retain(|s| s.trim() != GO_NIL);
+    }
+    opt(&mut snap.uid);
+    text(&mut snap.project);
+    opt(&mut snap.destination.server);
+    opt(&mut snap.destination.name);
+    opt(&mut snap.destination.namespace);
+    snap.labels.retain(|_, v| v.trim() != GO_NIL);
+    snap.annotations.retain(|_, v| v.trim() != GO_NIL);
+    list(&mut snap.revisions);
+    opt(&mut snap.health_message);
+    opt(&mut snap.previous_revision);
+    if let Some(op) = &mut snap.operation {
+        text(&mut op.message);
+        opt(&mut op.initiator.username);
+        opt(&mut op.revision);
+        list(&mut op.revisions);
+        for r in &mut op.resources {
+            text(&mut r.message);
+            text(&mut r.status);
+            text(&mut r.hook_phase);
+        }
+    }
+    for r in &mut snap.resources {
+        opt(&mut r.health);
+        opt(&mut r.health_message);
+    }
+    for c in &mut snap.conditions {
+        text(&mut c.message);
+    }
+    for s in &mut snap.sources {
+        opt(&mut s.path);
+        opt(&mut s.chart);
+        opt(&mut s.target_revision);
+    }
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
@@ -476,6 +533,37 @@ mod tests {
                 "{e}"
             );
             assert!(e.contains("DNS-1123 label"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_value_a_template_rendered_as_go_nil_is_absent() {
+        let app = serde_json::json!({
+            "metadata": {"name": "pay", "namespace": "argocd", "annotations": {"herald.io/team": "<nil>"}},
+            "spec": {"source": {"repoURL": "https://git.example.com/pay.git", "targetRevision": "<nil>"}},
+            "status": {
+                "sync": {"status": "OutOfSync", "revision": "<nil>"},
+                "health": {"status": "Degraded", "message": "<nil>"},
+                "conditions": [{"type": "ComparisonError", "message": "<nil>"}],
+                "operationState": {
+                    "phase": "Failed",
+                    "message": "<nil>",
+                    "operation": {"initiatedBy": {"username": "<nil>", "automated": true}},
+                    "syncResult": {"revision": "<nil>"}
+                }
+            }
+        });
+        for body in [serde_json::json!({"app": app}), app.clone()] {
+            let snap = parse_body(body.to_string().as_bytes(), 64).expect("valid");
+            let op = snap.operation.as_ref().expect("an operation");
+            assert_eq!(op.initiator.describe(), "automated sync", "{body}");
+            assert_eq!((op.message.as_str(), op.revision.as_deref()), ("", None));
+            assert_eq!(snap.health_message, None);
+            assert!(snap.revisions.is_empty(), "{:?}", snap.revisions);
+            assert!(!snap.annotations.contains_key("herald.io/team"));
+            assert_eq!(snap.sources[0].target_revision, None);
+            assert!(snap.conditions.iter().all(|c| c.message.is_empty()));
+            assert!(!format!("{snap:?}").contains("<nil>"), "{snap:?}");
         }
     }
 

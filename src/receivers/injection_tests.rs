@@ -192,8 +192,25 @@ fn strings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A mention as chats read one: `@` and a word, at the start of a word (not after a letter or digit, as in
+/// `alice@example.com`) and not inside a URL (the run of characters up to a space or delimiter holds `://`).
 fn mention_at(chars: &[char], k: usize) -> bool {
-    chars[k] == '@' && chars.get(k + 1).is_some_and(|c| c.is_alphanumeric())
+    if chars[k] != '@' || !chars.get(k + 1).is_some_and(|c| c.is_alphanumeric()) {
+        return false;
+    }
+    if k > 0 && chars[k - 1].is_alphanumeric() {
+        return false;
+    }
+    let delimiter = |c: &char| c.is_whitespace() || c.is_control() || "<>|\"'()[]`".contains(*c);
+    let word: String = chars[..k].iter().rev().take_while(|c| !delimiter(c)).collect();
+    let word: String = word.chars().rev().collect();
+    let in_url = word.contains("://") || word.to_ascii_lowercase().contains("mailto:");
+    let name: String = chars[k + 1..].iter().take_while(|c| c.is_alphanumeric()).collect();
+    // Everyone's mentions are read even in a URL's path by a chat that splits words at `/`.
+    !in_url
+        || ["here", "channel", "all", "everyone", "room"]
+            .iter()
+            .any(|g| name.eq_ignore_ascii_case(g))
 }
 
 /// What a target acts on in `text`: `<` that is not broken, mentions, line breaks, and `](` and `![` where
@@ -562,6 +579,48 @@ fn hostile_argocd_and_repository_urls_reach_no_receiver_as_a_line_or_markup_of_t
                 };
                 assert!(!h.text.contains(markup), "{kind} {}: {markup}\n{}", h.name, h.text);
             }
+        }
+    }
+}
+
+/// An e-mail address and a URL with `@` in real text, beside real mentions, in what each chat or tracker receives:
+/// the address and the URL arrive byte for byte (searchable, copyable), each mention is broken.
+#[test]
+fn addresses_and_urls_stay_as_they_are_and_mentions_are_broken_in_every_chat_and_tracker() {
+    const ADDRESS: &str = "alice@example.com";
+    const URL: &str = "https://git.example.com/@alice/repo";
+    const MAILTO: &str = "mailto:bob@example.com";
+    let mut n = testing::notification(Action::Open);
+    n.incidents[0].initiated_by = Some(ADDRESS.into());
+    n.incidents[0].messages = vec![format!(
+        "ask {ADDRESS} or @here, see {URL} and {MAILTO}, @channel @room @all"
+    )];
+    for kind in [
+        "slack",
+        "msteams",
+        "googlechat",
+        "mattermost",
+        "github",
+        "redmine",
+        "matrix",
+    ] {
+        let parts = preview(kind, &n, testing::now()).expect("a kind");
+        let all: String = parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n");
+        for literal in [ADDRESS, URL, MAILTO] {
+            assert!(
+                all.contains(literal),
+                "{kind}: {literal} is not there byte for byte in {all}"
+            );
+        }
+        for mention in ["here", "channel", "room", "all"] {
+            assert!(
+                !all.contains(&format!("@{mention}")),
+                "{kind}: @{mention} is not broken in {all}"
+            );
+            assert!(
+                all.contains(&format!("@{WORD_JOINER}{mention}")),
+                "{kind}: @{mention} is still readable in {all}"
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The Matrix receiver: one `m.room.message` per group in one room, through the client-server API with a user's
-//! access token. The first message of a thread is remembered (its event ID is the memo); updates are posted in its
-//! Matrix thread (`m.thread`, with the reply fallback for clients without threads), and a resolve edits it
+//! access token. The first message of a thread and the latest one are remembered (their event IDs are the memo);
+//! updates are posted in its Matrix thread (`m.thread`, with the reply fallback for clients without threads,
+//! replying to the thread's latest message as the specification asks), and a resolve edits the first message
 //! (`m.replace`) to show the resolution. Without a memo (the first message was never stored) a new message is
 //! posted instead. Text is plain `body` plus HTML `formatted_body`, both from the shared renderings, where every
 //! field from Argo CD is escaped.
@@ -9,6 +10,7 @@
 
 mod client;
 mod config;
+mod html;
 #[cfg(test)]
 mod tests;
 
@@ -30,10 +32,13 @@ pub use config::Config;
 const MAX_BODY_CHARS: usize = 16_000;
 const MAX_FORMATTED_BYTES: usize = 40_000;
 
-/// What Herald remembers per thread: the first message's event ID.
+/// What Herald remembers per thread: the first message's event ID, and the latest message's in the thread (absent
+/// until the first reply, and in memos stored before it was kept: the first message is then the latest known).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct MatrixMemo {
     event_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latest: Option<String>,
 }
 
 pub struct Matrix {
@@ -74,8 +79,8 @@ pub fn message(n: &Notification, templated: Option<&str>) -> Value {
     let body = format!("{emoji} {word}\n{}", render::text(n));
     let body = break_mentions(&truncate(&body, MAX_BODY_CHARS));
     let mut m = json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
-    let html = format!("<p>{emoji} <b>{word}</b></p>{}", html_fragment(&render::html(n)));
-    let html = break_mentions(&html);
+    let html = format!("<p>{emoji} <b>{word}</b></p>{}", render::html(n));
+    let html = html::matrix_html(&html);
     if html.len() <= MAX_FORMATTED_BYTES {
         m["format"] = json!("org.matrix.custom.html");
         m["formatted_body"] = json!(html);
@@ -83,23 +88,14 @@ pub fn message(n: &Notification, templated: Option<&str>) -> Value {
     m
 }
 
-/// The inside of the HTML document `render::html` writes for e-mail: Matrix's HTML subset has no `<html>` or
-/// `<body>` (the `style` attributes left inside are dropped by clients).
-fn html_fragment(doc: &str) -> &str {
-    let inner = doc.strip_suffix("</body></html>").unwrap_or(doc);
-    match inner.find("<body") {
-        Some(start) => inner[start..].split_once('>').map_or(inner, |(_, rest)| rest),
-        None => inner,
-    }
-}
-
-/// `message` as a reply in the thread of `first`, with the reply fallback clients without threads show.
-fn thread_reply(first: &str, mut message: Value) -> Value {
+/// `message` as a reply in the thread of `first`, with the reply fallback clients without threads show: a reply to
+/// `latest`, the thread's latest message.
+fn thread_reply(first: &str, latest: &str, mut message: Value) -> Value {
     message["m.relates_to"] = json!({
         "rel_type": "m.thread",
         "event_id": first,
         "is_falling_back": true,
-        "m.in_reply_to": {"event_id": first},
+        "m.in_reply_to": {"event_id": latest},
     });
     message
 }
@@ -123,19 +119,23 @@ impl Receiver for Matrix {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         let templated = render::custom_text(self.template.as_deref(), n, render::escape::one_line)?;
         let message = message(n, templated.as_deref());
-        let first = memo
-            .and_then(|m| serde_json::from_value::<MatrixMemo>(m.clone()).ok())
-            .map(|m| m.event_id);
-        match (n.action, first) {
-            (Action::Update, Some(first)) => {
-                let reply = thread_reply(&first, message);
+        let thread = memo.and_then(|m| serde_json::from_value::<MatrixMemo>(m.clone()).ok());
+        match (n.action, thread) {
+            (Action::Update, Some(thread)) => {
+                let first = thread.event_id;
+                let latest = thread.latest.as_deref().unwrap_or(&first);
+                let reply = thread_reply(&first, latest, message);
                 let id = self.send("thread reply", &client::txn_id(n, "reply"), &reply).await?;
                 Ok(Delivered {
-                    memo: None,
+                    memo: serde_json::to_value(MatrixMemo {
+                        event_id: first.clone(),
+                        latest: Some(id.clone()),
+                    })
+                    .ok(),
                     detail: format!("replied {id} in the thread of {first}"),
                 })
             }
-            (Action::Resolve, Some(first)) => {
+            (Action::Resolve, Some(MatrixMemo { event_id: first, .. })) => {
                 let id = self
                     .send("edit", &client::txn_id(n, "edit"), &edit(&first, message))
                     .await?;
@@ -148,7 +148,11 @@ impl Receiver for Matrix {
             _ => {
                 let id = self.send("post", &client::txn_id(n, "post"), &message).await?;
                 Ok(Delivered {
-                    memo: serde_json::to_value(MatrixMemo { event_id: id.clone() }).ok(),
+                    memo: serde_json::to_value(MatrixMemo {
+                        event_id: id.clone(),
+                        latest: None,
+                    })
+                    .ok(),
                     detail: format!("posted {id}"),
                 })
             }

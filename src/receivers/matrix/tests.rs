@@ -91,7 +91,11 @@ async fn an_update_is_posted_in_the_thread_of_the_first_message() {
 
     let out = deliver(&server, Action::Update, Some(&memo())).await.unwrap();
 
-    assert_eq!(out.memo, None, "the first message stays the thread's memo");
+    assert_eq!(
+        out.memo,
+        Some(json!({"event_id": FIRST, "latest": "$reply:example.org"})),
+        "the first message stays the thread's, the reply is its latest"
+    );
     let body = json(&requests(&server).await[0]);
     assert_eq!(
         body["m.relates_to"],
@@ -313,4 +317,143 @@ fn the_block_reads_its_token_from_a_file_and_refuses_a_room_alias() {
     let alias = "receivers: [{name: ops, matrix: {homeserver: 'https://m.example.org', room_id: '#ops:example.org', \
                  access_token: t}}]";
     testing::assert_settings_refused(alias, "receivers[\"ops\"].matrix.room_id");
+}
+
+#[tokio::test]
+async fn the_third_message_of_a_thread_replies_to_the_second() {
+    let server = MockServer::start().await;
+    let sends = std::sync::atomic::AtomicUsize::new(0);
+    let answers = [FIRST, "$second:example.org", "$third:example.org"];
+    testing::expect_matching(
+        &server,
+        Mock::given(method("PUT")),
+        move |_: &wiremock::Request| {
+            let k = sends.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            sent(answers[k.min(2)])
+        },
+        3,
+        "a send",
+    )
+    .await;
+    let receiver = matrix(&server, None);
+
+    let first = receiver
+        .deliver(&testing::notification(Action::Open), None)
+        .await
+        .unwrap();
+    let memo = first.memo.expect("the open is remembered");
+    let second = receiver
+        .deliver(&testing::notification(Action::Update), Some(&memo))
+        .await
+        .unwrap();
+    let memo = second.memo.expect("the reply is remembered");
+    let mut update = testing::notification(Action::Update);
+    update.created_at += chrono::Duration::minutes(5);
+    receiver.deliver(&update, Some(&memo)).await.unwrap();
+
+    let reqs = requests(&server).await;
+    let relation = |k: usize| json(&reqs[k])["m.relates_to"].clone();
+    assert_eq!(relation(1)["m.in_reply_to"]["event_id"], FIRST);
+    assert_eq!(relation(2)["event_id"], FIRST, "still in the first message's thread");
+    assert_eq!(relation(2)["m.in_reply_to"]["event_id"], "$second:example.org");
+}
+
+#[tokio::test]
+async fn a_resolve_after_replies_edits_the_first_message_and_keeps_the_memo() {
+    let server = MockServer::start().await;
+    expect_send(&server, sent("$edit:example.org"), 1).await;
+    let thread = json!({"event_id": FIRST, "latest": "$second:example.org"});
+
+    let out = deliver(&server, Action::Resolve, Some(&thread)).await.unwrap();
+
+    assert_eq!(out.memo, None);
+    let body = json(&requests(&server).await[0]);
+    assert_eq!(
+        body["m.relates_to"],
+        json!({"rel_type": "m.replace", "event_id": FIRST})
+    );
+}
+
+/// Every tag and attribute in `html`, each as `tag` or `tag attribute`, read by a plain scan of `<…>`.
+fn tags_and_attributes(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in html.split('<').skip(1) {
+        let inside = piece.split('>').next().unwrap_or_default();
+        let inside = inside.trim_start_matches('/');
+        let mut words = inside.splitn(2, char::is_whitespace);
+        let tag = words.next().unwrap_or_default().to_ascii_lowercase();
+        out.push(tag.clone());
+        for (attr, _) in super::html::parse_attributes(words.next().unwrap_or_default()) {
+            out.push(format!("{tag} {attr}"));
+        }
+    }
+    out
+}
+
+/// The specification's list (client-server API, `m.room.message` msgtypes, `org.matrix.custom.html`), written
+/// out here rather than taken from the receiver, so that the test checks the receiver against the specification.
+fn permitted(item: &str) -> bool {
+    const TAGS: &str = "del h1 h2 h3 h4 h5 h6 blockquote p a ul ol sup sub li b i u strong em s code hr br div \
+                        table thead tbody tr th td caption pre span img details summary";
+    const ATTRIBUTES: &str = "span:data-mx-bg-color span:data-mx-color span:data-mx-spoiler span:data-mx-maths \
+                              a:target a:href img:width img:height img:alt img:title img:src ol:start code:class \
+                              div:data-mx-maths";
+    match item.split_once(' ') {
+        None => TAGS.split_whitespace().any(|t| t == item),
+        Some((tag, attr)) => ATTRIBUTES.split_whitespace().any(|a| a == format!("{tag}:{attr}")),
+    }
+}
+
+/// A firing group of `apps` Applications, one incident each.
+fn group(apps: usize) -> Notification {
+    let mut n = testing::firing_notification(Action::Open);
+    let one = n.incidents[0].clone();
+    n.incidents = (0..apps)
+        .map(|k| {
+            let mut i = one.clone();
+            i.id = k as i64;
+            i.app_name = format!("payments-{k}");
+            i.initiated_by = Some("alice@example.com".into());
+            i
+        })
+        .collect();
+    n
+}
+
+#[test]
+fn the_html_uses_only_the_tags_and_attributes_the_specification_permits() {
+    let cases = [
+        ("a firing group", group(3)),
+        ("a firing group listed in one line each", group(8)),
+        ("a resolve", testing::notification(Action::Resolve)),
+        (
+            "a digest",
+            crate::digest::render::tests::notification(crate::digest::render::tests::digest()),
+        ),
+    ];
+    for (what, n) in cases {
+        let m = message(&n, None);
+        let html = m["formatted_body"].as_str().expect("an HTML rendering");
+        let found = tags_and_attributes(html);
+        assert!(found.iter().any(|t| t == "a href"), "{what} keeps its links: {html}");
+        assert!(found.iter().any(|t| t == "table" || t == "ul"), "{what}: {html}");
+        let refused: Vec<_> = found.iter().filter(|t| !permitted(t)).collect();
+        assert!(refused.is_empty(), "{what}: {refused:?} in {html}");
+    }
+}
+
+#[test]
+fn an_address_in_the_html_is_left_as_it_is_and_a_mention_is_broken() {
+    let mut n = testing::notification(Action::Open);
+    n.incidents[0].initiated_by = Some("alice@example.com".into());
+    n.incidents[0].messages = vec!["@room see https://git.example.com/@alice/repo".into()];
+
+    let m = message(&n, None);
+
+    for key in ["body", "formatted_body"] {
+        let text = m[key].as_str().unwrap();
+        assert!(text.contains("alice@example.com"), "{key}: {text}");
+        assert!(text.contains("https://git.example.com/@alice/repo"), "{key}: {text}");
+        assert!(text.contains("@\u{2060}room"), "{key}: {text}");
+    }
 }

@@ -49,17 +49,56 @@ pub fn console(s: &str) -> String {
     out
 }
 
-/// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@user`, `@org/team`).
+/// `@` followed by a word is a mention on most chat targets (`@channel`, `@all`, `@here`, `@room`, `@user`,
+/// `@org/team`) when it starts a word: every target reads mentions that way, so an `@` after a letter or digit
+/// (`alice@example.com`) and anything inside a URL (`https://host/@alice`, up to the next space or delimiter) is
+/// left as it is, byte for byte, and stays searchable and copyable; only a mention of everyone (`/@channel`) is
+/// broken even there ([`is_group_mention`]).
 pub fn break_mentions(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut prev: Option<char> = None;
+    let mut in_url = false;
+    for (k, c) in s.char_indices() {
+        if ends_url(c) {
+            in_url = false;
+        } else if !in_url && !prev.is_some_and(char::is_alphanumeric) && starts_url(&s[k..]) {
+            in_url = true;
+        }
         out.push(c);
-        if c == '@' && chars.peek().is_some_and(|n| n.is_alphanumeric()) {
+        let next = s[k + c.len_utf8()..].chars().next();
+        if c == '@'
+            && !prev.is_some_and(char::is_alphanumeric)
+            && next.is_some_and(char::is_alphanumeric)
+            && (!in_url || is_group_mention(&s[k + 1..]))
+        {
             out.push(WORD_JOINER);
         }
+        prev = Some(c);
     }
     out
+}
+
+/// Whether `s` (what follows an `@`) is a mention of everyone (`here`, `channel`, `all`, `everyone`, `room`). A chat
+/// that splits words at `/` (Mattermost) would read one even inside a URL's path, so it is broken there too; such a
+/// path is not one a real link has.
+fn is_group_mention(s: &str) -> bool {
+    let word: String = s.chars().take_while(|c| c.is_alphanumeric()).collect();
+    ["here", "channel", "all", "everyone", "room"]
+        .iter()
+        .any(|g| word.eq_ignore_ascii_case(g))
+}
+
+/// Whether `s` starts with a URL scheme Herald or a chat would link (`https://`, `http://`, `mailto:`).
+fn starts_url(s: &str) -> bool {
+    ["https://", "http://", "mailto:"]
+        .iter()
+        .any(|scheme| s.get(..scheme.len()).is_some_and(|p| p.eq_ignore_ascii_case(scheme)))
+}
+
+/// What ends a URL in text: a space or line break, or a character that closes it in markup (`<url|text>`, `(url)`,
+/// `"url"`).
+fn ends_url(c: char) -> bool {
+    c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '|' | '"' | '\'' | '(' | ')' | '[' | ']' | '`')
 }
 
 /// CommonMark inline text (GitHub, Mattermost): one line, mentions broken, `&`, `<` and `>` as entities (no HTML,
@@ -236,6 +275,38 @@ mod tests {
             commonmark("<!channel> @all [click me](https://evil.example) ![b](x.png)\n# h"),
             "&lt;\\!channel&gt; @\u{2060}all \\[click me\\]\\(https://evil.example\\) \\!\\[b\\]\\(x.png\\) \\# h"
         );
+    }
+
+    #[test]
+    fn only_an_at_that_starts_a_word_outside_a_url_is_a_mention() {
+        let j = WORD_JOINER;
+        for (text, expected) in [
+            ("alice@example.com".to_string(), "alice@example.com".to_string()),
+            ("https://h.example/@alice/x".into(), "https://h.example/@alice/x".into()),
+            ("HTTP://h.example/@alice".into(), "HTTP://h.example/@alice".into()),
+            ("mailto:bob@example.com".into(), "mailto:bob@example.com".into()),
+            ("@here".into(), format!("@{j}here")),
+            ("(@channel)".into(), format!("(@{j}channel)")),
+            ("x,@room".into(), format!("x,@{j}room")),
+            ("_@all_".into(), format!("_@{j}all_")),
+            (
+                "https://h.example/ @here".into(),
+                format!("https://h.example/ @{j}here"),
+            ),
+            (
+                "<https://h.example|@here>".into(),
+                format!("<https://h.example|@{j}here>"),
+            ),
+            ("see:https://h.example/@a".into(), "see:https://h.example/@a".into()),
+            (
+                "https://h.example/@channel".into(),
+                format!("https://h.example/@{j}channel"),
+            ),
+            ("https://h.example/@allison".into(), "https://h.example/@allison".into()),
+            ("@ alone, a@".into(), "@ alone, a@".into()),
+        ] {
+            assert_eq!(break_mentions(&text), expected, "{text:?}");
+        }
     }
 
     #[test]
