@@ -78,6 +78,7 @@ fn frame<'a>(team: &'a str, receivers: &'a [String], now: DateTime<Utc>) -> Fram
         timezone: "Europe/Berlin",
         receivers,
         argocd_url: Some("https://argocd.example.com"),
+        public_url: None,
         now,
         next: Some(now + Duration::days(1)),
     }

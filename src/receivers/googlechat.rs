@@ -22,6 +22,8 @@ impl incoming_webhook::FromBlock for GoogleChat {
 
 /// Google Chat refuses message text over 4,096 characters.
 const GOOGLE_CHAT_MAX_TEXT: usize = 4000;
+/// The part of a message's 4,096 characters a list of problems may take (the title and what to do take the rest).
+const GOOGLE_CHAT_LIST: usize = 3000;
 const THREAD_KEY_MAX: usize = 100;
 
 pub struct GoogleChat {
@@ -112,9 +114,19 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     }
     if !render::detailed(n) {
         s.push('\n');
-        s.push_str(&render::summary_list(n, link, gc, |i, name, status| {
-            format!("• *{}* {name}: {status}\n", render::incident_word(i))
-        }));
+        let list = render::summary_list_within(
+            n,
+            link,
+            gc,
+            |i, name, status| match status {
+                "" => format!("• *{}* {name}\n", render::incident_word(i)),
+                _ => format!("• *{}* {name}: {status}\n", render::incident_word(i)),
+            },
+            GOOGLE_CHAT_LIST,
+            |l| l.chars().count(),
+            |hidden| format!("• {}\n", render::more_words(hidden, None)),
+        );
+        s.push_str(&list);
         hints(&mut s, &render::summary_hints(n));
         return s;
     }
