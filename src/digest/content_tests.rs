@@ -148,6 +148,19 @@ fn a_team_with_nothing_wrong_gets_an_empty_digest() {
 }
 
 #[test]
+fn with_a_public_url_the_digest_links_to_the_status_page_of_its_team() {
+    let now = t("2026-10-23T07:00:00Z");
+    let inputs = Inputs::default();
+    assert_eq!(content(&frame("payments", &[], now), &inputs).status_url, None);
+    let mut f = frame("pay ments", &[], now);
+    f.public_url = Some("https://herald.example.com/");
+    assert_eq!(
+        content(&f, &inputs).status_url.as_deref(),
+        Some("https://herald.example.com/?team=pay+ments")
+    );
+}
+
+#[test]
 fn a_silence_that_mutes_one_of_the_teams_incidents_concerns_the_team() {
     let now = t("2026-10-23T07:00:00Z");
     let mut by_app = silence("by-app", "x", t("2026-10-30T00:00:00Z"));
