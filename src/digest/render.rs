@@ -136,19 +136,22 @@ fn table_rows(t: &Table, cell: &dyn Fn(&str, Option<&str>) -> String, bullet: &s
 /// The budget of each part when `budget` is shared by `d`'s parts (what the title and headings take is set aside).
 fn per_table(d: &Digest, budget: usize) -> usize {
     let parts = tables(d).len().max(1);
-    budget.saturating_sub(1000) / parts
+    // The title, written twice its length at most once escaped, and each heading with its markup.
+    let set_aside = 2 * d.title().len() + 100 * parts + 100;
+    budget.saturating_sub(set_aside) / parts
 }
 
 /// The digest as lines under headings, each cell escaped with `esc`: `heading(h)` for a part's heading and
 /// `bullet` before each row; each part within `budget` characters (the cut says how many rows are left out and
-/// where to see them). The shared shape of the text-like renderings.
+/// where to see them). With `link(text, url)`, an Application is linked to its page and the cut to the status
+/// page; without, the cut shows the status page's URL. The shared shape of the text-like renderings.
 fn lines(
     d: &Digest,
     esc: fn(&str) -> String,
     heading: fn(&str) -> String,
     bullet: &str,
     budget: usize,
-    status_link: &dyn Fn(&str) -> String,
+    link: Option<fn(&str, &str) -> String>,
 ) -> String {
     let mut s = String::new();
     if d.is_empty() {
@@ -157,11 +160,15 @@ fn lines(
         return s;
     }
     let room = per_table(d, budget);
-    let status = d.status_url.as_deref().map(status_link);
+    let status = (d.status_url.as_deref()).map(|u| link.map_or_else(|| esc(u), |l| l("the status page", u)));
     for t in tables(d) {
         s.push_str(&heading(&esc(&t.heading)));
         s.push('\n');
-        let rows = table_rows(&t, &|c, _| esc(c), bullet);
+        let cell = |c: &str, url: Option<&str>| match (link, url) {
+            (Some(l), Some(u)) => l(c, u),
+            _ => esc(c),
+        };
+        let rows = table_rows(&t, &cell, bullet);
         let more = |n| format!("{bullet}{}", render::more_words(n, status.as_deref()));
         for line in render::fit_rows(&rows, room, |l| l.chars().count(), more) {
             s.push_str(&line);
@@ -172,13 +179,27 @@ fn lines(
     s
 }
 
+/// A link in CommonMark: escaped text, a URL that cannot end the link.
+fn markdown_link(text: &str, url: &str) -> String {
+    format!(
+        "[{}]({})",
+        escape::commonmark(text),
+        url.replace(' ', "%20").replace(')', "%29")
+    )
+}
+
+/// A link in Google Chat's markup, `<url|text>`.
+fn google_chat_link(text: &str, url: &str) -> String {
+    let url = url.replace('|', "%7C").replace('>', "%3E").replace('<', "%3C");
+    format!("<{url}|{}>", escape::google_chat(text))
+}
+
 /// Plain text (e-mail's text part, the console, webhooks' `text`).
 pub fn text(d: &Digest) -> String {
     format!(
         "{}\n\n{}",
         escape::one_line(&d.title()),
-        lines(d, escape::one_line, |h| h.to_string(), "- ", usize::MAX, &|u| u
-            .to_string())
+        lines(d, escape::one_line, |h| h.to_string(), "- ", usize::MAX, None)
     )
 }
 
@@ -187,9 +208,7 @@ pub fn console_text(d: &Digest) -> String {
     format!(
         "{}\n\n{}",
         escape::console(&d.title()),
-        lines(d, escape::console, |h| h.to_string(), "- ", usize::MAX, &|u| {
-            escape::console(u)
-        })
+        lines(d, escape::console, |h| h.to_string(), "- ", usize::MAX, None)
     )
 }
 
@@ -204,7 +223,7 @@ pub fn markdown(d: &Digest, budget: usize) -> String {
             |h| format!("**{h}**\n"),
             "- ",
             budget,
-            &|u| format!("[the status page]({})", u.replace(' ', "%20").replace(')', "%29"))
+            Some(markdown_link)
         )
     )
 }
@@ -214,7 +233,7 @@ pub fn text_within(d: &Digest, budget: usize) -> String {
     format!(
         "{}\n\n{}",
         escape::one_line(&d.title()),
-        lines(d, escape::one_line, |h| h.to_string(), "- ", budget, &|u| u.to_string())
+        lines(d, escape::one_line, |h| h.to_string(), "- ", budget, None)
     )
 }
 
@@ -229,7 +248,7 @@ pub fn google_chat(d: &Digest) -> String {
             |h| format!("*{h}*"),
             "• ",
             GOOGLE_CHAT_TEXT,
-            &|u| format!("<{u}|the status page>")
+            Some(google_chat_link)
         )
     )
 }
