@@ -529,7 +529,7 @@ pub fn json_len(s: &str) -> usize {
 /// already written as a link in the target's markup).
 pub fn more_words(hidden: usize, status: Option<&str>) -> String {
     match status {
-        Some(link) => format!("… and {hidden} more: {link}"),
+        Some(link) => format!("… and {hidden} more on {link}"),
         None => format!("… and {hidden} more"),
     }
 }
@@ -573,7 +573,10 @@ mod fit_tests {
         let used: usize = got.iter().map(|l| chars(l) + 1).sum();
         assert!(used <= 3000, "{used}");
         let kept = got.len() - 1;
-        assert_eq!(got[kept], format!("… and {} more: https://herald/?team=a", 1000 - kept));
+        assert_eq!(
+            got[kept],
+            format!("… and {} more on https://herald/?team=a", 1000 - kept)
+        );
         assert!(kept > 150, "{kept}");
     }
 }
