@@ -27,6 +27,9 @@ pub struct ServerSettings {
     pub body_read_timeout: std::time::Duration,
     /// The `Host` names requests may carry (`name` or `name:port`; `*` for any); unset: see [`ServerSettings::hosts`].
     pub allowed_hosts: Option<Vec<String>>,
+    /// Where people reach Herald (`https://herald.example.com`): when set, a message whose list was cut links to
+    /// the status page filtered to its team; unset, the cut only says how many rows are left out.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -41,6 +44,7 @@ impl Default for ServerSettings {
             max_inflight_body_bytes: 16 * 1024 * 1024,
             body_read_timeout: std::time::Duration::from_secs(30),
             allowed_hosts: None,
+            public_url: None,
         }
     }
 }
@@ -305,6 +309,20 @@ impl ServerSettings {
                 ));
             }
         }
+        if let Some(u) = &self.public_url {
+            let ok = url::Url::parse(u).is_ok_and(|p| {
+                matches!(p.scheme(), "http" | "https")
+                    && p.host().is_some()
+                    && p.query().is_none()
+                    && p.fragment().is_none()
+            });
+            if !ok {
+                errors.push(invalid(
+                    "server.public_url",
+                    format!("{u:?} is not an http(s) URL without query, such as https://herald.example.com"),
+                ));
+            }
+        }
         self.auth.validate(errors);
     }
 
@@ -547,6 +565,24 @@ mod tests {
         assert_eq!(hosts("server: {allowed_hosts: ['*']}"), AllowedHosts::Any);
         let e = refused("server: {allowed_hosts: ['https://herald.example.com/']}");
         assert!(e.contains("server.allowed_hosts[0]"), "{e}");
+    }
+
+    #[test]
+    fn the_public_url_is_optional_and_must_be_an_http_url() {
+        let url = |yaml: &str| Settings::from_yaml(yaml).expect(yaml).server.public_url;
+        assert_eq!(url(""), None);
+        assert_eq!(
+            url("server: {public_url: 'https://herald.example.com/'}").as_deref(),
+            Some("https://herald.example.com/")
+        );
+        for bad in [
+            "herald.example.com",
+            "javascript:alert(1)",
+            "https://herald.example.com/?a=b",
+        ] {
+            let e = refused(&format!("server: {{public_url: '{bad}'}}"));
+            assert!(e.contains("server.public_url"), "{bad}: {e}");
+        }
     }
 
     #[test]

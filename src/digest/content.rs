@@ -30,10 +30,18 @@ pub struct Frame<'a> {
     pub receivers: &'a [String],
     /// `argocd.url`, for links when an Application's body carried none.
     pub argocd_url: Option<&'a str>,
+    /// `server.public_url`: where Herald's status page is, for the link under a cut list.
+    pub public_url: Option<&'a str>,
     /// When this digest is for.
     pub now: DateTime<Utc>,
     /// When the next one is due: silences ending before it are marked.
     pub next: Option<DateTime<Utc>>,
+}
+
+/// The status page filtered to `team`: `https://herald.example.com/?team=payments`.
+pub fn status_url(public_url: &str, team: &str) -> String {
+    let team: String = url::form_urlencoded::byte_serialize(team.as_bytes()).collect();
+    format!("{}/?team={team}", public_url.trim_end_matches('/'))
 }
 
 /// The digest of `frame.team`: its Applications OutOfSync (longest first), its resources waiting to be pruned, its
@@ -65,6 +73,7 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
         firing,
         silences: silences(frame, &inputs.silences, &firing_views),
         dead: dead(frame, &inputs.dead),
+        status_url: frame.public_url.map(|u| status_url(u, team)),
     }
 }
 

@@ -78,6 +78,7 @@ fn frame<'a>(team: &'a str, receivers: &'a [String], now: DateTime<Utc>) -> Fram
         timezone: "Europe/Berlin",
         receivers,
         argocd_url: Some("https://argocd.example.com"),
+        public_url: None,
         now,
         next: Some(now + Duration::days(1)),
     }
@@ -144,6 +145,19 @@ fn a_team_with_nothing_wrong_gets_an_empty_digest() {
     let d = content(&frame("payments", &[], now), &inputs);
     assert!(d.is_empty(), "{d:?}");
     assert_eq!(d.title(), "Digest for payments: all green");
+}
+
+#[test]
+fn with_a_public_url_the_digest_links_to_the_status_page_of_its_team() {
+    let now = t("2026-10-23T07:00:00Z");
+    let inputs = Inputs::default();
+    assert_eq!(content(&frame("payments", &[], now), &inputs).status_url, None);
+    let mut f = frame("pay ments", &[], now);
+    f.public_url = Some("https://herald.example.com/");
+    assert_eq!(
+        content(&f, &inputs).status_url.as_deref(),
+        Some("https://herald.example.com/?team=pay+ments")
+    );
 }
 
 #[test]

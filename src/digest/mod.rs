@@ -39,6 +39,9 @@ pub struct Digest {
     pub silences: Vec<SilenceLine>,
     /// Deliveries to the team's receivers that were given up on, the oldest first.
     pub dead: Vec<DeadDelivery>,
+    /// The status page showing this team (`server.public_url` + `/?team=…`), where a cut list is seen whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::Digest;
 use crate::domain::notification::duration_words;
-use crate::receivers::render::escape;
+use crate::receivers::render::{self, escape};
 
 /// One part of a digest: a heading, the column names and the rows (raw text, escaped by the renderer).
 #[derive(Debug, Clone, PartialEq)]
@@ -115,25 +115,83 @@ pub fn tables(d: &Digest) -> Vec<Table> {
     parts.into_iter().filter(|t| !t.rows.is_empty()).collect()
 }
 
+/// A part's rows as the target writes them: `cell(text, link)` writes one cell (the Application's name linked
+/// when there is a link); the shorter line is the first cell alone.
+fn table_rows(t: &Table, cell: &dyn Fn(&str, Option<&str>) -> String, bullet: &str) -> Vec<render::Row> {
+    (t.rows.iter().enumerate())
+        .map(|(k, row)| {
+            let link = t.links.get(k).and_then(Option::as_deref);
+            let cells: Vec<String> = (row.iter().enumerate())
+                .filter(|(_, c)| !c.is_empty())
+                .map(|(j, c)| cell(c, link.filter(|_| j == 0)))
+                .collect();
+            render::Row {
+                full: format!("{bullet}{}", cells.join(" — ")),
+                short: format!("{bullet}{}", cells.first().cloned().unwrap_or_default()),
+            }
+        })
+        .collect()
+}
+
+/// The budget of each part when `budget` is shared by `d`'s parts (what the title and headings take is set aside).
+fn per_table(d: &Digest, budget: usize) -> usize {
+    let parts = tables(d).len().max(1);
+    // The title, written twice its length at most once escaped, and each heading with its markup.
+    let set_aside = 2 * d.title().len() + 100 * parts + 100;
+    budget.saturating_sub(set_aside) / parts
+}
+
 /// The digest as lines under headings, each cell escaped with `esc`: `heading(h)` for a part's heading and
-/// `bullet` before each row. The shared shape of the text-like renderings.
-fn lines(d: &Digest, esc: fn(&str) -> String, heading: fn(&str) -> String, bullet: &str) -> String {
+/// `bullet` before each row; each part within `budget` characters (the cut says how many rows are left out and
+/// where to see them). With `link(text, url)`, an Application is linked to its page and the cut to the status
+/// page; without, the cut shows the status page's URL. The shared shape of the text-like renderings.
+fn lines(
+    d: &Digest,
+    esc: fn(&str) -> String,
+    heading: fn(&str) -> String,
+    bullet: &str,
+    budget: usize,
+    link: Option<fn(&str, &str) -> String>,
+) -> String {
     let mut s = String::new();
     if d.is_empty() {
         s.push_str(&esc(&all_green_line(d)));
         s.push('\n');
         return s;
     }
+    let room = per_table(d, budget);
+    let status = (d.status_url.as_deref()).map(|u| link.map_or_else(|| esc(u), |l| l("the status page", u)));
     for t in tables(d) {
         s.push_str(&heading(&esc(&t.heading)));
         s.push('\n');
-        for row in &t.rows {
-            let cells: Vec<String> = row.iter().filter(|c| !c.is_empty()).map(|c| esc(c)).collect();
-            s.push_str(&format!("{bullet}{}\n", cells.join(" — ")));
+        let cell = |c: &str, url: Option<&str>| match (link, url) {
+            (Some(l), Some(u)) => l(c, u),
+            _ => esc(c),
+        };
+        let rows = table_rows(&t, &cell, bullet);
+        let more = |n| format!("{bullet}{}", render::more_words(n, status.as_deref()));
+        for line in render::fit_rows(&rows, room, |l| l.chars().count(), more) {
+            s.push_str(&line);
+            s.push('\n');
         }
         s.push('\n');
     }
     s
+}
+
+/// A link in CommonMark: escaped text, a URL that cannot end the link.
+fn markdown_link(text: &str, url: &str) -> String {
+    format!(
+        "[{}]({})",
+        escape::commonmark(text),
+        url.replace(' ', "%20").replace(')', "%29")
+    )
+}
+
+/// A link in Google Chat's markup, `<url|text>`.
+fn google_chat_link(text: &str, url: &str) -> String {
+    let url = url.replace('|', "%7C").replace('>', "%3E").replace('<', "%3C");
+    format!("<{url}|{}>", escape::google_chat(text))
 }
 
 /// Plain text (e-mail's text part, the console, webhooks' `text`).
@@ -141,7 +199,7 @@ pub fn text(d: &Digest) -> String {
     format!(
         "{}\n\n{}",
         escape::one_line(&d.title()),
-        lines(d, escape::one_line, |h| h.to_string(), "- ")
+        lines(d, escape::one_line, |h| h.to_string(), "- ", usize::MAX, None)
     )
 }
 
@@ -150,30 +208,56 @@ pub fn console_text(d: &Digest) -> String {
     format!(
         "{}\n\n{}",
         escape::console(&d.title()),
-        lines(d, escape::console, |h| h.to_string(), "- ")
+        lines(d, escape::console, |h| h.to_string(), "- ", usize::MAX, None)
     )
 }
 
-/// CommonMark (Mattermost, GitHub-flavoured targets).
-pub fn markdown(d: &Digest) -> String {
+/// CommonMark (Mattermost, GitHub-flavoured targets), within `budget` characters.
+pub fn markdown(d: &Digest, budget: usize) -> String {
     format!(
         "### {}\n\n{}",
         escape::commonmark(&d.title()),
-        lines(d, escape::commonmark, |h| format!("**{h}**\n"), "- ")
+        lines(
+            d,
+            escape::commonmark,
+            |h| format!("**{h}**\n"),
+            "- ",
+            budget,
+            Some(markdown_link)
+        )
     )
 }
 
-/// Google Chat's own markup.
+/// Plain text within `budget` characters (Matrix's `body`), the cut linking to the status page.
+pub fn text_within(d: &Digest, budget: usize) -> String {
+    format!(
+        "{}\n\n{}",
+        escape::one_line(&d.title()),
+        lines(d, escape::one_line, |h| h.to_string(), "- ", budget, None)
+    )
+}
+
+/// Google Chat's own markup, within its 4,096-character text limit.
 pub fn google_chat(d: &Digest) -> String {
     format!(
         "*{}*\n\n{}",
         escape::google_chat(&d.title()),
-        lines(d, escape::google_chat, |h| format!("*{h}*"), "• ")
+        lines(
+            d,
+            escape::google_chat,
+            |h| format!("*{h}*"),
+            "• ",
+            GOOGLE_CHAT_TEXT,
+            Some(google_chat_link)
+        )
     )
 }
 
-/// HTML for e-mail: a table per part.
-pub fn html(d: &Digest) -> String {
+/// Google Chat's text limit is 4,096 characters; the digest stays under it with room for the title.
+const GOOGLE_CHAT_TEXT: usize = 3900;
+
+/// HTML: a table per part, each within its share of `budget` bytes (e-mail has no limit; Matrix has one).
+pub fn html(d: &Digest, budget: usize) -> String {
     let esc = escape::html;
     let mut s = String::from(
         "<!DOCTYPE html><html><body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;\
@@ -185,6 +269,8 @@ pub fn html(d: &Digest) -> String {
         return s;
     }
     let cell = "style=\"border:1px solid #d1d9e0;padding:4px 8px;text-align:left\"";
+    let room = per_table(d, budget);
+    let status = (d.status_url.as_deref()).map(|u| format!("<a href=\"{}\">the status page</a>", esc(u)));
     for t in tables(d) {
         s.push_str(&format!("<h3 style=\"font-size:15px\">{}</h3>", esc(&t.heading)));
         s.push_str("<table style=\"border-collapse:collapse\"><tr>");
@@ -192,54 +278,124 @@ pub fn html(d: &Digest) -> String {
             s.push_str(&format!("<th {cell}>{}</th>", esc(c)));
         }
         s.push_str("</tr>");
-        for (k, row) in t.rows.iter().enumerate() {
-            s.push_str("<tr>");
-            for (j, c) in row.iter().enumerate() {
-                match t.links.get(k).and_then(Option::as_deref).filter(|_| j == 0) {
-                    Some(url) => s.push_str(&format!("<td {cell}><a href=\"{}\">{}</a></td>", esc(url), esc(c))),
-                    None => s.push_str(&format!("<td {cell}>{}</td>", esc(c))),
+        let td = |c: &str, link: Option<&str>| match link {
+            Some(url) => format!("<td {cell}><a href=\"{}\">{}</a></td>", esc(url), esc(c)),
+            None => format!("<td {cell}>{}</td>", esc(c)),
+        };
+        let rows: Vec<render::Row> = (t.rows.iter().enumerate())
+            .map(|(k, row)| {
+                let link = t.links.get(k).and_then(Option::as_deref);
+                let cells: Vec<String> = (row.iter().enumerate())
+                    .map(|(j, c)| td(c, link.filter(|_| j == 0)))
+                    .collect();
+                render::Row {
+                    full: format!("<tr>{}</tr>", cells.concat()),
+                    short: format!("<tr>{}</tr>", cells.first().cloned().unwrap_or_default()),
                 }
-            }
-            s.push_str("</tr>");
-        }
+            })
+            .collect();
+        let more = |n| {
+            format!(
+                "<tr><td {cell} colspan=\"{}\">{}</td></tr>",
+                t.columns.len(),
+                render::more_words(n, status.as_deref())
+            )
+        };
+        s.push_str(&render::fit_rows(&rows, room, str::len, more).concat());
         s.push_str("</table>");
     }
     s.push_str("</body></html>");
     s
 }
 
-/// Slack's section text limit, in characters.
+/// Slack's limits: 3,000 characters in a section's text, 50 blocks in a message.
 const SLACK_SECTION: usize = 3000;
+const SLACK_BLOCKS: usize = 50;
 
-/// Slack blocks: a header, then a section per part (mrkdwn, escaped).
+/// A link in Slack's mrkdwn.
+fn slack_link(text: &str, url: &str) -> String {
+    format!(
+        "<{}|{}>",
+        url.replace('|', "%7C").replace('>', "%3E"),
+        escape::mrkdwn(text)
+    )
+}
+
+/// Slack blocks: a header, then each part as sections of mrkdwn (escaped), all within Slack's limits: each part
+/// gets an equal share of the 50 blocks, and its rows are cut, with a count and the status page, only when even a
+/// shorter line per row does not fit.
 pub fn slack_blocks(d: &Digest) -> Vec<Value> {
     let mut blocks = vec![json!({
         "type": "header",
-        "text": {"type": "plain_text", "text": crate::receivers::render::truncate_utf16(&format!("📋 {}", escape::mrkdwn(&d.title())), 150)},
+        "text": {"type": "plain_text", "text": render::truncate_utf16(&format!("📋 {}", escape::mrkdwn(&d.title())), 150)},
     })];
     if d.is_empty() {
         blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": escape::mrkdwn(&all_green_line(d))}}));
         return blocks;
     }
-    for t in tables(d) {
-        let mut s = format!("*{}*\n", escape::mrkdwn(&t.heading));
-        for row in &t.rows {
-            let cells: Vec<String> = row
-                .iter()
-                .filter(|c| !c.is_empty())
-                .map(|c| escape::mrkdwn(c))
-                .collect();
-            s.push_str(&format!("• {}\n", cells.join(" — ")));
+    let parts = tables(d);
+    let sections = ((SLACK_BLOCKS - 1) / parts.len().max(1)).max(1);
+    let status = d.status_url.as_deref().map(|u| slack_link("the status page", u));
+    for t in parts {
+        let rows = table_rows(
+            &t,
+            &|c, link| match link {
+                Some(u) => slack_link(c, u),
+                None => escape::mrkdwn(c),
+            },
+            "• ",
+        );
+        let mut rows = rows;
+        // A row longer than a section is shortened itself; a section holds whole rows.
+        const ROW: usize = 1000;
+        for r in &mut rows {
+            r.full = render::truncate(&r.full, ROW);
+            r.short = render::truncate(&r.short, ROW);
         }
-        blocks.push(json!({
-            "type": "section",
-            "text": {"type": "mrkdwn", "text": crate::receivers::render::truncate(&s, SLACK_SECTION)},
-        }));
+        let heading = format!("*{}*\n", escape::mrkdwn(&t.heading));
+        let budget = sections * (SLACK_SECTION - ROW) - heading.chars().count();
+        let more = |n| format!("• {}", render::more_words(n, status.as_deref()));
+        let lines = render::fit_rows(&rows, budget, |l| l.chars().count(), more);
+        let text = format!("{heading}{}", lines.join("\n"));
+        for piece in slack_pieces(&text, SLACK_SECTION) {
+            blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": piece}}));
+        }
     }
     blocks
 }
 
-/// A Microsoft Teams Adaptive Card: the title, then a text block per part.
+/// `text` in pieces of at most `max` characters, cut at line ends (no line is longer than `max`).
+fn slack_pieces(text: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        if !cur.is_empty() && cur.chars().count() + 1 + line.chars().count() > max {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push('\n');
+        }
+        cur.push_str(line);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Teams accepts a card of about 28 KB; the digest's parts share this many bytes of it.
+const TEAMS_BYTES: usize = 24_000;
+
+/// A link in Teams' TextBlock Markdown.
+fn teams_link(text: &str, url: &str) -> String {
+    format!(
+        "[{}]({})",
+        escape::teams(text),
+        url.replace(' ', "%20").replace(')', "%29")
+    )
+}
+
+/// A Microsoft Teams Adaptive Card: the title, then a text block per part, the whole card under Teams' ~28 KB.
 pub fn teams_card(d: &Digest) -> Value {
     let mut body = vec![
         json!({"type": "TextBlock", "text": escape::teams(&d.title()), "weight": "Bolder", "size": "Medium", "wrap": true}),
@@ -247,14 +403,20 @@ pub fn teams_card(d: &Digest) -> Value {
     if d.is_empty() {
         body.push(json!({"type": "TextBlock", "text": escape::teams(&all_green_line(d)), "wrap": true}));
     }
+    let room = per_table(d, TEAMS_BYTES);
+    let status = d.status_url.as_deref().map(|u| teams_link("the status page", u));
     for t in tables(d) {
         body.push(json!({"type": "TextBlock", "text": escape::teams(&t.heading), "weight": "Bolder", "wrap": true}));
-        let lines: Vec<String> = (t.rows.iter())
-            .map(|row| {
-                let cells: Vec<String> = row.iter().filter(|c| !c.is_empty()).map(|c| escape::teams(c)).collect();
-                format!("- {}", cells.join(" — "))
-            })
-            .collect();
+        let rows = table_rows(
+            &t,
+            &|c, link| match link {
+                Some(u) => teams_link(c, u),
+                None => escape::teams(c),
+            },
+            "- ",
+        );
+        let more = |n| format!("- {}", render::more_words(n, status.as_deref()));
+        let lines = render::fit_rows(&rows, room, render::json_len, more);
         body.push(json!({"type": "TextBlock", "text": lines.join("\n"), "wrap": true}));
     }
     json!({
@@ -327,12 +489,12 @@ pub(crate) mod tests {
     #[test]
     fn text_from_argo_cd_is_escaped_in_every_rendering() {
         let d = digest();
-        let h = html(&d);
+        let h = html(&d, usize::MAX);
         assert!(!h.contains("<script>") && h.contains("&lt;script&gt;"), "{h}");
         assert!(h.contains("<table"), "email is a table");
         let slack = serde_json::to_string(&slack_blocks(&d)).expect("json");
         assert!(!slack.contains("<!channel>"), "{slack}");
-        let md = markdown(&d);
+        let md = markdown(&d, usize::MAX);
         assert!(md.contains("\\*pay\\*") && !md.contains("<script>"), "{md}");
         let gc = google_chat(&d);
         assert!(!gc.contains("<!channel>"), "{gc}");

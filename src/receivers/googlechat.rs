@@ -22,6 +22,8 @@ impl incoming_webhook::FromBlock for GoogleChat {
 
 /// Google Chat refuses message text over 4,096 characters.
 const GOOGLE_CHAT_MAX_TEXT: usize = 4000;
+/// The least a list of problems is given of a message's characters, whatever the title and what to do take.
+const GOOGLE_CHAT_MIN_LIST: usize = 1500;
 const THREAD_KEY_MAX: usize = 100;
 
 pub struct GoogleChat {
@@ -112,10 +114,24 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     }
     if !render::detailed(n) {
         s.push('\n');
-        s.push_str(&render::summary_list(n, link, gc, |i, name, status| {
-            format!("• *{}* {name}: {status}\n", render::incident_word(i))
-        }));
-        hints(&mut s, &render::summary_hints(n));
+        let mut what_to_do = String::new();
+        hints(&mut what_to_do, &render::summary_hints(n));
+        let used = s.chars().count() + what_to_do.chars().count();
+        let budget = GOOGLE_CHAT_MAX_TEXT.saturating_sub(used).max(GOOGLE_CHAT_MIN_LIST);
+        let list = render::summary_list_within(
+            n,
+            link,
+            gc,
+            |i, name, status| match status {
+                "" => format!("• *{}* {name}\n", render::incident_word(i)),
+                _ => format!("• *{}* {name}: {status}\n", render::incident_word(i)),
+            },
+            budget,
+            |l| l.chars().count(),
+            |hidden| format!("• {}\n", render::more_words(hidden, None)),
+        );
+        s.push_str(&list);
+        s.push_str(&what_to_do);
         return s;
     }
     for app in render::apps(n) {

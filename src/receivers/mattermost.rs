@@ -37,12 +37,8 @@ impl Mattermost {
 
 /// The post: the status, then the shared CommonMark rendering.
 pub fn text(n: &Notification) -> String {
-    format!(
-        "{} **{}**\n{}",
-        status_emoji(n),
-        render::status_word(n),
-        render::markdown(n)
-    )
+    let body = render::markdown_within(n, MATTERMOST_MAX_TEXT - 200);
+    format!("{} **{}**\n{body}", status_emoji(n), render::status_word(n))
 }
 
 #[async_trait::async_trait]

@@ -20,6 +20,8 @@ pub mod incoming_webhook;
 #[cfg(test)]
 mod injection_tests;
 pub mod jira;
+#[cfg(test)]
+mod limits_tests;
 pub mod matrix;
 pub mod mattermost;
 pub mod msteams;

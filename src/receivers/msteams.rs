@@ -18,8 +18,8 @@ impl incoming_webhook::FromBlock for Teams {
     }
 }
 
-/// Teams messages stay well under the ~28 KB payload limit with this many Applications listed per card.
-const TEAMS_MAX_LINES: usize = 40;
+/// Teams accepts a card of about 28 KB: a list of problems takes at most this many bytes of it (as JSON).
+const TEAMS_LIST_BYTES: usize = 20_000;
 const TEAMS_MAX_ACTIONS: usize = 5;
 const TEAMS_MAX_TEXT: usize = 2000;
 
@@ -138,22 +138,24 @@ fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Value {
 
 /// Many Applications: one line per problem, and what to do once.
 fn teams_list(n: &Notification) -> Vec<Value> {
-    let mut lines = Vec::new();
-    for app in render::apps(n).iter().take(TEAMS_MAX_LINES) {
+    let mut rows = Vec::new();
+    for app in render::apps(n) {
         let name = match app.url {
             Some(u) => link(&app.name, u),
             None => escape::teams(&app.name),
         };
         for i in &app.incidents {
-            lines.push(format!(
-                "- **{}** {name}: {}",
-                render::incident_word(i),
-                escape::teams(&i.status_line(n.created_at))
-            ));
+            let word = render::incident_word(i);
+            rows.push(render::Row {
+                full: format!("- **{word}** {name}: {}", escape::teams(&i.status_line(n.created_at))),
+                short: format!("- **{word}** {name}"),
+            });
         }
     }
-    // One block for the whole list: its own, larger limit (the card stays far under Teams' 28 KB).
-    let list = json!({"type": "TextBlock", "text": truncate(&lines.join("\n"), 4 * TEAMS_MAX_TEXT), "wrap": true});
+    let more = |hidden| format!("- {}", render::more_words(hidden, None));
+    let lines = render::fit_rows(&rows, TEAMS_LIST_BYTES, render::json_len, more);
+    // One block for the whole list, within its share of the card.
+    let list = json!({"type": "TextBlock", "text": lines.join("\n"), "wrap": true});
     let mut out = vec![json!({"type": "Container", "separator": true, "items": [list]})];
     out.extend(hints_block(&render::summary_hints(n)));
     out
@@ -180,14 +182,6 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
         body.extend(apps.iter().map(|a| teams_app(a, n.created_at)));
     } else {
         body.extend(teams_list(n));
-        if apps.len() > TEAMS_MAX_LINES {
-            body.push(json!({
-                "type": "TextBlock",
-                "text": format!("…and {} more", apps.len() - TEAMS_MAX_LINES),
-                "isSubtle": true,
-                "wrap": true,
-            }));
-        }
     }
     let mut actions: Vec<Value> = Vec::new();
     for app in &apps {
@@ -322,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn a_teams_card_with_many_applications_lists_them_capped() {
+    fn a_teams_card_with_fifty_applications_lists_every_one_and_caps_its_buttons() {
         let mut n = testing::notification(Action::Open);
         let one = n.incidents[0].clone();
         n.incidents = (0..50)
@@ -338,8 +332,8 @@ mod tests {
         let body = card["body"].as_array().unwrap();
         let list = body.iter().find(|b| b["type"] == "Container").unwrap();
         let lines = list["items"][0]["text"].as_str().unwrap().lines().count();
-        assert_eq!(lines, TEAMS_MAX_LINES);
-        assert_eq!(body.last().unwrap()["text"], "…and 10 more");
+        assert_eq!(lines, 50, "fifty lines fit in the card: none is cut");
+        assert!(!card.to_string().contains("more"), "{card}");
         assert_eq!(card["actions"].as_array().unwrap().len(), TEAMS_MAX_ACTIONS);
     }
 }

@@ -76,10 +76,20 @@ pub fn message(n: &Notification, templated: Option<&str>) -> Value {
         return json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
     }
     let (emoji, word) = (status_emoji(n), status_word(n));
-    let body = format!("{emoji} {word}\n{}", render::text(n));
+    let (text, html) = match &n.digest {
+        Some(d) => (
+            crate::digest::render::text_within(d, MAX_BODY_CHARS - 200),
+            crate::digest::render::html(d, MAX_FORMATTED_BYTES - 2000),
+        ),
+        None => (
+            render::text_within(n, MAX_BODY_CHARS - 200),
+            render::html_within(n, MAX_FORMATTED_BYTES - 2000),
+        ),
+    };
+    let body = format!("{emoji} {word}\n{text}");
     let body = break_mentions(&truncate(&body, MAX_BODY_CHARS));
     let mut m = json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
-    let html = format!("<p>{emoji} <b>{word}</b></p>{}", render::html(n));
+    let html = format!("<p>{emoji} <b>{word}</b></p>{html}");
     let html = html::matrix_html(&html);
     if html.len() <= MAX_FORMATTED_BYTES {
         m["format"] = json!("org.matrix.custom.html");

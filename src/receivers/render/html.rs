@@ -3,7 +3,7 @@
 
 use super::escape::{html as esc, message_lines, with_code};
 use super::plain::summary_hints;
-use super::{apps, detailed, incident_word, linked, resource_line, summary_list};
+use super::{apps, detailed, incident_word, linked, resource_line, summary_list_within};
 use crate::domain::{Hint, Incident, Notification};
 
 const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#1f2328;\
@@ -40,8 +40,13 @@ fn hints(s: &mut String, hints: &[&Hint]) {
 }
 
 pub fn html(n: &Notification) -> String {
+    html_within(n, usize::MAX)
+}
+
+/// [`html`] with a digest, or a message about many Applications, within `budget` bytes.
+pub fn html_within(n: &Notification, budget: usize) -> String {
     if let Some(d) = &n.digest {
-        return crate::digest::render::html(d);
+        return crate::digest::render::html(d, budget);
     }
     let mut s = format!("<!DOCTYPE html><html><body style=\"{STYLE}\">");
     s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&n.title)));
@@ -51,9 +56,18 @@ pub fn html(n: &Notification) -> String {
     let now = n.created_at;
     if !detailed(n) {
         s.push_str("<ul>");
-        s.push_str(&summary_list(n, link, esc, |i, name, status| {
-            format!("<li>{} {name}: {status}</li>", word(i))
-        }));
+        s.push_str(&summary_list_within(
+            n,
+            link,
+            esc,
+            |i, name, status| match status {
+                "" => format!("<li>{} {name}</li>", word(i)),
+                _ => format!("<li>{} {name}: {status}</li>", word(i)),
+            },
+            budget.saturating_sub(4000),
+            str::len,
+            |hidden| format!("<li>{}</li>", super::more_words(hidden, None)),
+        ));
         s.push_str("</ul>");
         hints(&mut s, &summary_hints(n));
         s.push_str("</body></html>");

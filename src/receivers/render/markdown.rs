@@ -3,7 +3,7 @@
 
 use super::escape::{commonmark as md, commonmark_code, message_lines, with_code};
 use super::plain::summary_hints;
-use super::{apps, detailed, incident_word, resource_line, summary_list};
+use super::{apps, detailed, incident_word, resource_line, summary_list_within};
 use crate::domain::{Hint, Notification};
 
 /// A link Herald makes: escaped text, and a URL from Herald's settings or Argo CD's own names.
@@ -23,8 +23,13 @@ fn hints(s: &mut String, hints: &[&Hint]) {
 }
 
 pub fn markdown(n: &Notification) -> String {
+    markdown_within(n, usize::MAX)
+}
+
+/// [`markdown`] with a message about many Applications listing its problems within `budget` characters.
+pub fn markdown_within(n: &Notification, budget: usize) -> String {
     if let Some(d) = &n.digest {
-        return crate::digest::render::markdown(d);
+        return crate::digest::render::markdown(d, budget);
     }
     let mut s = format!("### {}\n\n", md(&n.title));
     if !n.reason.is_empty() {
@@ -32,9 +37,18 @@ pub fn markdown(n: &Notification) -> String {
     }
     let now = n.created_at;
     if !detailed(n) {
-        s.push_str(&summary_list(n, link, md, |i, name, status| {
-            format!("- **{}** {name}: {status}\n", incident_word(i))
-        }));
+        s.push_str(&summary_list_within(
+            n,
+            link,
+            md,
+            |i, name, status| match status {
+                "" => format!("- **{}** {name}\n", incident_word(i)),
+                _ => format!("- **{}** {name}: {status}\n", incident_word(i)),
+            },
+            budget.saturating_sub(2000),
+            |l| l.chars().count(),
+            |hidden| format!("- {}\n", super::more_words(hidden, None)),
+        ));
         hints(&mut s, &summary_hints(n));
         return s;
     }

@@ -9,10 +9,10 @@ mod html;
 mod markdown;
 mod plain;
 
-pub use html::html;
-pub use markdown::markdown;
+pub use html::{html, html_within};
+pub use markdown::{markdown, markdown_within};
 pub(crate) use plain::summary_hints;
-pub use plain::{console_text, text};
+pub use plain::{console_text, text, text_within};
 
 use super::DeliveryError;
 use crate::domain::{Action, Incident, IncidentState, Notification, Severity};
@@ -60,6 +60,31 @@ pub fn summary_list(
         }
     }
     s
+}
+
+/// [`summary_list`] within `budget` (counted by `size`): each problem as `line(incident, name, status)`, or, when
+/// they do not all fit, as `line(incident, name, "")` (the Application and its state word), and the rest counted
+/// in a last `more(hidden)` line.
+pub fn summary_list_within(
+    n: &Notification,
+    link: impl Fn(&str, &str) -> String,
+    esc: impl Fn(&str) -> String,
+    line: impl Fn(&Incident, &str, &str) -> String,
+    budget: usize,
+    size: impl Fn(&str) -> usize,
+    more: impl Fn(usize) -> String,
+) -> String {
+    let mut rows = Vec::new();
+    for app in apps(n) {
+        let name = linked(&app.name, app.url, &link, &esc);
+        for i in &app.incidents {
+            rows.push(Row {
+                full: line(i, &name, &esc(&i.status_line(n.created_at))),
+                short: line(i, &name, ""),
+            });
+        }
+    }
+    fit_rows(&rows, budget, size, more).concat()
 }
 
 fn fact(label: &str, value: String) -> Fact {
@@ -448,5 +473,110 @@ mod tests {
         let cut = truncate_utf16(&header, 150);
         assert!(cut.encode_utf16().count() <= 150, "{}", cut.encode_utf16().count());
         assert!(cut.ends_with('…'));
+    }
+}
+
+/// A list a target shows, each row written twice: in full, and as a shorter line (the Application's name and its
+/// status) for when the full ones do not fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub full: String,
+    pub short: String,
+}
+
+/// The rows of a list that fit in `budget` (each line and its line break counted with `size`: characters, bytes
+/// or JSON bytes, as the target counts): every row in full when they all fit, else every row's shorter line, else
+/// the first shorter lines and a last line, `more(hidden)`, saying how many were left out. A row is never cut
+/// inside, and a row is lost only when even the shorter lines do not fit.
+pub fn fit_rows(
+    rows: &[Row],
+    budget: usize,
+    size: impl Fn(&str) -> usize,
+    more: impl Fn(usize) -> String,
+) -> Vec<String> {
+    let total = |lines: &mut dyn Iterator<Item = &String>| lines.map(|l| size(l) + 1).sum::<usize>();
+    if total(&mut rows.iter().map(|r| &r.full)) <= budget {
+        return rows.iter().map(|r| r.full.clone()).collect();
+    }
+    if total(&mut rows.iter().map(|r| &r.short)) <= budget {
+        return rows.iter().map(|r| r.short.clone()).collect();
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    for (k, r) in rows.iter().enumerate() {
+        let after = rows.len() - k - 1;
+        let tail = if after == 0 { 0 } else { size(&more(after)) + 1 };
+        let need = size(&r.short) + 1;
+        if used + need + tail > budget {
+            break;
+        }
+        out.push(r.short.clone());
+        used += need;
+    }
+    let hidden = rows.len() - out.len();
+    if hidden > 0 {
+        out.push(more(hidden));
+    }
+    out
+}
+
+/// The size of `s` once written as a JSON string (without its quotes): what a card's byte limit counts.
+pub fn json_len(s: &str) -> usize {
+    serde_json::to_string(s).map_or(s.len(), |j| j.len().saturating_sub(2))
+}
+
+/// The words of a cut: `… and 254 more`, with where to see them all when Herald knows its status page (`status`,
+/// already written as a link in the target's markup).
+pub fn more_words(hidden: usize, status: Option<&str>) -> String {
+    match status {
+        Some(link) => format!("… and {hidden} more on {link}"),
+        None => format!("… and {hidden} more"),
+    }
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+
+    fn rows(n: usize) -> Vec<Row> {
+        (0..n)
+            .map(|k| Row {
+                full: format!("argocd/app-{k:04} — OutOfSync since a long time — 3de5b39dd542"),
+                short: format!("argocd/app-{k:04}"),
+            })
+            .collect()
+    }
+
+    fn chars(s: &str) -> usize {
+        s.chars().count()
+    }
+
+    #[test]
+    fn rows_that_fit_are_kept_in_full() {
+        let got = fit_rows(&rows(3), 10_000, chars, |n| more_words(n, None));
+        assert_eq!(got.len(), 3);
+        assert!(got[0].contains("3de5b39dd542"));
+    }
+
+    #[test]
+    fn shorter_lines_are_preferred_to_losing_rows() {
+        let got = fit_rows(&rows(100), 100 * 17, chars, |n| more_words(n, None));
+        assert_eq!(got.len(), 100);
+        assert_eq!(got[99], "argocd/app-0099");
+    }
+
+    #[test]
+    fn a_cut_says_how_many_are_missing_and_stays_within_the_budget() {
+        let got = fit_rows(&rows(1000), 3000, chars, |n| {
+            more_words(n, Some("https://herald/?team=a"))
+        });
+        let used: usize = got.iter().map(|l| chars(l) + 1).sum();
+        assert!(used <= 3000, "{used}");
+        let kept = got.len() - 1;
+        assert_eq!(
+            got[kept],
+            format!("… and {} more on https://herald/?team=a", 1000 - kept)
+        );
+        assert!(kept > 150, "{kept}");
     }
 }

@@ -6,7 +6,15 @@ use crate::domain::{Hint, Notification};
 pub fn text(n: &Notification) -> String {
     match &n.digest {
         Some(d) => crate::digest::render::text(d),
-        None => plain(n, escape::one_line),
+        None => plain(n, escape::one_line, usize::MAX),
+    }
+}
+
+/// [`text`] with a digest, or a message about many Applications, within `budget` characters.
+pub fn text_within(n: &Notification, budget: usize) -> String {
+    match &n.digest {
+        Some(d) => crate::digest::render::text_within(d, budget),
+        None => plain(n, escape::one_line, budget),
     }
 }
 
@@ -14,12 +22,12 @@ pub fn text(n: &Notification) -> String {
 pub fn console_text(n: &Notification) -> String {
     match &n.digest {
         Some(d) => crate::digest::render::console_text(d),
-        None => plain(n, escape::console),
+        None => plain(n, escape::console, usize::MAX),
     }
 }
 
 /// Plain text, each field written through `field` (one line, or escaped for a terminal).
-fn plain(n: &Notification, field: fn(&str) -> String) -> String {
+fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
     let mut s = format!("{}\n", field(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("({})\n", field(&n.reason)));
@@ -27,17 +35,20 @@ fn plain(n: &Notification, field: fn(&str) -> String) -> String {
     let now = n.created_at;
     if !detailed(n) {
         s.push('\n');
+        let mut rows = Vec::new();
         for app in apps(n) {
             for i in &app.incidents {
                 let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
-                s.push_str(&format!(
-                    "* [{}] {}: {}{link}\n",
-                    incident_word(i),
-                    field(&app.name),
-                    field(&i.status_line(now))
-                ));
+                let (word, name) = (incident_word(i), field(&app.name));
+                rows.push(super::Row {
+                    full: format!("* [{word}] {name}: {}{link}\n", field(&i.status_line(now))),
+                    short: format!("* [{word}] {name}\n"),
+                });
             }
         }
+        let more = |hidden| format!("* {}\n", super::more_words(hidden, None));
+        let budget = budget.saturating_sub(2000);
+        s.push_str(&super::fit_rows(&rows, budget, |l| l.chars().count(), more).concat());
         let hints = summary_hints(n);
         hints_text(&mut s, &hints, "", field);
         return s;

@@ -142,8 +142,13 @@ fn incident_text(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> String {
     s
 }
 
-/// Many Applications: one line per problem, in sections of at most 3000 characters, and what to do once.
+/// The longest line of a list: a section holds whole lines, so each section is at least this much under its limit.
+const MAX_LIST_LINE: usize = 1000;
+
+/// Many Applications: one line per problem (shorter lines when they do not all fit, then a count of the rest), in
+/// sections of at most 3000 characters that leave room for the header, what to do and the context line.
 fn list_sections(n: &Notification) -> Vec<Value> {
+    let mut rows = Vec::new();
     let mut text = String::new();
     for app in render::apps(n) {
         let name = match app.url {
@@ -151,12 +156,20 @@ fn list_sections(n: &Notification) -> Vec<Value> {
             None => esc(&app.name),
         };
         for i in &app.incidents {
-            text.push_str(&format!(
-                "• *{}* {name}: {}\n",
-                render::incident_word(i),
-                esc(&i.status_line(n.created_at))
-            ));
+            let word = render::incident_word(i);
+            let full = format!("• *{word}* {name}: {}", esc(&i.status_line(n.created_at)));
+            let short = format!("• *{word}* {name}");
+            rows.push(render::Row {
+                full: truncate(&full, MAX_LIST_LINE),
+                short: truncate(&short, MAX_LIST_LINE),
+            });
         }
+    }
+    let budget = (MAX_BLOCKS - 4) * (MAX_SECTION_TEXT - MAX_LIST_LINE);
+    let more = |hidden| format!("• {}", render::more_words(hidden, None));
+    for line in render::fit_rows(&rows, budget, |l| l.chars().count(), more) {
+        text.push_str(&line);
+        text.push('\n');
     }
     let mut out: Vec<Value> = chunks(&text, MAX_SECTION_TEXT).iter().map(|c| section(c)).collect();
     let mut hints = String::new();

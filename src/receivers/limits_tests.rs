@@ -1,0 +1,203 @@
+//! Every chat receiver's message fits its service's documented limits, for a digest of 1,000 Applications and a
+//! group of 500 incidents, and every list it cuts says how many rows are left out (and, for a digest with
+//! `server.public_url`, links to the status page filtered to the team).
+
+use chrono::Duration;
+use serde_json::Value;
+
+use super::testing;
+use super::{googlechat, matrix, mattermost, msteams, slack};
+use crate::digest::{Digest, FiringIncident, OutOfSyncApp};
+use crate::domain::{Action, Kind, Notification};
+
+const APPS: usize = 1000;
+const GROUP: usize = 500;
+/// The rows a cut list shows at least (Google Chat, with 4,096 characters in all, shows 15).
+const MIN: usize = 40;
+const STATUS: &str = "https://herald.example.com/?team=payments";
+
+/// A digest of 1,000 Applications OutOfSync and 1,000 incidents firing, with realistic names and links. The
+/// OutOfSync ones are named `oos-…` and the firing ones `fire-…`, so a rendering's rows can be counted.
+fn big_digest() -> Notification {
+    let at = testing::now();
+    let d = Digest {
+        team: "payments".into(),
+        at,
+        timezone: "Europe/Berlin".into(),
+        out_of_sync: (0..APPS)
+            .map(|k| OutOfSyncApp {
+                app: format!("argocd/oos-{k:04}-payments-api-europe-west"),
+                since: at - Duration::hours(50),
+                revision: Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5".into()),
+                pruning: 2,
+                url: Some(format!("https://argocd.example.com/applications/argocd/a{k}")),
+            })
+            .collect(),
+        firing: (0..APPS)
+            .map(|k| FiringIncident {
+                app: format!("argocd/fire-{k:04}-checkout"),
+                problem: "Degraded: Deployment/checkout has 0/3 ready replicas".into(),
+                summary: String::new(),
+                since: at - Duration::minutes(90),
+            })
+            .collect(),
+        status_url: Some(STATUS.into()),
+        ..Default::default()
+    };
+    crate::digest::render::tests::notification(d)
+}
+
+/// One notification about 500 Applications OutOfSync (`grp-…`), as a group of team platform is sent.
+fn big_group() -> Notification {
+    let mut n = testing::notification(Action::Open);
+    n.title = format!("OutOfSync on {GROUP} Applications of team platform");
+    n.incidents = (0..GROUP)
+        .map(|k| {
+            let mut i = testing::incident();
+            i.id = k as i64 + 1;
+            i.kind = Kind::OutOfSync;
+            i.fingerprint = format!("fp-{k}");
+            i.app_name = format!("grp-{k:04}-inventory-service");
+            i.app_url = Some(format!("https://argocd.example.com/applications/argocd/g{k}"));
+            i.team = "platform".into();
+            i
+        })
+        .collect();
+    n
+}
+
+/// The numbers of every `… and N more` in `text`, in order.
+fn mores(text: &str) -> Vec<usize> {
+    text.split("… and ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(" more").and_then(|(n, _)| n.parse().ok()))
+        .collect()
+}
+
+/// Every row of a list (its rows named `prefix…`) is either shown or counted in its one `… and N more`, and at
+/// least `min` are shown (shorter lines keep rows). Returns whether the list was cut.
+fn assert_accounted(what: &str, text: &str, prefix: &str, total: usize, min: usize) -> bool {
+    let shown = text.matches(prefix).count();
+    let counts = mores(text);
+    assert!(counts.len() <= 1, "{what}: {counts:?}");
+    let more = counts.first().copied().unwrap_or(0);
+    assert_eq!(shown + more, total, "{what}: {shown} shown of {total}, {more} counted");
+    assert!(shown >= min, "{what}: shorter lines keep rows, only {shown} shown");
+    more > 0
+}
+
+/// Both parts of the digest accounted for; the first is cut, and each cut links to the team's status page.
+fn assert_digest_accounted(what: &str, text: &str, min: usize) {
+    let (oos, firing) = text.split_once("Incidents firing").expect("both parts");
+    assert!(
+        assert_accounted(what, oos, "oos-", APPS, min),
+        "{what}: 1,000 long rows are cut"
+    );
+    let cut = usize::from(assert_accounted(what, firing, "fire-", APPS, min));
+    assert_eq!(
+        text.matches(STATUS).count(),
+        1 + cut,
+        "{what}: each cut links to the team's status page"
+    );
+}
+
+/// Every incident of the group shown or counted (Slack's 46 sections hold all 500 shorter lines).
+fn assert_group_accounted(what: &str, text: &str, min: usize) {
+    assert_accounted(what, text, "grp-", GROUP, min);
+}
+
+/// Slack: at most 50 blocks, 3,000 characters in a section, 150 in the header, 40,000 in `text`.
+fn assert_slack_limits(what: &str, message: &Value) -> String {
+    let blocks = message["blocks"].as_array().expect("blocks");
+    assert!(blocks.len() <= 50, "{what}: {} blocks", blocks.len());
+    let mut all = String::new();
+    for b in blocks {
+        let text = b["text"]["text"].as_str().unwrap_or_default();
+        let limit = if b["type"] == "header" { 150 } else { 3000 };
+        assert!(
+            text.chars().count() <= limit,
+            "{what}: {} characters in a {}",
+            text.chars().count(),
+            b["type"]
+        );
+        all.push_str(text);
+        all.push('\n');
+    }
+    assert!(
+        message["text"].as_str().unwrap_or_default().chars().count() <= 40_000,
+        "{what}"
+    );
+    all
+}
+
+#[test]
+fn slack_stays_within_its_block_and_text_limits_and_counts_what_it_leaves_out() {
+    let text = assert_slack_limits("digest", &slack::preview(&big_digest()));
+    assert_digest_accounted("slack digest", &text, MIN);
+    let text = assert_slack_limits("group", &slack::preview(&big_group()));
+    assert_group_accounted("slack group", &text, MIN);
+}
+
+#[test]
+fn a_teams_card_stays_under_28_kb_and_counts_what_it_leaves_out() {
+    for (what, n) in [("digest", big_digest()), ("group", big_group())] {
+        let card = msteams::teams_message(&n).to_string();
+        assert!(card.len() <= 28_000, "teams {what}: {} bytes", card.len());
+        let text: Vec<String> =
+            serde_json::from_str::<Value>(&card).expect("json")["attachments"][0]["content"]["body"]
+                .as_array()
+                .expect("body")
+                .iter()
+                .map(|b| b.to_string())
+                .collect();
+        let text = text.join("\n");
+        match what {
+            "digest" => assert_digest_accounted("teams digest", &text, MIN),
+            _ => assert_group_accounted("teams group", &text, MIN),
+        }
+    }
+}
+
+#[test]
+fn google_chat_stays_within_4096_characters_and_counts_what_it_leaves_out() {
+    let text = googlechat::google_chat_text(&big_digest());
+    assert!(text.chars().count() <= 4096, "{}", text.chars().count());
+    assert_digest_accounted("google chat digest", &text, 15);
+    let text = googlechat::google_chat_text(&big_group());
+    assert!(text.chars().count() <= 4096, "{}", text.chars().count());
+    assert_group_accounted("google chat group", &text, 15);
+}
+
+#[test]
+fn mattermost_stays_within_16383_characters_and_counts_what_it_leaves_out() {
+    let text = mattermost::text(&big_digest());
+    assert!(text.chars().count() <= 16_383, "{}", text.chars().count());
+    assert_digest_accounted("mattermost digest", &text, MIN);
+    let text = mattermost::text(&big_group());
+    assert!(text.chars().count() <= 16_383, "{}", text.chars().count());
+    assert_group_accounted("mattermost group", &text, MIN);
+}
+
+#[test]
+fn a_matrix_event_stays_under_65536_bytes_keeps_its_html_and_counts_what_it_leaves_out() {
+    for (what, n) in [("digest", big_digest()), ("group", big_group())] {
+        let event = matrix::message(&n, None);
+        let bytes = event.to_string().len();
+        // The event's envelope (sender, room, signatures) takes the rest of the 65,536 bytes.
+        assert!(bytes <= 63_000, "matrix {what}: {bytes} bytes");
+        let body = event["body"].as_str().expect("body");
+        let html = event["formatted_body"]
+            .as_str()
+            .expect("the HTML is kept, not dropped for its size");
+        match what {
+            "digest" => {
+                assert_digest_accounted("matrix body", body, MIN);
+                assert_digest_accounted("matrix html", html, MIN);
+            }
+            _ => {
+                assert_group_accounted("matrix body", body, MIN);
+                assert_group_accounted("matrix html", html, MIN);
+            }
+        }
+    }
+}
