@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, MAX_ANSWER_BYTES, limit, limit_of, page_json, param, query};
+use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_json, param, query};
 use crate::argocd::AppId;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
@@ -87,30 +87,29 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
         after,
         ..Default::default()
     };
-    let (mut items, mut bytes, mut cursor, mut full) = (Vec::new(), 0, None, false);
+    let (mut answer, mut cursor) = (AnswerItems::default(), None);
     let mut batch = filter.clone();
     loop {
-        batch.limit = (filter.limit - items.len() as i64).min(READ_BATCH);
+        batch.limit = (filter.limit - answer.items.len() as i64).min(READ_BATCH);
         let apps = ctx.pipeline.apps(&batch).await?;
         for a in &apps {
-            let item = app_json(&a.team, &a.state);
-            let size = serde_json::to_vec(&item).map_or(0, |v| v.len());
-            if !items.is_empty() && bytes + size > MAX_ANSWER_BYTES {
-                full = true;
+            if !answer.take(app_json(&a.team, &a.state)) {
                 break;
             }
-            bytes += size;
-            items.push(item);
             cursor = Some(AppCursor::of(&a.state));
         }
-        if full || (apps.len() as i64) < batch.limit || items.len() as i64 >= filter.limit {
+        if answer.full || (apps.len() as i64) < batch.limit || answer.items.len() as i64 >= filter.limit {
             break;
         }
         batch.after = cursor.clone();
     }
     // A page cut by size is as full as one cut by `limit`: it gets a `next` link.
-    let limit = if full { items.len() as i64 } else { filter.limit };
-    Ok(HttpResponse::Ok().json(page_json(&req, items, limit, cursor.map(|c| c.encode()))))
+    let limit = if answer.full {
+        answer.items.len() as i64
+    } else {
+        filter.limit
+    };
+    Ok(HttpResponse::Ok().json(page_json(&req, answer.items, limit, cursor.map(|c| c.encode()))))
 }
 
 pub(super) async fn get_app(

@@ -184,6 +184,29 @@ fn state_param<T>(value: Option<&str>, parse: impl Fn(&str) -> Option<T>, states
 /// on after the last item given, as when a page has `limit` items.
 pub const MAX_ANSWER_BYTES: usize = 8 << 20;
 
+/// The items of one answer, up to [`MAX_ANSWER_BYTES`]: the first is always taken, the others while they fit.
+#[derive(Default)]
+pub(super) struct AnswerItems {
+    pub items: Vec<serde_json::Value>,
+    bytes: usize,
+    /// An item did not fit: the page is cut by size (and gets a `next` link as if full).
+    pub full: bool,
+}
+
+impl AnswerItems {
+    /// Takes `v` if it fits; `false` (and `full`) when it does not.
+    pub fn take(&mut self, v: serde_json::Value) -> bool {
+        let size = serde_json::to_vec(&v).map_or(0, |b| b.len());
+        if !self.items.is_empty() && self.bytes + size > MAX_ANSWER_BYTES {
+            self.full = true;
+            return false;
+        }
+        self.bytes += size;
+        self.items.push(v);
+        true
+    }
+}
+
 /// One page of rows listed newest first by id, as the response (see [`page_json`]): `item` writes a row, and the
 /// cursor of the `next` link is the last row's id. At most [`MAX_ANSWER_BYTES`] of items.
 fn id_page<T>(
@@ -193,20 +216,15 @@ fn id_page<T>(
     id: impl Fn(&T) -> i64,
     item: impl Fn(&T) -> serde_json::Value,
 ) -> HttpResponse {
-    let (mut items, mut bytes, mut cursor, mut full) = (Vec::new(), 0, None, false);
+    let (mut answer, mut cursor) = (AnswerItems::default(), None);
     for r in rows {
-        let v = item(r);
-        let size = serde_json::to_vec(&v).map_or(0, |b| b.len());
-        if !items.is_empty() && bytes + size > MAX_ANSWER_BYTES {
-            full = true;
+        if !answer.take(item(r)) {
             break;
         }
-        bytes += size;
-        items.push(v);
         cursor = Some(id(r).to_string());
     }
-    let limit = if full { items.len() as i64 } else { limit };
-    HttpResponse::Ok().json(page_json(req, items, limit, cursor))
+    let limit = if answer.full { answer.items.len() as i64 } else { limit };
+    HttpResponse::Ok().json(page_json(req, answer.items, limit, cursor))
 }
 
 /// Shared state for the HTTP server.

@@ -311,6 +311,7 @@ impl Pipeline {
         }
         let now = self.now();
         let silences = core.store.silences(false, now).await?;
+        // One read per Application with a firing incident on the page: its open incidents, as a send would see them.
         let mut open: std::collections::HashMap<AppId, Vec<routing::inhibit::Candidate>> = Default::default();
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             if !open.contains_key(&rec.app) {
@@ -319,24 +320,11 @@ impl Pipeline {
                     limit: 100,
                     ..Default::default()
                 };
-                let candidates = (core.store.incidents(&of_app).await?.iter())
-                    .filter(|r| r.state != IncidentState::Resolved)
-                    .map(|r| routing::inhibit::Candidate {
-                        labels: crate::domain::Labels::of(&r.full_view()),
-                        state: r.state,
-                        fire_at: r.fire_at,
-                    })
-                    .collect();
+                let candidates = Core::candidates(&core.store.incidents(&of_app).await?);
                 open.insert(rec.app.clone(), candidates);
             }
-            let facts = delivery::Facts {
-                settings: &core.settings,
-                router: &core.router,
-                inhibitor: &core.inhibitor,
-                silences: &silences,
-                open: open.get(&rec.app).map_or(&[][..], |v| v.as_slice()),
-                now,
-            };
+            let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
+            let facts = core.facts(&silences, candidates, now);
             rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()));
         }
         Ok(list)

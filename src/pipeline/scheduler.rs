@@ -14,9 +14,10 @@ use crate::routing::inhibit::Candidate;
 use crate::store::{IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
 
 impl Core {
-    /// What the delivery pipeline knows now about one Application: the silences, and its open incidents.
-    fn candidates(open: &[IncidentRecord]) -> Vec<Candidate> {
+    /// One Application's open incidents as inhibition's sources.
+    pub(super) fn candidates(open: &[IncidentRecord]) -> Vec<Candidate> {
         open.iter()
+            .filter(|r| r.state != IncidentState::Resolved)
             .map(|r| Candidate {
                 labels: Labels::of(&r.full_view()),
                 state: r.state,
@@ -25,7 +26,17 @@ impl Core {
             .collect()
     }
 
-    fn facts<'a>(&'a self, silences: &'a [Silence], open: &'a [Candidate], now: DateTime<Utc>) -> Facts<'a> {
+    /// [`Core::candidates`] of several Applications, each computed once.
+    pub(super) fn candidates_by_app(
+        open: &std::collections::HashMap<crate::argocd::AppId, Vec<IncidentRecord>>,
+    ) -> std::collections::HashMap<crate::argocd::AppId, Vec<Candidate>> {
+        open.iter()
+            .map(|(app, list)| (app.clone(), Self::candidates(list)))
+            .collect()
+    }
+
+    /// What the delivery pipeline knows now: the configuration, the silences, one Application's open incidents.
+    pub(super) fn facts<'a>(&'a self, silences: &'a [Silence], open: &'a [Candidate], now: DateTime<Utc>) -> Facts<'a> {
         Facts {
             settings: &self.settings,
             router: &self.router,
@@ -257,11 +268,11 @@ impl Core {
         }
         let silences = Store::silences_tx(&mut tx, now).await?;
         let apps: Vec<_> = waiting.iter().map(|r| r.app.clone()).collect();
-        let open = Store::open_incidents_of(&mut tx, &apps).await?;
+        let open = Self::candidates_by_app(&Store::open_incidents_of(&mut tx, &apps).await?);
         for rec in waiting {
-            let candidates = Self::candidates(open.get(&rec.app).map_or(&[][..], |v| v.as_slice()));
+            let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let labels = Labels::of(&rec.full_view());
-            if let Decision::Deliver(plan) = delivery::decide(&self.facts(&silences, &candidates, now), &labels) {
+            if let Decision::Deliver(plan) = delivery::decide(&self.facts(&silences, candidates, now), &labels) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
                 self.route_incident(&mut tx, &rec, &plan, now).await?;
             }
@@ -305,15 +316,15 @@ impl Core {
     ) -> Result<Option<Notification>, StoreError> {
         let members = Store::members(tx, g.id).await?;
         let apps: Vec<_> = members.iter().map(|m| m.incident.app.clone()).collect();
-        let open = Store::open_incidents_of(tx, &apps).await?;
+        let open = Self::candidates_by_app(&Store::open_incidents_of(tx, &apps).await?);
         let (mut firing, mut held, mut events, mut resolved) = (Vec::new(), 0, Vec::new(), Vec::new());
         for m in &members {
             match (m.status, m.incident.kind.occurrence()) {
                 (IncidentState::Firing, Occurrence::Event) if m.dirty => events.push(m),
                 (IncidentState::Firing, Occurrence::Condition) => {
-                    let candidates = Self::candidates(open.get(&m.incident.app).map_or(&[][..], |v| v.as_slice()));
+                    let candidates = open.get(&m.incident.app).map_or(&[][..], Vec::as_slice);
                     let labels = Labels::of(&m.incident.full_view());
-                    match delivery::hold(&self.facts(silences, &candidates, now), &labels) {
+                    match delivery::hold(&self.facts(silences, candidates, now), &labels) {
                         Some(_) => held += 1,
                         None => firing.push(m),
                     }

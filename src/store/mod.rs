@@ -338,12 +338,13 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 5] = [
+const MIGRATIONS: [MigrationFile; 6] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
     migration!(4, "digests", "0004_digests.sql"),
     migration!(5, "listing_guard", "0005_listing_guard.sql"),
+    migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -104,6 +104,8 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         ("/v1/silences?expired=maybe", 400),
         ("/v1/incidents?state=burning", 400),
         ("/v1/incidents?kind=meteor", 400),
+        ("/v1/incidents?notified=maybe", 400),
+        ("/v1/incidents?notified=1&notified=0", 400),
         ("/v1/outbox?state=lost", 400),
         // The paging and lifecycle parameters of this round.
         ("/v1/apps?deleted=maybe", 400),

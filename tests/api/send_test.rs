@@ -41,3 +41,53 @@ async fn send_test_on_a_ticket_receiver_closes_the_ticket_it_opened_and_says_so(
         "the test issue is closed again: {issues:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_test_that_cannot_close_its_ticket_fails_and_says_to_close_it_by_hand() {
+    // The tracker opens the issue, then refuses to close it (a token without write access to issues, say).
+    let fake = GithubFake::default();
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("PATCH"))
+        .respond_with(wiremock::ResponseTemplate::new(403).set_body_string("{\"message\":\"Resource not accessible\"}"))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(any()).respond_with(fake.clone()).mount(&server).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("herald.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "receivers: [{{name: tickets, github: {{api_url: \"{}\", repo: acme/pay, token: ghp-test, labels: [argocd]}}}}]",
+            server.uri()
+        ),
+    )
+    .expect("write");
+
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["send-test", "--receiver", "tickets", "--config"])
+            .arg(&cfg)
+            .output()
+            .expect("run")
+    })
+    .await
+    .expect("joined");
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("tickets: delivered"), "{stdout}");
+    assert!(
+        stdout.contains("tickets: FAILED to close the test it opened") && stdout.contains("close it by hand"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ghp-test"),
+        "the token stays out of the answer: {stdout}"
+    );
+    assert_eq!(
+        fake.issues.lock().expect("lock")[0]["state"],
+        "open",
+        "the issue is left open, and said so"
+    );
+}
