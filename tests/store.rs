@@ -13,40 +13,15 @@ use herald::routing::{Matcher, Silence};
 use herald::state::{Outcome, apply};
 use herald::store::{AppFilter, HeldDropRow, IncidentFilter, NewDelivery, SlotState, Store};
 use secrecy::SecretString;
-use sqlx::{Connection, Executor};
 
-enum Db {
-    Sqlite(tempfile::TempDir),
-    Postgres(String),
-}
+#[path = "common/fresh_db.rs"]
+mod fresh_db;
+use fresh_db::{FreshDb, fresh_db};
 
-async fn fresh(engine: &str) -> (Store, Db) {
-    let (url, db) = match engine {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("tmp");
-            (
-                format!("sqlite://{}/contract.db", dir.path().display()),
-                Db::Sqlite(dir),
-            )
-        }
-        _ => {
-            let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect(
-                "HERALD_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts PostgreSQL",
-            );
-            let name = format!("herald_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to PostgreSQL");
-            conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .await
-                .expect("create database");
-            let url = match base.rsplit_once('/') {
-                Some((prefix, _)) => format!("{prefix}/{name}"),
-                None => panic!("bad URL"),
-            };
-            (url, Db::Postgres(name))
-        }
-    };
+async fn fresh(engine: &str) -> (Store, FreshDb) {
+    let db = fresh_db(engine, "contract").await;
     let settings = StorageSettings {
-        url: SecretString::from(url),
+        url: SecretString::from(db.url.clone()),
         max_connections: 8,
         ..Default::default()
     };
@@ -766,15 +741,8 @@ async fn silences_expire(engine: &str) {
 async fn migrations_are_idempotent(engine: &str) {
     let (store, db) = fresh(engine).await;
     store.ping().await.expect("ping");
-    let url = match &db {
-        Db::Sqlite(dir) => format!("sqlite://{}/contract.db", dir.path().display()),
-        Db::Postgres(name) => {
-            let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect("url");
-            format!("{}/{name}", base.rsplit_once('/').expect("url").0)
-        }
-    };
     let again = Store::connect(&StorageSettings {
-        url: SecretString::from(url),
+        url: SecretString::from(db.url.clone()),
         ..Default::default()
     })
     .await

@@ -16,13 +16,8 @@ use herald::routing::{Matcher, Silence};
 use herald::store::Store;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use sqlx::{Connection, Executor};
 
-/// Where the store lives; kept (and dropped) with the story.
-enum Db {
-    Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Postgres,
-}
+use crate::fresh_db::{FreshDb, fresh_db};
 
 pub struct Story {
     name: String,
@@ -41,7 +36,7 @@ pub struct Story {
     queued: Vec<String>,
     /// Silences added so far (their ids are `silence-N`, so transcripts do not change from run to run).
     silences: usize,
-    _db: Db,
+    _db: FreshDb,
 }
 
 /// The teams, receivers and people most stories share: three teams, each with chat (Slack) and e-mail;
@@ -80,31 +75,11 @@ pub fn start() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-async fn store_url(engine: &str) -> (String, Db) {
-    match engine {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("tmp");
-            (format!("sqlite://{}/story.db", dir.path().display()), Db::Sqlite(dir))
-        }
-        _ => {
-            let base = std::env::var("HERALD_TEST_POSTGRES_URL").expect(
-                "HERALD_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts PostgreSQL",
-            );
-            let name = format!("story_{}", uuid::Uuid::new_v4().simple());
-            let mut conn = sqlx::PgConnection::connect(&base).await.expect("connect to PostgreSQL");
-            conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .await
-                .expect("create database");
-            let (prefix, _) = base.rsplit_once('/').expect("a database URL");
-            (format!("{prefix}/{name}"), Db::Postgres)
-        }
-    }
-}
-
 impl Story {
     /// A story named `name` (its golden file) on `engine`, with `config` (YAML), its clock at [`start`].
     pub async fn begin(name: &str, engine: &str, config: &str) -> Self {
-        let (url, db) = store_url(engine).await;
+        let db = fresh_db(engine, "story").await;
+        let url = db.url.clone();
         let mut settings = Settings::from_yaml(config).unwrap_or_else(|e| panic!("{name}: bad config: {e}"));
         settings.storage.url = SecretString::from(url.clone());
         let clock = ManualClock::new(start());

@@ -5,6 +5,8 @@
 //! scripts/test) against the same golden file; `herald replay --until` must queue the same notifications as the
 //! running service.
 
+#[path = "../common/fresh_db.rs"]
+mod fresh_db;
 mod harness;
 
 use std::time::Duration;
