@@ -264,8 +264,10 @@ def write_rule_tests(rules_file):
                      "values": "0+60x40 2400x90"},
                     {"series": 'herald_applications{job="herald", namespace="herald", pod="a", sync="Synced", health="Healthy"}',
                      "values": "5x130"},
-                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="a"}', "values": "1x40 0x50"},
-                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="b"}', "values": "1x40 0x50"},
+                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="a", argocd_instance="default"}', "values": "1x40 0x50"},
+                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="b", argocd_instance="default"}', "values": "1x40 0x50"},
+                    # A second instance whose API stays up: the first one's being down still alerts.
+                    {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="a", argocd_instance="eu"}', "values": "1x90"},
                     {"series": 'herald_config_reloads_total{job="herald", namespace="herald", pod="a", outcome="refused"}',
                      "values": "0x40 1x50"},
                     {"series": 'herald_outbox_oldest_pending_age_seconds{job="herald", namespace="herald", pod="a"}',
@@ -286,7 +288,7 @@ def write_rule_tests(rules_file):
                     {"eval_time": "115m", "alertname": "HeraldNoEvents", "exp_alerts": [
                         {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
                     {"eval_time": "55m", "alertname": "HeraldArgoCdApiDown", "exp_alerts": [
-                        {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
+                        {"exp_labels": {"severity": "warning", "namespace": "herald", "argocd_instance": "default"}}]},
                     {"eval_time": "45m", "alertname": "HeraldReloadRefused", "exp_alerts": [
                         {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
                     {"eval_time": "65m", "alertname": "HeraldDeliveriesStuck", "exp_alerts": [

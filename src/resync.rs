@@ -1,5 +1,7 @@
-//! The Argo CD API as a second source of state, beside the webhooks: every `argocd.api.resync_interval` one replica
-//! (the one that claims the lease in the store) lists every Application and runs each through the pipeline as if
+//! The Argo CD API as a second source of state, beside the webhooks, for each instance that has one (each with its
+//! own lease, listing, watch and held drop: an instance's listing only ever deletes that instance's Applications):
+//! every `argocd.api.resync_interval` one replica (the one that claims the instance's lease in the store) lists every
+//! Application and runs each through the pipeline as if
 //! Argo CD had sent it, item by item as the listing arrives; an Application missing from a listing that proves it is
 //! complete is deleted, unless so many are missing at once that the drop waits for the next listing to agree
 //! ([`DropGuard`]). With `argocd.api.watch` every replica also follows the event stream, and resumes after a break
@@ -14,29 +16,41 @@ use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 
 use crate::argocd::AppId;
-use crate::argocd::api::{ApiError, ArgoCdApi, Listed, WatchEvent};
-use crate::pipeline::{HeldDropRow, Pipeline};
+use crate::argocd::api::{ApiError, Listed, WatchEvent};
+use crate::pipeline::{HeldDropRow, InstanceApi, Pipeline};
 
 /// How many snapshots of a listing are in the pipeline at once: enough for the batch writer to group them.
 const IN_FLIGHT: usize = 64;
 
-/// Runs the resync (and the watch, when configured) until `stop`.
+/// Runs each instance's resync (and watch, when configured) until `stop`.
 pub async fn run(pipeline: Pipeline, stop: watch::Receiver<bool>) {
-    let Some(api) = pipeline.argocd_api() else {
-        return;
-    };
-    let resync_now = Arc::new(Notify::new());
-    if api.settings().watch {
-        tokio::spawn(follow(pipeline.clone(), api.clone(), resync_now.clone(), stop.clone()));
-    }
-    resync_loop(pipeline, api, resync_now, stop).await;
+    let sources = pipeline.argocd_apis();
+    let loops = sources.iter().map(|source| {
+        let resync_now = Arc::new(Notify::new());
+        if source.api.settings().watch {
+            tokio::spawn(follow(
+                pipeline.clone(),
+                source.clone(),
+                resync_now.clone(),
+                stop.clone(),
+            ));
+        }
+        resync_loop(pipeline.clone(), source.clone(), resync_now, stop.clone())
+    });
+    futures_util::future::join_all(loops).await;
 }
 
 /// How long after one listing the watch may ask for another when `resync_interval` is 0s (no periodic resync).
 const CATCH_UP_GAP_WITHOUT_RESYNC: Duration = Duration::from_secs(300);
 
-async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
-    let interval = api.settings().resync_interval;
+async fn resync_loop(
+    pipeline: Pipeline,
+    source: InstanceApi,
+    resync_now: Arc<Notify>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let interval = source.api.settings().resync_interval;
+    let instance = source.api.instance();
     let owner = format!("resync-{}", uuid::Uuid::new_v4().simple());
     // How often the lease is looked at: a fraction of the interval, so a resync is at most that late.
     let check = (interval / 4).clamp(Duration::from_secs(1), Duration::from_secs(15));
@@ -58,10 +72,10 @@ async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>
         } else if interval.is_zero() {
             false
         } else {
-            match pipeline.claim_resync(&owner, interval).await {
+            match pipeline.claim_resync(instance, &owner, interval).await {
                 Ok(claimed) => claimed,
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot claim the Argo CD resync; will try again");
+                    tracing::warn!(instance, error = %e, "cannot claim the Argo CD resync; will try again");
                     false
                 }
             }
@@ -69,7 +83,7 @@ async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>
         if due {
             last_listing = Some(pipeline.now());
             catch_up = false;
-            resync_once(&pipeline, &api).await;
+            resync_once(&pipeline, &source).await;
         }
         tokio::select! {
             _ = tokio::time::sleep(check) => {}
@@ -83,20 +97,24 @@ async fn resync_loop(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>
 /// How many unreadable items a resync names in its log line (it counts them all).
 const NAMED_UNREADABLE: usize = 10;
 
-/// Lists every Application once, item by item, and runs each through the pipeline as it arrives; deletes what a
-/// complete listing lacks (see [`delete_absent`] for the guard against a listing that suddenly lacks many).
-pub async fn resync_once(pipeline: &Pipeline, api: &ArgoCdApi) {
+/// Lists every Application of one instance once, item by item, and runs each through the pipeline as it arrives;
+/// deletes what a complete listing lacks, among that instance's Applications only (see [`delete_absent`] for the
+/// guard against a listing that suddenly lacks many).
+pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
     let started = pipeline.now();
+    let api = &source.api;
+    let instance = api.instance();
     let mut reader = match api.list().await {
         Ok(r) => r,
-        Err(e) => return refused(pipeline, started, &e),
+        Err(e) => return refused(source, started, &e),
     };
     let mut present = HashSet::new();
     let mut unreadable = (0usize, Vec::new());
     let failures = (reader.items())
         .filter_map(|entry| {
             std::future::ready(match entry {
-                Listed::App(snap) => {
+                Listed::App(mut snap) => {
+                    api.own(&mut snap);
                     present.insert(snap.app.clone());
                     Some(*snap)
                 }
@@ -117,40 +135,41 @@ pub async fn resync_once(pipeline: &Pipeline, api: &ArgoCdApi) {
     let end = reader.finish().await;
     if failures > 0 {
         tracing::warn!(
+            instance,
             failures,
             "the store refused part of the Argo CD listing; the next resync repairs it"
         );
-        pipeline
-            .api_source()
-            .failed(started, &format!("{failures} Applications could not be stored"));
+        (source.status).failed(started, &format!("{failures} Applications could not be stored"));
         return;
     }
     if let Err(e) = end {
-        return refused(pipeline, started, &e);
+        return refused(source, started, &e);
     }
     let listed = present.len();
     if unreadable.0 > 0 {
         // An Application Herald cannot read is not absent: deleting by absence would be wrong this time.
-        tracing::warn!(unreadable = unreadable.0, first = ?unreadable.1, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
+        tracing::warn!(instance, unreadable = unreadable.0, first = ?unreadable.1, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
     } else {
-        delete_absent(pipeline, api, &present, started).await;
+        delete_absent(pipeline, source, &present, started).await;
     }
-    tracing::info!(listed, "Argo CD resync done");
-    pipeline.api_source().succeeded(pipeline.now(), listed);
+    tracing::info!(instance, listed, "Argo CD resync done");
+    source.status.succeeded(pipeline.now(), listed);
 }
 
 /// The listing failed or did not prove complete: nothing is deleted by absence; the status page says why.
-fn refused(pipeline: &Pipeline, started: chrono::DateTime<chrono::Utc>, e: &ApiError) {
+fn refused(source: &InstanceApi, started: chrono::DateTime<chrono::Utc>, e: &ApiError) {
+    let instance = source.api.instance();
     if matches!(
         e,
         ApiError::Incomplete(_) | ApiError::TooLarge(_) | ApiError::Listing(_) | ApiError::Payload(_)
     ) {
-        metrics::counter!("herald_argocd_listings_refused_total", "reason" => e.reason()).increment(1);
-        tracing::warn!(error = %e, "the Argo CD listing is refused: nothing is deleted by absence; webhooks still work");
+        metrics::counter!("herald_argocd_listings_refused_total", "reason" => e.reason(), "argocd_instance" => instance.to_string())
+            .increment(1);
+        tracing::warn!(instance, error = %e, "the Argo CD listing is refused: nothing is deleted by absence; webhooks still work");
     } else {
-        tracing::warn!(error = %e, "the Argo CD API resync failed; webhooks still work");
+        tracing::warn!(instance, error = %e, "the Argo CD API resync failed; webhooks still work");
     }
-    pipeline.api_source().failed(started, &e.to_string());
+    source.status.failed(started, &e.to_string());
 }
 
 /// Deletes the stored Applications (in the configured projects) that the listing lacks. One heard of after the
@@ -158,11 +177,13 @@ fn refused(pipeline: &Pipeline, started: chrono::DateTime<chrono::Utc>, e: &ApiE
 /// access, a misconfigured project filter) is held back until the next listing agrees ([`absence`]).
 async fn delete_absent(
     pipeline: &Pipeline,
-    api: &ArgoCdApi,
+    source: &InstanceApi,
     present: &HashSet<AppId>,
     started: chrono::DateTime<chrono::Utc>,
 ) {
-    let live = match pipeline.live_apps(&api.settings().projects).await {
+    let api = &source.api;
+    let instance = api.instance();
+    let live = match pipeline.live_apps(instance, &api.settings().projects).await {
         Ok(l) => l,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the stored Applications to compare with the listing");
@@ -179,7 +200,7 @@ async fn delete_absent(
         max_share: settings.max_drop_share,
         min_count: settings.min_drop_count,
     };
-    let held = match pipeline.held_drop().await {
+    let held = match pipeline.held_drop(instance).await {
         Ok(h) => h.map(|h| h.apps),
         Err(e) => {
             // Without it a large drop is held (again), never applied unchecked.
@@ -191,21 +212,21 @@ async fn delete_absent(
     let recorded = match hold {
         Some(apps) => {
             tracing::warn!(
+                instance,
                 lacking = apps.len(),
                 stored,
                 agreed = delete.len(),
                 "the Argo CD listing lacks more than argocd.api.max_drop_share of the stored Applications: \
                  their deletion is held back until the next listing agrees"
             );
-            pipeline
-                .hold_drop(HeldDropRow {
-                    apps,
-                    at: started,
-                    stored,
-                })
-                .await
+            let row = HeldDropRow {
+                apps,
+                at: started,
+                stored,
+            };
+            pipeline.hold_drop(source, row).await
         }
-        None if held.is_some() => pipeline.release_drop().await,
+        None if held.is_some() => pipeline.release_drop(source).await,
         None => Ok(()),
     };
     if let Err(e) = recorded {
@@ -254,7 +275,9 @@ impl DropGuard {
 /// Follows the event stream; after a break, waits (1 s doubling to 60 s, back to 1 s only after a stream that
 /// stayed open a minute) and asks for a listing, so nothing that happened during the break is missed — the resync
 /// loop lists at most once per `resync_interval`, however often the stream breaks.
-async fn follow(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+async fn follow(pipeline: Pipeline, source: InstanceApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
+    let api = &source.api;
+    let instance = api.instance();
     const FIRST: Duration = Duration::from_secs(1);
     const MOST: Duration = Duration::from_secs(60);
     let mut backoff = FIRST;
@@ -269,19 +292,19 @@ async fn follow(pipeline: Pipeline, api: ArgoCdApi, resync_now: Arc<Notify>, mut
                 match event {
                     Ok(Some(event)) => apply(&pipeline, event).await,
                     Ok(None) => {
-                        tracing::info!("the Argo CD event stream ended; reconnecting");
+                        tracing::info!(instance, "the Argo CD event stream ended; reconnecting");
                         break;
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "the Argo CD event stream failed; reconnecting");
-                        pipeline.api_source().failed(pipeline.now(), &e.to_string());
+                        tracing::warn!(instance, error = %e, "the Argo CD event stream failed; reconnecting");
+                        source.status.failed(pipeline.now(), &e.to_string());
                         break;
                     }
                 }
             },
             Err(e) => {
-                tracing::warn!(error = %e, "cannot open the Argo CD event stream; will try again");
-                pipeline.api_source().failed(pipeline.now(), &e.to_string());
+                tracing::warn!(instance, error = %e, "cannot open the Argo CD event stream; will try again");
+                source.status.failed(pipeline.now(), &e.to_string());
             }
         }
         // A stream that sends an event and closes is as broken as one that does not open: only one that stayed
@@ -314,12 +337,7 @@ mod tests {
     use super::*;
 
     fn apps(names: &[&str]) -> Vec<AppId> {
-        (names.iter())
-            .map(|n| AppId {
-                namespace: "argocd".into(),
-                name: (*n).into(),
-            })
-            .collect()
+        (names.iter()).map(|n| AppId::new("argocd", *n)).collect()
     }
 
     fn many(prefix: &str, n: usize) -> Vec<AppId> {

@@ -54,10 +54,7 @@ fn body(sync: &str, second: u32) -> herald::argocd::Snapshot {
 }
 
 fn pay() -> AppId {
-    AppId {
-        namespace: "argocd".into(),
-        name: "pay".into(),
-    }
+    AppId::new("argocd", "pay")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,10 +42,7 @@ fn filter(sync: Option<&str>, deleted: bool, limit: i64) -> AppFilter {
 }
 
 fn app(name: &str) -> AppId {
-    AppId {
-        namespace: "argocd".into(),
-        name: name.into(),
-    }
+    AppId::new("argocd", name)
 }
 
 fn view(fp: &str) -> Incident {
@@ -95,24 +92,32 @@ contract!(
 
 async fn a_held_listing_drop_is_kept_replaced_and_released(engine: &str) {
     let (store, _db) = fresh(engine).await;
-    assert_eq!(store.held_drop().await.expect("read"), None, "nothing held at first");
+    assert_eq!(
+        store.held_drop("default").await.expect("read"),
+        None,
+        "nothing held at first"
+    );
     let held = HeldDropRow {
         apps: (0..12).map(|i| app(&format!("pay-{i}"))).collect(),
         at: t("2026-01-01T00:00:00Z"),
         stored: 12,
     };
-    store.hold_drop(&held).await.expect("hold");
-    assert_eq!(store.held_drop().await.expect("read"), Some(held.clone()));
+    store.hold_drop("default", &held).await.expect("hold");
+    assert_eq!(store.held_drop("default").await.expect("read"), Some(held.clone()));
     let next = HeldDropRow {
         apps: [app("pay-12")].into_iter().collect(),
         at: t("2026-01-01T00:05:00Z"),
         stored: 13,
     };
-    store.hold_drop(&next).await.expect("hold again");
-    assert_eq!(store.held_drop().await.expect("read"), Some(next), "one row: replaced");
-    store.release_drop().await.expect("release");
-    assert_eq!(store.held_drop().await.expect("read"), None);
-    store.release_drop().await.expect("releasing nothing is fine");
+    store.hold_drop("default", &next).await.expect("hold again");
+    assert_eq!(
+        store.held_drop("default").await.expect("read"),
+        Some(next),
+        "one row: replaced"
+    );
+    store.release_drop("default").await.expect("release");
+    assert_eq!(store.held_drop("default").await.expect("read"), None);
+    store.release_drop("default").await.expect("releasing nothing is fine");
 }
 
 async fn delivered_rows_are_purged_after_their_retention(engine: &str) {
@@ -231,9 +236,15 @@ async fn deleted_applications_leave_the_lists_and_are_purged_after_retention(eng
     );
     let counted: i64 = store.app_counts().await.expect("counts").iter().map(|c| c.2).sum();
     assert_eq!(counted, 1, "a deleted Application is not counted");
-    let live = store.live_apps(&[]).await.expect("live ids");
+    let live = store.live_apps("default", &[]).await.expect("live ids");
     assert_eq!(live.iter().map(|(a, _)| a.name.as_str()).collect::<Vec<_>>(), ["kept"]);
-    assert!(store.live_apps(&["other".into()]).await.expect("by project").is_empty());
+    assert!(
+        store
+            .live_apps("default", &["other".into()])
+            .await
+            .expect("by project")
+            .is_empty()
+    );
     assert!(store.has_apps().await.expect("has"));
     assert_eq!(
         store.purge_deleted_apps(now).await.expect("purge"),

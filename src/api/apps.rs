@@ -1,12 +1,18 @@
 //! `/v1/apps`, `/v1/apps/{namespace}/{name}` (with its timeline and incidents), `/v1/apps/{namespace}/{name}/raw`
-//! (the bodies received, to replay) and `/v1/prune-pending`.
+//! (the bodies received, to replay) and `/v1/prune-pending`. The two-segment paths are the default Argo CD
+//! instance's; `/v1/apps/{instance}/{namespace}/{name}[/raw]` names any instance (see [`three_segments`] for how
+//! `/v1/apps/a/b/c` is told apart).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
+use actix_web::HttpMessage;
+
+use super::auth::Caller;
 use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_json, param, query};
-use crate::argocd::AppId;
+use crate::argocd::{AppId, DEFAULT_INSTANCE};
+use crate::configuration::Scope;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
 #[derive(Deserialize)]
@@ -17,6 +23,8 @@ struct AppQuery {
     /// `true`: the deleted Applications (kept until `storage.raw_retention` ends) instead of the others.
     deleted: Option<bool>,
     team: Option<String>,
+    /// Only this Argo CD instance's.
+    instance: Option<String>,
     limit: Option<i64>,
     /// The cursor of the `next` link.
     after: Option<String>,
@@ -25,6 +33,7 @@ struct AppQuery {
 fn app_json(team: &str, s: &crate::state::AppState) -> serde_json::Value {
     let snap = &s.snapshot;
     json!({
+        "instance": snap.app.instance,
         "namespace": snap.app.namespace,
         "name": snap.app.name,
         "uid": snap.uid,
@@ -82,6 +91,7 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
         sync: sync.map(str::to_string),
         health: health.map(str::to_string),
         team: q.team,
+        instance: known_instance(&ctx, q.instance)?,
         deleted: q.deleted.unwrap_or(false),
         limit: limit_of(q.limit, 100, 1000)?,
         after,
@@ -112,12 +122,82 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
     Ok(HttpResponse::Ok().json(page_json(&req, answer.items, limit, cursor.map(|c| c.encode()))))
 }
 
+/// An `instance=` filter: a configured instance's name (a misspelt one is an error, not an empty list).
+pub(super) fn known_instance(ctx: &AppContext, instance: Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(name) = instance else { return Ok(None) };
+    let settings = ctx.pipeline.settings();
+    if settings.argocd.instance(&name).is_some() {
+        return Ok(Some(name));
+    }
+    let known: Vec<&str> = settings.argocd.all().iter().map(|i| i.name).collect();
+    Err(ApiError::BadRequest(format!(
+        "instance must be a configured Argo CD instance ({}); not {name:?}",
+        known.join(", ")
+    )))
+}
+
+/// `GET /v1/apps/{namespace}/{name}`: a default-instance Application.
 pub(super) async fn get_app(
     path: web::Path<(String, String)>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
     let (namespace, name) = path.into_inner();
-    let id = AppId { namespace, name };
+    app_answer(AppId::new(namespace, name), &ctx).await
+}
+
+/// `GET /v1/apps/{instance}/{namespace}/{name}/raw`.
+pub(super) async fn get_instance_raw(
+    req: HttpRequest,
+    path: web::Path<(String, String, String)>,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    let (instance, namespace, name) = path.into_inner();
+    raw_answer(&req, AppId::of(instance, namespace, name), &ctx).await
+}
+
+/// `GET /v1/apps/{a}/{b}/{c}`: `a`'s Application `b/c` when `a` is a configured instance other than the default;
+/// else, when `c` is `raw`, the bodies of the default instance's `a/b` (which need `admin`, checked here: the route
+/// itself needs only `read`); else, when `a` is `default`, the default instance's `b/c`. The default instance's `raw`
+/// bodies of a namespace that is also an instance's name are at `/v1/apps/default/{namespace}/{name}/raw`.
+pub(super) async fn three_segments(
+    req: HttpRequest,
+    path: web::Path<(String, String, String)>,
+    ctx: web::Data<AppContext>,
+) -> Result<HttpResponse, ApiError> {
+    let (a, b, c) = path.into_inner();
+    let settings = ctx.pipeline.settings();
+    if a != DEFAULT_INSTANCE && settings.argocd.instance(&a).is_some() {
+        return app_answer(AppId::of(a, b, c), &ctx).await;
+    }
+    if c == "raw" {
+        if ctx.auth.enabled() {
+            let scope = req.extensions().get::<Caller>().map(|c| (c.name.clone(), c.scope));
+            match scope {
+                Some((_, s)) if s.allows(Scope::Admin) => {}
+                Some((name, s)) => {
+                    return Err(ApiError::Forbidden(format!(
+                        "credential {name:?} has the scope {}; this needs admin",
+                        s.as_str()
+                    )));
+                }
+                None => return Err(ApiError::Unauthorized { basic: false }),
+            }
+        }
+        return raw_answer(&req, AppId::new(a, b), &ctx).await;
+    }
+    if a == DEFAULT_INSTANCE {
+        return app_answer(AppId::new(b, c), &ctx).await;
+    }
+    let known: Vec<&str> = settings.argocd.all().iter().map(|i| i.name).collect();
+    Err(ApiError::NotFound(format!(
+        "no Argo CD instance named {a:?} is configured ({}): /v1/apps/{{instance}}/{{namespace}}/{{name}}, or \
+         /v1/apps/{{namespace}}/{{name}} for the default instance",
+        known.join(", ")
+    )))
+}
+
+/// An Application with its timeline and incidents.
+async fn app_answer(id: AppId, ctx: &AppContext) -> Result<HttpResponse, ApiError> {
     let Some(rec) = ctx.pipeline.app(&id).await? else {
         return Err(ApiError::NotFound(format!("no Application {id} has been seen")));
     };
@@ -142,14 +222,8 @@ struct RawQuery {
 
 /// The bodies received for an Application (newest first, within `storage.raw_retention`), to replay them with
 /// `herald replay`.
-pub(super) async fn get_raw(
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-    ctx: web::Data<AppContext>,
-) -> Result<HttpResponse, ApiError> {
-    let q: RawQuery = query(&req)?;
-    let (namespace, name) = path.into_inner();
-    let id = AppId { namespace, name };
+async fn raw_answer(req: &HttpRequest, id: AppId, ctx: &AppContext) -> Result<HttpResponse, ApiError> {
+    let q: RawQuery = query(req)?;
     let bodies = ctx.pipeline.raw_bodies(&id, limit(q.limit)?).await?;
     let items: Vec<_> = bodies
         .into_iter()
@@ -165,7 +239,7 @@ pub(super) async fn get_raw(
 #[serde(deny_unknown_fields)]
 struct PruneQuery {
     limit: Option<i64>,
-    /// `namespace/name` of the last Application of the previous page.
+    /// `namespace/name` (or `instance/namespace/name`) of the last Application of the previous page.
     after: Option<String>,
 }
 
@@ -177,18 +251,13 @@ pub const MAX_PRUNE_ROWS: usize = 2000;
 /// first, at most [`MAX_PRUNE_ROWS`]).
 pub(super) async fn prune_pending(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: PruneQuery = query(&req)?;
-    let after = match q.after.as_deref() {
-        Some(a) => {
-            let (namespace, name) = a
-                .split_once('/')
-                .ok_or_else(|| ApiError::BadRequest("after must be namespace/name".into()))?;
-            Some(AppId {
-                namespace: namespace.into(),
-                name: name.into(),
-            })
-        }
-        None => None,
-    };
+    let after =
+        match q.after.as_deref() {
+            Some(a) => Some(AppId::parse_path(a).ok_or_else(|| {
+                ApiError::BadRequest("after must be namespace/name, or instance/namespace/name".into())
+            })?),
+            None => None,
+        };
     let (rows, omitted, next) = ctx
         .pipeline
         .prune_pending(limit_of(q.limit, 200, 1000)?, after.as_ref(), MAX_PRUNE_ROWS)

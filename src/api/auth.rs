@@ -33,6 +33,8 @@ use crate::live::Live;
 pub struct Caller {
     pub name: String,
     pub scope: Scope,
+    /// The Argo CD instance an ingest token speaks for (`instance:` on the token).
+    pub instance: Option<String>,
 }
 
 /// Why a request was refused; the `reason` label of `herald_auth_failures_total`.
@@ -86,6 +88,7 @@ impl Keys {
             let caller = Caller {
                 name: c.name,
                 scope: c.scope,
+                instance: c.instance,
             };
             match c.secret {
                 CredentialSecret::Bearer(t) => keys.tokens.push((digest(t.expose_secret().as_bytes()), caller)),
@@ -387,7 +390,8 @@ mod tests {
             a.admit(Some("Bearer argocd-token-0123456"), Scope::Ingest),
             Ok(Some(Caller {
                 name: "ingest_tokens[0]".into(),
-                scope: Scope::Ingest
+                scope: Scope::Ingest,
+                instance: None,
             }))
         );
         assert!(matches!(

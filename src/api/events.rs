@@ -2,9 +2,10 @@
 //! within the limit, parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed.
 
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 
+use super::auth::Caller;
 use super::{ApiError, AppContext};
 use crate::argocd;
 
@@ -101,7 +102,12 @@ async fn receive_event_inner(
     // The Content-Type is not checked: Argo CD sends none unless configured, and the body is what counts.
     let limits = ctx.body_limits;
     let body = read_body(req, payload, limits.max_bytes).await?;
-    let snap = argocd::parse_body(&body, limits.max_json_depth)?;
+    let mut snap = argocd::parse_body(&body, limits.max_json_depth)?;
+    // Which Argo CD sent it: part of the Application's identity, so it is settled before anything is stored.
+    let by_credential = req.extensions().get::<Caller>().and_then(|c| c.instance.clone());
+    snap.app.instance = (ctx.pipeline.settings().argocd)
+        .identify(by_credential.as_deref(), snap.argocd_url.as_deref())
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
     // it is kept as it came, shared with the writer rather than copied.
     let summary = ctx.pipeline.ingest(snap, Some(body)).await?;

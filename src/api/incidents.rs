@@ -14,6 +14,8 @@ struct IncidentQuery {
     state: Option<String>,
     team: Option<String>,
     kind: Option<String>,
+    /// Only this Argo CD instance's.
+    instance: Option<String>,
     /// `true`: only incidents that notified someone; `false`: only those that did not.
     notified: Option<bool>,
     limit: Option<i64>,
@@ -32,6 +34,7 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
         state,
         team: q.team,
         kind,
+        instance: super::apps::known_instance(&ctx, q.instance)?,
         limit: limit(q.limit)?,
         before_id: q.after,
         notified: q.notified,

@@ -82,9 +82,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         needing(Read, web::get().to(apps::get_app)),
     )
     // The bodies as received carry Helm values and last-applied-configuration annotations (secrets, often): admin.
+    // `/v1/apps/{instance}/{namespace}/{name}`, or the default instance's `…/{namespace}/{name}/raw` (which the
+    // handler checks for `admin`): see `apps::three_segments`.
     .route(
-        "/v1/apps/{namespace}/{name}/raw",
-        needing(Admin, web::get().to(apps::get_raw)),
+        "/v1/apps/{instance}/{namespace}/{name}",
+        needing(Read, web::get().to(apps::three_segments)),
+    )
+    .route(
+        "/v1/apps/{instance}/{namespace}/{name}/raw",
+        needing(Admin, web::get().to(apps::get_instance_raw)),
     )
     .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))

@@ -93,7 +93,10 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
                         @else { a href={ "/?team=" (urlencode(t)) } { (t) } }
                     }
                 }
-                @if p.argocd_api().is_some() { (api_source_line(&p.api_source().report())) }
+                @let sources = p.argocd_apis();
+                @for s in sources.iter() {
+                    (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance())))
+                }
                 (attention_section(p, &attention, now))
                 (incidents_section(&firing))
                 (pending_section(&pending, now))
@@ -133,23 +136,28 @@ fn more<T>(s: &Shown<T>) -> Markup {
     }
 }
 
-/// One line on the Argo CD API source: failing (and why), or when it last listed.
-fn api_source_line(r: &crate::pipeline::SourceReport) -> Markup {
+/// One line on an Argo CD API source: failing (and why), or when it last listed. `instance` names it when there
+/// are several (the ids then carry its name, so each stays unique).
+fn api_source_line(r: &crate::pipeline::SourceReport, instance: Option<&str>) -> Markup {
+    let id = |base: &str| instance.map_or_else(|| base.to_string(), |i| format!("{base}-{i}"));
+    let source = |the: &str, what: &str| {
+        instance.map_or_else(|| format!("{the}Argo CD {what}"), |i| format!("Argo CD {i}'s {what}"))
+    };
     html! {
         @if let Some(since) = r.failing_since {
-            p #api-source .critical {
-                "The Argo CD API source is failing since " (when(since)) ": "
+            p id=(id("api-source")) .api-source .critical {
+                (source("The ", "API source")) " is failing since " (when(since)) ": "
                 (r.last_error.clone().unwrap_or_default())
                 ". Webhooks still work; changes that flip no trigger are not seen until it recovers."
             }
         } @else if let Some(at) = r.last_ok {
-            p #api-source { "Argo CD API source: last listing at " (when(at)) ", " (r.listed) " Applications." }
+            p id=(id("api-source")) .api-source { (source("", "API source")) ": last listing at " (when(at)) ", " (r.listed) " Applications." }
         } @else {
-            p #api-source { "Argo CD API source: no listing yet." }
+            p id=(id("api-source")) .api-source { (source("", "API source")) ": no listing yet." }
         }
         @if let Some(h) = &r.held {
-            p #listing-held .warning {
-                "The Argo CD listing at " (when(h.at)) " lacked " (h.count) " of " (h.stored)
+            p id=(id("listing-held")) .warning {
+                (source("The ", "listing")) " at " (when(h.at)) " lacked " (h.count) " of " (h.stored)
                 " Applications: held back, nothing deleted. They are deleted only if the next listing lacks them too."
             }
         }

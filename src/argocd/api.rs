@@ -317,10 +317,12 @@ pub struct ArgoCdApi {
     /// the answer's headers and each read are bounded by `timeout` where they are awaited.
     long_http: reqwest::Client,
     settings: ArgoCdApiSettings,
+    /// The Argo CD instance this API belongs to: every Application read from it is that instance's.
+    instance: String,
 }
 
 impl ArgoCdApi {
-    pub fn new(settings: ArgoCdApiSettings) -> Self {
+    pub fn new(instance: &str, settings: ArgoCdApiSettings) -> Self {
         let http = reqwest::Client::builder()
             .timeout(settings.timeout)
             .user_agent(concat!("herald/", env!("CARGO_PKG_VERSION")))
@@ -335,11 +337,22 @@ impl ArgoCdApi {
             http,
             long_http,
             settings,
+            instance: instance.to_string(),
         }
     }
 
     pub fn settings(&self) -> &ArgoCdApiSettings {
         &self.settings
+    }
+
+    /// The instance's name (`default`, or `argocd.instances[].name`).
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Marks what was read from this API as this instance's.
+    pub fn own(&self, snap: &mut Snapshot) {
+        snap.app.instance.clone_from(&self.instance);
     }
 
     /// The path `segments` under the configured base URL, each percent-encoded as one segment (a `/`, `?`, `%` or
@@ -394,7 +407,9 @@ impl ArgoCdApi {
             .json()
             .await
             .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
-        Ok(from_api(&value)?)
+        let mut snap = from_api(&value)?;
+        self.own(&mut snap);
+        Ok(snap)
     }
 
     /// Every Application, in the configured projects (all when none are configured), read item by item as the
@@ -428,6 +443,7 @@ impl ArgoCdApi {
             200 => Ok(Stream {
                 resp,
                 buffer: Vec::new(),
+                instance: self.instance.clone(),
             }),
             s => Err(ApiError::Status(s)),
         }
@@ -438,6 +454,7 @@ impl ArgoCdApi {
 pub struct Stream {
     resp: reqwest::Response,
     buffer: Vec<u8>,
+    instance: String,
 }
 
 /// A line longer than this is not an Application event; the stream is dropped and re-opened after a resync.
@@ -446,6 +463,16 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 impl Stream {
     /// The next event; `Ok(None)` when the server closed the stream.
     pub async fn next(&mut self) -> Result<Option<WatchEvent>, ApiError> {
+        let mut event = self.next_of_any_instance().await?;
+        match &mut event {
+            Some(WatchEvent::Changed(snap)) => snap.app.instance.clone_from(&self.instance),
+            Some(WatchEvent::Deleted(app)) => app.instance.clone_from(&self.instance),
+            None => {}
+        }
+        Ok(event)
+    }
+
+    async fn next_of_any_instance(&mut self) -> Result<Option<WatchEvent>, ApiError> {
         loop {
             if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buffer.drain(..=end).collect();
@@ -594,6 +621,7 @@ mod tests {
     #[test]
     fn api_urls_escape_each_path_segment() {
         let api = ArgoCdApi::new(
+            "default",
             serde_json::from_value(json!({"url": "https://argocd.example/base/", "token": "t"})).expect("settings"),
         );
         let url = api

@@ -173,7 +173,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         ),
     };
     let mut snap = Snapshot {
-        app: AppId { namespace, name },
+        app: AppId::new(namespace, name),
         uid: owned(metadata.uid),
         project,
         destination,

@@ -171,7 +171,7 @@ impl Reader {
         super::cap_annotations(&mut annotations);
         let deleting = self.opt_str(app, &["metadata", "deletionTimestamp"])?.is_some();
         Ok(Metadata {
-            id: AppId { namespace, name },
+            id: AppId::new(namespace, name),
             uid,
             labels,
             annotations,

@@ -1,4 +1,6 @@
-//! `argocd`: the Argo CD UI link and the optional read-only API access.
+//! `argocd`: the Argo CD instances Herald hears from — each one's UI link (for messages), its optional read-only
+//! API access (resync, watch, confirmation), and how a body is told to be its own. The top-level `url`/`api` are the
+//! instance named `default` (what a configuration written before instances existed describes); `instances` adds more.
 
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -12,6 +14,192 @@ pub struct ArgoCdSettings {
     /// Optional read-only API access: a second source of state (periodic resync, optional watch) and the check
     /// of a condition in the cluster before a timed rule fires.
     pub api: Option<ArgoCdApiSettings>,
+    /// More Argo CD instances, each with its own name, UI link and API access.
+    pub instances: Vec<InstanceSettings>,
+}
+
+/// One more Argo CD instance (`argocd.instances[]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceSettings {
+    /// Part of each of its Applications' identity (API paths, matchers `instance=…`, `--instance`): lowercase
+    /// letters, digits and `-`, at most 63 characters.
+    pub name: String,
+    /// Base URL of its UI: links in messages, and how a body's `context.argocdUrl` is recognised as its own.
+    pub url: Option<String>,
+    pub api: Option<ArgoCdApiSettings>,
+}
+
+/// One Argo CD instance as the rest of Herald sees it, resolved from the top-level block or `instances`.
+#[derive(Debug, Clone, Copy)]
+pub struct Instance<'a> {
+    pub name: &'a str,
+    pub url: Option<&'a str>,
+    pub api: Option<&'a ArgoCdApiSettings>,
+}
+
+/// Why a body could not be given to an instance: said in the 4xx, with how to configure it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownInstance {
+    #[error(
+        "this body names no configured Argo CD instance (context.argocdUrl {url:?} is none of {known}): give each \
+         Argo CD its own ingest token with `instance: <name>` (server.auth.ingest_tokens), or set \
+         argocd.instances[].url to the URL its notifications template sends as context.argocdUrl"
+    )]
+    NoMatch { url: String, known: String },
+    #[error(
+        "several Argo CD instances are configured ({known}) and this body does not say which it comes from (no \
+         context.argocdUrl): give each Argo CD its own ingest token with `instance: <name>` \
+         (server.auth.ingest_tokens), or send `context: {{argocdUrl: …}}` in the template"
+    )]
+    Unnamed { known: String },
+    #[error("the ingest token names Argo CD instance {0:?}, which is not configured (argocd.instances)")]
+    NotConfigured(String),
+}
+
+impl ArgoCdSettings {
+    /// Whether the top-level block describes an instance: it has a URL or an API, or no instance is listed.
+    fn has_default(&self) -> bool {
+        self.instances.is_empty() || self.url.is_some() || self.api.is_some()
+    }
+
+    /// Every configured instance: `default` (the top-level block) first when there is one, then `instances`.
+    pub fn all(&self) -> Vec<Instance<'_>> {
+        let mut out = Vec::with_capacity(self.instances.len() + 1);
+        if self.has_default() {
+            out.push(Instance {
+                name: crate::argocd::DEFAULT_INSTANCE,
+                url: self.url.as_deref(),
+                api: self.api.as_ref(),
+            });
+        }
+        out.extend(self.instances.iter().map(|i| Instance {
+            name: &i.name,
+            url: i.url.as_deref(),
+            api: i.api.as_ref(),
+        }));
+        out
+    }
+
+    pub fn instance(&self, name: &str) -> Option<Instance<'_>> {
+        self.all().into_iter().find(|i| i.name == name)
+    }
+
+    /// More than one instance: listings and digests group by instance, messages name it.
+    pub fn several(&self) -> bool {
+        self.all().len() > 1
+    }
+
+    /// The configured UI URL of `instance` (links; wins over a body's `context.argocdUrl`).
+    pub fn ui_url(&self, instance: &str) -> Option<&str> {
+        self.instance(instance).and_then(|i| i.url)
+    }
+
+    /// Which instance a body is from: the one its ingest credential names, else the one whose UI (or API) URL its
+    /// `context.argocdUrl` is, else the only one configured. With several configured, a body that none of these
+    /// names is refused: guessing would merge two instances' Applications of the same name.
+    pub fn identify(&self, by_credential: Option<&str>, body_url: Option<&str>) -> Result<String, UnknownInstance> {
+        let all = self.all();
+        if let Some(name) = by_credential {
+            return match all.iter().find(|i| i.name == name) {
+                Some(i) => Ok(i.name.to_string()),
+                None => Err(UnknownInstance::NotConfigured(name.to_string())),
+            };
+        }
+        if let Some(url) = body_url {
+            let wanted = same_site(url);
+            let found = all.iter().find(|i| {
+                i.url.is_some_and(|u| same_site(u) == wanted) || i.api.is_some_and(|a| same_site(&a.url) == wanted)
+            });
+            if let Some(i) = found {
+                return Ok(i.name.to_string());
+            }
+        }
+        match (all.as_slice(), body_url) {
+            ([only], _) => Ok(only.name.to_string()),
+            (_, Some(url)) => Err(UnknownInstance::NoMatch {
+                url: url.to_string(),
+                known: known(&all),
+            }),
+            (_, None) => Err(UnknownInstance::Unnamed { known: known(&all) }),
+        }
+    }
+
+    pub(super) fn validate(&self, errors: &mut Vec<super::ConfigError>) {
+        if let Some(api) = &self.api {
+            api.validate("argocd.api", errors);
+        }
+        let mut seen = std::collections::HashSet::new();
+        if self.has_default() {
+            seen.insert(crate::argocd::DEFAULT_INSTANCE);
+        }
+        for (i, inst) in self.instances.iter().enumerate() {
+            let at = format!("argocd.instances[{i}]");
+            if !valid_instance_name(&inst.name) {
+                errors.push(super::invalid(
+                    format!("{at}.name"),
+                    format!(
+                        "{:?} is not an instance name: lowercase letters, digits and '-', starting with a letter, \
+                         at most 63 characters (it is part of API paths and matchers)",
+                        inst.name
+                    ),
+                ));
+            } else if !seen.insert(&inst.name) {
+                let why = if inst.name == crate::argocd::DEFAULT_INSTANCE {
+                    "is the instance the top-level argocd.url / argocd.api describe: name this one differently, or \
+                     move those keys here"
+                } else {
+                    "is the name of another instance: each instance needs its own"
+                };
+                errors.push(super::invalid(format!("{at}.name"), format!("{:?} {why}", inst.name)));
+            }
+            if let Some(u) = &inst.url {
+                check_ui_url(errors, &format!("{at}.url"), u);
+            }
+            if let Some(api) = &inst.api {
+                api.validate(&format!("{at}.api"), errors);
+            }
+        }
+        if let Some(u) = &self.url {
+            check_ui_url(errors, "argocd.url", u);
+        }
+    }
+}
+
+/// Every link is built on it: it must pass the check each link passes.
+fn check_ui_url(errors: &mut Vec<super::ConfigError>, path: &str, u: &str) {
+    if crate::domain::link::safe_url(u).is_none() {
+        let why = "is not a plain http(s) URL (a host, no credentials, no spaces or line breaks)";
+        errors.push(super::invalid(path, format!("{u:?} {why}")));
+    }
+}
+
+/// `[a-z][a-z0-9-]{0,62}`: safe in a URL path segment, a metric label and a matcher.
+pub fn valid_instance_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= 63
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// The instances' names, for error messages.
+fn known(all: &[Instance<'_>]) -> String {
+    all.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
+}
+
+/// A URL reduced to what tells two Argo CD installations apart: scheme, host and port, and the path without its
+/// trailing `/` (an Argo CD served under `/argocd` on a shared host), lowercased.
+fn same_site(url: &str) -> String {
+    match url::Url::parse(url.trim()) {
+        Ok(u) => format!(
+            "{}://{}:{}{}",
+            u.scheme(),
+            u.host_str().unwrap_or_default().to_ascii_lowercase(),
+            u.port_or_known_default().unwrap_or(0),
+            u.path().trim_end_matches('/').to_ascii_lowercase()
+        ),
+        Err(_) => url.trim().trim_end_matches('/').to_ascii_lowercase(),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,23 +236,23 @@ pub struct ArgoCdApiSettings {
 }
 
 impl ArgoCdApiSettings {
-    pub(super) fn validate(&self, errors: &mut Vec<super::ConfigError>) {
-        super::check_url(errors, "argocd.api.url", &self.url);
+    fn validate(&self, at: &str, errors: &mut Vec<super::ConfigError>) {
+        super::check_url(errors, &format!("{at}.url"), &self.url);
         if !self.resync_interval.is_zero() && self.resync_interval < Duration::from_secs(10) {
             errors.push(super::invalid(
-                "argocd.api.resync_interval",
+                format!("{at}.resync_interval"),
                 "must be 0s (off) or at least 10s: a listing of every Application is not cheap for Argo CD",
             ));
         }
         if !(self.max_drop_share > 0.0 && self.max_drop_share <= 1.0) {
             errors.push(super::invalid(
-                "argocd.api.max_drop_share",
+                format!("{at}.max_drop_share"),
                 "must be more than 0 and at most 1 (the share of the stored Applications one listing may delete)",
             ));
         }
         if self.max_listing_bytes < 1024 * 1024 {
             errors.push(super::invalid(
-                "argocd.api.max_listing_bytes",
+                format!("{at}.max_listing_bytes"),
                 "must be at least 1 MiB (a listing of 10,000 Applications is about 100 MB)",
             ));
         }

@@ -182,6 +182,8 @@ pub struct EscalationStep {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSettings {
+    /// The Argo CD instance (`default`, or an `argocd.instances[].name`), exactly.
+    pub instance: Option<String>,
     pub team: Option<String>,
     pub kind: Option<Kind>,
     pub severity: Option<Severity>,

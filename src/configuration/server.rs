@@ -113,6 +113,9 @@ pub struct NamedToken {
     pub name: String,
     pub token: SecretString,
     pub scope: Option<Scope>,
+    /// The Argo CD instance (`argocd.instances[].name`, or `default`) whose bodies this ingest token sends: the
+    /// natural setup with several Argo CDs, one Secret each.
+    pub instance: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,6 +135,8 @@ pub struct Credential {
     pub name: String,
     pub scope: Scope,
     pub secret: CredentialSecret,
+    /// The Argo CD instance an ingest token speaks for.
+    pub instance: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -156,9 +161,14 @@ impl AuthSettings {
         let mut out = Vec::new();
         for (key, list, list_scope) in self.token_lists() {
             for (i, entry) in list.iter().enumerate() {
-                let (name, token, scope) = match entry {
-                    TokenEntry::Plain(t) => (format!("{key}[{i}]"), t, list_scope),
-                    TokenEntry::Named(n) => (n.name.trim().to_string(), &n.token, n.scope.unwrap_or(list_scope)),
+                let (name, token, scope, instance) = match entry {
+                    TokenEntry::Plain(t) => (format!("{key}[{i}]"), t, list_scope, None),
+                    TokenEntry::Named(n) => (
+                        n.name.trim().to_string(),
+                        &n.token,
+                        n.scope.unwrap_or(list_scope),
+                        n.instance.clone(),
+                    ),
                 };
                 let token = token.expose_secret().trim();
                 if token.chars().count() >= MIN_TOKEN_CHARS && !name.is_empty() && !has_control(token) {
@@ -166,6 +176,7 @@ impl AuthSettings {
                         name,
                         scope,
                         secret: CredentialSecret::Bearer(SecretString::from(token.to_string())),
+                        instance,
                     });
                 }
             }
@@ -179,6 +190,7 @@ impl AuthSettings {
                         username: b.username.clone(),
                         password: b.password.clone(),
                     },
+                    instance: None,
                 });
             }
         }
@@ -186,12 +198,19 @@ impl AuthSettings {
     }
 
     fn validate(&self, errors: &mut Vec<ConfigError>) {
-        for (key, list, _) in self.token_lists() {
+        for (key, list, list_scope) in self.token_lists() {
             for (i, entry) in list.iter().enumerate() {
                 let at = format!("server.auth.{key}[{i}]");
                 let token = match entry {
                     TokenEntry::Plain(t) => t,
                     TokenEntry::Named(n) => {
+                        if n.instance.is_some() && n.scope.unwrap_or(list_scope) != Scope::Ingest {
+                            errors.push(invalid(
+                                format!("{at}.instance"),
+                                "only an ingest token speaks for an Argo CD instance (put it under ingest_tokens, or \
+                                 give it scope: ingest)",
+                            ));
+                        }
                         if n.name.trim().is_empty() {
                             errors.push(invalid(format!("{at}.name"), "must not be empty"));
                         } else if has_control(&n.name) {

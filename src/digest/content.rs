@@ -28,8 +28,9 @@ pub struct Frame<'a> {
     pub timezone: &'a str,
     /// The receivers whose dead deliveries concern the team (its own, its escalation steps' and its digest's).
     pub receivers: &'a [String],
-    /// `argocd.url`, for links when an Application's body carried none.
-    pub argocd_url: Option<&'a str>,
+    /// The Argo CD instances: each one's `url` for links (when an Application's body carried none), and whether
+    /// there are several (the lists then group by instance).
+    pub argocd: &'a crate::configuration::ArgoCdSettings,
     /// `server.public_url`: where Herald's status page is, for the link under a cut list.
     pub public_url: Option<&'a str>,
     /// When this digest is for.
@@ -57,13 +58,17 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
     let mut firing: Vec<FiringIncident> = firing_views
         .iter()
         .map(|i| FiringIncident {
-            app: format!("{}/{}", i.app_namespace, i.app_name),
+            app: crate::argocd::AppId::of(&i.instance, &i.app_namespace, &i.app_name).to_string(),
             problem: i.problem(),
             summary: i.summary.clone(),
             since: i.fired_at.unwrap_or(i.since),
         })
         .collect();
-    firing.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.app.cmp(&b.app)));
+    firing.sort_by(|a, b| {
+        (instance_of(&a.app).cmp(instance_of(&b.app)))
+            .then(a.since.cmp(&b.since))
+            .then_with(|| a.app.cmp(&b.app))
+    });
     Digest {
         team: team.into(),
         at: frame.now,
@@ -74,6 +79,15 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
         silences: silences(frame, &inputs.silences, &firing_views),
         dead: dead(frame, &inputs.dead),
         status_url: frame.public_url.map(|u| status_url(u, team)),
+    }
+}
+
+/// The instance an Application's name in a digest line belongs to (`instance/namespace/name`, or `namespace/name`
+/// for the default instance, which sorts first): with several instances, each one's lines stay together.
+fn instance_of(app: &str) -> &str {
+    match app.split('/').collect::<Vec<_>>().as_slice() {
+        [instance, _, _] => instance,
+        _ => "",
     }
 }
 
@@ -88,7 +102,7 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
     for a in mine {
         let s = &a.state;
         let snap = &s.snapshot;
-        let name = format!("{}/{}", snap.app.namespace, snap.app.name);
+        let name = snap.app.to_string();
         let prunes = crate::incidents::pending_prunes(snap);
         for r in &prunes {
             let key = crate::state::resource_key(&r.kind, &r.namespace, &r.name);
@@ -105,7 +119,7 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
         }
         if snap.sync_status == "OutOfSync" {
             out_of_sync.push(OutOfSyncApp {
-                url: crate::argocd::app_url(frame.argocd_url, snap),
+                url: crate::argocd::app_url(frame.argocd.ui_url(&snap.app.instance), snap),
                 app: name,
                 since: s.sync_since,
                 revision: snap.revisions.first().cloned(),
@@ -113,8 +127,16 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
             });
         }
     }
-    out_of_sync.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.app.cmp(&b.app)));
-    pending_prunes.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.resource.cmp(&b.resource)));
+    out_of_sync.sort_by(|a, b| {
+        (instance_of(&a.app).cmp(instance_of(&b.app)))
+            .then(a.since.cmp(&b.since))
+            .then_with(|| a.app.cmp(&b.app))
+    });
+    pending_prunes.sort_by(|a, b| {
+        (instance_of(&a.app).cmp(instance_of(&b.app)))
+            .then(a.since.cmp(&b.since))
+            .then_with(|| a.resource.cmp(&b.resource))
+    });
     (out_of_sync, pending_prunes)
 }
 

@@ -77,7 +77,10 @@ fn frame<'a>(team: &'a str, receivers: &'a [String], now: DateTime<Utc>) -> Fram
         team,
         timezone: "Europe/Berlin",
         receivers,
-        argocd_url: Some("https://argocd.example.com"),
+        argocd: Box::leak(Box::new(crate::configuration::ArgoCdSettings {
+            url: Some("https://argocd.example.com".into()),
+            ..Default::default()
+        })),
         public_url: None,
         now,
         next: Some(now + Duration::days(1)),

@@ -79,7 +79,7 @@ fn frame<'a>(
         team,
         timezone: t.digest.as_ref().map_or("UTC", |d| d.timezone.as_str()),
         receivers,
-        argocd_url: settings.argocd.url.as_deref(),
+        argocd: &settings.argocd,
         public_url: settings.server.public_url.as_deref(),
         now,
         next: plan.and_then(|(s, tz)| s.next_after(*tz, now)),

@@ -238,6 +238,12 @@ pub struct Incident {
     pub state: IncidentState,
     /// One line: what happened.
     pub summary: String,
+    /// The Argo CD instance of the Application; left out when it is the default instance (the only one, for most).
+    #[serde(
+        default = "crate::domain::default_instance",
+        skip_serializing_if = "crate::domain::is_default_instance"
+    )]
+    pub instance: String,
     pub app_namespace: String,
     pub app_name: String,
     pub project: String,

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use super::incident::{Incident, Kind, Severity};
 
 /// Every field name a `group_by` entry or a silence matcher may use, besides `labels.<key>`.
-pub const FIELDS: [&str; 9] = [
+pub const FIELDS: [&str; 10] = [
+    "instance",
     "team",
     "kind",
     "severity",
@@ -32,6 +33,8 @@ pub fn field_list() -> String {
 /// The label values of one incident.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Labels {
+    /// The Argo CD instance (`default` when only one is configured).
+    pub instance: String,
     pub team: String,
     pub kind: Kind,
     pub severity: Severity,
@@ -50,6 +53,7 @@ pub struct Labels {
 impl Labels {
     pub fn get(&self, field: &str) -> Option<&str> {
         Some(match field {
+            "instance" => &self.instance,
             "team" => &self.team,
             "kind" => self.kind.as_str(),
             "severity" => self.severity.as_str(),
@@ -69,7 +73,13 @@ impl Labels {
     }
 
     pub fn of(v: &Incident) -> Self {
+        let instance = if super::is_default_instance(&v.instance) {
+            super::default_instance()
+        } else {
+            v.instance.clone()
+        };
         Self {
+            instance,
             team: v.team.clone(),
             kind: v.kind,
             severity: v.severity,

@@ -10,3 +10,14 @@ pub mod notification;
 pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
 pub use notification::{Action, Change, DeliveryState, Notification, Recipient};
+
+/// What a stored incident or change written before instances existed is: the default instance's.
+pub fn default_instance() -> String {
+    crate::argocd::DEFAULT_INSTANCE.to_string()
+}
+
+/// Whether `instance` is the default one (then left out of what Herald sends, as before instances existed). An
+/// empty name (a value built in code with `Default`) counts as the default.
+pub fn is_default_instance(instance: &str) -> bool {
+    instance.is_empty() || instance == crate::argocd::DEFAULT_INSTANCE
+}

@@ -79,6 +79,12 @@ pub struct Recipient {
 /// A successful sync that deployed a new revision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
+    /// The Argo CD instance of the Application; left out when it is the default instance.
+    #[serde(
+        default = "crate::domain::default_instance",
+        skip_serializing_if = "crate::domain::is_default_instance"
+    )]
+    pub instance: String,
     pub app_namespace: String,
     pub app_name: String,
     pub project: String,

@@ -56,8 +56,11 @@ pub enum Decision {
     Refresh { id: i64, held: Box<Held> },
 }
 
+/// The same for the same problem of the same Application, whatever replica computes it. An Application of the
+/// default instance keeps the fingerprint it had before instances existed (`namespace/name|…`); another instance's
+/// carries its name (`instance/namespace/name|…`), so two instances' `argocd/payments-api` never share one.
 pub fn fingerprint(app: &crate::argocd::AppId, kind: Kind, extra: &str) -> String {
-    let digest = Sha256::digest(format!("{}/{}|{}|{}", app.namespace, app.name, kind.as_str(), extra));
+    let digest = Sha256::digest(format!("{app}|{}|{}", kind.as_str(), extra));
     hex::encode(&digest[..10])
 }
 
@@ -68,6 +71,7 @@ fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argoc
         kind,
         severity,
         state: crate::domain::IncidentState::Firing,
+        instance: s.app.instance.clone(),
         app_namespace: s.app.namespace.clone(),
         app_name: s.app.name.clone(),
         project: s.project.clone(),

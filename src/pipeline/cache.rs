@@ -189,14 +189,8 @@ mod tests {
             "{} remembered",
             cache.len()
         );
-        let newest = AppId {
-            namespace: "argocd".into(),
-            name: "app-199".into(),
-        };
-        let oldest = AppId {
-            namespace: "argocd".into(),
-            name: "app-0".into(),
-        };
+        let newest = AppId::new("argocd", "app-199");
+        let oldest = AppId::new("argocd", "app-0");
         assert!(cache.lru.contains(&newest) && !cache.lru.contains(&oldest));
         let sum: usize = cache.lru.iter().map(|(_, (_, size))| size).sum();
         assert_eq!(sum, cache.bytes(), "the count follows every entry");

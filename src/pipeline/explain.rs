@@ -30,7 +30,13 @@ pub struct Assessment {
 pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
     let team = routing::owning_team(&state.snapshot, &settings.ownership);
     let mut keep = HashSet::new();
-    let mut held = incidents::held_conditions(state, &settings.rules, &team, settings.argocd.url.as_deref(), &mut keep);
+    let mut held = incidents::held_conditions(
+        state,
+        &settings.rules,
+        &team,
+        settings.argocd.ui_url(&state.snapshot.app.instance),
+        &mut keep,
+    );
     // What the Application asks for itself (self-service); routing decides what of it the team allows.
     let asked: Vec<String> = (state.snapshot.annotations.get(&settings.ownership.receivers_annotation))
         .map(|v| {

@@ -371,8 +371,8 @@ impl Core {
             p.state.deleted_at.is_some()
                 || (p.state.snapshot.uid.is_some() && p.state.snapshot.uid != state.snapshot.uid)
         });
-        if state.snapshot.deleting && self.argocd_api.is_none() {
-            // Without the API nothing else will confirm it: the deletion trigger's body is the confirmation.
+        if state.snapshot.deleting && self.api_of(&app.instance).is_none() {
+            // Without its instance's API nothing else will confirm it: the deletion trigger's body is the confirmation.
             state.deleted_at = Some(now);
         }
         if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {

@@ -76,6 +76,7 @@ impl PipelineError {
 /// One resource waiting to be pruned: a row of `GET /v1/prune-pending` and of the status page.
 #[derive(Debug, Serialize)]
 pub struct PruneRow {
+    pub instance: String,
     pub app_namespace: String,
     pub app: String,
     pub team: String,
@@ -100,9 +101,9 @@ struct Core {
     wake_outbox: Arc<tokio::sync::Notify>,
     router: Arc<Router>,
     inhibitor: Arc<Inhibitor>,
-    argocd_api: Option<ArgoCdApi>,
-    /// How the Argo CD API source is doing, for the status page and `herald_argocd_api_up`.
-    api_source: Arc<ApiSource>,
+    /// Each Argo CD instance's API, where one is configured, with how it is doing (status page,
+    /// `herald_argocd_api_up{instance}`).
+    argocd_apis: Arc<Vec<InstanceApi>>,
     /// The writer's memory of each Application's state: held by whoever writes Applications, for the whole write.
     cache: Arc<tokio::sync::Mutex<cache::AppCache>>,
     /// When duplicates were last seen, not yet written.
@@ -120,7 +121,15 @@ pub struct Pipeline {
 impl Pipeline {
     /// Builds the pipeline and starts its batch writer (needs a Tokio runtime).
     pub fn new(settings: Arc<Settings>, store: Store, clock: SharedClock) -> Self {
-        let argocd_api = settings.argocd.api.clone().map(ArgoCdApi::new);
+        let argocd_apis = (settings.argocd.all().into_iter())
+            .filter_map(|i| {
+                let api = ArgoCdApi::new(i.name, i.api?.clone());
+                Some(InstanceApi {
+                    status: Arc::new(ApiSource::new(i.name)),
+                    api,
+                })
+            })
+            .collect();
         let core = Arc::new(Live::new(Core {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
@@ -129,8 +138,7 @@ impl Pipeline {
             settings,
             store,
             clock,
-            argocd_api,
-            api_source: Arc::default(),
+            argocd_apis: Arc::new(argocd_apis),
             cache: Arc::new(tokio::sync::Mutex::new(cache::AppCache::new())),
             seen: Arc::default(),
         }));
@@ -269,7 +277,13 @@ impl Pipeline {
 
     /// The Application's page in Argo CD, when the URL is known (`argocd.url`, else `context.argocdUrl`).
     pub fn app_link(&self, s: &state::AppState) -> Option<String> {
-        crate::argocd::app_url(self.core().settings.argocd.url.as_deref(), &s.snapshot)
+        let settings = &self.core().settings;
+        crate::argocd::app_url(settings.argocd.ui_url(&s.snapshot.app.instance), &s.snapshot)
+    }
+
+    /// The settings the pipeline decides with now (an API handler's view; the core's own methods read theirs).
+    pub fn settings(&self) -> Arc<Settings> {
+        self.core().settings.clone()
     }
 
     /// One page of Applications (see [`AppFilter`]).
@@ -352,6 +366,7 @@ impl Pipeline {
             for r in crate::incidents::pending_prunes(&s.snapshot) {
                 let key = state::resource_key(&r.kind, &r.namespace, &r.name);
                 rows.push(PruneRow {
+                    instance: s.snapshot.app.instance.clone(),
                     app_namespace: s.snapshot.app.namespace.clone(),
                     app: s.snapshot.app.name.clone(),
                     team: a.team.clone(),
@@ -416,26 +431,20 @@ fn counted<T>(what: &str, counts: Result<Vec<T>, StoreError>) -> Vec<T> {
 /// The Argo CD API as a second source (see `crate::resync`): the lease that makes one replica list per interval, what
 /// a complete listing is compared with, and how the source is doing.
 impl Pipeline {
-    /// The Argo CD API client, when `argocd.api` is configured.
-    pub fn argocd_api(&self) -> Option<ArgoCdApi> {
-        self.core().argocd_api.clone()
+    /// The Argo CD instances with an API configured, each with its client and how it is doing.
+    pub fn argocd_apis(&self) -> Arc<Vec<InstanceApi>> {
+        self.core().argocd_apis.clone()
     }
 
-    /// How the Argo CD API source is doing.
-    pub fn api_source(&self) -> Arc<ApiSource> {
-        self.core().api_source.clone()
+    /// What the last listing of `instance` (on any replica) lacked and held back, if anything.
+    pub async fn held_drop(&self, instance: &str) -> Result<Option<HeldDropRow>, PipelineError> {
+        Ok(self.core().store.held_drop(instance).await?)
     }
 
-    /// What the last listing (on any replica) lacked and held back, if anything.
-    pub async fn held_drop(&self) -> Result<Option<HeldDropRow>, PipelineError> {
-        Ok(self.core().store.held_drop().await?)
-    }
-
-    /// Holds back the deletion of what the listing lacked, for the next listing to agree with.
-    pub async fn hold_drop(&self, held: HeldDropRow) -> Result<(), PipelineError> {
-        let core = self.core();
-        core.store.hold_drop(&held).await?;
-        core.api_source.held(HeldDrop {
+    /// Holds back the deletion of what `source`'s listing lacked, for its next listing to agree with.
+    pub async fn hold_drop(&self, source: &InstanceApi, held: HeldDropRow) -> Result<(), PipelineError> {
+        self.core().store.hold_drop(source.api.instance(), &held).await?;
+        source.status.held(HeldDrop {
             at: held.at,
             count: held.apps.len(),
             stored: held.stored,
@@ -443,25 +452,34 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Nothing is held back any more.
-    pub async fn release_drop(&self) -> Result<(), PipelineError> {
-        let core = self.core();
-        core.store.release_drop().await?;
-        core.api_source.released();
+    /// Nothing of `source`'s is held back any more.
+    pub async fn release_drop(&self, source: &InstanceApi) -> Result<(), PipelineError> {
+        self.core().store.release_drop(source.api.instance()).await?;
+        source.status.released();
         Ok(())
     }
 
-    /// Claims the resync for `interval` (true: this replica lists now; the others skip until it ends).
-    pub async fn claim_resync(&self, owner: &str, interval: std::time::Duration) -> Result<bool, PipelineError> {
+    /// Claims `instance`'s resync for `interval` (true: this replica lists now; the others skip until it ends).
+    pub async fn claim_resync(
+        &self,
+        instance: &str,
+        owner: &str,
+        interval: std::time::Duration,
+    ) -> Result<bool, PipelineError> {
         let now = self.now();
         let until = now + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX / 2);
-        Ok(self.core().store.claim_lease(RESYNC_LEASE, owner, now, until).await?)
+        let lease = resync_lease(instance);
+        Ok(self.core().store.claim_lease(&lease, owner, now, until).await?)
     }
 
-    /// The Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
-    pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
+    /// `instance`'s Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
+    pub async fn live_apps(
+        &self,
+        instance: &str,
+        projects: &[String],
+    ) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
         let core = self.core();
-        let mut live = core.store.live_apps(projects).await?;
+        let mut live = core.store.live_apps(instance, projects).await?;
         for (app, last_seen) in &mut live {
             if let Some(at) = core.seen.latest(app) {
                 *last_seen = (*last_seen).max(at);
@@ -476,7 +494,28 @@ impl Pipeline {
     }
 }
 
-const RESYNC_LEASE: &str = "argocd-resync";
+impl Core {
+    /// `instance`'s API, when it has one.
+    fn api_of(&self, instance: &str) -> Option<&InstanceApi> {
+        self.argocd_apis.iter().find(|s| s.api.instance() == instance)
+    }
+}
+
+/// One Argo CD instance's API as a source of state: the client, and how it is doing on this replica.
+#[derive(Clone)]
+pub struct InstanceApi {
+    pub api: ArgoCdApi,
+    pub status: Arc<ApiSource>,
+}
+
+/// The lease of an instance's resync: the default instance's keeps the name it had before instances existed.
+fn resync_lease(instance: &str) -> String {
+    if instance == crate::argocd::DEFAULT_INSTANCE {
+        "argocd-resync".into()
+    } else {
+        format!("argocd-resync:{instance}")
+    }
+}
 
 /// Reload (SIGHUP): the settings a running pipeline decides with.
 impl Pipeline {
@@ -493,8 +532,7 @@ impl Pipeline {
             clock: old.clock.clone(),
             wake_scheduler: old.wake_scheduler.clone(),
             wake_outbox: old.wake_outbox.clone(),
-            argocd_api: old.argocd_api.clone(),
-            api_source: old.api_source.clone(),
+            argocd_apis: old.argocd_apis.clone(),
             // The writer's memory of what is stored stays true whatever the settings.
             cache: old.cache.clone(),
             seen: old.seen.clone(),

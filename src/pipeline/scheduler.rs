@@ -207,8 +207,10 @@ impl Core {
     /// when one is configured ("confirm in the cluster, not in Git").
     async fn fire_one(&self, rec: IncidentRecord) -> Result<(), StoreError> {
         let mut note = None;
-        if let Some(api) = &self.argocd_api {
-            match api.application(&rec.app).await {
+        // Only the Application's own instance can confirm it (or say it is gone): another instance's 404 means
+        // nothing about it.
+        if let Some(source) = self.api_of(&rec.app.instance) {
+            match source.api.application(&rec.app).await {
                 Ok(snap) => {
                     // Record what the cluster says; if the condition is gone this resolves the incident.
                     self.ingest_alone(snap, self.clock.now()).await?;
@@ -221,13 +223,7 @@ impl Core {
                 }
                 Err(e) => {
                     let waited = self.clock.now() - rec.fire_at;
-                    let limit = self
-                        .settings
-                        .argocd
-                        .api
-                        .as_ref()
-                        .map(|a| a.confirm_wait)
-                        .unwrap_or_default();
+                    let limit = source.api.settings().confirm_wait;
                     if waited < chrono::Duration::from_std(limit).unwrap_or_default() {
                         tracing::warn!(incident = rec.id, app = %rec.app, error = %e, "cannot confirm the condition yet; will try again");
                         return Ok(());

@@ -1,11 +1,13 @@
-//! How the Argo CD API source is doing: the last good listing, and since when and why it fails. Kept in memory per
-//! replica (it describes this replica's view of the API); shown on the status page and as `herald_argocd_api_up`.
+//! How an Argo CD instance's API source is doing: the last good listing, and since when and why it fails. Kept in
+//! memory per replica (it describes this replica's view of the API); shown on the status page and as
+//! `herald_argocd_api_up{instance}`.
 
 use chrono::{DateTime, Utc};
 use std::sync::Mutex;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ApiSource {
+    instance: String,
     inner: Mutex<SourceReport>,
 }
 
@@ -30,14 +32,26 @@ pub struct HeldDrop {
 }
 
 impl ApiSource {
+    pub fn new(instance: &str) -> Self {
+        Self {
+            instance: instance.to_string(),
+            inner: Mutex::default(),
+        }
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
     pub fn succeeded(&self, at: DateTime<Utc>, listed: usize) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.last_ok = Some(at);
         s.listed = listed;
         s.failing_since = None;
         s.last_error = None;
-        metrics::gauge!("herald_argocd_api_up").set(1.0);
-        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "ok").increment(1);
+        metrics::gauge!("herald_argocd_api_up", "argocd_instance" => self.instance.clone()).set(1.0);
+        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "ok", "argocd_instance" => self.instance.clone())
+            .increment(1);
     }
 
     /// `error` must not hold secrets: the API client's errors carry no URL and no token.
@@ -45,8 +59,9 @@ impl ApiSource {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.failing_since.get_or_insert(at);
         s.last_error = Some(error.chars().take(300).collect());
-        metrics::gauge!("herald_argocd_api_up").set(0.0);
-        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "failed").increment(1);
+        metrics::gauge!("herald_argocd_api_up", "argocd_instance" => self.instance.clone()).set(0.0);
+        metrics::counter!("herald_argocd_resyncs_total", "outcome" => "failed", "argocd_instance" => self.instance.clone())
+            .increment(1);
     }
 
     /// The listing at `at` lacked `count` of the `stored` Applications: their deletion is held back (the
@@ -54,14 +69,15 @@ impl ApiSource {
     pub fn held(&self, held: HeldDrop) {
         let count = held.count;
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = Some(held);
-        metrics::counter!("herald_argocd_listing_held_total").increment(1);
-        metrics::gauge!("herald_argocd_listing_held_apps").set(count as f64);
+        metrics::counter!("herald_argocd_listing_held_total", "argocd_instance" => self.instance.clone()).increment(1);
+        metrics::gauge!("herald_argocd_listing_held_apps", "argocd_instance" => self.instance.clone())
+            .set(count as f64);
     }
 
     /// Nothing is held back any more (the next listing agreed, or did not lack as many).
     pub fn released(&self) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = None;
-        metrics::gauge!("herald_argocd_listing_held_apps").set(0.0);
+        metrics::gauge!("herald_argocd_listing_held_apps", "argocd_instance" => self.instance.clone()).set(0.0);
     }
 
     pub fn report(&self) -> SourceReport {

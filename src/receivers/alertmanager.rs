@@ -91,6 +91,10 @@ pub fn labels(i: &Incident) -> BTreeMap<&'static str, String> {
             labels.insert(name, value.to_string());
         }
     }
+    // Two instances' Applications of the same name are two alerts (the fingerprint differs too; this says why).
+    if !crate::domain::is_default_instance(&i.instance) {
+        labels.insert("argocd_instance", i.instance.clone());
+    }
     labels
 }
 

@@ -38,6 +38,7 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
         (None, false) => "unknown".into(),
     };
     Some(Change {
+        instance: s.app.instance.clone(),
         app_namespace: s.app.namespace.clone(),
         app_name: s.app.name.clone(),
         project: s.project.clone(),
@@ -46,7 +47,7 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
         previous_revision: before,
         initiator,
         finished_at: op.finished_at.unwrap_or(now),
-        app_url: crate::argocd::app_url(settings.argocd.url.as_deref(), s),
+        app_url: crate::argocd::app_url(settings.argocd.ui_url(&s.app.instance), s),
     })
 }
 

@@ -106,7 +106,8 @@ impl Router {
 
     fn matches(r: &CompiledRoute, l: &Labels) -> bool {
         let s = &r.settings;
-        s.team.as_ref().is_none_or(|t| *t == l.team)
+        s.instance.as_ref().is_none_or(|i| *i == l.instance)
+            && s.team.as_ref().is_none_or(|t| *t == l.team)
             && s.kind.is_none_or(|k| k == l.kind)
             && s.severity.is_none_or(|v| v == l.severity)
             && s.project.as_ref().is_none_or(|p| *p == l.project)

@@ -19,7 +19,11 @@ pub fn content_hash(s: &Snapshot) -> String {
     let mut h = Feed(Sha256::new());
     h.0.update(VERSION);
     let Snapshot {
-        app: AppId { namespace, name },
+        app: AppId {
+            instance: _,
+            namespace,
+            name,
+        },
         uid,
         project,
         destination,

@@ -47,16 +47,18 @@ pub struct AppFilter {
     pub team: Option<String>,
     pub needs_attention: bool,
     pub deleted: bool,
+    /// Only this Argo CD instance's (all when `None`).
+    pub instance: Option<String>,
     /// Ordered by when their trouble started (the older of the since-times not fine) instead; no cursor then.
     pub by_problem_since: bool,
     pub limit: i64,
     pub after: Option<AppCursor>,
 }
 
-/// The conditions of [`AppFilter`] but the cursor, on `$1`…`$5`.
+/// The conditions of [`AppFilter`] but the cursor, on `$1`…`$6`.
 const APP_FILTER: &str = "($1 = '' OR sync_status = $1) AND ($2 = '' OR health_status = $2) \
      AND (deleted_at IS NULL) = ($3 = 0) AND ($4 = '' OR team = $4) \
-     AND ($5 = 0 OR NOT (sync_status = 'Synced' AND health_status = 'Healthy'))";
+     AND ($5 = 0 OR NOT (sync_status = 'Synced' AND health_status = 'Healthy')) AND ($6 = '' OR instance = $6)";
 
 /// When an Application's trouble started, in SQL: the older of the since-times whose status is not fine.
 const PROBLEM_SINCE: &str = "CASE WHEN sync_status <> 'Synced' AND health_status <> 'Healthy' \
@@ -70,6 +72,8 @@ pub struct AppCursor {
     pub sync_since: i64,
     pub namespace: String,
     pub name: String,
+    #[serde(default)]
+    pub instance: String,
 }
 
 impl AppCursor {
@@ -78,6 +82,7 @@ impl AppCursor {
             sync_since: to_millis(s.sync_since),
             namespace: s.snapshot.app.namespace.clone(),
             name: s.snapshot.app.name.clone(),
+            instance: s.snapshot.app.instance.clone(),
         }
     }
 
@@ -142,7 +147,7 @@ fn latest_last_seen(engine: Engine) -> &'static str {
 
 /// The query of [`fetch_for_apps`] that reads `columns` of the Applications in its `VALUES` list.
 fn select_apps(columns: &str) -> impl Fn(&str) -> String + '_ {
-    move |pairs| format!("SELECT {columns} FROM apps WHERE (namespace, name) IN (VALUES {pairs})")
+    move |pairs| format!("SELECT {columns} FROM apps WHERE (instance, namespace, name) IN (VALUES {pairs})")
 }
 
 impl Store {
@@ -170,8 +175,9 @@ impl Store {
     /// The versions of several Applications (those with a row): what a cached state is checked against when
     /// other replicas may write.
     pub async fn app_versions(&self, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
-        self.read_apps(ids, "namespace, name, version", |r| {
+        self.read_apps(ids, "instance, namespace, name, version", |r| {
             let id = AppId {
+                instance: r.try_get("instance")?,
                 namespace: r.try_get("namespace")?,
                 name: r.try_get("name")?,
             };
@@ -218,10 +224,10 @@ impl Store {
         };
         let sql = |values: &str| {
             format!(
-                "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
+                "INSERT INTO apps (instance, namespace, name, uid, project, team, sync_status, health_status, sync_since, \
                  health_since, observed_at, last_seen, content_hash, state_json, state_doc, prune_pending, deleted_at, \
                  version) VALUES {values} \
-                 ON CONFLICT (namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
+                 ON CONFLICT (instance, namespace, name) DO UPDATE SET uid = excluded.uid, project = excluded.project, \
                  team = excluded.team, sync_status = excluded.sync_status, health_status = excluded.health_status, \
                  sync_since = excluded.sync_since, health_since = excluded.health_since, \
                  observed_at = excluded.observed_at, last_seen = {last_seen}, \
@@ -230,9 +236,10 @@ impl Store {
                  deleted_at = excluded.deleted_at, version = {next_version}{only_if}"
             )
         };
-        let affected = execute_in_chunks(tx, rows, 32, 17, sql, |query, (team, s, version)| {
+        let affected = execute_in_chunks(tx, rows, 32, 18, sql, |query, (team, s, version)| {
             let snap = &s.snapshot;
             query
+                .bind(&snap.app.instance)
                 .bind(&snap.app.namespace)
                 .bind(&snap.app.name)
                 .bind(&snap.uid)
@@ -263,12 +270,17 @@ impl Store {
     pub async fn touch_apps(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>)]) -> Result<(), StoreError> {
         let sql = |values: &str| {
             format!(
-                "UPDATE apps SET last_seen = v.column3 FROM (VALUES {values}) AS v \
-                 WHERE apps.namespace = v.column1 AND apps.name = v.column2 AND apps.last_seen < v.column3"
+                "UPDATE apps SET last_seen = v.column4 FROM (VALUES {values}) AS v \
+                 WHERE apps.instance = v.column1 AND apps.namespace = v.column2 AND apps.name = v.column3 \
+                 AND apps.last_seen < v.column4"
             )
         };
-        execute_in_chunks(tx, rows, 100, 3, sql, |query, (app, at)| {
-            query.bind(&app.namespace).bind(&app.name).bind(to_millis(*at))
+        execute_in_chunks(tx, rows, 100, 4, sql, |query, (app, at)| {
+            query
+                .bind(&app.instance)
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(to_millis(*at))
         })
         .await?;
         Ok(())
@@ -280,11 +292,14 @@ impl Store {
         rows: &[(AppId, DateTime<Utc>, &str, B)],
     ) -> Result<(), StoreError> {
         let sql = |values: &str| {
-            format!("INSERT INTO raw_events (received_at, namespace, name, outcome, body, body_z) VALUES {values}")
+            format!(
+                "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z) VALUES {values}"
+            )
         };
-        execute_in_chunks(tx, rows, 64, 6, sql, |query, (app, at, outcome, body)| {
+        execute_in_chunks(tx, rows, 64, 7, sql, |query, (app, at, outcome, body)| {
             query
                 .bind(to_millis(*at))
+                .bind(&app.instance)
                 .bind(&app.namespace)
                 .bind(&app.name)
                 .bind(*outcome)
@@ -301,10 +316,13 @@ impl Store {
         rows: &[(AppId, DateTime<Utc>, Transition)],
     ) -> Result<(), StoreError> {
         let sql = |values: &str| {
-            format!("INSERT INTO transitions (namespace, name, at, field, from_value, to_value) VALUES {values}")
+            format!(
+                "INSERT INTO transitions (instance, namespace, name, at, field, from_value, to_value) VALUES {values}"
+            )
         };
-        execute_in_chunks(tx, rows, 64, 6, sql, |query, (app, at, t)| {
+        execute_in_chunks(tx, rows, 64, 7, sql, |query, (app, at, t)| {
             query
+                .bind(&app.instance)
                 .bind(&app.namespace)
                 .bind(&app.name)
                 .bind(to_millis(*at))
@@ -324,8 +342,8 @@ impl Store {
     /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
     pub async fn purge_deleted_apps(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let at = to_millis(before);
-        let timeline = q!("DELETE FROM transitions WHERE (namespace, name) IN \
-                           (SELECT namespace, name FROM apps WHERE deleted_at < $1)")
+        let timeline = q!("DELETE FROM transitions WHERE (instance, namespace, name) IN \
+                           (SELECT instance, namespace, name FROM apps WHERE deleted_at < $1)")
         .bind(at);
         self.write_one(timeline).await?;
         let query = q!("DELETE FROM apps WHERE deleted_at < $1").bind(at);
@@ -334,18 +352,25 @@ impl Store {
 
     /// The Applications not deleted, with when Herald last heard of each, in `projects` (all when empty): what a
     /// complete listing from the Argo CD API is compared with.
-    pub async fn live_apps(&self, projects: &[String]) -> Result<Vec<(AppId, DateTime<Utc>)>, StoreError> {
-        let rows = q!("SELECT namespace, name, project, last_seen FROM apps WHERE deleted_at IS NULL")
-            .fetch_all(&self.pool)
-            .await?;
+    pub async fn live_apps(
+        &self,
+        instance: &str,
+        projects: &[String],
+    ) -> Result<Vec<(AppId, DateTime<Utc>)>, StoreError> {
+        let rows =
+            q!("SELECT namespace, name, project, last_seen FROM apps WHERE deleted_at IS NULL AND instance = $1")
+                .bind(instance)
+                .fetch_all(&self.pool)
+                .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let project: String = r.try_get("project")?;
             if projects.is_empty() || projects.contains(&project) {
-                let id = AppId {
-                    namespace: r.try_get("namespace")?,
-                    name: r.try_get("name")?,
-                };
+                let id = AppId::of(
+                    instance,
+                    r.try_get::<String, _>("namespace")?,
+                    r.try_get::<String, _>("name")?,
+                );
                 out.push((id, from_millis(r.try_get("last_seen")?)));
             }
         }
@@ -379,8 +404,9 @@ impl Store {
 
     pub async fn app(&self, app: &AppId) -> Result<Option<AppRecord>, StoreError> {
         let row = q!(format!(
-            "SELECT {APP_COLUMNS} FROM apps WHERE namespace = $1 AND name = $2"
+            "SELECT {APP_COLUMNS} FROM apps WHERE instance = $1 AND namespace = $2 AND name = $3"
         ))
+        .bind(&app.instance)
         .bind(&app.namespace)
         .bind(&app.name)
         .fetch_optional(&self.pool)
@@ -398,18 +424,20 @@ impl Store {
         };
         let rows = q!(format!(
             "SELECT {APP_COLUMNS} FROM apps WHERE {APP_FILTER} \
-             AND ($6 = 0 OR (sync_since, namespace, name) > ($7, $8, $9)) \
-             ORDER BY {order} ASC, namespace, name LIMIT $10"
+             AND ($7 = 0 OR (sync_since, namespace, name, instance) > ($8, $9, $10, $11)) \
+             ORDER BY {order} ASC, namespace, name, instance LIMIT $12"
         ))
         .bind(f.sync.as_deref().unwrap_or(""))
         .bind(f.health.as_deref().unwrap_or(""))
         .bind(i64::from(f.deleted))
         .bind(f.team.as_deref().unwrap_or(""))
         .bind(i64::from(f.needs_attention))
+        .bind(f.instance.as_deref().unwrap_or(""))
         .bind(i64::from(f.after.is_some()))
         .bind(after.sync_since)
         .bind(after.namespace)
         .bind(after.name)
+        .bind(after.instance)
         .bind(f.limit)
         .fetch_all(&self.pool)
         .await?;
@@ -424,17 +452,18 @@ impl Store {
         limit: i64,
         after: Option<&AppId>,
     ) -> Result<Vec<AppRecord>, StoreError> {
-        let (ns, name) = after
-            .map(|a| (a.namespace.as_str(), a.name.as_str()))
-            .unwrap_or(("", ""));
+        let (ns, name, instance) = after
+            .map(|a| (a.namespace.as_str(), a.name.as_str(), a.instance.as_str()))
+            .unwrap_or(("", "", ""));
         let sql = format!(
             "SELECT {APP_COLUMNS} FROM apps WHERE deleted_at IS NULL AND prune_pending = 1 \
-             AND ($1 = 0 OR (namespace, name) > ($2, $3)) ORDER BY namespace, name LIMIT $4"
+             AND ($1 = 0 OR (namespace, name, instance) > ($2, $3, $4)) ORDER BY namespace, name, instance LIMIT $5"
         );
         let rows = q!(sql)
             .bind(i64::from(after.is_some()))
             .bind(ns)
             .bind(name)
+            .bind(instance)
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
@@ -449,6 +478,7 @@ impl Store {
             .bind(i64::from(f.deleted))
             .bind(f.team.as_deref().unwrap_or(""))
             .bind(i64::from(f.needs_attention))
+            .bind(f.instance.as_deref().unwrap_or(""))
             .fetch_one(&self.pool)
             .await?;
         Ok(row.try_get::<i64, _>("n")?.max(0) as usize)
@@ -502,8 +532,10 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<AnyRow>, StoreError> {
         let rows = q!(format!(
-            "SELECT {columns} FROM {table} WHERE namespace = $1 AND name = $2 ORDER BY id DESC LIMIT $3"
+            "SELECT {columns} FROM {table} WHERE instance = $1 AND namespace = $2 AND name = $3 \
+             ORDER BY id DESC LIMIT $4"
         ))
+        .bind(&app.instance)
         .bind(&app.namespace)
         .bind(&app.name)
         .bind(limit)

@@ -167,7 +167,7 @@ impl Store {
             .join(", ");
         let query = q!(format!(
             "SELECT {cols}, m.status AS member_status, m.dirty AS member_dirty FROM group_members m \
-             JOIN incidents i ON i.id = m.incident_id WHERE m.group_id = $1 ORDER BY i.namespace, i.name, i.id"
+             JOIN incidents i ON i.id = m.incident_id WHERE m.group_id = $1 ORDER BY i.namespace, i.name, i.instance, i.id"
         ))
         .bind(group_id);
         tx.rows(query, member_from_row).await

@@ -45,7 +45,7 @@ impl IncidentRecord {
 }
 
 /// The columns [`incident_from_row`] reads.
-pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, namespace, name, team, severity, state, since, \
+pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, namespace, name, team, severity, state, since, \
                                            fire_at, fired_at, resolved_at, notified, view_json";
 
 pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
@@ -54,6 +54,7 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
         fingerprint: r.try_get("fingerprint")?,
         kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
         app: AppId {
+            instance: r.try_get("instance")?,
             namespace: r.try_get("namespace")?,
             name: r.try_get("name")?,
         },
@@ -128,6 +129,8 @@ pub struct IncidentFilter {
     pub team: Option<String>,
     pub kind: Option<Kind>,
     pub app: Option<AppId>,
+    /// Only this Argo CD instance's (all when `None`).
+    pub instance: Option<String>,
     pub soonest_first: bool,
     pub limit: i64,
     pub before_id: Option<i64>,
@@ -143,7 +146,7 @@ impl Store {
     ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
         let rows = fetch_for_apps(tx, ids, |pairs| {
             format!(
-                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (namespace, name) IN (VALUES {pairs}) \
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
                  AND state IN ('pending', 'firing')"
             )
         })
@@ -174,11 +177,13 @@ impl Store {
         fired_at: Option<DateTime<Utc>>,
     ) -> Result<i64, StoreError> {
         let row = q!(
-            "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
-                      fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id"
+            "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
+                      fire_at, fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                      RETURNING id"
         )
         .bind(&view.fingerprint)
         .bind(view.kind.as_str())
+        .bind(&app.instance)
         .bind(&app.namespace)
         .bind(&app.name)
         .bind(&view.team)
@@ -197,14 +202,15 @@ impl Store {
     pub async fn insert_pending_incidents(tx: &mut WriteTx, rows: &[IncidentRecord]) -> Result<(), StoreError> {
         let sql = |values: &str| {
             format!(
-                "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
-                 view_json) VALUES {values}"
+                "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
+                 fire_at, view_json) VALUES {values}"
             )
         };
-        execute_in_chunks(tx, rows, 32, 10, sql, |query, r| {
+        execute_in_chunks(tx, rows, 32, 11, sql, |query, r| {
             query
                 .bind(&r.fingerprint)
                 .bind(r.kind.as_str())
+                .bind(&r.app.instance)
                 .bind(&r.app.namespace)
                 .bind(&r.app.name)
                 .bind(&r.team)
@@ -303,11 +309,15 @@ impl Store {
             .as_ref()
             .map(|a| (a.namespace.as_str(), a.name.as_str()))
             .unwrap_or(("", ""));
+        let instance = (f.app.as_ref().map(|a| a.instance.as_str()))
+            .or(f.instance.as_deref())
+            .unwrap_or("");
         let order = if f.soonest_first { "fire_at ASC, id" } else { "id DESC" };
         let rows = q!(format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
              AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) \
-             AND ($6 = 0 OR id < $6) AND ($8 < 0 OR notified = $8) ORDER BY {order} LIMIT $7"
+             AND ($6 = 0 OR id < $6) AND ($8 < 0 OR notified = $8) AND ($9 = '' OR instance = $9) \
+             ORDER BY {order} LIMIT $7"
         ))
         .bind(f.state.map_or("", IncidentState::as_str))
         .bind(f.team.as_deref().unwrap_or(""))
@@ -317,6 +327,7 @@ impl Store {
         .bind(f.before_id.unwrap_or(0))
         .bind(f.limit)
         .bind(f.notified.map_or(-1i64, i64::from))
+        .bind(instance)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(incident_from_row).collect()

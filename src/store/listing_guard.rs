@@ -1,6 +1,6 @@
 //! The Argo CD listing's held drop (`listing_guard`): the Applications a listing lacked when that was more than
-//! `argocd.api.max_drop_share` of those stored. One row at most; the next listing, on any replica, reads it to decide
-//! whether it agrees.
+//! `argocd.api.max_drop_share` of those stored. One row at most per Argo CD instance; the next listing of that
+//! instance, on any replica, reads it to decide whether it agrees.
 
 use std::collections::HashSet;
 
@@ -11,7 +11,14 @@ use super::{Store, StoreError, decode, encode};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 
-const ROW: &str = "argocd-listing";
+/// The row of an instance's held drop: the default instance's keeps the name it had before instances existed.
+fn row(instance: &str) -> String {
+    if instance == crate::argocd::DEFAULT_INSTANCE {
+        "argocd-listing".into()
+    } else {
+        format!("argocd-listing:{instance}")
+    }
+}
 
 /// A drop held back: the Applications the listing at `at` lacked, out of `stored`.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,9 +29,9 @@ pub struct HeldDropRow {
 }
 
 impl Store {
-    pub async fn held_drop(&self) -> Result<Option<HeldDropRow>, StoreError> {
+    pub async fn held_drop(&self, instance: &str) -> Result<Option<HeldDropRow>, StoreError> {
         let row = q!("SELECT apps, held_at, stored FROM listing_guard WHERE name = $1")
-            .bind(ROW)
+            .bind(row(instance))
             .fetch_optional(&self.pool)
             .await?;
         let Some(row) = row else { return Ok(None) };
@@ -37,7 +44,7 @@ impl Store {
     }
 
     /// Holds back `apps` (replacing what was held).
-    pub async fn hold_drop(&self, held: &HeldDropRow) -> Result<(), StoreError> {
+    pub async fn hold_drop(&self, instance: &str, held: &HeldDropRow) -> Result<(), StoreError> {
         let mut apps: Vec<&AppId> = held.apps.iter().collect();
         apps.sort();
         let query = q!(
@@ -45,7 +52,7 @@ impl Store {
                         ON CONFLICT (name) DO UPDATE SET apps = excluded.apps, held_at = excluded.held_at, \
                         stored = excluded.stored"
         )
-        .bind(ROW)
+        .bind(row(instance))
         .bind(encode(&apps))
         .bind(to_millis(held.at))
         .bind(i64::try_from(held.stored).unwrap_or(i64::MAX));
@@ -54,8 +61,8 @@ impl Store {
     }
 
     /// Nothing is held back any more.
-    pub async fn release_drop(&self) -> Result<(), StoreError> {
-        self.write_one(q!("DELETE FROM listing_guard WHERE name = $1").bind(ROW))
+    pub async fn release_drop(&self, instance: &str) -> Result<(), StoreError> {
+        self.write_one(q!("DELETE FROM listing_guard WHERE name = $1").bind(row(instance)))
             .await?;
         Ok(())
     }

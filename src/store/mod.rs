@@ -212,7 +212,7 @@ async fn execute_in_chunks<T>(
 }
 
 /// The rows of a query about several Applications, 100 at a time: `sql` gets the `VALUES` list of a chunk's
-/// `(namespace, name)` pairs, for a `WHERE (namespace, name) IN (VALUES …)`.
+/// `(instance, namespace, name)` triples, for a `WHERE (instance, namespace, name) IN (VALUES …)`.
 async fn fetch_for_apps(
     tx: &mut WriteTx,
     ids: &[AppId],
@@ -232,8 +232,8 @@ async fn fetch_for_apps_on(
     for chunk in ids.chunks(100) {
         let query = chunk
             .iter()
-            .fold(q!(sql(&placeholders(engine, chunk.len(), 2))), |q, id| {
-                q.bind(&id.namespace).bind(&id.name)
+            .fold(q!(sql(&placeholders(engine, chunk.len(), 3))), |q, id| {
+                q.bind(&id.instance).bind(&id.namespace).bind(&id.name)
             });
         out.extend(query.fetch_all(&mut *conn).await?);
     }
@@ -338,13 +338,14 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 6] = [
+const MIGRATIONS: [MigrationFile; 7] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
     migration!(4, "digests", "0004_digests.sql"),
     migration!(5, "listing_guard", "0005_listing_guard.sql"),
     migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
+    migration!(7, "instances", "0007_instances.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -431,7 +431,10 @@ async fn with_the_api_down_webhooks_still_work_and_herald_says_the_source_is_fai
     .await;
     assert!(failing.is_some(), "the status page says the API source is failing");
     let metrics = app.metrics().await;
-    assert!(metrics.contains("herald_argocd_api_up 0"), "{metrics}");
+    assert!(
+        metrics.contains(r#"herald_argocd_api_up{argocd_instance="default"} 0"#),
+        "{metrics}"
+    );
     assert!(!metrics.contains("argocd-read-token"));
     assert_eq!(names(&app, "").await, ["pay-api"]);
     app.stop().await;
@@ -505,9 +508,20 @@ async fn page(app: &TestApp) -> String {
 
 /// The value of the sample `series` (name and labels as printed) in a Prometheus text answer; 0 when absent. Metrics
 /// are per process and tests run in parallel: compare with "at least".
+/// The value of the first sample of `series` (`name` or `name{label="value",…}`) whose labels include those given,
+/// in any order.
 fn sample(metrics: &str, series: &str) -> f64 {
+    let (name, wanted) = match series.split_once('{') {
+        Some((name, labels)) => (name, labels.trim_end_matches('}').split(',').collect::<Vec<_>>()),
+        None => (series, Vec::new()),
+    };
     (metrics.lines())
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+        .find_map(|l| {
+            let (head, value) = l.rsplit_once(' ')?;
+            let (n, labels) = head.split_once('{').unwrap_or((head, ""));
+            let labels: Vec<&str> = labels.trim_end_matches('}').split(',').collect();
+            (n == name && wanted.iter().all(|w| labels.contains(w))).then(|| value.trim().parse().ok())?
+        })
         .unwrap_or(0.0)
 }
 
@@ -585,7 +599,10 @@ async fn a_listing_without_items_deletes_nothing_and_a_sudden_large_drop_waits_f
     );
     let metrics = app.metrics().await;
     assert!(sample(&metrics, "herald_argocd_listing_held_total") >= 1.0, "{metrics}");
-    assert!(metrics.contains("\nherald_argocd_listing_held_apps "), "{metrics}");
+    assert!(
+        metrics.contains("\nherald_argocd_listing_held_apps{argocd_instance=\"default\"} "),
+        "{metrics}"
+    );
     assert_eq!(names(&app, "").await.len(), 12, "held: nothing deleted");
     assert_eq!(firing(&app).await, 4);
     assert!(

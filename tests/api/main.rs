@@ -13,9 +13,12 @@ mod delivery;
 mod digest;
 mod faults;
 mod forgery;
+#[path = "../common/fresh_db.rs"]
+mod fresh_db;
 mod helpers;
 mod ingest;
 mod initiator;
+mod instances;
 mod links;
 mod logs;
 mod matrix;

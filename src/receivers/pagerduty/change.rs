@@ -45,6 +45,9 @@ pub fn change_event(c: &Change, routing_key: &str) -> Value {
             },
         },
     });
+    if !crate::domain::is_default_instance(&c.instance) {
+        event["payload"]["custom_details"]["argocd_instance"] = json!(c.instance);
+    }
     if let Some(u) = &c.app_url {
         event["links"] = json!([{ "href": u, "text": "Application in Argo CD" }]);
     }
@@ -80,6 +83,7 @@ mod tests {
 
     fn synced() -> Notification {
         let change = Change {
+            instance: "default".into(),
             app_namespace: "argocd".into(),
             app_name: "payments".into(),
             project: "shop".into(),

@@ -151,6 +151,10 @@ impl AppView<'_> {
             value: self.name.clone(),
             link: self.url.map(str::to_string),
         }];
+        // Several Argo CDs may each hold an Application of this name: say which one (the default goes unsaid).
+        if !crate::domain::is_default_instance(&first.instance) {
+            out.push(fact("Argo CD instance", first.instance.clone()));
+        }
         for (label, value) in [("Project", &first.project), ("Team", &first.team)] {
             if !value.trim().is_empty() {
                 out.push(fact(label, value.clone()));
@@ -297,8 +301,11 @@ fn short_rev(r: &str) -> &str {
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.
 pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
-    let mut out = vec![
-        ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
+    let mut out = vec![("Application", format!("{}/{}", i.app_namespace, i.app_name))];
+    if !crate::domain::is_default_instance(&i.instance) {
+        out.push(("Argo CD instance", i.instance.clone()));
+    }
+    out.extend([
         ("Project", i.project.clone()),
         ("Team", i.team.clone()),
         (
@@ -307,7 +314,7 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
         ),
         ("Since", when(i.since)),
         ("Severity", i.severity.to_string()),
-    ];
+    ]);
     if let Some(r) = &i.revision {
         out.push(("Revision", short_rev(r).to_string()));
     }
