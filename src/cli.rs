@@ -99,6 +99,9 @@ pub enum Command {
         /// An incident kind (`out_of_sync`…; a wrong one is answered with the list).
         #[arg(long)]
         kind: Option<String>,
+        /// One Argo CD instance's (`default`, or an `argocd.instances[].name`).
+        #[arg(long)]
+        instance: Option<String>,
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
@@ -204,8 +207,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             state,
             team,
             kind,
+            instance,
             limit,
-        } => incidents(remote, state, team, kind, limit).await,
+        } => incidents(remote, state, team, kind, instance, limit).await,
     }
 }
 

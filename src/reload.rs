@@ -160,6 +160,7 @@ fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'
         ),
         ("log", format!("{:?}", running.log) != format!("{:?}", new.log)),
         ("argocd.api", api_changed(running, &new)),
+        ("argocd.instances", instances_changed(running, &new)),
     ] {
         if changed {
             ignored.push(key);
@@ -169,7 +170,20 @@ fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'
     new.scheduler = running.scheduler.clone();
     new.log = running.log.clone();
     new.argocd.api = running.argocd.api.clone();
+    // Each instance's API client, lease and status are built at start, and an instance is part of what is stored:
+    // the list changes with a restart, as a whole.
+    new.argocd.instances = running.argocd.instances.clone();
     (new, ignored)
+}
+
+fn instances_changed(running: &Settings, new: &Settings) -> bool {
+    let (a, b) = (&running.argocd.instances, &new.argocd.instances);
+    let token =
+        |i: &crate::configuration::InstanceSettings| i.api.as_ref().map(|a| a.token.expose_secret().to_string());
+    a.len() != b.len()
+        || a.iter()
+            .zip(b)
+            .any(|(x, y)| format!("{x:?}") != format!("{y:?}") || token(x) != token(y))
 }
 
 fn api_changed(running: &Settings, new: &Settings) -> bool {

@@ -75,6 +75,7 @@ macro_rules! contract {
 }
 
 contract!(
+    an_upgrade_moves_everything_to_the_default_instance,
     applications_round_trip_and_upsert,
     incidents_are_claimed_once_when_due,
     deliveries_keep_their_order_and_leases_are_exclusive,
@@ -759,6 +760,154 @@ async fn migrations_are_idempotent(engine: &str) {
     .await
     .expect("second start on the same database");
     again.ping().await.expect("ping");
+}
+
+/// The store as it was before Argo CD instances (migrations 1 to 6), with one Application, its timeline and an open
+/// incident written the way that version wrote them (no instance anywhere, in the rows or in the JSON).
+async fn store_before_instances(url: &str) {
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    sqlx::any::install_default_drivers();
+    let sqlite = url.starts_with("sqlite:");
+    macro_rules! old {
+        ($($v:literal $name:literal $file:literal),*) => {
+            vec![$(Migration::new(
+                $v,
+                std::borrow::Cow::Borrowed($name),
+                MigrationType::Simple,
+                (if sqlite {
+                    include_str!(concat!("../migrations/sqlite/", $file))
+                } else {
+                    include_str!(concat!("../migrations/postgres/", $file))
+                })
+                .into_sql_str(),
+                false,
+            )),*]
+        };
+    }
+    let migrations = old!(
+        1 "init" "0001_init.sql", 2 "lifecycle" "0002_lifecycle.sql", 3 "compact" "0003_compact.sql",
+        4 "digests" "0004_digests.sql", 5 "listing_guard" "0005_listing_guard.sql",
+        6 "outbox_thread" "0006_outbox_thread.sql"
+    );
+    let url = if sqlite {
+        format!("{url}?mode=rwc")
+    } else {
+        url.to_string()
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+    let migrator = Migrator {
+        migrations: std::borrow::Cow::Owned(migrations),
+        ..Migrator::DEFAULT
+    };
+    migrator.run(&pool).await.expect("the old migrations");
+    let now = t("2026-01-01T00:00:00Z");
+    let snap = parse_body(
+        br#"{"app":{"metadata":{"name":"pay","namespace":"argocd","labels":{"team":"p"}},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Healthy"}}}}"#,
+        64,
+    )
+    .expect("body");
+    let Outcome::Changed { state, .. } = apply(None, snap, now) else {
+        panic!()
+    };
+    let mut old_state = serde_json::to_value(&*state).expect("json");
+    old_state["snapshot"]["app"]
+        .as_object_mut()
+        .expect("app")
+        .remove("instance");
+    let ms = now.timestamp_millis();
+    sqlx::query(sqlx::AssertSqlSafe(
+        "INSERT INTO apps (namespace, name, uid, project, team, sync_status, health_status, sync_since, \
+         health_since, observed_at, last_seen, content_hash, state_json, version) \
+         VALUES ('argocd', 'pay', NULL, 'default', 'p', 'OutOfSync', 'Healthy', $1, $1, $1, $1, $2, $3, 1)",
+    ))
+    .bind(ms)
+    .bind(&state.content_hash)
+    .bind(old_state.to_string())
+    .execute(&pool)
+    .await
+    .expect("old app row");
+    sqlx::query(sqlx::AssertSqlSafe(
+        "INSERT INTO transitions (namespace, name, at, field, from_value, to_value) \
+         VALUES ('argocd', 'pay', $1, 'sync', NULL, 'OutOfSync')",
+    ))
+    .bind(ms)
+    .execute(&pool)
+    .await
+    .expect("old transition");
+    let mut old_view = serde_json::to_value(view(OLD_FINGERPRINT)).expect("view");
+    old_view.as_object_mut().expect("view").remove("instance");
+    sqlx::query(sqlx::AssertSqlSafe(
+        "INSERT INTO incidents (fingerprint, kind, namespace, name, team, severity, state, since, fire_at, \
+         fired_at, notified, view_json) \
+         VALUES ($1, 'out_of_sync', 'argocd', 'pay', 'p', 'warning', 'firing', $2, $2, $2, 1, $3)",
+    ))
+    .bind(OLD_FINGERPRINT)
+    .bind(ms)
+    .bind(old_view.to_string())
+    .execute(&pool)
+    .await
+    .expect("old incident");
+    pool.close().await;
+}
+
+/// What the version before instances computed for `argocd/pay`'s OutOfSync: sha256("argocd/pay|out_of_sync|"),
+/// its first 10 bytes in hex.
+const OLD_FINGERPRINT: &str = "2d6371b3d376a838e6d5";
+
+async fn an_upgrade_moves_everything_to_the_default_instance(engine: &str) {
+    let db = fresh_db(engine, "upgrade").await;
+    store_before_instances(&db.url).await;
+    let store = Store::connect(&StorageSettings {
+        url: SecretString::from(db.url.clone()),
+        ..Default::default()
+    })
+    .await
+    .expect("migration 7 on the old store");
+    let pay = AppId::new("argocd", "pay");
+    assert_eq!(pay.instance, "default");
+    let rec = store
+        .app(&pay)
+        .await
+        .expect("read")
+        .expect("the old Application is the default instance's");
+    assert_eq!(rec.state.snapshot.app, pay);
+    assert_eq!(rec.state.snapshot.sync_status, "OutOfSync");
+    assert_eq!(
+        store.timeline(&pay, 10).await.expect("timeline").len(),
+        1,
+        "its timeline came along"
+    );
+    let live = store.live_apps("default", &[]).await.expect("live");
+    assert_eq!(live.len(), 1);
+    assert!(
+        store.live_apps("eu", &[]).await.expect("live").is_empty(),
+        "nothing is another instance's"
+    );
+    // Its incident is still open, and the fingerprint the next body computes is the stored one: no second ticket.
+    let mut tx = store.begin().await.expect("tx");
+    let open = Store::open_incidents(&mut tx, &pay).await.expect("open");
+    tx.commit().await.expect("commit");
+    assert_eq!(
+        open.len(),
+        1,
+        "the open incident belongs to the default instance's Application"
+    );
+    assert_eq!(open[0].app, pay);
+    assert_eq!(open[0].view.instance, "default");
+    assert_eq!(open[0].fingerprint, OLD_FINGERPRINT);
+    assert_eq!(
+        herald::incidents::fingerprint(&pay, Kind::OutOfSync, ""),
+        OLD_FINGERPRINT,
+        "the default instance keeps its fingerprints"
+    );
+    // The same name in another instance is another Application, with another fingerprint.
+    let eu = AppId::of("eu", "argocd", "pay");
+    assert!(store.app(&eu).await.expect("read").is_none());
+    assert_ne!(
+        herald::incidents::fingerprint(&eu, Kind::OutOfSync, ""),
+        OLD_FINGERPRINT
+    );
 }
 
 /// One replica's send of a digest slot: the claim, its delivery and the slot's end in one transaction.

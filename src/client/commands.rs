@@ -145,10 +145,11 @@ pub async fn incidents(
     state: Option<String>,
     team: Option<String>,
     kind: Option<String>,
+    instance: Option<String>,
     limit: u32,
 ) -> anyhow::Result<ExitCode> {
     let mut filters = vec![("limit", limit.to_string())];
-    for (key, value) in [("team", team), ("kind", kind)] {
+    for (key, value) in [("team", team), ("kind", kind), ("instance", instance)] {
         if let Some(v) = value {
             filters.push((key, v));
         }
@@ -184,7 +185,7 @@ pub async fn incidents(
                 i.state.to_string(),
                 i.kind.to_string(),
                 i.severity.as_str().to_string(),
-                format!("{}/{}", i.app_namespace, i.app_name),
+                crate::argocd::AppId::of(&i.instance, &i.app_namespace, &i.app_name).to_string(),
                 i.team.clone(),
                 i.since.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                 i.held.as_ref().map_or_else(|| "-".to_string(), |h| h.describe()),

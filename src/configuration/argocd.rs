@@ -50,7 +50,8 @@ pub enum UnknownInstance {
     #[error(
         "several Argo CD instances are configured ({known}) and this body does not say which it comes from (no \
          context.argocdUrl): give each Argo CD its own ingest token with `instance: <name>` \
-         (server.auth.ingest_tokens), or send `context: {{argocdUrl: …}}` in the template"
+         (server.auth.ingest_tokens), or send `context: {{argocdUrl: …}}` in the template and set argocd.instances[].url \
+         to it"
     )]
     Unnamed { known: String },
     #[error("the ingest token names Argo CD instance {0:?}, which is not configured (argocd.instances)")]
@@ -276,4 +277,106 @@ fn default_min_drop_count() -> usize {
 }
 fn default_resync_interval() -> Duration {
     Duration::from_secs(300)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::configuration::Settings;
+
+    fn refused(yaml: &str) -> String {
+        Settings::from_yaml(yaml).expect_err(yaml).to_string()
+    }
+
+    const TWO: &str =
+        "argocd: {url: 'https://a.example.com', instances: [{name: eu, url: 'https://eu.example.com/argocd/'}]}";
+
+    #[test]
+    fn the_top_level_block_is_the_default_instance_and_instances_add_more() {
+        let one = Settings::from_yaml("argocd: {url: 'https://a.example.com'}").expect("valid");
+        let names: Vec<&str> = one.argocd.all().iter().map(|i| i.name).collect();
+        assert_eq!(names, ["default"]);
+        assert!(!one.argocd.several());
+        let none = Settings::from_yaml("").expect("valid");
+        assert_eq!(none.argocd.all().len(), 1, "no argocd block: one default instance");
+
+        let two = Settings::from_yaml(TWO).expect("valid");
+        let names: Vec<&str> = two.argocd.all().iter().map(|i| i.name).collect();
+        assert_eq!(names, ["default", "eu"]);
+        assert_eq!(two.argocd.ui_url("eu"), Some("https://eu.example.com/argocd/"));
+        assert_eq!(two.argocd.ui_url("default"), Some("https://a.example.com"));
+
+        // Only instances listed, the top-level block empty: there is no default instance.
+        let only = Settings::from_yaml("argocd: {instances: [{name: eu}, {name: us}]}").expect("valid");
+        let names: Vec<&str> = only.argocd.all().iter().map(|i| i.name).collect();
+        assert_eq!(names, ["eu", "us"]);
+    }
+
+    #[test]
+    fn a_body_is_given_to_the_instance_its_token_or_url_names() {
+        let s = Settings::from_yaml(TWO).expect("valid");
+        let a = &s.argocd;
+        assert_eq!(
+            a.identify(Some("eu"), Some("https://a.example.com")).as_deref(),
+            Ok("eu")
+        );
+        assert_eq!(
+            a.identify(None, Some("https://EU.example.com/argocd")).as_deref(),
+            Ok("eu")
+        );
+        assert_eq!(
+            a.identify(None, Some("https://a.example.com/")).as_deref(),
+            Ok("default")
+        );
+        // Another path on the same host is another Argo CD.
+        assert!(a.identify(None, Some("https://eu.example.com/")).is_err());
+        assert!(a.identify(None, None).is_err());
+        assert!(a.identify(Some("us"), None).is_err());
+        let one = Settings::from_yaml("").expect("valid");
+        assert_eq!(
+            one.argocd
+                .identify(None, Some("https://anything.example.com"))
+                .as_deref(),
+            Ok("default")
+        );
+        assert_eq!(one.argocd.identify(None, None).as_deref(), Ok("default"));
+    }
+
+    #[test]
+    fn instance_names_tokens_and_routes_are_checked() {
+        for (yaml, says) in [
+            ("argocd: {instances: [{name: EU}]}", "argocd.instances[0].name"),
+            ("argocd: {instances: [{name: 'a/b'}]}", "not an instance name"),
+            (
+                "argocd: {instances: [{name: eu}, {name: eu}]}",
+                "argocd.instances[1].name",
+            ),
+            (
+                "argocd: {url: 'https://a.example.com', instances: [{name: default}]}",
+                "top-level argocd.url",
+            ),
+            (
+                "argocd: {instances: [{name: eu, url: 'ftp://x'}]}",
+                "argocd.instances[0].url",
+            ),
+            (
+                "argocd: {instances: [{name: eu, api: {url: 'https://x', token: t, resync_interval: 1s}}]}",
+                "argocd.instances[0].api.resync_interval",
+            ),
+            (
+                "argocd: {instances: [{name: eu}]}\nserver: {auth: {ingest_tokens: [{name: x, token: token-0123456789abcdef, instance: us}]}}",
+                "server.auth.ingest_tokens[0].instance: \"us\" is not a configured Argo CD instance (eu)",
+            ),
+            (
+                "server: {auth: {read_tokens: [{name: x, token: token-0123456789abcdef, instance: default}]}}",
+                "only an ingest token speaks for an Argo CD instance",
+            ),
+            (
+                "receivers: [{name: c, console: {}}]\nroutes: [{instance: us, receivers: [c]}]",
+                "routes[0].instance",
+            ),
+        ] {
+            let e = refused(yaml);
+            assert!(e.contains(says), "{yaml}: {e}");
+        }
+    }
 }

@@ -37,8 +37,8 @@ fn body_from(argocd_url: Option<&str>, sync: &str, health: &str, at: &str) -> St
 }
 
 fn application(sync: &str, health: &str) -> Value {
-    let v: Value = serde_json::from_str(&envelope("pay-api", "payments", sync, health, "2026-03-02T09:00:00Z"))
-        .expect("json");
+    let v: Value =
+        serde_json::from_str(&envelope("pay-api", "payments", sync, health, "2026-03-02T09:00:00Z")).expect("json");
     v["app"].clone()
 }
 
@@ -79,7 +79,11 @@ async fn apps(app: &TestApp, query: &str) -> Vec<(String, String, String)> {
     let mut out: Vec<(String, String, String)> = (v["items"].as_array().expect("items").iter())
         .map(|a| {
             let s = |k: &str| a[k].as_str().unwrap_or_default().to_string();
-            (s("instance"), s("name"), a["sync"]["status"].as_str().unwrap_or_default().to_string())
+            (
+                s("instance"),
+                s("name"),
+                a["sync"]["status"].as_str().unwrap_or_default().to_string(),
+            )
         })
         .collect();
     out.sort();
@@ -129,15 +133,31 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
             ],
             "{engine}"
         );
-        assert_eq!(apps(&app, "?instance=eu").await.len(), 1, "{engine}: filtered by instance");
+        assert_eq!(
+            apps(&app, "?instance=eu").await.len(),
+            1,
+            "{engine}: filtered by instance"
+        );
         let one = app.get_json("/v1/apps/eu/argocd/pay-api").await;
         assert_eq!(one["instance"], "eu", "{engine}: {one}");
         assert_eq!(one["sync"]["status"], "Synced");
         let default = app.get_json("/v1/apps/argocd/pay-api").await;
-        assert_eq!(default["instance"], "default", "{engine}: the two-segment path is the default instance's");
+        assert_eq!(
+            default["instance"], "default",
+            "{engine}: the two-segment path is the default instance's"
+        );
         assert_eq!(default["sync"]["status"], "OutOfSync");
-        let r = app.client.get(format!("{}/v1/apps?instance=us", app.address)).send().await.expect("req");
-        assert_eq!(r.status(), 400, "{engine}: an unknown instance is an error, not an empty list");
+        let r = app
+            .client
+            .get(format!("{}/v1/apps?instance=us", app.address))
+            .send()
+            .await
+            .expect("req");
+        assert_eq!(
+            r.status(),
+            400,
+            "{engine}: an unknown instance is an error, not an empty list"
+        );
         assert!(r.text().await.expect("text").contains("default, eu"));
 
         // eu's next listing lacks it: eu's pay-api is deleted; the default instance's stays.
@@ -174,9 +194,9 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
         advance(&clock, Duration::from_secs(61)).await;
         let got = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
         assert_eq!(got[0]["action"], "open", "{engine}: {got:?}");
-        assert_eq!(got[0]["notification"]["incidents"][0]["kind"], "out_of_sync");
+        assert_eq!(got[0]["incidents"][0]["kind"], "out_of_sync");
         assert!(
-            got[0]["notification"]["incidents"][0].get("instance").is_none(),
+            got[0]["incidents"][0].get("instance").is_none(),
             "{engine}: the default instance goes unsaid"
         );
         let asked_eu = eu.received_requests().await.unwrap_or_default();
@@ -209,7 +229,12 @@ async fn another_instances_body_is_never_deleted_by_the_first_ones_404() {
         let (app, clock) = spawn(engine, Some(&a.uri()), None, "").await;
         let at = clock.now().to_rfc3339();
         let r = app
-            .post(body_from(Some("https://argocd-eu.example.com/"), "OutOfSync", "Healthy", &at))
+            .post(body_from(
+                Some("https://argocd-eu.example.com/"),
+                "OutOfSync",
+                "Healthy",
+                &at,
+            ))
             .await;
         assert_eq!(r.status(), 202, "{engine}");
         let summary: Value = r.json().await.expect("json");
@@ -219,7 +244,7 @@ async fn another_instances_body_is_never_deleted_by_the_first_ones_404() {
         let team = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
         assert_eq!(team.len(), 1, "{engine}: {team:?}");
         assert_eq!(team[0]["action"], "open");
-        let incident = &team[0]["notification"]["incidents"][0];
+        let incident = &team[0]["incidents"][0];
         assert_eq!(incident["kind"], "out_of_sync");
         assert_eq!(incident["instance"], "eu", "{engine}: the message names the instance");
         assert_eq!(
@@ -230,7 +255,11 @@ async fn another_instances_body_is_never_deleted_by_the_first_ones_404() {
         let eu_sink = wait_for(&app.dir.path().join("eu-sink.jsonl"), 1).await;
         assert_eq!(eu_sink[0]["action"], "open", "{engine}");
         let still = app.get_json("/v1/apps/eu/argocd/pay-api").await;
-        assert_eq!(still["lifecycle"], "live", "{engine}: not deleted by another instance's 404: {still}");
+        assert_eq!(
+            still["lifecycle"], "active",
+            "{engine}: not deleted by another instance's 404: {still}"
+        );
+        assert!(still["deleted_at"].is_null());
         app.stop().await;
     }
 }
@@ -271,7 +300,10 @@ server:
     .await
     .expect("req");
     assert_eq!(r.status(), 202);
-    assert_eq!(r.json::<Value>().await.expect("json")["application"], "eu/argocd/pay-api");
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["application"],
+        "eu/argocd/pay-api"
+    );
     // An unknown URL, or none, with two instances: refused, and the answer says how to configure it.
     for (url, says) in [
         (Some("https://argocd-us.example.com"), "argocd-us.example.com"),
@@ -283,7 +315,10 @@ server:
         assert_eq!(r.status(), 422, "{url:?}");
         let text = r.text().await.expect("text");
         assert!(text.contains(says), "{text}");
-        assert!(text.contains("instance: <name>") && text.contains("argocd.instances"), "{text}");
+        assert!(
+            text.contains("instance: <name>") && text.contains("argocd.instances"),
+            "{text}"
+        );
         assert!(!text.contains("argocd-eu-token"), "no secret in the answer: {text}");
     }
     let reader = |p: &'static str| {
@@ -296,7 +331,11 @@ server:
     assert_eq!(list["count"], 2, "{list}");
     let r = reader("/v1/apps/us/argocd/pay-api").await.expect("req");
     assert_eq!(r.status(), 404);
-    assert!(r.text().await.expect("text").contains("no Argo CD instance named \"us\""));
+    let text = r.text().await.expect("text");
+    assert!(
+        text.contains("no Argo CD instance named") && text.contains("default, eu"),
+        "{text}"
+    );
     // The default instance's raw bodies keep their path, and need admin.
     let r = reader("/v1/apps/argocd/pay-api/raw").await.expect("req");
     assert_eq!(r.status(), 403);
@@ -312,8 +351,10 @@ async fn a_silence_on_one_instance_holds_only_its_incidents() {
         let r = app
             .client
             .post(format!("{}/v1/silences", app.address))
-            .json(&json!({"matchers": [{"name": "instance", "value": "eu"}], "duration": "2h",
-                          "comment": "eu maintenance", "created_by": "alice"}))
+            .json(
+                &json!({"matchers": [{"name": "instance", "value": "eu"}], "duration": "2h",
+                          "comment": "eu maintenance", "created_by": "alice"}),
+            )
             .send()
             .await
             .expect("req");
@@ -326,11 +367,19 @@ async fn a_silence_on_one_instance_holds_only_its_incidents() {
         advance(&clock, Duration::from_secs(2)).await;
         let got = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let got = if got.len() > 1 { got } else { delivered(&app.dir.path().join("sink.jsonl")) };
+        let got = if got.len() > 1 {
+            got
+        } else {
+            delivered(&app.dir.path().join("sink.jsonl"))
+        };
         let told: Vec<String> = (got.iter())
-            .map(|l| l["notification"]["incidents"][0]["instance"].as_str().unwrap_or("default").to_string())
+            .map(|l| l["incidents"][0]["instance"].as_str().unwrap_or("default").to_string())
             .collect();
-        assert_eq!(told, ["default"], "{engine}: only the default instance's Degraded is told");
+        assert_eq!(
+            told,
+            ["default"],
+            "{engine}: only the default instance's Degraded is told"
+        );
         let incidents = app.get_json("/v1/incidents?state=firing&instance=eu").await;
         assert_eq!(incidents["count"], 1, "{engine}: {incidents}");
         assert_eq!(incidents["items"][0]["held"]["by"], "silenced", "{engine}: {incidents}");
