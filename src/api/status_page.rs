@@ -1,7 +1,9 @@
 //! `GET /`: the status page an on-call person keeps open — server-rendered HTML (maud), no scripts, no CDN,
 //! refreshing itself, readable on a phone. Every Application that is not Synced+Healthy (the longest first, in Argo
 //! CD's status colours, linked to Argo CD), firing incidents by team, pending ones ("fires in 35 min"), resources
-//! waiting to be pruned, dead notifications, silences. `/?team=payments` shows one team (a link to share). Each
+//! waiting to be pruned, dead notifications, silences. `/?team=payments` shows one team (a link to share); with
+//! several Argo CD instances, `/?instance=eu` shows one instance, and Applications outside the default instance are
+//! named `instance/namespace/name`. Each
 //! section shows its first rows and says how many more there are: no request reads a whole table.
 
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -38,6 +40,7 @@ font-size:.9em;white-space:nowrap}.Synced,.Healthy{background:#18be94}.OutOfSync
 #[serde(deny_unknown_fields)]
 struct PageQuery {
     team: Option<String>,
+    instance: Option<String>,
 }
 
 /// What one section shows: its first rows, and how many there are in all.
@@ -49,26 +52,33 @@ struct Shown<T> {
 pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: PageQuery = query(&req)?;
     let team = q.team.filter(|t| !t.trim().is_empty());
+    let instance = super::apps::known_instance(&ctx, q.instance.filter(|i| !i.trim().is_empty()))?;
     let p = &ctx.pipeline;
     let now = p.now();
     let attention = Shown {
         rows: p
             .apps(&AppFilter {
                 team: team.clone(),
+                instance: instance.clone(),
                 needs_attention: true,
                 by_problem_since: true,
                 limit: SHOWN,
                 ..Default::default()
             })
             .await?,
-        total: p.count_needing_attention(team.as_deref()).await?,
+        total: p.count_needing_attention(team.as_deref(), instance.as_deref()).await?,
     };
-    let firing = incidents(p, IncidentState::Firing, team.as_deref()).await?;
-    let pending = incidents(p, IncidentState::Pending, team.as_deref()).await?;
+    let firing = incidents(p, IncidentState::Firing, team.as_deref(), instance.as_deref()).await?;
+    let pending = incidents(p, IncidentState::Pending, team.as_deref(), instance.as_deref()).await?;
     let (mut prunes, omitted, more_prunes) = p.prune_pending(SHOWN, None, SHOWN as usize).await?;
     if let Some(t) = &team {
         prunes.retain(|r| &r.team == t);
     }
+    if let Some(i) = &instance {
+        prunes.retain(|r| &r.instance == i);
+    }
+    let settings = p.settings();
+    let instances: Vec<&str> = settings.argocd.all().iter().map(|i| i.name).collect();
     let dead = p.outbox(Some(DeliveryState::Dead), SHOWN, None).await?;
     let silences = p.silences(false, now).await?;
     let teams = p.team_names().await;
@@ -93,6 +103,16 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
                         @else { a href={ "/?team=" (urlencode(t)) } { (t) } }
                     }
                 }
+                @if instances.len() > 1 {
+                    nav #instances {
+                        "Argo CD: "
+                        @if instance.is_some() { a href="/" { "all" } } @else { b { "all" } " " }
+                        @for i in &instances {
+                            @if instance.as_deref() == Some(*i) { b { (i) } " " }
+                            @else { a href={ "/?instance=" (urlencode(i)) } { (i) } }
+                        }
+                    }
+                }
                 @let sources = p.argocd_apis();
                 @for s in sources.iter() {
                     (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance())))
@@ -112,17 +132,23 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
         .body(markup.into_string()))
 }
 
-async fn incidents(p: &Pipeline, state: IncidentState, team: Option<&str>) -> Result<Shown<IncidentRecord>, ApiError> {
+async fn incidents(
+    p: &Pipeline,
+    state: IncidentState,
+    team: Option<&str>,
+    instance: Option<&str>,
+) -> Result<Shown<IncidentRecord>, ApiError> {
     let rows = p
         .incidents(&IncidentFilter {
             state: Some(state),
             team: team.map(str::to_string),
+            instance: instance.map(str::to_string),
             soonest_first: state == IncidentState::Pending,
             limit: SHOWN,
             ..Default::default()
         })
         .await?;
-    let total = p.count_incidents(state, team).await?;
+    let total = p.count_incidents(state, team, instance).await?;
     Ok(Shown { rows, total })
 }
 
@@ -282,7 +308,7 @@ fn prunes_section(prunes: &[PruneRow], omitted: usize, more_apps: bool) -> Marku
                 tr { th { "Application" } th { "Team" } th { "Resource" } th { "Waiting since" } th { "Prune enabled" } }
                 @for r in prunes {
                     tr {
-                        td { (r.app_namespace) "/" (r.app) }
+                        td { (crate::argocd::AppId::of(&r.instance, &r.app_namespace, &r.app)) }
                         td { (r.team) }
                         td { (r.kind) "/" (r.namespace) "/" (r.name) }
                         td { (when(r.waiting_since)) }

@@ -252,9 +252,14 @@ impl Pipeline {
     }
 
     /// How many Applications are not Synced+Healthy (of `team`, when given).
-    pub async fn count_needing_attention(&self, team: Option<&str>) -> Result<usize, PipelineError> {
+    pub async fn count_needing_attention(
+        &self,
+        team: Option<&str>,
+        instance: Option<&str>,
+    ) -> Result<usize, PipelineError> {
         let filter = AppFilter {
             team: team.map(str::to_string),
+            instance: instance.map(str::to_string),
             needs_attention: true,
             ..Default::default()
         };
@@ -262,8 +267,13 @@ impl Pipeline {
     }
 
     /// How many incidents are in `state` (of `team`, when given).
-    pub async fn count_incidents(&self, state: IncidentState, team: Option<&str>) -> Result<usize, PipelineError> {
-        Ok(self.core().store.count_incidents(state, team).await?)
+    pub async fn count_incidents(
+        &self,
+        state: IncidentState,
+        team: Option<&str>,
+        instance: Option<&str>,
+    ) -> Result<usize, PipelineError> {
+        Ok(self.core().store.count_incidents(state, team, instance).await?)
     }
 
     /// The teams a person may filter by: the configured ones and those owning Applications.

@@ -334,12 +334,21 @@ impl Store {
     }
 
     /// How many incidents are in `state` (of `team`, when given).
-    pub async fn count_incidents(&self, state: IncidentState, team: Option<&str>) -> Result<usize, StoreError> {
-        let row = q!("SELECT COUNT(*) AS n FROM incidents WHERE state = $1 AND ($2 = '' OR team = $2)")
-            .bind(state.as_str())
-            .bind(team.unwrap_or(""))
-            .fetch_one(&self.pool)
-            .await?;
+    pub async fn count_incidents(
+        &self,
+        state: IncidentState,
+        team: Option<&str>,
+        instance: Option<&str>,
+    ) -> Result<usize, StoreError> {
+        let row = q!(
+            "SELECT COUNT(*) AS n FROM incidents WHERE state = $1 AND ($2 = '' OR team = $2) \
+                      AND ($3 = '' OR instance = $3)"
+        )
+        .bind(state.as_str())
+        .bind(team.unwrap_or(""))
+        .bind(instance.unwrap_or(""))
+        .fetch_one(&self.pool)
+        .await?;
         Ok(row.try_get::<i64, _>("n")?.max(0) as usize)
     }
 

@@ -383,6 +383,34 @@ async fn a_silence_on_one_instance_holds_only_its_incidents() {
         let incidents = app.get_json("/v1/incidents?state=firing&instance=eu").await;
         assert_eq!(incidents["count"], 1, "{engine}: {incidents}");
         assert_eq!(incidents["items"][0]["held"]["by"], "silenced", "{engine}: {incidents}");
+
+        // The status page names each instance's Application apart, and shows one instance on request.
+        let page = |q: &'static str| {
+            let client = app.client.clone();
+            let url = format!("{}/{q}", app.address);
+            async move { client.get(url).send().await.expect("page").text().await.expect("text") }
+        };
+        let all = page("").await;
+        assert!(
+            all.contains("id=\"instances\""),
+            "{engine}: an instance filter with two instances"
+        );
+        assert!(
+            all.contains(">eu/argocd/pay-api<") && all.contains(">argocd/pay-api<"),
+            "{engine}: {all}"
+        );
+        let eu = page("?instance=eu").await;
+        assert!(
+            eu.contains(">eu/argocd/pay-api<") && !eu.contains(">argocd/pay-api<"),
+            "{engine}: {eu}"
+        );
+        let r = app
+            .client
+            .get(format!("{}/?instance=us", app.address))
+            .send()
+            .await
+            .expect("page");
+        assert_eq!(r.status(), 400);
         app.stop().await;
     }
 }
