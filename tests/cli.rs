@@ -41,6 +41,37 @@ fn the_shipped_config_and_the_examples_are_valid() {
     }
 }
 
+/// docs/configuration.md's "Several Argo CD instances" example is a configuration `check-config` accepts (with its
+/// secret files present).
+#[test]
+fn the_several_instances_example_in_the_docs_is_valid() {
+    let doc = std::fs::read_to_string("docs/configuration.md").expect("docs");
+    let section = doc.split("## Several Argo CD instances").nth(1).expect("the section");
+    let yaml = (section.split("```yaml\n").nth(1))
+        .and_then(|b| b.split("```").next())
+        .expect("a yaml block");
+    let dir = tempfile::tempdir().expect("tmp");
+    let secrets = dir.path().join("secrets");
+    std::fs::create_dir(&secrets).expect("dir");
+    for name in [
+        "argocd-token",
+        "argocd-eu-token",
+        "ingest-hub",
+        "ingest-eu",
+        "ingest-us",
+    ] {
+        std::fs::write(secrets.join(name), format!("{name}-0123456789abcdef\n")).expect("secret");
+    }
+    for name in ["payments-slack-webhook", "eu-platform-slack-webhook"] {
+        std::fs::write(secrets.join(name), "https://hooks.slack.com/services/T0/B0/x\n").expect("secret");
+    }
+    let yaml = yaml.replace("/etc/herald/secrets", &secrets.display().to_string());
+    let f = write(dir.path(), "instances.yaml", &yaml);
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_eq!(code, 0, "{yaml}\n{out}{err}");
+    assert!(out.contains("OK"), "{out}");
+}
+
 #[test]
 fn config_errors_name_the_key_path() {
     let dir = tempfile::tempdir().expect("tmp");
