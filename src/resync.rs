@@ -104,6 +104,20 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
     let started = pipeline.now();
     let api = &source.api;
     let instance = api.instance();
+    // The AppProjects first, so the listing's Applications are owned and routed by their annotations.
+    let ownership = pipeline.settings().ownership.clone();
+    match api
+        .projects(&[&ownership.annotation, &ownership.receivers_annotation])
+        .await
+    {
+        Ok(projects) => *source.projects.write().unwrap_or_else(|e| e.into_inner()) = projects,
+        Err(e) => tracing::warn!(
+            instance,
+            error = %e,
+            "cannot read the AppProjects (their herald annotations are not used until they can be read: \
+             the read-only account needs `projects, get`)"
+        ),
+    }
     let mut reader = match api.list().await {
         Ok(r) => r,
         Err(e) => return refused(source, started, &e),

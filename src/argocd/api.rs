@@ -412,6 +412,51 @@ impl ArgoCdApi {
         Ok(snap)
     }
 
+    /// The annotations of every AppProject (in the configured projects, all when none are), by project name: only
+    /// those `keep` wants (Herald's own), so a project's other annotations cost nothing. Needs `projects, get` in the
+    /// read-only account's RBAC.
+    pub async fn projects(
+        &self,
+        keep: &[&str],
+    ) -> Result<std::collections::HashMap<String, std::collections::BTreeMap<String, String>>, ApiError> {
+        let request = self.http.get(self.url(&["api", "v1", "projects"], &[])?);
+        let resp = self.get(request).await?;
+        match resp.status().as_u16() {
+            200 => {}
+            s => return Err(ApiError::Status(s)),
+        }
+        let value: Value = resp
+            .json()
+            .await
+            .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
+        let items = value
+            .get("items")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let wanted = &self.settings.projects;
+        let mut out = std::collections::HashMap::new();
+        for item in items {
+            let meta = item.get("metadata");
+            let Some(name) = meta.and_then(|m| m.get("name")).and_then(Value::as_str) else {
+                continue;
+            };
+            if !wanted.is_empty() && !wanted.iter().any(|p| p == name) {
+                continue;
+            }
+            let annotations = (meta.and_then(|m| m.get("annotations")).and_then(Value::as_object))
+                .map(|a| {
+                    (a.iter())
+                        .filter(|(k, _)| keep.contains(&k.as_str()))
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.chars().take(1024).collect())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.insert(name.to_string(), annotations);
+        }
+        Ok(out)
+    }
+
     /// Every Application, in the configured projects (all when none are configured), read item by item as the
     /// answer arrives: memory holds one item and a few chunks, whatever the listing's size. Read it with
     /// [`ListingReader::items`], then ask [`ListingReader::finish`] whether it was complete.

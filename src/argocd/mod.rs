@@ -204,6 +204,11 @@ pub struct Snapshot {
     /// Link base from `context.argocdUrl`, when it is a safe link ([`crate::domain::link::safe_url`]); used only
     /// when `argocd.url` is not configured ([`ui_base`]).
     pub argocd_url: Option<String>,
+    /// The Herald annotations of its AppProject (`ownership.annotation`, `ownership.receivers_annotation`), read
+    /// through its instance's API (`argocd::api::ArgoCdApi::projects`, refreshed with each resync); empty without
+    /// one. The Application's own annotations win (`routing::owning_team`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub project_annotations: BTreeMap<String, String>,
     /// When Argo CD saw this state: envelope `timestamp`, else the newest of `reconciledAt`,
     /// `operationState.finishedAt/startedAt`, `health.lastTransitionTime`. `None`: the body carries no time.
     pub observed_at: Option<DateTime<Utc>>,

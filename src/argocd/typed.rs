@@ -193,6 +193,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         health_changed_at: None,
         source: Source::Webhook,
         argocd_url: None,
+        project_annotations: BTreeMap::new(),
         observed_at: None,
     };
     let mut reconciled_at = None;

@@ -66,6 +66,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         health_changed_at,
         source: Source::Webhook,
         argocd_url: argocd_url(envelope),
+        project_annotations: Default::default(),
         observed_at,
     })
 }

@@ -37,8 +37,11 @@ pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
         settings.argocd.ui_url(&state.snapshot.app.instance),
         &mut keep,
     );
-    // What the Application asks for itself (self-service); routing decides what of it the team allows.
-    let asked: Vec<String> = (state.snapshot.annotations.get(&settings.ownership.receivers_annotation))
+    // What the Application asks for itself (self-service), else what its AppProject asks for; routing decides what
+    // of it the team allows.
+    let key = &settings.ownership.receivers_annotation;
+    let snap = &state.snapshot;
+    let asked: Vec<String> = (snap.annotations.get(key).or_else(|| snap.project_annotations.get(key)))
         .map(|v| {
             v.split(',')
                 .map(str::trim)

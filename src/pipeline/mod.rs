@@ -127,6 +127,7 @@ impl Pipeline {
                 Some(InstanceApi {
                     status: Arc::new(ApiSource::new(i.name)),
                     api,
+                    projects: Arc::default(),
                 })
             })
             .collect();
@@ -156,7 +157,20 @@ impl Pipeline {
     /// came in, is kept (for replay) when the snapshot changes something.
     pub async fn ingest(&self, mut snap: Snapshot, raw: Option<Bytes>) -> Result<IngestSummary, PipelineError> {
         self.clamp_future_time(&mut snap);
+        self.add_project_annotations(&mut snap);
         self.submit(Work::snapshot(snap, raw)).await
+    }
+
+    /// The Herald annotations of the snapshot's AppProject, where its instance's API has read them.
+    fn add_project_annotations(&self, snap: &mut Snapshot) {
+        let core = self.core();
+        let Some(source) = core.api_of(&snap.app.instance) else {
+            return;
+        };
+        let projects = source.projects.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = projects.get(&snap.project) {
+            snap.project_annotations.clone_from(a);
+        }
     }
 
     /// A body dated far in the future (a wrong clock, or a hostile sender) would make every later body of the
@@ -516,7 +530,12 @@ impl Core {
 pub struct InstanceApi {
     pub api: ArgoCdApi,
     pub status: Arc<ApiSource>,
+    /// Its AppProjects' Herald annotations by project name, as the last resync read them (kept when a read fails).
+    pub projects: Arc<std::sync::RwLock<ProjectAnnotations>>,
 }
+
+/// AppProject name → its Herald annotations.
+pub type ProjectAnnotations = std::collections::HashMap<String, std::collections::BTreeMap<String, String>>;
 
 /// The lease of an instance's resync: the default instance's keeps the name it had before instances existed.
 fn resync_lease(instance: &str) -> String {

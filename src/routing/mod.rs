@@ -15,11 +15,13 @@ use crate::argocd::Snapshot;
 use crate::configuration::{OwnershipSettings, RouteSettings, Settings};
 use crate::domain::Labels;
 
-/// The owning team: annotation, else label, else the project map, else the default team.
+/// The owning team: the Application's annotation, else its label, else its AppProject's annotation (through the
+/// Argo CD API), else the project map, else the default team.
 pub fn owning_team(s: &Snapshot, o: &OwnershipSettings) -> String {
     s.annotations
         .get(&o.annotation)
         .or_else(|| s.labels.get(&o.label))
+        .or_else(|| s.project_annotations.get(&o.annotation))
         .or_else(|| o.projects.get(&s.project))
         .filter(|t| !t.trim().is_empty())
         .cloned()

@@ -44,6 +44,7 @@ pub fn content_hash(s: &Snapshot) -> String {
         source: _,
         argocd_url: _,
         observed_at: _,
+        project_annotations,
     } = s;
     h.str(namespace);
     h.str(name);
@@ -60,6 +61,15 @@ pub fn content_hash(s: &Snapshot) -> String {
     for map in [labels, annotations] {
         h.len(map.len());
         for (k, v) in map {
+            h.str(k);
+            h.str(v);
+        }
+    }
+    // Fed only when present, so the hash of every Application whose project has none stays what it was.
+    if !project_annotations.is_empty() {
+        h.tag(2);
+        h.len(project_annotations.len());
+        for (k, v) in project_annotations {
             h.str(k);
             h.str(v);
         }

@@ -804,3 +804,92 @@ async fn a_held_drop_is_agreed_by_the_next_listing_on_another_replica() {
     );
     b.stop().await;
 }
+
+/// Self-service from AppProjects: with the API, a project's `herald.io/team` and `herald.io/receivers` own and route
+/// its Applications that say nothing themselves; an Application's own label or annotation wins.
+#[tokio::test]
+async fn an_appprojects_annotations_own_and_route_its_applications() {
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let argocd = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/projects"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [
+            {"metadata": {"name": "shop", "annotations": {
+                "herald.io/team": "checkout", "herald.io/receivers": "checkout-extra, not-allowed",
+                "kubectl.kubernetes.io/last-applied-configuration": "{…}"}}},
+            {"metadata": {"name": "default"}}
+        ]})))
+        .mount(&argocd)
+        .await;
+    let quiet = |name: &str, labelled: bool| {
+        let mut a = application(name, "Synced", "Degraded");
+        a["spec"]["project"] = json!("shop");
+        if !labelled {
+            a["metadata"].as_object_mut().expect("metadata").remove("labels");
+        }
+        a
+    };
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[quiet("cart", false), quiet("labelled", true)]))
+        .mount(&argocd)
+        .await;
+    let cfg = format!(
+        r#"
+{api}
+ownership: {{default_team: payments}}
+rules: {{degraded: {{for: 0s}}}}
+grouping: {{group_wait: 0s, group_interval: 1s, repeat_interval: 1h}}
+receivers:
+  - {{name: sink, console: {{file: "{d}/sink.jsonl"}}}}
+  - {{name: checkout-sink, console: {{file: "{d}/checkout.jsonl"}}}}
+  - {{name: checkout-extra, console: {{file: "{d}/extra.jsonl"}}}}
+  - {{name: not-allowed, console: {{file: "{d}/not-allowed.jsonl"}}}}
+teams:
+  payments: {{receivers: [sink]}}
+  checkout: {{receivers: [checkout-sink], allowed_receivers: [checkout-extra]}}
+"#,
+        api = api_settings(&argocd.uri(), "token: argocd-read-token, resync_interval: 10s"),
+        d = d.display()
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let teams = eventually(Duration::from_secs(15), || async {
+        let v = app.get_json("/v1/apps").await;
+        let mut teams: Vec<(String, String)> = (v["items"].as_array()?.iter())
+            .map(|a| {
+                (
+                    a["name"].as_str().unwrap_or("").into(),
+                    a["team"].as_str().unwrap_or("").into(),
+                )
+            })
+            .collect();
+        teams.sort();
+        (teams.len() == 2).then_some(teams)
+    })
+    .await
+    .expect("listed");
+    assert_eq!(
+        teams,
+        [
+            ("cart".into(), "checkout".into()),
+            ("labelled".into(), "payments".into())
+        ],
+        "the project's team, unless the Application's own label says otherwise"
+    );
+    let checkout = wait_for(&d.join("checkout.jsonl"), 1).await;
+    assert_eq!(checkout[0]["incidents"][0]["app_name"], "cart");
+    let extra = wait_for(&d.join("extra.jsonl"), 1).await;
+    assert_eq!(
+        extra[0]["incidents"][0]["app_name"], "cart",
+        "the receiver the project asks for, allowed"
+    );
+    assert!(
+        delivered(&d.join("not-allowed.jsonl")).is_empty(),
+        "never a receiver the team does not allow"
+    );
+    let payments = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(payments[0]["incidents"][0]["app_name"], "labelled");
+    app.stop().await;
+}
