@@ -13,6 +13,8 @@ mod delivery;
 mod digest;
 mod faults;
 mod forgery;
+#[path = "../common/fresh_db.rs"]
+mod fresh_db;
 mod helpers;
 mod ingest;
 mod initiator;
