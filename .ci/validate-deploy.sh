@@ -14,6 +14,8 @@
 #      that the Argo CD kit leaves the operator's keys alone: the Component merges into their ConfigMap and refuses one
 #      that has its own `subscriptions`, and a merge patch install followed by deploy/argocd/uninstall.sh (against
 #      `kubectl patch --local`) restores it exactly;
+#      the Ingress example reaches the Service; the Argo CD Application's fields, namespace and the overlay it names,
+#      rendered with the image it sets;
 #   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
 #      HERALD__* variables set, so a misspelt variable or key fails; and checks that every HERALD__* name written
 #      anywhere in deploy/ or the Dockerfile is a real configuration key.
@@ -95,7 +97,7 @@ fi
 export ROOT WORK HERALD_BIN PROMTOOL=promtool RENDER_CMD="${RENDER[*]}"
 export K8S_VERSION_LIST="${K8S_VERSIONS[*]}"
 "$VENV/bin/python" - <<'PY'
-import glob, json, os, re, subprocess, sys
+import glob, json, os, re, shutil, subprocess, sys
 import yaml
 from kubernetes_validate import utils as kv
 
@@ -421,7 +423,8 @@ def image_env():
     return env
 
 
-PLACEHOLDERS = {"HERALD__STORAGE__URL": "postgres://herald:placeholder@postgres:5432/herald"}
+PLACEHOLDERS = {"HERALD__STORAGE__URL": "postgres://herald:placeholder@postgres:5432/herald",
+                "HERALD__SERVER__AUTH__BASIC__0__SCOPE": "admin"}
 
 
 def check_config(docs, label):
@@ -596,7 +599,7 @@ def check_argocd_install_uninstall(patch):
 
 
 # 4c. The knobs deploy/kubernetes/README.md documents, applied as written to overlays/single.
-KNOBS = {"release-label", "networkpolicy-namespaces", "config-from-secret"}
+KNOBS = {"release-label", "networkpolicy-namespaces", "networkpolicy-ingress-controller", "config-from-secret"}
 
 
 def check_knobs():
@@ -617,8 +620,9 @@ def check_knobs():
         fail(f"knob release-label: labels {labelled}, expected the ServiceMonitor and the PrometheusRule")
     netpol = one(docs, "NetworkPolicy", "herald")
     namespaces = [r["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for r in netpol["spec"]["ingress"]]
-    if namespaces != ["argocd", "prometheus"]:
-        fail(f"knob networkpolicy-namespaces: ingress from {namespaces}, expected ['argocd', 'prometheus']")
+    if namespaces != ["argocd", "prometheus", "ingress-nginx"]:
+        fail(f"knob networkpolicy-namespaces and -ingress-controller: ingress from {namespaces}, expected "
+             "['argocd', 'prometheus', 'ingress-nginx']")
     config = next(v for v in one(docs, "Deployment", "herald")["spec"]["template"]["spec"]["volumes"] if v["name"] == "config")
     if config.get("secret", {}).get("secretName") != "herald-config-secret" or "configMap" in config:
         fail(f"knob config-from-secret: the config volume is {config}")
@@ -664,7 +668,120 @@ print(f"  deploy/kubernetes/README.md knobs applied to overlays/single, schema-v
 examples = sorted(glob.glob(os.path.join(ROOT, "deploy/**/*.example.yaml"), recursive=True))
 for path in examples:
     validate_schema(load(path), os.path.relpath(path, ROOT))
-print(f"  {len(examples)} example Secret file(s) schema-valid: " + ", ".join(os.path.relpath(p, ROOT) for p in examples))
+print(f"  {len(examples)} example file(s) schema-valid: " + ", ".join(os.path.relpath(p, ROOT) for p in examples))
+
+
+# 4d. The Ingress example reaches the Service the overlays render.
+def check_ingress(docs):
+    ingress = one(load(os.path.join(ROOT, "deploy/kubernetes/ingress.example.yaml")), "Ingress", "herald")
+    svc = one(docs, "Service", "herald")
+    if not ingress or not svc:
+        fail("ingress.example.yaml: expected one Ingress herald and the Service herald")
+        return
+    if ingress["metadata"].get("namespace") != svc["metadata"]["namespace"]:
+        fail(f"ingress.example.yaml: namespace {ingress['metadata'].get('namespace')}, the Service is in "
+             f"{svc['metadata']['namespace']}")
+    ports = {p.get("name") for p in svc["spec"]["ports"]} | {p["port"] for p in svc["spec"]["ports"]}
+    tls_hosts = {h for t in ingress["spec"].get("tls", []) for h in t.get("hosts", [])}
+    for rule in ingress["spec"]["rules"]:
+        if rule.get("host") not in tls_hosts:
+            fail(f"ingress.example.yaml: host {rule.get('host')} without TLS: Basic credentials would cross in clear")
+        for path in rule["http"]["paths"]:
+            backend = path["backend"]["service"]
+            port = backend["port"].get("name", backend["port"].get("number"))
+            if backend["name"] != svc["metadata"]["name"] or port not in ports:
+                fail(f"ingress.example.yaml: backend {backend} is not the Service herald's port {sorted(map(str, ports))}")
+
+
+# 4e. The Argo CD Application that installs Herald from this repository. Argo CD's CRD is not among the Kubernetes
+# schemas: the fields are checked against the Application spec (v1alpha1) strictly, for the fields this example may
+# use, and the source it names is rendered with the images it sets.
+APPLICATION_FIELDS = {
+    "": {"apiVersion", "kind", "metadata", "spec"},
+    "metadata": {"name", "namespace", "labels", "annotations", "finalizers"},
+    "spec": {"project", "source", "destination", "syncPolicy", "revisionHistoryLimit", "ignoreDifferences"},
+    "spec.source": {"repoURL", "targetRevision", "path", "kustomize"},
+    "spec.source.kustomize": {"images", "namePrefix", "nameSuffix", "commonLabels", "patches", "components"},
+    "spec.destination": {"server", "name", "namespace"},
+    "spec.syncPolicy": {"automated", "syncOptions", "managedNamespaceMetadata", "retry"},
+    "spec.syncPolicy.automated": {"prune", "selfHeal", "allowEmpty"},
+    "spec.syncPolicy.managedNamespaceMetadata": {"labels", "annotations"},
+}
+SYNC_OPTIONS = {"CreateNamespace=true", "PruneLast=true", "ApplyOutOfSyncOnly=true", "ServerSideApply=true",
+                "RespectIgnoreDifferences=true", "FailOnSharedResource=true", "Validate=false"}
+
+
+def check_application():
+    path = os.path.join(ROOT, "deploy/kubernetes/argocd-application.yaml")
+    app = load(path)[0]
+    label = "argocd-application.yaml"
+
+    def walk(node, at):
+        allowed = APPLICATION_FIELDS.get(at)
+        if allowed is None or not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            where = f"{at}.{k}" if at else k
+            if k not in allowed:
+                fail(f"{label}: unknown field {where}")
+            walk(v, where)
+
+    walk(app, "")
+    if (app.get("apiVersion"), app.get("kind")) != ("argoproj.io/v1alpha1", "Application"):
+        fail(f"{label}: not an argoproj.io/v1alpha1 Application")
+    spec, src = app["spec"], app["spec"]["source"]
+    argocd_ns = yaml.safe_load(open(os.path.join(ROOT, ARGOCD_PATCH)))["metadata"]["namespace"]
+    if app["metadata"].get("namespace") != argocd_ns:
+        fail(f"{label}: metadata.namespace {app['metadata'].get('namespace')}, Argo CD runs in {argocd_ns}")
+    if not re.match(r"^https://[^/\s]+/\S+$", src.get("repoURL", "")) or not src.get("targetRevision"):
+        fail(f"{label}: source needs an https repoURL and a targetRevision")
+    overlay = os.path.join(ROOT, src.get("path", "-"))
+    if os.path.relpath(overlay, ROOT) not in ("deploy/kubernetes/overlays/single", "deploy/kubernetes/overlays/ha"):
+        fail(f"{label}: source.path {src.get('path')} is not one of this repository's overlays")
+        return None
+    namespace = yaml.safe_load(open(os.path.join(ROOT, "deploy/kubernetes/namespace.yaml")))["metadata"]
+    if spec["destination"].get("namespace") != namespace["name"]:
+        fail(f"{label}: destination namespace {spec['destination'].get('namespace')}, the kit's is {namespace['name']}")
+    sync = spec.get("syncPolicy", {})
+    for option in sync.get("syncOptions", []):
+        if option not in SYNC_OPTIONS:
+            fail(f"{label}: sync option {option!r} is not one Argo CD knows")
+    if "CreateNamespace=true" in sync.get("syncOptions", []) and \
+            sync.get("managedNamespaceMetadata", {}).get("labels") != namespace.get("labels"):
+        fail(f"{label}: the namespace Argo CD creates must carry namespace.yaml's labels {namespace.get('labels')}")
+    if "resources-finalizer.argocd.argoproj.io" in app["metadata"].get("finalizers", []):
+        fail(f"{label}: deleting the Application would delete the volume with the database; the example leaves "
+             "the finalizer to the operator")
+    # The source as Argo CD builds it: `kustomize edit set image` in the overlay, on a copy of deploy/kubernetes.
+    images = []
+    for entry in src.get("kustomize", {}).get("images", []):
+        m = re.match(r"^([^=]+)=([^:@]+)(?::([^@]+))?$", entry)
+        if not m:
+            fail(f"{label}: kustomize image {entry!r} is not NAME=REGISTRY/IMAGE:TAG")
+            continue
+        images.append({"name": m.group(1), "newName": m.group(2), **({"newTag": m.group(3)} if m.group(3) else {})})
+    tree = os.path.join(WORK, "application")
+    shutil.copytree(os.path.join(ROOT, "deploy/kubernetes"), os.path.join(tree, "deploy/kubernetes"))
+    d = os.path.join(tree, os.path.relpath(overlay, ROOT))
+    kustomization = load(os.path.join(d, "kustomization.yaml"))[0]
+    names = {i["name"] for i in images}
+    kustomization["images"] = [i for i in kustomization.get("images", []) if i["name"] not in names] + images
+    stand_in(d, {"kustomization.yaml": kustomization})
+    docs = render(d)
+    if not docs:
+        return None
+    validate_schema(docs, label)
+    check_wiring(docs, "application-" + os.path.basename(overlay))
+    image = container(one(docs, "Deployment", "herald"))["image"]
+    wanted = [f"{i['newName']}:{i.get('newTag', 'latest')}" for i in images if i["name"] == "herald"]
+    if image not in wanted:
+        fail(f"{label}: renders image {image}, the Application sets {wanted}")
+    return f"{src['path']} at {src['targetRevision']}, image {image}"
+
+
+check_ingress(rendered("deploy/kubernetes/overlays/single"))
+print("  deploy/kubernetes/ingress.example.yaml: TLS for every host, backend the Service herald's port")
+print(f"  deploy/kubernetes/argocd-application.yaml: fields of an Application, renders {check_application()}")
 
 # 5. The Grafana dashboard: every panel's query is PromQL promtool accepts, naming only metrics Herald exports.
 def check_dashboard():

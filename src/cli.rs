@@ -172,8 +172,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let settings = Settings::load(Some(&source.file), source.optional)?;
             crate::telemetry::init_logs(&settings.log);
             let receivers: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
+            // The variables' names only: their values may be credentials.
+            let overrides = crate::configuration::environment_overrides();
             tracing::info!(
                 config = %if source.file.exists() { source.file.display().to_string() } else { "none: the built-in defaults".into() },
+                environment = %if overrides.is_empty() { "none".into() } else { overrides.join(", ") },
                 store = %settings.storage.describe(),
                 receivers = %receivers.join(", "),
                 "starting"

@@ -224,6 +224,51 @@ fn environment_variables_override_keys() {
 }
 
 #[test]
+fn an_error_from_an_environment_variable_names_the_variable() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(
+        dir.path(),
+        "c.yaml",
+        "receivers: [{name: console, console: {}}, {name: team-hook, webhook: {url: 'https://hooks.example/x'}}]\n\
+         routes: [{team: pay, receivers: [console]}]\nrules: {degraded: {for: soon}}\n",
+    );
+    let env = [
+        ("HERALD__ROUTES__0__RECEIVERS", "nobody"),
+        ("HERALD__SERVER__LISTEN", "not-an-address"),
+        ("HERALD__RECEIVERS__1__WEBHOOK__URL", "ftp://hooks.example/SECRET"),
+        ("HERALD__GROUPING__GROUP_BY", "team,colour"),
+    ];
+    let (code, out, err) = herald(&["check-config", &f], &env);
+    assert_eq!(code, 2, "{out}{err}");
+    for (path, variable) in [
+        ("routes[0].receivers", "HERALD__ROUTES__0__RECEIVERS"),
+        ("server.listen", "HERALD__SERVER__LISTEN"),
+        (
+            "receivers[\"team-hook\"].webhook.url",
+            "HERALD__RECEIVERS__1__WEBHOOK__URL",
+        ),
+        ("grouping.group_by[1]", "HERALD__GROUPING__GROUP_BY"),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(path) && l.contains(variable))
+            .unwrap_or_else(|| panic!("{path} blamed on {variable} in:\n{err}"));
+        assert!(!line.contains("SECRET"), "{line}");
+    }
+    // An error in the file itself blames no variable.
+    let from_file = err.lines().find(|l| l.contains("rules.degraded.for")).expect(&err);
+    assert!(!from_file.contains("HERALD__"), "{from_file}");
+    // A key that does not exist, reported at the section above it.
+    let (code, _, err) = herald(&["check-config", &f], &[("HERALD__SERVER__COLOUR", "blue")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("unknown field `colour`") && l.contains("HERALD__SERVER__COLOUR")),
+        "{err}"
+    );
+}
+
+#[test]
 fn route_explains_team_incidents_and_receivers() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = write(
@@ -652,6 +697,72 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// README's quick start, as written: `serve --config config/quickstart.yaml` from a fresh directory, the captured
+/// body posted with curl, and the notification on the console (standard output) within a minute.
+#[test]
+fn the_quick_start_shows_a_notification_on_the_console_within_a_minute() {
+    use std::io::BufRead;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--config"])
+        .arg(root.join("config/quickstart.yaml"))
+        .current_dir(dir.path())
+        // The README's port may be taken on a shared machine: any free one.
+        .env("HERALD__SERVER__LISTEN", "127.0.0.1:0")
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(p) = line.split("port=").nth(1) {
+                let _ = port_tx.send(p.trim().to_string());
+            }
+        }
+    });
+    let (line_tx, line_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    let port = port_rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("herald is listening");
+    let body = root.join("tests/fixtures/argocd/captured/021_remove_podinfo_1_1.json");
+    let posted = std::time::Instant::now();
+    let out = Command::new("curl")
+        .args(["-sf", "-XPOST", "-H", "Content-Type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(format!("http://127.0.0.1:{port}/v1/argocd/events"))
+        .output()
+        .expect("curl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut seen = String::new();
+    let told = loop {
+        let left = std::time::Duration::from_secs(60).saturating_sub(posted.elapsed());
+        match line_rx.recv_timeout(left) {
+            Ok(line) => seen.push_str(&format!("{line}\n")),
+            Err(_) => break false,
+        }
+        // The Application is OutOfSync with a resource to prune: one prune_pending message (it inhibits the
+        // out_of_sync of the same Application).
+        if seen.contains("FIRING") && seen.contains("argocd/aaaaaaaaa") {
+            break true;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(told, "no notification within a minute; standard output:\n{seen}");
+    assert!(dir.path().join("data").exists(), "the store under ./data");
 }
 
 const ADMIN: &str = "admin-token-0123456789";

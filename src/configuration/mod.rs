@@ -67,6 +67,13 @@ pub struct Settings {
     pub log: LogSettings,
 }
 
+/// The names of the `HERALD__…` variables that override the file, sorted (never their values: some are credentials).
+pub fn environment_overrides() -> Vec<String> {
+    let mut names: Vec<String> = sources::environment_keys().into_iter().map(|v| v.name).collect();
+    names.sort();
+    names
+}
+
 /// A configuration error; the message names the key path.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -89,7 +96,9 @@ impl Settings {
     /// Loads `file` (if given and present; a given file that is missing is an error unless `optional`), then the
     /// `HERALD__SECTION__KEY` environment overrides, then validates.
     pub fn load(file: Option<&Path>, optional: bool) -> Result<Self, ConfigError> {
-        Self::from_value(sources::read(file, optional)?)
+        let value = sources::read(file, optional)?;
+        let variables = sources::environment_keys();
+        Self::from_value(value.clone()).map_err(|e| sources::blame_environment(e, &variables, &value))
     }
 
     /// Parses an already-read YAML string (tests, `check-config`).

@@ -204,6 +204,87 @@ fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<Con
     }
 }
 
+/// One `HERALD__…` variable of the environment: its name and the key path it sets (`["routes", "0", "receivers"]`).
+pub(super) struct EnvironmentKey {
+    pub(super) name: String,
+    path: Vec<String>,
+}
+
+/// The `HERALD__…` variables set now, as [`read`] merges them (keys lowercased, `__` between levels).
+pub(super) fn environment_keys() -> Vec<EnvironmentKey> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter_map(|name| {
+            let rest = name.strip_prefix("HERALD__")?.to_ascii_lowercase();
+            let path = rest.split("__").map(str::to_string).collect();
+            Some(EnvironmentKey { name, path })
+        })
+        .collect()
+}
+
+/// `e` with each error whose key was set (or made wrong) by an environment variable saying which variable: a bad
+/// `HERALD__ROUTES__0__RECEIVERS` is not in any file the operator can look at. `value` is what was read, to find
+/// a receiver named in a path (`receivers["team-jira"]`) by its index.
+pub(super) fn blame_environment(e: ConfigError, variables: &[EnvironmentKey], value: &Value) -> ConfigError {
+    match e {
+        ConfigError::Many(list) => ConfigError::Many(
+            list.into_iter()
+                .map(|e| blame_environment(e, variables, value))
+                .collect(),
+        ),
+        ConfigError::Invalid { path, message } => {
+            let at = segments(&path, value);
+            let names: Vec<&str> = variables
+                .iter()
+                .filter(|v| {
+                    // The variable sets this key or one above it; or the error is reported at a key above the
+                    // variable's and names the variable's own key (`unknown field `colour``).
+                    at.starts_with(&v.path)
+                        || (v.path.starts_with(&at) && message.contains(&format!("`{}`", v.path[at.len()])))
+                })
+                .map(|v| v.name.as_str())
+                .collect();
+            let message = match names.as_slice() {
+                [] => message,
+                [one] => format!("{message} (set by the environment variable {one})"),
+                many => format!("{message} (set by the environment variables {})", many.join(", ")),
+            };
+            ConfigError::Invalid { path, message }
+        }
+        other => other,
+    }
+}
+
+/// An error's key path as the environment writes it: `receivers["team-jira"].jira.token` → `receivers`, `3`,
+/// `jira`, `token` (the receiver's index in `value`), `routes[0].receivers[1]` → `routes`, `0`, `receivers`, `1`.
+fn segments(path: &str, value: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("[\"") {
+            let Some((name, tail)) = after.split_once("\"]") else {
+                break;
+            };
+            let index = (value[out.last().map_or("", String::as_str)].as_array())
+                .and_then(|list| list.iter().position(|r| r["name"].as_str() == Some(name)));
+            out.push(index.map_or_else(|| name.to_string(), |i| i.to_string()));
+            rest = tail;
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let Some((index, tail)) = after.split_once(']') else {
+                break;
+            };
+            out.push(index.to_string());
+            rest = tail;
+        } else {
+            let rest_of = rest.strip_prefix('.').unwrap_or(rest);
+            let end = rest_of.find(['.', '[']).unwrap_or(rest_of.len());
+            out.push(rest_of[..end].to_string());
+            rest = &rest_of[end..];
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

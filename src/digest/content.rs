@@ -39,12 +39,6 @@ pub struct Frame<'a> {
     pub next: Option<DateTime<Utc>>,
 }
 
-/// The status page filtered to `team`: `https://herald.example.com/?team=payments`.
-pub fn status_url(public_url: &str, team: &str) -> String {
-    let team: String = url::form_urlencoded::byte_serialize(team.as_bytes()).collect();
-    format!("{}/?team={team}", public_url.trim_end_matches('/'))
-}
-
 /// The digest of `frame.team`: its Applications OutOfSync (longest first), its resources waiting to be pruned, its
 /// firing incidents, the active silences that concern it and the dead deliveries of its receivers.
 pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
@@ -78,7 +72,9 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
         firing,
         silences: silences(frame, &inputs.silences, &firing_views),
         dead: dead(frame, &inputs.dead),
-        status_url: frame.public_url.map(|u| status_url(u, team)),
+        status_url: frame
+            .public_url
+            .and_then(|u| crate::domain::link::status_page(u, Some(team))),
     }
 }
 

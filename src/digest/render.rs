@@ -476,6 +476,7 @@ pub(crate) mod tests {
             digest: Some(Box::new(d)),
             recipient: None,
             change: None,
+            status_url: None,
         }
     }
 

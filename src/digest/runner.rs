@@ -169,6 +169,7 @@ async fn send_slot(
                 digest: Some(Box::new(digest.clone())),
                 recipient: None,
                 change: None,
+                status_url: None,
             };
             let delivery = NewDelivery {
                 receiver: receiver.clone(),

@@ -66,8 +66,25 @@ pub fn app_page(base: &str, namespace: &str, name: &str) -> Option<String> {
     join(base, &["applications", namespace, name])
 }
 
+/// Herald's status page at `public_url` (`server.public_url`), filtered to `team` when there is one:
+/// `https://herald.example.com/?team=payments`, where a list cut short in a message is seen whole. `None` when
+/// `public_url` is no safe link.
+pub fn status_page(public_url: &str, team: Option<&str>) -> Option<String> {
+    let mut url = Url::parse(&safe_url(public_url)?).ok()?;
+    url.set_fragment(None);
+    url.set_query(None);
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    if let Some(team) = team {
+        url.query_pairs_mut().append_pair("team", team);
+    }
+    safe_url(url.as_str())
+}
+
 /// Every link a notification carries: each Application's page, its resources' nodes, its sources' commits, a
-/// change's page, a digest's Applications.
+/// change's page, a digest's Applications, the status page a cut list links to.
 fn links(n: &Notification) -> impl Iterator<Item = &String> {
     let incidents = n.incidents.iter().flat_map(|i| {
         let resources = i.resources.iter().filter_map(|r| r.url.as_ref());
@@ -75,11 +92,11 @@ fn links(n: &Notification) -> impl Iterator<Item = &String> {
         i.app_url.iter().chain(resources).chain(commits)
     });
     let change = n.change.iter().filter_map(|c| c.app_url.as_ref());
-    let digest = n
-        .digest
-        .iter()
-        .flat_map(|d| d.out_of_sync.iter().filter_map(|a| a.url.as_ref()));
-    incidents.chain(change).chain(digest)
+    let digest = n.digest.iter().flat_map(|d| {
+        let apps = d.out_of_sync.iter().filter_map(|a| a.url.as_ref());
+        apps.chain(d.status_url.iter())
+    });
+    incidents.chain(change).chain(digest).chain(n.status_url.iter())
 }
 
 /// `n` as receivers may render it: any link that is not [`is_safe`] (one stored before links were checked, or
@@ -104,7 +121,9 @@ pub fn checked(n: &Notification) -> Cow<'_, Notification> {
     }
     if let Some(d) = &mut n.digest {
         d.out_of_sync.iter_mut().for_each(|a| keep(&mut a.url));
+        keep(&mut d.status_url);
     }
+    keep(&mut n.status_url);
     Cow::Owned(n)
 }
 

@@ -62,6 +62,10 @@ pub struct Notification {
     /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<Change>,
+    /// Herald's status page showing the notification's team (`server.public_url`), where a list the message cuts
+    /// short is seen whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_url: Option<String>,
 }
 
 /// One person a notification goes to, as `people.<username>` describes them.
@@ -106,6 +110,16 @@ impl Notification {
     pub fn is_resolve(&self) -> bool {
         self.action == Action::Resolve
     }
+    /// `self` with the link to Herald's status page (`server.public_url`) showing the team its incidents share (the
+    /// whole page when they belong to several), where a list a receiver cuts short is seen whole.
+    pub fn with_status_page(mut self, public_url: Option<&str>) -> Self {
+        let mut teams = self.incidents.iter().map(|i| i.team.as_str());
+        let first = teams.next();
+        let team = first.filter(|t| !t.is_empty() && teams.all(|other| other == *t));
+        self.status_url = public_url.and_then(|u| super::link::status_page(u, team));
+        self
+    }
+
     /// The incident for per-incident receivers (the first one).
     pub fn primary(&self) -> Option<&Incident> {
         self.incidents.first()
@@ -161,6 +175,7 @@ impl Notification {
             digest: None,
             recipient: None,
             change: None,
+            status_url: None,
         }
     }
 }
@@ -428,6 +443,27 @@ mod tests {
 
     fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2025, 10, 2, h, m, s).single().expect("a time")
+    }
+
+    #[test]
+    fn a_group_links_to_the_status_page_of_the_team_its_incidents_share() {
+        let mut n = crate::receivers::testing::notification(Action::Open);
+        let one = |team: &str| {
+            let mut i = crate::receivers::testing::incident();
+            i.team = team.into();
+            i
+        };
+        n.incidents = vec![one("pay ments"), one("pay ments")];
+        let shared = n.clone().with_status_page(Some("https://herald.example.com/ops"));
+        assert_eq!(
+            shared.status_url.as_deref(),
+            Some("https://herald.example.com/ops/?team=pay+ments")
+        );
+        n.incidents.push(one("platform"));
+        let mixed = n.clone().with_status_page(Some("https://herald.example.com/"));
+        assert_eq!(mixed.status_url.as_deref(), Some("https://herald.example.com/"));
+        assert_eq!(n.clone().with_status_page(None).status_url, None);
+        assert_eq!(n.with_status_page(Some("javascript:alert(1)")).status_url, None);
     }
 
     fn incident(app: &str, kind: Kind, condition: &str, since: DateTime<Utc>) -> Incident {

@@ -163,6 +163,7 @@ impl Core {
                         digest: None,
                         recipient: None,
                         change: None,
+                        status_url: None,
                     };
                     enqueue(tx, &n, now).await?;
                 }
@@ -345,21 +346,25 @@ impl Core {
             incidents.extend(events.iter().map(|m| m.incident.full_view()));
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = Notification::title_of(action, &incidents, now);
-            message = Some(Notification {
-                receiver: g.receiver.clone(),
-                action,
-                thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
-                title,
-                reason: match shared_resolution(&incidents) {
-                    Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
-                    _ => reason.as_str().into(),
-                },
-                incidents,
-                created_at: now,
-                digest: None,
-                recipient: None,
-                change: None,
-            });
+            message = Some(
+                Notification {
+                    receiver: g.receiver.clone(),
+                    action,
+                    thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
+                    title,
+                    reason: match shared_resolution(&incidents) {
+                        Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
+                        _ => reason.as_str().into(),
+                    },
+                    incidents,
+                    created_at: now,
+                    digest: None,
+                    recipient: None,
+                    change: None,
+                    status_url: None,
+                }
+                .with_status_page(self.settings.server.public_url.as_deref()),
+            );
         }
         // Events are told once: whether or not this flush sent them (it always does), they leave the group.
         let told: Vec<i64> = (members.iter())
@@ -451,6 +456,7 @@ impl Core {
                     digest: None,
                     recipient: None,
                     change: None,
+                    status_url: None,
                 };
                 enqueue(&mut tx, &n, now).await?;
             }

@@ -118,6 +118,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
         hints(&mut what_to_do, &render::summary_hints(n));
         let used = s.chars().count() + what_to_do.chars().count();
         let budget = GOOGLE_CHAT_MAX_TEXT.saturating_sub(used).max(GOOGLE_CHAT_MIN_LIST);
+        let status = n.status_url.as_deref().map(|u| link("the status page", u));
         let list = render::summary_list_within(
             n,
             link,
@@ -128,7 +129,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
             },
             budget,
             |l| l.chars().count(),
-            |hidden| format!("• {}\n", render::more_words(hidden, None)),
+            |hidden| format!("• {}\n", render::more_words(hidden, status.as_deref())),
         );
         s.push_str(&list);
         s.push_str(&what_to_do);

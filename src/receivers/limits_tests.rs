@@ -1,6 +1,6 @@
 //! Every chat receiver's message fits its service's documented limits, for a digest of 1,000 Applications and a
-//! group of 500 incidents, and every list it cuts says how many rows are left out (and, for a digest with
-//! `server.public_url`, links to the status page filtered to the team).
+//! group of 500 incidents, and every list it cuts says how many rows are left out and, with `server.public_url`,
+//! links to the status page filtered to the team (a digest's and a group's alike).
 
 use chrono::Duration;
 use serde_json::Value;
@@ -15,10 +15,11 @@ const GROUP: usize = 500;
 /// The rows a cut list shows at least (Google Chat, with 4,096 characters in all, shows 15).
 const MIN: usize = 40;
 const STATUS: &str = "https://herald.example.com/?team=payments";
+const GROUP_STATUS: &str = "https://herald.example.com/?team=platform";
 
 /// A digest of 1,000 Applications OutOfSync and 1,000 incidents firing, with realistic names and links. The
 /// OutOfSync ones are named `oos-…` and the firing ones `fire-…`, so a rendering's rows can be counted.
-fn big_digest() -> Notification {
+pub(super) fn big_digest() -> Notification {
     let at = testing::now();
     let d = Digest {
         team: "payments".into(),
@@ -48,7 +49,7 @@ fn big_digest() -> Notification {
 }
 
 /// One notification about 500 Applications OutOfSync (`grp-…`), as a group of team platform is sent.
-fn big_group() -> Notification {
+pub(super) fn big_group() -> Notification {
     let mut n = testing::notification(Action::Open);
     n.title = format!("OutOfSync on {GROUP} Applications of team platform");
     n.incidents = (0..GROUP)
@@ -63,6 +64,8 @@ fn big_group() -> Notification {
             i
         })
         .collect();
+    let n = n.with_status_page(Some("https://herald.example.com"));
+    assert_eq!(n.status_url.as_deref(), Some(GROUP_STATUS));
     n
 }
 
@@ -101,9 +104,45 @@ fn assert_digest_accounted(what: &str, text: &str, min: usize) {
     );
 }
 
-/// Every incident of the group shown or counted (Slack's 46 sections hold all 500 shorter lines).
+/// Every incident of the group shown or counted (Slack's 46 sections hold all 500 shorter lines); a cut links to
+/// the team's status page, and a list shown whole does not.
 fn assert_group_accounted(what: &str, text: &str, min: usize) {
-    assert_accounted(what, text, "grp-", GROUP, min);
+    let cut = assert_accounted(what, text, "grp-", GROUP, min);
+    assert_eq!(
+        text.matches(GROUP_STATUS).count(),
+        usize::from(cut),
+        "{what}: a cut links to the team's status page"
+    );
+}
+
+/// The receivers that cut the group of 500 (all but Slack, whose 46 sections hold every shorter line).
+#[test]
+fn every_receiver_that_cuts_the_group_links_the_cut_to_the_teams_status_page() {
+    let n = big_group();
+    let cut = |what: &str, text: &str| {
+        assert!(
+            text.contains("more on ") && text.matches(GROUP_STATUS).count() == 1,
+            "{what}: the cut links to {GROUP_STATUS}"
+        )
+    };
+    cut("teams", &msteams::teams_message(&n).to_string());
+    cut("google chat", &googlechat::google_chat_text(&n));
+    cut("mattermost", &mattermost::text(&n));
+    let event = matrix::message(&n, None);
+    cut("matrix body", event["body"].as_str().expect("body"));
+    let html = event["formatted_body"].as_str().expect("html");
+    assert!(
+        html.contains(&format!("<a href=\"{GROUP_STATUS}\">the status page</a>")),
+        "{html}"
+    );
+    // Without server.public_url the cut still counts, with no link.
+    let mut bare = big_group();
+    bare.status_url = None;
+    let text = mattermost::text(&bare);
+    assert!(
+        !mores(&text).is_empty() && !text.contains("herald.example.com"),
+        "{text}"
+    );
 }
 
 /// Slack: at most 50 blocks, 3,000 characters in a section, 150 in the header, 40,000 in `text`.

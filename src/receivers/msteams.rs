@@ -152,7 +152,8 @@ fn teams_list(n: &Notification) -> Vec<Value> {
             });
         }
     }
-    let more = |hidden| format!("- {}", render::more_words(hidden, None));
+    let status = n.status_url.as_deref().map(|u| link("the status page", u));
+    let more = |hidden| format!("- {}", render::more_words(hidden, status.as_deref()));
     let lines = render::fit_rows(&rows, TEAMS_LIST_BYTES, render::json_len, more);
     // One block for the whole list, within its share of the card.
     let list = json!({"type": "TextBlock", "text": lines.join("\n"), "wrap": true});

@@ -110,6 +110,7 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
             created_at: now,
             recipient: None,
             change: Some(change.clone()),
+            status_url: None,
             digest: None,
         })
         .collect()

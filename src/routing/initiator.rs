@@ -76,6 +76,7 @@ fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: Date
         recipient: Some(to),
         digest: None,
         change: None,
+        status_url: None,
     }
 }
 

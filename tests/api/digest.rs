@@ -1,7 +1,8 @@
 //! The per-team digest: sent at 09:00 in Berlin on weekdays across the change from summer to winter time, with
 //! the team's problems in it (the longest OutOfSync first, a pending prune, a firing incident); once across a
 //! restart and across two replicas on PostgreSQL; a slot missed while Herald was down is sent at start if less
-//! than `catch_up` late, else skipped; an empty digest sends nothing, or one line with `when_empty: all_green`.
+//! than `catch_up` late, else skipped (but a digest just added has missed nothing: its first start says so, without
+//! a warning or the skipped-slot metric); an empty digest sends nothing, or one line with `when_empty: all_green`.
 //! Last, the real binary under libfaketime: 09:00 in Berlin on Friday (summer time), a kill -9, and 09:00 on
 //! Monday (winter time), each sent once; and two real binaries on one PostgreSQL, which send that slot once.
 
@@ -225,6 +226,45 @@ async fn a_slot_missed_by_more_than_catch_up_is_skipped_and_recorded() {
     assert!(digests(app.dir.path()).is_empty(), "{:?}", digests(app.dir.path()));
     let dir = app.stop().await;
     assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Skipped));
+}
+
+#[tokio::test]
+async fn a_digest_just_added_is_not_reported_as_a_missed_slot_at_the_first_start() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("herald.yaml");
+    // Its last slot was 7 h before this first start: more than catch_up (6 h) ago, but never due.
+    let slot = (Utc::now() - chrono::Duration::hours(7)).format("%H:%M");
+    std::fs::write(
+        &file,
+        format!(
+            "{}receivers: [{{name: sink, console: {{file: \"{d}/sink.jsonl\"}}}}]\n\
+             teams: {{payments: {{receivers: [sink], digest: {{schedule: \"daily {slot}\", timezone: UTC}}}}}}\n",
+            base_yaml(dir.path()),
+            d = dir.path().display()
+        ),
+    )
+    .expect("write");
+    let mut bin = Binary::start(&file, &[]);
+    eventually(Duration::from_secs(10), || async {
+        bin.logs().contains("digest added").then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the first start says the digest was added: {}", bin.logs()));
+    let metrics = reqwest::get(format!("{}/metrics", bin.address))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let skipped = metrics
+        .lines()
+        .filter(|l| l.starts_with("herald_digest_slots_total") && l.contains("skipped"))
+        .filter(|l| !l.ends_with(" 0"));
+    assert_eq!(skipped.count(), 0, "no skipped slot counted: {metrics}");
+    assert!(bin.terminate().success());
+    let logs = bin.logs();
+    assert!(!logs.contains("missed") && !logs.contains("WARN"), "{logs}");
+    assert!(digests(dir.path()).is_empty());
 }
 
 /// Every Application of the team fine, and the clock at the Friday slot.

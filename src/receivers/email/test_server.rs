@@ -101,6 +101,16 @@ impl SmtpServer {
 
     /// Waits for `count` stored messages and returns them parsed, oldest first.
     pub(super) fn messages(&self, count: usize) -> Vec<serde_json::Value> {
+        self.files(count).iter().map(|f| parse_mail(f)).collect()
+    }
+
+    /// Waits for `count` stored messages and returns them as the server received them, oldest first.
+    pub(super) fn raw_messages(&self, count: usize) -> Vec<Vec<u8>> {
+        self.files(count).iter().map(|f| std::fs::read(f).unwrap()).collect()
+    }
+
+    /// Waits for `count` stored messages: their files, oldest first.
+    fn files(&self, count: usize) -> Vec<PathBuf> {
         let new = self.maildir.join("new");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -109,7 +119,7 @@ impl SmtpServer {
                 .unwrap_or_default();
             if files.len() >= count {
                 files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).unwrap());
-                return files.iter().map(|f| parse_mail(f)).collect();
+                return files;
             }
             assert!(
                 Instant::now() < deadline,

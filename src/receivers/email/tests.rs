@@ -137,6 +137,37 @@ async fn a_digest_is_mailed_as_an_html_table_with_a_plain_text_part_in_no_thread
     assert_eq!(server.stored(), 1, "exactly one message");
 }
 
+/// RFC 5322 §2.1.1: a line of a message is at most 998 characters before its CRLF.
+const MAX_LINE: usize = 998;
+
+#[tokio::test]
+async fn a_digest_of_1000_applications_and_a_group_of_500_have_no_line_over_998_characters() {
+    use crate::receivers::limits_tests::{big_digest, big_group};
+    let dir = tempfile::tempdir().unwrap();
+    let (server, email) = plain_smtp(dir.path());
+
+    email.deliver(&big_digest(), None).await.unwrap();
+    email.deliver(&big_group(), None).await.unwrap();
+
+    for (what, raw) in ["digest", "group"].iter().zip(server.raw_messages(2)) {
+        let longest = raw
+            .split(|b| *b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l).len())
+            .max();
+        assert!(longest.unwrap_or(0) <= MAX_LINE, "{what}: a line of {longest:?} bytes");
+    }
+    // Folded or encoded, not cut: each part still has every Application (e-mail has no size limit to cut for).
+    let messages = server.messages(2);
+    for part in ["text", "html"] {
+        let digest = messages[0][part].as_str().unwrap();
+        assert_eq!(digest.matches("oos-").count(), 1000, "digest {part}");
+        assert_eq!(digest.matches("fire-").count(), 1000, "digest {part}");
+        let group = messages[1][part].as_str().unwrap();
+        assert_eq!(group.matches("grp-").count(), 500, "group {part}");
+    }
+    assert_eq!(server.stored(), 2, "exactly two messages");
+}
+
 #[tokio::test]
 async fn updates_and_the_resolve_reply_to_the_first_message_through_one_pooled_connection() {
     let dir = tempfile::tempdir().unwrap();

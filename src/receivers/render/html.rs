@@ -55,6 +55,7 @@ pub fn html_within(n: &Notification, budget: usize) -> String {
     }
     let now = n.created_at;
     if !detailed(n) {
+        let status = n.status_url.as_deref().map(|u| link("the status page", u));
         s.push_str("<ul>");
         s.push_str(&summary_list_within(
             n,
@@ -66,7 +67,7 @@ pub fn html_within(n: &Notification, budget: usize) -> String {
             },
             budget.saturating_sub(4000),
             str::len,
-            |hidden| format!("<li>{}</li>", super::more_words(hidden, None)),
+            |hidden| format!("<li>{}</li>", super::more_words(hidden, status.as_deref())),
         ));
         s.push_str("</ul>");
         hints(&mut s, &summary_hints(n));

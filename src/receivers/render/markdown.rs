@@ -37,6 +37,7 @@ pub fn markdown_within(n: &Notification, budget: usize) -> String {
     }
     let now = n.created_at;
     if !detailed(n) {
+        let status = n.status_url.as_deref().map(|u| link("the status page", u));
         s.push_str(&summary_list_within(
             n,
             link,
@@ -47,7 +48,7 @@ pub fn markdown_within(n: &Notification, budget: usize) -> String {
             },
             budget.saturating_sub(2000),
             |l| l.chars().count(),
-            |hidden| format!("- {}\n", super::more_words(hidden, None)),
+            |hidden| format!("- {}\n", super::more_words(hidden, status.as_deref())),
         ));
         hints(&mut s, &summary_hints(n));
         return s;

@@ -46,7 +46,8 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
                 });
             }
         }
-        let more = |hidden| format!("* {}\n", super::more_words(hidden, None));
+        let status = n.status_url.as_deref().map(field);
+        let more = |hidden| format!("* {}\n", super::more_words(hidden, status.as_deref()));
         let budget = budget.saturating_sub(2000);
         s.push_str(&super::fit_rows(&rows, budget, |l| l.chars().count(), more).concat());
         let hints = summary_hints(n);

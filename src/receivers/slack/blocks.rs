@@ -166,7 +166,8 @@ fn list_sections(n: &Notification) -> Vec<Value> {
         }
     }
     let budget = (MAX_BLOCKS - 4) * (MAX_SECTION_TEXT - MAX_LIST_LINE);
-    let more = |hidden| format!("• {}", render::more_words(hidden, None));
+    let status = n.status_url.as_deref().map(|u| link("the status page", u));
+    let more = |hidden| format!("• {}", render::more_words(hidden, status.as_deref()));
     for line in render::fit_rows(&rows, budget, |l| l.chars().count(), more) {
         text.push_str(&line);
         text.push('\n');
