@@ -9,4 +9,4 @@ pub mod notification;
 
 pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
-pub use notification::{Action, Change, DeliveryState, Notification, Recipient};
+pub use notification::{Action, Change, Contact, DeliveryState, Notification, Recipient};

@@ -76,6 +76,42 @@ pub struct Recipient {
     pub slack: Option<String>,
 }
 
+impl Recipient {
+    /// `username`, reached at `address` by way of `contact`.
+    pub fn by(username: &str, contact: Contact, address: &str) -> Recipient {
+        let mut to = Recipient {
+            username: username.to_string(),
+            email: None,
+            slack: None,
+        };
+        match contact {
+            Contact::Email => to.email = Some(address.to_string()),
+            Contact::Slack => to.slack = Some(address.to_string()),
+        }
+        to
+    }
+}
+
+/// A way to reach one person: a key of `people.<username>` and of `people_receivers`, and what a receiver that
+/// can message a person reaches them by (`receivers::Capabilities::reaches_person`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Contact {
+    Email,
+    Slack,
+}
+
+impl Contact {
+    pub const ALL: [Contact; 2] = [Contact::Email, Contact::Slack];
+
+    /// The key in `people.<username>` and `people_receivers`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Contact::Email => "email",
+            Contact::Slack => "slack",
+        }
+    }
+}
+
 /// A successful sync that deployed a new revision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
