@@ -36,7 +36,7 @@ async fn a_team_with_control_characters_cannot_forge_a_log_line() {
     })
     .await
     .unwrap_or_else(|| panic!("no delivery logged: {}", bin.logs()));
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
     let logs = bin.logs();
     let delivered = logs
         .lines()
