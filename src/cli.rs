@@ -646,7 +646,7 @@ async fn digest(settings: Settings, team: &str, json: bool) -> anyhow::Result<Ex
     if json {
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", crate::digest::render::console_text(&d));
+        print!("{}", crate::receivers::render::digest::console_text(&d));
     }
     Ok(ExitCode::SUCCESS)
 }

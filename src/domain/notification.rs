@@ -54,7 +54,7 @@ pub struct Notification {
     pub created_at: DateTime<Utc>,
     /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<Box<crate::digest::Digest>>,
+    pub digest: Option<Box<super::Digest>>,
     /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
     /// person who started a failed or pruning sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ use super::ReceiverType;
 use super::preview::{Markup, Part, preview};
 use super::render::escape::{WORD_JOINER, message_lines};
 use super::testing;
-use crate::digest::{Digest, OutOfSyncApp};
+use crate::domain::digest::{Digest, OutOfSyncApp};
 use crate::domain::{Action, Hint, Incident, Notification, ResourceRef};
 
 const FRAGMENTS: &[&str] = &[

@@ -243,7 +243,8 @@ async fn nothing_to_report_with_all_green_sends_one_line() {
     let app = all_fine_at_the_slot(", when_empty: all_green").await;
     let sent = wait_for_digests(app.dir.path(), 1).await;
     assert_eq!(sent[0]["title"], "Digest for payments: all green");
-    let text = herald::digest::render::text(&serde_json::from_value(sent[0]["digest"].clone()).expect("a digest"));
+    let text =
+        herald::receivers::render::digest::text(&serde_json::from_value(sent[0]["digest"].clone()).expect("a digest"));
     assert!(text.contains("All green for team payments"), "{text}");
     app.settle().await;
     assert_eq!(digests(app.dir.path()).len(), 1);
