@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::client::commands::{Remote, SilenceAction, incidents, silence};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
+use crate::domain::Kind;
+use crate::receivers::ReceiverType;
 use crate::reload::ConfigSource;
 
 #[derive(Parser, Debug)]
@@ -58,8 +60,8 @@ pub enum Command {
         until: Option<Until>,
         /// Also print what a receiver of this type would show for each notification (`slack`, `email`,
         /// `msteams`…), or `configured` for each notification's own receiver's type.
-        #[arg(long, value_name = "RECEIVER_TYPE")]
-        render: Option<String>,
+        #[arg(long, value_name = "RECEIVER_TYPE", value_parser = parse_render)]
+        render: Option<Render>,
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
@@ -97,8 +99,8 @@ pub enum Command {
         #[arg(long)]
         team: Option<String>,
         /// An incident kind (`out_of_sync`…; a wrong one is answered with the list).
-        #[arg(long)]
-        kind: Option<String>,
+        #[arg(long, value_parser = parse_kind)]
+        kind: Option<Kind>,
         /// One Argo CD instance's (`default`, or an `argocd.instances[].name`).
         #[arg(long)]
         instance: Option<String>,
@@ -124,6 +126,31 @@ fn parse_until(s: &str) -> Result<Until, String> {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| Until::At(t.with_timezone(&chrono::Utc)))
         .map_err(|e| format!("{s:?}: {e} (write +2h, or an RFC 3339 time such as 2025-10-02T18:00:00Z)"))
+}
+
+/// What `replay --render` shows for each notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// What the notification's own receiver would send.
+    Configured,
+    /// What a receiver of this type would send.
+    As(ReceiverType),
+}
+
+fn parse_render(s: &str) -> Result<Render, String> {
+    if s == "configured" {
+        return Ok(Render::Configured);
+    }
+    ReceiverType::parse(s).map(Render::As).ok_or_else(|| {
+        format!(
+            "not a receiver type; use `configured` or one of {}",
+            ReceiverType::list()
+        )
+    })
+}
+
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    Kind::parse(s).ok_or_else(|| format!("not an incident kind; use one of {}", Kind::list()))
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -353,11 +380,9 @@ async fn replay(
     mut settings: Settings,
     clock_mode: ReplayClock,
     until: Option<Until>,
-    render: Option<String>,
+    render: Option<Render>,
     bodies: Vec<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let render = render.as_deref();
-    check_render(render)?;
     let _cleanup = use_scratch_store(&mut settings)?;
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
@@ -393,20 +418,6 @@ async fn replay(
         print_summary(&pipeline).await?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--render` names `configured` or a receiver type.
-fn check_render(render: Option<&str>) -> anyhow::Result<()> {
-    if let Some(kind) = render
-        && kind != "configured"
-        && !crate::receivers::preview::KINDS.contains(&kind)
-    {
-        anyhow::bail!(
-            "--render {kind}: not a receiver type; use `configured` or one of {}",
-            crate::receivers::preview::KINDS.join(", ")
-        );
-    }
-    Ok(())
 }
 
 /// Points `settings` at a private store in a new temporary directory, removed when the returned guard drops:
@@ -557,7 +568,7 @@ async fn print_outbox(
     p: &crate::pipeline::Pipeline,
     already: usize,
     settings: &Settings,
-    render: Option<&str>,
+    render: Option<Render>,
 ) -> anyhow::Result<usize> {
     let mut rows = p.outbox(None, 10_000, None).await?;
     rows.reverse();
@@ -572,12 +583,12 @@ async fn print_outbox(
             n.incidents.len()
         );
         let kind = match render {
-            Some("configured") => settings.receiver(&r.receiver).map(|rs| rs.kind.type_name()),
-            other => other,
+            Some(Render::Configured) => settings.receiver(&r.receiver).map(|rs| rs.kind.receiver_type()),
+            Some(Render::As(kind)) => Some(kind),
+            None => None,
         };
-        let parts = kind.and_then(|k| crate::receivers::preview::preview(k, &n, n.created_at).map(|p| (k, p)));
-        if let Some((kind, parts)) = parts {
-            for part in parts {
+        if let Some(kind) = kind {
+            for part in crate::receivers::preview::preview(kind, &n, n.created_at) {
                 println!("    ---- {kind} {} ----", part.name);
                 for line in part.text.lines() {
                     println!("    {line}");
@@ -642,7 +653,7 @@ async fn digest(settings: Settings, team: &str, json: bool) -> anyhow::Result<Ex
     if json {
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", crate::digest::render::console_text(&d));
+        print!("{}", crate::receivers::render::digest::console_text(&d));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,6 +15,7 @@ pub mod incidents;
 pub mod live;
 pub mod outbox;
 pub mod pipeline;
+pub mod progress;
 pub mod receivers;
 pub mod reload;
 pub mod resync;

@@ -15,6 +15,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::configuration::Settings;
 use crate::outbox::Worker;
 use crate::pipeline::Pipeline;
+use crate::progress::{Loop, Progress};
 use crate::receivers::{self, Shared};
 use crate::reload::{ConfigSource, Reloader};
 use crate::store::Store;
@@ -30,6 +31,7 @@ pub struct Application {
     settings: Arc<Settings>,
     api: web::Data<AppContext>,
     reloader: Option<Arc<Reloader>>,
+    progress: Progress,
 }
 
 impl Application {
@@ -43,8 +45,10 @@ impl Application {
         let store = Store::connect(&settings.storage).await?;
         let pipeline = Pipeline::new(settings.clone(), store.clone(), clock.clone());
         let receivers = receivers::build_all(&Shared::new(settings.clone(), clock.clone()))?;
-        let worker =
-            Worker::new(store.clone(), receivers, &settings, clock.clone()).woken_by(pipeline.deliveries_queued());
+        let progress = Progress::default();
+        let worker = Worker::new(store.clone(), receivers, &settings, clock.clone())
+            .woken_by(pipeline.deliveries_queued())
+            .reporting_to(progress.clone());
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.server.listen))?;
         let port = listener.local_addr()?.port();
@@ -85,6 +89,7 @@ impl Application {
             settings,
             api,
             reloader: None,
+            progress,
         })
     }
 
@@ -104,6 +109,11 @@ impl Application {
         self.port
     }
 
+    /// The passes of the scheduler and the outbox worker (see `crate::progress`): tests wait on it.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         self.run_until(shutdown_signal()).await
     }
@@ -117,6 +127,7 @@ impl Application {
             self.pipeline.clone(),
             self.tick,
             self.purge_every,
+            self.progress.clone(),
             stop_rx.clone(),
         ));
         let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), stop_rx.clone()));
@@ -214,14 +225,25 @@ async fn checkpoint_loop(store: Store, mut stop: watch::Receiver<bool>) {
 
 /// The durable timers: every `tick`, whatever is due in the store runs (rule deadlines, group flushes,
 /// escalations, silences that ended); raw bodies past their retention are purged now and then.
-pub async fn scheduler_loop(p: Pipeline, tick: Duration, purge_every: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn scheduler_loop(
+    p: Pipeline,
+    tick: Duration,
+    purge_every: Duration,
+    progress: Progress,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut last_purge = std::time::Instant::now() - purge_every;
     loop {
         if *stop.borrow() {
             return;
         }
-        if let Err(e) = p.tick().await {
-            tracing::warn!(error = %e, "scheduler tick failed; will retry");
+        match p.tick().await {
+            Ok(ran) => progress.passed(Loop::Scheduler, ran > 0),
+            Err(e) => {
+                tracing::warn!(error = %e, "scheduler tick failed; will retry");
+                // Not idle: what was due is still to do.
+                progress.passed(Loop::Scheduler, true);
+            }
         }
         if last_purge.elapsed() >= purge_every {
             last_purge = std::time::Instant::now();

@@ -98,7 +98,7 @@ fn needs_escape(c: char) -> bool {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 19] = [
+const FAMILIES: [(&str, &str); 20] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_last_event_timestamp_seconds",
@@ -170,6 +170,11 @@ const FAMILIES: [(&str, &str); 19] = [
     (
         "herald_clock_skew_clamped_total",
         "Bodies dated further ahead than server.max_clock_skew, whose time was taken as now.",
+    ),
+    (
+        "herald_loop_passes_total",
+        "Passes of the background loops, by loop (scheduler, outbox) and outcome (worked, idle): a loop whose count \
+         stands still has stopped.",
     ),
     (
         "herald_events_shed_total",

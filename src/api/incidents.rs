@@ -27,8 +27,7 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
     let q: IncidentQuery = query(&req)?;
     let state = state_param(q.state.as_deref(), IncidentState::parse, "pending, firing or resolved")?;
     let kind = param(q.kind.as_deref(), Kind::parse, |k| {
-        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-        format!("kind must be one of {}; not {k:?}", kinds.join(", "))
+        format!("kind must be one of {}; not {k:?}", Kind::list())
     })?;
     let filter = IncidentFilter {
         state,

@@ -144,11 +144,12 @@ pub async fn incidents(
     remote: Remote,
     state: Option<String>,
     team: Option<String>,
-    kind: Option<String>,
+    kind: Option<crate::domain::Kind>,
     instance: Option<String>,
     limit: u32,
 ) -> anyhow::Result<ExitCode> {
     let mut filters = vec![("limit", limit.to_string())];
+    let kind = kind.map(|k| k.as_str().to_string());
     for (key, value) in [("team", team), ("kind", kind), ("instance", instance)] {
         if let Some(v) = value {
             filters.push((key, v));

@@ -3,7 +3,8 @@
 
 use serde::Deserialize;
 
-use super::{ConfigError, ReceiverKind, ReceiverSettings, Settings, invalid};
+use super::{ConfigError, ReceiverSettings, Settings, invalid};
+use crate::domain::Contact;
 
 /// `people.<username>`: how to reach one person.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -24,31 +25,46 @@ pub struct PeopleReceivers {
     pub slack: Option<String>,
 }
 
-/// Only a bot token can post to a user id; an incoming webhook posts to its own channel.
-fn slack_bot(r: &ReceiverSettings) -> bool {
-    matches!(&r.kind, ReceiverKind::Slack(c) if c.token.is_some())
+impl PersonSettings {
+    /// The person's address of this kind, if `people.<username>` gives one.
+    pub fn address(&self, contact: Contact) -> Option<&str> {
+        match contact {
+            Contact::Email => self.email.as_deref(),
+            Contact::Slack => self.slack.as_deref(),
+        }
+    }
 }
 
-fn email(r: &ReceiverSettings) -> bool {
-    matches!(r.kind, ReceiverKind::Email(_))
+impl PeopleReceivers {
+    /// The receiver `people_receivers.<contact>` names, if it names one.
+    pub fn named(&self, contact: Contact) -> Option<&str> {
+        match contact {
+            Contact::Email => self.email.as_deref(),
+            Contact::Slack => self.slack.as_deref(),
+        }
+    }
+}
+
+/// Whether `r` can message a person by `contact` (its integration says so: `Capabilities::reaches_person`).
+fn reaches(r: &ReceiverSettings, contact: Contact) -> bool {
+    r.kind.capabilities().reaches_person == Some(contact)
+}
+
+/// What `people_receivers.<contact>` must name, for the message that refuses another receiver.
+fn wanted(contact: Contact) -> &'static str {
+    match contact {
+        Contact::Email => "an `email` receiver",
+        Contact::Slack => "a `slack` receiver with a bot `token` (a webhook cannot send direct messages)",
+    }
 }
 
 impl Settings {
-    /// The receiver that e-mails people: `people_receivers.email`, else the first `email` receiver.
-    pub fn people_email_receiver(&self) -> Option<&ReceiverSettings> {
-        self.people_receiver(self.people_receivers.email.as_deref(), email)
-    }
-
-    /// The receiver that sends people Slack direct messages: `people_receivers.slack`, else the first `slack`
-    /// receiver with a bot token.
-    pub fn people_slack_receiver(&self) -> Option<&ReceiverSettings> {
-        self.people_receiver(self.people_receivers.slack.as_deref(), slack_bot)
-    }
-
-    fn people_receiver(&self, named: Option<&str>, fits: fn(&ReceiverSettings) -> bool) -> Option<&ReceiverSettings> {
-        match named {
-            Some(name) => self.receiver(name).filter(|r| fits(r)),
-            None => self.receivers.iter().find(|r| fits(r)),
+    /// The receiver that reaches people by `contact`: the one `people_receivers.<contact>` names, else the first
+    /// receiver that can (the first `email` receiver, the first Slack bot).
+    pub fn people_receiver(&self, contact: Contact) -> Option<&ReceiverSettings> {
+        match self.people_receivers.named(contact) {
+            Some(name) => self.receiver(name).filter(|r| reaches(r, contact)),
+            None => self.receivers.iter().find(|r| reaches(r, contact)),
         }
     }
 }
@@ -84,26 +100,16 @@ pub(super) fn validate(s: &Settings, errors: &mut Vec<ConfigError>) {
             ));
         }
     }
-    let wanted = [
-        (
-            "email",
-            &s.people_receivers.email,
-            email as fn(&ReceiverSettings) -> bool,
-            "an `email` receiver",
-        ),
-        (
-            "slack",
-            &s.people_receivers.slack,
-            slack_bot,
-            "a `slack` receiver with a bot `token` (a webhook cannot send direct messages)",
-        ),
-    ];
-    for (key, name, fits, what) in wanted {
-        let Some(name) = name else { continue };
-        let path = format!("people_receivers.{key}");
+    for contact in Contact::ALL {
+        let Some(name) = s.people_receivers.named(contact) else {
+            continue;
+        };
+        let path = format!("people_receivers.{}", contact.as_str());
         match s.receiver(name) {
             None => errors.push(invalid(path, format!("no receiver is named {name:?}"))),
-            Some(r) if !fits(r) => errors.push(invalid(path, format!("{name:?} is not {what}"))),
+            Some(r) if !reaches(r, contact) => {
+                errors.push(invalid(path, format!("{name:?} is not {}", wanted(contact))))
+            }
             Some(_) => {}
         }
     }
@@ -131,8 +137,11 @@ mod tests {
             "{RECEIVERS}people: {{alice@example.com: {{email: alice@example.com, slack: U024BE7LH}}}}"
         ))
         .expect("valid");
-        assert_eq!(s.people_slack_receiver().map(|r| r.name.as_str()), Some("bot"));
-        assert!(s.people_email_receiver().is_none(), "no email receiver is configured");
+        assert_eq!(s.people_receiver(Contact::Slack).map(|r| r.name.as_str()), Some("bot"));
+        assert!(
+            s.people_receiver(Contact::Email).is_none(),
+            "no email receiver is configured"
+        );
         assert_eq!(s.people["alice@example.com"].slack.as_deref(), Some("U024BE7LH"));
     }
 

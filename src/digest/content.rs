@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{DeadDelivery, Digest, FiringIncident, OutOfSyncApp, PendingPrune, SilenceLine};
+use crate::domain::digest::{DeadDelivery, Digest, FiringIncident, OutOfSyncApp, PendingPrune, SilenceLine};
 use crate::domain::{Incident, IncidentState, Labels};
 use crate::routing::Silence;
 use crate::store::{AppRecord, OutboxRecord};

@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 
+use super::Schedule;
 use super::content::{Frame, Inputs, content};
-use super::{Digest, Schedule};
 use crate::configuration::{DigestSettings, Settings, TeamSettings, WhenEmpty};
+use crate::domain::Digest;
 use crate::domain::{Action, DeliveryState, IncidentState, Notification};
 use crate::store::{AppFilter, IncidentFilter, NewDelivery, SlotState, Store, StoreError};
 

@@ -138,11 +138,7 @@ impl Schedule {
     }
 }
 
-/// A `timezone` value: an IANA name (`Europe/Berlin`, `UTC`).
-pub fn time_zone(name: &str) -> Result<Tz, String> {
-    name.parse::<Tz>()
-        .map_err(|_| format!("unknown time zone {name:?} (use an IANA name such as Europe/Berlin or UTC)"))
-}
+pub use crate::domain::digest::time_zone;
 
 #[cfg(test)]
 mod tests {

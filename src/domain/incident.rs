@@ -47,6 +47,12 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
+    /// `out_of_sync, prune_pending, …`: for a message that says what would have been accepted.
+    pub fn list() -> String {
+        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+        kinds.join(", ")
+    }
+
     /// Default `for` and severity.
     pub fn defaults(self) -> (Duration, Severity) {
         match self {
@@ -347,5 +353,29 @@ impl Incident {
     /// failed or pruned).
     pub fn lasts(&self) -> bool {
         !matches!(self.kind, Kind::SyncFailed | Kind::Pruned | Kind::Test)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kind;
+
+    #[test]
+    fn every_kind_but_the_test_message_is_in_all() {
+        // A new variant does not compile here until it says whether it is a kind Herald finds (in `Kind::ALL`,
+        // and so in the API's and the CLI's lists, the rules and `FINDERS`) or not.
+        let listed = |k: Kind| match k {
+            Kind::OutOfSync
+            | Kind::PrunePending
+            | Kind::SyncFailed
+            | Kind::Degraded
+            | Kind::SyncUnknown
+            | Kind::Pruned => true,
+            Kind::Test => false,
+        };
+        for k in Kind::ALL {
+            assert!(listed(k), "{k:?} is not one Herald finds");
+            assert_eq!(Kind::parse(k.as_str()), Some(k));
+        }
     }
 }

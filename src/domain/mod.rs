@@ -2,14 +2,16 @@
 //! [`IncidentState`]), the notification a receiver is asked to deliver ([`Notification`]), and the label fields
 //! routes, groups and silences match on ([`Labels`]). Types only: no I/O, no settings.
 
+pub mod digest;
 pub mod incident;
 pub mod labels;
 pub mod link;
 pub mod notification;
 
+pub use digest::Digest;
 pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
-pub use notification::{Action, Change, DeliveryState, Notification, Recipient};
+pub use notification::{Action, Change, Contact, DeliveryState, Notification, Recipient};
 
 /// What a stored incident or change written before instances existed is: the default instance's.
 pub fn default_instance() -> String {

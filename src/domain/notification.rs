@@ -54,7 +54,7 @@ pub struct Notification {
     pub created_at: DateTime<Utc>,
     /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<Box<crate::digest::Digest>>,
+    pub digest: Option<Box<super::Digest>>,
     /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
     /// person who started a failed or pruning sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +78,42 @@ pub struct Recipient {
     /// A Slack user id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slack: Option<String>,
+}
+
+impl Recipient {
+    /// `username`, reached at `address` by way of `contact`.
+    pub fn by(username: &str, contact: Contact, address: &str) -> Recipient {
+        let mut to = Recipient {
+            username: username.to_string(),
+            email: None,
+            slack: None,
+        };
+        match contact {
+            Contact::Email => to.email = Some(address.to_string()),
+            Contact::Slack => to.slack = Some(address.to_string()),
+        }
+        to
+    }
+}
+
+/// A way to reach one person: a key of `people.<username>` and of `people_receivers`, and what a receiver that
+/// can message a person reaches them by (`receivers::Capabilities::reaches_person`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Contact {
+    Email,
+    Slack,
+}
+
+impl Contact {
+    pub const ALL: [Contact; 2] = [Contact::Email, Contact::Slack];
+
+    /// The key in `people.<username>` and `people_receivers`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Contact::Email => "email",
+            Contact::Slack => "slack",
+        }
+    }
 }
 
 /// A successful sync that deployed a new revision.

@@ -14,6 +14,7 @@ use crate::clock::SharedClock;
 use crate::configuration::{OutboxSettings, Settings};
 use crate::domain::Notification;
 use crate::live::Live;
+use crate::progress::{Loop, Progress};
 use crate::receivers::{DeliveryError, Receiver};
 use crate::store::{OutboxRecord, Store};
 
@@ -103,6 +104,7 @@ pub struct Worker {
     clock: SharedClock,
     owner: String,
     wake: Arc<tokio::sync::Notify>,
+    progress: Progress,
 }
 
 impl Worker {
@@ -119,12 +121,19 @@ impl Worker {
             clock,
             owner: format!("{}-{}", hostname(), uuid::Uuid::new_v4().simple()),
             wake: Arc::default(),
+            progress: Progress::default(),
         }
     }
 
     /// The handle that replaces this worker's receivers while it runs.
     pub fn receiver_set(&self) -> ReceiverSet {
         ReceiverSet(self.fleet.clone())
+    }
+
+    /// Counts each pass in `progress` (see `crate::progress`).
+    pub fn reporting_to(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// Polls at once when `wake` is rung (new deliveries queued), not only every `outbox.poll_interval`.
@@ -230,10 +239,14 @@ impl Worker {
                 return;
             }
             match self.run_once().await {
-                Ok(n) if n > 0 => continue,
-                Ok(_) => {}
+                Ok(n) if n > 0 => {
+                    self.progress.passed(Loop::Outbox, true);
+                    continue;
+                }
+                Ok(_) => self.progress.passed(Loop::Outbox, false),
                 Err(e) => {
-                    tracing::warn!(error = %e, "outbox worker cannot reach the store; retrying")
+                    tracing::warn!(error = %e, "outbox worker cannot reach the store; retrying");
+                    self.progress.passed(Loop::Outbox, true);
                 }
             }
             tokio::select! {

@@ -205,8 +205,8 @@ impl Pipeline {
         }
     }
 
-    /// Runs every timer that is due (see `scheduler`).
-    pub async fn tick(&self) -> Result<(), PipelineError> {
+    /// Runs every timer that is due (see `scheduler`); returns how many ran.
+    pub async fn tick(&self) -> Result<usize, PipelineError> {
         let span = tracing::info_span!("scheduler_tick");
         Ok(self.core().tick().instrument(span).await?)
     }

@@ -172,15 +172,16 @@ impl Core {
         Ok(())
     }
 
-    /// Runs every timer that is due. Each kind of timer commits on its own.
-    pub(super) async fn tick(&self) -> Result<(), StoreError> {
-        self.fire_due_incidents().await?;
-        self.deliver_held().await?;
+    /// Runs every timer that is due. Each kind of timer commits on its own. Returns how many timers ran (none: the
+    /// pass found nothing due).
+    pub(super) async fn tick(&self) -> Result<usize, StoreError> {
+        let fired = self.fire_due_incidents().await?;
+        let released = self.deliver_held().await?;
         let queued = self.flush_groups().await? + self.escalate().await? + self.send_digests().await?;
         if queued > 0 {
             self.wake_outbox.notify_one();
         }
-        Ok(())
+        Ok(fired + released + queued)
     }
 
     /// The teams' digests whose slot has come (see `crate::digest::runner`); returns how many were queued.
@@ -188,7 +189,9 @@ impl Core {
         crate::digest::send_due(&self.store, &self.settings, self.clock.now()).await
     }
 
-    async fn fire_due_incidents(&self) -> Result<(), StoreError> {
+    /// Returns how many incidents were due.
+    async fn fire_due_incidents(&self) -> Result<usize, StoreError> {
+        let mut fired = 0;
         loop {
             let now = self.clock.now();
             let lease = now + chrono::Duration::seconds(30);
@@ -196,8 +199,9 @@ impl Core {
             let due = Store::claim_due_incidents(&mut tx, now, lease, 100).await?;
             tx.commit().await?;
             if due.is_empty() {
-                return Ok(());
+                return Ok(fired);
             }
+            fired += due.len();
             for rec in due {
                 self.fire_one(rec).await?;
             }
@@ -256,13 +260,15 @@ impl Core {
 
     /// Firing incidents never delivered because they were held back when they fired: delivered once nothing
     /// holds them any more (the silence ended, the inhibiting incident resolved).
-    async fn deliver_held(&self) -> Result<(), StoreError> {
+    /// Returns how many incidents held back until now were delivered.
+    async fn deliver_held(&self) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let mut tx = self.store.begin().await?;
         let waiting = Store::unnotified_firing(&mut tx, 200).await?;
         if waiting.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
+        let mut released = 0;
         let silences = Store::silences_tx(&mut tx, now).await?;
         let apps: Vec<_> = waiting.iter().map(|r| r.app.clone()).collect();
         let open = Self::candidates_by_app(&Store::open_incidents_of(&mut tx, &apps).await?);
@@ -272,9 +278,11 @@ impl Core {
             if let Decision::Deliver(plan) = delivery::decide(&self.facts(&silences, candidates, now), &labels) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
                 self.route_incident(&mut tx, &rec, &plan, now).await?;
+                released += 1;
             }
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(released)
     }
 
     /// Returns how many groups were flushed.

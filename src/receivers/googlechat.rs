@@ -104,7 +104,7 @@ fn hints(s: &mut String, hints: &[&crate::domain::Hint]) {
 /// and messages in a code block (Chat shows `>` literally).
 pub(crate) fn google_chat_text(n: &Notification) -> String {
     if let Some(d) = &n.digest {
-        return crate::digest::render::google_chat(d);
+        return crate::receivers::render::digest::google_chat(d);
     }
     use escape::google_chat as gc;
     let now = n.created_at;

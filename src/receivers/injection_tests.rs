@@ -8,10 +8,11 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::Value;
 
-use super::preview::{KINDS, Markup, Part, preview};
+use super::ReceiverType;
+use super::preview::{Markup, Part, preview};
 use super::render::escape::{WORD_JOINER, message_lines};
 use super::testing;
-use crate::digest::{Digest, OutOfSyncApp};
+use crate::domain::digest::{Digest, OutOfSyncApp};
 use crate::domain::{Action, Hint, Incident, Notification, ResourceRef};
 
 const FRAGMENTS: &[&str] = &[
@@ -335,9 +336,9 @@ fn more(hostile: Vec<String>, mut benign: Vec<String>) -> Vec<String> {
 }
 
 /// What `kind` renders from the hostile notification `n` and from its plain-words twin `plain`, part by part.
-fn renderings(kind: &str, n: &Notification, plain: &Notification) -> (Vec<Part>, Vec<Part>) {
-    let hostile = preview(kind, n, testing::now()).expect("a known kind");
-    let benign = preview(kind, plain, testing::now()).expect("a known kind");
+fn renderings(kind: ReceiverType, n: &Notification, plain: &Notification) -> (Vec<Part>, Vec<Part>) {
+    let hostile = preview(kind, n, testing::now());
+    let benign = preview(kind, plain, testing::now());
     (hostile, benign)
 }
 
@@ -348,7 +349,7 @@ fn hostile_values_act_on_nothing(
     cases: u32,
     build: fn(&[String]) -> Notification,
     plain: fn(&Notification) -> Notification,
-    kinds: &[&str],
+    kinds: &[ReceiverType],
 ) {
     let config = ProptestConfig {
         cases,
@@ -358,7 +359,7 @@ fn hostile_values_act_on_nothing(
     let result = TestRunner::new(config).run(&proptest::collection::vec(hostile(), 1..12), |values| {
         let n = build(&values);
         let plain = plain(&n);
-        for kind in kinds {
+        for &kind in kinds {
             let (hostile, benign) = renderings(kind, &n, &plain);
             prop_assert_eq!(hostile.len(), benign.len());
             for (h, b) in hostile.iter().zip(&benign) {
@@ -383,7 +384,7 @@ fn hostile_values_act_on_nothing(
 
 #[test]
 fn text_from_argo_cd_cannot_mention_link_inject_html_or_break_lines_in_any_receiver() {
-    hostile_values_act_on_nothing(64, notification, plain_words, &KINDS);
+    hostile_values_act_on_nothing(64, notification, plain_words, &ReceiverType::ALL);
 }
 
 #[test]
@@ -391,7 +392,7 @@ fn the_issue_examples_read_as_text_everywhere() {
     let values: Vec<String> = FRAGMENTS.iter().map(|f| f.to_string()).collect();
     let n = notification(&values);
     let plain = plain_words(&n);
-    for kind in KINDS {
+    for kind in ReceiverType::ALL {
         let (hostile, benign) = renderings(kind, &n, &plain);
         for (h, b) in hostile.iter().zip(&benign) {
             assert_eq!(
@@ -479,14 +480,14 @@ fn plain_digest(n: &Notification) -> Notification {
 #[test]
 fn text_in_a_digest_cannot_mention_link_inject_html_or_break_lines_in_any_receiver_of_digests() {
     let kinds = [
-        "console",
-        "email",
-        "slack",
-        "matrix",
-        "msteams",
-        "googlechat",
-        "mattermost",
-        "webhook",
+        ReceiverType::Console,
+        ReceiverType::Email,
+        ReceiverType::Slack,
+        ReceiverType::Matrix,
+        ReceiverType::Msteams,
+        ReceiverType::Googlechat,
+        ReceiverType::Mattermost,
+        ReceiverType::Webhook,
     ];
     hostile_values_act_on_nothing(32, digest_notification, plain_digest, &kinds);
 }
@@ -534,7 +535,7 @@ fn hostile_argocd_and_repository_urls_reach_no_receiver_as_a_line_or_markup_of_t
     let benign = with_links(testing::APP_URL);
     for hostile in HOSTILE_URLS {
         let n = with_links(hostile);
-        for kind in KINDS {
+        for kind in ReceiverType::ALL {
             let (h, b) = renderings(kind, &n, &benign);
             for (h, b) in h.iter().zip(&b) {
                 let extra = more(acts(h.markup, &h.text), acts(b.markup, &b.text));
@@ -596,15 +597,15 @@ fn addresses_and_urls_stay_as_they_are_and_mentions_are_broken_in_every_chat_and
         "ask {ADDRESS} or @here, see {URL} and {MAILTO}, @channel @room @all"
     )];
     for kind in [
-        "slack",
-        "msteams",
-        "googlechat",
-        "mattermost",
-        "github",
-        "redmine",
-        "matrix",
+        ReceiverType::Slack,
+        ReceiverType::Msteams,
+        ReceiverType::Googlechat,
+        ReceiverType::Mattermost,
+        ReceiverType::Github,
+        ReceiverType::Redmine,
+        ReceiverType::Matrix,
     ] {
-        let parts = preview(kind, &n, testing::now()).expect("a kind");
+        let parts = preview(kind, &n, testing::now());
         let all: String = parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n");
         for literal in [ADDRESS, URL, MAILTO] {
             assert!(

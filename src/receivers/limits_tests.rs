@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::testing;
 use super::{googlechat, matrix, mattermost, msteams, slack};
-use crate::digest::{Digest, FiringIncident, OutOfSyncApp};
+use crate::domain::digest::{Digest, FiringIncident, OutOfSyncApp};
 use crate::domain::{Action, Kind, Notification};
 
 const APPS: usize = 1000;
@@ -45,7 +45,7 @@ pub(super) fn big_digest() -> Notification {
         status_url: Some(STATUS.into()),
         ..Default::default()
     };
-    crate::digest::render::tests::notification(d)
+    crate::receivers::render::digest::tests::notification(d)
 }
 
 /// One notification about 500 Applications OutOfSync (`grp-…`), as a group of team platform is sent.

@@ -47,7 +47,7 @@ use serde::Deserialize;
 
 use crate::clock::SharedClock;
 use crate::configuration::{ConfigError, ReceiverSettings, Settings};
-use crate::domain::{Incident, Notification};
+use crate::domain::{Contact, Incident, Notification};
 use email::SmtpSettings;
 use http::Http;
 
@@ -162,6 +162,11 @@ pub struct Capabilities {
     pub fallback: bool,
     /// Gets the team digests (chat, e-mail, webhooks, console); ticket and paging receivers do not.
     pub digest: bool,
+    /// Can send a message to one person, to their address of this kind (`people.<username>.email`, `.slack`):
+    /// the e-mail receiver, a Slack bot. `people_receivers` picks among the receivers that can.
+    pub reaches_person: Option<Contact>,
+    /// Sends a change event for each sync that deployed a new revision (PagerDuty with `change_events: true`).
+    pub change_events: bool,
 }
 
 impl Capabilities {
@@ -172,6 +177,8 @@ impl Capabilities {
         default_rate: None,
         fallback: false,
         digest: true,
+        reaches_person: None,
+        change_events: false,
     };
     /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
     /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
@@ -181,6 +188,8 @@ impl Capabilities {
         default_rate: Some(1.0),
         fallback: false,
         digest: true,
+        reaches_person: None,
+        change_events: false,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -189,6 +198,8 @@ impl Capabilities {
         default_rate: None,
         fallback: false,
         digest: false,
+        reaches_person: None,
+        change_events: false,
     };
 }
 
@@ -213,6 +224,83 @@ pub struct Sections<'a> {
     pub smtp: Option<&'a SmtpSettings>,
 }
 
+/// The registry's keys without their settings: one per integration, named as in a `receivers[]` entry. What is
+/// listed per integration (the previews, `--render`) is derived from [`ReceiverType::ALL`]; a test checks it against
+/// [`ReceiverKind`]'s variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReceiverType {
+    Console,
+    Email,
+    Slack,
+    Msteams,
+    Googlechat,
+    Mattermost,
+    Matrix,
+    Webhook,
+    Jira,
+    Github,
+    Pagerduty,
+    Alertmanager,
+    Redmine,
+    Servicenow,
+}
+
+impl ReceiverType {
+    /// Every integration, in the order of [`ReceiverKind`].
+    pub const ALL: [ReceiverType; 14] = [
+        ReceiverType::Console,
+        ReceiverType::Email,
+        ReceiverType::Slack,
+        ReceiverType::Msteams,
+        ReceiverType::Googlechat,
+        ReceiverType::Mattermost,
+        ReceiverType::Matrix,
+        ReceiverType::Webhook,
+        ReceiverType::Jira,
+        ReceiverType::Github,
+        ReceiverType::Pagerduty,
+        ReceiverType::Alertmanager,
+        ReceiverType::Redmine,
+        ReceiverType::Servicenow,
+    ];
+
+    /// The block's key in a `receivers[]` entry (`slack`, `jira`…).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiverType::Console => "console",
+            ReceiverType::Email => "email",
+            ReceiverType::Slack => "slack",
+            ReceiverType::Msteams => "msteams",
+            ReceiverType::Googlechat => "googlechat",
+            ReceiverType::Mattermost => "mattermost",
+            ReceiverType::Matrix => "matrix",
+            ReceiverType::Webhook => "webhook",
+            ReceiverType::Jira => "jira",
+            ReceiverType::Github => "github",
+            ReceiverType::Pagerduty => "pagerduty",
+            ReceiverType::Alertmanager => "alertmanager",
+            ReceiverType::Redmine => "redmine",
+            ReceiverType::Servicenow => "servicenow",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ReceiverType> {
+        ReceiverType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// `console, email, slack, …`: for a message that says what would have been accepted.
+    pub fn list() -> String {
+        let names: Vec<&str> = ReceiverType::ALL.iter().map(|t| t.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+impl std::fmt::Display for ReceiverType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The registry: one variant per integration, named by its key in a `receivers[]` entry.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -234,29 +322,34 @@ pub enum ReceiverKind {
 }
 
 impl ReceiverKind {
-    /// The registry's one match: each variant's key (as serde names it) and its block.
-    fn entry(&self) -> (&'static str, &dyn Integration) {
+    /// The registry's one match: each variant's type and its block. Everything else about an integration is
+    /// asked of the block ([`Integration`]), so a new variant is complete once this arm compiles.
+    fn entry(&self) -> (ReceiverType, &dyn Integration) {
         match self {
-            ReceiverKind::Console(c) => ("console", c),
-            ReceiverKind::Email(c) => ("email", c),
-            ReceiverKind::Slack(c) => ("slack", c),
-            ReceiverKind::Msteams(c) => ("msteams", c),
-            ReceiverKind::Googlechat(c) => ("googlechat", c),
-            ReceiverKind::Mattermost(c) => ("mattermost", c),
-            ReceiverKind::Matrix(c) => ("matrix", c),
-            ReceiverKind::Webhook(c) => ("webhook", c),
-            ReceiverKind::Jira(c) => ("jira", c),
-            ReceiverKind::Github(c) => ("github", c),
-            ReceiverKind::Pagerduty(c) => ("pagerduty", c),
-            ReceiverKind::Alertmanager(c) => ("alertmanager", c),
-            ReceiverKind::Redmine(c) => ("redmine", c),
-            ReceiverKind::Servicenow(c) => ("servicenow", c),
+            ReceiverKind::Console(c) => (ReceiverType::Console, c),
+            ReceiverKind::Email(c) => (ReceiverType::Email, c),
+            ReceiverKind::Slack(c) => (ReceiverType::Slack, c),
+            ReceiverKind::Msteams(c) => (ReceiverType::Msteams, c),
+            ReceiverKind::Googlechat(c) => (ReceiverType::Googlechat, c),
+            ReceiverKind::Mattermost(c) => (ReceiverType::Mattermost, c),
+            ReceiverKind::Matrix(c) => (ReceiverType::Matrix, c),
+            ReceiverKind::Webhook(c) => (ReceiverType::Webhook, c),
+            ReceiverKind::Jira(c) => (ReceiverType::Jira, c),
+            ReceiverKind::Github(c) => (ReceiverType::Github, c),
+            ReceiverKind::Pagerduty(c) => (ReceiverType::Pagerduty, c),
+            ReceiverKind::Alertmanager(c) => (ReceiverType::Alertmanager, c),
+            ReceiverKind::Redmine(c) => (ReceiverType::Redmine, c),
+            ReceiverKind::Servicenow(c) => (ReceiverType::Servicenow, c),
         }
+    }
+
+    pub fn receiver_type(&self) -> ReceiverType {
+        self.entry().0
     }
 
     /// The block's key in a `receivers[]` entry (`slack`, `jira`…).
     pub fn type_name(&self) -> &'static str {
-        self.entry().0
+        self.receiver_type().as_str()
     }
 
     pub fn integration(&self) -> &dyn Integration {

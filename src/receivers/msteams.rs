@@ -165,7 +165,7 @@ fn teams_list(n: &Notification) -> Vec<Value> {
 /// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
 pub(crate) fn teams_message(n: &Notification) -> Value {
     if let Some(d) = &n.digest {
-        return crate::digest::render::teams_card(d);
+        return crate::receivers::render::digest::teams_card(d);
     }
     let mut body = vec![json!({
         "type": "TextBlock",

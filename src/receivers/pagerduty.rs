@@ -61,7 +61,10 @@ fn default_url() -> String {
 impl Integration for Config {
     /// One alert per incident, resolved when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities {
+            change_events: self.change_events,
+            ..Capabilities::PER_INCIDENT
+        }
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

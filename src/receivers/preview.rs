@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, redmine, render,
-    servicenow, slack, webhook,
+    ReceiverType, alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, redmine,
+    render, servicenow, slack, webhook,
 };
 use crate::domain::Notification;
 
@@ -52,45 +52,27 @@ fn json(name: &'static str, markup: Markup, v: &Value) -> Part {
     part(name, markup, serde_json::to_string_pretty(v).unwrap_or_default())
 }
 
-/// Every receiver key (`slack`, `jira`…) a preview can be asked for.
-pub const KINDS: [&str; 14] = [
-    "console",
-    "email",
-    "slack",
-    "msteams",
-    "googlechat",
-    "mattermost",
-    "matrix",
-    "webhook",
-    "jira",
-    "github",
-    "pagerduty",
-    "alertmanager",
-    "redmine",
-    "servicenow",
-];
-
-/// What a receiver of kind `kind` (its key in `receivers[]`) sends for `n` at `now`, without a custom template;
-/// `None` for an unknown kind. Secrets (a PagerDuty routing key) are shown as placeholders.
-pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<Part>> {
+/// What a receiver of type `kind` sends for `n` at `now`, without a custom template. Secrets (a PagerDuty routing
+/// key) are shown as placeholders. Every [`ReceiverType`] has its arm: a new integration does not compile without.
+pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<Part> {
     // As a built receiver sees it: unsafe links removed.
     let n = &*crate::domain::link::checked(n);
-    let parts = match kind {
-        "console" => vec![part(
+    match kind {
+        ReceiverType::Console => vec![part(
             "txt",
             Markup::Console,
             console::message(n, &render::console_text(n)),
         )],
-        "email" => vec![
+        ReceiverType::Email => vec![
             part("subject", Markup::Plain, super::email::Email::subject(n)),
             part("txt", Markup::Plain, render::text(n)),
             part("html", Markup::Html, render::html(n)),
         ],
-        "slack" => vec![json("json", Markup::SlackBlocks, &slack::preview(n))],
-        "msteams" => vec![json("json", Markup::TeamsCard, &msteams::teams_message(n))],
-        "googlechat" => vec![part("txt", Markup::GoogleChat, googlechat::google_chat_text(n))],
-        "mattermost" => vec![part("md", Markup::CommonMark, mattermost::text(n))],
-        "matrix" => {
+        ReceiverType::Slack => vec![json("json", Markup::SlackBlocks, &slack::preview(n))],
+        ReceiverType::Msteams => vec![json("json", Markup::TeamsCard, &msteams::teams_message(n))],
+        ReceiverType::Googlechat => vec![part("txt", Markup::GoogleChat, googlechat::google_chat_text(n))],
+        ReceiverType::Mattermost => vec![part("md", Markup::CommonMark, mattermost::text(n))],
+        ReceiverType::Matrix => {
             let message = matrix::message(n, None);
             let text = |key: &str| message[key].as_str().unwrap_or_default().to_string();
             vec![
@@ -98,8 +80,8 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 part("html", Markup::Html, text("formatted_body")),
             ]
         }
-        "webhook" => vec![json("json", Markup::Json, &webhook::body(n))],
-        "jira" => {
+        ReceiverType::Webhook => vec![json("json", Markup::Json, &webhook::body(n))],
+        ReceiverType::Jira => {
             let (summary, adf, wiki) = jira::preview(n);
             vec![
                 part("summary", Markup::Plain, summary),
@@ -107,19 +89,19 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 part("wiki", Markup::JiraWiki, wiki),
             ]
         }
-        "github" => {
+        ReceiverType::Github => {
             let (title, body) = github::preview(n);
             vec![
                 part("title", Markup::Plain, title),
                 part("md", Markup::CommonMark, body),
             ]
         }
-        "pagerduty" => n
+        ReceiverType::Pagerduty => n
             .incidents
             .iter()
             .map(|i| json("json", Markup::Json, &pagerduty::trigger_event(n, i, "ROUTING_KEY")))
             .collect(),
-        "alertmanager" => {
+        ReceiverType::Alertmanager => {
             let ttl = std::time::Duration::from_secs(24 * 3600);
             let alerts: Vec<Value> = n
                 .incidents
@@ -128,7 +110,7 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 .collect();
             vec![json("json", Markup::Json, &Value::Array(alerts))]
         }
-        "redmine" => {
+        ReceiverType::Redmine => {
             let fingerprint = n.primary().map_or(n.thread_key.as_str(), |i| i.fingerprint.as_str());
             let (subject, description) = redmine::preview(n, fingerprint);
             vec![
@@ -136,14 +118,12 @@ pub fn preview(kind: &str, n: &Notification, now: DateTime<Utc>) -> Option<Vec<P
                 part("md", Markup::CommonMark, description),
             ]
         }
-        "servicenow" => {
+        ReceiverType::Servicenow => {
             let (short_description, description) = servicenow::preview(n);
             vec![
                 part("short_description", Markup::Plain, short_description),
                 part("txt", Markup::Plain, description),
             ]
         }
-        _ => return None,
-    };
-    Some(parts)
+    }
 }

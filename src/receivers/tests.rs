@@ -7,9 +7,9 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::testing::{self, assert_no_secret, requests};
-use super::{DeliveryError, Receiver, Shared, build_all, googlechat, mattermost, msteams};
+use super::{DeliveryError, Receiver, ReceiverKind, ReceiverType, Shared, build_all, googlechat, mattermost, msteams};
 use crate::configuration::Settings;
-use crate::domain::Action;
+use crate::domain::{Action, Contact};
 
 /// One receiver of every kind, each named by its key.
 const EVERY_KIND: &str = r#"
@@ -52,6 +52,12 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("servicenow", true, true, None, false),
     ];
     assert_eq!(settings.receivers.len(), expected.len());
+    let types: Vec<ReceiverType> = settings.receivers.iter().map(|r| r.kind.receiver_type()).collect();
+    assert_eq!(
+        types,
+        ReceiverType::ALL,
+        "one receiver of every type, in the order of ReceiverType::ALL"
+    );
     for (r, (key, resolves, per_incident, rate, fallback)) in settings.receivers.iter().zip(expected) {
         assert_eq!(
             (r.name.as_str(), r.kind.type_name()),
@@ -67,7 +73,51 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
             !per_incident,
             "{key}: only messages receivers get digests"
         );
+        let reaches = (key == "email").then_some(Contact::Email);
+        assert_eq!(
+            r.capabilities().reaches_person,
+            reaches,
+            "{key}: only e-mail and a Slack bot"
+        );
+        assert!(!r.capabilities().change_events, "{key}: change events are asked for");
     }
+}
+
+#[test]
+fn receiver_type_all_names_every_key_serde_reads_in_order() {
+    // serde lists the variants it knows when refused an unknown one: a variant of `ReceiverKind` left out of
+    // `ReceiverType::ALL` (and so out of the previews and `--render`) fails here.
+    let refused = serde_json::from_str::<ReceiverKind>(r#"{"fax": {}}"#).expect_err("no fax receiver");
+    let refused = refused.to_string();
+    let (_, known) = refused
+        .split_once("expected one of ")
+        .expect("serde lists the variants");
+    let known: Vec<&str> = known
+        .split(',')
+        .map(|k| k.trim().trim_matches('`'))
+        .map(|k| k.split('`').next().unwrap_or(k))
+        .collect();
+    let all: Vec<&str> = ReceiverType::ALL.iter().map(|t| t.as_str()).collect();
+    assert_eq!(known, all);
+    for t in ReceiverType::ALL {
+        assert_eq!(ReceiverType::parse(t.as_str()), Some(t));
+    }
+}
+
+#[test]
+fn a_slack_bot_reaches_a_person_and_pagerduty_sends_change_events_when_asked() {
+    let settings = Settings::from_yaml(
+        "receivers:
+  - {name: bot, slack: {token: xoxb-1, channel: '#ops'}}
+  - {name: pd, pagerduty: {routing_key: k, change_events: true}}
+",
+    )
+    .expect("valid");
+    let caps: Vec<_> = settings.receivers.iter().map(|r| r.capabilities()).collect();
+    assert_eq!(caps[0].reaches_person, Some(Contact::Slack));
+    assert!(!caps[0].change_events);
+    assert_eq!(caps[1].reaches_person, None);
+    assert!(caps[1].change_events);
 }
 
 #[tokio::test]

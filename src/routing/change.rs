@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::configuration::{ReceiverKind, Settings, TeamSettings};
+use crate::configuration::{Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
 use crate::domain::{Action, Change, Notification};
 use crate::routing::owning_team;
@@ -57,12 +57,12 @@ fn named_by(team: &TeamSettings, receiver: &str) -> bool {
         || (team.escalation.iter()).any(|s| s.receivers.iter().any(|r| r == receiver))
 }
 
-/// The `pagerduty` receivers with `change_events: true` that hear of a change to an Application of `team`: a
+/// The receivers that send change events (`Capabilities::change_events`: PagerDuty's with `change_events: true`) that hear of a change to an Application of `team`: a
 /// receiver some team names is that team's service and hears of its Applications only; a receiver no team names
 /// (a central "changes" service) hears of every Application.
 fn change_receivers<'a>(settings: &'a Settings, team: &str) -> Vec<&'a str> {
     (settings.receivers.iter())
-        .filter(|r| matches!(&r.kind, ReceiverKind::Pagerduty(c) if c.change_events))
+        .filter(|r| r.kind.capabilities().change_events)
         .map(|r| r.name.as_str())
         .filter(|name| {
             let owners: Vec<&String> = (settings.teams.iter())

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{ReceiverSettings, Settings};
-use crate::domain::{Action, Incident, Notification, Recipient};
+use crate::domain::{Action, Contact, Incident, Notification, Recipient};
 
 /// The Argo CD username of the person who started the incident's sync; none for an automated sync. The view keeps
 /// the initiator in `argocd::Initiator::describe`'s words, `user <name>`.
@@ -41,23 +41,14 @@ pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<Noti
     let Some((user, person)) = started_by(i).and_then(|u| settings.people.get_key_value(u)) else {
         return Vec::new();
     };
-    let by_email = person.email.as_ref().map(|e| Recipient {
-        username: user.clone(),
-        email: Some(e.clone()),
-        slack: None,
-    });
-    let by_slack = person.slack.as_ref().map(|id| Recipient {
-        username: user.clone(),
-        email: None,
-        slack: Some(id.clone()),
-    });
-    [
-        (settings.people_email_receiver(), by_email),
-        (settings.people_slack_receiver(), by_slack),
-    ]
-    .into_iter()
-    .filter_map(|(receiver, to)| Some(to_person(receiver?, to?, i, now)))
-    .collect()
+    // One message per way to reach them that a receiver can use.
+    (Contact::ALL.into_iter())
+        .filter_map(|contact| {
+            let receiver = settings.people_receiver(contact)?;
+            let to = Recipient::by(user, contact, person.address(contact)?);
+            Some(to_person(receiver, to, i, now))
+        })
+        .collect()
 }
 
 fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: DateTime<Utc>) -> Notification {

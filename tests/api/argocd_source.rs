@@ -18,11 +18,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-async fn advance(clock: &ManualClock, d: Duration) {
-    clock.advance(d);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-}
-
 /// The Application object (no envelope) of [`envelope`].
 fn application(name: &str, sync: &str, health: &str) -> Value {
     let v: Value =
@@ -100,7 +95,7 @@ async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists(
     assert_eq!(got[0]["action"], "open");
 
     // Argo CD deletes it: the deletion trigger sends the Application with its deletionTimestamp.
-    advance(&clock, Duration::from_secs(60)).await;
+    app.advance(&clock, Duration::from_secs(60)).await;
     let mut deleting: Value = serde_json::from_str(&body).expect("json");
     deleting["timestamp"] = json!(clock.now().to_rfc3339());
     deleting["app"]["metadata"]["deletionTimestamp"] = json!(clock.now().to_rfc3339());
@@ -150,7 +145,7 @@ async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists(
     assert!(!page.contains("pay-api"), "not on the status page");
 
     // Hours later: no "still firing", nothing more.
-    advance(&clock, Duration::from_secs(3 * 3600)).await;
+    app.advance(&clock, Duration::from_secs(3 * 3600)).await;
     assert_eq!(
         delivered(&d.join("sink.jsonl")).len(),
         2,
@@ -202,7 +197,7 @@ async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_
     let got = wait_for(&d.join("sink.jsonl"), 1).await;
     assert_eq!(got[0]["action"], "open", "goes is Degraded");
 
-    advance(&clock, Duration::from_secs(11)).await;
+    app.advance(&clock, Duration::from_secs(11)).await;
     let left = eventually(Duration::from_secs(10), || async {
         let n = names(&app, "").await;
         (n == ["stays"]).then_some(n)
@@ -261,14 +256,14 @@ async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() 
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
     let body = envelope("ghost", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
     assert_eq!(app.post(body).await.status(), 202);
-    advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
     let gone = eventually(Duration::from_secs(10), || async {
         let n = names(&app, "?deleted=true").await;
         (n == ["ghost"]).then_some(n)
     })
     .await;
     assert!(gone.is_some(), "404: the Application is deleted");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert!(
         delivered(&d.join("sink.jsonl")).is_empty(),
         "nothing fired for an Application Argo CD no longer has"
@@ -318,12 +313,12 @@ async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_d
         "Argo CD's own time"
     );
     assert_eq!(recently["health"]["since_at_least"], false);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    app.settle().await;
     assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing was due yet");
     let lists = api.received_requests().await.unwrap_or_default().len();
     assert_eq!(lists, 1, "one request: the listing");
     // Degraded since 08:58 by Argo CD's clock: due at 09:03.
-    advance(&clock, Duration::from_secs(4 * 60)).await;
+    app.advance(&clock, Duration::from_secs(4 * 60)).await;
     let got = wait_for(&d.join("sink.jsonl"), 1).await;
     assert_eq!(got[0]["incidents"][0]["app_name"], "recently-degraded");
     app.stop().await;
@@ -363,7 +358,7 @@ async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch()
     assert!(seen.is_some(), "the first listing");
     // A second resource now requires pruning: the app was OutOfSync already, so no trigger flips and Argo CD sends
     // nothing. The next resync sees it.
-    advance(&clock, Duration::from_secs(11)).await;
+    app.advance(&clock, Duration::from_secs(11)).await;
     let seen = eventually(Duration::from_secs(10), || async {
         (prune_count(&app).await == 2).then_some(())
     })
@@ -466,7 +461,7 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     )
     .await;
     // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval).
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    let_time_pass(Duration::from_secs(6)).await;
     let lists = || async {
         api.received_requests()
             .await
@@ -479,7 +474,8 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     clock.advance(Duration::from_secs(11));
     let second = eventually(Duration::from_secs(10), || async { (lists().await == 2).then_some(()) }).await;
     assert!(second.is_some(), "the next interval lists again");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Both replicas look at the lease again (every 2.5 s).
+    let_time_pass(Duration::from_secs(3)).await;
     assert_eq!(lists().await, 2, "still once per interval");
     a.stop().await;
     b.stop().await;
@@ -566,7 +562,7 @@ async fn a_listing_without_items_deletes_nothing_and_a_sudden_large_drop_waits_f
 
     // `{}`, `"items": null`, one page of several: not complete, nothing deleted.
     for (n, what) in [(1, "no items"), (2, "items null"), (3, "a continue token")] {
-        advance(&clock, Duration::from_secs(11)).await;
+        app.advance(&clock, Duration::from_secs(11)).await;
         let refused = eventually(Duration::from_secs(10), || async {
             let m = app.metrics().await;
             (sample(&m, r#"herald_argocd_listings_refused_total{reason="incomplete"}"#) >= f64::from(n)).then_some(())
@@ -586,7 +582,7 @@ async fn a_listing_without_items_deletes_nothing_and_a_sudden_large_drop_waits_f
     }
 
     // `"items": []`: complete, but it lacks all 12 at once: held back, shown, counted.
-    advance(&clock, Duration::from_secs(11)).await;
+    app.advance(&clock, Duration::from_secs(11)).await;
     let held = eventually(Duration::from_secs(10), || async {
         let p = page(&app).await;
         p.contains("lacked 12 of 12 Applications: held back").then_some(p)
@@ -613,7 +609,7 @@ async fn a_listing_without_items_deletes_nothing_and_a_sudden_large_drop_waits_f
     );
 
     // The next listing agrees: now they go.
-    advance(&clock, Duration::from_secs(11)).await;
+    app.advance(&clock, Duration::from_secs(11)).await;
     let gone = eventually(Duration::from_secs(10), || async {
         names(&app, "").await.is_empty().then_some(())
     })
@@ -683,7 +679,7 @@ async fn a_listing_larger_than_max_listing_bytes_is_refused_and_deletes_nothing(
     })
     .await;
     assert!(filled.is_some(), "the first listing");
-    advance(&clock, Duration::from_secs(11)).await;
+    app.advance(&clock, Duration::from_secs(11)).await;
     let refused = eventually(Duration::from_secs(20), || async {
         let m = app.metrics().await;
         (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
@@ -722,7 +718,7 @@ async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_m
         "",
     );
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    let_time_pass(Duration::from_secs(8)).await;
     let requests = api.received_requests().await.unwrap_or_default();
     let count = |p: &str| requests.iter().filter(|r| r.url.path() == p).count();
     let streams = count("/api/v1/stream/applications");
@@ -775,7 +771,7 @@ async fn a_held_drop_is_agreed_by_the_next_listing_on_another_replica() {
     })
     .await;
     assert!(filled.is_some(), "replica a listed 12");
-    advance(&clock, Duration::from_secs(11)).await;
+    a.advance(&clock, Duration::from_secs(11)).await;
     let held = eventually(Duration::from_secs(10), || async {
         page(&a).await.contains("lacked 12 of 12").then_some(())
     })
@@ -792,7 +788,7 @@ async fn a_held_drop_is_agreed_by_the_next_listing_on_another_replica() {
     )
     .await;
     assert_eq!(names(&b, "").await.len(), 12, "still there when b starts");
-    advance(&clock, Duration::from_secs(11)).await;
+    b.advance(&clock, Duration::from_secs(11)).await;
     let gone = eventually(Duration::from_secs(10), || async {
         names(&b, "").await.is_empty().then_some(())
     })

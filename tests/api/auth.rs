@@ -155,7 +155,7 @@ rules: {{sync_failed: {{for: 0s}}}}
     .await
     .expect("both deliveries failed at least once");
     let answers = outbox.to_string();
-    bin.terminate();
+    bin.terminate().await;
     let logs = bin.logs();
     assert!(logs.contains("delivery failed"), "the failures were logged: {logs}");
     for secret in [token, slack, hook, "SECRETPATH123", "B000/SECRET"] {
@@ -440,7 +440,7 @@ async fn refused_credentials_are_counted_and_logged_once_a_minute_without_the_to
         metrics.contains("herald_auth_failures_total{reason=\"insufficient_scope\"} 1"),
         "{metrics}"
     );
-    bin.terminate();
+    bin.terminate().await;
     let logs = bin.logs();
     let refused: Vec<&str> = logs.lines().filter(|l| l.contains("credential refused")).collect();
     assert_eq!(refused.len(), 1, "one line per address per minute: {logs}");
@@ -486,7 +486,7 @@ async fn guessing_tokens_is_answered_429_with_retry_after_even_for_the_right_tok
         .and_then(|v| v.parse().ok())
         .expect("Retry-After in seconds");
     assert!((1..=2).contains(&retry_after), "{retry_after}");
-    tokio::time::sleep(Duration::from_secs(retry_after) + Duration::from_millis(100)).await;
+    let_time_pass(Duration::from_secs(retry_after) + Duration::from_millis(100)).await;
     let r = post("argocd-token-0123456789".into()).await.expect("req");
     assert_eq!(r.status(), 202, "after Retry-After, the right token is in");
     app.stop().await;

@@ -312,7 +312,7 @@ async fn paced_post(address: String, body: String) -> String {
         if write.write_all(piece).await.is_err() {
             break; // answered early
         }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let_time_pass(std::time::Duration::from_millis(5)).await;
     }
     let mut line = String::new();
     let _ = tokio::io::BufReader::new(read).read_line(&mut line).await;
@@ -368,21 +368,24 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     // back (503 + Retry-After).
     let app = TestApp::spawn("server: {body_read_timeout: 20s, max_inflight_body_bytes: 4096}").await;
     let holder = slow_post(&app.address, 4096, 4095).await;
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let body = envelope("pay-api", "payments", "Synced", "Healthy", &now_rfc3339());
-    let r = app
-        .client
-        .post(format!("{}/v1/argocd/events", app.address))
-        .body(format!("{body:<4096}"))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(r.status(), 503);
+    // Once the server has read what the holder sent.
+    let r = eventually(std::time::Duration::from_secs(5), || async {
+        let r = (app.client.post(format!("{}/v1/argocd/events", app.address)))
+            .body(format!("{body:<4096}"))
+            .send()
+            .await
+            .expect("request");
+        (r.status() == 503).then_some(r)
+    })
+    .await
+    .expect("503 while the holder holds the budget");
     assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
     drop(holder);
     // A slow sender holds only what it has sent: beside one that has sent 10 bytes, a 2 KiB body goes through.
     let trickle = slow_post(&app.address, 4096, 10).await;
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Time for the server to read the trickle's 10 bytes: nothing outside shows it (it is not refused).
+    let_time_pass(std::time::Duration::from_millis(200)).await;
     let r = app
         .client
         .post(format!("{}/v1/argocd/events", app.address))
@@ -396,10 +399,13 @@ async fn a_slow_body_is_not_held_forever_and_a_burst_of_big_ones_is_bounded() {
     assert_eq!(r.status(), 202);
     drop(trickle);
     // Once the budget is free again (the holder hung up), bodies go through.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let r = app
-        .post(envelope("ledger", "payments", "Synced", "Healthy", &now_rfc3339()))
-        .await;
-    assert_eq!(r.status(), 202);
+    let accepted = eventually(std::time::Duration::from_secs(5), || async {
+        let r = app
+            .post(envelope("ledger", "payments", "Synced", "Healthy", &now_rfc3339()))
+            .await;
+        (r.status() == 202).then_some(())
+    })
+    .await;
+    assert!(accepted.is_some(), "202 once the budget is free");
     app.stop().await;
 }

@@ -299,7 +299,7 @@ async fn the_real_binary_tells_alice_opens_one_ticket_everywhere_and_resolves_th
     );
 
     // Settled: one ticket per incident, one direct message, one change event, nothing repeated after the restart.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    bin.settle().await;
     let slack = calls(&systems.slack).await;
     let dms = slack.iter().filter(|(_, b)| b["channel"] == "U024BE7LH").count();
     assert_eq!(dms, 1, "the resolve goes to the team, not to alice again: {slack:?}");

@@ -61,17 +61,12 @@ async fn change_events(server: &MockServer) -> Vec<Value> {
         .collect()
 }
 
-/// Gives the outbox worker time to send anything it should not.
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(700)).await;
-}
-
 #[tokio::test]
 async fn a_sync_to_a_new_revision_is_one_change_event_and_the_same_body_again_is_none() {
     let server = pagerduty().await;
     let app = TestApp::spawn(&config(&server, true)).await;
     app.post(synced(OLD, &[OLD])).await;
-    settle().await;
+    app.settle().await;
     assert!(
         change_events(&server).await.is_empty(),
         "the first state Herald hears of is no change"
@@ -110,7 +105,7 @@ async fn a_sync_to_a_new_revision_is_one_change_event_and_the_same_body_again_is
     app.post(body).await;
     app.post(synced(NEW, &[OLD, NEW]).replace("\"Healthy\"", "\"Progressing\""))
         .await;
-    settle().await;
+    app.settle().await;
     assert_eq!(change_events(&server).await.len(), 1, "one change event per revision");
     app.stop().await;
 }
@@ -128,7 +123,7 @@ async fn a_sync_of_the_revision_already_deployed_is_no_change() {
 
     app.post(synced(OLD, &[OLD, OLD])).await;
 
-    settle().await;
+    app.settle().await;
     assert!(change_events(&server).await.is_empty());
     app.stop().await;
 }
@@ -141,7 +136,7 @@ async fn without_change_events_a_new_revision_sends_nothing() {
 
     app.post(synced(NEW, &[OLD, NEW])).await;
 
-    settle().await;
+    app.settle().await;
     assert!(change_events(&server).await.is_empty());
     app.stop().await;
 }

@@ -34,11 +34,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-async fn advance(clock: &ManualClock, d: Duration) {
-    clock.advance(d);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-}
-
 #[tokio::test]
 async fn a_condition_confirmed_by_the_api_fires() {
     let api = MockServer::start().await;
@@ -56,12 +51,12 @@ async fn a_condition_confirmed_by_the_api_fires() {
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &config(&api.uri(), &d), std::sync::Arc::new(clock.clone())).await;
     assert_eq!(app.post(serde_json::to_vec(&jen).expect("json")).await.status(), 202);
-    advance(&clock, Duration::from_secs(59 * 60)).await;
+    app.advance(&clock, Duration::from_secs(59 * 60)).await;
     assert!(
         api.received_requests().await.unwrap_or_default().is_empty(),
         "the API is asked only when the rule is due"
     );
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     let got = wait_for(&d.join("sink.jsonl"), 1).await;
     assert_eq!(got[0]["incidents"][0]["app_name"], "jen");
     assert!(
@@ -91,13 +86,13 @@ async fn a_condition_gone_in_the_cluster_does_not_fire_and_is_recorded() {
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &config(&api.uri(), &d), std::sync::Arc::new(clock.clone())).await;
     assert_eq!(app.post(serde_json::to_vec(&heard).expect("json")).await.status(), 202);
-    advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
     eventually(Duration::from_secs(5), || async {
         (!api.received_requests().await.unwrap_or_default().is_empty()).then_some(())
     })
     .await
     .expect("asked the API");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing sent");
     let state = app.get_json("/v1/apps/argo-cd/velero-test").await;
     assert_eq!(state["sync"]["status"], "Synced", "the API's snapshot was recorded");
@@ -122,8 +117,8 @@ async fn an_unreachable_api_delays_the_rule_a_bounded_time_then_it_fires_unconfi
     let app = TestApp::spawn_in(dir.clone(), &config(&api.uri(), &d), std::sync::Arc::new(clock.clone())).await;
     let body = envelope("pay-api", "ops", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
     assert_eq!(app.post(body).await.status(), 202);
-    advance(&clock, Duration::from_secs(61 * 60)).await;
-    advance(&clock, Duration::from_secs(5 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(5 * 60)).await;
     assert!(
         !api.received_requests().await.unwrap_or_default().is_empty(),
         "it tried"
@@ -132,7 +127,7 @@ async fn an_unreachable_api_delays_the_rule_a_bounded_time_then_it_fires_unconfi
         delivered(&d.join("sink.jsonl")).is_empty(),
         "within confirm_wait it waits"
     );
-    advance(&clock, Duration::from_secs(6 * 60)).await; // past fire_at + confirm_wait (10m)
+    app.advance(&clock, Duration::from_secs(6 * 60)).await; // past fire_at + confirm_wait (10m)
     let got = wait_for(&d.join("sink.jsonl"), 1).await;
     let notes = got[0]["incidents"][0]["notes"].to_string();
     assert!(notes.contains("not confirmed"), "{notes}");

@@ -69,7 +69,11 @@ async fn a_receiver_down_for_a_while_gets_everything_afterwards_in_order() {
         app.post(failed_sync("pay-api", "2026-01-01T00:00:00Z")).await.status(),
         202
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually(Duration::from_secs(5), || async {
+        (!server.received_requests().await.unwrap_or_default().is_empty()).then_some(())
+    })
+    .await
+    .expect("the first attempt failed before the resolve arrives");
     assert_eq!(
         app.post(recovered("pay-api", "2026-01-01T00:05:00Z")).await.status(),
         202
@@ -80,7 +84,7 @@ async fn a_receiver_down_for_a_while_gets_everything_afterwards_in_order() {
     })
     .await
     .expect("6 failures, then both messages");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.settle().await;
     let all = texts(&server.received_requests().await.unwrap_or_default());
     assert_eq!(all.len(), 8, "no extra deliveries: {all:#?}");
     // Every failed attempt was the open; the resolve waited behind it.
@@ -109,7 +113,7 @@ async fn retry_after_is_obeyed() {
     .await
     .expect("first attempt");
     let first = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let_time_pass(Duration::from_millis(1500)).await;
     assert_eq!(
         server.received_requests().await.unwrap_or_default().len(),
         1,
@@ -146,7 +150,7 @@ async fn a_permanent_failure_is_dead_visible_and_retryable() {
         dead["items"][0]["last_error"].as_str().unwrap_or("").contains("400"),
         "{dead}"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert_eq!(
         server.received_requests().await.unwrap_or_default().len(),
         1,
@@ -287,7 +291,7 @@ scheduler: {{tick: 50ms}}
     .await
     .expect("after the restart the existing issue is found and commented on");
     assert_eq!(comments, 1);
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    bin.settle().await;
     assert_eq!(creates().await, 1, "exactly one ticket");
     drop(bin);
 }

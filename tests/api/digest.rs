@@ -30,11 +30,6 @@ fn friday_early() -> DateTime<Utc> {
     t("2026-10-23T06:00:00Z")
 }
 
-async fn advance_to(clock: &ManualClock, at: DateTime<Utc>) {
-    clock.set(at);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-}
-
 /// `digest` is added to the team's digest block; `extra` to the settings (a second receiver is `hook`, a webhook
 /// to `HOOK_URL`).
 fn config(dir: &Path, digest: &str, extra: &str) -> String {
@@ -89,7 +84,7 @@ async fn post_problems(app: &TestApp, clock: &ManualClock) {
     let at = friday_early();
     let old = with_prune(&body("old-drift", "OutOfSync", "Healthy", at), "stale-config");
     post_ok(app, old).await;
-    advance_to(clock, at + chrono::Duration::minutes(10)).await;
+    app.advance_to(clock, at + chrono::Duration::minutes(10)).await;
     let later = at + chrono::Duration::minutes(10);
     post_ok(app, body("new-drift", "OutOfSync", "Healthy", later)).await;
     post_ok(app, body("broken", "Synced", "Degraded", later)).await;
@@ -129,9 +124,9 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
     post_problems(&app, &clock).await;
 
-    advance_to(&clock, t("2026-10-23T06:59:59Z")).await;
+    app.advance_to(&clock, t("2026-10-23T06:59:59Z")).await;
     assert!(digests(dir.path()).is_empty(), "nothing before 09:00 CEST");
-    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
+    app.advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     let friday = wait_for_digests(dir.path(), 1).await;
     assert_eq!(friday[0]["created_at"], "2026-10-23T07:00:00Z");
     let d = &friday[0]["digest"];
@@ -153,14 +148,13 @@ async fn nine_in_berlin_on_weekdays_sends_one_digest_at_seven_utc_in_summer_and_
     );
 
     // The weekend has no slot; Monday 09:00 is CET after the clocks went back on Sunday.
-    advance_to(&clock, t("2026-10-24T07:00:00Z")).await;
-    advance_to(&clock, t("2026-10-26T07:00:00Z")).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.advance_to(&clock, t("2026-10-24T07:00:00Z")).await;
+    app.advance_to(&clock, t("2026-10-26T07:00:00Z")).await;
     assert_eq!(digests(dir.path()).len(), 1, "no digest at 07:00 UTC in winter time");
-    advance_to(&clock, t("2026-10-26T08:00:00Z")).await;
+    app.advance_to(&clock, t("2026-10-26T08:00:00Z")).await;
     let monday = wait_for_digests(dir.path(), 2).await;
     assert_eq!(monday[1]["created_at"], "2026-10-26T08:00:00Z");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert_eq!(digests(dir.path()).len(), 2, "exactly one digest per slot");
 
     let to_hook = eventually(Duration::from_secs(10), || async {
@@ -211,8 +205,7 @@ async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_re
     let dir = app.stop().await;
 
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    advance_to(&clock, t("2026-10-23T10:05:00Z")).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    app.advance_to(&clock, t("2026-10-23T10:05:00Z")).await;
     assert_eq!(digests(dir.path()).len(), 1, "the restart does not send it again");
     let dir = app.stop().await;
     assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Sent));
@@ -222,7 +215,7 @@ async fn a_slot_passed_while_down_is_sent_once_at_start_and_not_again_after_a_re
 async fn a_slot_missed_by_more_than_catch_up_is_skipped_and_recorded() {
     // Down for 7 h across the slot: more than catch_up.
     let (_clock, _cfg, app) = down_across_the_slot_until(t("2026-10-23T14:00:00Z")).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    app.settle().await;
     assert!(digests(app.dir.path()).is_empty(), "{:?}", digests(app.dir.path()));
     let dir = app.stop().await;
     assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Skipped));
@@ -261,7 +254,7 @@ async fn a_digest_just_added_is_not_reported_as_a_missed_slot_at_the_first_start
         .filter(|l| l.starts_with("herald_digest_slots_total") && l.contains("skipped"))
         .filter(|l| !l.ends_with(" 0"));
     assert_eq!(skipped.count(), 0, "no skipped slot counted: {metrics}");
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
     let logs = bin.logs();
     assert!(!logs.contains("missed") && !logs.contains("WARN"), "{logs}");
     assert!(digests(dir.path()).is_empty());
@@ -273,14 +266,13 @@ async fn all_fine_at_the_slot(digest: &str) -> TestApp {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), digest, ""), Arc::new(clock.clone())).await;
     post_ok(&app, body("fine", "Synced", "Healthy", friday_early())).await;
-    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
+    app.advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
     app
 }
 
 #[tokio::test]
 async fn nothing_to_report_sends_nothing() {
     let app = all_fine_at_the_slot("").await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(digests(app.dir.path()).is_empty());
     let dir = app.stop().await;
     assert_eq!(friday_slot(dir.path()).await, Some(SlotState::Empty));
@@ -291,9 +283,10 @@ async fn nothing_to_report_with_all_green_sends_one_line() {
     let app = all_fine_at_the_slot(", when_empty: all_green").await;
     let sent = wait_for_digests(app.dir.path(), 1).await;
     assert_eq!(sent[0]["title"], "Digest for payments: all green");
-    let text = herald::digest::render::text(&serde_json::from_value(sent[0]["digest"].clone()).expect("a digest"));
+    let text =
+        herald::receivers::render::digest::text(&serde_json::from_value(sent[0]["digest"].clone()).expect("a digest"));
     assert!(text.contains("All green for team payments"), "{text}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert_eq!(digests(app.dir.path()).len(), 1);
     app.stop().await;
 }
@@ -318,11 +311,12 @@ async fn two_replicas_on_postgresql_send_a_slot_once() {
     )
     .await;
     post_ok(&a, body("broken", "Synced", "Degraded", friday_early())).await;
-    advance_to(&clock, t("2026-10-23T07:00:00Z")).await;
+    clock.set(t("2026-10-23T07:00:00Z"));
     let both = || digests(dir_a.path()).len() + digests(dir_b.path()).len();
     let sent = eventually(Duration::from_secs(10), || async { (both() >= 1).then_some(()) }).await;
     assert!(sent.is_some(), "one of the replicas sent the digest");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    a.settle().await;
+    b.settle().await;
     assert_eq!(both(), 1, "exactly once for both replicas");
     a.stop().await;
     b.stop().await;
@@ -397,7 +391,7 @@ async fn the_real_binary_sends_at_nine_in_berlin_once_across_a_kill_9_and_the_ch
     let monday = wait_long_for_digests(dir.path(), 2).await;
     sent_just_after(&monday[1], "2026-10-26T08:00:00Z");
     assert_eq!(monday[1]["digest"]["out_of_sync"][0]["app"], "argocd/old-drift");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    bin.settle().await;
     assert_eq!(
         digests(dir.path()).len(),
         2,
@@ -442,8 +436,10 @@ async fn two_real_binaries_on_postgresql_send_nine_in_berlin_once() {
     .expect("one of the replicas sent the digest");
     sent_just_after(&first[0], "2026-10-23T07:00:00Z");
     assert_eq!(first[0]["digest"]["out_of_sync"][0]["app"], "argocd/old-drift");
-    // Both replicas' schedulers have passed the slot several times by now.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Both replicas' schedulers have passed the slot since.
+    for replica in &replicas {
+        replica.settle().await;
+    }
     assert_eq!(all().len(), 1, "one digest for two replicas: {:?}", all());
     for mut replica in replicas {
         replica.kill9();

@@ -239,7 +239,7 @@ async fn sigterm_stops_gracefully_and_exits_0() {
     let mut bin = Binary::start(&cfg, &[]);
     let acked = burst(vec![bin.address.clone()], 50, usize::MAX, || {}).await;
     assert_eq!(acked.len(), 50);
-    let status = bin.terminate();
+    let status = bin.terminate().await;
     assert!(status.success(), "exit status {status:?}: {}", bin.logs());
     assert!(
         bin.logs().contains("shutting down") && bin.logs().contains("stopped"),
@@ -295,7 +295,7 @@ async fn postgresql_restarted_under_load_gives_503_then_recovers_losing_nothing(
             s => other.push(s),
         }
         if (20..28).contains(&i) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let_time_pass(Duration::from_millis(50)).await;
         }
     }
     assert!(other.is_empty(), "only 202 or 503: {other:?}");

@@ -7,7 +7,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herald::clock::{SharedClock, SystemClock};
+use herald::clock::{ManualClock, SharedClock, SystemClock};
+use herald::progress::{Passes, Progress};
+
+pub use crate::wait::{eventually, let_time_pass, let_time_pass_blocking};
 use herald::configuration::Settings;
 use herald::startup::Application;
 use serde_json::Value;
@@ -57,6 +60,7 @@ pub struct TestApp {
     pub dir: Arc<tempfile::TempDir>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<tokio::task::JoinHandle<()>>,
+    progress: Progress,
 }
 
 /// Merges `extra` YAML over the base settings (top-level keys of `extra` win).
@@ -96,6 +100,7 @@ impl TestApp {
         let s = settings(dir.path(), extra);
         let app = Application::build_with_clock(s, clock).await.expect("app builds");
         let address = format!("http://127.0.0.1:{}", app.port());
+        let progress = app.progress();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
             let _ = app
@@ -110,7 +115,28 @@ impl TestApp {
             dir,
             stop: Some(tx),
             handle: Some(handle),
+            progress,
         }
+    }
+
+    /// Waits until the scheduler and the outbox worker are idle at the clock's current time: whatever was due
+    /// has run and been delivered (or failed), so "nothing more was sent" is seen, not guessed after a pause.
+    pub async fn settle(&self) {
+        tokio::time::timeout(SETTLE_WITHIN, self.progress.settled())
+            .await
+            .unwrap_or_else(|_| panic!("the scheduler and the outbox did not settle within {SETTLE_WITHIN:?}"));
+    }
+
+    /// Moves `clock` by `d`, then [`settle`](Self::settle)s.
+    pub async fn advance(&self, clock: &ManualClock, d: Duration) {
+        clock.advance(d);
+        self.settle().await;
+    }
+
+    /// Sets `clock` to `at`, then [`settle`](Self::settle)s.
+    pub async fn advance_to(&self, clock: &ManualClock, at: chrono::DateTime<chrono::Utc>) {
+        clock.set(at);
+        self.settle().await;
     }
 
     /// Stops gracefully and waits until the store is closed.
@@ -191,23 +217,8 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339()
 }
 
-/// Waits until `f` returns Some, polling every 50 ms, for at most `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return Some(v);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// How long the loops may take to settle after a step of a test; far more than they need.
+const SETTLE_WITHIN: Duration = Duration::from_secs(20);
 
 /// Runs `cmd` (`what`, for the failure) to completion; panics with its output when it fails or cannot start
 /// (`install`: how to get it).
@@ -251,19 +262,18 @@ pub async fn wait_until_serving(
     probe: impl Fn() -> reqwest::RequestBuilder,
     log: impl Fn() -> String,
 ) {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if let Ok(r) = probe().send().await
-            && r.status().is_success()
-        {
-            return;
-        }
+    let serving = eventually(timeout, || {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("{name} exited with {status}:\n{}", log());
         }
-        assert!(std::time::Instant::now() < deadline, "{name} did not start:\n{}", log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let request = probe();
+        async move {
+            let r = request.send().await.ok()?;
+            r.status().is_success().then_some(())
+        }
+    })
+    .await;
+    assert!(serving.is_some(), "{name} did not start:\n{}", log());
 }
 
 /// Sends a request to the server `name` that must succeed; answers its JSON body (`null` when it has none).
@@ -366,20 +376,70 @@ impl Binary {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, then waits for the exit status.
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
+    /// SIGTERM, then waits for the exit status (SIGKILL after 30 s).
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.child.id().to_string())
             .status();
-        for _ in 0..300 {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return s;
+        let child = &mut self.child;
+        match eventually(Duration::from_secs(30), || {
+            std::future::ready(child.try_wait().ok().flatten())
+        })
+        .await
+        {
+            Some(status) => status,
+            None => {
+                let _ = self.child.kill();
+                self.child.wait().expect("wait")
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
-        let _ = self.child.kill();
-        self.child.wait().expect("wait")
+    }
+
+    /// The loops' passes as `/metrics` counts them (`herald_loop_passes_total`).
+    async fn passes(&self) -> Passes {
+        let text = reqwest::get(format!("{}/metrics", self.address))
+            .await
+            .and_then(|r| r.error_for_status())
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        let mut p = Passes::default();
+        for line in text.lines().filter(|l| l.starts_with("herald_loop_passes_total{")) {
+            let count: u64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0) as u64;
+            if line.contains("loop=\"scheduler\"") {
+                p.scheduler += count;
+            }
+            if line.contains("loop=\"outbox\"") {
+                p.outbox += count;
+            }
+            if line.contains("outcome=\"worked\"") {
+                p.worked += count;
+            }
+        }
+        p
+    }
+
+    /// As [`TestApp::settle`], seen from outside through `/metrics`: both loops made a whole pass, and none did
+    /// anything, since this was called.
+    pub async fn settle(&self) {
+        loop {
+            let before = self.passes().await;
+            let after = eventually(SETTLE_WITHIN, || async {
+                let now = self.passes().await;
+                now.both_passed_since(&before).then_some(now)
+            })
+            .await
+            .unwrap_or_else(|| panic!("herald did not settle within {SETTLE_WITHIN:?}: {}", self.logs()));
+            if after.worked == before.worked {
+                return;
+            }
+        }
     }
 
     pub fn logs(&self) -> String {

@@ -22,7 +22,7 @@ struct Mailbox {
 }
 
 impl Mailbox {
-    fn start(dir: &Path) -> Self {
+    async fn start(dir: &Path) -> Self {
         let port = free_port();
         let maildir = dir.join("mail");
         let server = Command::new("python3")
@@ -34,13 +34,15 @@ impl Mailbox {
             .expect("python3 with aiosmtpd (pip install aiosmtpd)");
         // Owned from here: dropped (killed) should it never listen.
         let mailbox = Self { server, port, maildir };
-        for _ in 0..300 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return mailbox;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("aiosmtpd did not listen on {port}");
+        let listening = eventually(Duration::from_secs(15), || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        })
+        .await;
+        assert!(listening.is_some(), "aiosmtpd did not listen on {port}");
+        mailbox
     }
 
     /// The raw messages stored so far.
@@ -125,11 +127,6 @@ fn team_notes(messages: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Gives the outbox worker time to send anything it should not.
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(700)).await;
-}
-
 /// One Herald whose team is told through a console file, with a Slack and a mailbox for people.
 struct Setup {
     dir: tempfile::TempDir,
@@ -141,7 +138,7 @@ struct Setup {
 impl Setup {
     async fn start(extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("tmp");
-        let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()));
+        let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()).await);
         let app = TestApp::spawn(&(config(dir.path(), &slack, &mail) + extra)).await;
         Self { dir, slack, mail, app }
     }
@@ -153,7 +150,7 @@ impl Setup {
 
     /// After a while: one message to the team, and `dms` Slack messages and `mails` e-mails to people.
     async fn told_once(self, dms: usize, mails: usize) {
-        settle().await;
+        self.app.settle().await;
         assert_eq!(slack_channels(&self.slack).await.len(), dms, "Slack messages");
         assert_eq!(self.mail.messages().len(), mails, "e-mails");
         assert_eq!(crate::helpers::delivered(&self.dir.path().join("team.jsonl")).len(), 1);
@@ -215,7 +212,7 @@ async fn a_user_with_no_contact_is_the_teams_alone_and_the_team_is_told_so() {
 #[tokio::test]
 async fn a_restart_between_ingest_and_delivery_still_tells_alice_once() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let mail = Mailbox::start(dir.path());
+    let mail = Mailbox::start(dir.path()).await;
     // Slack is down while the failure is ingested: the DM waits in the outbox.
     let down = MockServer::start().await;
     Mock::given(any())
@@ -239,7 +236,7 @@ async fn a_restart_between_ingest_and_delivery_still_tells_alice_once() {
 
     let dm = slack_posts(&up).await;
     assert_eq!(dm, Some(vec!["U024BE7LH".to_string()]));
-    settle().await;
+    app.settle().await;
     assert_eq!(slack_channels(&up).await.len(), 1, "delivered once");
     assert_eq!(
         mail.messages().len(),

@@ -21,11 +21,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-async fn advance(clock: &ManualClock, d: Duration) {
-    clock.advance(d);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-}
-
 /// A webhook body of `pay-api` (namespace `argocd`) as the Argo CD at `argocd_url` sends it.
 fn body_from(argocd_url: Option<&str>, sync: &str, health: &str, at: &str) -> String {
     let mut v: Value = serde_json::from_str(&envelope("pay-api", "payments", sync, health, at)).expect("json");
@@ -166,7 +161,7 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
             .respond_with(listing(&[]))
             .mount(&eu)
             .await;
-        advance(&clock, Duration::from_secs(11)).await;
+        app.advance(&clock, Duration::from_secs(11)).await;
         let gone = eventually(Duration::from_secs(15), || async {
             let got = apps(&app, "").await;
             (got.len() == 1).then_some(got)
@@ -191,7 +186,7 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
             .respond_with(ResponseTemplate::new(404))
             .mount(&eu)
             .await;
-        advance(&clock, Duration::from_secs(61)).await;
+        app.advance(&clock, Duration::from_secs(61)).await;
         let got = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
         assert_eq!(got[0]["action"], "open", "{engine}: {got:?}");
         assert_eq!(got[0]["incidents"][0]["kind"], "out_of_sync");
@@ -240,7 +235,7 @@ async fn another_instances_body_is_never_deleted_by_the_first_ones_404() {
         let summary: Value = r.json().await.expect("json");
         assert_eq!(summary["application"], "eu/argocd/pay-api", "{engine}: {summary}");
 
-        advance(&clock, Duration::from_secs(61)).await;
+        app.advance(&clock, Duration::from_secs(61)).await;
         let team = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
         assert_eq!(team.len(), 1, "{engine}: {team:?}");
         assert_eq!(team[0]["action"], "open");
@@ -364,14 +359,10 @@ async fn a_silence_on_one_instance_holds_only_its_incidents() {
             let r = app.post(body_from(Some(url), "Synced", "Degraded", &at)).await;
             assert_eq!(r.status(), 202, "{engine}");
         }
-        advance(&clock, Duration::from_secs(2)).await;
-        let got = wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let got = if got.len() > 1 {
-            got
-        } else {
-            delivered(&app.dir.path().join("sink.jsonl"))
-        };
+        app.advance(&clock, Duration::from_secs(2)).await;
+        wait_for(&app.dir.path().join("sink.jsonl"), 1).await;
+        app.settle().await;
+        let got = delivered(&app.dir.path().join("sink.jsonl"));
         let told: Vec<String> = (got.iter())
             .map(|l| l["incidents"][0]["instance"].as_str().unwrap_or("default").to_string())
             .collect();

@@ -37,7 +37,7 @@ async fn a_team_with_control_characters_cannot_forge_a_log_line() {
     })
     .await
     .unwrap_or_else(|| panic!("no delivery logged: {}", bin.logs()));
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
     let logs = bin.logs();
     let delivered = logs
         .lines()
@@ -80,7 +80,7 @@ async fn the_postgres_password_never_appears_in_the_log() {
     std::fs::write(&cfg, base_yaml(dir.path())).expect("write");
 
     let mut bin = Binary::start(&cfg, &[("HERALD__STORAGE__URL", url.as_str())]);
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
     let logs = bin.logs();
     let start = logs.lines().find(|l| l.contains("starting")).expect(&logs);
     let (host, port) = (url.host_str().expect("host"), url.port().expect("port"));

@@ -29,3 +29,5 @@ mod rules;
 mod send_test;
 mod status_page;
 mod three_incidents;
+#[path = "../common/wait.rs"]
+mod wait;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -152,17 +152,17 @@ impl Synapse {
 
     /// Waits until the room holds at least `n` messages; a failure shows what it holds.
     async fn wait_for_messages(&self, token: &str, room: &str, n: usize) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
+        let seen = eventually(Duration::from_secs(20), || async {
             let seen = self.messages(token, room).await;
-            if seen.len() >= n {
-                return seen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{n} messages expected in the room, got {seen:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            (seen.len() >= n).then_some(seen)
+        })
+        .await;
+        match seen {
+            Some(seen) => seen,
+            None => panic!(
+                "{n} messages expected in the room, got {:#?}",
+                self.messages(token, room).await
+            ),
         }
     }
 }
@@ -205,7 +205,7 @@ grouping: {{group_wait: 0s, group_interval: 1s}}
         assert_eq!(app.post(recovered(name, "2026-01-01T00:05:00Z")).await.status(), 202);
     }
     synapse.wait_for_messages(&token, &room, 3).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.settle().await;
     let messages = synapse.messages(&token, &room).await;
 
     assert_eq!(messages.len(), 3, "no extra messages: {messages:#?}");

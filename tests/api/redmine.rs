@@ -377,7 +377,7 @@ async fn a_failed_sync_opens_one_redmine_issue_an_hourly_repeat_adds_a_note_and_
     );
 
     wait_for_done(&app, 3).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.settle().await;
     let issues = redmine.issues("payments").await;
     assert_eq!(issues.len(), 1, "one issue for the incident: {issues:#?}");
     assert_eq!(
@@ -428,7 +428,7 @@ async fn a_herald_that_forgot_its_issue_finds_it_by_subject_tag_or_custom_field_
             .wait_for_issue(ours, "closed", |i| i["status"]["id"] == CLOSED)
             .await;
         wait_for_done(&second, 2).await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        second.settle().await;
 
         let issues = redmine.issues(project).await;
         let ids: Vec<u64> = issues.iter().filter_map(|i| i["id"].as_u64()).collect();

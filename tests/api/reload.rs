@@ -114,7 +114,7 @@ async fn sighup_reloads_receivers_and_credentials_and_a_broken_file_keeps_the_ru
         .await
         .expect("req");
     assert_eq!(r.status(), 200, "still the reloaded credentials");
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
 }
 
 async fn anonymous_apps(client: &reqwest::Client, bin: &Binary) -> u16 {
@@ -162,7 +162,7 @@ async fn a_reload_of_an_empty_or_cut_file_keeps_the_credentials_in_force() {
     logged(&bin, "configuration reloaded", 1).await;
     assert_eq!(anonymous_apps(&client, &bin).await, 200);
     assert!(bin.logs().contains("removes every credential"), "{}", bin.logs());
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
 }
 
 #[tokio::test]
@@ -185,7 +185,7 @@ async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() 
                 for piece in whole.as_bytes().chunks(64) {
                     f.write_all(piece).expect("write");
                     f.flush().expect("flush");
-                    std::thread::sleep(Duration::from_micros(200));
+                    let_time_pass_blocking(Duration::from_micros(200));
                 }
             }
         })
@@ -202,11 +202,11 @@ async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() 
         if r.status() == 202 {
             admitted += 1;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        let_time_pass(Duration::from_millis(5)).await;
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().expect("writer");
     assert_eq!(admitted, 0, "anonymous events admitted: {}", bin.logs());
     assert!(bin.logs().contains("configuration reload refused"), "{}", bin.logs());
-    assert!(bin.terminate().success());
+    assert!(bin.terminate().await.success());
 }

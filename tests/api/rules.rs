@@ -31,12 +31,6 @@ grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 3h}}
     )
 }
 
-/// Moves the manual clock and gives the scheduler and the worker time to act.
-async fn advance(clock: &ManualClock, d: Duration) {
-    clock.advance(d);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-}
-
 fn actions(lines: &[Value]) -> Vec<String> {
     lines
         .iter()
@@ -57,7 +51,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(59 * 60)).await;
+    app.advance(&clock, Duration::from_secs(59 * 60)).await;
     assert!(
         delivered(&d.join("pay-chat.jsonl")).is_empty(),
         "nothing before the hour"
@@ -75,7 +69,7 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
     .expect("json");
     body["app"]["status"]["sync"]["revision"] = "ffffffffffffffffffffffffffffffffffffffff".into();
     assert_eq!(app.post(body.to_string()).await.status(), 202);
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(actions(&got), ["open"]);
     assert_eq!(got[0]["incidents"][0]["kind"], "out_of_sync");
@@ -86,11 +80,11 @@ async fn out_of_sync_for_an_hour_notifies_the_owning_team_exactly_once() {
         "another team hears nothing"
     );
     // Time passes without change: no second notification before repeat_interval.
-    advance(&clock, Duration::from_secs(30 * 60)).await;
+    app.advance(&clock, Duration::from_secs(30 * 60)).await;
     assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "fires exactly once");
     // Synced: resolved, and the resolve is sent (console sends resolved).
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
-    advance(&clock, Duration::from_secs(1)).await;
+    app.advance(&clock, Duration::from_secs(1)).await;
     let got = wait_for(&d.join("pay-chat.jsonl"), 2).await;
     assert_eq!(actions(&got), ["open", "resolve"]);
     assert_eq!(
@@ -107,17 +101,17 @@ async fn synced_before_the_hour_never_notifies_and_a_new_out_of_sync_restarts_th
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(59 * 60)).await;
+    app.advance(&clock, Duration::from_secs(59 * 60)).await;
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
-    advance(&clock, Duration::from_secs(1)).await;
+    app.advance(&clock, Duration::from_secs(1)).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(59 * 60)).await;
-    advance(&clock, Duration::from_secs(59)).await;
+    app.advance(&clock, Duration::from_secs(59 * 60)).await;
+    app.advance(&clock, Duration::from_secs(59)).await;
     assert!(
         delivered(&d.join("pay-chat.jsonl")).is_empty(),
         "OutOfSync → Synced → OutOfSync restarts the clock"
     );
-    advance(&clock, Duration::from_secs(2)).await;
+    app.advance(&clock, Duration::from_secs(2)).await;
     let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(got.len(), 1);
     app.stop().await;
@@ -131,12 +125,12 @@ async fn a_restart_while_pending_still_fires_on_time_and_once() {
     let cfg = console_config(&d, "");
     let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(30 * 60)).await;
+    app.advance(&clock, Duration::from_secs(30 * 60)).await;
     let dir = app.stop().await;
     let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
-    advance(&clock, Duration::from_secs(29 * 60)).await;
+    app.advance(&clock, Duration::from_secs(29 * 60)).await;
     assert!(delivered(&d.join("pay-chat.jsonl")).is_empty());
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     eventually(Duration::from_secs(5), || async {
         (!delivered(&d.join("pay-chat.jsonl")).is_empty()).then_some(())
     })
@@ -159,7 +153,7 @@ async fn a_restart_while_pending_still_fires_on_time_and_once() {
     })
     .await
     .expect("fired at once after the restart");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     // It joins the payments/out_of_sync group whose thread is open: one message lists it, once.
     let ledger_messages = delivered(&d.join("pay-chat.jsonl"))
         .iter()
@@ -180,24 +174,24 @@ async fn the_escalation_ladder_steps_and_stops_on_resolve_and_repeats_follow_rep
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &console_config(&d, ""), std::sync::Arc::new(clock.clone())).await;
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(61 * 60)).await; // fires
-    advance(&clock, Duration::from_secs(30 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // fires
+    app.advance(&clock, Duration::from_secs(30 * 60)).await;
     assert!(
         delivered(&d.join("pager.jsonl")).is_empty(),
         "step 1 is 1h after firing"
     );
-    advance(&clock, Duration::from_secs(31 * 60)).await; // 1h01 after firing
+    app.advance(&clock, Duration::from_secs(31 * 60)).await; // 1h01 after firing
     let pager = wait_for(&d.join("pager.jsonl"), 1).await;
     assert!(pager[0]["reason"].as_str().unwrap_or("").contains("escalation step 1"));
     assert!(delivered(&d.join("boss.jsonl")).is_empty());
     // repeat_interval 3h: the team hears "still firing" 3h after the first message.
-    advance(&clock, Duration::from_secs(2 * 3600)).await; // 3h01 after firing
+    app.advance(&clock, Duration::from_secs(2 * 3600)).await; // 3h01 after firing
     let chat = wait_for(&d.join("pay-chat.jsonl"), 2).await;
     assert_eq!(actions(&chat), ["open", "update"]);
     assert_eq!(chat[1]["reason"], "still firing");
     // Resolved before step 2 (4h): the boss never hears; the pager hears the resolve.
     post_at(&app, &clock, "pay-api", "payments", "Synced").await;
-    advance(&clock, Duration::from_secs(2 * 3600)).await;
+    app.advance(&clock, Duration::from_secs(2 * 3600)).await;
     assert!(delivered(&d.join("boss.jsonl")).is_empty(), "cancelled on resolve");
     let pager = wait_for(&d.join("pager.jsonl"), 2).await;
     assert_eq!(actions(&pager), ["open", "resolve"]);
@@ -238,13 +232,13 @@ async fn a_storm_gives_each_receiver_one_message_listing_its_applications() {
         assert_eq!(v["outcome"], "duplicate");
     }
     let wait = |f: &'static str| {
-        let p = d.join(f);
+        let (p, app) = (d.join(f), &app);
         async move {
             eventually(Duration::from_secs(10), || async {
                 (!delivered(&p).is_empty()).then_some(())
             })
             .await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            app.settle().await;
             delivered(&p)
         }
     };
@@ -286,7 +280,7 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
     assert_eq!(listed["count"], 1);
     assert_eq!(listed["items"][0]["active"], true);
     post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
     let firing = app.get_json("/v1/incidents?state=firing").await;
     assert_eq!(firing["count"], 1, "tracked and visible");
     let held = &firing["items"][0]["held"];
@@ -333,7 +327,7 @@ async fn silenced_incidents_are_tracked_not_delivered_until_the_silence_ends() {
         .await
         .expect("req");
     assert_eq!(r.status(), 200);
-    advance(&clock, Duration::from_secs(1)).await;
+    app.advance(&clock, Duration::from_secs(1)).await;
     let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
     assert_eq!(actions(&got), ["open"]);
     let listed = app.get_json("/v1/silences?expired=true").await;
@@ -358,7 +352,7 @@ async fn routes_send_to_their_receivers_in_order() {
         serde_json::json!({"phase": "Error", "message": "boom", "startedAt": clock.now().to_rfc3339()}),
     );
     assert_eq!(app.post(body).await.status(), 202);
-    advance(&clock, Duration::from_secs(1)).await;
+    app.advance(&clock, Duration::from_secs(1)).await;
     let pager = wait_for(&d.join("pager.jsonl"), 1).await;
     let ops = wait_for(&d.join("ops-chat.jsonl"), 1).await;
     assert_eq!(pager[0]["incidents"][0]["kind"], "sync_failed");
@@ -400,10 +394,11 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
     assert_eq!(r.status(), 202);
     bin.kill9();
     assert!(delivered(&d.join("pay-chat.jsonl")).is_empty());
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Down across the rule's deadline.
+    let_time_pass(Duration::from_millis(2500)).await;
     let bin = Binary::start(&cfg, &[]);
     let got = wait_for(&d.join("pay-chat.jsonl"), 1).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    bin.settle().await;
     assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "{got:?}");
     drop(bin);
 }

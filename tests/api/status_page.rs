@@ -95,7 +95,7 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     for (_, body) in captured() {
         post(String::from_utf8(body).expect("utf8")).await;
     }
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    bin.settle().await;
     post(envelope("ledger", "payments", "OutOfSync", "Healthy", &now_rfc3339())).await;
     post(with_operation(
         &envelope("billing-api", "billing", "OutOfSync", "Healthy", &now_rfc3339()),

@@ -3,7 +3,6 @@
 //! fixtures, edited as each test says (names, resources, messages); everything else is as Argo CD sent it.
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::helpers::*;
 use serde_json::{Value, json};
@@ -81,7 +80,7 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
     assert_eq!(pending["items"][0]["team"], "billing");
     assert_eq!(pending["items"][0]["prune_enabled"], false);
     assert!(pending["items"][0]["waiting_since"].is_string());
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    bin.settle().await;
     assert!(
         delivered(&dir.path().join("billing.jsonl")).is_empty(),
         "nothing before the rule's time"
@@ -120,7 +119,7 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
         body["timestamp"] = now_rfc3339().into();
         post(&bin, &body).await;
     }
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    bin.settle().await;
     assert_eq!(
         delivered(&dir.path().join("billing.jsonl")).len(),
         1,
@@ -213,7 +212,7 @@ async fn a_configmap_renamed_with_prune_on_is_a_critical_pruned_notification_wit
     assert!(text.contains("add → migrate consumers → remove"), "{text}");
     // Informational: told once, nothing to resolve; the same body again adds nothing.
     post(&bin, &body).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    bin.settle().await;
     assert_eq!(delivered(&dir.path().join("payments.jsonl")).len(), 1);
 }
 

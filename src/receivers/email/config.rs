@@ -39,7 +39,10 @@ fn default_smtp_timeout() -> Duration {
 impl Integration for Config {
     /// A mailbox is no place for "it recovered" unless asked for (`send_resolved: true`).
     fn capabilities(&self) -> Capabilities {
-        Capabilities::MESSAGES
+        Capabilities {
+            reaches_person: Some(crate::domain::Contact::Email),
+            ..Capabilities::MESSAGES
+        }
     }
 
     fn validate(&self, path: &str, sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

@@ -114,7 +114,7 @@ async fn a_digest_is_mailed_as_an_html_table_with_a_plain_text_part_in_no_thread
     let dir = tempfile::tempdir().unwrap();
     let server = SmtpServer::start(dir.path(), &[]);
     let email = email(smtp(format!("smtp://127.0.0.1:{}", server.port)));
-    let n = crate::digest::render::tests::notification(crate::digest::render::tests::digest());
+    let n = crate::receivers::render::digest::tests::notification(crate::receivers::render::digest::tests::digest());
 
     let delivered = email.deliver(&n, None).await.unwrap();
 

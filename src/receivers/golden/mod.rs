@@ -13,7 +13,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::preview::{KINDS, preview};
+use super::ReceiverType;
+use super::preview::preview;
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::Settings;
 use crate::domain::{Action, Incident, Notification};
@@ -224,8 +225,8 @@ fn golden(situation: &str, notifications: &[Notification]) {
     let bless = std::env::var("HERALD_BLESS").is_ok_and(|v| v == "1");
     let dir = root().join("src/receivers/golden").join(situation);
     let mut failures = Vec::new();
-    for kind in KINDS {
-        let parts = preview(kind, n, n.created_at).expect("a known kind");
+    for kind in ReceiverType::ALL {
+        let parts = preview(kind, n, n.created_at);
         for (k, part) in parts.iter().enumerate() {
             let name = match parts.iter().filter(|p| p.name == part.name).count() {
                 1 => format!("{kind}.{}", part.name),

@@ -78,8 +78,8 @@ pub fn message(n: &Notification, templated: Option<&str>) -> Value {
     let (emoji, word) = (status_emoji(n), status_word(n));
     let (text, html) = match &n.digest {
         Some(d) => (
-            crate::digest::render::text_within(d, MAX_BODY_CHARS - 200),
-            crate::digest::render::html(d, MAX_FORMATTED_BYTES - 2000),
+            crate::receivers::render::digest::text_within(d, MAX_BODY_CHARS - 200),
+            crate::receivers::render::digest::html(d, MAX_FORMATTED_BYTES - 2000),
         ),
         None => (
             render::text_within(n, MAX_BODY_CHARS - 200),

@@ -428,7 +428,7 @@ fn the_html_uses_only_the_tags_and_attributes_the_specification_permits() {
         ("a resolve", testing::notification(Action::Resolve)),
         (
             "a digest",
-            crate::digest::render::tests::notification(crate::digest::render::tests::digest()),
+            crate::receivers::render::digest::tests::notification(crate::receivers::render::digest::tests::digest()),
         ),
     ];
     for (what, n) in cases {

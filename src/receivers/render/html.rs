@@ -46,7 +46,7 @@ pub fn html(n: &Notification) -> String {
 /// [`html`] with a digest, or a message about many Applications, within `budget` bytes.
 pub fn html_within(n: &Notification, budget: usize) -> String {
     if let Some(d) = &n.digest {
-        return crate::digest::render::html(d, budget);
+        return crate::receivers::render::digest::html(d, budget);
     }
     let mut s = format!("<!DOCTYPE html><html><body style=\"{STYLE}\">");
     s.push_str(&format!("<h2 style=\"font-size:18px\">{}</h2>", esc(&n.title)));

@@ -29,7 +29,7 @@ pub fn markdown(n: &Notification) -> String {
 /// [`markdown`] with a message about many Applications listing its problems within `budget` characters.
 pub fn markdown_within(n: &Notification, budget: usize) -> String {
     if let Some(d) = &n.digest {
-        return crate::digest::render::markdown(d, budget);
+        return crate::receivers::render::digest::markdown(d, budget);
     }
     let mut s = format!("### {}\n\n", md(&n.title));
     if !n.reason.is_empty() {

@@ -3,7 +3,9 @@
 //! title, why now, then each Application once — its link and facts — with one line per problem and, below it, the
 //! resources (each linked into Argo CD), the messages, what to do. A message about many Applications lists one
 //! line per problem without details. Every field from Argo CD goes through the target's escaping (`escape`).
+//! A team's digest ([`crate::domain::Digest`]) has its own tables, in every markup (`digest`).
 
+pub mod digest;
 pub mod escape;
 mod html;
 mod markdown;

@@ -5,7 +5,7 @@ use crate::domain::{Hint, Notification};
 
 pub fn text(n: &Notification) -> String {
     match &n.digest {
-        Some(d) => crate::digest::render::text(d),
+        Some(d) => crate::receivers::render::digest::text(d),
         None => plain(n, escape::one_line, usize::MAX),
     }
 }
@@ -13,7 +13,7 @@ pub fn text(n: &Notification) -> String {
 /// [`text`] with a digest, or a message about many Applications, within `budget` characters.
 pub fn text_within(n: &Notification, budget: usize) -> String {
     match &n.digest {
-        Some(d) => crate::digest::render::text_within(d, budget),
+        Some(d) => crate::receivers::render::digest::text_within(d, budget),
         None => plain(n, escape::one_line, budget),
     }
 }
@@ -21,7 +21,7 @@ pub fn text_within(n: &Notification, budget: usize) -> String {
 /// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
 pub fn console_text(n: &Notification) -> String {
     match &n.digest {
-        Some(d) => crate::digest::render::console_text(d),
+        Some(d) => crate::receivers::render::digest::console_text(d),
         None => plain(n, escape::console, usize::MAX),
     }
 }

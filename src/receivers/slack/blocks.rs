@@ -219,7 +219,7 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
 /// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks.
 pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
     if let (Some(d), None) = (&n.digest, templated) {
-        return crate::digest::render::slack_blocks(d);
+        return crate::receivers::render::digest::slack_blocks(d);
     }
     let room = MAX_BLOCKS - 2; // header + context
     let mut body: Vec<Value> = match templated {

@@ -28,7 +28,11 @@ fn default_api_url() -> String {
 impl Integration for Config {
     /// A bot edits the first message to show the resolve; Slack allows about one message per second per channel.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::EDITED_MESSAGES
+        Capabilities {
+            // Only a bot token can post to a user id; an incoming webhook posts to its own channel.
+            reaches_person: self.token.as_ref().map(|_| crate::domain::Contact::Slack),
+            ..Capabilities::EDITED_MESSAGES
+        }
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

@@ -6,7 +6,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::Digest;
+use crate::domain::Digest;
+use crate::domain::digest::time_zone;
 use crate::domain::notification::duration_words;
 use crate::receivers::render::{self, escape};
 
@@ -30,7 +31,7 @@ pub fn all_green_line(d: &Digest) -> String {
 
 /// `Fri 2026-10-23 09:00 CEST`, in the digest's time zone (UTC when it does not parse).
 fn local(d: &Digest, t: DateTime<Utc>) -> String {
-    match super::schedule::time_zone(&d.timezone) {
+    match time_zone(&d.timezone) {
         Ok(tz) => t.with_timezone(&tz).format("%a %Y-%m-%d %H:%M %Z").to_string(),
         Err(_) => t.format("%a %Y-%m-%d %H:%M UTC").to_string(),
     }
@@ -436,7 +437,7 @@ pub fn teams_card(d: &Digest) -> Value {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::digest::{FiringIncident, OutOfSyncApp};
+    use crate::domain::digest::{FiringIncident, OutOfSyncApp};
     use crate::domain::{Action, Notification};
 
     /// A digest whose Application and problem need escaping (the receivers' tests use it too).
