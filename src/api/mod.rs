@@ -4,6 +4,7 @@
 //! [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
 //! cross-site checks).
 
+mod acks;
 mod apps;
 mod auth;
 mod error;
@@ -57,9 +58,10 @@ impl BodyLimits {
 }
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
-/// reading the API and the status page needs `read`; the raw bodies received, silences and retries need `admin`.
+/// reading the API and the status page needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
+/// bodies received, silences and retries need `admin`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    use crate::configuration::Scope::{Admin, Ingest, Read};
+    use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
     cfg.service(
         web::resource("/healthz")
             .route(web::get().to(probes::healthz))
@@ -87,6 +89,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         needing(Admin, web::get().to(apps::get_raw)),
     )
     .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
+    .route(
+        "/v1/incidents/{id}/ack",
+        needing(Respond, web::post().to(acks::acknowledge)),
+    )
+    .route(
+        "/v1/incidents/{id}/unack",
+        needing(Respond, web::post().to(acks::unacknowledge)),
+    )
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))
     .route("/v1/silences", needing(Read, web::get().to(silences::list_silences)))
     .route("/v1/silences", needing(Admin, web::post().to(silences::create_silence)))

@@ -4,6 +4,7 @@
 //! [`Pipeline::tick`] runs the durable timers (`scheduler`), and the read methods answer what the API and the
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
+mod acks;
 mod cache;
 pub mod delivery;
 pub mod explain;
@@ -11,6 +12,7 @@ mod ingest;
 mod scheduler;
 mod source_status;
 
+pub use acks::AckOutcome;
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;
@@ -325,7 +327,7 @@ impl Pipeline {
             }
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);
-            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()));
+            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()), rec.ack.as_ref());
         }
         Ok(list)
     }

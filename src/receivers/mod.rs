@@ -162,6 +162,9 @@ pub struct Capabilities {
     pub fallback: bool,
     /// Gets the team digests (chat, e-mail, webhooks, console); ticket and paging receivers do not.
     pub digest: bool,
+    /// Told when someone acknowledges an incident it was sent ([`crate::domain::Action::Acknowledge`]): a
+    /// PagerDuty acknowledge, a comment on the ticket, the Slack bot's message edited in place.
+    pub acknowledgements: bool,
 }
 
 impl Capabilities {
@@ -172,6 +175,7 @@ impl Capabilities {
         default_rate: None,
         fallback: false,
         digest: true,
+        acknowledgements: false,
     };
     /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
     /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
@@ -181,6 +185,7 @@ impl Capabilities {
         default_rate: Some(1.0),
         fallback: false,
         digest: true,
+        acknowledgements: false,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -189,6 +194,12 @@ impl Capabilities {
         default_rate: None,
         fallback: false,
         digest: false,
+        acknowledgements: false,
+    };
+    /// [`Capabilities::PER_INCIDENT`], told of acknowledgements (tickets, pages).
+    pub const ACKNOWLEDGED_PER_INCIDENT: Capabilities = Capabilities {
+        acknowledgements: true,
+        ..Capabilities::PER_INCIDENT
     };
 }
 

@@ -61,7 +61,7 @@ fn default_url() -> String {
 impl Integration for Config {
     /// One alert per incident, resolved when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities::ACKNOWLEDGED_PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
@@ -202,6 +202,15 @@ impl Receiver for PagerDuty {
                     "dedup_key": key,
                 }),
                 "resolved",
+            ),
+            // Events API v2: the alert of the same dedup_key stops escalating in PagerDuty too.
+            Action::Acknowledge => (
+                json!({
+                    "routing_key": self.settings.routing_key.expose_secret(),
+                    "event_action": "acknowledge",
+                    "dedup_key": key,
+                }),
+                "acknowledged",
             ),
             Action::Open | Action::Update | Action::Test => (self.trigger(n, i), "triggered"),
             Action::Digest => return Err(super::digest_refused("pagerduty")),

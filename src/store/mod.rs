@@ -338,13 +338,15 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 6] = [
+const MIGRATIONS: [MigrationFile; 7] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
     migration!(4, "digests", "0004_digests.sql"),
     migration!(5, "listing_guard", "0005_listing_guard.sql"),
     migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
+    // 7 is the Argo CD instance in an Application's identity (another branch).
+    migration!(8, "acknowledgements", "0008_acknowledgements.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

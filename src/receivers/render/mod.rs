@@ -335,6 +335,7 @@ pub fn status_word(n: &Notification) -> &'static str {
         Action::Resolve => "RESOLVED",
         Action::Test => "TEST",
         Action::Digest => "DIGEST",
+        Action::Acknowledge => "ACKNOWLEDGED",
     }
 }
 
@@ -344,6 +345,7 @@ pub fn status_emoji(n: &Notification) -> &'static str {
         Action::Resolve => "✅",
         Action::Test => "🧪",
         Action::Digest => "📋",
+        Action::Acknowledge => "👀",
         Action::Open | Action::Update => match n.highest_severity() {
             Severity::Info if status_word(n) == "EVENT" => "ℹ️",
             Severity::Critical => "🔴",

@@ -28,7 +28,11 @@ fn default_api_url() -> String {
 impl Integration for Config {
     /// A bot edits the first message to show the resolve; Slack allows about one message per second per channel.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::EDITED_MESSAGES
+        Capabilities {
+            // The bot keeps its message's ts and edits it in place; an incoming webhook cannot edit anything.
+            acknowledgements: self.token.is_some(),
+            ..Capabilities::EDITED_MESSAGES
+        }
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {
