@@ -5,6 +5,7 @@
 //! cross-site checks).
 
 mod acks;
+mod actions;
 mod apps;
 mod auth;
 mod error;
@@ -70,6 +71,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .route("/readyz", web::get().to(probes::readyz))
     .route("/metrics", web::get().to(probes::metrics_endpoint))
     .route("/", needing(Read, web::get().to(status_page::page)))
+    // Signed one-click links: the signature is the credential (see `actions`).
+    .route("/act/{token}", web::get().to(actions::confirm))
+    .route("/act/{token}", web::post().to(actions::act))
     .service(
         web::resource("/v1/argocd/events")
             .wrap(actix_web::middleware::from_fn(limits::bounded))

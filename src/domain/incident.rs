@@ -282,6 +282,10 @@ pub struct Incident {
     /// messages, the resolve, say it), never stored in the view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acknowledged: Option<Acknowledgement>,
+    /// The signed one-click links a chat or e-mail message carries for it (Acknowledge, Silence 1 h, …): made
+    /// when the message is queued, with `server.public_url` and `server.link_signing_key`; never stored in the view.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<super::action_link::MessageLink>,
 }
 
 /// Someone took the incident: while it holds, people hear no repeats and no further escalation step; its resolve

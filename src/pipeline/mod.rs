@@ -9,10 +9,12 @@ mod cache;
 pub mod delivery;
 pub mod explain;
 mod ingest;
+mod links;
 mod scheduler;
 mod source_status;
 
 pub use acks::AckOutcome;
+pub use links::LinkOutcome;
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;

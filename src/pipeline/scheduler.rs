@@ -298,7 +298,8 @@ impl Core {
             for g in groups {
                 messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
-            for n in self.one_message_per_application(messages) {
+            for mut n in self.one_message_per_application(messages) {
+                self.add_links(&mut n, now);
                 enqueue(&mut tx, &n, now).await?;
             }
             tx.commit().await?;
@@ -462,6 +463,8 @@ impl Core {
                     recipient: None,
                     change: None,
                 };
+                let mut n = n;
+                self.add_links(&mut n, now);
                 enqueue(&mut tx, &n, now).await?;
             }
         }

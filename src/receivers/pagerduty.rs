@@ -337,6 +337,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_acknowledgement_acknowledges_the_alert_with_the_same_dedup_key() {
+        let server = MockServer::start().await;
+        let acknowledging = Mock::given(method("POST"))
+            .and(path("/v2/enqueue"))
+            .and(body_json(json!({
+                "routing_key": ROUTING_KEY,
+                "event_action": "acknowledge",
+                "dedup_key": dedup_key(FINGERPRINT),
+            })));
+        testing::expect_matching(&server, acknowledging, accepted(), 1, "acknowledge").await;
+        refuse_anything_else(&server).await;
+
+        let out = pagerduty(&server)
+            .deliver(&firing_notification(Action::Acknowledge), None)
+            .await
+            .unwrap();
+
+        assert!(out.detail.starts_with("acknowledged alert"), "{}", out.detail);
+    }
+
+    #[tokio::test]
     async fn resolve_resolves_the_alert_with_the_same_dedup_key() {
         let server = MockServer::start().await;
         let resolving = Mock::given(method("POST"))

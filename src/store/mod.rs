@@ -46,6 +46,7 @@ mod escalations;
 mod groups;
 mod incidents;
 mod leases;
+mod links;
 mod listing_guard;
 mod outbox;
 mod silences;

@@ -2,6 +2,7 @@
 //! restart or die. One test binary (faster to build); each module is a part of the contract.
 
 mod acks;
+mod action_links;
 mod argocd_source;
 mod auth;
 mod bad_input;

@@ -174,6 +174,14 @@ impl AppView<'_> {
         }
         let severity = self.incidents.iter().map(|i| i.severity).max().unwrap_or_default();
         out.push(fact("Severity", severity.to_string()));
+        // The signed one-click links of each problem: `Acknowledge: OutOfSync`, linked.
+        for i in &self.incidents {
+            out.extend(i.actions.iter().map(|a| Fact {
+                label: a.label.clone(),
+                value: i.problem(),
+                link: Some(a.url.clone()),
+            }));
+        }
         out
     }
 }
