@@ -1,4 +1,4 @@
-//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`, `digest`, and `silence …` and `incidents`, which
+//! The command line: `serve`, `check-config`, `route`, `replay`, `send-test`, `digest`, and `silence …`, `incidents`, `ack` and `unack`, which
 //! talk to a running Herald (`crate::client`). Glue only: each verb loads settings (or reaches the API) and calls the
 //! library.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::client::commands::{Remote, SilenceAction, incidents, silence};
+use crate::client::commands::{AckArgs, Remote, SilenceAction, ack, incidents, silence, unack};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
 use crate::domain::Kind;
@@ -88,6 +88,21 @@ pub enum Command {
         remote: Remote,
         #[command(subcommand)]
         action: SilenceAction,
+    },
+    /// Acknowledge an incident of a running Herald: no repeats, no further escalation step (its resolve is still
+    /// sent); until it resolves, or `--for 2h` / `--until TIME`. Needs a `respond` (or `admin`) token.
+    Ack {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        args: AckArgs,
+    },
+    /// Take back an acknowledgement: repeats and escalation resume.
+    Unack {
+        #[command(flatten)]
+        remote: Remote,
+        /// The incident's id.
+        id: i64,
     },
     /// Incidents of a running Herald, newest first.
     Incidents {
@@ -232,6 +247,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
         Command::Digest { config, team, json } => digest(load(config)?, &team, json).await,
         Command::Silence { remote, action } => silence(remote, action).await,
+        Command::Ack { remote, args } => ack(remote, args).await,
+        Command::Unack { remote, id } => unack(remote, id).await,
         Command::Incidents {
             remote,
             state,
@@ -276,6 +293,9 @@ fn check_config(file: &std::path::Path) -> ExitCode {
         s.teams.len(),
         s.routes.len()
     );
+    if let Some(why) = s.server.links_missing() {
+        println!("note: {why}");
+    }
     ExitCode::SUCCESS
 }
 

@@ -17,6 +17,9 @@ pub enum ApiError {
     Unprocessable(String),
     #[error("{0}")]
     NotFound(String),
+    /// The request is right but the resource is in a state that does not allow it (an incident that resolved).
+    #[error("{0}")]
+    Conflict(String),
     #[error("{0}")]
     MethodNotAllowed(String),
     #[error("the body is larger than server.max_body_bytes ({0} bytes)")]
@@ -70,6 +73,7 @@ impl ResponseError for ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,

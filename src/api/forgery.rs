@@ -72,7 +72,11 @@ fn refusal(req: &ServiceRequest, hosts: &AllowedHosts) -> Option<ApiError> {
         return None;
     }
     let headers = req.headers();
+    // A signed link's confirmation page posts a form to itself: the link's signature, not a credential the browser
+    // adds, is what lets it act, so a form there is no forgery (the cross-site check below still applies).
+    let signed_link = req.path().starts_with("/act/");
     if let Some(ct) = headers.get(header::CONTENT_TYPE)
+        && !signed_link
         && !is_json(ct.to_str().unwrap_or(""))
     {
         return Some(ApiError::UnsupportedMediaType(format!(

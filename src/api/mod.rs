@@ -4,6 +4,8 @@
 //! [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
 //! cross-site checks).
 
+mod acks;
+mod actions;
 mod apps;
 mod auth;
 mod error;
@@ -57,9 +59,10 @@ impl BodyLimits {
 }
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
-/// reading the API and the status page needs `read`; the raw bodies received, silences and retries need `admin`.
+/// reading the API and the status page needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
+/// bodies received, silences and retries need `admin`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    use crate::configuration::Scope::{Admin, Ingest, Read};
+    use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
     cfg.service(
         web::resource("/healthz")
             .route(web::get().to(probes::healthz))
@@ -68,6 +71,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .route("/readyz", web::get().to(probes::readyz))
     .route("/metrics", web::get().to(probes::metrics_endpoint))
     .route("/", needing(Read, web::get().to(status_page::page)))
+    // Signed one-click links: the signature is the credential (see `actions`).
+    .route("/act/{token}", web::get().to(actions::confirm))
+    .route("/act/{token}", web::post().to(actions::act))
     .service(
         web::resource("/v1/argocd/events")
             .wrap(actix_web::middleware::from_fn(limits::bounded))
@@ -93,6 +99,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         needing(Admin, web::get().to(apps::get_instance_raw)),
     )
     .route("/v1/incidents", needing(Read, web::get().to(incidents::list_incidents)))
+    .route(
+        "/v1/incidents/{id}/ack",
+        needing(Respond, web::post().to(acks::acknowledge)),
+    )
+    .route(
+        "/v1/incidents/{id}/unack",
+        needing(Respond, web::post().to(acks::unacknowledge)),
+    )
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))
     .route("/v1/silences", needing(Read, web::get().to(silences::list_silences)))
     .route("/v1/silences", needing(Admin, web::post().to(silences::create_silence)))

@@ -14,7 +14,7 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 
 use super::{ApiError, AppContext, query};
-use crate::domain::{DeliveryState, IncidentState};
+use crate::domain::{DeliveryState, Hold, IncidentState};
 use crate::pipeline::{AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow};
 use crate::receivers::render::age;
 use crate::routing::Silence;
@@ -118,7 +118,7 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
                     (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance())))
                 }
                 (attention_section(p, &attention, now))
-                (incidents_section(&firing))
+                (incidents_section(&firing, now))
                 (pending_section(&pending, now))
                 (prunes_section(&prunes, omitted, more_prunes.is_some()))
                 (dead_section(&dead))
@@ -234,7 +234,7 @@ fn at_least(s: &crate::state::AppState, since: DateTime<Utc>) -> &'static str {
 }
 
 /// Firing incidents, one table per team.
-fn incidents_section(firing: &Shown<IncidentRecord>) -> Markup {
+fn incidents_section(firing: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Markup {
     let mut by_team: BTreeMap<&str, Vec<&IncidentRecord>> = BTreeMap::new();
     for i in &firing.rows {
         by_team.entry(i.team.as_str()).or_default().push(i);
@@ -256,7 +256,10 @@ fn incidents_section(firing: &Shown<IncidentRecord>) -> Markup {
                         } }
                         td {
                             (i.view.summary)
-                            @if let Some(h) = &i.view.held { br; em.held { "Not sent now: " (h.describe()) } }
+                            @if let Some(a) = &i.ack { br; strong.acknowledged { (capitalised(&a.words(i.state, now))) } }
+                            @if let Some(h) = i.view.held.as_ref().filter(|h| !matches!(h, Hold::Acknowledged { .. })) {
+                                br; em.held { "Not sent now: " (h.describe()) }
+                            }
                         }
                         td { (i.fired_at.map(when).unwrap_or_default()) }
                     }
@@ -265,6 +268,14 @@ fn incidents_section(firing: &Shown<IncidentRecord>) -> Markup {
         }
         (more(firing))
     }
+}
+
+/// `Acknowledged by alice…`: a sentence's first letter.
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// Pending incidents: their condition holds, their `for` has not elapsed yet.

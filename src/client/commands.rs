@@ -1,4 +1,4 @@
-//! `herald silence …` and `herald incidents`: their arguments, the calls to a running Herald, and the tables they
+//! `herald silence …`, `herald incidents`, `herald ack` and `herald unack`: their arguments, the calls to a running Herald, and the tables they
 //! print (columns as `amtool` prints them).
 
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ pub struct Remote {
     /// Herald's base URL.
     #[arg(long, env = "HERALD_URL", default_value = "http://127.0.0.1:8080", global = true)]
     url: String,
-    /// A bearer token: `read` scope to list, `admin` to add or expire silences.
+    /// A bearer token: `read` scope to list, `respond` to acknowledge, `admin` to add or expire silences.
     #[arg(long, env = "HERALD_TOKEN", hide_env_values = true, global = true)]
     token: Option<String>,
 }
@@ -52,6 +52,53 @@ pub enum SilenceAction {
         #[arg(required = true)]
         ids: Vec<String>,
     },
+}
+
+/// `herald ack ID`: what to send.
+#[derive(clap::Args, Debug)]
+pub struct AckArgs {
+    /// The incident's id (the ID column of `herald incidents`).
+    pub id: i64,
+    /// How long from now (`2h`, `1h 30m`); default: until the incident resolves.
+    #[arg(long = "for", value_name = "DURATION", conflicts_with = "until")]
+    pub for_: Option<humantime::Duration>,
+    /// When it ends instead (RFC 3339).
+    #[arg(long)]
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    #[arg(long)]
+    pub comment: Option<String>,
+}
+
+/// `herald ack`: takes an incident; prints what holds it now.
+pub async fn ack(remote: Remote, args: AckArgs) -> anyhow::Result<ExitCode> {
+    let c = client(&remote)?;
+    let mut body = serde_json::json!({});
+    if let Some(d) = args.for_ {
+        body["for"] = serde_json::json!(d.to_string());
+    }
+    if let Some(u) = args.until {
+        body["until"] = serde_json::json!(u);
+    }
+    if let Some(comment) = args.comment {
+        body["comment"] = serde_json::json!(comment);
+    }
+    // Without a token Herald knows no caller: name the person running the command.
+    if remote.token.is_none()
+        && let Ok(user) = std::env::var("USER")
+    {
+        body["by"] = serde_json::json!(user);
+    }
+    let i = c.acknowledge(args.id, &body).await?;
+    let words = (i.acknowledged.as_ref()).map_or_else(|| "acknowledged".into(), |a| a.describe());
+    println!("incident {}: {words}", i.id);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `herald unack ID`: gives an incident back (repeats and escalation resume).
+pub async fn unack(remote: Remote, id: i64) -> anyhow::Result<ExitCode> {
+    let i = client(&remote)?.unacknowledge(id).await?;
+    println!("incident {}: no longer acknowledged", i.id);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn client(remote: &Remote) -> anyhow::Result<Client> {
@@ -190,6 +237,9 @@ pub async fn incidents(
                 i.team.clone(),
                 i.since.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                 i.held.as_ref().map_or_else(|| "-".to_string(), |h| h.describe()),
+                i.acknowledged
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |a| a.describe()),
                 i.summary.clone(),
             ]
         })
@@ -204,6 +254,7 @@ pub async fn incidents(
             "TEAM",
             "SINCE",
             "HELD BACK",
+            "ACKNOWLEDGED",
             "SUMMARY",
         ],
         rows,

@@ -117,6 +117,19 @@ impl Client {
         Ok(())
     }
 
+    /// `POST /v1/incidents/{id}/ack` with `body`; returns the incident as it is now.
+    pub async fn acknowledge(&self, id: i64, body: &Value) -> Result<Incident, ClientError> {
+        let path = format!("v1/incidents/{id}/ack");
+        self.send(self.request(reqwest::Method::POST, &path, &[])?.json(body))
+            .await
+    }
+
+    /// `POST /v1/incidents/{id}/unack`; returns the incident as it is now.
+    pub async fn unacknowledge(&self, id: i64) -> Result<Incident, ClientError> {
+        let path = format!("v1/incidents/{id}/unack");
+        self.send(self.request(reqwest::Method::POST, &path, &[])?).await
+    }
+
     fn request(
         &self,
         method: reqwest::Method,

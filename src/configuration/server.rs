@@ -30,7 +30,16 @@ pub struct ServerSettings {
     /// Where people reach Herald (`https://herald.example.com`): when set, a message whose list was cut links to
     /// the status page filtered to its team; unset, the cut only says how many rows are left out.
     pub public_url: Option<String>,
+    /// Signs the one-click links in messages (HMAC-SHA256; at least 32 characters; or `link_signing_key_file`).
+    /// With `public_url`, every chat and e-mail message carries signed links; without either, none.
+    pub link_signing_key: Option<SecretString>,
+    /// How long a one-click link works.
+    #[serde(with = "humantime_serde")]
+    pub link_ttl: std::time::Duration,
 }
+
+/// The shortest `server.link_signing_key`: a link signed with a short key can be forged by guessing the key.
+pub const MIN_LINK_KEY_CHARS: usize = 32;
 
 impl Default for ServerSettings {
     fn default() -> Self {
@@ -45,12 +54,15 @@ impl Default for ServerSettings {
             body_read_timeout: std::time::Duration::from_secs(30),
             allowed_hosts: None,
             public_url: None,
+            link_signing_key: None,
+            link_ttl: std::time::Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
 
-/// What a credential may do. `admin` implies the other two; `ingest` and `read` are separate, so the token Argo CD
-/// holds cannot read the API, and a dashboard's cannot send events.
+/// What a credential may do. `admin` implies the others; `respond` (acknowledge and unacknowledge incidents, for
+/// the people on call) implies `read`; `ingest` and `read` are separate, so the token Argo CD holds cannot read the
+/// API, and a dashboard's cannot send events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -58,19 +70,23 @@ pub enum Scope {
     Ingest,
     /// `GET` on the API and the status page.
     Read,
+    /// `POST /v1/incidents/{id}/ack` and `/unack`, and everything `read` allows: taking an incident is what the
+    /// person on call does, without the power to silence whole teams or retry deliveries.
+    Respond,
     /// Silences and retries, and everything else.
     Admin,
 }
 
 impl Scope {
     pub fn allows(self, needed: Scope) -> bool {
-        self == Scope::Admin || self == needed
+        self == Scope::Admin || self == needed || (self == Scope::Respond && needed == Scope::Read)
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Ingest => "ingest",
             Scope::Read => "read",
+            Scope::Respond => "respond",
             Scope::Admin => "admin",
         }
     }
@@ -342,7 +358,43 @@ impl ServerSettings {
                 ));
             }
         }
+        if let Some(k) = &self.link_signing_key
+            && k.expose_secret().trim().chars().count() < MIN_LINK_KEY_CHARS
+        {
+            errors.push(invalid(
+                "server.link_signing_key",
+                format!("must be at least {MIN_LINK_KEY_CHARS} characters (`openssl rand -hex 32`)"),
+            ));
+        }
+        if self.link_ttl.is_zero() {
+            errors.push(invalid("server.link_ttl", "must be greater than 0"));
+        }
         self.auth.validate(errors);
+    }
+
+    /// Where one-click links point and the key that signs them, when both are set: messages carry links only then.
+    pub fn links(&self) -> Option<(&str, &[u8])> {
+        let url = self.public_url.as_deref()?;
+        let key = self.link_signing_key.as_ref()?;
+        Some((url.trim_end_matches('/'), key.expose_secret().trim().as_bytes()))
+    }
+
+    /// Why messages carry no one-click links, when they do not (for `herald check-config`).
+    pub fn links_missing(&self) -> Option<&'static str> {
+        match (&self.public_url, &self.link_signing_key) {
+            (Some(_), Some(_)) => None,
+            (None, Some(_)) => Some(
+                "server.link_signing_key is set but server.public_url is not: messages carry no one-click links \
+                 (Acknowledge, Silence 1 h, …) until Herald knows the URL people reach it at",
+            ),
+            (Some(_), None) => Some(
+                "server.public_url is set but server.link_signing_key is not: messages carry no one-click links \
+                 (Acknowledge, Silence 1 h, …) until a key signs them",
+            ),
+            (None, None) => {
+                Some("no one-click links in messages: set server.public_url and server.link_signing_key to add them")
+            }
+        }
     }
 
     /// The host names requests may carry in `Host`: `allowed_hosts` when set; unset, the loopback names (`localhost`,

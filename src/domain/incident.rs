@@ -290,6 +290,53 @@ pub struct Incident {
     /// when incidents are read (`GET /v1/incidents`, `herald incidents`, the status page), never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<Hold>,
+    /// Who took it, when and until when: filled in from the incident's row when it is read or sent (later
+    /// messages, the resolve, say it), never stored in the view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<Acknowledgement>,
+    /// The signed one-click links a chat or e-mail message carries for it (Acknowledge, Silence 1 h, …): made
+    /// when the message is queued, with `server.public_url` and `server.link_signing_key`; never stored in the view.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<super::action_link::MessageLink>,
+}
+
+/// Someone took the incident: while it holds, people hear no repeats and no further escalation step; its resolve
+/// is still sent. `by` is a person's name (a credential's name, a Slack user, the name given on a signed link),
+/// never a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acknowledgement {
+    pub by: String,
+    pub at: DateTime<Utc>,
+    /// When it stops holding; `None`: until the incident resolves.
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+}
+
+impl Acknowledgement {
+    /// Whether it holds at `now` (an acknowledgement until a time ends then, and repeats resume).
+    pub fn active(&self, now: DateTime<Utc>) -> bool {
+        self.until.is_none_or(|u| now < u)
+    }
+
+    /// In people's words: `acknowledged by alice at 2026-12-02 10:02 UTC, until resolved`.
+    pub fn describe(&self) -> String {
+        let until = match self.until {
+            Some(u) => format!("until {}", u.format("%Y-%m-%d %H:%M UTC")),
+            None => "until resolved".into(),
+        };
+        let comment = if self.comment.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", self.comment)
+        };
+        format!(
+            "acknowledged by {} at {}, {until}{comment}",
+            self.by,
+            self.at.format("%Y-%m-%d %H:%M UTC")
+        )
+    }
 }
 
 /// Why a firing incident is held back from people: the delivery pipeline's answer (see `pipeline::delivery`).
@@ -310,6 +357,13 @@ pub enum Hold {
         created_by: String,
         until: DateTime<Utc>,
     },
+    /// Someone acknowledged it: no repeats, no further escalation step, while it holds.
+    Acknowledged {
+        acknowledged_by: String,
+        at: DateTime<Utc>,
+        /// `None`: until it resolves.
+        until: Option<DateTime<Utc>>,
+    },
 }
 
 impl Hold {
@@ -328,6 +382,17 @@ impl Hold {
                 "silenced by {created_by} until {} (silence {silence})",
                 until.format("%Y-%m-%d %H:%M UTC")
             ),
+            Hold::Acknowledged {
+                acknowledged_by,
+                at,
+                until,
+            } => Acknowledgement {
+                by: acknowledged_by.clone(),
+                at: *at,
+                until: *until,
+                comment: String::new(),
+            }
+            .describe(),
         }
     }
 }

@@ -89,7 +89,8 @@ fn links(n: &Notification) -> impl Iterator<Item = &String> {
     let incidents = n.incidents.iter().flat_map(|i| {
         let resources = i.resources.iter().filter_map(|r| r.url.as_ref());
         let commits = i.sources.iter().filter_map(|s| s.commit_url.as_ref());
-        i.app_url.iter().chain(resources).chain(commits)
+        let actions = i.actions.iter().map(|a| &a.url);
+        i.app_url.iter().chain(resources).chain(commits).chain(actions)
     });
     let change = n.change.iter().filter_map(|c| c.app_url.as_ref());
     let digest = n.digest.iter().flat_map(|d| {
@@ -115,6 +116,7 @@ pub fn checked(n: &Notification) -> Cow<'_, Notification> {
         keep(&mut i.app_url);
         i.resources.iter_mut().for_each(|r| keep(&mut r.url));
         i.sources.iter_mut().for_each(|s| keep(&mut s.commit_url));
+        i.actions.retain(|a| is_safe(&a.url));
     }
     if let Some(c) = &mut n.change {
         keep(&mut c.app_url);

@@ -2,6 +2,7 @@
 //! [`IncidentState`]), the notification a receiver is asked to deliver ([`Notification`]), and the label fields
 //! routes, groups and silences match on ([`Labels`]). Types only: no I/O, no settings.
 
+pub mod action_link;
 pub mod digest;
 pub mod incident;
 pub mod labels;
@@ -9,7 +10,7 @@ pub mod link;
 pub mod notification;
 
 pub use digest::Digest;
-pub use incident::{Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
+pub use incident::{Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
 pub use notification::{Action, Change, Contact, DeliveryState, Notification, Recipient};
 

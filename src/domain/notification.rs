@@ -23,6 +23,9 @@ pub enum Action {
     Test,
     /// A team's scheduled digest (`Notification::digest` holds it): a message of its own, in no thread.
     Digest,
+    /// Someone acknowledged an incident the thread told of: PagerDuty acknowledges, a ticket gets a comment, the
+    /// Slack bot's message is edited in place. Sent only to receivers that take it (`Capabilities`).
+    Acknowledge,
 }
 
 impl Action {
@@ -33,6 +36,7 @@ impl Action {
             Action::Resolve => "resolve",
             Action::Test => "test",
             Action::Digest => "digest",
+            Action::Acknowledge => "acknowledge",
         }
     }
 }
@@ -260,6 +264,7 @@ impl Action {
             Action::Resolve,
             Action::Test,
             Action::Digest,
+            Action::Acknowledge,
         ]
         .into_iter()
         .find(|v| v.as_str() == s)
@@ -308,6 +313,20 @@ pub fn for_how_long(d: chrono::Duration) -> String {
 }
 
 /// A time of day (`16:01 UTC`), with the date when it is not `now`'s.
+impl super::Acknowledgement {
+    /// In a message at `now`: `acknowledged by alice at 10:02 UTC, until resolved` (`until 12:00 UTC`); once the
+    /// incident resolved, only who and when.
+    pub fn words(&self, state: IncidentState, now: DateTime<Utc>) -> String {
+        let who = format!("acknowledged by {} at {}", self.by, at_words(self.at, now));
+        match (state, self.until) {
+            (IncidentState::Resolved, _) => who,
+            (_, None) => format!("{who}, until resolved"),
+            (_, Some(u)) if u <= now => format!("{who}, until {} (ended)", at_words(u, now)),
+            (_, Some(u)) => format!("{who}, until {}", at_words(u, now)),
+        }
+    }
+}
+
 pub fn at_words(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     if t.date_naive() == now.date_naive() {
         t.format("%H:%M UTC").to_string()
@@ -320,6 +339,14 @@ impl Incident {
     /// One line about this incident at `now`, without the Application's name: `OutOfSync for over 1 h, since
     /// 16:01 UTC`; `sync failed: …, at 09:49 UTC`; `Degraded, resolved at 17:13 UTC after 1 h 12 min`.
     pub fn status_line(&self, now: DateTime<Utc>) -> String {
+        match &self.acknowledged {
+            Some(a) => format!("{}; {}", self.problem_line(now), a.words(self.state, now)),
+            None => self.problem_line(now),
+        }
+    }
+
+    /// [`Incident::status_line`] without who acknowledged it.
+    fn problem_line(&self, now: DateTime<Utc>) -> String {
         let problem = self.problem();
         let started = self.since;
         match (self.state, self.resolved_at) {

@@ -10,7 +10,8 @@
 //! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
 //!   `out_of_sync`): one cause, one incident people see ([`crate::routing::inhibit`]).
 //! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
-//! - **acknowledge**: someone took it (not built yet: the stage is here so acks plug in where they belong).
+//! - **acknowledge**: someone took it, and the acknowledgement still holds (until a time, or until it resolves):
+//!   no repeats, no further escalation step; its resolve is still sent.
 //! - **route**: the routes and the owning team ([`crate::routing::Router`]): `continue: true` routes add.
 //! - **group**: each receiver's group key.
 //! - **escalate**: the owning team's ladder; events are never escalated.
@@ -23,7 +24,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{EscalationStep, Settings};
-use crate::domain::{Hold, Labels};
+use crate::domain::{Acknowledgement, Hold, Labels};
 use crate::routing::grouping::{FlushPlan, GroupView};
 use crate::routing::inhibit::{Candidate, Inhibitor};
 use crate::routing::{self, RouteResult, Router, Silence};
@@ -66,18 +67,18 @@ pub struct DeliveryPlan {
 }
 
 /// The whole pipeline for one incident: held back by the first stage that holds it, else where it goes.
-pub fn decide(f: &Facts, l: &Labels) -> Decision {
-    match hold(f, l) {
+pub fn decide(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Decision {
+    match hold(f, l, ack) {
         Some(h) => Decision::Hold(h),
         None => Decision::Deliver(plan(f.settings, f.router, l)),
     }
 }
 
-/// The holding stages, in order: inhibit → silence → acknowledge.
-pub fn hold(f: &Facts, l: &Labels) -> Option<Hold> {
+/// The holding stages, in order: inhibit → silence → acknowledge. `ack` is the incident's acknowledgement, if any.
+pub fn hold(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Option<Hold> {
     inhibit(f.inhibitor, l, f.open, f.now)
         .or_else(|| silence(f.silences, l, f.now))
-        .or_else(|| acknowledge(l))
+        .or_else(|| acknowledge(ack, f.now))
 }
 
 /// The delivering stages, in order: route → group → escalate (what `herald route` shows whether or not the
@@ -110,9 +111,13 @@ pub fn silence(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> Option<H
         })
 }
 
-/// Acknowledgements are not built yet: nothing is held here.
-pub fn acknowledge(_l: &Labels) -> Option<Hold> {
-    None
+/// An acknowledgement that still holds at `now` holds the incident back; one that ended does not (repeats resume).
+pub fn acknowledge(ack: Option<&Acknowledgement>, now: DateTime<Utc>) -> Option<Hold> {
+    ack.filter(|a| a.active(now)).map(|a| Hold::Acknowledged {
+        acknowledged_by: a.by.clone(),
+        at: a.at,
+        until: a.until,
+    })
 }
 
 pub fn route(router: &Router, l: &Labels) -> RouteResult {
@@ -249,13 +254,64 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 open: &open,
                 now,
             };
-            let got = hold(&facts, &labels(kind)).map(|h| h.describe());
+            let got = hold(&facts, &labels(kind), None).map(|h| h.describe());
             match want {
                 None => assert_eq!(got, None, "{why}"),
                 Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
             }
-            let delivered = matches!(decide(&facts, &labels(kind)), Decision::Deliver(_));
+            let delivered = matches!(decide(&facts, &labels(kind), None), Decision::Deliver(_));
             assert_eq!(delivered, want.is_none(), "{why}");
+        }
+    }
+
+    #[test]
+    fn an_acknowledgement_holds_until_it_ends_and_after_a_silence() {
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
+        let settings = Settings::from_yaml(CONFIG).expect("valid");
+        let (router, inhibitor) = (Router::new(&settings), Inhibitor::new(&settings));
+        let ack = |until: Option<i64>| Acknowledgement {
+            by: "alice".into(),
+            at: now - chrono::Duration::minutes(5),
+            until: until.map(|m| now + chrono::Duration::minutes(m)),
+            comment: "on it".into(),
+        };
+        // (acknowledgement, silences, what holds it, why)
+        let cases = [
+            (None, vec![], None, "not acknowledged: delivered"),
+            (
+                Some(ack(None)),
+                vec![],
+                Some("acknowledged by alice"),
+                "until resolved: held",
+            ),
+            (
+                Some(ack(Some(30))),
+                vec![],
+                Some("acknowledged by alice"),
+                "until a later time: held",
+            ),
+            (Some(ack(Some(-1))), vec![], None, "ended: repeats resume"),
+            (
+                Some(ack(None)),
+                vec![silence("pay-*", "bob", -5, 60, now)],
+                Some("silenced by bob"),
+                "a silence is asked first",
+            ),
+        ];
+        for (a, silences, want, why) in cases {
+            let facts = Facts {
+                settings: &settings,
+                router: &router,
+                inhibitor: &inhibitor,
+                silences: &silences,
+                open: &[],
+                now,
+            };
+            let got = hold(&facts, &labels(Kind::OutOfSync), a.as_ref()).map(|h| h.describe());
+            match want {
+                None => assert_eq!(got, None, "{why}"),
+                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
+            }
         }
     }
 

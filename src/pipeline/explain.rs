@@ -107,7 +107,7 @@ pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Optio
             ExplainedIncident {
                 fires_after: settings.rules.rule(held.kind).r#for,
                 delivery: delivery::plan(settings, &router, &labels),
-                hold: delivery::hold(&facts, &labels),
+                hold: delivery::hold(&facts, &labels, None),
                 held,
             }
         })

@@ -4,13 +4,17 @@
 //! [`Pipeline::tick`] runs the durable timers (`scheduler`), and the read methods answer what the API and the
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
+mod acks;
 mod cache;
 pub mod delivery;
 pub mod explain;
 mod ingest;
+mod links;
 mod scheduler;
 mod source_status;
 
+pub use acks::AckOutcome;
+pub use links::LinkOutcome;
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;
@@ -363,7 +367,7 @@ impl Pipeline {
             }
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);
-            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()));
+            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()), rec.ack.as_ref());
         }
         Ok(list)
     }

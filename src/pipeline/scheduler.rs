@@ -60,7 +60,7 @@ impl Core {
         let labels = Labels::of(&rec.full_view());
         let silences = Store::silences_tx(tx, now).await?;
         let candidates = Self::candidates(open);
-        match delivery::decide(&self.facts(&silences, &candidates, now), &labels) {
+        match delivery::decide(&self.facts(&silences, &candidates, now), &labels, rec.ack.as_ref()) {
             Decision::Hold(why) => {
                 tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(), "incident fired while held back: tracked, not delivered");
                 Store::set_notified(tx, id, false).await?;
@@ -275,7 +275,8 @@ impl Core {
         for rec in waiting {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let labels = Labels::of(&rec.full_view());
-            if let Decision::Deliver(plan) = delivery::decide(&self.facts(&silences, candidates, now), &labels) {
+            let facts = self.facts(&silences, candidates, now);
+            if let Decision::Deliver(plan) = delivery::decide(&facts, &labels, rec.ack.as_ref()) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
                 self.route_incident(&mut tx, &rec, &plan, now).await?;
                 released += 1;
@@ -302,7 +303,8 @@ impl Core {
             for g in groups {
                 messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
-            for n in self.one_message_per_application(messages) {
+            for mut n in self.one_message_per_application(messages) {
+                self.add_links(&mut n, now);
                 enqueue(&mut tx, &n, now).await?;
             }
             tx.commit().await?;
@@ -329,7 +331,7 @@ impl Core {
                 (IncidentState::Firing, Occurrence::Condition) => {
                     let candidates = open.get(&m.incident.app).map_or(&[][..], Vec::as_slice);
                     let labels = Labels::of(&m.incident.full_view());
-                    match delivery::hold(&self.facts(silences, candidates, now), &labels) {
+                    match delivery::hold(&self.facts(silences, candidates, now), &labels, m.incident.ack.as_ref()) {
                         Some(_) => held += 1,
                         None => firing.push(m),
                     }
@@ -432,12 +434,17 @@ impl Core {
             let view = rec.full_view();
             let open = Store::open_incidents(&mut tx, &rec.app).await?;
             let candidates = Self::candidates(&open);
-            if let Some(why) = delivery::hold(&self.facts(&silences, &candidates, now), &Labels::of(&view)) {
-                // Not now: the step waits for the silence to end (or looks again after group_interval) and is sent
-                // then if the incident still fires.
+            let facts = self.facts(&silences, &candidates, now);
+            if let Some(why) = delivery::hold(&facts, &Labels::of(&view), rec.ack.as_ref()) {
+                // Not now: the step waits for the silence or the acknowledgement to end (or looks again after
+                // group_interval: an unacknowledge, an inhibiting incident resolved) and is sent then if the
+                // incident still fires.
+                let interval =
+                    now + chrono::Duration::from_std(self.settings.grouping.group_interval).unwrap_or_default();
                 let again = match &why {
                     Hold::Silenced { until, .. } => *until,
-                    _ => now + chrono::Duration::from_std(self.settings.grouping.group_interval).unwrap_or_default(),
+                    Hold::Acknowledged { until: Some(until), .. } => (*until).min(interval),
+                    _ => interval,
                 };
                 tracing::info!(incident = rec.id, step = e.step, held = %why.describe(), "escalation step held back");
                 Store::postpone_escalation(&mut tx, e.id, again).await?;
@@ -466,6 +473,8 @@ impl Core {
                     change: None,
                     status_url: None,
                 };
+                let mut n = n;
+                self.add_links(&mut n, now);
                 enqueue(&mut tx, &n, now).await?;
             }
         }

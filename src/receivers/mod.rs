@@ -167,6 +167,9 @@ pub struct Capabilities {
     pub reaches_person: Option<Contact>,
     /// Sends a change event for each sync that deployed a new revision (PagerDuty with `change_events: true`).
     pub change_events: bool,
+    /// Told when someone acknowledges an incident it was sent ([`crate::domain::Action::Acknowledge`]): a
+    /// PagerDuty acknowledge, a comment on the ticket, the Slack bot's message edited in place.
+    pub acknowledgements: bool,
 }
 
 impl Capabilities {
@@ -179,6 +182,7 @@ impl Capabilities {
         digest: true,
         reaches_person: None,
         change_events: false,
+        acknowledgements: false,
     };
     /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
     /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
@@ -190,6 +194,7 @@ impl Capabilities {
         digest: true,
         reaches_person: None,
         change_events: false,
+        acknowledgements: false,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -200,6 +205,12 @@ impl Capabilities {
         digest: false,
         reaches_person: None,
         change_events: false,
+        acknowledgements: false,
+    };
+    /// [`Capabilities::PER_INCIDENT`], told of acknowledgements (tickets, pages).
+    pub const ACKNOWLEDGED_PER_INCIDENT: Capabilities = Capabilities {
+        acknowledgements: true,
+        ..Capabilities::PER_INCIDENT
     };
 }
 

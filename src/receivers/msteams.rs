@@ -39,7 +39,7 @@ impl Teams {
 fn teams_colour(n: &Notification) -> &'static str {
     match n.action {
         Action::Resolve => "Good",
-        Action::Test | Action::Digest => "Accent",
+        Action::Test | Action::Digest | Action::Acknowledge => "Accent",
         Action::Open | Action::Update => match n.highest_severity() {
             crate::domain::Severity::Critical => "Attention",
             crate::domain::Severity::Warning => "Warning",

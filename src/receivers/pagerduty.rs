@@ -63,7 +63,7 @@ impl Integration for Config {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             change_events: self.change_events,
-            ..Capabilities::PER_INCIDENT
+            ..Capabilities::ACKNOWLEDGED_PER_INCIDENT
         }
     }
 
@@ -206,6 +206,15 @@ impl Receiver for PagerDuty {
                 }),
                 "resolved",
             ),
+            // Events API v2: the alert of the same dedup_key stops escalating in PagerDuty too.
+            Action::Acknowledge => (
+                json!({
+                    "routing_key": self.settings.routing_key.expose_secret(),
+                    "event_action": "acknowledge",
+                    "dedup_key": key,
+                }),
+                "acknowledged",
+            ),
             Action::Open | Action::Update | Action::Test => (self.trigger(n, i), "triggered"),
             Action::Digest => return Err(super::digest_refused("pagerduty")),
         };
@@ -328,6 +337,27 @@ mod tests {
             assert_eq!(event["event_action"], "trigger", "{action:?}");
             assert_eq!(event["dedup_key"], dedup_key(FINGERPRINT), "{action:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_acknowledgement_acknowledges_the_alert_with_the_same_dedup_key() {
+        let server = MockServer::start().await;
+        let acknowledging = Mock::given(method("POST"))
+            .and(path("/v2/enqueue"))
+            .and(body_json(json!({
+                "routing_key": ROUTING_KEY,
+                "event_action": "acknowledge",
+                "dedup_key": dedup_key(FINGERPRINT),
+            })));
+        testing::expect_matching(&server, acknowledging, accepted(), 1, "acknowledge").await;
+        refuse_anything_else(&server).await;
+
+        let out = pagerduty(&server)
+            .deliver(&firing_notification(Action::Acknowledge), None)
+            .await
+            .unwrap();
+
+        assert!(out.detail.starts_with("acknowledged alert"), "{}", out.detail);
     }
 
     #[tokio::test]

@@ -81,6 +81,7 @@ pub async fn deliver<T: Tracker>(
     match n.action {
         Action::Resolve => delivery.resolve(remembered).await,
         Action::Open | Action::Update | Action::Test => delivery.fire(remembered).await,
+        Action::Acknowledge => delivery.comment(remembered).await,
         Action::Digest => Err(super::digest_refused(T::KEY)),
     }
 }
@@ -108,6 +109,27 @@ impl<T: Tracker> Delivery<'_, T> {
         }
         let (created, detail) = tracker.create(n, self.fingerprint).await?;
         Ok(delivered(created, None, detail))
+    }
+
+    /// Comments on the incident's ticket (an acknowledgement): never opens one, since an acknowledgement is no
+    /// reason for a ticket.
+    async fn comment(&self, remembered: Option<T::Ticket>) -> Result<Delivered, DeliveryError> {
+        let (tracker, n) = (self.tracker, self.n);
+        if let Some(ticket) = remembered
+            && still_there::<T, _>(n, &ticket, tracker.update(&ticket, n).await)?.is_some()
+        {
+            let detail = format!("commented on {ticket}");
+            return Ok(delivered(ticket, None, detail));
+        }
+        let Some(found) = tracker.find_open(self.fingerprint).await? else {
+            return Ok(Delivered {
+                memo: None,
+                detail: format!("no open {} for this incident: nothing to comment on", T::NOUN),
+            });
+        };
+        tracker.update(&found, n).await?;
+        let detail = format!("commented on {found} (found by {})", tracker.found_by());
+        Ok(delivered(found, None, detail))
     }
 
     async fn resolve(&self, remembered: Option<T::Ticket>) -> Result<Delivered, DeliveryError> {

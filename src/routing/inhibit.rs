@@ -86,7 +86,7 @@ impl Inhibitor {
                     name: "built-in".into(),
                     source: compile(&[format!("kind={source}")]),
                     target: compile(&[format!("kind={target}")]),
-                    equal: vec!["app_namespace".into(), "app".into()],
+                    equal: vec!["instance".into(), "app_namespace".into(), "app".into()],
                 });
             }
         }

@@ -89,4 +89,13 @@ impl Store {
         .bind(incident_id);
         tx.rows(sent, escalation_from_row).await
     }
+
+    /// The escalation steps of an incident already sent.
+    pub async fn sent_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
+        let sent = q!(format!(
+            "SELECT {ESCALATION_COLUMNS} FROM escalations WHERE incident_id = $1 AND done = 1 ORDER BY step"
+        ))
+        .bind(incident_id);
+        tx.rows(sent, escalation_from_row).await
+    }
 }

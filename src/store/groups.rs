@@ -128,6 +128,23 @@ impl Store {
             .await
     }
 
+    /// The threads a firing incident was told in: `(receiver, thread_key)` of each group it is a member of whose
+    /// current message was sent (`receiver:group_key:generation`, as the flush names it).
+    pub async fn told_threads(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+        let query = q!(
+            "SELECT g.receiver, g.group_key, g.generation FROM notify_groups g JOIN group_members m \
+             ON m.group_id = g.id WHERE m.incident_id = $1 AND g.active = 1 ORDER BY g.receiver"
+        )
+        .bind(incident_id);
+        tx.rows(query, |r| {
+            let receiver: String = r.try_get("receiver")?;
+            let key: String = r.try_get("group_key")?;
+            let generation: i64 = r.try_get("generation")?;
+            Ok((receiver.clone(), format!("{receiver}:{key}:{generation}")))
+        })
+        .await
+    }
+
     pub async fn remove_member(tx: &mut WriteTx, incident_id: i64, receiver: &str) -> Result<(), StoreError> {
         let query = q!("DELETE FROM group_members WHERE incident_id = $1 AND group_id IN \
             (SELECT id FROM notify_groups WHERE receiver = $2)")

@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps, parse_column, values};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
-use crate::domain::{Incident, IncidentState, Kind, Severity};
+use crate::domain::{Acknowledgement, Incident, IncidentState, Kind, Severity};
 
 /// An incident row.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,8 @@ pub struct IncidentRecord {
     pub resolved_at: Option<DateTime<Utc>>,
     pub notified: bool,
     pub view: Incident,
+    /// Who acknowledged it, if anyone (its own columns: the view never holds it).
+    pub ack: Option<Acknowledgement>,
 }
 
 impl IncidentRecord {
@@ -40,13 +42,15 @@ impl IncidentRecord {
         v.since = self.since;
         v.fired_at = self.fired_at;
         v.resolved_at = self.resolved_at;
+        v.acknowledged = self.ack.clone();
         v
     }
 }
 
 /// The columns [`incident_from_row`] reads.
-pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, namespace, name, team, severity, state, since, \
-                                           fire_at, fired_at, resolved_at, notified, view_json";
+pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, namespace, name, team, severity, state, \
+                                           since, fire_at, fired_at, resolved_at, notified, view_json, acked_by, \
+                                           acked_at, ack_until, ack_comment";
 
 pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
     Ok(IncidentRecord {
@@ -67,6 +71,15 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
         resolved_at: r.try_get::<Option<i64>, _>("resolved_at")?.map(from_millis),
         notified: r.try_get::<i64, _>("notified")? != 0,
         view: decode(&r.try_get::<String, _>("view_json")?)?,
+        ack: match r.try_get::<Option<String>, _>("acked_by")? {
+            None => None,
+            Some(by) => Some(Acknowledgement {
+                by,
+                at: from_millis(r.try_get::<Option<i64>, _>("acked_at")?.unwrap_or_default()),
+                until: r.try_get::<Option<i64>, _>("ack_until")?.map(from_millis),
+                comment: r.try_get::<Option<String>, _>("ack_comment")?.unwrap_or_default(),
+            }),
+        },
     })
 }
 
@@ -265,6 +278,23 @@ impl Store {
             IncidentState::Pending => "UPDATE incidents SET state = 'pending', fire_at = $1 WHERE id = $2",
         };
         tx.exec(q!(sql).bind(to_millis(at)).bind(id)).await?;
+        Ok(())
+    }
+
+    /// Records who acknowledged incident `id` (replacing an earlier acknowledgement), or clears it (`None`).
+    pub async fn set_acknowledgement(
+        tx: &mut WriteTx,
+        id: i64,
+        ack: Option<&Acknowledgement>,
+    ) -> Result<(), StoreError> {
+        let query =
+            q!("UPDATE incidents SET acked_by = $1, acked_at = $2, ack_until = $3, ack_comment = $4 WHERE id = $5")
+                .bind(ack.map(|a| a.by.clone()))
+                .bind(ack.map(|a| to_millis(a.at)))
+                .bind(ack.and_then(|a| a.until.map(to_millis)))
+                .bind(ack.map(|a| a.comment.clone()))
+                .bind(id);
+        tx.exec(query).await?;
         Ok(())
     }
 

@@ -46,6 +46,7 @@ mod escalations;
 mod groups;
 mod incidents;
 mod leases;
+mod links;
 mod listing_guard;
 mod outbox;
 mod silences;
@@ -338,7 +339,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 7] = [
+const MIGRATIONS: [MigrationFile; 8] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -346,6 +347,7 @@ const MIGRATIONS: [MigrationFile; 7] = [
     migration!(5, "listing_guard", "0005_listing_guard.sql"),
     migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
     migration!(7, "instances", "0007_instances.sql"),
+    migration!(8, "acknowledgements", "0008_acknowledgements.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

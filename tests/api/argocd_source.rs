@@ -315,8 +315,14 @@ async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_d
     assert_eq!(recently["health"]["since_at_least"], false);
     app.settle().await;
     assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing was due yet");
-    let lists = api.received_requests().await.unwrap_or_default().len();
-    assert_eq!(lists, 1, "one request: the listing");
+    let asked: Vec<String> = (api.received_requests().await.unwrap_or_default().iter())
+        .map(|r| r.url.path().to_string())
+        .collect();
+    assert_eq!(
+        asked,
+        ["/api/v1/projects", "/api/v1/applications"],
+        "two requests: the AppProjects, then the listing"
+    );
     // Degraded since 08:58 by Argo CD's clock: due at 09:03.
     app.advance(&clock, Duration::from_secs(4 * 60)).await;
     let got = wait_for(&d.join("sink.jsonl"), 1).await;
@@ -633,11 +639,22 @@ async fn endless_listing_server(first: Value) -> (String, Arc<std::sync::atomic:
     let count = served.clone();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let count = count.clone();
             let first = first.to_string();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 16 * 1024];
-                let _ = socket.read(&mut buf).await;
+                let read = socket.read(&mut buf).await.unwrap_or(0);
+                // The AppProjects, read before each listing: none.
+                if buf[..read].starts_with(b"GET /api/v1/projects") {
+                    let body = r#"{"items": []}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                    return;
+                }
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
                 if socket.write_all(head.as_bytes()).await.is_err() {
                     return;

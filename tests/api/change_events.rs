@@ -140,3 +140,54 @@ async fn without_change_events_a_new_revision_sends_nothing() {
     assert!(change_events(&server).await.is_empty());
     app.stop().await;
 }
+
+/// The same sync told again after a restart, to another replica, or by a later body of the same sync that names no
+/// person: still one change event (the outbox's once-only key is in the store, not in a replica's memory).
+#[tokio::test]
+async fn one_change_event_per_sync_across_a_restart_and_two_replicas() {
+    for engine in ["sqlite", "postgres"] {
+        let server = pagerduty().await;
+        let db = crate::fresh_db::fresh_db(engine, "change").await;
+        let cfg = format!("{}\nstorage: {{url: \"{}\"}}\n", config(&server, true), db.url);
+        let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+        let clock: herald::clock::SharedClock = std::sync::Arc::new(herald::clock::SystemClock);
+        let first = TestApp::spawn_in(dir.clone(), &cfg, clock.clone()).await;
+        first.post(synced(OLD, &[OLD])).await;
+        let body = synced(NEW, &[OLD, NEW]);
+        assert_eq!(first.post(body.clone()).await.status(), 202);
+        let sent = eventually(Duration::from_secs(10), || async {
+            Some(change_events(&server).await).filter(|e| !e.is_empty())
+        })
+        .await
+        .expect("a change event");
+        assert_eq!(sent.len(), 1, "{engine}");
+
+        // A second replica on the same store hears the same body, and a later one of the same sync whose
+        // initiator is gone (Argo CD sends several bodies per sync).
+        let second = TestApp::spawn_in(
+            std::sync::Arc::new(tempfile::tempdir().expect("tmp")),
+            &cfg,
+            clock.clone(),
+        )
+        .await;
+        assert_eq!(second.post(body.clone()).await.status(), 202);
+        let automated = body.replace(r#"{"username":"alice"}"#, r#"{"automated":true}"#);
+        assert_ne!(automated, body, "the later body names no person");
+        assert_eq!(second.post(automated).await.status(), 202);
+        second.settle().await;
+        first.settle().await;
+        second.stop().await;
+
+        // A restart, then the same body again.
+        first.stop().await;
+        let restarted = TestApp::spawn_in(dir.clone(), &cfg, clock.clone()).await;
+        assert_eq!(restarted.post(body).await.status(), 202);
+        restarted.settle().await;
+        assert_eq!(
+            change_events(&server).await.len(),
+            1,
+            "{engine}: one change event per (Application, revision, operation)"
+        );
+        restarted.stop().await;
+    }
+}

@@ -196,8 +196,8 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
         );
         let asked_eu = eu.received_requests().await.unwrap_or_default();
         assert!(
-            asked_eu.iter().all(|r| r.url.path() == "/api/v1/applications"),
-            "{engine}: eu's API was asked only for its listing: {:?}",
+            (asked_eu.iter()).all(|r| ["/api/v1/applications", "/api/v1/projects"].contains(&r.url.path())),
+            "{engine}: eu's API was asked only for its listing and AppProjects: {:?}",
             asked_eu.iter().map(|r| r.url.path().to_string()).collect::<Vec<_>>()
         );
         app.stop().await;

@@ -1,6 +1,8 @@
 //! Black-box tests of Herald: the real application on a random port, and the real binary where a process must
 //! restart or die. One test binary (faster to build); each module is a part of the contract.
 
+mod acks;
+mod action_links;
 mod argocd_source;
 mod auth;
 mod bad_input;

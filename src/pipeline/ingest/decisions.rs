@@ -84,6 +84,7 @@ impl Core {
             resolved_at: None,
             notified: false,
             view: view.clone(),
+            ack: None,
         };
         if fire_now {
             let id =

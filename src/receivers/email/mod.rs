@@ -185,7 +185,7 @@ impl Receiver for Email {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
         // A new firing starts a new conversation; updates and the resolve reply to the first message.
         let parent = match n.action {
-            Action::Update | Action::Resolve => memo
+            Action::Update | Action::Resolve | Action::Acknowledge => memo
                 .and_then(|m| m.get("message_id"))
                 .and_then(|v| v.as_str())
                 .map(str::to_string),

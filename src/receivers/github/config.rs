@@ -27,7 +27,7 @@ fn default_api_url() -> String {
 impl Integration for Config {
     /// One issue per incident, closed when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities::ACKNOWLEDGED_PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

@@ -442,3 +442,20 @@ async fn long_titles_are_cut_to_one_line_of_256_characters() {
     assert_eq!(title.chars().count(), 256);
     assert!(title.starts_with("line one line two x"));
 }
+
+#[tokio::test]
+async fn an_acknowledgement_comments_on_the_incidents_issue_and_never_opens_one() {
+    let server = MockServer::start().await;
+    comment_expected(&server, 42, 1).await;
+    let memo = json!({ "number": 42 });
+    let out = deliver(&server, Action::Acknowledge, Some(&memo)).await.unwrap();
+    testing::assert_delivered(&out, Some(json!({ "number": 42 })), "commented on #42");
+
+    // No issue remembered and none open: nothing is created for an acknowledgement.
+    let server = MockServer::start().await;
+    open_issues_are(&server, json!([])).await;
+    create_expected(&server, 0).await;
+    let out = deliver(&server, Action::Acknowledge, None).await.unwrap();
+    assert_eq!(out.memo, None);
+    assert!(out.detail.contains("nothing to comment on"), "{}", out.detail);
+}

@@ -49,7 +49,7 @@ fn default_issue_type() -> String {
 impl Integration for Config {
     /// One issue per incident, commented on and transitioned when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities::ACKNOWLEDGED_PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

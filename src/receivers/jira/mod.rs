@@ -145,6 +145,38 @@ impl Jira {
         Ok(delivered(JiraMemo::open(&key), format!("created {key}")))
     }
 
+    /// Acknowledge: comment on the issue we know (or the open one we find); never reopen or create one.
+    async fn acknowledge(
+        &self,
+        n: &Notification,
+        label: &str,
+        remembered: Option<String>,
+    ) -> Result<Delivered, DeliveryError> {
+        if let Some(key) = remembered {
+            match self.comment(&key, n).await {
+                Ok(()) => return Ok(delivered(JiraMemo::open(&key), format!("commented on {key}"))),
+                Err(e) if e.status == Some(404) => tracing::warn!(
+                    receiver = %n.receiver, issue = %key,
+                    "The remembered Jira issue is gone; looking for the incident's issue by label."
+                ),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let found = self.search(label).await?;
+        let Some(open) = found.iter().find(|i| !i.is_resolved()) else {
+            return Ok(Delivered {
+                memo: None,
+                detail: "no open Jira issue for this incident: nothing to comment on".into(),
+            });
+        };
+        self.comment(&open.key, n).await?;
+        let key = &open.key;
+        Ok(delivered(
+            JiraMemo::open(key),
+            format!("commented on {key} (found by label)"),
+        ))
+    }
+
     /// Resolve: comment on the issue we know (or the open one we find), then apply `resolve_transition`.
     async fn resolve(
         &self,
@@ -239,6 +271,7 @@ impl Receiver for Jira {
         match n.action {
             Action::Resolve => self.resolve(n, &label, remembered).await,
             Action::Open | Action::Update | Action::Test => self.fire(n, &label, remembered).await,
+            Action::Acknowledge => self.acknowledge(n, &label, remembered).await,
             Action::Digest => return Err(crate::receivers::digest_refused("jira")),
         }
     }

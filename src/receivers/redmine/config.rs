@@ -47,7 +47,7 @@ pub struct Config {
 impl Integration for Config {
     /// One issue per incident, given notes on updates and closed when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities::ACKNOWLEDGED_PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

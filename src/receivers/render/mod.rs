@@ -180,6 +180,14 @@ impl AppView<'_> {
         }
         let severity = self.incidents.iter().map(|i| i.severity).max().unwrap_or_default();
         out.push(fact("Severity", severity.to_string()));
+        // The signed one-click links of each problem: `Acknowledge: OutOfSync`, linked.
+        for i in &self.incidents {
+            out.extend(i.actions.iter().map(|a| Fact {
+                label: a.label.clone(),
+                value: i.problem(),
+                link: Some(a.url.clone()),
+            }));
+        }
         out
     }
 }
@@ -344,6 +352,7 @@ pub fn status_word(n: &Notification) -> &'static str {
         Action::Resolve => "RESOLVED",
         Action::Test => "TEST",
         Action::Digest => "DIGEST",
+        Action::Acknowledge => "ACKNOWLEDGED",
     }
 }
 
@@ -353,6 +362,7 @@ pub fn status_emoji(n: &Notification) -> &'static str {
         Action::Resolve => "✅",
         Action::Test => "🧪",
         Action::Digest => "📋",
+        Action::Acknowledge => "👀",
         Action::Open | Action::Update => match n.highest_severity() {
             Severity::Info if status_word(n) == "EVENT" => "ℹ️",
             Severity::Critical => "🔴",

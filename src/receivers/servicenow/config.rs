@@ -37,7 +37,7 @@ fn default_close_code() -> String {
 impl Integration for Config {
     /// One incident per incident, given work notes on updates and resolved when the incident resolves.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::PER_INCIDENT
+        Capabilities::ACKNOWLEDGED_PER_INCIDENT
     }
 
     fn validate(&self, path: &str, _sections: &Sections<'_>, errors: &mut Vec<ConfigError>) {

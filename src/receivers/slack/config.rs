@@ -31,6 +31,8 @@ impl Integration for Config {
         Capabilities {
             // Only a bot token can post to a user id; an incoming webhook posts to its own channel.
             reaches_person: self.token.as_ref().map(|_| crate::domain::Contact::Slack),
+            // The bot keeps its message's ts and edits it in place; an incoming webhook cannot edit anything.
+            acknowledgements: self.token.is_some(),
             ..Capabilities::EDITED_MESSAGES
         }
     }

@@ -121,6 +121,27 @@ impl Slack {
                     memo: Some(first.to_memo()),
                 })
             }
+            (Action::Acknowledge, Some(first)) => {
+                // Edited in place: the message people saw now says who took it.
+                let edit = json!({"channel": first.channel, "ts": first.ts, "text": msg.text, "blocks": msg.blocks});
+                match self.call(token, "chat.update", &edit).await {
+                    Ok(_) => Ok(Delivered {
+                        detail: format!("edited ts {} to acknowledged", first.ts),
+                        memo: Some(first.to_memo()),
+                    }),
+                    Err(ApiError { code: Some(code), .. }) if code == MESSAGE_GONE || cannot_edit(&code) => {
+                        Ok(Delivered {
+                            detail: format!("the message ts {} can no longer be edited: nothing to do", first.ts),
+                            memo: Some(first.to_memo()),
+                        })
+                    }
+                    Err(e) => Err(e.error),
+                }
+            }
+            (Action::Acknowledge, None) => Ok(Delivered {
+                memo: None,
+                detail: "no message of this thread to edit: nothing to do".into(),
+            }),
             (Action::Resolve, Some(first)) => {
                 let edit = json!({
                     "channel": first.channel,

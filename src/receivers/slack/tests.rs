@@ -612,3 +612,27 @@ async fn an_incoming_webhook_refuses_a_message_to_a_person() {
 
     assert!(matches!(err, DeliveryError::Permanent { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn bot_acknowledge_edits_the_first_message_in_place_and_posts_nothing() {
+    let server = MockServer::start().await;
+    let first = json!({"channel": "C0123", "ts": "1700000000.000100"});
+    web_api_expects(&server, "chat.update", first, json!({"ok": true}), 1).await;
+    posts_expected(&server, json!({}), "C0123", "9.0", 0).await;
+    let mut n = notification(Action::Acknowledge);
+    n.title = "Acknowledged by alice: payments: Degraded".into();
+    let out = bot(&server).deliver(&n, Some(&memo())).await.unwrap();
+    assert_eq!(out.memo, Some(memo()), "the thread stays the first message's");
+    let reqs = received(&server).await;
+    assert_eq!(reqs.len(), 1, "one edit: {reqs:?}");
+    assert!(reqs[0].1.to_string().contains("Acknowledged by alice"), "{}", reqs[0].1);
+
+    // Without a message to edit there is nothing to do.
+    let server = MockServer::start().await;
+    let out = bot(&server)
+        .deliver(&notification(Action::Acknowledge), None)
+        .await
+        .unwrap();
+    assert_eq!(out.memo, None);
+    assert!(received(&server).await.is_empty());
+}

@@ -1,0 +1,212 @@
+//! Signed one-click links: made for every chat and e-mail message about firing incidents when it is queued
+//! ([`Core::add_links`]), and acted on once when someone confirms one ([`Pipeline::act_on_link`]): an
+//! acknowledgement, or a silence of the incident's Application and kind for an hour or until Monday 09:00 in the
+//! team's time zone (its digest's, else UTC).
+
+use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
+
+use super::{AckOutcome, Core, Pipeline, PipelineError};
+use crate::domain::action_link::{ActionLink, LinkAction, LinkRefusal, MessageLink};
+use crate::domain::{Acknowledgement, Action, IncidentState, Notification};
+use crate::routing::{Matcher, Silence};
+use crate::store::Store;
+
+/// What confirming a link did, in people's words.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkOutcome {
+    /// Done now.
+    Done(String),
+    /// The link was used before: what it did then.
+    AlreadyUsed(String),
+    /// The incident is gone or resolved: nothing to do.
+    Nothing(String),
+}
+
+impl Core {
+    /// Gives each firing incident of `n` its signed links, when `n` is a chat or e-mail message that opens or
+    /// repeats and `server.public_url` and `server.link_signing_key` are set.
+    pub(super) fn add_links(&self, n: &mut Notification, now: DateTime<Utc>) {
+        let Some((base, key)) = self.settings.server.links() else {
+            return;
+        };
+        let per_incident = self.settings.receiver(&n.receiver).is_none_or(|r| r.per_incident());
+        if per_incident || !matches!(n.action, Action::Open | Action::Update) {
+            return;
+        }
+        let expires = Duration::from_std(self.settings.server.link_ttl)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let by = n.recipient.as_ref().map(|r| r.username.clone());
+        for i in (n.incidents.iter_mut()).filter(|i| i.state == IncidentState::Firing && !i.kind.is_informational()) {
+            let mut links: Vec<MessageLink> = LinkAction::ALL
+                .iter()
+                .map(|a| MessageLink {
+                    label: self.label(*a, &i.team),
+                    url: format!(
+                        "{base}/act/{}",
+                        ActionLink::new(*a, i.id, expires, by.clone()).token(key)
+                    ),
+                })
+                .collect();
+            let team: String = url::form_urlencoded::byte_serialize(i.team.as_bytes()).collect();
+            links.push(MessageLink {
+                label: "Open in Herald".into(),
+                url: format!("{base}/?team={team}"),
+            });
+            i.actions = links;
+        }
+    }
+
+    /// A link's words: "Silence until Monday 09:00 (Europe/Berlin)".
+    fn label(&self, action: LinkAction, team: &str) -> String {
+        match action {
+            LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), self.team_zone(team).name()),
+            _ => action.label().into(),
+        }
+    }
+
+    /// The team's time zone: its digest's, else UTC.
+    fn team_zone(&self, team: &str) -> chrono_tz::Tz {
+        (self.settings.teams.get(team))
+            .and_then(|t| t.digest.as_ref())
+            .and_then(|d| crate::digest::schedule::time_zone(&d.timezone).ok())
+            .unwrap_or(chrono_tz::UTC)
+    }
+}
+
+/// The next Monday 09:00 in `tz` after `now` (today's, when it is Monday before 09:00).
+pub fn next_monday_nine(now: DateTime<Utc>, tz: chrono_tz::Tz) -> DateTime<Utc> {
+    let local = now.with_timezone(&tz);
+    let nine = NaiveTime::from_hms_opt(9, 0, 0).unwrap_or_default();
+    let mut day = local.date_naive();
+    loop {
+        if day.weekday() == Weekday::Mon
+            && let Some(at) = tz.from_local_datetime(&day.and_time(nine)).earliest()
+            && at > local
+        {
+            return at.with_timezone(&Utc);
+        }
+        day = day.succ_opt().unwrap_or(day);
+    }
+}
+
+impl Pipeline {
+    /// The link `token` carries, checked against `server.link_signing_key` now; `None` when links are not
+    /// configured (no key or no `server.public_url`).
+    pub fn verify_link(&self, token: &str) -> Option<Result<ActionLink, LinkRefusal>> {
+        let core = self.core();
+        let (_, key) = core.settings.server.links()?;
+        Some(ActionLink::verify(token, key, core.clock.now()))
+    }
+
+    /// What the link `nonce` did, if it was used.
+    pub async fn link_used(&self, nonce: &str) -> Result<Option<String>, PipelineError> {
+        Ok(self.core().store.link_outcome(nonce).await?)
+    }
+
+    /// Acts on a verified link once, as `by`: a link used before only says what it did then.
+    pub async fn act_on_link(&self, link: &ActionLink, by: &str) -> Result<LinkOutcome, PipelineError> {
+        let core = self.core();
+        let now = core.clock.now();
+        if !core.store.claim_link(&link.nonce, link.expires, now).await? {
+            let before = core.store.link_outcome(&link.nonce).await?.unwrap_or_default();
+            return Ok(LinkOutcome::AlreadyUsed(before));
+        }
+        let outcome = self.act(&core, link, by, now).await?;
+        let words = match &outcome {
+            LinkOutcome::Done(w) | LinkOutcome::AlreadyUsed(w) | LinkOutcome::Nothing(w) => w.clone(),
+        };
+        core.store.set_link_outcome(&link.nonce, &words).await?;
+        Ok(outcome)
+    }
+
+    async fn act(
+        &self,
+        core: &Core,
+        link: &ActionLink,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<LinkOutcome, PipelineError> {
+        let mut tx = core.store.begin().await?;
+        let rec = Store::incident(&mut tx, link.incident).await?;
+        tx.commit().await?;
+        let Some(rec) = rec.filter(|r| r.state != IncidentState::Resolved) else {
+            return Ok(LinkOutcome::Nothing(format!(
+                "incident {} has resolved (or is gone): nothing to do",
+                link.incident
+            )));
+        };
+        match link.action {
+            LinkAction::Acknowledge => {
+                let ack = Acknowledgement {
+                    by: by.to_string(),
+                    at: now,
+                    until: None,
+                    comment: String::new(),
+                };
+                Ok(match self.acknowledge(rec.id, ack).await? {
+                    AckOutcome::Done(r) => {
+                        LinkOutcome::Done(r.ack.map_or_else(|| "acknowledged".into(), |a| a.words(r.state, now)))
+                    }
+                    _ => LinkOutcome::Nothing("the incident has resolved: nothing to acknowledge".into()),
+                })
+            }
+            LinkAction::SilenceHour | LinkAction::SilenceUntilMonday => {
+                let ends_at = match link.action {
+                    LinkAction::SilenceHour => now + Duration::hours(1),
+                    _ => next_monday_nine(now, core.team_zone(&rec.team)),
+                };
+                let silence = Silence {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    // The incident's Application in its own Argo CD instance, and its kind.
+                    matchers: vec![
+                        Matcher::new("instance", &rec.app.instance),
+                        Matcher::new("app_namespace", &rec.app.namespace),
+                        Matcher::new("app", &rec.app.name),
+                        Matcher::new("kind", rec.kind.as_str()),
+                    ],
+                    starts_at: now,
+                    ends_at,
+                    created_by: by.to_string(),
+                    comment: format!("from a link in a message about incident {}", rec.id),
+                    created_at: now,
+                };
+                self.add_silence(&silence).await?;
+                Ok(LinkOutcome::Done(format!(
+                    "{} of {} silenced by {by} until {} (silence {})",
+                    rec.kind,
+                    rec.app.name,
+                    ends_at.format("%Y-%m-%d %H:%M UTC"),
+                    silence.id
+                )))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monday_nine_is_the_next_one_in_the_teams_zone() {
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).expect("t").with_timezone(&Utc);
+        let berlin: chrono_tz::Tz = "Europe/Berlin".parse().expect("tz");
+        // Wednesday 2026-03-04 → Monday 2026-03-09 09:00 CET (08:00 UTC).
+        assert_eq!(
+            next_monday_nine(at("2026-03-04T12:00:00Z"), berlin),
+            at("2026-03-09T08:00:00Z")
+        );
+        // Monday 07:00 UTC is 08:00 in Berlin: today at 09:00.
+        assert_eq!(
+            next_monday_nine(at("2026-03-09T07:00:00Z"), berlin),
+            at("2026-03-09T08:00:00Z")
+        );
+        // Monday after nine: next week.
+        assert_eq!(
+            next_monday_nine(at("2026-03-09T09:00:00Z"), chrono_tz::UTC),
+            at("2026-03-16T09:00:00Z")
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! Signed one-click links in messages: a chat message carries them when `server.public_url` and
+//! `server.link_signing_key` are set; a GET shows a confirmation page and changes nothing; the POST acts once and a
+//! replay says what already happened; a forged, altered or expired link gets a clear 4xx page.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::helpers::*;
+use herald::clock::{Clock, ManualClock};
+use serde_json::Value;
+
+const KEY: &str = "a-link-signing-key-of-at-least-32-chars";
+
+fn config(dir: &std::path::Path) -> String {
+    format!(
+        r#"
+server: {{public_url: "https://herald.example.com", link_signing_key: "{KEY}", link_ttl: 7d}}
+receivers: [{{name: chat, console: {{file: "{d}/chat.jsonl"}}}}]
+ownership: {{default_team: payments}}
+teams: {{payments: {{receivers: [chat]}}}}
+rules: {{degraded: {{for: 0s}}}}
+grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 1h}}
+"#,
+        d = dir.display()
+    )
+}
+
+/// The path (`/act/…`) of the link labelled `label` in a delivered message.
+fn link(message: &Value, label: &str) -> String {
+    let actions = message["incidents"][0]["actions"].as_array().expect("actions");
+    let url = actions
+        .iter()
+        .find(|a| a["label"].as_str().is_some_and(|l| l.starts_with(label)))
+        .and_then(|a| a["url"].as_str())
+        .unwrap_or_else(|| panic!("no {label} link: {message}"));
+    url.strip_prefix("https://herald.example.com")
+        .expect("public_url")
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_one_is_refused() {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d), Arc::new(clock.clone())).await;
+    let body = envelope("pay-api", "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    let message = wait_for(&d.join("chat.jsonl"), 1).await.remove(0);
+    let labels: Vec<&str> = (message["incidents"][0]["actions"].as_array().expect("actions").iter())
+        .filter_map(|a| a["label"].as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "Acknowledge",
+            "Silence 1 h",
+            "Silence until Monday 09:00 (UTC)",
+            "Open in Herald"
+        ]
+    );
+    let ack = link(&message, "Acknowledge");
+    let url = |p: &str| format!("{}{p}", app.address);
+    let acknowledged = || async {
+        app.get_json("/v1/incidents?state=firing").await["items"][0]
+            .get("acknowledged")
+            .cloned()
+    };
+
+    // GET: a confirmation page asking for a name, one button; nothing acknowledged.
+    for _ in 0..2 {
+        let r = app.client.get(url(&ack)).send().await.expect("get");
+        assert_eq!(r.status(), 200);
+        let html = r.text().await.expect("html");
+        assert!(html.contains("name=\"name\"") && html.contains("<button"), "{html}");
+    }
+    assert_eq!(acknowledged().await, None, "a GET never acts");
+
+    // POST without a name: asked for one; with it: acknowledged once.
+    let r = app
+        .client
+        .post(url(&ack))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 422);
+    let r = app
+        .client
+        .post(url(&ack))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=alice")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.expect("html").contains("Acknowledged by alice"));
+    assert_eq!(acknowledged().await.expect("acknowledged")["by"], "alice");
+
+    // Replayed (by anyone): harmless, says what happened, changes nothing.
+    let r = app
+        .client
+        .post(url(&ack))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=mallory")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 200);
+    let html = r.text().await.expect("html");
+    assert!(
+        html.contains("used already") && html.contains("acknowledged by alice"),
+        "{html}"
+    );
+    assert_eq!(acknowledged().await.expect("acknowledged")["by"], "alice");
+
+    // Silence 1 h: one silence, by the name given.
+    let silence = link(&message, "Silence 1 h");
+    let r = app
+        .client
+        .post(url(&silence))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=bob")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 200);
+    let silences = app.get_json("/v1/silences").await;
+    assert_eq!(silences["count"], 1, "{silences}");
+    assert_eq!(silences["items"][0]["created_by"], "bob");
+
+    // Altered (another token character) or forged: refused with a 4xx page, nothing done.
+    let mut altered = ack.clone().into_bytes();
+    let at = altered.len() - 20;
+    altered[at] = if altered[at] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).expect("ascii");
+    for (path, want) in [(altered.as_str(), 403u16), ("/act/not-a-link", 400)] {
+        for r in [
+            app.client.get(url(path)).send().await.expect("get"),
+            app.client
+                .post(url(path))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("name=eve")
+                .send()
+                .await
+                .expect("post"),
+        ] {
+            assert_eq!(r.status().as_u16(), want, "{path}");
+            assert!(r.text().await.expect("html").contains("cannot be used"));
+        }
+    }
+    assert_eq!(app.get_json("/v1/silences").await["count"], 1);
+
+    // Expired: eight days later the unused "Silence until Monday" link is refused (410).
+    let monday = link(&message, "Silence until Monday");
+    clock.advance(Duration::from_secs(8 * 24 * 3600));
+    let r = app
+        .client
+        .post(url(&monday))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=bob")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 410);
+    assert!(r.text().await.expect("html").contains("expired"));
+    assert_eq!(app.get_json("/v1/silences?expired=true").await["count"], 1);
+    app.stop().await;
+}
