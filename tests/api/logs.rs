@@ -80,8 +80,13 @@ async fn the_postgres_password_never_appears_in_the_log() {
     std::fs::write(&cfg, base_yaml(dir.path())).expect("write");
 
     let mut bin = Binary::start(&cfg, &[("HERALD__STORAGE__URL", url.as_str())]);
-    assert!(bin.terminate().await.success());
+    let status = bin.terminate().await;
     let logs = bin.logs();
+    assert!(
+        status.success(),
+        "{status}: {}",
+        logs.replace(PASSWORD, "<the password>")
+    );
     let start = logs.lines().find(|l| l.contains("starting")).expect(&logs);
     let (host, port) = (url.host_str().expect("host"), url.port().expect("port"));
     assert!(
