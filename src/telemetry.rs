@@ -237,15 +237,8 @@ pub struct GaugeReadings {
 
 /// The values Argo CD documents for each status; anything else is counted as `Other`, so a hostile or broken sender
 /// cannot create label sets at will.
-const SYNC_STATUSES: [&str; 3] = ["Synced", "OutOfSync", "Unknown"];
-const HEALTH_STATUSES: [&str; 6] = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"];
-
-fn known(value: &str, valid: &[&str]) -> String {
-    if valid.contains(&value) {
-        value.to_string()
-    } else {
-        "Other".to_string()
-    }
+fn known<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| "Other".to_string(), |v| v.to_string())
 }
 
 /// The scrape-time gauges as Prometheus text: Applications by status, open incidents, queued and dead deliveries.
@@ -270,8 +263,8 @@ pub fn render_gauges(readings: &GaugeReadings) -> String {
     let mut apps = BTreeMap::new();
     for (sync, health, n) in &readings.applications {
         let key = vec![
-            ("sync", known(sync, &SYNC_STATUSES)),
-            ("health", known(health, &HEALTH_STATUSES)),
+            ("sync", known(crate::argocd::SyncStatus::known(sync))),
+            ("health", known(crate::argocd::HealthStatus::known(health))),
         ];
         *apps.entry(key).or_insert(0) += n;
     }

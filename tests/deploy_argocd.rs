@@ -342,7 +342,7 @@ fn the_body_argo_cd_renders_for_a_captured_application_is_accepted() {
     let rendered = render(&body, &fixture, "2025-10-02T17:01:47.257365Z");
     let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128).expect("Herald accepts the rendered body");
     assert_eq!(snapshot.app.name, "aaaaaaaaa");
-    assert_eq!(snapshot.sync_status, "OutOfSync");
+    assert_eq!(snapshot.sync_status.as_str(), "OutOfSync");
     assert_eq!(snapshot.argocd_url.as_deref(), Some("https://demo.cdviz.dev"));
     let observed = snapshot
         .observed_at
@@ -369,7 +369,8 @@ fn the_body_is_accepted_for_every_captured_application() {
             .unwrap_or_else(|e| panic!("{name}: Herald refuses the rendered body: {e}"));
         assert_eq!(snapshot.app.name, fixture["app"]["metadata"]["name"], "{name}");
         assert_eq!(
-            snapshot.sync_status, fixture["app"]["status"]["sync"]["status"],
+            snapshot.sync_status.as_str(),
+            fixture["app"]["status"]["sync"]["status"],
             "{name}"
         );
     }

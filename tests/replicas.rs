@@ -97,7 +97,7 @@ async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
         "stale"
     );
     let stored = a.app(&pay()).await.expect("read").expect("stored");
-    assert_eq!(stored.state.snapshot.sync_status, "OutOfSync");
+    assert_eq!(stored.state.snapshot.sync_status.as_str(), "OutOfSync");
     let syncs = a
         .timeline(&pay(), 100)
         .await
@@ -127,7 +127,8 @@ async fn concurrent_bodies_on_two_replicas_lose_no_update() {
     for replica in [&a, &b] {
         let stored = replica.app(&pay()).await.expect("read").expect("stored");
         assert_eq!(
-            stored.state.snapshot.sync_status, newest,
+            stored.state.snapshot.sync_status.as_str(),
+            newest,
             "the newest body's state is stored"
         );
     }

@@ -329,7 +329,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     Store::save_apps(&mut tx, &[("p", &newer)]).await.expect("upsert");
     tx.commit().await.expect("commit");
     let rec = store.app(&app("pay")).await.expect("app").expect("present");
-    assert_eq!(rec.state.snapshot.sync_status, "Synced");
+    assert_eq!(rec.state.snapshot.sync_status.as_str(), "Synced");
     assert_eq!(
         store
             .apps(&filter(Some("Synced"), false, 10))
@@ -872,7 +872,7 @@ async fn an_upgrade_moves_everything_to_the_default_instance(engine: &str) {
         .expect("read")
         .expect("the old Application is the default instance's");
     assert_eq!(rec.state.snapshot.app, pay);
-    assert_eq!(rec.state.snapshot.sync_status, "OutOfSync");
+    assert_eq!(rec.state.snapshot.sync_status.as_str(), "OutOfSync");
     assert_eq!(
         store.timeline(&pay, 10).await.expect("timeline").len(),
         1,

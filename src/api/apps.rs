@@ -11,7 +11,7 @@ use actix_web::HttpMessage;
 
 use super::auth::Caller;
 use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_json, param, query};
-use crate::argocd::{AppId, DEFAULT_INSTANCE};
+use crate::argocd::{AppId, DEFAULT_INSTANCE, HealthStatus, SyncStatus};
 use crate::configuration::Scope;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
 
@@ -66,21 +66,12 @@ const READ_BATCH: i64 = 50;
 pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let q: AppQuery = query(&req)?;
     // Argo CD's statuses: a misspelt filter (`outofsync`) is an error, not an empty list.
-    const SYNC: [&str; 3] = ["Synced", "OutOfSync", "Unknown"];
-    const HEALTH: [&str; 6] = ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"];
-    let one_of = |key: &'static str, valid: &'static [&'static str]| {
-        move |v: &str| format!("{key} must be one of {}; not {v:?}", valid.join(", "))
-    };
-    let sync = param(
-        q.sync.as_deref(),
-        |v| SYNC.into_iter().find(|s| *s == v),
-        one_of("sync", &SYNC),
-    )?;
-    let health = param(
-        q.health.as_deref(),
-        |v| HEALTH.into_iter().find(|s| *s == v),
-        one_of("health", &HEALTH),
-    )?;
+    let sync = param(q.sync.as_deref(), SyncStatus::known, |v| {
+        format!("sync must be one of {}; not {v:?}", SyncStatus::list())
+    })?;
+    let health = param(q.health.as_deref(), HealthStatus::known, |v| {
+        format!("health must be one of {}; not {v:?}", HealthStatus::list())
+    })?;
     let after = match q.after.as_deref() {
         Some(a) => Some(AppCursor::decode(a).ok_or_else(|| {
             ApiError::BadRequest("after must be the cursor of a `next` link, as Herald wrote it".into())
@@ -88,8 +79,8 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
         None => None,
     };
     let filter = AppFilter {
-        sync: sync.map(str::to_string),
-        health: health.map(str::to_string),
+        sync: sync.map(|s| s.to_string()),
+        health: health.map(|h| h.to_string()),
         team: q.team,
         instance: known_instance(&ctx, q.instance)?,
         deleted: q.deleted.unwrap_or(false),

@@ -14,6 +14,7 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 
 use super::{ApiError, AppContext, query};
+use crate::argocd::{HealthStatus, SyncStatus};
 use crate::domain::{DeliveryState, Hold, IncidentState};
 use crate::pipeline::{AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow};
 use crate::receivers::render::age;
@@ -222,8 +223,8 @@ fn attention_section(p: &Pipeline, apps: &Shown<AppRecord>, now: DateTime<Utc>) 
 
 /// When its trouble started: the older of the two since-times that are not fine.
 fn problem_since(s: &crate::state::AppState) -> DateTime<Utc> {
-    let sync = (s.snapshot.sync_status != "Synced").then_some(s.sync_since);
-    let health = (s.snapshot.health_status != "Healthy").then_some(s.health_since);
+    let sync = (s.snapshot.sync_status != SyncStatus::Synced).then_some(s.sync_since);
+    let health = (s.snapshot.health_status != HealthStatus::Healthy).then_some(s.health_since);
     sync.into_iter().chain(health).min().unwrap_or(s.sync_since)
 }
 

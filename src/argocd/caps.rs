@@ -87,8 +87,12 @@ pub fn bound(snap: &mut Snapshot) {
         cut_opt(part, MAX_FIELD_BYTES);
     }
     cut_labels(&mut snap.labels, &mut notes);
-    cut(&mut snap.sync_status, MAX_FIELD_BYTES);
-    cut(&mut snap.health_status, MAX_FIELD_BYTES);
+    if let super::SyncStatus::Other(s) = &mut snap.sync_status {
+        cut(s, MAX_FIELD_BYTES);
+    }
+    if let super::HealthStatus::Other(s) = &mut snap.health_status {
+        cut(s, MAX_FIELD_BYTES);
+    }
     cut_opt(&mut snap.health_message, MAX_MESSAGE_BYTES);
     first(&mut snap.revisions, MAX_SOURCES, "revisions", &mut notes);
     snap.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
@@ -109,7 +113,9 @@ pub fn bound(snap: &mut Snapshot) {
         cut_opt(&mut r.health_message, MAX_MESSAGE_BYTES);
     }
     if let Some(op) = &mut snap.operation {
-        cut(&mut op.phase, MAX_FIELD_BYTES);
+        if let super::OperationPhase::Other(p) = &mut op.phase {
+            cut(p, MAX_FIELD_BYTES);
+        }
         cut(&mut op.message, MAX_MESSAGE_BYTES);
         cut_opt(&mut op.initiator.username, MAX_FIELD_BYTES);
         cut_opt(&mut op.revision, MAX_FIELD_BYTES);

@@ -4,9 +4,11 @@
 
 pub mod api;
 pub mod caps;
+mod status;
 mod typed;
 mod value;
 
+pub use status::{HealthStatus, OperationPhase, SyncStatus};
 pub use value::from_value;
 
 use chrono::{DateTime, Utc};
@@ -128,7 +130,7 @@ pub struct ResultResource {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Operation {
-    pub phase: String,
+    pub phase: OperationPhase,
     pub message: String,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
@@ -181,9 +183,9 @@ pub struct Snapshot {
     pub destination: Destination,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
-    pub sync_status: String,
+    pub sync_status: SyncStatus,
     pub revisions: Vec<String>,
-    pub health_status: String,
+    pub health_status: HealthStatus,
     pub health_message: Option<String>,
     pub operation: Option<Operation>,
     pub resources: Vec<ResourceStatus>,
@@ -217,7 +219,10 @@ pub struct Snapshot {
 impl Snapshot {
     /// What its sync operation deployed, if it succeeded (the revisions of a multi-source Application, joined).
     pub fn deployed_revision(&self) -> Option<String> {
-        let op = self.operation.as_ref().filter(|o| o.phase == "Succeeded")?;
+        let op = self
+            .operation
+            .as_ref()
+            .filter(|o| o.phase == OperationPhase::Succeeded)?;
         op.revision
             .clone()
             .or_else(|| (!op.revisions.is_empty()).then(|| op.revisions.join(",")))
@@ -627,8 +632,8 @@ mod tests {
         let body = br#"{"metadata":{"name":"pay","namespace":"argocd"},"status":{"sync":{"status":"OutOfSync"}}}"#;
         let s = parse_body(body, 64).expect("valid");
         assert_eq!(s.app.name, "pay");
-        assert_eq!(s.sync_status, "OutOfSync");
-        assert_eq!(s.health_status, "Unknown");
+        assert_eq!(s.sync_status, SyncStatus::OutOfSync);
+        assert_eq!(s.health_status, HealthStatus::Unknown);
     }
 
     #[test]

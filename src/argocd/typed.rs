@@ -202,7 +202,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         reconciled_at = status.reconciled_at.take();
         health_time = status_parts(&mut snap, status)?;
     }
-    if snap.sync_status.contains("<no value>") || snap.health_status.contains("<no value>") {
+    if snap.sync_status.as_str().contains("<no value>") || snap.health_status.as_str().contains("<no value>") {
         return None;
     }
     snap.health_changed_at = health_time.as_ref().and_then(|t| parse_time(&t.0));
@@ -263,7 +263,7 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
     let mut health_time = None;
     if let Some(Obj(sync)) = status.sync {
         if let Some(s) = sync.status {
-            snap.sync_status = s.owned();
+            snap.sync_status = s.owned().into();
         }
         if let Some(rev) = sync.revision {
             snap.revisions.push(rev.owned());
@@ -276,7 +276,7 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
     }
     if let Some(Obj(health)) = status.health {
         if let Some(s) = health.status {
-            snap.health_status = s.owned();
+            snap.health_status = s.owned().into();
         }
         snap.health_message = owned(health.message);
         health_time = health.last_transition_time;
@@ -354,7 +354,7 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
         None => (false, None),
     };
     Some(Operation {
-        phase: owned_or_default(op.phase),
+        phase: owned_or_default(op.phase).into(),
         message: owned_or_default(op.message),
         started_at,
         finished_at,

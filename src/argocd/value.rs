@@ -52,9 +52,9 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         destination: spec.destination,
         labels: meta.labels,
         annotations: meta.annotations,
-        sync_status: sync.status,
+        sync_status: sync.status.into(),
         revisions: sync.revisions,
-        health_status: health.status,
+        health_status: health.status.into(),
         health_message: health.message,
         operation,
         resources,
@@ -572,7 +572,7 @@ impl Reader {
             _ => None,
         };
         Ok(Operation {
-            phase: self.opt_str(app, &at(&["phase"]))?.unwrap_or_default(),
+            phase: self.opt_str(app, &at(&["phase"]))?.unwrap_or_default().into(),
             message: self.opt_str(app, &at(&["message"]))?.unwrap_or_default(),
             started_at: self.time(app, &at(&["startedAt"]))?,
             finished_at: self.time(app, &at(&["finishedAt"]))?,

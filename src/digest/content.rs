@@ -113,7 +113,7 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
                 since: s.prune_since.get(&key).copied().unwrap_or(s.last_seen),
             });
         }
-        if snap.sync_status == "OutOfSync" {
+        if snap.sync_status == crate::argocd::SyncStatus::OutOfSync {
             out_of_sync.push(OutOfSyncApp {
                 url: crate::argocd::app_url(frame.argocd.ui_url(&snap.app.instance), snap),
                 app: name,

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use crate::domain::{IncidentState, Kind};
 
-use crate::argocd::{Operation, Snapshot};
+use crate::argocd::{HealthStatus, Operation, OperationPhase, Snapshot, SyncStatus};
 use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
@@ -261,7 +261,7 @@ fn operation_times(op: &Operation) -> (String, Option<DateTime<Utc>>) {
 /// OutOfSync: the sync status says so; the resources that differ from Git.
 fn out_of_sync(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
-    if s.sync_status != "OutOfSync" {
+    if s.sync_status != SyncStatus::OutOfSync {
         return None;
     }
     let resources = s
@@ -317,7 +317,7 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
         .as_ref()
         .filter(|op| matches!(op.phase.as_str(), "Failed" | "Error"))?;
     let (_, ended) = operation_times(op);
-    let what = if op.phase == "Error" {
+    let what = if op.phase == OperationPhase::Error {
         "sync error"
     } else {
         "sync failed"
@@ -334,7 +334,7 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
         summary: format!(
             "{}: sync {} — {}",
             s.app,
-            op.phase.to_lowercase(),
+            op.phase.as_str().to_lowercase(),
             first_line(&op.message)
         ),
         condition: match first_sentence(&op.message, 80) {
@@ -351,7 +351,7 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
 /// Pruned: a finished sync deleted resources from the cluster; one per operation, with the revision before it.
 fn pruned(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
-    let op = s.operation.as_ref().filter(|op| op.phase != "Running")?;
+    let op = s.operation.as_ref().filter(|op| op.phase != OperationPhase::Running)?;
     let pruned: Vec<ResourceRef> = op
         .resources
         .iter()
@@ -398,7 +398,7 @@ fn pruned(state: &AppState) -> Option<Finding> {
 /// Degraded: the health is Degraded or Missing; each unhealthy resource with Argo CD's message about it.
 fn degraded(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
-    if s.health_status != "Degraded" && s.health_status != "Missing" {
+    if !matches!(s.health_status, HealthStatus::Degraded | HealthStatus::Missing) {
         return None;
     }
     let resources = s
@@ -414,7 +414,7 @@ fn degraded(state: &AppState) -> Option<Finding> {
     Some(Finding {
         since: Some(state.health_since),
         summary: format!("{} is {}", s.app, s.health_status),
-        condition: s.health_status.clone(),
+        condition: s.health_status.to_string(),
         resources,
         messages: s
             .health_message
@@ -429,7 +429,7 @@ fn degraded(state: &AppState) -> Option<Finding> {
 /// SyncUnknown: the sync status is Unknown, or Argo CD cannot compare (a ComparisonError or InvalidSpecError).
 fn sync_unknown(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
-    let unknown = s.sync_status == "Unknown";
+    let unknown = s.sync_status == SyncStatus::Unknown;
     let bad_condition = s
         .conditions
         .iter()

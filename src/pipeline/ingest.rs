@@ -324,14 +324,14 @@ impl Core {
         match outcome {
             Outcome::Stale { .. } => {
                 if let Some(p) = prev {
-                    summary.sync = p.snapshot.sync_status.clone();
-                    summary.health = p.snapshot.health_status.clone();
+                    summary.sync = p.snapshot.sync_status.to_string();
+                    summary.health = p.snapshot.health_status.to_string();
                 }
             }
             Outcome::Duplicate(seen) => {
                 if let Some(entry) = batch.apps.get_mut(app) {
-                    summary.sync = entry.state.snapshot.sync_status.clone();
-                    summary.health = entry.state.snapshot.health_status.clone();
+                    summary.sync = entry.state.snapshot.sync_status.to_string();
+                    summary.health = entry.state.snapshot.health_status.to_string();
                     if seen.moves_state(&entry.state) {
                         batch.dirty.push(app.clone());
                     } else {
@@ -387,8 +387,8 @@ impl Core {
         }
         let assessment = explain::assess(&self.settings, &state);
         let team = assessment.team.clone();
-        summary.sync = state.snapshot.sync_status.clone();
-        summary.health = state.snapshot.health_status.clone();
+        summary.sync = state.snapshot.sync_status.to_string();
+        summary.health = state.snapshot.health_status.to_string();
         batch
             .transitions
             .extend(transitions.iter().map(|t| (app.clone(), now, t.clone())));
@@ -436,8 +436,8 @@ impl Core {
         let Some(prev) = batch.apps.get(app) else {
             return Ok(summary);
         };
-        summary.sync = prev.state.snapshot.sync_status.clone();
-        summary.health = prev.state.snapshot.health_status.clone();
+        summary.sync = prev.state.snapshot.sync_status.to_string();
+        summary.health = prev.state.snapshot.health_status.to_string();
         let Some(state) = state::delete(&prev.state, now) else {
             summary.outcome = "duplicate";
             return Ok(summary);

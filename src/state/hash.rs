@@ -74,9 +74,9 @@ pub fn content_hash(s: &Snapshot) -> String {
             h.str(v);
         }
     }
-    h.str(sync_status);
+    h.str(sync_status.as_str());
     h.strs(revisions);
-    h.str(health_status);
+    h.str(health_status.as_str());
     h.opt(health_message.as_deref());
     match operation {
         None => h.tag(0),
@@ -178,7 +178,7 @@ impl Feed {
             retry_limit,
             resources,
         } = op;
-        self.str(phase);
+        self.str(phase.as_str());
         self.str(message);
         self.time(*started_at);
         self.time(*finished_at);

@@ -214,19 +214,19 @@ fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: Da
         Transition {
             field: "sync".into(),
             from: None,
-            to: snap.sync_status.clone(),
+            to: snap.sync_status.to_string(),
         },
         Transition {
             field: "health".into(),
             from: None,
-            to: snap.health_status.clone(),
+            to: snap.health_status.to_string(),
         },
     ];
     if let Some(op) = &snap.operation {
         transitions.push(Transition {
             field: "operation".into(),
             from: None,
-            to: op.phase.clone(),
+            to: op.phase.to_string(),
         });
     }
     let prune_since = snap
@@ -285,8 +285,8 @@ type TimelineField = (&'static str, fn(&Snapshot) -> Cow<'_, str>);
 
 /// The fields whose changes the timeline records, besides the operation.
 const TIMELINE_FIELDS: [TimelineField; 5] = [
-    ("sync", |s| Cow::Borrowed(&s.sync_status)),
-    ("health", |s| Cow::Borrowed(&s.health_status)),
+    ("sync", |s| Cow::Borrowed(s.sync_status.as_str())),
+    ("health", |s| Cow::Borrowed(s.health_status.as_str())),
     ("revision", |s| Cow::Owned(s.revisions.join(","))),
     ("conditions", condition_types),
     ("requires_pruning", requiring_pruning),
@@ -310,8 +310,8 @@ fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
     {
         out.push(Transition {
             field: "operation".into(),
-            from: old.operation.as_ref().map(|o| o.phase.clone()),
-            to: op.phase.clone(),
+            from: old.operation.as_ref().map(|o| o.phase.to_string()),
+            to: op.phase.to_string(),
         });
     }
     out
