@@ -147,6 +147,32 @@ pub struct Change {
 }
 
 impl Notification {
+    /// A message about `incidents` in the thread `thread_key` of `receiver`: no digest, no person, no change event,
+    /// no status-page link (see [`Notification::with_status_page`]).
+    pub fn about(
+        receiver: &str,
+        action: Action,
+        thread_key: String,
+        title: String,
+        reason: String,
+        incidents: Vec<Incident>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            receiver: receiver.to_string(),
+            action,
+            thread_key,
+            title,
+            reason,
+            incidents,
+            created_at: now,
+            digest: None,
+            recipient: None,
+            change: None,
+            status_url: None,
+        }
+    }
+
     pub fn is_resolve(&self) -> bool {
         self.action == Action::Resolve
     }

@@ -103,19 +103,15 @@ impl Core {
             {
                 continue;
             }
-            let n = Notification {
-                receiver,
-                action: Action::Acknowledge,
+            let n = Notification::about(
+                &receiver,
+                Action::Acknowledge,
                 thread_key,
-                title: title.clone(),
-                reason: reason.clone(),
-                incidents: vec![view.clone()],
-                created_at: now,
-                digest: None,
-                recipient: None,
-                change: None,
-                status_url: None,
-            };
+                title.clone(),
+                reason.clone(),
+                vec![view.clone()],
+                now,
+            );
             enqueue(tx, &n, now).await?;
             told += 1;
         }

@@ -152,19 +152,15 @@ impl Core {
         for step in sent {
             for receiver in step.receivers {
                 if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
-                    let n = Notification {
-                        receiver: receiver.clone(),
-                        action: Action::Resolve,
-                        thread_key: format!("{receiver}:escalation:{}", rec.id),
-                        title: Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
-                        reason: "resolved".into(),
-                        incidents: vec![view.clone()],
-                        created_at: now,
-                        digest: None,
-                        recipient: None,
-                        change: None,
-                        status_url: None,
-                    };
+                    let n = Notification::about(
+                        &receiver,
+                        Action::Resolve,
+                        format!("{receiver}:escalation:{}", rec.id),
+                        Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
+                        "resolved".into(),
+                        vec![view.clone()],
+                        now,
+                    );
                     enqueue(tx, &n, now).await?;
                 }
             }
@@ -357,22 +353,18 @@ impl Core {
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = Notification::title_of(action, &incidents, now);
             message = Some(
-                Notification {
-                    receiver: g.receiver.clone(),
+                Notification::about(
+                    &g.receiver,
                     action,
-                    thread_key: format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
+                    format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
                     title,
-                    reason: match shared_resolution(&incidents) {
+                    match shared_resolution(&incidents) {
                         Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
                         _ => reason.as_str().into(),
                     },
                     incidents,
-                    created_at: now,
-                    digest: None,
-                    recipient: None,
-                    change: None,
-                    status_url: None,
-                }
+                    now,
+                )
                 .with_status_page(self.settings.server.public_url.as_deref()),
             );
         }
@@ -452,28 +444,23 @@ impl Core {
             }
             Store::finish_escalation(&mut tx, e.id).await?;
             for receiver in &e.receivers {
-                let n = Notification {
-                    receiver: receiver.clone(),
-                    action: Action::Open,
-                    thread_key: format!("{receiver}:escalation:{}", rec.id),
-                    title: format!(
+                let mut n = Notification::about(
+                    receiver,
+                    Action::Open,
+                    format!("{receiver}:escalation:{}", rec.id),
+                    format!(
                         "Escalated (step {}): {}",
                         e.step,
                         Notification::title_of(Action::Open, std::slice::from_ref(&view), now)
                     ),
-                    reason: format!(
+                    format!(
                         "escalation step {} — still firing {} after it fired",
                         e.step,
                         humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
                     ),
-                    incidents: vec![view.clone()],
-                    created_at: now,
-                    digest: None,
-                    recipient: None,
-                    change: None,
-                    status_url: None,
-                };
-                let mut n = n;
+                    vec![view.clone()],
+                    now,
+                );
                 self.add_links(&mut n, now);
                 enqueue(&mut tx, &n, now).await?;
             }
