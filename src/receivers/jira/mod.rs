@@ -145,16 +145,17 @@ impl Jira {
         Ok(delivered(JiraMemo::open(&key), format!("created {key}")))
     }
 
-    /// Acknowledge: comment on the issue we know (or the open one we find); never reopen or create one.
-    async fn acknowledge(
+    /// Comments on the incident's issue: the one we know, else the open one found by its label. Its key, and whether
+    /// it was found by label; `None` when there is no such issue.
+    async fn comment_on_issue(
         &self,
         n: &Notification,
         label: &str,
         remembered: Option<String>,
-    ) -> Result<Delivered, DeliveryError> {
+    ) -> Result<Option<(String, bool)>, DeliveryError> {
         if let Some(key) = remembered {
             match self.comment(&key, n).await {
-                Ok(()) => return Ok(delivered(JiraMemo::open(&key), format!("commented on {key}"))),
+                Ok(()) => return Ok(Some((key, false))),
                 Err(e) if e.status == Some(404) => tracing::warn!(
                     receiver = %n.receiver, issue = %key,
                     "The remembered Jira issue is gone; looking for the incident's issue by label."
@@ -163,18 +164,30 @@ impl Jira {
             }
         }
         let found = self.search(label).await?;
-        let Some(open) = found.iter().find(|i| !i.is_resolved()) else {
-            return Ok(Delivered {
-                memo: None,
-                detail: "no open Jira issue for this incident: nothing to comment on".into(),
-            });
+        let Some(open) = found.into_iter().find(|i| !i.is_resolved()) else {
+            return Ok(None);
         };
         self.comment(&open.key, n).await?;
-        let key = &open.key;
-        Ok(delivered(
-            JiraMemo::open(key),
-            format!("commented on {key} (found by label)"),
-        ))
+        Ok(Some((open.key, true)))
+    }
+
+    /// Acknowledge: comment on the issue we know (or the open one we find); never reopen or create one.
+    async fn acknowledge(
+        &self,
+        n: &Notification,
+        label: &str,
+        remembered: Option<String>,
+    ) -> Result<Delivered, DeliveryError> {
+        Ok(match self.comment_on_issue(n, label, remembered).await? {
+            Some((key, by_label)) => {
+                let how = if by_label { " (found by label)" } else { "" };
+                delivered(JiraMemo::open(&key), format!("commented on {key}{how}"))
+            }
+            None => Delivered {
+                memo: None,
+                detail: "no open Jira issue for this incident: nothing to comment on".into(),
+            },
+        })
     }
 
     /// Resolve: comment on the issue we know (or the open one we find), then apply `resolve_transition`.
@@ -184,30 +197,11 @@ impl Jira {
         label: &str,
         remembered: Option<String>,
     ) -> Result<Delivered, DeliveryError> {
-        let mut commented = None;
-        if let Some(key) = remembered {
-            match self.comment(&key, n).await {
-                Ok(()) => commented = Some(key),
-                Err(e) if e.status == Some(404) => tracing::warn!(
-                    receiver = %n.receiver, issue = %key,
-                    "The remembered Jira issue is gone; looking for the incident's issue by label."
-                ),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let key = match commented {
-            Some(key) => key,
-            None => {
-                let found = self.search(label).await?;
-                let Some(open) = found.into_iter().find(|i| !i.is_resolved()) else {
-                    return Ok(Delivered {
-                        memo: None,
-                        detail: "no open Jira issue for this incident: nothing to resolve".into(),
-                    });
-                };
-                self.comment(&open.key, n).await?;
-                open.key
-            }
+        let Some((key, _)) = self.comment_on_issue(n, label, remembered).await? else {
+            return Ok(Delivered {
+                memo: None,
+                detail: "no open Jira issue for this incident: nothing to resolve".into(),
+            });
         };
         let detail = match &self.settings.resolve_transition {
             None => format!("commented on {key}"),

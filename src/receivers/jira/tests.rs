@@ -652,3 +652,52 @@ fn empty_fields_leave_no_empty_text_nodes_in_adf() {
     nodes_of_type(&doc, "text", &mut texts);
     assert!(texts.iter().all(|t| !t["text"].as_str().unwrap().is_empty()));
 }
+
+#[tokio::test]
+async fn an_acknowledgement_comments_on_the_incidents_issue_and_never_creates_one() {
+    for api in [Api::Cloud, Api::Datacenter] {
+        // The remembered issue.
+        let server = MockServer::start().await;
+        comment_expected(&server, api, "PAY-12", 1).await;
+        let memo = json!({ "key": "PAY-12" });
+        let out = deliver(&server, api, Action::Acknowledge, Some(&memo)).await.unwrap();
+        testing::assert_delivered(&out, Some(json!({ "key": "PAY-12" })), "commented on PAY-12");
+
+        // None remembered: the open one found by label; a resolved one is never reopened for an ack.
+        let server = finding(api, vec![issue("PAY-9", "new", None)]).await;
+        comment_expected(&server, api, "PAY-9", 1).await;
+        create_expected(&server, api, 0).await;
+        let out = deliver(&server, api, Action::Acknowledge, None).await.unwrap();
+        assert_eq!(out.detail, "commented on PAY-9 (found by label)", "{api:?}");
+
+        let server = finding(api, vec![issue("PAY-3", "done", Some(now()))]).await;
+        create_expected(&server, api, 0).await;
+        let out = deliver(&server, api, Action::Acknowledge, None).await.unwrap();
+        assert_eq!(out.memo, None);
+        assert!(out.detail.contains("nothing to comment on"), "{}", out.detail);
+    }
+}
+
+#[tokio::test]
+async fn an_acknowledgement_jira_refuses_is_retried_only_when_retrying_can_help() {
+    for (status, transient) in [(503, true), (429, true), (403, false)] {
+        let server = MockServer::start().await;
+        let answer = ResponseTemplate::new(status).set_body_json(json!({ "errorMessages": ["no"] }));
+        testing::expect_post(
+            &server,
+            &format!("{}/issue/PAY-12/comment", base(Api::Cloud)),
+            answer,
+            1,
+        )
+        .await;
+        let memo = json!({ "key": "PAY-12" });
+        let err = deliver(&server, Api::Cloud, Action::Acknowledge, Some(&memo))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            matches!(err, DeliveryError::Transient { .. }),
+            transient,
+            "{status}: {err:?}"
+        );
+    }
+}
