@@ -120,10 +120,10 @@ pub(super) fn known_instance(ctx: &AppContext, instance: Option<String>) -> Resu
     if settings.argocd.instance(&name).is_some() {
         return Ok(Some(name));
     }
-    let known: Vec<&str> = settings.argocd.all().iter().map(|i| i.name).collect();
+    let known = settings.argocd.names();
     Err(ApiError::BadRequest(format!(
         "instance must be a configured Argo CD instance ({}); not {name:?}",
-        known.join(", ")
+        known
     )))
 }
 
@@ -179,11 +179,11 @@ pub(super) async fn three_segments(
     if a == DEFAULT_INSTANCE {
         return app_answer(AppId::new(b, c), &ctx).await;
     }
-    let known: Vec<&str> = settings.argocd.all().iter().map(|i| i.name).collect();
+    let known = settings.argocd.names();
     Err(ApiError::NotFound(format!(
         "no Argo CD instance named {a:?} is configured ({}): /v1/apps/{{instance}}/{{namespace}}/{{name}}, or \
          /v1/apps/{{namespace}}/{{name}} for the default instance",
-        known.join(", ")
+        known
     )))
 }
 

@@ -16,6 +16,10 @@ pub struct ArgoCdSettings {
     pub api: Option<ArgoCdApiSettings>,
     /// More Argo CD instances, each with its own name, UI link and API access.
     pub instances: Vec<InstanceSettings>,
+    /// Each instance's UI and API URL reduced by [`same_site`], computed at the first body that needs them (not at
+    /// every body): what `context.argocdUrl` is compared with.
+    #[serde(skip)]
+    sites: std::sync::OnceLock<Vec<(String, Vec<String>)>>,
 }
 
 /// One more Argo CD instance (`argocd.instances[]`).
@@ -83,12 +87,28 @@ impl ArgoCdSettings {
     }
 
     pub fn instance(&self, name: &str) -> Option<Instance<'_>> {
-        self.all().into_iter().find(|i| i.name == name)
+        if name == crate::argocd::DEFAULT_INSTANCE && self.has_default() {
+            return Some(Instance {
+                name: crate::argocd::DEFAULT_INSTANCE,
+                url: self.url.as_deref(),
+                api: self.api.as_ref(),
+            });
+        }
+        (self.instances.iter().find(|i| i.name == name)).map(|i| Instance {
+            name: &i.name,
+            url: i.url.as_deref(),
+            api: i.api.as_ref(),
+        })
     }
 
     /// More than one instance: listings and digests group by instance, messages name it.
     pub fn several(&self) -> bool {
-        self.all().len() > 1
+        self.instances.len() + usize::from(self.has_default()) > 1
+    }
+
+    /// The instances' names, for messages that list them: `default, eu`.
+    pub fn names(&self) -> String {
+        self.all().iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
     }
 
     /// The configured UI URL of `instance` (links; wins over a body's `context.argocdUrl`).
@@ -100,29 +120,38 @@ impl ArgoCdSettings {
     /// `context.argocdUrl` is, else the only one configured. With several configured, a body that none of these
     /// names is refused: guessing would merge two instances' Applications of the same name.
     pub fn identify(&self, by_credential: Option<&str>, body_url: Option<&str>) -> Result<String, UnknownInstance> {
-        let all = self.all();
         if let Some(name) = by_credential {
-            return match all.iter().find(|i| i.name == name) {
+            return match self.instance(name) {
                 Some(i) => Ok(i.name.to_string()),
                 None => Err(UnknownInstance::NotConfigured(name.to_string())),
             };
         }
-        if let Some(url) = body_url {
-            let wanted = same_site(url);
-            let found = all.iter().find(|i| {
-                i.url.is_some_and(|u| same_site(u) == wanted) || i.api.is_some_and(|a| same_site(&a.url) == wanted)
-            });
-            if let Some(i) = found {
-                return Ok(i.name.to_string());
-            }
+        // One instance (most configurations): every body is its own, nothing to compare.
+        if !self.several() {
+            let only = match self.instances.first() {
+                Some(i) if !self.has_default() => i.name.as_str(),
+                _ => crate::argocd::DEFAULT_INSTANCE,
+            };
+            return Ok(only.to_string());
         }
-        match (all.as_slice(), body_url) {
-            ([only], _) => Ok(only.name.to_string()),
-            (_, Some(url)) => Err(UnknownInstance::NoMatch {
+        let Some(url) = body_url else {
+            return Err(UnknownInstance::Unnamed { known: self.names() });
+        };
+        let wanted = same_site(url);
+        let sites = self.sites.get_or_init(|| {
+            (self.all().iter())
+                .map(|i| {
+                    let urls = i.url.into_iter().chain(i.api.map(|a| a.url.as_str()));
+                    (i.name.to_string(), urls.map(same_site).collect())
+                })
+                .collect()
+        });
+        match sites.iter().find(|(_, urls)| urls.contains(&wanted)) {
+            Some((name, _)) => Ok(name.clone()),
+            None => Err(UnknownInstance::NoMatch {
                 url: url.to_string(),
-                known: known(&all),
+                known: self.names(),
             }),
-            (_, None) => Err(UnknownInstance::Unnamed { known: known(&all) }),
         }
     }
 
@@ -181,11 +210,6 @@ pub fn valid_instance_name(name: &str) -> bool {
     chars.next().is_some_and(|c| c.is_ascii_lowercase())
         && name.len() <= 63
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-/// The instances' names, for error messages.
-fn known(all: &[Instance<'_>]) -> String {
-    all.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")
 }
 
 /// A URL reduced to what tells two Argo CD installations apart: scheme, host and port, and the path without its

@@ -177,10 +177,10 @@ impl Settings {
             if let Some(name) = &route.instance
                 && self.argocd.instance(name).is_none()
             {
-                let known: Vec<&str> = self.argocd.all().iter().map(|i| i.name).collect();
+                let known = self.argocd.names();
                 errors.push(invalid(
                     format!("routes[{i}].instance"),
-                    format!("{name:?} is not a configured Argo CD instance ({})", known.join(", ")),
+                    format!("{name:?} is not a configured Argo CD instance ({})", known),
                 ));
             }
         }
@@ -190,10 +190,10 @@ impl Settings {
             }) = entry
                 && self.argocd.instance(name).is_none()
             {
-                let known: Vec<&str> = self.argocd.all().iter().map(|i| i.name).collect();
+                let known = self.argocd.names();
                 errors.push(invalid(
                     format!("server.auth.ingest_tokens[{i}].instance"),
-                    format!("{name:?} is not a configured Argo CD instance ({})", known.join(", ")),
+                    format!("{name:?} is not a configured Argo CD instance ({})", known),
                 ));
             }
         }

@@ -77,10 +77,11 @@ fn frame<'a>(team: &'a str, receivers: &'a [String], now: DateTime<Utc>) -> Fram
         team,
         timezone: "Europe/Berlin",
         receivers,
-        argocd: Box::leak(Box::new(crate::configuration::ArgoCdSettings {
-            url: Some("https://argocd.example.com".into()),
-            ..Default::default()
-        })),
+        argocd: Box::leak(Box::new(
+            crate::configuration::Settings::from_yaml("argocd: {url: 'https://argocd.example.com'}")
+                .expect("valid")
+                .argocd,
+        )),
         public_url: None,
         now,
         next: Some(now + Duration::days(1)),
