@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use secrecy::ExposeSecret;
 
 use crate::api::AppContext;
-use crate::configuration::{ConfigError, Settings};
+use crate::configuration::{ArgoCdApiSettings, ConfigError, Settings};
 use crate::outbox::ReceiverSet;
 use crate::pipeline::Pipeline;
 use crate::receivers::{self, BuildError, Shared};
@@ -176,18 +176,22 @@ fn keep_restart_only(running: &Settings, mut new: Settings) -> (Settings, Vec<&'
     (new, ignored)
 }
 
+/// The instances added, removed, renamed, or one whose URL or API access (token included) changed.
 fn instances_changed(running: &Settings, new: &Settings) -> bool {
     let (a, b) = (&running.argocd.instances, &new.argocd.instances);
-    let token =
-        |i: &crate::configuration::InstanceSettings| i.api.as_ref().map(|a| a.token.expose_secret().to_string());
     a.len() != b.len()
         || a.iter()
             .zip(b)
-            .any(|(x, y)| format!("{x:?}") != format!("{y:?}") || token(x) != token(y))
+            .any(|(x, y)| x.name != y.name || x.url != y.url || api_differs(x.api.as_ref(), y.api.as_ref()))
 }
 
 fn api_changed(running: &Settings, new: &Settings) -> bool {
-    match (&running.argocd.api, &new.argocd.api) {
+    api_differs(running.argocd.api.as_ref(), new.argocd.api.as_ref())
+}
+
+/// Whether two API settings differ, the token included (its `Debug` hides it).
+fn api_differs(a: Option<&ArgoCdApiSettings>, b: Option<&ArgoCdApiSettings>) -> bool {
+    match (a, b) {
         (None, None) => false,
         (Some(a), Some(b)) => {
             a.token.expose_secret() != b.token.expose_secret() || format!("{a:?}") != format!("{b:?}")
@@ -221,6 +225,32 @@ mod tests {
         );
         let anonymous = Settings::from_yaml("").expect("valid");
         assert!(check_not_lowered(&anonymous, &anonymous).is_ok(), "nothing to lower");
+    }
+
+    #[test]
+    fn the_argocd_instances_stay_as_they_run_until_a_restart() {
+        let yaml = |token: &str, url: &str| {
+            format!(
+                "argocd: {{instances: [{{name: eu, url: '{url}', api: {{url: 'https://eu.example.com', token: {token}}}}}]}}"
+            )
+        };
+        let running = Settings::from_yaml(&yaml("read-token-one", "https://eu.example.com")).expect("valid");
+        for (new, why) in [
+            (
+                yaml("read-token-two", "https://eu.example.com"),
+                "a new token (hidden from Debug)",
+            ),
+            (yaml("read-token-one", "https://eu2.example.com"), "a new URL"),
+            ("argocd: {instances: []}".to_string(), "an instance removed"),
+        ] {
+            let new = Settings::from_yaml(&new).expect("valid");
+            let (effective, ignored) = keep_restart_only(&running, new);
+            assert_eq!(ignored, ["argocd.instances"], "{why}");
+            assert_eq!(effective.argocd.instances.len(), 1, "{why}");
+            assert_eq!(effective.argocd.ui_url("eu"), Some("https://eu.example.com"), "{why}");
+        }
+        let (_, ignored) = keep_restart_only(&running, running.clone());
+        assert!(ignored.is_empty(), "{ignored:?}");
     }
 
     #[test]
