@@ -7,9 +7,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use actix_web::HttpMessage;
-
-use super::auth::Caller;
 use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_json, param, query};
 use crate::argocd::{AppId, DEFAULT_INSTANCE, HealthStatus, SyncStatus};
 use crate::configuration::Scope;
@@ -161,19 +158,7 @@ pub(super) async fn three_segments(
         return app_answer(AppId::of(a, b, c), &ctx).await;
     }
     if c == "raw" {
-        if ctx.auth.enabled() {
-            let scope = req.extensions().get::<Caller>().map(|c| (c.name.clone(), c.scope));
-            match scope {
-                Some((_, s)) if s.allows(Scope::Admin) => {}
-                Some((name, s)) => {
-                    return Err(ApiError::Forbidden(format!(
-                        "credential {name:?} has the scope {}; this needs admin",
-                        s.as_str()
-                    )));
-                }
-                None => return Err(ApiError::Unauthorized { basic: false }),
-            }
-        }
+        super::auth::also_needs(&req, &ctx, Scope::Admin)?;
         return raw_answer(&req, AppId::new(a, b), &ctx).await;
     }
     if a == DEFAULT_INSTANCE {

@@ -316,6 +316,31 @@ impl RefusalLog {
     }
 }
 
+/// A valid credential whose scope does not allow what needs `needed`.
+fn forbidden(caller: &Caller, needed: Scope) -> ApiError {
+    ApiError::Forbidden(format!(
+        "credential {:?} has the scope {}; this needs {}",
+        caller.name,
+        caller.scope.as_str(),
+        needed.as_str()
+    ))
+}
+
+/// For a handler whose route admitted a lower scope and that decides from the path that it needs `needed` (see
+/// `apps::three_segments`): the caller the route middleware admitted must also allow `needed`.
+pub(super) fn also_needs(req: &actix_web::HttpRequest, ctx: &AppContext, needed: Scope) -> Result<(), ApiError> {
+    if !ctx.auth.enabled() {
+        return Ok(());
+    }
+    match req.extensions().get::<Caller>() {
+        Some(c) if c.scope.allows(needed) => Ok(()),
+        Some(c) => Err(forbidden(c, needed)),
+        None => Err(ApiError::Unauthorized {
+            basic: ctx.auth.challenge_basic(),
+        }),
+    }
+}
+
 /// Route middleware: the request goes on only with a credential that allows `needed`.
 pub fn needs(
     needed: Scope,
@@ -350,12 +375,7 @@ async fn authorize(needed: Scope, req: ServiceRequest, next: Next<BoxBody>) -> R
                         .into(),
                     retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
                 },
-                Refusal::Scope { caller, needed } => ApiError::Forbidden(format!(
-                    "credential {:?} has the scope {}; this needs {}",
-                    caller.name,
-                    caller.scope.as_str(),
-                    needed.as_str()
-                )),
+                Refusal::Scope { caller, needed } => forbidden(&caller, needed),
                 _ => ApiError::Unauthorized {
                     basic: ctx.auth.challenge_basic(),
                 },
