@@ -114,6 +114,12 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         ("/v1/incidents?after=abc", 400),
         ("/v1/outbox?after=-x", 400),
         ("/v1/prune-pending?after=no-slash", 400),
+        // Several Argo CD instances: a cursor of four parts or an empty one, an unknown instance, a wrong-typed one.
+        ("/v1/prune-pending?after=a/b/c/d", 400),
+        ("/v1/prune-pending?after=a//b", 400),
+        ("/v1/apps?instance=no-such-instance", 400),
+        ("/v1/incidents?instance=%00", 400),
+        ("/v1/apps?instance=a&instance=b", 400),
         ("/v1/prune-pending?limit=100000", 400),
         ("/?team=a&colour=red", 400),
     ] {
