@@ -1,5 +1,6 @@
 //! `POST`/`PUT /v1/argocd/events`: what Argo CD Notifications sends (with an `ingest` credential). Read the body
-//! within the limit, parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed.
+//! within the limit, parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed. A body
+//! the pipeline has judged before, byte for byte, is answered without parsing (`Pipeline::repeated`).
 
 use actix_web::http::header;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
@@ -7,7 +8,7 @@ use futures_util::StreamExt;
 
 use super::auth::Caller;
 use super::{ApiError, AppContext};
-use crate::argocd;
+use crate::{argocd, pipeline};
 
 pub(super) async fn wrong_method(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(if req.method() == actix_web::http::Method::GET {
@@ -102,15 +103,20 @@ async fn receive_event_inner(
     // The Content-Type is not checked: Argo CD sends none unless configured, and the body is what counts.
     let limits = ctx.body_limits;
     let body = read_body(req, payload, limits.max_bytes).await?;
+    let by_credential = req.extensions().get::<Caller>().and_then(|c| c.instance.clone());
+    // The same bytes as a body already judged, its Application unchanged since: the same answer, unparsed.
+    let key = pipeline::body_key(by_credential.as_deref(), &body);
+    if let Some(summary) = ctx.pipeline.repeated(key) {
+        return Ok((HttpResponse::Accepted().json(&summary), summary.outcome));
+    }
     let mut snap = argocd::parse_body(&body, limits.max_json_depth)?;
     // Which Argo CD sent it: part of the Application's identity, so it is settled before anything is stored.
-    let by_credential = req.extensions().get::<Caller>().and_then(|c| c.instance.clone());
     snap.app.instance = (ctx.pipeline.settings().argocd)
         .identify(by_credential.as_deref(), snap.argocd_url.as_deref())
         .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
     // it is kept as it came, shared with the writer rather than copied.
-    let summary = ctx.pipeline.ingest(snap, Some(body)).await?;
+    let summary = ctx.pipeline.ingest_body(snap, body, key).await?;
     tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
     Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
 }

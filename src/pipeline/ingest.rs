@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
 use super::explain;
+use super::repeats::{Answer, BodyKey};
 use super::{Core, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
@@ -30,18 +31,21 @@ pub(super) enum Work {
         snap: Box<Snapshot>,
         hash: String,
         raw: Option<Bytes>,
+        /// Where its answer is remembered for the same bytes again (see `repeats`), for a webhook body.
+        repeat: Option<BodyKey>,
     },
     /// Argo CD confirmed the Application is gone (API 404, absent from a complete listing, stream DELETED).
     Delete(AppId),
 }
 
 impl Work {
-    pub(super) fn snapshot(snap: Snapshot, raw: Option<Bytes>) -> Self {
+    pub(super) fn snapshot(snap: Snapshot, raw: Option<Bytes>, repeat: Option<BodyKey>) -> Self {
         let hash = state::content_hash(&snap);
         Work::Snapshot {
             snap: Box::new(snap),
             hash,
             raw,
+            repeat,
         }
     }
 
@@ -182,14 +186,52 @@ impl Batch {
         Store::add_transitions_many(tx, &self.transitions).await
     }
 
-    /// The rows are committed: what the cache keeps now.
-    fn committed(mut self) -> impl Iterator<Item = (AppId, StoredApp)> {
+    /// The rows are committed: each written Application is at its next version.
+    fn committed(&mut self) {
         for id in &self.dirty {
             if let Some(entry) = self.apps.get_mut(id) {
                 entry.version += 1;
             }
         }
-        self.apps.into_iter()
+    }
+
+    /// The webhook bodies of the batch whose answer the same bytes would get again, judged against what is now
+    /// committed: a duplicate that moves nothing but `last_seen`, or a stale body. (A change, judged now, is a
+    /// duplicate of itself — where its time came with it; one without is judged at its arrival, so again a change.)
+    fn answers(&self, works: &[&Work], now: DateTime<Utc>) -> Vec<(BodyKey, Answer)> {
+        let mut answers = Vec::new();
+        for work in works {
+            let Work::Snapshot {
+                snap,
+                hash,
+                repeat: Some(key),
+                ..
+            } = work
+            else {
+                continue;
+            };
+            let Some(entry) = self.apps.get(&snap.app) else {
+                continue;
+            };
+            let stale = match state::judge(Some(&entry.state), snap, hash, now) {
+                Some(Outcome::Duplicate(seen)) if !seen.moves_state(&entry.state) => false,
+                Some(Outcome::Stale { .. }) => true,
+                _ => continue,
+            };
+            answers.push((
+                *key,
+                Answer {
+                    app: snap.app.clone(),
+                    version: entry.version,
+                    stale,
+                    sync: entry.state.snapshot.sync_status.to_string(),
+                    health: entry.state.snapshot.health_status.to_string(),
+                    project: snap.project.clone(),
+                    annotations: snap.project_annotations.clone(),
+                },
+            ));
+        }
+        answers
     }
 }
 
@@ -208,7 +250,12 @@ impl Core {
                     Ok(out) => {
                         let wake = batch.wake;
                         self.seen.record(std::mem::take(&mut batch.seen));
-                        cache.put_back(batch.committed());
+                        batch.committed();
+                        if self.repeats.enabled() {
+                            let answers = batch.answers(works, self.clock.now());
+                            (self.repeats).committed(batch.apps.iter().map(|(id, e)| (id, e.version)), answers);
+                        }
+                        cache.put_back(batch.apps);
                         return Ok((out, wake));
                     }
                     // Another replica wrote one of these Applications: do it all again on what is stored now.
@@ -233,7 +280,7 @@ impl Core {
         for work in works {
             let now = self.clock.now();
             out.push(match work {
-                Work::Snapshot { snap, hash, raw } => {
+                Work::Snapshot { snap, hash, raw, .. } => {
                     self.ingest_in(&mut tx, batch, snap, hash, raw.as_ref(), now).await?
                 }
                 Work::Delete(app) => self.delete_in(&mut tx, batch, app, now).await?,
@@ -265,7 +312,7 @@ impl Core {
 
     /// One snapshot in its own transaction (the scheduler's confirmation path).
     pub(super) async fn ingest_alone(&self, snap: Snapshot, _now: DateTime<Utc>) -> Result<IngestSummary, StoreError> {
-        let work = Work::snapshot(snap, None);
+        let work = Work::snapshot(snap, None, None);
         let (mut out, _) = self.ingest_batch(&[&work]).await?;
         Ok(out.remove(0))
     }

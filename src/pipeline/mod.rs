@@ -10,6 +10,7 @@ pub mod delivery;
 pub mod explain;
 mod ingest;
 mod links;
+mod repeats;
 mod scheduler;
 mod source_status;
 
@@ -36,6 +37,7 @@ use crate::telemetry::GaugeReadings;
 
 use actix_web::web::Bytes;
 use ingest::{Job, Work, batch_writer};
+pub use repeats::{BodyKey, body_key};
 
 /// The records the read methods return.
 pub use crate::store::HeldDropRow;
@@ -112,6 +114,8 @@ struct Core {
     cache: Arc<tokio::sync::Mutex<cache::AppCache>>,
     /// When duplicates were last seen, not yet written.
     seen: Arc<cache::SeenTimes>,
+    /// The answers for bodies seen before, byte for byte (see `repeats`).
+    repeats: Arc<repeats::Repeats>,
 }
 
 #[derive(Clone)]
@@ -135,6 +139,7 @@ impl Pipeline {
                 })
             })
             .collect();
+        let only_writer = store.engine() == crate::store::Engine::Sqlite;
         let core = Arc::new(Live::new(Core {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
@@ -146,6 +151,8 @@ impl Pipeline {
             argocd_apis: Arc::new(argocd_apis),
             cache: Arc::new(tokio::sync::Mutex::new(cache::AppCache::new())),
             seen: Arc::default(),
+            // Only this process writes Applications on SQLite; on PostgreSQL another replica may.
+            repeats: Arc::new(repeats::Repeats::new(only_writer)),
         }));
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
@@ -162,7 +169,51 @@ impl Pipeline {
     pub async fn ingest(&self, mut snap: Snapshot, raw: Option<Bytes>) -> Result<IngestSummary, PipelineError> {
         self.clamp_future_time(&mut snap);
         self.add_project_annotations(&mut snap);
-        self.submit(Work::snapshot(snap, raw)).await
+        self.submit(Work::snapshot(snap, raw, None)).await
+    }
+
+    /// [`Pipeline::ingest`] for a webhook body, whose answer is remembered under `key` ([`body_key`] of its bytes)
+    /// where the same bytes would get it again (see [`Pipeline::repeated`]).
+    pub async fn ingest_body(
+        &self,
+        mut snap: Snapshot,
+        raw: Bytes,
+        key: BodyKey,
+    ) -> Result<IngestSummary, PipelineError> {
+        // A body dated ahead is taken as now: its answer depends on when it comes, so none is remembered.
+        let key = (!self.clamp_future_time(&mut snap)).then_some(key);
+        self.add_project_annotations(&mut snap);
+        self.submit(Work::snapshot(snap, Some(raw), key)).await
+    }
+
+    /// The answer for a body seen before byte for byte (`key`, see [`body_key`]), without parsing it: while nothing
+    /// was written for its Application since it was judged, and its AppProject's Herald annotations are the same, it
+    /// is the same duplicate (now seen again) or stale body. `None`: it must be parsed and ingested.
+    pub fn repeated(&self, key: BodyKey) -> Option<IngestSummary> {
+        let core = self.core();
+        let answer = core.repeats.answer(key)?;
+        let annotations_now = core.api_of(&answer.app.instance).and_then(|source| {
+            let projects = source.projects.read().unwrap_or_else(|e| e.into_inner());
+            projects.get(&answer.project).cloned()
+        });
+        if annotations_now
+            .as_ref()
+            .map_or(!answer.annotations.is_empty(), |a| *a != answer.annotations)
+        {
+            return None;
+        }
+        if !answer.stale {
+            core.seen.record([(answer.app.clone(), core.clock.now())]);
+        }
+        metrics::counter!("herald_events_repeated_total").increment(1);
+        Some(IngestSummary {
+            application: answer.app.to_string(),
+            outcome: if answer.stale { "stale" } else { "duplicate" },
+            sync: answer.sync,
+            health: answer.health,
+            transitions: Vec::new(),
+            incidents: Vec::new(),
+        })
     }
 
     /// The Herald annotations of the snapshot's AppProject, where its instance's API has read them.
@@ -179,7 +230,7 @@ impl Pipeline {
 
     /// A body dated far in the future (a wrong clock, or a hostile sender) would make every later body of the
     /// Application stale: beyond `server.max_clock_skew` its time is taken as now.
-    fn clamp_future_time(&self, snap: &mut Snapshot) {
+    fn clamp_future_time(&self, snap: &mut Snapshot) -> bool {
         let now = self.now();
         let skew = chrono::Duration::from_std(self.core().settings.server.max_clock_skew).unwrap_or_default();
         if let Some(t) = snap.observed_at
@@ -188,7 +239,9 @@ impl Pipeline {
             tracing::warn!(app = %snap.app, body_time = %t, "a body dated ahead of Herald's clock by more than server.max_clock_skew is taken as now");
             metrics::counter!("herald_clock_skew_clamped_total").increment(1);
             snap.observed_at = Some(now);
+            return true;
         }
+        false
     }
 
     /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
@@ -237,6 +290,7 @@ impl Pipeline {
         let mut cache = core.cache.lock().await;
         let purged = core.store.purge_deleted_apps(before).await;
         cache.clear();
+        core.repeats.clear();
         Ok(raws + delivered + purged?)
     }
 
@@ -569,6 +623,11 @@ impl Pipeline {
             // The writer's memory of what is stored stays true whatever the settings.
             cache: old.cache.clone(),
             seen: old.seen.clone(),
+            // What a body was judged may depend on settings (the clock-skew limit): judged again.
+            repeats: {
+                old.repeats.clear();
+                old.repeats.clone()
+            },
         });
     }
 

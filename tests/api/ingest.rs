@@ -416,3 +416,71 @@ async fn a_body_dated_far_in_the_future_does_not_poison_the_application() {
     assert!(metrics.contains("herald_clock_skew_clamped_total 1"), "{metrics}");
     app.stop().await;
 }
+
+/// How many bodies the metrics say were answered without parsing (same bytes, Application unchanged since). The
+/// recorder is the test process's: other tests add to it, so a test can only say "at least".
+async fn repeated(app: &TestApp) -> u64 {
+    let metrics = app.metrics().await;
+    (metrics.lines())
+        .find_map(|l| l.strip_prefix("herald_events_repeated_total "))
+        .map_or(0, |v| v.trim().parse().expect("a count"))
+}
+
+#[tokio::test]
+async fn a_body_sent_again_gets_the_answer_its_application_now_gives_it() {
+    let app = TestApp::spawn("").await;
+    let first = envelope("pay-api", "payments", "OutOfSync", "Healthy", "2026-01-01T09:00:00Z");
+    let later = envelope("pay-api", "payments", "Synced", "Healthy", "2026-01-01T10:00:00Z");
+    let outcome = |r: serde_json::Value| {
+        (
+            r["outcome"].as_str().unwrap_or("").to_string(),
+            r["sync"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let post = |body: String| async { outcome(app.post(body).await.json().await.expect("json")) };
+    let before = repeated(&app).await;
+    assert_eq!(post(first.clone()).await, ("changed".into(), "OutOfSync".into()));
+    assert_eq!(post(first.clone()).await, ("duplicate".into(), "OutOfSync".into()));
+    assert_eq!(post(first.clone()).await, ("duplicate".into(), "OutOfSync".into()));
+    assert!(
+        repeated(&app).await >= before + 2,
+        "both copies were answered from memory"
+    );
+    // A change for the Application: the same old bytes are now stale, not a duplicate of what is stored.
+    assert_eq!(post(later.clone()).await, ("changed".into(), "Synced".into()));
+    assert_eq!(post(first.clone()).await, ("stale".into(), "Synced".into()));
+    assert_eq!(post(first.clone()).await, ("stale".into(), "Synced".into()));
+    assert_eq!(post(later.clone()).await, ("duplicate".into(), "Synced".into()));
+    // The first stale copy was parsed (its Application had changed since it was judged), the rest were not.
+    assert!(repeated(&app).await >= before + 4);
+    let state = app.get_json("/v1/apps/argocd/pay-api").await;
+    assert_eq!(state["sync"]["status"], "Synced");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_repeated_body_of_a_deleted_application_does_not_bring_it_back() {
+    let app = TestApp::spawn("").await;
+    let mut outcomes = Vec::new();
+    // The captured timeline twice: the second time every body is one Herald has judged, most from memory.
+    for pass in 0..2 {
+        for (name, body) in captured() {
+            let r: serde_json::Value = app.post(body).await.json().await.expect("json");
+            if pass == 1 {
+                outcomes.push((name, r["outcome"].as_str().unwrap_or("").to_string()));
+            }
+        }
+    }
+    assert!(
+        outcomes.iter().all(|(_, o)| o == "stale" || o == "duplicate"),
+        "{outcomes:#?}"
+    );
+    assert!(repeated(&app).await > 0);
+    assert_eq!(
+        app.get_json("/v1/apps").await["count"],
+        5,
+        "aaaaaaa stays deleted (022)"
+    );
+    assert_eq!(app.get_json("/v1/apps?deleted=true").await["count"], 1);
+    app.stop().await;
+}
