@@ -290,7 +290,9 @@ impl Pipeline {
         let mut cache = core.cache.lock().await;
         let purged = core.store.purge_deleted_apps(before).await;
         cache.clear();
-        core.repeats.clear();
+        if !matches!(purged, Ok(0)) {
+            core.repeats.clear();
+        }
         Ok(raws + delivered + purged?)
     }
 
