@@ -11,6 +11,7 @@ pub mod explain;
 mod ingest;
 mod links;
 mod scheduler;
+mod slack;
 mod source_status;
 
 pub use acks::AckOutcome;
