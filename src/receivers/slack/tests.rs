@@ -740,12 +740,12 @@ fn a_signing_secret_needs_a_bot_token_and_is_not_empty() {
         "receivers: [{name: s, slack: {webhook_url: 'https://hooks.slack.com/services/T/B/x', signing_secret: abc}}]",
     );
     assert!(
-        hook.contains("receivers[0].slack.signing_secret: needs a bot `token`"),
+        hook.contains("receivers[\"s\"].slack.signing_secret: needs a bot `token`"),
         "{hook}"
     );
     let empty = errors("receivers: [{name: s, slack: {token: xoxb-1, channel: '#c', signing_secret: ' '}}]");
     assert!(
-        empty.contains("receivers[0].slack.signing_secret: must not be empty"),
+        empty.contains("receivers[\"s\"].slack.signing_secret: must not be empty"),
         "{empty}"
     );
     assert_eq!(
