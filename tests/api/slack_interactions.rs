@@ -18,6 +18,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const SIGNING_SECRET: &str = "slack-signing-secret-8f742231b10e8888abcd";
 const READER: &str = "reader-token-0123456789";
+const ARGOCD: &str = "argocd-ingest-token-0123456789";
 const BOT_TOKEN: &str = "xoxb-bot-token-0123456789";
 
 fn t0() -> chrono::DateTime<chrono::Utc> {
@@ -32,6 +33,7 @@ fn config(slack_api: &str) -> String {
 server:
   auth:
     read_tokens: [{{name: dashboard, token: {READER}}}]
+    ingest_tokens: [{ARGOCD}]
 receivers:
   - name: slack
     rate_limit_per_second: 100
@@ -155,7 +157,15 @@ async fn started(server: &MockServer, clock: &ManualClock) -> (TestApp, i64) {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let app = TestApp::spawn_in(dir, &config(&server.uri()), Arc::new(clock.clone())).await;
     let body = envelope("pay-api", "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
-    assert_eq!(app.post(body).await.status(), 202);
+    let r = app
+        .client
+        .post(format!("{}/v1/argocd/events", app.address))
+        .bearer_auth(ARGOCD)
+        .body(body)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 202);
     app.settle().await;
     assert_eq!(calls(server, "chat.postMessage").await.len(), 1, "the first message");
     let id = firing(&app).await["id"].as_i64().expect("id");
@@ -181,18 +191,17 @@ async fn a_signed_click_on_acknowledge_acknowledges_as_the_slack_user_and_edits_
     let actions = buttons(&first);
     assert_eq!(actions.len(), 1, "{first}");
     let elements = actions[0]["elements"].as_array().expect("elements");
-    let seen: Vec<(&str, &str, &str)> = (elements.iter())
-        .map(|e| {
-            let s = |v: &Value| v.as_str().unwrap_or_default();
-            (s(&e["action_id"]), s(&e["text"]["text"]), s(&e["value"]))
-        })
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let seen: Vec<(String, String, String)> = (elements.iter())
+        .map(|e| (s(&e["action_id"]), s(&e["text"]["text"]), s(&e["value"])))
         .collect();
     let id_text = id.to_string();
+    let want = |a: &str, t: &str| (a.to_string(), t.to_string(), id_text.clone());
     assert_eq!(
         seen,
         [
-            ("herald_ack", "Acknowledge", id_text.as_str()),
-            ("herald_silence_1h", "Silence 1 h", id_text.as_str())
+            want("herald_ack", "Acknowledge"),
+            want("herald_silence_1h", "Silence 1 h")
         ]
     );
 
