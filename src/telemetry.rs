@@ -145,7 +145,8 @@ const FAMILIES: [(&str, &str); 21] = [
     (
         "herald_requests_refused_total",
         "Requests refused before any route, by reason (host: not in server.allowed_hosts, content_type: a \
-         state change whose body is not JSON, cross_site: a browser request from another site).",
+         state change whose body is not JSON, cross_site: a browser request from another site); and \
+         slack_signature: a Slack interaction unsigned, stale or replayed (refused by its route).",
     ),
     (
         "herald_config_reloads_total",

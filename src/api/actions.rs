@@ -139,7 +139,7 @@ fn used(before: &str) -> HttpResponse {
     )
 }
 
-fn capitalised(s: &str) -> String {
+pub(super) fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())

@@ -22,10 +22,13 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     MethodNotAllowed(String),
-    #[error("the body is larger than server.max_body_bytes ({0} bytes)")]
+    #[error("the body is larger than this endpoint takes ({0} bytes; for events: server.max_body_bytes)")]
     TooLarge(usize),
     #[error("authentication required")]
     Unauthorized { basic: bool },
+    /// A request whose own signature is its credential (Slack's) and does not hold: 401 with why, no challenge.
+    #[error("{0}")]
+    Unsigned(String),
     /// A valid credential without the scope this needs.
     #[error("{0}")]
     Forbidden(String),
@@ -76,7 +79,7 @@ impl ResponseError for ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized { .. } | ApiError::Unsigned(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,

@@ -3,7 +3,9 @@
 //!   that resolves to 127.0.0.1 — reaches a loopback Herald with `Host: evil.example`.
 //! - a state-changing request (`POST`, `PUT`, `PATCH`, `DELETE`) with a body that is not JSON: 415. A page on
 //!   another site can only send a form or `text/plain` without asking first (CORS), and Herald answers no CORS
-//!   preflight. No Content-Type at all is accepted: Argo CD sends none unless told to.
+//!   preflight. No Content-Type at all is accepted: Argo CD sends none unless told to. Two routes take forms on
+//!   purpose, because their own signature (not anything a browser adds) is what lets them act: a signed link's
+//!   confirmation page (`/act/…`) and Slack's button clicks (`POST /v1/slack/interactions`, form-encoded by Slack).
 //! - a state-changing request a browser marks as coming from another site (`Sec-Fetch-Site: cross-site` or
 //!   `same-site`, or an `Origin` whose host is not the request's), unless it carries a bearer token (which a browser
 //!   never adds by itself, unlike remembered Basic credentials): 403.
@@ -75,8 +77,11 @@ fn refusal(req: &ServiceRequest, hosts: &AllowedHosts) -> Option<ApiError> {
     // A signed link's confirmation page posts a form to itself: the link's signature, not a credential the browser
     // adds, is what lets it act, so a form there is no forgery (the cross-site check below still applies).
     let signed_link = req.path().starts_with("/act/");
+    // Slack posts its button clicks as a form, signed with the app's signing secret (checked by the route).
+    let slack_click = *req.method() == Method::POST && req.path() == "/v1/slack/interactions";
     if let Some(ct) = headers.get(header::CONTENT_TYPE)
         && !signed_link
+        && !slack_click
         && !is_json(ct.to_str().unwrap_or(""))
     {
         return Some(ApiError::UnsupportedMediaType(format!(
@@ -192,6 +197,25 @@ mod tests {
             "multipart/form-data; boundary=x",
         ] {
             assert_eq!(refused(post(Some(bad)), &loopback()), Some(415), "{bad}");
+        }
+        let slack = |method: Method, path: &str| {
+            TestRequest::default()
+                .method(method)
+                .uri(path)
+                .insert_header((header::HOST, "localhost:8080"))
+                .insert_header((header::CONTENT_TYPE, "application/x-www-form-urlencoded"))
+        };
+        assert_eq!(
+            refused(slack(Method::POST, "/v1/slack/interactions"), &loopback()),
+            None,
+            "Slack's clicks are forms, signed"
+        );
+        for (m, p) in [
+            (Method::PUT, "/v1/slack/interactions"),
+            (Method::POST, "/v1/slack/interactions/x"),
+            (Method::POST, "/v1/slack"),
+        ] {
+            assert_eq!(refused(slack(m.clone(), p), &loopback()), Some(415), "{m} {p}");
         }
         let get_form = TestRequest::get()
             .uri("/v1/apps")

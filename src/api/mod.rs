@@ -16,6 +16,7 @@ mod limits;
 mod outbox;
 mod probes;
 mod silences;
+mod slack;
 mod status_page;
 mod throttle;
 
@@ -60,7 +61,8 @@ impl BodyLimits {
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
 /// reading the API and the status page needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
-/// bodies received, silences and retries need `admin`.
+/// bodies received, silences and retries need `admin`. The signed one-click links and Slack's button clicks carry
+/// their own signature instead.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
     cfg.service(
@@ -74,6 +76,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // Signed one-click links: the signature is the credential (see `actions`).
     .route("/act/{token}", web::get().to(actions::confirm))
     .route("/act/{token}", web::post().to(actions::act))
+    // Slack's button clicks: Slack's signature is the credential (see `slack`).
+    .route("/v1/slack/interactions", web::post().to(slack::interaction))
     .service(
         web::resource("/v1/argocd/events")
             .wrap(actix_web::middleware::from_fn(limits::bounded))

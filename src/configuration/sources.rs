@@ -10,7 +10,7 @@ use super::{ConfigError, invalid};
 
 /// The keys whose value may instead be read from a file named by `<key>_file`. They are the secrets (and `url`,
 /// which carries a key for webhook receivers and a password for PostgreSQL).
-const FILE_KEYS: [&str; 12] = [
+const FILE_KEYS: [&str; 13] = [
     "token",
     "access_token",
     "password",
@@ -23,6 +23,7 @@ const FILE_KEYS: [&str; 12] = [
     "read_tokens",
     "api_key",
     "link_signing_key",
+    "signing_secret",
 ];
 
 /// The token lists: comma-separated in the environment, one per line in a `<key>_file`.

@@ -8,6 +8,7 @@ pub mod incident;
 pub mod labels;
 pub mod link;
 pub mod notification;
+pub mod slack_interaction;
 
 pub use digest::Digest;
 pub use incident::{Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};

@@ -113,7 +113,8 @@ impl Pipeline {
             let before = core.store.link_outcome(&link.nonce).await?.unwrap_or_default();
             return Ok(LinkOutcome::AlreadyUsed(before));
         }
-        let outcome = self.act(&core, link, by, now).await?;
+        let origin = "from a link in a message";
+        let outcome = (self.act_on_incident(link.incident, link.action, by, origin, "")).await?;
         let words = match &outcome {
             LinkOutcome::Done(w) | LinkOutcome::AlreadyUsed(w) | LinkOutcome::Nothing(w) => w.clone(),
         };
@@ -121,29 +122,34 @@ impl Pipeline {
         Ok(outcome)
     }
 
-    async fn act(
+    /// What a one-click link or a Slack button asks, done on `incident` as `by`: an acknowledgement until it
+    /// resolves (with `comment`), or a silence of its Application and kind (its comment says `origin`, "from a
+    /// link in a message", and `comment`). Whoever calls this has checked the request's signature.
+    pub async fn act_on_incident(
         &self,
-        core: &Core,
-        link: &ActionLink,
+        incident: i64,
+        action: LinkAction,
         by: &str,
-        now: DateTime<Utc>,
+        origin: &str,
+        comment: &str,
     ) -> Result<LinkOutcome, PipelineError> {
+        let core = self.core();
+        let now = core.clock.now();
         let mut tx = core.store.begin().await?;
-        let rec = Store::incident(&mut tx, link.incident).await?;
+        let rec = Store::incident(&mut tx, incident).await?;
         tx.commit().await?;
         let Some(rec) = rec.filter(|r| r.state != IncidentState::Resolved) else {
             return Ok(LinkOutcome::Nothing(format!(
-                "incident {} has resolved (or is gone): nothing to do",
-                link.incident
+                "incident {incident} has resolved (or is gone): nothing to do"
             )));
         };
-        match link.action {
+        match action {
             LinkAction::Acknowledge => {
                 let ack = Acknowledgement {
                     by: by.to_string(),
                     at: now,
                     until: None,
-                    comment: String::new(),
+                    comment: comment.to_string(),
                 };
                 Ok(match self.acknowledge(rec.id, ack).await? {
                     AckOutcome::Done(r) => {
@@ -153,7 +159,7 @@ impl Pipeline {
                 })
             }
             LinkAction::SilenceHour | LinkAction::SilenceUntilMonday => {
-                let ends_at = match link.action {
+                let ends_at = match action {
                     LinkAction::SilenceHour => now + Duration::hours(1),
                     _ => next_monday_nine(now, core.team_zone(&rec.team)),
                 };
@@ -169,7 +175,10 @@ impl Pipeline {
                     starts_at: now,
                     ends_at,
                     created_by: by.to_string(),
-                    comment: format!("from a link in a message about incident {}", rec.id),
+                    comment: match comment {
+                        "" => format!("{origin} about incident {}", rec.id),
+                        c => format!("{origin} about incident {} ({c})", rec.id),
+                    },
                     created_at: now,
                 };
                 self.add_silence(&silence).await?;

@@ -12,6 +12,7 @@ mod ingest;
 mod links;
 mod repeats;
 mod scheduler;
+mod slack;
 mod source_status;
 
 pub use acks::AckOutcome;

@@ -50,6 +50,7 @@ mod links;
 mod listing_guard;
 mod outbox;
 mod silences;
+mod slack_requests;
 
 pub use apps::{AppCursor, AppFilter, AppRecord, StoredApp, TimelineEntry};
 pub use digests::{DigestSlot, SlotState};
@@ -339,7 +340,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 8] = [
+const MIGRATIONS: [MigrationFile; 9] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -348,6 +349,7 @@ const MIGRATIONS: [MigrationFile; 8] = [
     migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
     migration!(7, "instances", "0007_instances.sql"),
     migration!(8, "acknowledgements", "0008_acknowledgements.sql"),
+    migration!(9, "slack_requests", "0009_slack_requests.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -29,6 +29,7 @@ mod redmine;
 mod reload;
 mod rules;
 mod send_test;
+mod slack_interactions;
 mod status_page;
 mod three_incidents;
 #[path = "../common/wait.rs"]

@@ -1,10 +1,12 @@
 //! Block Kit: a notification as a header, the shared layout's sections (each Application's facts, then one section
 //! per problem; or one line per problem for many Applications; or the template's text) and a context line, within
-//! Slack's limits, with text from Argo CD escaped so it cannot inject mrkdwn (`<!channel>`, links).
+//! Slack's limits, with text from Argo CD escaped so it cannot inject mrkdwn (`<!channel>`, links). With
+//! interactivity, each firing incident of a first message or an update gets its buttons (an `actions` block).
 
 use serde_json::{Value, json};
 
-use crate::domain::{Incident, Notification};
+use crate::domain::slack_interaction::{ACK_ACTION_ID, SILENCE_ACTION_ID};
+use crate::domain::{Action, Incident, IncidentState, Notification};
 use crate::receivers::render;
 use crate::receivers::render::AppView;
 use crate::receivers::render::{escape, status_emoji, truncate};
@@ -115,6 +117,56 @@ fn app_section(app: &AppView<'_>) -> Value {
     block
 }
 
+/// Buttons are shown for at most this many incidents of a list (the rest are acted on in Herald).
+const MAX_BUTTON_INCIDENTS: usize = 5;
+/// Slack cuts a button's text at 75 characters.
+const MAX_BUTTON_TEXT: usize = 75;
+
+/// The incidents of `n` that get buttons: firing problems (not informational ones) of a first message or an
+/// update. Never on a resolve, an acknowledgement's edit, a test or a digest.
+fn with_buttons(n: &Notification) -> impl Iterator<Item = &Incident> {
+    let shown = matches!(n.action, Action::Open | Action::Update) && n.digest.is_none();
+    (n.incidents.iter())
+        .filter(move |_| shown)
+        .filter(|i| i.state == IncidentState::Firing && !i.kind.is_informational())
+}
+
+/// The `actions` block of one incident: "Acknowledge" and "Silence 1 h", each with the incident's id as its value
+/// (what `POST /v1/slack/interactions` acts on). `about` names the incident on the buttons, for a list.
+pub(super) fn buttons(i: &Incident, about: Option<&str>) -> Value {
+    let text = |label: &str| match about {
+        Some(a) => truncate(&format!("{label}: {a}"), MAX_BUTTON_TEXT),
+        None => label.to_string(),
+    };
+    json!({
+        "type": "actions",
+        "block_id": format!("herald_incident_{}", i.id),
+        "elements": [
+            {
+                "type": "button",
+                "action_id": ACK_ACTION_ID,
+                "text": {"type": "plain_text", "text": text("Acknowledge"), "emoji": false},
+                "value": i.id.to_string(),
+                "style": "primary",
+            },
+            {
+                "type": "button",
+                "action_id": SILENCE_ACTION_ID,
+                "text": {"type": "plain_text", "text": text("Silence 1 h"), "emoji": false},
+                "value": i.id.to_string(),
+            },
+        ],
+    })
+}
+
+/// Buttons for the first [`MAX_BUTTON_INCIDENTS`] incidents with buttons, each naming its Application and problem.
+fn listed_buttons(n: &Notification) -> Vec<Value> {
+    with_buttons(n)
+        .take(MAX_BUTTON_INCIDENTS)
+        .map(|i| buttons(i, Some(&format!("{} {}", i.app_name, i.problem()))))
+        .collect()
+}
+
 /// One problem: its line, then why (resources, messages) and what to do.
 fn incident_text(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> String {
     let mut s = format!("*[{}]* {}\n", render::incident_word(i), esc(&i.status_line(now)));
@@ -181,13 +233,21 @@ fn list_sections(n: &Notification) -> Vec<Value> {
     out
 }
 
-/// The layout's sections: per Application its facts, then one section per problem.
-fn detailed_sections(n: &Notification) -> Vec<Value> {
+/// The layout's sections: per Application its facts, then one section per problem (with its buttons under it).
+fn detailed_sections(n: &Notification, with: bool) -> Vec<Value> {
+    let buttoned: Vec<i64> = if with {
+        with_buttons(n).map(|i| i.id).collect()
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     for app in render::apps(n) {
         out.push(app_section(&app));
         for i in &app.incidents {
             out.push(section(&incident_text(i, n.created_at)));
+            if buttoned.contains(&i.id) {
+                out.push(buttons(i, None));
+            }
         }
     }
     out
@@ -216,16 +276,23 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
     out
 }
 
-/// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks.
-pub(super) fn blocks(n: &Notification, templated: Option<&str>) -> Vec<Value> {
+/// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks. With
+/// `with_buttons` (interactivity), each firing incident's buttons.
+pub(super) fn blocks(n: &Notification, templated: Option<&str>, with_buttons: bool) -> Vec<Value> {
     if let (Some(d), None) = (&n.digest, templated) {
         return crate::receivers::render::digest::slack_blocks(d);
     }
     let room = MAX_BLOCKS - 2; // header + context
+    let listed = |mut body: Vec<Value>| {
+        if with_buttons {
+            body.extend(listed_buttons(n));
+        }
+        body
+    };
     let mut body: Vec<Value> = match templated {
-        Some(t) => chunks(t, MAX_SECTION_TEXT).iter().map(|p| section(p)).collect(),
-        None if render::detailed(n) => detailed_sections(n),
-        None => list_sections(n),
+        Some(t) => listed(chunks(t, MAX_SECTION_TEXT).iter().map(|p| section(p)).collect()),
+        None if render::detailed(n) => detailed_sections(n, with_buttons),
+        None => listed(list_sections(n)),
     };
     if body.len() > room {
         let hidden = body.len() - (room - 1);

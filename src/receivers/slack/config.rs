@@ -1,4 +1,5 @@
-//! `slack: {webhook_url, token, channel, api_url}`: an incoming webhook, or a bot token and the channel it posts to.
+//! `slack: {webhook_url, token, channel, api_url, signing_secret}`: an incoming webhook, or a bot token and the
+//! channel it posts to; with the Slack app's signing secret, the bot's messages carry buttons (interactivity).
 
 use std::sync::Arc;
 
@@ -19,6 +20,17 @@ pub struct Config {
     pub channel: Option<String>,
     #[serde(default = "default_api_url")]
     pub api_url: String,
+    /// The Slack app's signing secret (or `signing_secret_file`): messages about firing incidents carry the buttons
+    /// "Acknowledge" and "Silence 1 h", whose clicks Slack signs with it and posts to `/v1/slack/interactions`.
+    /// Needs a bot `token` (only the bot's own message can be edited to show who acknowledged).
+    pub signing_secret: Option<SecretString>,
+}
+
+impl Config {
+    /// Whether the bot's messages carry buttons: a signing secret to check the clicks with, and a bot to post.
+    pub fn interactive(&self) -> bool {
+        self.signing_secret.is_some() && self.token.is_some()
+    }
 }
 
 fn default_api_url() -> String {
@@ -45,6 +57,22 @@ impl Integration for Config {
             errors.push(invalid(format!("{path}.channel"), "a bot `token` needs a `channel`"));
         }
         check_url(errors, &format!("{path}.api_url"), &self.api_url);
+        if let Some(secret) = &self.signing_secret {
+            use secrecy::ExposeSecret;
+            if self.token.is_none() {
+                errors.push(invalid(
+                    format!("{path}.signing_secret"),
+                    "needs a bot `token` (and `channel`): buttons need the bot's own messages, an incoming webhook's \
+                     cannot be edited",
+                ));
+            }
+            if secret.expose_secret().trim().is_empty() {
+                errors.push(invalid(
+                    format!("{path}.signing_secret"),
+                    "must not be empty (the Slack app's Basic Information → Signing Secret)",
+                ));
+            }
+        }
         if let Some(u) = &self.webhook_url {
             crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), u);
         }

@@ -3,6 +3,9 @@
 //! a resolve edits it (`chat.update`) to show RESOLVED and replies in the thread. A notification to one person
 //! (`recipient`) is posted to their user id instead of the channel: a direct message from the bot.
 //! The Block Kit rendering is in `blocks`, the Web API calls and their `ok:false` error → retry mapping in `api`.
+//! With `signing_secret` (interactivity), the bot's messages about firing incidents carry the buttons "Acknowledge"
+//! and "Silence 1 h" (`blocks::buttons`); their clicks come back to `POST /v1/slack/interactions` (`api::slack`),
+//! and the acknowledgement edits the message in place through the acknowledge path above.
 
 mod api;
 mod blocks;
@@ -39,6 +42,8 @@ pub struct Slack {
     http: Http,
     template: Option<String>,
     redactor: Redactor,
+    /// Messages about firing incidents carry buttons (a signing secret and a bot token are configured).
+    buttons: bool,
 }
 
 impl Slack {
@@ -51,6 +56,10 @@ impl Slack {
         if let Some(t) = &settings.token {
             redactor = redactor.secret(t.expose_secret());
         }
+        if let Some(s) = &settings.signing_secret {
+            redactor = redactor.secret(s.expose_secret());
+        }
+        let buttons = settings.interactive();
         let mode = match (settings.token, settings.webhook_url) {
             (Some(token), _) => Mode::Bot {
                 token,
@@ -65,13 +74,14 @@ impl Slack {
             http,
             template,
             redactor,
+            buttons,
         }
     }
 }
 
 /// What the incoming webhook is sent for `n` (no template): the fallback text and the blocks.
 pub(crate) fn preview(n: &Notification) -> serde_json::Value {
-    json!({"text": fallback_text(n), "blocks": blocks(n, None)})
+    json!({"text": fallback_text(n), "blocks": blocks(n, None, false)})
 }
 
 impl Slack {
@@ -80,12 +90,12 @@ impl Slack {
             .map_err(|e| DeliveryError::prefixed("slack", e))?;
         match custom {
             Some(text) => Ok(Message {
-                blocks: blocks(n, Some(&text)),
+                blocks: blocks(n, Some(&text), self.buttons),
                 text: truncate(&text, MAX_TEMPLATE_TEXT),
             }),
             None => Ok(Message {
                 text: fallback_text(n),
-                blocks: blocks(n, None),
+                blocks: blocks(n, None, self.buttons),
             }),
         }
     }

@@ -46,6 +46,7 @@ fn webhook_settings(base: &str) -> Config {
         token: None,
         channel: None,
         api_url: "http://127.0.0.1:9/unused".into(),
+        signing_secret: None,
     }
 }
 
@@ -56,6 +57,7 @@ fn bot_settings(api_url: String, channel: Option<&str>) -> Config {
         token: Some(SecretString::from(TOKEN)),
         channel: channel.map(str::to_string),
         api_url,
+        signing_secret: None,
     }
 }
 
@@ -479,7 +481,7 @@ fn blocks_stay_within_slack_limits() {
         .collect();
     n.incidents[0].condition = "x".repeat(5000);
 
-    let b = blocks(&n, None);
+    let b = blocks(&n, None, false);
 
     assert_eq!(b.len(), MAX_BLOCKS);
     let header = b[0]["text"]["text"].as_str().unwrap();
@@ -498,7 +500,7 @@ fn blocks_stay_within_slack_limits() {
 
     // Sixty Applications: one line each, in sections within the limits.
     n.incidents = (0..60).map(incident).collect();
-    let b = blocks(&n, None);
+    let b = blocks(&n, None, false);
     assert!(b.len() < MAX_BLOCKS);
     let lines: usize = b[1..b.len() - 1]
         .iter()
@@ -512,7 +514,7 @@ fn a_header_of_150_code_points_with_an_emoji_stays_under_150_utf16_units() {
     let mut n = notification(Action::Open);
     n.title = "x".repeat(MAX_HEADER_TEXT - "🔴 FIRING: ".chars().count());
 
-    let b = blocks(&n, None);
+    let b = blocks(&n, None, false);
 
     let header = b[0]["text"]["text"].as_str().unwrap();
     assert!(header.starts_with("🔴 FIRING: x"), "{header}");
@@ -528,7 +530,7 @@ fn text_from_argo_cd_cannot_inject_slack_markup() {
     let mut n = notification(Action::Open);
     n.incidents[0].condition = "<!channel> & <https://evil.example|click>".into();
 
-    let b = blocks(&n, None);
+    let b = blocks(&n, None, false);
 
     let section = b[2]["text"]["text"].as_str().unwrap();
     assert!(
@@ -635,4 +637,119 @@ async fn bot_acknowledge_edits_the_first_message_in_place_and_posts_nothing() {
         .unwrap();
     assert_eq!(out.memo, None);
     assert!(received(&server).await.is_empty());
+}
+
+/// The `actions` blocks of a message.
+fn actions(blocks: &[Value]) -> Vec<&Value> {
+    blocks.iter().filter(|b| b["type"] == "actions").collect()
+}
+
+#[test]
+fn with_interactivity_each_firing_incident_gets_its_two_buttons_and_a_resolve_none() {
+    let mut n = notification(Action::Open);
+    let mut second = incident(1);
+    second.id = 8;
+    second.fingerprint = "fp-second".into();
+    n.incidents.push(second);
+
+    let b = blocks(&n, None, true);
+
+    let got = actions(&b);
+    assert_eq!(got.len(), 2, "one per incident: {b:?}");
+    for (block, id) in got.iter().zip(["7", "8"]) {
+        let elements = block["elements"].as_array().unwrap();
+        let ids: Vec<&str> = elements.iter().map(|e| e["action_id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["herald_ack", "herald_silence_1h"]);
+        assert!(elements.iter().all(|e| e["value"] == id), "{block}");
+        assert_eq!(elements[1]["text"]["text"], "Silence 1 h");
+    }
+    // Each under its incident's section.
+    let at = b.iter().position(|x| x["type"] == "actions").unwrap();
+    assert_eq!(b[at - 1]["type"], "section");
+
+    assert!(
+        actions(&blocks(&n, None, false)).is_empty(),
+        "no buttons without a signing secret"
+    );
+    for action in [Action::Resolve, Action::Acknowledge, Action::Test] {
+        let mut other = n.clone();
+        other.action = action;
+        assert!(actions(&blocks(&other, None, true)).is_empty(), "{action:?}");
+    }
+    let mut resolved = n.clone();
+    resolved.incidents[1].state = crate::domain::IncidentState::Resolved;
+    assert_eq!(
+        actions(&blocks(&resolved, None, true)).len(),
+        1,
+        "a resolved incident has none"
+    );
+}
+
+#[test]
+fn a_list_of_many_incidents_has_named_buttons_for_its_first_five_within_slacks_limits() {
+    let mut n = notification(Action::Open);
+    n.incidents = (0..60)
+        .map(|k| Incident {
+            id: 100 + k as i64,
+            ..incident(k)
+        })
+        .collect();
+
+    let b = blocks(&n, None, true);
+
+    assert!(b.len() <= MAX_BLOCKS);
+    let got = actions(&b);
+    assert_eq!(got.len(), 5);
+    let text = got[0]["elements"][0]["text"]["text"].as_str().unwrap();
+    assert!(text.starts_with("Acknowledge: payments-0"), "{text}");
+    assert!(text.chars().count() <= 75);
+    assert_eq!(got[4]["elements"][0]["value"], "104");
+}
+
+#[tokio::test]
+async fn a_bot_with_a_signing_secret_posts_the_buttons() {
+    let server = MockServer::start().await;
+    posts_expected(
+        &server,
+        json!({"channel": "#payments"}),
+        "C0123",
+        "1700000000.000100",
+        1,
+    )
+    .await;
+    let mut settings = bot_settings(format!("{}/api/", server.uri()), Some("#payments"));
+    settings.signing_secret = Some(SecretString::from("slack-signing-secret"));
+    let slack = Slack::new(settings, testing::http(), None);
+
+    slack.deliver(&notification(Action::Open), None).await.unwrap();
+
+    let reqs = received(&server).await;
+    let blocks = reqs[0].1["blocks"].as_array().unwrap();
+    assert_eq!(actions(blocks).len(), 1, "{blocks:?}");
+}
+
+#[test]
+fn a_signing_secret_needs_a_bot_token_and_is_not_empty() {
+    let errors = |yaml: &str| {
+        crate::configuration::Settings::from_yaml(yaml)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let hook = errors(
+        "receivers: [{name: s, slack: {webhook_url: 'https://hooks.slack.com/services/T/B/x', signing_secret: abc}}]",
+    );
+    assert!(
+        hook.contains("receivers[\"s\"].slack.signing_secret: needs a bot `token`"),
+        "{hook}"
+    );
+    let empty = errors("receivers: [{name: s, slack: {token: xoxb-1, channel: '#c', signing_secret: ' '}}]");
+    assert!(
+        empty.contains("receivers[\"s\"].slack.signing_secret: must not be empty"),
+        "{empty}"
+    );
+    assert_eq!(
+        errors("receivers: [{name: s, slack: {token: xoxb-1, channel: '#c', signing_secret: abc}}]"),
+        ""
+    );
 }
