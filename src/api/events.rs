@@ -111,6 +111,6 @@ async fn receive_event_inner(
     // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
     // it is kept as it came, shared with the writer rather than copied.
     let summary = ctx.pipeline.ingest(snap, Some(body)).await?;
-    tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
-    Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
+    tracing::debug!(app = %summary.application, outcome = summary.outcome.as_str(), "event accepted");
+    Ok((HttpResponse::Accepted().json(&summary), summary.outcome.as_str()))
 }

@@ -117,16 +117,6 @@ impl Seen {
     }
 }
 
-impl Outcome {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Outcome::Stale { .. } => "stale",
-            Outcome::Duplicate(_) => "duplicate",
-            Outcome::Changed { .. } => "changed",
-        }
-    }
-}
-
 pub fn resource_key(kind: &str, namespace: &str, name: &str) -> String {
     format!("{kind}/{namespace}/{name}")
 }
