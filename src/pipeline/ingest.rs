@@ -382,8 +382,8 @@ impl Core {
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {
                 field: "lifecycle".into(),
-                from: was.map(str::to_string),
-                to: state.lifecycle().into(),
+                from: was.map(|w| w.to_string()),
+                to: state.lifecycle().to_string(),
             });
         }
         let assessment = explain::assess(&self.settings, &state);
@@ -446,8 +446,8 @@ impl Core {
         summary.outcome = IngestOutcome::Deleted;
         let transition = state::Transition {
             field: "lifecycle".into(),
-            from: Some(prev.state.lifecycle().into()),
-            to: state.lifecycle().into(),
+            from: Some(prev.state.lifecycle().to_string()),
+            to: state.lifecycle().to_string(),
         };
         let (team, version) = (prev.team.clone(), prev.version);
         batch.transitions.push((app.clone(), now, transition.clone()));
