@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::client::commands::{AckArgs, Remote, SilenceAction, ack, incidents, silence, unack};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
-use crate::domain::Kind;
+use crate::domain::{IncidentState, Kind};
 use crate::receivers::ReceiverType;
 use crate::reload::ConfigSource;
 
@@ -58,9 +59,9 @@ pub enum Command {
         /// time), then print what fired, what resolved and what is still pending.
         #[arg(long, value_parser = parse_until)]
         until: Option<Until>,
-        /// Also print what a receiver of this type would show for each notification (`slack`, `email`,
-        /// `msteams`…), or `configured` for each notification's own receiver's type.
-        #[arg(long, value_name = "RECEIVER_TYPE", value_parser = parse_render)]
+        /// Also print what a receiver of this type would show for each notification, or `configured` for each
+        /// notification's own receiver's type.
+        #[arg(long, value_name = "RECEIVER_TYPE", value_enum)]
         render: Option<Render>,
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
@@ -108,13 +109,13 @@ pub enum Command {
     Incidents {
         #[command(flatten)]
         remote: Remote,
-        /// pending, firing or resolved.
-        #[arg(long)]
-        state: Option<String>,
+        /// Only incidents in this state (without it: firing, and resolved in the last 24 h after telling someone).
+        #[arg(long, value_enum)]
+        state: Option<IncidentState>,
         #[arg(long)]
         team: Option<String>,
-        /// An incident kind (`out_of_sync`…; a wrong one is answered with the list).
-        #[arg(long, value_parser = parse_kind)]
+        /// Only incidents of this kind.
+        #[arg(long, value_enum)]
         kind: Option<Kind>,
         /// One Argo CD instance's (`default`, or an `argocd.instances[].name`).
         #[arg(long)]
@@ -152,20 +153,51 @@ pub enum Render {
     As(ReceiverType),
 }
 
-fn parse_render(s: &str) -> Result<Render, String> {
-    if s == "configured" {
-        return Ok(Render::Configured);
-    }
-    ReceiverType::parse(s).map(Render::As).ok_or_else(|| {
-        format!(
-            "not a receiver type; use `configured` or one of {}",
-            ReceiverType::list()
-        )
-    })
+impl Render {
+    /// `configured`, then every receiver type ([`ReceiverType::ALL`]).
+    const ALL: [Render; ReceiverType::ALL.len() + 1] = {
+        let mut all = [Render::Configured; ReceiverType::ALL.len() + 1];
+        let mut i = 0;
+        while i < ReceiverType::ALL.len() {
+            all[i + 1] = Render::As(ReceiverType::ALL[i]);
+            i += 1;
+        }
+        all
+    };
 }
 
-fn parse_kind(s: &str) -> Result<Kind, String> {
-    Kind::parse(s).ok_or_else(|| format!("not an incident kind; use one of {}", Kind::list()))
+// The command line's words for the library's enums: their help lists the values, a wrong one is answered with them.
+impl ValueEnum for Render {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Render::Configured => PossibleValue::new("configured"),
+            Render::As(t) => PossibleValue::new(t.as_str()),
+        })
+    }
+}
+
+impl ValueEnum for Kind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Kind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for IncidentState {
+    fn value_variants<'a>() -> &'a [Self] {
+        &IncidentState::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use herald::argocd::{AppId, parse_body};
 use herald::clock::{ManualClock, SystemClock};
 use herald::configuration::{Settings, StorageSettings};
-use herald::pipeline::Pipeline;
+use herald::pipeline::{IngestOutcome, Pipeline};
 use herald::store::Store;
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
@@ -71,7 +71,8 @@ async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
         let (replica, sync) = if i % 2 == 0 { (&a, "Synced") } else { (&b, "OutOfSync") };
         let summary = replica.ingest(body(sync, i), None).await.expect("ingest");
         assert_eq!(
-            summary.outcome, "changed",
+            summary.outcome,
+            IngestOutcome::Changed,
             "body {i}: the other replica's write is the state compared with"
         );
         let sync_change = summary
@@ -86,15 +87,15 @@ async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
     // The last body (OutOfSync, from b) again on a: a duplicate; an older one: stale — on both replicas.
     assert_eq!(
         a.ingest(body("OutOfSync", 11), None).await.expect("ingest").outcome,
-        "duplicate"
+        IngestOutcome::Duplicate
     );
     assert_eq!(
         b.ingest(body("OutOfSync", 11), None).await.expect("ingest").outcome,
-        "duplicate"
+        IngestOutcome::Duplicate
     );
     assert_eq!(
         a.ingest(body("Synced", 10), None).await.expect("ingest").outcome,
-        "stale"
+        IngestOutcome::Stale
     );
     let stored = a.app(&pay()).await.expect("read").expect("stored");
     assert_eq!(stored.state.snapshot.sync_status.as_str(), "OutOfSync");
@@ -146,7 +147,7 @@ async fn a_duplicates_last_seen_reaches_the_store(url: &str) {
     let settings = Arc::new(Settings::from_yaml("").expect("defaults"));
     let pipeline = Pipeline::new(settings, store(url).await, Arc::new(clock.clone()));
     let first = pipeline.ingest(body("Synced", 1), None).await.expect("ingest");
-    assert_eq!(first.outcome, "changed");
+    assert_eq!(first.outcome, IngestOutcome::Changed);
     let stored_at = store(url)
         .await
         .app(&pay())
@@ -158,7 +159,7 @@ async fn a_duplicates_last_seen_reaches_the_store(url: &str) {
     clock.advance(std::time::Duration::from_secs(1));
     assert_eq!(
         pipeline.ingest(body("Synced", 1), None).await.expect("ingest").outcome,
-        "duplicate"
+        IngestOutcome::Duplicate
     );
     let shown = pipeline
         .app(&pay())

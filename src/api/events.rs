@@ -107,7 +107,7 @@ async fn receive_event_inner(
     // The same bytes as a body already judged, its Application unchanged since: the same answer, unparsed.
     let key = pipeline::body_key(by_credential.as_deref(), &body);
     if let Some(summary) = ctx.pipeline.repeated(key) {
-        return Ok((HttpResponse::Accepted().json(&summary), summary.outcome));
+        return Ok((HttpResponse::Accepted().json(&summary), summary.outcome.as_str()));
     }
     let mut snap = argocd::parse_body(&body, limits.max_json_depth)?;
     // Which Argo CD sent it: part of the Application's identity, so it is settled before anything is stored.
@@ -117,6 +117,6 @@ async fn receive_event_inner(
     // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
     // it is kept as it came, shared with the writer rather than copied.
     let summary = ctx.pipeline.ingest_body(snap, body, key).await?;
-    tracing::debug!(app = %summary.application, outcome = summary.outcome, "event accepted");
-    Ok((HttpResponse::Accepted().json(&summary), summary.outcome))
+    tracing::debug!(app = %summary.application, outcome = summary.outcome.as_str(), "event accepted");
+    Ok((HttpResponse::Accepted().json(&summary), summary.outcome.as_str()))
 }

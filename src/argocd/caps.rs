@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Condition, Snapshot};
+use super::{Condition, HealthStatus, Snapshot};
 
 /// A message (health, operation, condition, a resource's): enough for any error Argo CD writes.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
@@ -87,11 +87,12 @@ pub fn bound(snap: &mut Snapshot) {
         cut_opt(part, MAX_FIELD_BYTES);
     }
     cut_labels(&mut snap.labels, &mut notes);
-    if let super::SyncStatus::Other(s) = &mut snap.sync_status {
-        cut(s, MAX_FIELD_BYTES);
-    }
-    if let super::HealthStatus::Other(s) = &mut snap.health_status {
-        cut(s, MAX_FIELD_BYTES);
+    // A known word is Argo CD's own and short: only an unknown one can be long.
+    for word in [snap.sync_status.other_mut(), snap.health_status.other_mut()]
+        .into_iter()
+        .flatten()
+    {
+        cut(word, MAX_FIELD_BYTES);
     }
     cut_opt(&mut snap.health_message, MAX_MESSAGE_BYTES);
     first(&mut snap.revisions, MAX_SOURCES, "revisions", &mut notes);
@@ -106,14 +107,20 @@ pub fn bound(snap: &mut Snapshot) {
     }
     first(&mut snap.resources, MAX_RESOURCES, "resources out of sync", &mut notes);
     for r in &mut snap.resources {
-        for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name, &mut r.status] {
+        let words = [
+            r.status.other_mut(),
+            r.health.as_mut().and_then(HealthStatus::other_mut),
+        ];
+        for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
+            .into_iter()
+            .chain(words.into_iter().flatten())
+        {
             cut(part, MAX_FIELD_BYTES);
         }
-        cut_opt(&mut r.health, MAX_FIELD_BYTES);
         cut_opt(&mut r.health_message, MAX_MESSAGE_BYTES);
     }
     if let Some(op) = &mut snap.operation {
-        if let super::OperationPhase::Other(p) = &mut op.phase {
+        if let Some(p) = op.phase.other_mut() {
             cut(p, MAX_FIELD_BYTES);
         }
         cut(&mut op.message, MAX_MESSAGE_BYTES);
@@ -128,14 +135,11 @@ pub fn bound(snap: &mut Snapshot) {
             &mut notes,
         );
         for r in &mut op.resources {
-            for part in [
-                &mut r.group,
-                &mut r.kind,
-                &mut r.namespace,
-                &mut r.name,
-                &mut r.status,
-                &mut r.hook_phase,
-            ] {
+            let words = [r.status.other_mut(), r.hook_phase.other_mut()];
+            for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
+                .into_iter()
+                .chain(words.into_iter().flatten())
+            {
                 cut(part, MAX_FIELD_BYTES);
             }
             cut(&mut r.message, MAX_MESSAGE_BYTES);

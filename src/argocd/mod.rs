@@ -8,7 +8,7 @@ mod status;
 mod typed;
 mod value;
 
-pub use status::{HealthStatus, OperationPhase, SyncStatus};
+pub use status::{HealthStatus, OperationPhase, ResultCode, SyncStatus};
 pub use value::from_value;
 
 use chrono::{DateTime, Utc};
@@ -123,9 +123,11 @@ pub struct ResultResource {
     pub kind: String,
     pub namespace: String,
     pub name: String,
-    pub status: String,
+    /// Empty (`Other("")`) when Argo CD sent none.
+    pub status: ResultCode,
     pub message: String,
-    pub hook_phase: String,
+    /// A hook's phase; empty (`Other("")`) for a resource that is not a hook.
+    pub hook_phase: OperationPhase,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,9 +154,10 @@ pub struct ResourceStatus {
     pub kind: String,
     pub namespace: String,
     pub name: String,
-    pub status: String,
+    /// The resource's own sync status; empty (`Other("")`) when Argo CD sent none.
+    pub status: SyncStatus,
     pub requires_pruning: bool,
-    pub health: Option<String>,
+    pub health: Option<HealthStatus>,
     /// `health.message`, where Argo CD keeps per-resource health in the Application (before 3.0, or opted in).
     pub health_message: Option<String>,
 }
@@ -461,12 +464,20 @@ fn nil_is_absent(snap: &mut Snapshot) {
         list(&mut op.revisions);
         for r in &mut op.resources {
             text(&mut r.message);
-            text(&mut r.status);
-            text(&mut r.hook_phase);
+            // A known value is never `<nil>`: only an unknown one can be the template's nil.
+            for word in [r.status.other_mut(), r.hook_phase.other_mut()].into_iter().flatten() {
+                text(word);
+            }
         }
     }
     for r in &mut snap.resources {
-        opt(&mut r.health);
+        if r.health
+            .as_mut()
+            .and_then(HealthStatus::other_mut)
+            .is_some_and(|v| v.trim() == GO_NIL)
+        {
+            r.health = None;
+        }
         opt(&mut r.health_message);
     }
     for c in &mut snap.conditions {

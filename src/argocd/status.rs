@@ -1,5 +1,5 @@
-//! Argo CD's status vocabulary as types: an Application's sync status, its health status, a sync operation's
-//! phase. Parsed once where a body or an API answer is read; a value Argo CD may add later is kept as `Other`, never
+//! Argo CD's status vocabulary as types: an Application's (and a resource's) sync status and health status, a sync
+//! operation's (and a hook's) phase, a resource's result in the last sync. Parsed once where a body or an API answer is read; a value Argo CD may add later is kept as `Other`, never
 //! refused. Stored and sent as Argo CD's own strings (`as_str`), so what is stored and what content hashes cover
 //! stay what they were.
 
@@ -30,6 +30,15 @@ macro_rules! vocabulary {
             pub fn known(text: &str) -> Option<Self> {
                 match text {
                     $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// The text of a value this version does not know, to bound or clear it where a body is read (a known
+            /// value is Argo CD's own short word and needs neither).
+            pub fn other_mut(&mut self) -> Option<&mut String> {
+                match self {
+                    $name::Other(s) => Some(s),
                     _ => None,
                 }
             }
@@ -104,6 +113,16 @@ vocabulary!(
     }
 );
 
+vocabulary!(
+    /// `operationState.syncResult.resources[].status`: what the last sync did with one resource.
+    ResultCode {
+        Synced => "Synced",
+        SyncFailed => "SyncFailed",
+        Pruned => "Pruned",
+        PruneSkipped => "PruneSkipped",
+    }
+);
+
 // The enums come from one macro: a derived default would need a marker on one variant of each.
 /// Argo CD's own default: not known yet.
 #[allow(clippy::derivable_impls)]
@@ -124,6 +143,13 @@ impl Default for HealthStatus {
 impl Default for OperationPhase {
     fn default() -> Self {
         OperationPhase::Other(String::new())
+    }
+}
+
+/// A result whose status was not sent.
+impl Default for ResultCode {
+    fn default() -> Self {
+        ResultCode::Other(String::new())
     }
 }
 
@@ -157,5 +183,29 @@ mod tests {
         assert_eq!(SyncStatus::known("outofsync"), None, "Argo CD's spelling only");
         assert_eq!(SyncStatus::list(), "Synced, OutOfSync, Unknown");
         assert!(OperationPhase::Error.failed() && !OperationPhase::Succeeded.failed());
+    }
+
+    #[test]
+    fn a_result_code_argo_cd_adds_later_is_kept_and_written_back_as_sent() {
+        for v in ResultCode::ALL {
+            assert_eq!(&ResultCode::from(v.as_str()), v);
+            assert_eq!(serde_json::to_string(v).expect("json"), format!("\"{}\"", v.as_str()));
+        }
+        let later: ResultCode = serde_json::from_str("\"PruneDeferred\"").expect("any string is read");
+        assert_eq!(later, ResultCode::Other("PruneDeferred".into()));
+        assert_eq!(serde_json::to_string(&later).expect("json"), "\"PruneDeferred\"");
+        assert_eq!(ResultCode::default().as_str(), "", "none sent is written as none");
+        assert_eq!(ResultCode::list(), "Synced, SyncFailed, Pruned, PruneSkipped");
+    }
+
+    #[test]
+    fn only_an_unknown_word_can_be_changed_in_place() {
+        let mut known = HealthStatus::Degraded;
+        assert!(known.other_mut().is_none());
+        let mut unknown = HealthStatus::from("Flapping");
+        if let Some(text) = unknown.other_mut() {
+            text.push_str(" fast");
+        }
+        assert_eq!(unknown.as_str(), "Flapping fast");
     }
 }

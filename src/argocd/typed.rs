@@ -21,8 +21,8 @@ mod shapes;
 use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
 
 use super::{
-    AppId, Condition, Destination, Initiator, Operation, ResourceStatus, ResultResource, Snapshot, Source, SourceRef,
-    SyncPolicy, parse_time, validate_name, validate_namespace,
+    AppId, Condition, Destination, HealthStatus, Initiator, Operation, ResourceStatus, ResultResource, Snapshot,
+    Source, SourceRef, SyncPolicy, SyncStatus, parse_time, validate_name, validate_namespace,
 };
 
 /// Reads `text` into a snapshot, or `None` when the tolerant reader must decide.
@@ -72,6 +72,11 @@ fn owned(s: Option<Str>) -> Option<String> {
 
 fn owned_or_default(s: Option<Str>) -> String {
     s.map(Str::owned).unwrap_or_default()
+}
+
+/// A word of Argo CD's vocabulary (`argocd::status`), empty (`Other("")`) when absent; only an unknown one is copied.
+fn word<T: for<'s> From<&'s str>>(s: Option<Str>) -> T {
+    T::from(s.as_ref().map_or("", |s| &s.0))
 }
 
 /// A string whose content is not kept (checked to be a string, as the tolerant reader checks it).
@@ -179,9 +184,9 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         destination,
         labels: metadata.labels.unwrap_or_default(),
         annotations: metadata.annotations.map(|a| a.0).unwrap_or_default(),
-        sync_status: "Unknown".into(),
+        sync_status: SyncStatus::Unknown,
         revisions: Vec::new(),
-        health_status: "Unknown".into(),
+        health_status: HealthStatus::Unknown,
         health_message: None,
         operation: None,
         resources: Vec::new(),
@@ -263,7 +268,7 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
     let mut health_time = None;
     if let Some(Obj(sync)) = status.sync {
         if let Some(s) = sync.status {
-            snap.sync_status = s.owned().into();
+            snap.sync_status = word(Some(s));
         }
         if let Some(rev) = sync.revision {
             snap.revisions.push(rev.owned());
@@ -276,7 +281,7 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
     }
     if let Some(Obj(health)) = status.health {
         if let Some(s) = health.status {
-            snap.health_status = s.owned().into();
+            snap.health_status = word(Some(s));
         }
         snap.health_message = owned(health.message);
         health_time = health.last_transition_time;
@@ -286,14 +291,14 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
     }
     for Obj(res) in status.resources.into_iter().flatten() {
         let requires_pruning = res.requires_pruning.unwrap_or(false);
-        let sync_status = owned_or_default(res.status);
+        let sync_status: SyncStatus = word(res.status);
         let (health, health_message) = match res.health {
-            Some(Obj(h)) => (owned(h.status), owned(h.message)),
+            Some(Obj(h)) => (h.status.map(|s| word(Some(s))), owned(h.message)),
             None => (None, None),
         };
         // Kept as by the tolerant reader: out of sync, waiting to be pruned, or unhealthy.
-        let healthy = matches!(health.as_deref(), None | Some("Healthy"));
-        if sync_status == "Synced" && !requires_pruning && healthy {
+        let healthy = matches!(health, None | Some(HealthStatus::Healthy));
+        if sync_status == SyncStatus::Synced && !requires_pruning && healthy {
             continue;
         }
         snap.resources.push(ResourceStatus {
@@ -344,9 +349,9 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
             kind: owned_or_default(r.kind),
             namespace: owned_or_default(r.namespace),
             name: owned_or_default(r.name),
-            status: owned_or_default(r.status),
+            status: word(r.status),
             message: owned_or_default(r.message),
-            hook_phase: owned_or_default(r.hook_phase),
+            hook_phase: word(r.hook_phase),
         })
         .collect();
     let (automated, username) = match initiated_by {
@@ -354,7 +359,7 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
         None => (false, None),
     };
     Some(Operation {
-        phase: owned_or_default(op.phase).into(),
+        phase: word(op.phase),
         message: owned_or_default(op.message),
         started_at,
         finished_at,

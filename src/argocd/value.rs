@@ -7,8 +7,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::{
-    AppId, Condition, Destination, Initiator, Operation, PayloadError, ResourceStatus, ResultResource, Snapshot,
-    Source, SourceRef, SyncPolicy, parse_time, validate_name, validate_namespace,
+    AppId, Condition, Destination, HealthStatus, Initiator, Operation, PayloadError, ResourceStatus, ResultResource,
+    Snapshot, Source, SourceRef, SyncPolicy, SyncStatus, parse_time, validate_name, validate_namespace,
 };
 
 pub(super) fn type_name(v: &Value) -> &'static str {
@@ -300,17 +300,17 @@ impl Reader {
         for (i, res) in self.array(app, &["status", "resources"])?.iter().enumerate() {
             let p = format!("status.resources[{i}]");
             let requires_pruning = self.opt_bool_at(res, &p, "requiresPruning")?.unwrap_or(false);
-            let status = self.opt_str_at(res, &p, "status")?.unwrap_or_default();
+            let status = SyncStatus::from(self.opt_str_at(res, &p, "status")?.unwrap_or_default());
             let (health, health_message) = match res.get("health") {
                 Some(Value::Object(h)) => (
-                    h.get("status").and_then(Value::as_str).map(str::to_string),
+                    h.get("status").and_then(Value::as_str).map(HealthStatus::from),
                     h.get("message").and_then(Value::as_str).map(str::to_string),
                 ),
                 _ => (None, None),
             };
             // Kept: what differs from Git, what waits to be pruned, what is unhealthy (a Degraded message names it).
-            let healthy = matches!(health.as_deref(), None | Some("Healthy"));
-            if status == "Synced" && !requires_pruning && healthy {
+            let healthy = matches!(health, None | Some(HealthStatus::Healthy));
+            if status == SyncStatus::Synced && !requires_pruning && healthy {
                 continue;
             }
             resources.push(ResourceStatus {
@@ -558,9 +558,9 @@ impl Reader {
                 kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
                 namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
                 name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-                status: self.opt_str_at(res, &p, "status")?.unwrap_or_default(),
+                status: self.opt_str_at(res, &p, "status")?.unwrap_or_default().into(),
                 message: self.opt_str_at(res, &p, "message")?.unwrap_or_default(),
-                hook_phase: self.opt_str_at(res, &p, "hookPhase")?.unwrap_or_default(),
+                hook_phase: self.opt_str_at(res, &p, "hookPhase")?.unwrap_or_default().into(),
             });
         }
         let retry_count = match self.get(app, &at(&["retryCount"])) {

@@ -189,7 +189,7 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
 
 pub async fn incidents(
     remote: Remote,
-    state: Option<String>,
+    state: Option<crate::domain::IncidentState>,
     team: Option<String>,
     kind: Option<crate::domain::Kind>,
     instance: Option<String>,
@@ -205,7 +205,7 @@ pub async fn incidents(
     let c = client(&remote)?;
     let list = match state {
         Some(s) => {
-            filters.push(("state", s));
+            filters.push(("state", s.as_str().to_string()));
             c.incidents(&filters).await?
         }
         None => {

@@ -140,6 +140,8 @@ pub enum IncidentState {
 }
 
 impl IncidentState {
+    pub const ALL: [IncidentState; 3] = [IncidentState::Pending, IncidentState::Firing, IncidentState::Resolved];
+
     pub fn as_str(self) -> &'static str {
         match self {
             IncidentState::Pending => "pending",
@@ -148,12 +150,7 @@ impl IncidentState {
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(Self::Pending),
-            "firing" => Some(Self::Firing),
-            "resolved" => Some(Self::Resolved),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
     }
 }
 

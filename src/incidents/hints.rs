@@ -1,6 +1,7 @@
 //! The hint catalog: known failure messages and spec settings → a short text that says what to do. Table-driven:
 //! each entry is a condition and a text with the real names filled in.
 
+use crate::argocd::ResultCode;
 use crate::configuration::RulesSettings;
 use crate::domain::{Hint, Incident};
 use crate::state::AppState;
@@ -474,12 +475,10 @@ fn renames(state: &AppState) -> Vec<(String, String)> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for p in op.resources.iter().filter(|r| r.status == "Pruned") {
-        if let Some(c) = op
-            .resources
-            .iter()
-            .find(|r| r.kind == p.kind && r.name != p.name && r.status == "Synced" && r.message.contains("created"))
-        {
+    for p in op.resources.iter().filter(|r| r.status == ResultCode::Pruned) {
+        if let Some(c) = op.resources.iter().find(|r| {
+            r.kind == p.kind && r.name != p.name && r.status == ResultCode::Synced && r.message.contains("created")
+        }) {
             out.push((p.name.clone(), c.name.clone()));
         }
     }

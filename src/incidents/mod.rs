@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use crate::domain::{IncidentState, Kind};
 
-use crate::argocd::{HealthStatus, Operation, OperationPhase, Snapshot, SyncStatus};
+use crate::argocd::{HealthStatus, Operation, OperationPhase, ResultCode, Snapshot, SyncStatus};
 use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
@@ -110,16 +110,13 @@ pub fn pending_prunes(s: &Snapshot) -> Vec<ResourceRef> {
         .collect();
     if let Some(op) = &s.operation {
         for r in &op.resources {
-            if r.status == "PruneSkipped"
+            if r.status == ResultCode::PruneSkipped
                 && r.message.contains("requires pruning")
                 && !out
                     .iter()
                     .any(|o| o.kind == r.kind && o.namespace == r.namespace && o.name == r.name)
             {
-                out.push(ResourceRef {
-                    status: "PruneSkipped".into(),
-                    ..result_ref(r)
-                });
+                out.push(result_ref(r));
             }
         }
     }
@@ -248,7 +245,7 @@ fn condition_messages(s: &Snapshot) -> Vec<String> {
 fn sync_in_progress(s: &Snapshot) -> bool {
     s.operation
         .as_ref()
-        .is_some_and(|op| matches!(op.phase.as_str(), "Running" | "Terminating"))
+        .is_some_and(|op| matches!(op.phase, OperationPhase::Running | OperationPhase::Terminating))
 }
 
 /// The operation's identity in a fingerprint (its start time), and when it ended by Argo CD's clock: a failed
@@ -267,12 +264,12 @@ fn out_of_sync(state: &AppState) -> Option<Finding> {
     let resources = s
         .resources
         .iter()
-        .filter(|r| r.status == "OutOfSync")
+        .filter(|r| r.status == SyncStatus::OutOfSync)
         .map(|r| ResourceRef {
             status: if r.requires_pruning {
-                "OutOfSync (requires pruning)".into()
+                format!("{} (requires pruning)", r.status)
             } else {
-                r.status.clone()
+                r.status.to_string()
             },
             ..resource_ref(r)
         })
@@ -280,7 +277,7 @@ fn out_of_sync(state: &AppState) -> Option<Finding> {
     Some(Finding {
         since: Some(state.sync_since),
         summary: format!("{} is OutOfSync", s.app),
-        condition: "OutOfSync".into(),
+        condition: SyncStatus::OutOfSync.to_string(),
         resources,
         messages: condition_messages(s),
         ..Default::default()
@@ -312,10 +309,7 @@ fn prune_pending(state: &AppState) -> Option<Finding> {
 /// refreshed with the latest failure, until a sync succeeds.
 fn sync_failed(state: &AppState) -> Option<Finding> {
     let s = &state.snapshot;
-    let op = s
-        .operation
-        .as_ref()
-        .filter(|op| matches!(op.phase.as_str(), "Failed" | "Error"))?;
+    let op = s.operation.as_ref().filter(|op| op.phase.failed())?;
     let (_, ended) = operation_times(op);
     let what = if op.phase == OperationPhase::Error {
         "sync error"
@@ -325,7 +319,7 @@ fn sync_failed(state: &AppState) -> Option<Finding> {
     let resources = op
         .resources
         .iter()
-        .filter(|r| r.status == "SyncFailed" || r.hook_phase == "Failed")
+        .filter(|r| r.status == ResultCode::SyncFailed || r.hook_phase == OperationPhase::Failed)
         .map(result_ref)
         .collect();
     Some(Finding {
@@ -355,7 +349,7 @@ fn pruned(state: &AppState) -> Option<Finding> {
     let pruned: Vec<ResourceRef> = op
         .resources
         .iter()
-        .filter(|r| r.status == "Pruned")
+        .filter(|r| r.status == ResultCode::Pruned)
         .map(result_ref)
         .collect();
     if pruned.is_empty() {
@@ -404,9 +398,9 @@ fn degraded(state: &AppState) -> Option<Finding> {
     let resources = s
         .resources
         .iter()
-        .filter(|r| matches!(r.health.as_deref(), Some("Degraded") | Some("Missing")))
+        .filter(|r| matches!(r.health, Some(HealthStatus::Degraded | HealthStatus::Missing)))
         .map(|r| ResourceRef {
-            status: r.health.clone().unwrap_or_default(),
+            status: r.health.as_ref().map(HealthStatus::to_string).unwrap_or_default(),
             message: r.health_message.clone().unwrap_or_default(),
             ..resource_ref(r)
         })
@@ -469,7 +463,7 @@ fn result_ref(r: &crate::argocd::ResultResource) -> ResourceRef {
         kind: r.kind.clone(),
         namespace: r.namespace.clone(),
         name: r.name.clone(),
-        status: r.status.clone(),
+        status: r.status.to_string(),
         message: r.message.clone(),
         group: r.group.clone(),
         url: None,

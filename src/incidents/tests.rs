@@ -273,7 +273,7 @@ fn an_application_being_deleted_holds_nothing() {
     let body = r#"{"metadata":{"name":"my-app-3","deletionTimestamp":"2020-03-16T09:17:45Z"},
                   "status":{"sync":{"status":"OutOfSync"},"health":{"status":"Degraded"}}}"#;
     let state = state_of(body, now);
-    assert_eq!(state.lifecycle(), "deleting");
+    assert_eq!(state.lifecycle(), crate::state::Lifecycle::Deleting);
     assert_eq!(kinds(&state, &RulesSettings::default()), []);
     let mut live = state.clone();
     live.snapshot.deleting = false;

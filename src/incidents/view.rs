@@ -70,7 +70,7 @@ pub(super) fn resource_ref(r: &ResourceStatus) -> ResourceRef {
         kind: r.kind.clone(),
         namespace: r.namespace.clone(),
         name: r.name.clone(),
-        status: r.status.clone(),
+        status: r.status.to_string(),
         group: r.group.clone(),
         ..Default::default()
     }

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::explain;
 use super::repeats::{Answer, BodyKey};
-use super::{Core, IngestSummary};
+use super::{Core, IngestOutcome, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
 use crate::state::{self, Outcome};
@@ -355,19 +355,18 @@ impl Core {
     ) -> Result<IngestSummary, StoreError> {
         let app = &snap.app;
         let prev = batch.state(app);
+        let outcome = match state::judge(prev, snap, hash, now) {
+            Some(judged) => judged,
+            None => state::change(prev, snap.clone(), hash.to_string(), now),
+        };
         let mut summary = IngestSummary {
             application: app.to_string(),
-            outcome: "",
+            outcome: IngestOutcome::from(&outcome),
             sync: String::new(),
             health: String::new(),
             transitions: Vec::new(),
             incidents: Vec::new(),
         };
-        let outcome = match state::judge(prev, snap, hash, now) {
-            Some(judged) => judged,
-            None => state::change(prev, snap.clone(), hash.to_string(), now),
-        };
-        summary.outcome = outcome.label();
         match outcome {
             Outcome::Stale { .. } => {
                 if let Some(p) = prev {
@@ -389,7 +388,9 @@ impl Core {
             }
             Outcome::Changed { state, transitions } => {
                 if let Some(body) = raw {
-                    batch.raws.push((app.clone(), now, summary.outcome, body.clone()));
+                    batch
+                        .raws
+                        .push((app.clone(), now, summary.outcome.as_str(), body.clone()));
                 }
                 let tx = self.tx(tx, batch).await?;
                 self.apply_change(tx, batch, *state, transitions, &mut summary, now)
@@ -428,8 +429,8 @@ impl Core {
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {
                 field: "lifecycle".into(),
-                from: was.map(str::to_string),
-                to: state.lifecycle().into(),
+                from: was.map(|w| w.to_string()),
+                to: state.lifecycle().to_string(),
             });
         }
         let assessment = explain::assess(&self.settings, &state);
@@ -474,7 +475,7 @@ impl Core {
     ) -> Result<IngestSummary, StoreError> {
         let mut summary = IngestSummary {
             application: app.to_string(),
-            outcome: "unknown",
+            outcome: IngestOutcome::Unknown,
             sync: String::new(),
             health: String::new(),
             transitions: Vec::new(),
@@ -486,14 +487,14 @@ impl Core {
         summary.sync = prev.state.snapshot.sync_status.to_string();
         summary.health = prev.state.snapshot.health_status.to_string();
         let Some(state) = state::delete(&prev.state, now) else {
-            summary.outcome = "duplicate";
+            summary.outcome = IngestOutcome::Duplicate;
             return Ok(summary);
         };
-        summary.outcome = "deleted";
+        summary.outcome = IngestOutcome::Deleted;
         let transition = state::Transition {
             field: "lifecycle".into(),
-            from: Some(prev.state.lifecycle().into()),
-            to: state.lifecycle().into(),
+            from: Some(prev.state.lifecycle().to_string()),
+            to: state.lifecycle().to_string(),
         };
         let (team, version) = (prev.team.clone(), prev.version);
         batch.transitions.push((app.clone(), now, transition.clone()));

@@ -48,12 +48,56 @@ pub use crate::store::{AppCursor, AppFilter, AppRecord, IncidentFilter, Incident
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct IngestSummary {
     pub application: String,
-    /// `changed`, `duplicate` or `stale`.
-    pub outcome: &'static str,
+    pub outcome: IngestOutcome,
     pub sync: String,
     pub health: String,
     pub transitions: Vec<state::Transition>,
     pub incidents: Vec<IncidentChange>,
+}
+
+/// What became of one body (or one deletion Argo CD confirmed), as the API answers and the raw body is stored.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IngestOutcome {
+    /// New or changed: stored, with its transitions and incidents.
+    Changed,
+    /// The same content as stored (or, for a deletion, deleted already): only when it was seen moves.
+    Duplicate,
+    /// Older than what is stored: ignored.
+    Stale,
+    /// A deletion: the Application leaves the lists and what is open for it resolves.
+    Deleted,
+    /// A deletion of an Application Herald never saw.
+    Unknown,
+}
+
+impl IngestOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IngestOutcome::Changed => "changed",
+            IngestOutcome::Duplicate => "duplicate",
+            IngestOutcome::Stale => "stale",
+            IngestOutcome::Deleted => "deleted",
+            IngestOutcome::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for IngestOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// State's judgement of a body, named for the summary.
+impl From<&state::Outcome> for IngestOutcome {
+    fn from(outcome: &state::Outcome) -> Self {
+        match outcome {
+            state::Outcome::Stale { .. } => IngestOutcome::Stale,
+            state::Outcome::Duplicate(_) => IngestOutcome::Duplicate,
+            state::Outcome::Changed { .. } => IngestOutcome::Changed,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -209,7 +253,11 @@ impl Pipeline {
         metrics::counter!("herald_events_repeated_total").increment(1);
         Some(IngestSummary {
             application: answer.app.to_string(),
-            outcome: if answer.stale { "stale" } else { "duplicate" },
+            outcome: if answer.stale {
+                IngestOutcome::Stale
+            } else {
+                IngestOutcome::Duplicate
+            },
             sync: answer.sync,
             health: answer.health,
             transitions: Vec::new(),
@@ -246,7 +294,7 @@ impl Pipeline {
     }
 
     /// Argo CD confirmed `app` is gone: it leaves the lists and its open incidents resolve ("Application deleted").
-    /// The summary's outcome is `deleted`, `duplicate` (deleted already) or `unknown` (never seen).
+    /// The summary's outcome is `Deleted`, `Duplicate` (deleted already) or `Unknown` (never seen).
     pub async fn delete(&self, app: AppId) -> Result<IngestSummary, PipelineError> {
         self.submit(Work::Delete(app)).await
     }
@@ -637,5 +685,24 @@ impl Pipeline {
     /// The pipeline's clock, for what is built beside it (receivers on reload).
     pub fn clock(&self) -> SharedClock {
         self.core().clock.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IngestOutcome;
+
+    #[test]
+    fn an_outcome_is_answered_and_stored_as_its_lowercase_word() {
+        for (outcome, word) in [
+            (IngestOutcome::Changed, "changed"),
+            (IngestOutcome::Duplicate, "duplicate"),
+            (IngestOutcome::Stale, "stale"),
+            (IngestOutcome::Deleted, "deleted"),
+            (IngestOutcome::Unknown, "unknown"),
+        ] {
+            assert_eq!(outcome.as_str(), word);
+            assert_eq!(serde_json::to_value(outcome).expect("json"), word);
+        }
     }
 }

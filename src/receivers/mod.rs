@@ -298,12 +298,6 @@ impl ReceiverType {
     pub fn parse(s: &str) -> Option<ReceiverType> {
         ReceiverType::ALL.into_iter().find(|t| t.as_str() == s)
     }
-
-    /// `console, email, slack, …`: for a message that says what would have been accepted.
-    pub fn list() -> String {
-        let names: Vec<&str> = ReceiverType::ALL.iter().map(|t| t.as_str()).collect();
-        names.join(", ")
-    }
 }
 
 impl std::fmt::Display for ReceiverType {

@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::argocd::{
-    AppId, Condition, Destination, Operation, ResourceStatus, ResultResource, Snapshot, SourceRef, SyncPolicy,
+    AppId, Condition, Destination, HealthStatus, Operation, ResourceStatus, ResultResource, Snapshot, SourceRef,
+    SyncPolicy,
 };
 
 /// Bumped when the encoding changes, so old and new hashes never meet by accident.
@@ -199,7 +200,15 @@ impl Feed {
             hook_phase,
         } in resources
         {
-            for s in [group, kind, namespace, name, status, message, hook_phase] {
+            for s in [
+                group,
+                kind,
+                namespace,
+                name,
+                status.as_str(),
+                message,
+                hook_phase.as_str(),
+            ] {
                 self.str(s);
             }
         }
@@ -216,11 +225,11 @@ impl Feed {
             health,
             health_message,
         } = r;
-        for s in [group, kind, namespace, name, status] {
+        for s in [group, kind, namespace, name, status.as_str()] {
             self.str(s);
         }
         self.tag(u8::from(*requires_pruning));
-        self.opt(health.as_deref());
+        self.opt(health.as_ref().map(HealthStatus::as_str));
         self.opt(health_message.as_deref());
     }
 }
@@ -253,5 +262,47 @@ mod tests {
         let mut f = a.clone();
         f.sync_policy.prune = true;
         assert_ne!(content_hash(&a), content_hash(&f));
+    }
+
+    /// An Application with every kind of resource status: known, unknown, absent, and the template's `<nil>`.
+    const RESOURCES_BODY: &str = r#"{"app":{"metadata":{"name":"pay","namespace":"argocd"},
+        "status":{"sync":{"status":"OutOfSync"},"health":{"status":"Degraded","message":"1 of 2 down"},
+        "resources":[
+          {"kind":"Deployment","name":"api","namespace":"pay","status":"OutOfSync","health":{"status":"Degraded","message":"crash loop"}},
+          {"kind":"CronJob","name":"old","namespace":"pay","status":"OutOfSync","requiresPruning":true},
+          {"kind":"Widget","group":"x.io","name":"w","namespace":"pay","status":"Drifting","health":{"status":"Flapping"}},
+          {"kind":"Secret","name":"s","namespace":"pay","health":{"status":"<nil>"}},
+          {"kind":"Service","name":"ok","namespace":"pay","status":"Synced","health":{"status":"Healthy"}},
+          {"kind":"Job","name":"j","namespace":"pay","status":"Synced","health":{"status":"Missing"}}],
+        "operationState":{"phase":"Failed","message":"one or more objects failed to apply",
+          "startedAt":"2025-01-01T00:00:00Z","finishedAt":"2025-01-01T00:01:00Z",
+          "syncResult":{"revision":"abc","resources":[
+            {"kind":"Job","name":"migrate","namespace":"pay","status":"SyncFailed","hookPhase":"Failed","message":"backoff"},
+            {"kind":"ConfigMap","name":"c","namespace":"pay","status":"Pruned","message":"pruned"},
+            {"kind":"CronJob","name":"old","namespace":"pay","status":"PruneSkipped","message":"ignored (requires pruning)"},
+            {"kind":"Widget","name":"w","namespace":"pay","status":"<nil>","hookPhase":"Waiting"},
+            {"kind":"Service","name":"ok","namespace":"pay"}]}}}}}"#;
+
+    /// What the version before the typed resource statuses computed for [`RESOURCES_BODY`], read by `parse_body`
+    /// (`<nil>` cleared) and by the tolerant reader alone (`<nil>` kept as sent): hash and stored JSON.
+    const TYPED_HASH: &str = "5157d8f1ed7983497fb7164e4c27aab5";
+    const TYPED_JSON: &str = r#"{"app":{"instance":"default","namespace":"argocd","name":"pay"},"uid":null,"project":"default","destination":{"server":null,"name":null,"namespace":null},"labels":{},"annotations":{},"sync_status":"OutOfSync","revisions":[],"health_status":"Degraded","health_message":"1 of 2 down","operation":{"phase":"Failed","message":"one or more objects failed to apply","started_at":"2025-01-01T00:00:00Z","finished_at":"2025-01-01T00:01:00Z","initiator":{"automated":false,"username":null},"revision":"abc","revisions":[],"retry_count":0,"retry_limit":null,"resources":[{"group":"","kind":"Job","namespace":"pay","name":"migrate","status":"SyncFailed","message":"backoff","hook_phase":"Failed"},{"group":"","kind":"ConfigMap","namespace":"pay","name":"c","status":"Pruned","message":"pruned","hook_phase":""},{"group":"","kind":"CronJob","namespace":"pay","name":"old","status":"PruneSkipped","message":"ignored (requires pruning)","hook_phase":""},{"group":"","kind":"Widget","namespace":"pay","name":"w","status":"","message":"","hook_phase":"Waiting"},{"group":"","kind":"Service","namespace":"pay","name":"ok","status":"","message":"","hook_phase":""}]},"resources":[{"group":"","kind":"Deployment","namespace":"pay","name":"api","status":"OutOfSync","requires_pruning":false,"health":"Degraded","health_message":"crash loop"},{"group":"","kind":"CronJob","namespace":"pay","name":"old","status":"OutOfSync","requires_pruning":true,"health":null,"health_message":null},{"group":"x.io","kind":"Widget","namespace":"pay","name":"w","status":"Drifting","requires_pruning":false,"health":"Flapping","health_message":null},{"group":"","kind":"Secret","namespace":"pay","name":"s","status":"","requires_pruning":false,"health":null,"health_message":null},{"group":"","kind":"Job","namespace":"pay","name":"j","status":"Synced","requires_pruning":false,"health":"Missing","health_message":null}],"conditions":[],"sync_policy":{"automated":false,"prune":false,"self_heal":false},"sources":[],"previous_revision":null,"deleting":false,"health_changed_at":null,"source":"webhook","argocd_url":null,"observed_at":"2025-01-01T00:01:00Z"}"#;
+    const TOLERANT_HASH: &str = "a278438755e654ebd128d516a0989718";
+    const TOLERANT_JSON: &str = r#"{"app":{"instance":"default","namespace":"argocd","name":"pay"},"uid":null,"project":"default","destination":{"server":null,"name":null,"namespace":null},"labels":{},"annotations":{},"sync_status":"OutOfSync","revisions":[],"health_status":"Degraded","health_message":"1 of 2 down","operation":{"phase":"Failed","message":"one or more objects failed to apply","started_at":"2025-01-01T00:00:00Z","finished_at":"2025-01-01T00:01:00Z","initiator":{"automated":false,"username":null},"revision":"abc","revisions":[],"retry_count":0,"retry_limit":null,"resources":[{"group":"","kind":"Job","namespace":"pay","name":"migrate","status":"SyncFailed","message":"backoff","hook_phase":"Failed"},{"group":"","kind":"ConfigMap","namespace":"pay","name":"c","status":"Pruned","message":"pruned","hook_phase":""},{"group":"","kind":"CronJob","namespace":"pay","name":"old","status":"PruneSkipped","message":"ignored (requires pruning)","hook_phase":""},{"group":"","kind":"Widget","namespace":"pay","name":"w","status":"<nil>","message":"","hook_phase":"Waiting"},{"group":"","kind":"Service","namespace":"pay","name":"ok","status":"","message":"","hook_phase":""}]},"resources":[{"group":"","kind":"Deployment","namespace":"pay","name":"api","status":"OutOfSync","requires_pruning":false,"health":"Degraded","health_message":"crash loop"},{"group":"","kind":"CronJob","namespace":"pay","name":"old","status":"OutOfSync","requires_pruning":true,"health":null,"health_message":null},{"group":"x.io","kind":"Widget","namespace":"pay","name":"w","status":"Drifting","requires_pruning":false,"health":"Flapping","health_message":null},{"group":"","kind":"Secret","namespace":"pay","name":"s","status":"","requires_pruning":false,"health":"<nil>","health_message":null},{"group":"","kind":"Job","namespace":"pay","name":"j","status":"Synced","requires_pruning":false,"health":"Missing","health_message":null}],"conditions":[],"sync_policy":{"automated":false,"prune":false,"self_heal":false},"sources":[],"previous_revision":null,"deleting":false,"health_changed_at":null,"source":"webhook","argocd_url":null,"observed_at":"2025-01-01T00:01:00Z"}"#;
+
+    #[test]
+    fn resource_statuses_are_hashed_and_stored_as_argo_cd_wrote_them() {
+        let typed = snap(RESOURCES_BODY);
+        let value: serde_json::Value = serde_json::from_str(RESOURCES_BODY).expect("json");
+        let tolerant = crate::argocd::from_value(&value).expect("valid");
+        for (s, hash, json) in [
+            (&typed, TYPED_HASH, TYPED_JSON),
+            (&tolerant, TOLERANT_HASH, TOLERANT_JSON),
+        ] {
+            assert_eq!(content_hash(s), hash, "the stored hash stays");
+            assert_eq!(serde_json::to_string(s).expect("json"), json, "the stored JSON stays");
+            let back: crate::argocd::Snapshot = serde_json::from_str(json).expect("stored JSON reads back");
+            assert_eq!(&back, s, "and reads back as the same snapshot");
+        }
     }
 }

@@ -50,15 +50,42 @@ pub struct AppState {
     pub deployed: Option<(String, Option<DateTime<Utc>>)>,
 }
 
+/// Where an Application is in its life, as `/v1/apps` and the timeline's `lifecycle` transitions name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lifecycle {
+    Active,
+    /// Argo CD is deleting it (`metadata.deletionTimestamp`).
+    Deleting,
+    /// Argo CD confirmed it is gone.
+    Deleted,
+}
+
+impl Lifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Active => "active",
+            Lifecycle::Deleting => "deleting",
+            Lifecycle::Deleted => "deleted",
+        }
+    }
+}
+
+impl std::fmt::Display for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl AppState {
-    /// `deleting` while Argo CD deletes it, `deleted` once confirmed gone, else `active`.
-    pub fn lifecycle(&self) -> &'static str {
+    /// `Deleting` while Argo CD deletes it, `Deleted` once confirmed gone, else `Active`.
+    pub fn lifecycle(&self) -> Lifecycle {
         if self.deleted_at.is_some() {
-            "deleted"
+            Lifecycle::Deleted
         } else if self.snapshot.deleting {
-            "deleting"
+            Lifecycle::Deleting
         } else {
-            "active"
+            Lifecycle::Active
         }
     }
 
@@ -114,16 +141,6 @@ impl Seen {
             state.snapshot.argocd_url = self.argocd_url;
         }
         state.snapshot.observed_at = self.snapshot_observed_at;
-    }
-}
-
-impl Outcome {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Outcome::Stale { .. } => "stale",
-            Outcome::Duplicate(_) => "duplicate",
-            Outcome::Changed { .. } => "changed",
-        }
     }
 }
 
@@ -473,14 +490,26 @@ mod tests {
     fn a_deleted_application_stays_deleted_until_a_new_one_takes_its_name() {
         let now = t("2025-01-01T00:00:00Z");
         let state = first(out_of_sync_as("u1", "2025-01-01T00:00:00Z"), now);
-        assert_eq!(state.lifecycle(), "active");
+        assert_eq!(state.lifecycle(), Lifecycle::Active);
         let mut deleting = out_of_sync_as("u1", "2025-01-01T00:10:00Z");
         deleting.deleting = true;
         let state = changed(Some(&state), deleting, now, "deletion is a change");
-        assert_eq!(state.lifecycle(), "deleting");
+        assert_eq!(state.lifecycle(), Lifecycle::Deleting);
         assert!(!state.is_live());
         let gone = delete(&state, t("2025-01-01T00:11:00Z")).expect("deleted");
-        assert_eq!(gone.lifecycle(), "deleted");
+        assert_eq!(gone.lifecycle(), Lifecycle::Deleted);
+        for (l, word) in [
+            (Lifecycle::Active, "active"),
+            (Lifecycle::Deleting, "deleting"),
+            (Lifecycle::Deleted, "deleted"),
+        ] {
+            assert_eq!(
+                serde_json::to_value(l).expect("json"),
+                word,
+                "shown as the word it always was"
+            );
+            assert_eq!(l.to_string(), word, "and recorded so in the timeline");
+        }
         assert_eq!(delete(&gone, t("2025-01-01T00:12:00Z")), None, "deleted once");
 
         let late = out_of_sync_as("u1", "2025-01-01T00:20:00Z");
@@ -496,7 +525,7 @@ mod tests {
             later,
             "a new uid is a new Application",
         );
-        assert_eq!(new.lifecycle(), "active");
+        assert_eq!(new.lifecycle(), Lifecycle::Active);
         assert_eq!(new.first_seen, later);
         assert_eq!(new.sync_since, later, "the clock starts again");
     }

@@ -134,7 +134,7 @@ fn prune_pending(s: &AppState) -> bool {
     snap.resources.iter().any(|r| r.requires_pruning)
         || (snap.operation.iter())
             .flat_map(|o| &o.resources)
-            .any(|r| r.status == "PruneSkipped")
+            .any(|r| r.status == crate::argocd::ResultCode::PruneSkipped)
 }
 
 /// `last_seen` only moves forward: a replica whose cached state is older than what another wrote keeps the later.
