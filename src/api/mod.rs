@@ -139,9 +139,10 @@ async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     )))
 }
 
-/// The `limit` query parameter: 1000 unless given, at most 10000.
+/// The `limit` query parameter: 100 unless given, at most 1000 (as the API description says): a default page is
+/// what a person reads, and what a busy store can answer in a few milliseconds.
 fn limit(l: Option<i64>) -> Result<i64, ApiError> {
-    limit_of(l, 1000, 10_000)
+    limit_of(l, 100, 1000)
 }
 
 /// The `limit` query parameter: `default` unless given, at most `max` (a page must fit in memory).

@@ -31,7 +31,7 @@ use crate::configuration::Settings;
 use crate::domain::{DeliveryState, IncidentState, Kind};
 use crate::live::Live;
 use crate::routing::inhibit::Inhibitor;
-use crate::routing::{self, Router, Silence};
+use crate::routing::{Router, Silence};
 use crate::state;
 use crate::store::{Store, StoreError};
 use crate::telemetry::GaugeReadings;
@@ -458,18 +458,15 @@ impl Pipeline {
         }
         let now = self.now();
         let silences = core.store.silences(false, now).await?;
-        // One read per Application with a firing incident on the page: its open incidents, as a send would see them.
-        let mut open: std::collections::HashMap<AppId, Vec<routing::inhibit::Candidate>> = Default::default();
+        // One read for the Applications with a firing incident on the page: their open incidents, as a send
+        // would see them.
+        let mut apps: Vec<AppId> = (list.iter().filter(|r| r.state == IncidentState::Firing))
+            .map(|r| r.app.clone())
+            .collect();
+        apps.sort();
+        apps.dedup();
+        let open = Core::candidates_by_app(&core.store.open_incidents_read(&apps).await?);
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
-            if !open.contains_key(&rec.app) {
-                let of_app = IncidentFilter {
-                    app: Some(rec.app.clone()),
-                    limit: 100,
-                    ..Default::default()
-                };
-                let candidates = Core::candidates(&core.store.incidents(&of_app).await?);
-                open.insert(rec.app.clone(), candidates);
-            }
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);
             rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()), rec.ack.as_ref());

@@ -172,6 +172,24 @@ impl Store {
         Ok(out)
     }
 
+    /// [`Store::open_incidents_of`] outside a write transaction (a list that says what holds each incident back).
+    pub async fn open_incidents_read(&self, ids: &[AppId]) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
+            format!(
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
+                 AND state IN ('pending', 'firing')"
+            )
+        })
+        .await?;
+        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+        for r in &rows {
+            let rec = incident_from_row(r)?;
+            out.entry(rec.app.clone()).or_default().push(rec);
+        }
+        Ok(out)
+    }
+
     pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
         Ok(Self::open_incidents_of(tx, std::slice::from_ref(app))
             .await?
@@ -343,11 +361,19 @@ impl Store {
             .or(f.instance.as_deref())
             .unwrap_or("");
         let order = if f.soonest_first { "fire_at ASC, id" } else { "id DESC" };
+        // Each filter given is a plain comparison the planner can use an index for (`state, id`; the
+        // Application's); one not given is a constant test of its empty parameter, so the binds stay in place.
+        let given = |yes: bool, sql: &'static str, absent: &'static str| if yes { sql } else { absent };
         let rows = q!(format!(
-            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE ($1 = '' OR state = $1) AND ($2 = '' OR team = $2) \
-             AND ($3 = '' OR kind = $3) AND ($4 = '' OR (namespace = $4 AND name = $5)) \
-             AND ($6 = 0 OR id < $6) AND ($8 < 0 OR notified = $8) AND ($9 = '' OR instance = $9) \
-             ORDER BY {order} LIMIT $7"
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE {} AND {} AND {} AND {} AND {} AND {} AND {} \
+             ORDER BY {order} LIMIT $7",
+            given(f.state.is_some(), "state = $1", "$1 = ''"),
+            given(f.team.as_deref().is_some_and(|t| !t.is_empty()), "team = $2", "$2 = ''"),
+            given(f.kind.is_some(), "kind = $3", "$3 = ''"),
+            given(!ns.is_empty(), "namespace = $4 AND name = $5", "$4 = '' AND $5 = $5"),
+            given(f.before_id.is_some_and(|b| b != 0), "id < $6", "$6 = 0"),
+            given(f.notified.is_some(), "notified = $8", "$8 < 0"),
+            given(!instance.is_empty(), "instance = $9", "$9 = ''"),
         ))
         .bind(f.state.map_or("", IncidentState::as_str))
         .bind(f.team.as_deref().unwrap_or(""))

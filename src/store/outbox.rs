@@ -184,9 +184,15 @@ impl Store {
         limit: i64,
         before_id: Option<i64>,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
+        // Plain comparisons where a filter is given, so the planner walks the `state, id` index (or the ids).
         let rows = q!(format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE ($1 = '' OR state = $1) AND ($2 = 0 OR id < $2) \
-             ORDER BY id DESC LIMIT $3"
+            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE {} AND {} ORDER BY id DESC LIMIT $3",
+            if state.is_some() { "state = $1" } else { "$1 = ''" },
+            if before_id.is_some_and(|b| b != 0) {
+                "id < $2"
+            } else {
+                "$2 = 0"
+            },
         ))
         .bind(state.map_or("", DeliveryState::as_str))
         .bind(before_id.unwrap_or(0))

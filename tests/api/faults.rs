@@ -109,6 +109,18 @@ async fn json(url: String) -> Option<Value> {
     reqwest::get(url).await.ok()?.json().await.ok()
 }
 
+/// Every page of a list (pages of at most 1,000, following `next`), as one `{count, items}`.
+async fn all(base: &str, path: &str) -> Option<Value> {
+    let mut items = Vec::new();
+    let mut next = Some(path.to_string());
+    while let Some(path) = next {
+        let page = json(format!("{base}{path}")).await?;
+        items.extend(page["items"].as_array()?.iter().cloned());
+        next = page["next"].as_str().map(str::to_string);
+    }
+    Some(serde_json::json!({"count": items.len(), "items": items}))
+}
+
 /// Waits until every outbox row is done, then checks one ticket per incident and the chat deliveries.
 async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServer, acked: &HashSet<String>) {
     for name in acked {
@@ -119,11 +131,11 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
         );
     }
     let firing = eventually(Duration::from_secs(60), || async {
-        let pending = json(format!("{base}/v1/outbox?state=pending&limit=10000")).await?;
-        let dead = json(format!("{base}/v1/outbox?state=dead&limit=10000")).await?;
+        let pending = all(base, "/v1/outbox?state=pending&limit=1000").await?;
+        let dead = all(base, "/v1/outbox?state=dead&limit=1000").await?;
         assert_eq!(dead["count"], 0, "nothing dead: {dead}");
-        let firing = json(format!("{base}/v1/incidents?state=firing&kind=sync_failed&limit=10000")).await?;
-        let done = json(format!("{base}/v1/outbox?state=done&limit=10000")).await?;
+        let firing = all(base, "/v1/incidents?state=firing&kind=sync_failed&limit=1000").await?;
+        let done = all(base, "/v1/outbox?state=done&limit=1000").await?;
         let tickets_done = done["items"]
             .as_array()?
             .iter()
@@ -138,9 +150,7 @@ async fn assert_all_delivered_once(base: &str, gh: &GithubFake, chat: &MockServe
     let per_fp = gh.creations_per_fingerprint();
     assert_eq!(per_fp.len(), incidents, "one ticket for each incident");
     assert!(per_fp.values().all(|&n| n == 1), "no ticket opened twice: {per_fp:?}");
-    let done = json(format!("{base}/v1/outbox?state=done&limit=10000"))
-        .await
-        .expect("outbox");
+    let done = all(base, "/v1/outbox?state=done&limit=1000").await.expect("outbox");
     let chat_rows = done["items"]
         .as_array()
         .expect("items")
