@@ -8,13 +8,15 @@ mod acks;
 mod cache;
 pub mod delivery;
 pub mod explain;
+mod history;
 mod ingest;
 mod links;
 mod scheduler;
 mod source_status;
 
 pub use acks::AckOutcome;
-pub use links::LinkOutcome;
+pub use history::{HistoryCursor, HistoryItem, HistoryPage};
+pub use links::{LinkOutcome, SilenceEnd};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;
@@ -39,7 +41,9 @@ use ingest::{Job, Work, batch_writer};
 
 /// The records the read methods return.
 pub use crate::store::HeldDropRow;
-pub use crate::store::{AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry};
+pub use crate::store::{
+    AboutDelivery, AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry,
+};
 
 /// What one accepted body did, as the API answers it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -57,7 +57,7 @@ pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
-pub use outbox::{NewDelivery, OutboxRecord};
+pub use outbox::{AboutDelivery, HistoryBound, NewDelivery, OutboxRecord};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -339,7 +339,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 8] = [
+const MIGRATIONS: [MigrationFile; 9] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -348,6 +348,7 @@ const MIGRATIONS: [MigrationFile; 8] = [
     migration!(6, "outbox_thread", "0006_outbox_thread.sql"),
     migration!(7, "instances", "0007_instances.sql"),
     migration!(8, "acknowledgements", "0008_acknowledgements.sql"),
+    migration!(10, "outbox_apps", "0010_outbox_apps.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {
