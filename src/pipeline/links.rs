@@ -50,11 +50,12 @@ impl Core {
                     ),
                 })
                 .collect();
-            let team: String = url::form_urlencoded::byte_serialize(i.team.as_bytes()).collect();
-            links.push(MessageLink {
-                label: "Open in Herald".into(),
-                url: format!("{base}/?team={team}"),
-            });
+            if let Some(url) = crate::domain::link::herald_app_page(base, &i.instance, &i.app_namespace, &i.app_name) {
+                links.push(MessageLink {
+                    label: "Open in Herald".into(),
+                    url,
+                });
+            }
             i.actions = links;
         }
     }
