@@ -650,6 +650,15 @@ mod tests {
     }
 
     #[test]
+    fn the_pages_time_zone_is_utc_unless_set_and_an_unknown_one_is_refused() {
+        let zone = |yaml: &str| Settings::from_yaml(yaml).expect(yaml).server.zone();
+        assert_eq!(zone(""), chrono_tz::UTC);
+        assert_eq!(zone("server: {time_zone: Europe/Berlin}"), chrono_tz::Europe::Berlin);
+        let e = refused("server: {time_zone: Mars/Olympus}");
+        assert!(e.contains("server.time_zone") && e.contains("Mars/Olympus"), "{e}");
+    }
+
+    #[test]
     fn the_public_url_is_optional_and_must_be_an_http_url() {
         let url = |yaml: &str| Settings::from_yaml(yaml).expect(yaml).server.public_url;
         assert_eq!(url(""), None);
