@@ -121,7 +121,7 @@ impl Pipeline {
                 (HistoryCursor::of(&item, id), item)
             }))
             .collect();
-        all.sort_by(|a, b| b.0.cmp(&a.0));
+        all.sort_by_key(|(cursor, _)| std::cmp::Reverse(*cursor));
         let more = all.len() as i64 > limit;
         all.truncate(limit.max(0) as usize);
         let older = more.then(|| all.last().map(|(c, _)| *c)).flatten();
