@@ -130,15 +130,17 @@ async fn an_applications_page_tells_its_story_newest_first_in_words_and_in_the_r
         "who was told, in the incident: {html}"
     );
 
-    // Alice acknowledges through the API; the page says so.
-    let r = app
-        .client
-        .post(format!("{}/v1/incidents/{id}/ack", app.address))
-        .json(&json!({"by": "alice"}))
-        .send()
-        .await
-        .expect("ack");
-    assert_eq!(r.status(), 200);
+    // Alice acknowledges with the page's form: an open Herald (no server.auth) asks who she is.
+    let ack = format!("/incidents/{id}/ack");
+    let token = token_of(&html, &ack).expect("an open Herald shows the forms");
+    assert!(html.contains("name=\"name\""), "and asks for a name");
+    let fields = [
+        ("csrf", token.as_str()),
+        ("back", "/apps/argocd/pay-api"),
+        ("name", "alice"),
+    ];
+    let (status, location, answer) = post_form(&app, None, &ack, &fields).await;
+    assert_eq!((status, location.as_str()), (303, "/apps/argocd/pay-api"), "{answer}");
     let (_, html) = page(&app, "/apps/argocd/pay-api").await;
     assert!(
         html.contains("Acknowledged by alice at 11:00 UTC, until resolved"),
@@ -253,11 +255,13 @@ const ALICE: &str = "alice-respond-token-0123456789";
 const READER: &str = "reader-token-0123456789";
 const ADMIN: &str = "admin-token-0123456789abc";
 const ARGOCD: &str = "argocd-ingest-token-0123456789";
+const KEY: &str = "the-form-signing-key-0123456789abcdef";
 
 fn guarded_config(dir: &Path) -> String {
     format!(
         r#"
 server:
+  link_signing_key: {KEY}
   auth:
     bearer_tokens: [{{name: alice, token: {ALICE}, scope: respond}}, {{name: root, token: {ADMIN}, scope: admin}}]
     read_tokens: [{{name: dashboard, token: {READER}}}]
@@ -284,7 +288,7 @@ async fn get_as(app: &TestApp, token: &str, path: &str) -> (u16, String) {
 }
 
 /// Posts a form as a browser would (no redirect followed): the status, the `Location`, the body.
-async fn post_form(app: &TestApp, token: &str, path: &str, fields: &[(&str, &str)]) -> (u16, String, String) {
+async fn post_form(app: &TestApp, token: Option<&str>, path: &str, fields: &[(&str, &str)]) -> (u16, String, String) {
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -292,9 +296,11 @@ async fn post_form(app: &TestApp, token: &str, path: &str, fields: &[(&str, &str
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(fields)
         .finish();
-    let r = client
-        .post(format!("{}{path}", app.address))
-        .bearer_auth(token)
+    let mut r = client.post(format!("{}{path}", app.address));
+    if let Some(token) = token {
+        r = r.bearer_auth(token);
+    }
+    let r = r
         .header("content-type", "application/x-www-form-urlencoded")
         .header("origin", &app.address)
         .body(body)
@@ -355,6 +361,7 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
     assert_eq!(status, 200);
     let alices = token_of(&alice_page, &ack).expect("alice gets the Acknowledge form");
     assert!(token_of(&alice_page, &silence).is_none(), "silencing needs admin");
+    assert!(!alice_page.contains(KEY), "the key signs the tokens, never shows");
     let (_, read_page) = get_as(&app, READER, "/apps/argocd/pay-api").await;
     assert!(!read_page.contains("<form"), "a read-only credential gets no forms");
     let (_, status_page) = get_as(&app, ALICE, "/").await;
@@ -380,7 +387,7 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
             vec![("csrf", alices.as_str()), ("back", back)],
         ),
     ] {
-        let (status, _, page) = post_form(&app, token, &ack, &fields).await;
+        let (status, _, page) = post_form(&app, Some(token), &ack, &fields).await;
         assert_eq!(status, 403, "{who}: {page}");
         assert!(page.contains("<h1>Not allowed</h1>"), "{who}: a page, not JSON: {page}");
         assert!(unacknowledged().await, "{who} changed nothing");
@@ -397,7 +404,7 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
         ("for", "4h"),
         ("comment", "rolling back"),
     ];
-    let (status, location, page) = post_form(&app, ALICE, &ack, &fields).await;
+    let (status, location, page) = post_form(&app, Some(ALICE), &ack, &fields).await;
     assert_eq!((status, location.as_str()), (303, back), "{page}");
     let acked = the_incident(&app).await["acknowledged"].clone();
     assert_eq!(acked["by"], "alice");
@@ -417,7 +424,7 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
         ("back", "https://evil.example/"),
         ("for", "1h"),
     ];
-    let (status, location, page) = post_form(&app, ADMIN, &silence, &fields).await;
+    let (status, location, page) = post_form(&app, Some(ADMIN), &silence, &fields).await;
     assert_eq!((status, location.as_str()), (303, "/"), "{page}");
     let (_, silences) = get_as(&app, READER, "/v1/silences").await;
     let silences: Value = serde_json::from_str(&silences).expect("json");
@@ -425,7 +432,13 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
     assert_eq!(silences["items"][0]["created_by"], "root");
     assert_eq!(silences["items"][0]["ends_at"], "2026-03-02T11:00:00Z");
     // A bad duration is a 400 page; a form from another site is refused before any token is looked at.
-    let (status, _, _) = post_form(&app, ADMIN, &silence, &[("csrf", roots.as_str()), ("for", "forever")]).await;
+    let (status, _, _) = post_form(
+        &app,
+        Some(ADMIN),
+        &silence,
+        &[("csrf", roots.as_str()), ("for", "forever")],
+    )
+    .await;
     assert_eq!(status, 400);
     let r = app
         .client
