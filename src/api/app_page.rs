@@ -218,7 +218,7 @@ fn incidents_section(
                 }
                 @let mine: Vec<&AboutDelivery> = told.iter().filter(|d| d.incident_id == i.id).collect();
                 @if mine.is_empty() { p.empty { "No one has been told yet." } } @else {
-                    ul.told { @for d in mine { li { (delivery_line(d, zone, now)) } } }
+                    ul.told { @for d in mine { li { span.nowrap { (zone.short(d.queued_at, now)) } " — " (delivery_line(d, zone, now)) } } }
                 }
                 (forms.for_incident(i, here))
             }
@@ -226,11 +226,10 @@ fn incidents_section(
     }
 }
 
-/// `10:01 CET — chat told: pay-api: OutOfSync for over 1 h (fired) — delivered at 10:01 CET`.
+/// `chat told: pay-api: OutOfSync for over 1 h (fired) — delivered at 10:01 CET`.
 fn delivery_line(d: &AboutDelivery, zone: &Zone, now: DateTime<Utc>) -> Markup {
     let (title, reason) = title_and_reason(&d.delivery.payload);
     html! {
-        span.nowrap { (zone.short(d.queued_at, now)) } " — "
         strong { (d.delivery.receiver) } " " (words::action(d.delivery.action))
         @if !title.is_empty() { ": " (title) }
         @if !reason.is_empty() { " (" (reason) ")" }
