@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, parse_column};
+use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Action, DeliveryState};
@@ -251,21 +251,22 @@ impl Store {
         about: &[(i64, &AppId)],
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        for (incident, app) in about {
-            tx.exec(
-                q!(
-                    "INSERT INTO outbox_apps (outbox_id, incident_id, instance, namespace, name, created_at) \
-                    VALUES ($1, $2, $3, $4, $5, $6)"
-                )
+        let sql = |values: &str| {
+            format!(
+                "INSERT INTO outbox_apps (outbox_id, incident_id, instance, namespace, name, created_at) VALUES {values}"
+            )
+        };
+        // Several rows a statement: a group's message may be about hundreds of incidents.
+        execute_in_chunks(tx, about, 64, 6, sql, |query, (incident, app)| {
+            query
                 .bind(outbox_id)
                 .bind(*incident)
                 .bind(&app.instance)
                 .bind(&app.namespace)
                 .bind(&app.name)
-                .bind(to_millis(now)),
-            )
-            .await?;
-        }
+                .bind(to_millis(now))
+        })
+        .await?;
         Ok(())
     }
 
