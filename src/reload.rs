@@ -282,6 +282,7 @@ mod tests {
             "max_clock_skew: 1m",
             "max_inflight_body_bytes: 1048576",
             "body_read_timeout: 3s",
+            "time_zone: Europe/Berlin",
         ] {
             let new = Settings::from_yaml(&format!(
                 "server: {{listen: '127.0.0.1:8080', {key}}}\nstorage: {{url: 'sqlite://a.db'}}\nrules: {{degraded: {{for: 5m}}}}"

@@ -58,6 +58,7 @@ impl Application {
             body_limits: BodyLimits::of(&settings.server),
             metrics: crate::telemetry::metrics(),
             hosts: settings.server.hosts(),
+            form_key: api::FormKey::of(&settings.server),
         });
         let budget = web::Data::new(api::BodyBudget::of(&settings.server));
         let api = data.clone();

@@ -10,8 +10,9 @@ use herald::configuration::StorageSettings;
 use herald::domain::Incident;
 use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
+use herald::state::Transition;
 use herald::state::{Outcome, apply};
-use herald::store::{AppFilter, HeldDropRow, IncidentFilter, NewDelivery, SlotState, Store};
+use herald::store::{AppFilter, HeldDropRow, HistoryBound, IncidentFilter, NewDelivery, SlotState, Store};
 use secrecy::SecretString;
 
 #[path = "common/fresh_db.rs"]
@@ -89,7 +90,102 @@ contract!(
     delivered_rows_are_purged_after_their_retention,
     a_digest_slot_is_claimed_once_with_its_deliveries,
     a_held_listing_drop_is_kept_replaced_and_released,
+    an_applications_history_pages_newest_first_and_its_deliveries_go_with_their_purge,
 );
+
+async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_their_purge(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let (a, b) = (app("pay"), app("ledger"));
+    let at = |m: i64| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(m);
+    let mut tx = store.begin().await.expect("tx");
+    let change = |field: &str, to: &str| Transition {
+        field: field.into(),
+        from: None,
+        to: to.into(),
+    };
+    let rows = vec![
+        (a.clone(), at(0), change("sync", "OutOfSync")),
+        (a.clone(), at(0), change("health", "Healthy")),
+        (b.clone(), at(1), change("sync", "Synced")),
+        (a.clone(), at(2), change("sync", "Synced")),
+    ];
+    Store::add_transitions_many(&mut tx, &rows).await.expect("transitions");
+    // d1 about incident 1 of pay; d2 about its incidents 1 and 2 (one message); d3 about ledger's incident 3.
+    let mut ids = Vec::new();
+    for (m, about) in [(0, vec![(1, &a)]), (1, vec![(1, &a), (2, &a)]), (2, vec![(3, &b)])] {
+        let id = Store::enqueue(&mut tx, &delivery(&format!("t{m}"), m as usize), at(m))
+            .await
+            .expect("enqueue");
+        Store::index_delivery(&mut tx, id, &about, at(m)).await.expect("index");
+        ids.push(id);
+    }
+    Store::add_escalation(&mut tx, 1, 2, 3600, at(90), &["manager".to_string()])
+        .await
+        .expect("step 2");
+    Store::add_escalation(&mut tx, 1, 1, 1800, at(60), &["pager".to_string()])
+        .await
+        .expect("step 1");
+    tx.commit().await.expect("commit");
+
+    let timeline = store
+        .timeline_before(&a, HistoryBound::NONE, 10)
+        .await
+        .expect("timeline");
+    let fields: Vec<&str> = timeline.iter().map(|(_, t)| t.to.as_str()).collect();
+    assert_eq!(fields, ["Synced", "Healthy", "OutOfSync"], "newest first, only pay's");
+    let (id, first) = &timeline[1];
+    let bound = HistoryBound {
+        at: first.at.timestamp_millis(),
+        id: *id,
+    };
+    let older = store.timeline_before(&a, bound, 10).await.expect("older");
+    assert_eq!(older.len(), 1, "strictly before the cursor: {older:?}");
+    assert_eq!(older[0].1.to, "OutOfSync");
+
+    let of_pay = store
+        .app_deliveries(&a, HistoryBound::NONE, 10)
+        .await
+        .expect("deliveries");
+    let told: Vec<i64> = of_pay.iter().map(|d| d.delivery.id).collect();
+    assert_eq!(
+        told,
+        [ids[1], ids[0]],
+        "newest first, a message about two incidents once"
+    );
+    assert_eq!(of_pay[0].queued_at, at(1));
+    let bound = HistoryBound {
+        at: at(1).timestamp_millis(),
+        id: ids[1],
+    };
+    let before = store.app_deliveries(&a, bound, 10).await.expect("older deliveries");
+    assert_eq!(before.iter().map(|d| d.delivery.id).collect::<Vec<_>>(), [ids[0]]);
+    let about_one: Vec<i64> = (store.incident_deliveries(&[1], 10).await.expect("of incident 1").iter())
+        .map(|d| d.delivery.id)
+        .collect();
+    assert_eq!(about_one, [ids[1], ids[0]]);
+    assert!(store.incident_deliveries(&[], 10).await.expect("none").is_empty());
+
+    let (step, due) = store.next_escalation(1).await.expect("read").expect("a step");
+    assert_eq!(
+        (step.step, step.receivers.as_slice(), due),
+        (1, &["pager".to_string()][..], at(60))
+    );
+    assert!(store.next_escalation(2).await.expect("read").is_none());
+
+    // The oldest delivery is done and purged: it leaves the page with its row.
+    let claimed = store.claim_deliveries("me", at(3), at(4), 10).await.expect("claim");
+    let first = claimed.iter().find(|d| d.id == ids[0]).expect("claimed");
+    store.delivered(first, None, at(3)).await.expect("done");
+    assert_eq!(store.purge_delivered(at(5)).await.expect("purge"), 1);
+    let left: Vec<i64> = (store
+        .app_deliveries(&a, HistoryBound::NONE, 10)
+        .await
+        .expect("deliveries")
+        .iter())
+    .map(|d| d.delivery.id)
+    .collect();
+    assert_eq!(left, [ids[1]]);
+}
 
 async fn a_held_listing_drop_is_kept_replaced_and_released(engine: &str) {
     let (store, _db) = fresh(engine).await;

@@ -10,8 +10,10 @@
 //!   `same-site`, or an `Origin` whose host is not the request's), unless it carries a bearer token (which a browser
 //!   never adds by itself, unlike remembered Basic credentials): 403.
 //!
-//! The status page has no forms and runs no scripts, so there is no CSRF token to hand out: every change goes
-//! through the JSON API. The probes (`/healthz`, `/readyz`) answer whatever the `Host`: the kubelet calls them by
+//! The pages run no scripts; their only forms (Acknowledge and Silence, `forms`) post a form body to
+//! `/incidents/{id}/ack|silence`, the one place besides the signed links' `/act/` where a form is taken — each
+//! carries a CSRF token bound to the caller, the incident and the hour. Every other change goes through the JSON
+//! API. The probes (`/healthz`, `/readyz`) answer whatever the `Host`: the kubelet calls them by
 //! the pod's IP.
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -75,13 +77,13 @@ fn refusal(req: &ServiceRequest, hosts: &AllowedHosts) -> Option<ApiError> {
     }
     let headers = req.headers();
     // A signed link's confirmation page posts a form to itself: the link's signature, not a credential the browser
-    // adds, is what lets it act, so a form there is no forgery (the cross-site check below still applies).
-    let signed_link = req.path().starts_with("/act/");
-    // Slack posts its button clicks as a form, signed with the app's signing secret (checked by the route).
+    // adds, is what lets it act, so a form there is no forgery. The pages' Acknowledge and Silence forms carry a
+    // token only Herald's own page could have handed out (see `forms`). Slack posts its button clicks as a form,
+    // signed with the app's signing secret (checked by the route). The cross-site check below still applies.
     let slack_click = *req.method() == Method::POST && req.path() == "/v1/slack/interactions";
+    let form = req.path().starts_with("/act/") || is_page_form(req.path()) || slack_click;
     if let Some(ct) = headers.get(header::CONTENT_TYPE)
-        && !signed_link
-        && !slack_click
+        && !form
         && !is_json(ct.to_str().unwrap_or(""))
     {
         return Some(ApiError::UnsupportedMediaType(format!(
@@ -106,6 +108,13 @@ fn refusal(req: &ServiceRequest, hosts: &AllowedHosts) -> Option<ApiError> {
         )));
     }
     None
+}
+
+/// `/incidents/{id}/ack` or `/incidents/{id}/silence`: the pages' forms (not the JSON API under `/v1`).
+fn is_page_form(path: &str) -> bool {
+    path.strip_prefix("/incidents/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(id, action)| !id.is_empty() && matches!(action, "ack" | "silence"))
 }
 
 /// The `Host` the request names (HTTP/2 `:authority` when there is no header); empty when none.
@@ -217,6 +226,20 @@ mod tests {
         ] {
             assert_eq!(refused(slack(m.clone(), p), &loopback()), Some(415), "{m} {p}");
         }
+        let page_form = TestRequest::post()
+            .uri("/incidents/12/ack")
+            .insert_header((header::HOST, "localhost:8080"))
+            .insert_header((header::CONTENT_TYPE, "application/x-www-form-urlencoded"));
+        assert_eq!(
+            refused(page_form, &loopback()),
+            None,
+            "a page's form (it carries its own token)"
+        );
+        let api_form = TestRequest::post()
+            .uri("/v1/incidents/12/ack")
+            .insert_header((header::HOST, "localhost:8080"))
+            .insert_header((header::CONTENT_TYPE, "application/x-www-form-urlencoded"));
+        assert_eq!(refused(api_form, &loopback()), Some(415), "the API takes JSON only");
         let get_form = TestRequest::get()
             .uri("/v1/apps")
             .insert_header((header::HOST, "localhost"))

@@ -1,16 +1,19 @@
 //! HTTP handlers only: parse, call the pipeline, map errors ([`ApiError`]). One room per resource (`events`, `apps`,
-//! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page`); this module wires the routes, each with the
-//! scope it needs (`auth`, route middleware, slowed down for guessers by `throttle`), and holds what they share: the
-//! [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
+//! `incidents`, `silences`, `outbox`, `probes`, the HTML `status_page` and `app_page` with their `forms`, sharing
+//! `html` and `words`); this module wires the routes, each with the scope it needs (`auth`, route middleware,
+//! slowed down for guessers by `throttle`), and holds what they share: the [`AppContext`] and the query helpers. `forgery` is the middleware every route sits behind (Host, Content-Type and
 //! cross-site checks).
 
 mod acks;
 mod actions;
+mod app_page;
 mod apps;
 mod auth;
 mod error;
 mod events;
 mod forgery;
+mod forms;
+mod html;
 mod incidents;
 mod limits;
 mod outbox;
@@ -19,6 +22,7 @@ mod silences;
 mod slack;
 mod status_page;
 mod throttle;
+mod words;
 
 use std::sync::Arc;
 
@@ -31,6 +35,7 @@ pub use apps::MAX_PRUNE_ROWS;
 pub use auth::{Auth, Caller};
 pub use error::ApiError;
 pub use forgery::guard as refuse_forgeries;
+pub use forms::FormKey;
 pub use limits::BodyBudget;
 
 /// What every handler can reach.
@@ -41,6 +46,8 @@ pub struct AppContext {
     pub body_limits: BodyLimits,
     /// The `Host` names requests may carry (`server.allowed_hosts`).
     pub hosts: crate::configuration::AllowedHosts,
+    /// Signs the tokens of the pages' forms (see `forms`).
+    pub form_key: FormKey,
 }
 
 /// What the event endpoint accepts (`server.max_body_bytes`, `server.max_json_depth`).
@@ -60,9 +67,10 @@ impl BodyLimits {
 }
 
 /// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
-/// reading the API and the status page needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
+/// reading the API and the pages needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
 /// bodies received, silences and retries need `admin`. The signed one-click links and Slack's button clicks carry
-/// their own signature instead.
+/// their own signature instead; the pages' forms are routed with `read` and check the scope they need themselves,
+/// to answer with a page (see `forms`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
     cfg.service(
@@ -73,6 +81,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .route("/readyz", web::get().to(probes::readyz))
     .route("/metrics", web::get().to(probes::metrics_endpoint))
     .route("/", needing(Read, web::get().to(status_page::page)))
+    .route("/apps/{namespace}/{name}", needing(Read, web::get().to(app_page::page)))
+    .route(
+        "/apps/{instance}/{namespace}/{name}",
+        needing(Read, web::get().to(app_page::instance_page)),
+    )
+    .route("/incidents/{id}/ack", needing(Read, web::post().to(forms::acknowledge)))
+    .route("/incidents/{id}/silence", needing(Read, web::post().to(forms::silence)))
+    .route("/incidents/{id}/ack", web::get().to(forms::not_by_get))
+    .route("/incidents/{id}/silence", web::get().to(forms::not_by_get))
     // Signed one-click links: the signature is the credential (see `actions`).
     .route("/act/{token}", web::get().to(actions::confirm))
     .route("/act/{token}", web::post().to(actions::act))

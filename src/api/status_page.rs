@@ -3,45 +3,38 @@
 //! CD's status colours, linked to Argo CD), firing incidents by team, pending ones ("fires in 35 min"), resources
 //! waiting to be pruned, dead notifications, silences. `/?team=payments` shows one team (a link to share); with
 //! several Argo CD instances, `/?instance=eu` shows one instance, and Applications outside the default instance are
-//! named `instance/namespace/name`. Each
+//! named `instance/namespace/name`. Each Application links to its own page (`app_page`). Incidents are said in
+//! people's words (`words`), times in `?tz=` (else `server.time_zone`; links keep it), and a caller allowed to
+//! gets the Acknowledge and Silence forms on each firing incident (`forms`). Each
 //! section shows its first rows and says how many more there are: no request reads a whole table.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use maud::{DOCTYPE, Markup, html};
+use maud::{Markup, html};
 use serde::Deserialize;
 
+use super::forms::Forms;
+use super::html::{app_path, document, link, or_error_page, respond};
+use super::words::{self, Zone, capitalised};
 use super::{ApiError, AppContext, query};
 use crate::argocd::{HealthStatus, SyncStatus};
 use crate::domain::{DeliveryState, Hold, IncidentState};
 use crate::pipeline::{AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow};
 use crate::receivers::render::age;
 use crate::routing::Silence;
+use actix_web::http::StatusCode;
 
 /// Rows shown per section; the rest are counted ("and 12 more").
 const SHOWN: i64 = 100;
-
-fn when(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1em;color:#222;max-width:1200px}\
-.scroll{overflow-x:auto}table{border-collapse:collapse;margin-bottom:1em;min-width:60%}\
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}\
-.warning{color:#a60}.critical{color:#b00;font-weight:bold}.info{color:#346}.empty,.more{color:#777}\
-h2{margin-top:1.2em;font-size:1.2em}.badge{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;\
-font-size:.9em;white-space:nowrap}.Synced,.Healthy{background:#18be94}.OutOfSync,.Missing{background:#f4c030;color:#222}\
-.Unknown{background:#ccd6dd;color:#222}.Progressing{background:#0dadea}.Degraded{background:#e96d76}\
-.Suspended{background:#766f94}nav a{margin-right:.8em}.nowrap{white-space:nowrap}a{color:#0b5cad}\
-@media (max-width:600px){body{margin:.5em}td,th{padding:3px 4px;font-size:.9em}}";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PageQuery {
     team: Option<String>,
     instance: Option<String>,
+    tz: Option<String>,
 }
 
 /// What one section shows: its first rows, and how many there are in all.
@@ -50,10 +43,15 @@ struct Shown<T> {
     total: usize,
 }
 
-pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    let q: PageQuery = query(&req)?;
+pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> HttpResponse {
+    or_error_page(answer(&req, &ctx).await)
+}
+
+async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, ApiError> {
+    let q: PageQuery = query(req)?;
+    let zone = super::html::zone(ctx, q.tz.as_deref())?;
     let team = q.team.filter(|t| !t.trim().is_empty());
-    let instance = super::apps::known_instance(&ctx, q.instance.filter(|i| !i.trim().is_empty()))?;
+    let instance = super::apps::known_instance(ctx, q.instance.filter(|i| !i.trim().is_empty()))?;
     let p = &ctx.pipeline;
     let now = p.now();
     let attention = Shown {
@@ -83,54 +81,50 @@ pub async fn page(req: HttpRequest, ctx: web::Data<AppContext>) -> Result<HttpRe
     let dead = p.outbox(Some(DeliveryState::Dead), SHOWN, None).await?;
     let silences = p.silences(false, now).await?;
     let teams = p.team_names().await;
-    let markup: Markup = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta http-equiv="refresh" content="30";
-                title { "Herald — " (team.as_deref().unwrap_or("status")) }
-                style { (STYLE) }
-            }
-            body {
-                h1 { "Herald" }
-                p { "As of " span #now { (when(now)) } ". This page refreshes every 30 seconds." }
-                nav #teams {
-                    "Team: "
-                    @if team.is_some() { a href="/" { "all" } } @else { b { "all" } " " }
-                    @for t in &teams {
-                        @if team.as_deref() == Some(t.as_str()) { b { (t) } " " }
-                        @else { a href={ "/?team=" (urlencode(t)) } { (t) } }
-                    }
-                }
-                @if instances.len() > 1 {
-                    nav #instances {
-                        "Argo CD: "
-                        @if instance.is_some() { a href="/" { "all" } } @else { b { "all" } " " }
-                        @for i in &instances {
-                            @if instance.as_deref() == Some(*i) { b { (i) } " " }
-                            @else { a href={ "/?instance=" (urlencode(i)) } { (i) } }
-                        }
-                    }
-                }
-                @let sources = p.argocd_apis();
-                @for s in sources.iter() {
-                    (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance())))
-                }
-                (attention_section(p, &attention, now))
-                (incidents_section(&firing, now))
-                (pending_section(&pending, now))
-                (prunes_section(&prunes, omitted, more_prunes.is_some()))
-                (dead_section(&dead))
-                (silences_section(&silences, now))
+    let forms = Forms::for_request(req, ctx);
+    let mut here_params: Vec<(&str, &str)> = Vec::new();
+    if let Some(t) = &team {
+        here_params.push(("team", t));
+    }
+    if let Some(i) = &instance {
+        here_params.push(("instance", i));
+    }
+    let here = link("/", &here_params, &zone);
+    let z = &zone;
+    let body = html! {
+        h1 { "Herald" }
+        p { "As of " span #now { (z.time(now)) } ". This page refreshes every 30 seconds. Times in " (z.tz.name()) "." }
+        nav #teams {
+            "Team: "
+            @if team.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
+            @for t in &teams {
+                @if team.as_deref() == Some(t.as_str()) { b { (t) } " " }
+                @else { a href=(link("/", &[("team", t)], z)) { (t) } }
             }
         }
+        @if instances.len() > 1 {
+            nav #instances {
+                "Argo CD: "
+                @if instance.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
+                @for i in &instances {
+                    @if instance.as_deref() == Some(*i) { b { (i) } " " }
+                    @else { a href=(link("/", &[("instance", i)], z)) { (i) } }
+                }
+            }
+        }
+        @let sources = p.argocd_apis();
+        @for s in sources.iter() {
+            (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance()), z))
+        }
+        (attention_section(p, &attention, z, now))
+        (incidents_section(&firing, &forms, &here, z, now))
+        (pending_section(&pending, z, now))
+        (prunes_section(&prunes, omitted, more_prunes.is_some(), z))
+        (dead_section(&dead))
+        (silences_section(&silences, z, now))
     };
-    Ok(HttpResponse::Ok()
-        .insert_header(super::no_store())
-        .content_type("text/html; charset=utf-8")
-        .body(markup.into_string()))
+    let title = team.as_deref().unwrap_or("status");
+    Ok(respond(StatusCode::OK, document(title, true, body)))
 }
 
 async fn incidents(
@@ -153,10 +147,6 @@ async fn incidents(
     Ok(Shown { rows, total })
 }
 
-fn urlencode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
 fn more<T>(s: &Shown<T>) -> Markup {
     html! {
         @if s.total > s.rows.len() { p.more { "… and " (s.total - s.rows.len()) " more." } }
@@ -165,7 +155,8 @@ fn more<T>(s: &Shown<T>) -> Markup {
 
 /// One line on an Argo CD API source: failing (and why), or when it last listed. `instance` names it when there
 /// are several (the ids then carry its name, so each stays unique).
-fn api_source_line(r: &crate::pipeline::SourceReport, instance: Option<&str>) -> Markup {
+fn api_source_line(r: &crate::pipeline::SourceReport, instance: Option<&str>, zone: &Zone) -> Markup {
+    let when = |t: DateTime<Utc>| zone.time(t);
     let id = |base: &str| instance.map_or_else(|| base.to_string(), |i| format!("{base}-{i}"));
     let source = |the: &str, what: &str| {
         instance.map_or_else(|| format!("{the}Argo CD {what}"), |i| format!("Argo CD {i}'s {what}"))
@@ -192,27 +183,25 @@ fn api_source_line(r: &crate::pipeline::SourceReport, instance: Option<&str>) ->
 }
 
 /// Every Application that is not Synced+Healthy, the longest first.
-fn attention_section(p: &Pipeline, apps: &Shown<AppRecord>, now: DateTime<Utc>) -> Markup {
+fn attention_section(p: &Pipeline, apps: &Shown<AppRecord>, zone: &Zone, now: DateTime<Utc>) -> Markup {
     html! {
         h2 #attention { "Needs attention (" (apps.total) ")" }
         @if apps.rows.is_empty() { p.empty { "Every Application is Synced and Healthy." } } @else {
             div.scroll { table #attention-table {
                 tr { th { "Application" } th { "Team" } th { "Sync" } th { "Health" } th { "Since" } th { "For" }
-                     th { "Requiring pruning" } }
+                     th { "Requiring pruning" } th { "Argo CD" } }
                 @for a in &apps.rows {
                     @let s = &a.state;
                     @let since = problem_since(s);
                     tr {
-                        td { @match p.app_link(s) {
-                            Some(link) => a href=(link) { (s.snapshot.app) },
-                            None => (s.snapshot.app),
-                        } }
+                        td { a.app href=(link(&app_path(&s.snapshot.app), &[], zone)) { (s.snapshot.app) } }
                         td { (a.team) }
                         td { span class={ "badge " (s.snapshot.sync_status) } { (s.snapshot.sync_status) } }
                         td { span class={ "badge " (s.snapshot.health_status) } { (s.snapshot.health_status) } }
-                        td { (at_least(s, since)) (when(since)) }
+                        td { (at_least(s, since)) (zone.time(since)) }
                         td { (age(since, now)) }
                         td { (s.prune_since.len()) }
+                        td { @if let Some(l) = p.app_link(s) { a href=(l) { "open" } } }
                     }
                 }
             } }
@@ -235,7 +224,13 @@ fn at_least(s: &crate::state::AppState, since: DateTime<Utc>) -> &'static str {
 }
 
 /// Firing incidents, one table per team.
-fn incidents_section(firing: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Markup {
+fn incidents_section(
+    firing: &Shown<IncidentRecord>,
+    forms: &Forms,
+    here: &str,
+    zone: &Zone,
+    now: DateTime<Utc>,
+) -> Markup {
     let mut by_team: BTreeMap<&str, Vec<&IncidentRecord>> = BTreeMap::new();
     for i in &firing.rows {
         by_team.entry(i.team.as_str()).or_default().push(i);
@@ -246,23 +241,23 @@ fn incidents_section(firing: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Mark
         @for (team, list) in &by_team {
             h3 { "Team " (team) }
             div.scroll { table.incidents {
-                tr { th { "Kind" } th { "Severity" } th { "Application" } th { "Summary" } th { "Firing since" } }
+                tr { th { "What" } th { "Severity" } th { "Application" } th { "Summary" } th { "Firing since" } }
                 @for i in list {
                     tr {
-                        td { (i.kind) }
+                        td { (words::incident(i, now)) }
                         td class=(i.severity) { (i.severity) }
-                        td { @match &i.view.app_url {
-                            Some(link) => a href=(link) { (i.app) },
-                            None => (i.app),
-                        } }
+                        td { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
                         td {
                             (i.view.summary)
-                            @if let Some(a) = &i.ack { br; strong.acknowledged { (capitalised(&a.words(i.state, now))) } }
-                            @if let Some(h) = i.view.held.as_ref().filter(|h| !matches!(h, Hold::Acknowledged { .. })) {
-                                br; em.held { "Not sent now: " (h.describe()) }
+                            @if let Some(a) = &i.ack {
+                                br; strong.acknowledged { (capitalised(&words::acknowledgement(a, i.state, zone, now))) }
                             }
+                            @if let Some(h) = i.view.held.as_ref().filter(|h| !matches!(h, Hold::Acknowledged { .. })) {
+                                br; em.held { "Not sent now: " (words::held(h, zone, now)) }
+                            }
+                            (forms.for_incident(i, here))
                         }
-                        td { (i.fired_at.map(when).unwrap_or_default()) }
+                        td { (i.fired_at.map(|t| zone.time(t)).unwrap_or_default()) }
                     }
                 }
             } }
@@ -271,26 +266,18 @@ fn incidents_section(firing: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Mark
     }
 }
 
-/// `Acknowledged by alice…`: a sentence's first letter.
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
 /// Pending incidents: their condition holds, their `for` has not elapsed yet.
-fn pending_section(pending: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Markup {
+fn pending_section(pending: &Shown<IncidentRecord>, zone: &Zone, now: DateTime<Utc>) -> Markup {
     html! {
         h2 #pending { "Pending incidents (" (pending.total) ")" }
         @if pending.rows.is_empty() { p.empty { "None." } } @else {
             div.scroll { table #pending-table {
-                tr { th { "Fires in" } th { "Kind" } th { "Application" } th { "Team" } th { "Summary" } }
+                tr { th { "Fires in" } th { "What" } th { "Application" } th { "Team" } th { "Summary" } }
                 @for i in &pending.rows {
                     tr {
-                        td.nowrap { (fires_in(i.fire_at, now)) }
-                        td { (i.kind) }
-                        td { (i.app) }
+                        td.nowrap { (words::fires_in(i.fire_at, now)) }
+                        td { (words::incident(i, now)) }
+                        td { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
                         td { (i.team) }
                         td { (i.view.summary) }
                     }
@@ -301,17 +288,9 @@ fn pending_section(pending: &Shown<IncidentRecord>, now: DateTime<Utc>) -> Marku
     }
 }
 
-fn fires_in(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    if at <= now {
-        "now".into()
-    } else {
-        format!("fires in {}", age(now, at))
-    }
-}
-
 /// The first rows of the resources waiting to be pruned; `omitted` more in the same Applications, and more
 /// Applications when `more_apps`.
-fn prunes_section(prunes: &[PruneRow], omitted: usize, more_apps: bool) -> Markup {
+fn prunes_section(prunes: &[PruneRow], omitted: usize, more_apps: bool, zone: &Zone) -> Markup {
     let more = more_apps || omitted > 0;
     html! {
         h2 #prune-pending { "Waiting to be pruned (" (prunes.len() + omitted) (if more_apps { "+" } else { "" }) ")" }
@@ -320,10 +299,11 @@ fn prunes_section(prunes: &[PruneRow], omitted: usize, more_apps: bool) -> Marku
                 tr { th { "Application" } th { "Team" } th { "Resource" } th { "Waiting since" } th { "Prune enabled" } }
                 @for r in prunes {
                     tr {
-                        td { (crate::argocd::AppId::of(&r.instance, &r.app_namespace, &r.app)) }
+                        @let id = crate::argocd::AppId::of(&r.instance, &r.app_namespace, &r.app);
+                        td { a.app href=(link(&app_path(&id), &[], zone)) { (id) } }
                         td { (r.team) }
                         td { (r.kind) "/" (r.namespace) "/" (r.name) }
-                        td { (when(r.waiting_since)) }
+                        td { (zone.time(r.waiting_since)) }
                         td { (if r.prune_enabled { "yes" } else { "no" }) }
                     }
                 }
@@ -352,7 +332,7 @@ fn dead_section(dead: &[OutboxRecord]) -> Markup {
     }
 }
 
-fn silences_section(silences: &[Silence], now: DateTime<Utc>) -> Markup {
+fn silences_section(silences: &[Silence], zone: &Zone, now: DateTime<Utc>) -> Markup {
     html! {
         h2 #silences { "Active silences (" (silences.iter().filter(|s| s.active(now)).count()) ")" }
         @if silences.is_empty() { p.empty { "None." } } @else {
@@ -362,7 +342,7 @@ fn silences_section(silences: &[Silence], now: DateTime<Utc>) -> Markup {
                     tr {
                         td { @for m in &s.matchers { (m.name) "=" (m.value) " " } }
                         td { (s.state(now)) }
-                        td { (when(s.ends_at)) }
+                        td { (zone.time(s.ends_at)) }
                         td { (s.created_by) }
                         td { (s.comment) }
                     }

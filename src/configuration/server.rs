@@ -36,6 +36,8 @@ pub struct ServerSettings {
     /// How long a one-click link works.
     #[serde(with = "humantime_serde")]
     pub link_ttl: std::time::Duration,
+    /// The time zone the pages show times in unless `?tz=` asks for another (an IANA name; default UTC).
+    pub time_zone: String,
 }
 
 /// The shortest `server.link_signing_key`: a link signed with a short key can be forged by guessing the key.
@@ -56,6 +58,7 @@ impl Default for ServerSettings {
             public_url: None,
             link_signing_key: None,
             link_ttl: std::time::Duration::from_secs(7 * 24 * 3600),
+            time_zone: "UTC".into(),
         }
     }
 }
@@ -369,6 +372,9 @@ impl ServerSettings {
         if self.link_ttl.is_zero() {
             errors.push(invalid("server.link_ttl", "must be greater than 0"));
         }
+        if let Err(e) = crate::domain::digest::time_zone(&self.time_zone) {
+            errors.push(invalid("server.time_zone", e));
+        }
         self.auth.validate(errors);
     }
 
@@ -377,6 +383,11 @@ impl ServerSettings {
         let url = self.public_url.as_deref()?;
         let key = self.link_signing_key.as_ref()?;
         Some((url.trim_end_matches('/'), key.expose_secret().trim().as_bytes()))
+    }
+
+    /// The pages' time zone (`time_zone`, validated at load; UTC if it were not).
+    pub fn zone(&self) -> chrono_tz::Tz {
+        crate::domain::digest::time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
     }
 
     /// Why messages carry no one-click links, when they do not (for `herald check-config`).
@@ -636,6 +647,15 @@ mod tests {
         assert_eq!(hosts("server: {allowed_hosts: ['*']}"), AllowedHosts::Any);
         let e = refused("server: {allowed_hosts: ['https://herald.example.com/']}");
         assert!(e.contains("server.allowed_hosts[0]"), "{e}");
+    }
+
+    #[test]
+    fn the_pages_time_zone_is_utc_unless_set_and_an_unknown_one_is_refused() {
+        let zone = |yaml: &str| Settings::from_yaml(yaml).expect(yaml).server.zone();
+        assert_eq!(zone(""), chrono_tz::UTC);
+        assert_eq!(zone("server: {time_zone: Europe/Berlin}"), chrono_tz::Europe::Berlin);
+        let e = refused("server: {time_zone: Mars/Olympus}");
+        assert!(e.contains("server.time_zone") && e.contains("Mars/Olympus"), "{e}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The links Herald puts in messages (an Application's page in Argo CD, a resource in it, a commit): each is an
+//! The links Herald puts in messages (an Application's page in Argo CD or on Herald, a resource in it, a commit): each is an
 //! absolute http(s) URL parsed with the `url` crate and written back from the parse, so a link is never text a
 //! sender chose. Anything else (another scheme, credentials, a line break, a relative path) is no link at all.
 
@@ -81,6 +81,17 @@ pub fn status_page(public_url: &str, team: Option<&str>) -> Option<String> {
         url.query_pairs_mut().append_pair("team", team);
     }
     safe_url(url.as_str())
+}
+
+/// An Application's page on Herald at `public_url` (`server.public_url`): `{public_url}/apps/{namespace}/{name}`,
+/// or `…/apps/{instance}/{namespace}/{name}` outside the default instance; `None` when `public_url` is no safe link.
+pub fn herald_app_page(public_url: &str, instance: &str, namespace: &str, name: &str) -> Option<String> {
+    let mut segments = vec!["apps"];
+    if !super::is_default_instance(instance) {
+        segments.push(instance);
+    }
+    segments.extend([namespace, name]);
+    join(public_url, &segments)
 }
 
 /// Every link a notification carries: each Application's page, its resources' nodes, its sources' commits, a
@@ -219,5 +230,22 @@ mod tests {
         );
         assert_eq!(app_page("https://argocd.example.com/", "..", "x"), None);
         assert_eq!(app_page("javascript:alert(1)", "argocd", "payments"), None);
+    }
+
+    #[test]
+    fn an_applications_herald_page_names_its_instance_only_outside_the_default() {
+        assert_eq!(
+            herald_app_page("https://herald.example.com", "default", "argocd", "pay").as_deref(),
+            Some("https://herald.example.com/apps/argocd/pay")
+        );
+        assert_eq!(
+            herald_app_page("https://herald.example.com/ops/", "eu", "argocd", "pay").as_deref(),
+            Some("https://herald.example.com/ops/apps/eu/argocd/pay")
+        );
+        assert_eq!(
+            herald_app_page("https://herald.example.com", "", "argocd", "<script>").as_deref(),
+            Some("https://herald.example.com/apps/argocd/%3Cscript%3E")
+        );
+        assert_eq!(herald_app_page("https://herald.example.com", "", "..", "x"), None);
     }
 }

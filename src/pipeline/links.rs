@@ -1,7 +1,8 @@
 //! Signed one-click links: made for every chat and e-mail message about firing incidents when it is queued
 //! ([`Core::add_links`]), and acted on once when someone confirms one ([`Pipeline::act_on_link`]): an
 //! acknowledgement, or a silence of the incident's Application and kind for an hour or until Monday 09:00 in the
-//! team's time zone (its digest's, else UTC).
+//! team's time zone (its digest's, else UTC). The pages' Silence forms make the same silence
+//! ([`Pipeline::silence_incident`]).
 
 use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
 
@@ -49,11 +50,12 @@ impl Core {
                     ),
                 })
                 .collect();
-            let team: String = url::form_urlencoded::byte_serialize(i.team.as_bytes()).collect();
-            links.push(MessageLink {
-                label: "Open in Herald".into(),
-                url: format!("{base}/?team={team}"),
-            });
+            if let Some(url) = crate::domain::link::herald_app_page(base, &i.instance, &i.app_namespace, &i.app_name) {
+                links.push(MessageLink {
+                    label: "Open in Herald".into(),
+                    url,
+                });
+            }
             i.actions = links;
         }
     }
@@ -159,39 +161,90 @@ impl Pipeline {
                 })
             }
             LinkAction::SilenceHour | LinkAction::SilenceUntilMonday => {
-                let ends_at = match action {
-                    LinkAction::SilenceHour => now + Duration::hours(1),
-                    _ => next_monday_nine(now, core.team_zone(&rec.team)),
+                let end = match action {
+                    LinkAction::SilenceHour => SilenceEnd::For(Duration::hours(1)),
+                    _ => SilenceEnd::UntilMonday,
                 };
-                let silence = Silence {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    // The incident's Application in its own Argo CD instance, and its kind.
-                    matchers: vec![
-                        Matcher::new("instance", &rec.app.instance),
-                        Matcher::new("app_namespace", &rec.app.namespace),
-                        Matcher::new("app", &rec.app.name),
-                        Matcher::new("kind", rec.kind.as_str()),
-                    ],
-                    starts_at: now,
-                    ends_at,
-                    created_by: by.to_string(),
-                    comment: match comment {
-                        "" => format!("{origin} about incident {}", rec.id),
-                        c => format!("{origin} about incident {} ({c})", rec.id),
-                    },
-                    created_at: now,
+                let comment = match comment {
+                    "" => format!("{origin} about incident {}", rec.id),
+                    c => format!("{origin} about incident {} ({c})", rec.id),
                 };
-                self.add_silence(&silence).await?;
-                Ok(LinkOutcome::Done(format!(
-                    "{} of {} silenced by {by} until {} (silence {})",
-                    rec.kind,
-                    rec.app.name,
-                    ends_at.format("%Y-%m-%d %H:%M UTC"),
-                    silence.id
-                )))
+                self.silence(&core, &rec, end, by, comment, now).await
             }
         }
     }
+
+    /// Silences an open incident's Application and kind (in its own Argo CD instance) from a page's form, as `by`.
+    pub async fn silence_incident(
+        &self,
+        id: i64,
+        end: SilenceEnd,
+        by: &str,
+        comment: &str,
+    ) -> Result<LinkOutcome, PipelineError> {
+        let core = self.core();
+        let now = core.clock.now();
+        let mut tx = core.store.begin().await?;
+        let rec = Store::incident(&mut tx, id).await?;
+        tx.commit().await?;
+        let Some(rec) = rec.filter(|r| r.state != IncidentState::Resolved) else {
+            return Ok(LinkOutcome::Nothing(format!(
+                "incident {id} has resolved (or is gone): nothing to silence"
+            )));
+        };
+        let comment = if comment.trim().is_empty() {
+            format!("from Herald's page, about incident {id}")
+        } else {
+            comment.trim().to_string()
+        };
+        self.silence(&core, &rec, end, by, comment, now).await
+    }
+
+    async fn silence(
+        &self,
+        core: &Core,
+        rec: &crate::store::IncidentRecord,
+        end: SilenceEnd,
+        by: &str,
+        comment: String,
+        now: DateTime<Utc>,
+    ) -> Result<LinkOutcome, PipelineError> {
+        let ends_at = match end {
+            SilenceEnd::For(d) => now.checked_add_signed(d).unwrap_or(DateTime::<Utc>::MAX_UTC),
+            SilenceEnd::UntilMonday => next_monday_nine(now, core.team_zone(&rec.team)),
+        };
+        let silence = Silence {
+            id: uuid::Uuid::new_v4().to_string(),
+            // The incident's Application in its own Argo CD instance, and its kind.
+            matchers: vec![
+                Matcher::new("instance", &rec.app.instance),
+                Matcher::new("app_namespace", &rec.app.namespace),
+                Matcher::new("app", &rec.app.name),
+                Matcher::new("kind", rec.kind.as_str()),
+            ],
+            starts_at: now,
+            ends_at,
+            created_by: by.to_string(),
+            comment,
+            created_at: now,
+        };
+        self.add_silence(&silence).await?;
+        Ok(LinkOutcome::Done(format!(
+            "{} of {} silenced by {by} until {} (silence {})",
+            rec.kind,
+            rec.app.name,
+            ends_at.format("%Y-%m-%d %H:%M UTC"),
+            silence.id
+        )))
+    }
+}
+
+/// How long a silence made from a link or a page's form lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SilenceEnd {
+    For(Duration),
+    /// Until the next Monday 09:00 in the team's time zone (its digest's, else UTC).
+    UntilMonday,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod acks;
 mod cache;
 pub mod delivery;
 pub mod explain;
+mod history;
 mod ingest;
 mod links;
 mod repeats;
@@ -16,7 +17,8 @@ mod slack;
 mod source_status;
 
 pub use acks::AckOutcome;
-pub use links::LinkOutcome;
+pub use history::{HistoryCursor, HistoryItem, HistoryPage};
+pub use links::{LinkOutcome, SilenceEnd};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 
 use std::sync::Arc;
@@ -42,7 +44,9 @@ pub use repeats::{BodyKey, body_key};
 
 /// The records the read methods return.
 pub use crate::store::HeldDropRow;
-pub use crate::store::{AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry};
+pub use crate::store::{
+    AboutDelivery, AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry,
+};
 
 /// What one accepted body did, as the API answers it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts};
+use crate::argocd::AppId;
 use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence};
 use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
@@ -504,7 +505,20 @@ pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Ut
         payload: serde_json::to_string(n)
             .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
     };
-    Store::enqueue(tx, &d, now).await?;
+    let id = Store::enqueue(tx, &d, now).await?;
+    // What it is about, for the Applications' pages ("who was told what, when").
+    let apps: Vec<(i64, AppId)> = (n.incidents.iter())
+        .filter(|i| i.id > 0)
+        .map(|i| {
+            let instance = match crate::domain::is_default_instance(&i.instance) {
+                true => crate::argocd::DEFAULT_INSTANCE,
+                false => i.instance.as_str(),
+            };
+            (i.id, AppId::of(instance, &i.app_namespace, &i.app_name))
+        })
+        .collect();
+    let about: Vec<(i64, &AppId)> = apps.iter().map(|(i, a)| (*i, a)).collect();
+    Store::index_delivery(tx, id, &about, now).await?;
     metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
     Ok(())
 }

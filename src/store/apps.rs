@@ -523,6 +523,39 @@ impl Store {
         Ok(out)
     }
 
+    /// The transitions of an Application before `before`, newest first, at most `limit`, each with its row id.
+    pub async fn timeline_before(
+        &self,
+        app: &AppId,
+        before: super::HistoryBound,
+        limit: i64,
+    ) -> Result<Vec<(i64, TimelineEntry)>, StoreError> {
+        let rows = q!("SELECT id, at, field, from_value, to_value FROM transitions \
+                       WHERE instance = $1 AND namespace = $2 AND name = $3 AND (at < $4 OR (at = $4 AND id < $5)) \
+                       ORDER BY at DESC, id DESC LIMIT $6")
+        .bind(&app.instance)
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(before.at)
+        .bind(before.id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("id")?,
+                    TimelineEntry {
+                        at: from_millis(r.try_get("at")?),
+                        field: r.try_get("field")?,
+                        from: r.try_get("from_value")?,
+                        to: r.try_get("to_value")?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
     /// `columns` of the newest `limit` rows of an append-only `table` about one Application, newest first.
     async fn newest_of_app(
         &self,

@@ -90,6 +90,27 @@ impl Store {
         tx.rows(sent, escalation_from_row).await
     }
 
+    /// The incident's next escalation step not yet sent, with when it is due.
+    pub async fn next_escalation(
+        &self,
+        incident_id: i64,
+    ) -> Result<Option<(EscalationRecord, DateTime<Utc>)>, StoreError> {
+        let row = q!(format!(
+            "SELECT {ESCALATION_COLUMNS}, due_at FROM escalations WHERE incident_id = $1 AND done = 0 \
+             ORDER BY due_at, step LIMIT 1"
+        ))
+        .bind(incident_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok((
+                escalation_from_row(&r)?,
+                crate::clock::from_millis(r.try_get("due_at")?),
+            ))
+        })
+        .transpose()
+    }
+
     /// The escalation steps of an incident already sent.
     pub async fn sent_escalations(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<EscalationRecord>, StoreError> {
         let sent = q!(format!(

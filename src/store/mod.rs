@@ -58,7 +58,7 @@ pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
-pub use outbox::{NewDelivery, OutboxRecord};
+pub use outbox::{AboutDelivery, HistoryBound, NewDelivery, OutboxRecord};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -340,7 +340,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 10] = [
+const MIGRATIONS: [MigrationFile; 11] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -350,6 +350,7 @@ const MIGRATIONS: [MigrationFile; 10] = [
     migration!(7, "instances", "0007_instances.sql"),
     migration!(8, "acknowledgements", "0008_acknowledgements.sql"),
     migration!(9, "slack_requests", "0009_slack_requests.sql"),
+    migration!(10, "outbox_apps", "0010_outbox_apps.sql"),
     migration!(11, "read_indexes", "0011_read_indexes.sql"),
 ];
 

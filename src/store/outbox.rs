@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, parse_column};
+use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column};
+use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Action, DeliveryState};
 
@@ -45,6 +46,47 @@ fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
         last_error: r.try_get("last_error")?,
         delivered_at: r.try_get::<Option<i64>, _>("delivered_at")?.map(from_millis),
     })
+}
+
+/// [`OUTBOX_COLUMNS`], each prefixed with a table alias.
+fn prefixed(alias: &str) -> String {
+    let columns: Vec<String> = OUTBOX_COLUMNS
+        .split(',')
+        .map(|c| format!("{alias}{}", c.trim()))
+        .collect();
+    columns.join(", ")
+}
+
+/// A delivery as an Application's page lists it: the incident it is about and when it was first queued (a retry
+/// of a dead delivery queues it again, but it stays where it happened).
+#[derive(Debug, Clone)]
+pub struct AboutDelivery {
+    pub incident_id: i64,
+    pub queued_at: DateTime<Utc>,
+    pub delivery: OutboxRecord,
+}
+
+fn about_from_row(r: &AnyRow) -> Result<AboutDelivery, StoreError> {
+    Ok(AboutDelivery {
+        incident_id: r.try_get("incident_id")?,
+        queued_at: from_millis(r.try_get("queued_at")?),
+        delivery: outbox_from_row(r)?,
+    })
+}
+
+/// Where a page of an Application's history ends, in one table's terms: rows before `(at, id)` (milliseconds, row
+/// id), in the order `at DESC, id DESC`. `HistoryBound::NONE`: from the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryBound {
+    pub at: i64,
+    pub id: i64,
+}
+
+impl HistoryBound {
+    pub const NONE: HistoryBound = HistoryBound {
+        at: i64::MAX,
+        id: i64::MAX,
+    };
 }
 
 /// What a new outbox row carries.
@@ -173,6 +215,11 @@ impl Store {
 
     /// Removes the deliveries done before `before` (dead and pending ones stay); returns how many.
     pub async fn purge_delivered(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        // What they were about first: a row left by a crash in between joins nothing and goes next time.
+        let about = q!("DELETE FROM outbox_apps WHERE outbox_id IN \
+                        (SELECT id FROM outbox WHERE state = 'done' AND delivered_at < $1)")
+        .bind(to_millis(before));
+        self.write_one(about).await?;
         let query = q!("DELETE FROM outbox WHERE state = 'done' AND delivered_at < $1").bind(to_millis(before));
         self.write_one(query).await
     }
@@ -200,6 +247,84 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(outbox_from_row).collect()
+    }
+
+    /// Remembers which incidents (and their Applications) the delivery `outbox_id` is about, for the
+    /// Applications' pages.
+    pub async fn index_delivery(
+        tx: &mut WriteTx,
+        outbox_id: i64,
+        about: &[(i64, &AppId)],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let sql = |values: &str| {
+            format!(
+                "INSERT INTO outbox_apps (outbox_id, incident_id, instance, namespace, name, created_at) VALUES {values}"
+            )
+        };
+        // Several rows a statement: a group's message may be about hundreds of incidents.
+        execute_in_chunks(tx, about, 64, 6, sql, |query, (incident, app)| {
+            query
+                .bind(outbox_id)
+                .bind(*incident)
+                .bind(&app.instance)
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(to_millis(now))
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// The deliveries about an Application, newest queued first, at most `limit`, before `before` (see
+    /// [`HistoryBound`]); each with the incident it is about (a delivery about two incidents of it comes once).
+    pub async fn app_deliveries(
+        &self,
+        app: &AppId,
+        before: HistoryBound,
+        limit: i64,
+    ) -> Result<Vec<AboutDelivery>, StoreError> {
+        let rows = q!(format!(
+            "SELECT a.incident_id, a.created_at AS queued_at, {} FROM outbox_apps a JOIN outbox o ON o.id = a.outbox_id \
+             WHERE a.instance = $1 AND a.namespace = $2 AND a.name = $3 \
+             AND (a.created_at < $4 OR (a.created_at = $4 AND a.outbox_id < $5)) \
+             ORDER BY a.created_at DESC, a.outbox_id DESC, a.incident_id LIMIT $6",
+            prefixed("o.")
+        ))
+        .bind(&app.instance)
+        .bind(&app.namespace)
+        .bind(&app.name)
+        .bind(before.at)
+        .bind(before.id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<AboutDelivery> = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let d = about_from_row(r)?;
+            if out.last().is_none_or(|last| last.delivery.id != d.delivery.id) {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest `limit` deliveries about any of `incidents`, newest first, each with the incident it is about.
+    pub async fn incident_deliveries(&self, incidents: &[i64], limit: i64) -> Result<Vec<AboutDelivery>, StoreError> {
+        if incidents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = incidents.iter().map(i64::to_string).collect();
+        let rows = q!(format!(
+            "SELECT a.incident_id, a.created_at AS queued_at, {} FROM outbox_apps a JOIN outbox o ON o.id = a.outbox_id \
+             WHERE a.incident_id IN ({}) ORDER BY a.created_at DESC, a.outbox_id DESC LIMIT $1",
+            prefixed("o."),
+            ids.join(", ")
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(about_from_row).collect()
     }
 
     /// When the oldest delivery still waiting was queued, if one is.

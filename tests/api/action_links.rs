@@ -59,6 +59,11 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
             "Open in Herald"
         ]
     );
+    assert_eq!(
+        link(&message, "Open in Herald"),
+        "/apps/argocd/pay-api",
+        "the Application's page on Herald"
+    );
     let ack = link(&message, "Acknowledge");
     let url = |p: &str| format!("{}{p}", app.address);
     let acknowledged = || async {

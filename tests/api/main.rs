@@ -3,6 +3,7 @@
 
 mod acks;
 mod action_links;
+mod app_page;
 mod argocd_source;
 mod auth;
 mod bad_input;

@@ -145,7 +145,10 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
         .iter()
         .find(|r| r.starts_with("argocd/aaaaaaaaa | platform | OutOfSync | Healthy"))
         .expect("aaaaaaaaa needs attention");
-    assert!(aaa.ends_with("| 1"), "one resource requiring pruning: {oos:#?}");
+    assert!(
+        aaa.ends_with("| 1 | open"),
+        "one resource requiring pruning, and a link to Argo CD: {oos:#?}"
+    );
     assert!(
         oos.iter().any(|r| r.starts_with("argocd/ledger | payments"))
             && oos.iter().any(|r| r.starts_with("argocd/billing-api | billing")),
@@ -188,13 +191,18 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     assert!(
         pending
             .iter()
-            .any(|r| r.contains("fires in 59m") && r.contains("argocd/ledger")),
+            .any(|r| r.contains("fires in 59 min") && r.contains("argocd/ledger") && r.contains("OutOfSync for")),
         "{pending:#?}"
     );
 
     // Firing incidents by team, pending prunes, dead notifications, silences.
     assert!(dom.contains("Team billing"), "firing incidents grouped by team");
-    assert!(dom.contains("sync_failed"));
+    assert!(dom.contains("Sync failed"), "in words");
+    assert!(!dom.contains("sync_failed"), "never the internal name");
+    assert!(
+        dom.contains("href=\"/apps/argocd/ledger\""),
+        "each Application links to its page"
+    );
     let prunes = rows(&dom, "prune-table");
     assert_eq!(prunes.len(), 1);
     assert!(
