@@ -118,6 +118,17 @@ fn spawn(
     (Spawned { children, _dir: dir }, urls, pids)
 }
 
+/// The bytes of the spawned SQLite store on disk (the database, its write-ahead log and its index), when it is
+/// the one `spawn` made.
+fn store_bytes(spawned: Option<&Spawned>, storage_url: Option<&str>) -> Option<u64> {
+    let dir = &spawned?._dir;
+    if storage_url.is_some() {
+        return None;
+    }
+    let size = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    Some(size("bench.db") + size("bench.db-wal") + size("bench.db-shm"))
+}
+
 fn peak_rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -366,6 +377,7 @@ async fn main() {
     let errors = Arc::new(AtomicU64::new(0));
     let latencies = Arc::new(std::sync::Mutex::new(Vec::<u32>::with_capacity(1 << 20)));
     let cpu_before: Vec<Option<f64>> = pids.iter().map(|p| cpu_seconds(*p)).collect();
+    let store_before = store_bytes(_spawned.as_ref(), args.storage_url.as_deref());
     let start = Instant::now();
     let deadline = start + args.duration;
     let send = {
@@ -479,6 +491,20 @@ async fn main() {
         pct(0.99),
         pct(1.0)
     );
+    if let (Some(before), Some(after)) = (
+        store_before,
+        store_bytes(_spawned.as_ref(), args.storage_url.as_deref()),
+    ) && ok > 0.0
+    {
+        let grown = after.saturating_sub(before);
+        println!(
+            "store on disk: {:.1} MB after, grew {:.1} MB over the run: {:.0} bytes per acknowledged event \
+             (database + write-ahead log, checkpointed or not)",
+            after as f64 / 1e6,
+            grown as f64 / 1e6,
+            grown as f64 / ok
+        );
+    }
     for (p, before) in pids.iter().zip(cpu_before) {
         if let Some(kb) = peak_rss_kb(*p) {
             println!("herald pid {p}: peak RSS {:.1} MB", kb as f64 / 1024.0);
