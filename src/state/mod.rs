@@ -219,8 +219,13 @@ fn ordering_time(prev: &AppState) -> DateTime<Utc> {
 }
 
 /// Argo CD's own order, which comes before the body times: an operation that started after the stored one's is a
-/// later state, whatever the bodies' clocks say.
+/// later state, whatever the bodies' clocks say — of the same Application. Another incarnation's operations (an
+/// older `metadata.uid` than the stored one) are not in that order: its late body is stale by its time, or two
+/// incarnations' bodies arriving in turn would replace each other back and forth.
 fn later_operation(stored: &Snapshot, new: &Snapshot) -> bool {
+    if stored.uid.is_some() && new.uid.is_some() && stored.uid != new.uid {
+        return false;
+    }
     let started = |s: &Snapshot| s.operation.as_ref().and_then(|o| o.started_at);
     matches!((started(stored), started(new)), (Some(a), Some(b)) if b > a)
 }
@@ -610,6 +615,28 @@ mod tests {
         );
         late_clock.operation = Some(op("2025-01-01T00:50:00Z"));
         assert!(matches!(apply(Some(&state), late_clock, now), Outcome::Stale { .. }));
+    }
+
+    #[test]
+    fn two_incarnations_bodies_arriving_in_turn_do_not_replace_each_other_back_and_forth() {
+        let now = t("2025-01-01T02:00:00Z");
+        let op = |started: &str| crate::argocd::Operation {
+            phase: "Succeeded".into(),
+            started_at: Some(t(started)),
+            ..Default::default()
+        };
+        // The older incarnation's body: an earlier time, but an operation that started later than the new one's.
+        let mut old = snap("OutOfSync", "2025-01-01T00:30:00Z");
+        old.uid = Some("uid-old".into());
+        old.operation = Some(op("2025-01-01T00:29:00Z"));
+        let mut new = snap("Synced", "2025-01-01T01:00:00Z");
+        new.uid = Some("uid-new".into());
+        new.operation = Some(op("2025-01-01T00:10:00Z"));
+        let state = first(new, now);
+        assert!(
+            matches!(apply(Some(&state), old, now), Outcome::Stale { .. }),
+            "the earlier incarnation's late body is stale by its time"
+        );
     }
 
     #[test]
