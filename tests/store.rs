@@ -91,7 +91,30 @@ contract!(
     a_digest_slot_is_claimed_once_with_its_deliveries,
     a_held_listing_drop_is_kept_replaced_and_released,
     an_applications_history_pages_newest_first_and_its_deliveries_go_with_their_purge,
+    a_link_is_used_once_and_a_failed_use_gives_it_back,
 );
+
+async fn a_link_is_used_once_and_a_failed_use_gives_it_back(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let (now, expires) = (t("2026-01-01T10:00:00Z"), t("2026-01-08T10:00:00Z"));
+    assert!(store.claim_link("n1", expires, now).await.expect("claim"));
+    assert!(!store.claim_link("n1", expires, now).await.expect("claim"), "one use");
+    // The action failed: the claim is given back, and the next use acts.
+    store.release_link("n1").await.expect("release");
+    assert_eq!(store.link_outcome("n1").await.expect("read"), None);
+    assert!(store.claim_link("n1", expires, now).await.expect("claim again"));
+    store
+        .set_link_outcome("n1", "acknowledged by alice")
+        .await
+        .expect("outcome");
+    // A link that acted keeps what it did: releasing it changes nothing.
+    store.release_link("n1").await.expect("release");
+    assert_eq!(
+        store.link_outcome("n1").await.expect("read").as_deref(),
+        Some("acknowledged by alice")
+    );
+    assert!(!store.claim_link("n1", expires, now).await.expect("claim"));
+}
 
 async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_their_purge(engine: &str) {
     let (store, _db) = fresh(engine).await;

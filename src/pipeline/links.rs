@@ -116,7 +116,16 @@ impl Pipeline {
             return Ok(LinkOutcome::AlreadyUsed(before));
         }
         let origin = "from a link in a message";
-        let outcome = (self.act_on_incident(link.incident, link.action, by, origin, "")).await?;
+        let outcome = match self.act_on_incident(link.incident, link.action, by, origin, "").await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // Nothing was done: the link stays usable (a retry acts) rather than "being used" for good.
+                if let Err(release) = core.store.release_link(&link.nonce).await {
+                    tracing::warn!(error = %release, "cannot give back the claim on a link that failed to act");
+                }
+                return Err(e);
+            }
+        };
         let words = match &outcome {
             LinkOutcome::Done(w) | LinkOutcome::AlreadyUsed(w) | LinkOutcome::Nothing(w) => w.clone(),
         };

@@ -45,6 +45,13 @@ impl Store {
         Ok(())
     }
 
+    /// Gives back the claim on `nonce` when acting failed (nothing was done): the link can be used again.
+    pub async fn release_link(&self, nonce: &str) -> Result<(), StoreError> {
+        self.write_one(q!("DELETE FROM used_links WHERE nonce = $1 AND outcome = ''").bind(nonce))
+            .await?;
+        Ok(())
+    }
+
     /// What the used link `nonce` did, if it was used (empty while it is acting).
     pub async fn link_outcome(&self, nonce: &str) -> Result<Option<String>, StoreError> {
         let row = q!("SELECT outcome FROM used_links WHERE nonce = $1")
