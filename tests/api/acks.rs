@@ -22,11 +22,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-async fn advance(clock: &ManualClock, d: Duration) {
-    clock.advance(d);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-}
-
 fn config(dir: &std::path::Path, pagerduty: &str) -> String {
     format!(
         r#"
@@ -120,7 +115,7 @@ async fn an_acknowledged_incident_is_neither_repeated_nor_escalated_its_resolve_
     post_event(&app, &clock, "Degraded").await;
     assert_eq!(wait_for(&chat, 1).await[0]["action"], "open");
     // The first escalation step pages.
-    advance(&clock, Duration::from_secs(11 * 60)).await;
+    app.advance(&clock, Duration::from_secs(11 * 60)).await;
     let paged = eventually(Duration::from_secs(10), || async {
         let p = pages(&pd).await;
         (!p.is_empty()).then_some(p)
@@ -177,9 +172,9 @@ async fn an_acknowledged_incident_is_neither_repeated_nor_escalated_its_resolve_
 
     // Two hours on: no repeat to chat, no second escalation step to the manager.
     for _ in 0..8 {
-        advance(&clock, Duration::from_secs(15 * 60)).await;
+        app.advance(&clock, Duration::from_secs(15 * 60)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.settle().await;
     assert_eq!(
         delivered(&chat).len(),
         1,
@@ -191,7 +186,7 @@ async fn an_acknowledged_incident_is_neither_repeated_nor_escalated_its_resolve_
 
     // The resolve is still sent, and says who acknowledged it.
     post_event(&app, &clock, "Healthy").await;
-    advance(&clock, Duration::from_secs(61)).await; // the group's next flush: group_interval after its last
+    app.advance(&clock, Duration::from_secs(61)).await; // the group's next flush: group_interval after its last
     let got = wait_for(&chat, 2).await;
     assert_eq!(got[1]["action"], "resolve");
     assert_eq!(got[1]["incidents"][0]["acknowledged"]["by"], "alice", "{}", got[1]);
@@ -204,9 +199,9 @@ async fn an_acknowledged_incident_is_neither_repeated_nor_escalated_its_resolve_
     assert_eq!(resolved_pages[2], ("resolve".to_string(), dedup_key));
 
     // Fired again after the resolve: a new incident, unacknowledged, told again.
-    advance(&clock, Duration::from_secs(60)).await;
+    app.advance(&clock, Duration::from_secs(60)).await;
     post_event(&app, &clock, "Degraded").await;
-    advance(&clock, Duration::from_secs(61)).await;
+    app.advance(&clock, Duration::from_secs(61)).await;
     let got = wait_for(&chat, 3).await;
     assert_eq!(got[2]["action"], "open");
     assert!(got[2]["incidents"][0].get("acknowledged").is_none(), "{}", got[2]);
@@ -237,25 +232,25 @@ async fn an_acknowledgement_for_a_while_ends_and_repeats_resume_as_after_an_unac
     assert_eq!(acked["acknowledged"]["until"], "2026-03-02T10:30:00Z");
 
     // The repeat due at 10:00 is held; at 10:31 the acknowledgement has ended and the next look repeats.
-    advance(&clock, Duration::from_secs(61 * 60)).await;
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     assert_eq!(delivered(&chat).len(), 1, "held while acknowledged");
-    advance(&clock, Duration::from_secs(30 * 60)).await;
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(30 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     let got = wait_for(&chat, 2).await;
     assert_eq!(got[1]["reason"], "still firing", "{}", got[1]);
 
     // Acknowledged again, then given back: repeats resume after the next repeat_interval.
     let (status, _) = call(&app, ALICE, &format!("/v1/incidents/{id}/ack"), None).await;
     assert_eq!(status, 200);
-    advance(&clock, Duration::from_secs(61 * 60)).await;
-    advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
     assert_eq!(delivered(&chat).len(), 2, "held again");
     let (status, back) = call(&app, ALICE, &format!("/v1/incidents/{id}/unack"), None).await;
     assert_eq!(status, 200, "{back}");
     assert!(back.get("acknowledged").is_none());
-    advance(&clock, Duration::from_secs(2 * 60)).await;
-    advance(&clock, Duration::from_secs(60)).await;
+    app.advance(&clock, Duration::from_secs(2 * 60)).await;
+    app.advance(&clock, Duration::from_secs(60)).await;
     let got = wait_for(&chat, 3).await;
     assert_eq!(got[2]["reason"], "still firing");
     app.stop().await;
