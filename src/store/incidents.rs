@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, fetch_for_apps, parse_column, values};
+use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column, values};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Acknowledgement, Incident, IncidentState, Kind, Severity};
@@ -157,37 +157,12 @@ impl Store {
         tx: &mut WriteTx,
         ids: &[AppId],
     ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
-        let rows = fetch_for_apps(tx, ids, |pairs| {
-            format!(
-                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-                 AND state IN ('pending', 'firing')"
-            )
-        })
-        .await?;
-        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
-        for r in &rows {
-            let rec = incident_from_row(r)?;
-            out.entry(rec.app.clone()).or_default().push(rec);
-        }
-        Ok(out)
+        open_incidents_on(&mut tx.tx, tx.engine, ids).await
     }
 
     /// [`Store::open_incidents_of`] outside a write transaction (a list that says what holds each incident back).
     pub async fn open_incidents_read(&self, ids: &[AppId]) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        let rows = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
-            format!(
-                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-                 AND state IN ('pending', 'firing')"
-            )
-        })
-        .await?;
-        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
-        for r in &rows {
-            let rec = incident_from_row(r)?;
-            out.entry(rec.app.clone()).or_default().push(rec);
-        }
-        Ok(out)
+        open_incidents_on(&mut *self.pool.acquire().await?, self.engine, ids).await
     }
 
     pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
@@ -426,6 +401,27 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// The pending and firing incidents of the Applications `ids`, by Application, read on `conn`.
+async fn open_incidents_on(
+    conn: &mut sqlx::AnyConnection,
+    engine: super::Engine,
+    ids: &[AppId],
+) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+    let rows = super::fetch_for_apps_on(conn, engine, ids, |pairs| {
+        format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
+             AND state IN ('pending', 'firing')"
+        )
+    })
+    .await?;
+    let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+    for r in &rows {
+        let rec = incident_from_row(r)?;
+        out.entry(rec.app.clone()).or_default().push(rec);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
