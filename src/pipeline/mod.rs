@@ -241,14 +241,9 @@ impl Pipeline {
     pub fn repeated(&self, key: BodyKey) -> Option<IngestSummary> {
         let core = self.core();
         let answer = core.repeats.answer(key)?;
-        let annotations_now = core.api_of(&answer.app.instance).and_then(|source| {
-            let projects = source.projects.read().unwrap_or_else(|e| e.into_inner());
-            projects.get(&answer.project).cloned()
-        });
-        if annotations_now
-            .as_ref()
-            .map_or(!answer.annotations.is_empty(), |a| *a != answer.annotations)
-        {
+        // The annotations `add_project_annotations` would give the body now (none read: the body's own, none).
+        let annotations_now = core.project_annotations(&answer.app.instance, &answer.project);
+        if annotations_now.unwrap_or_default() != answer.annotations {
             return None;
         }
         if !answer.stale {
@@ -271,13 +266,8 @@ impl Pipeline {
 
     /// The Herald annotations of the snapshot's AppProject, where its instance's API has read them.
     fn add_project_annotations(&self, snap: &mut Snapshot) {
-        let core = self.core();
-        let Some(source) = core.api_of(&snap.app.instance) else {
-            return;
-        };
-        let projects = source.projects.read().unwrap_or_else(|e| e.into_inner());
-        if let Some(a) = projects.get(&snap.project) {
-            snap.project_annotations.clone_from(a);
+        if let Some(a) = self.core().project_annotations(&snap.app.instance, &snap.project) {
+            snap.project_annotations = a;
         }
     }
 
@@ -632,6 +622,13 @@ impl Core {
     /// `instance`'s API, when it has one.
     fn api_of(&self, instance: &str) -> Option<&InstanceApi> {
         self.argocd_apis.iter().find(|s| s.api.instance() == instance)
+    }
+
+    /// The Herald annotations of `instance`'s AppProject `project`, where its API has read them.
+    fn project_annotations(&self, instance: &str, project: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        let source = self.api_of(instance)?;
+        let projects = source.projects.read().unwrap_or_else(|e| e.into_inner());
+        projects.get(project).cloned()
     }
 }
 
