@@ -36,6 +36,16 @@ const BUCKET_SECS: i64 = 3600;
 /// The key the forms' tokens are signed with.
 pub struct FormKey(Vec<u8>);
 
+/// How long an acknowledgement lasts, as the form offers it (value for `for`, words).
+const ACK_FOR: &[(&str, &str)] = &[("", "until resolved"), ("1h", "1 h"), ("4h", "4 h"), ("1d", "1 day")];
+/// How long a silence lasts, as the form offers it.
+const SILENCE_FOR: &[(&str, &str)] = &[
+    ("1h", "1 h"),
+    ("4h", "4 h"),
+    ("1d", "1 day"),
+    ("monday", "until Monday 09:00"),
+];
+
 impl FormKey {
     /// `server.link_signing_key` when set (every replica then takes each other's forms), else random.
     pub fn of(server: &crate::configuration::ServerSettings) -> Self {
@@ -121,38 +131,29 @@ impl<'a> Forms<'a> {
         let acked = i.ack.as_ref().is_some_and(|a| a.active(self.now));
         html! {
             @if open_incident && self.can_ack && !acked {
-                form.act method="post" action={ "/incidents/" (i.id) "/ack" } {
-                    input type="hidden" name="csrf" value=(token(FormAction::Acknowledge));
-                    input type="hidden" name="back" value=(back);
-                    (self.name_field())
-                    label { "for " select name="for" {
-                        option value="" { "until resolved" }
-                        option value="1h" { "1 h" }
-                        option value="4h" { "4 h" }
-                        option value="1d" { "1 day" }
-                    } }
-                    " "
-                    input type="text" name="comment" placeholder="comment (optional)" maxlength="4096";
-                    " "
-                    button type="submit" { "Acknowledge" }
-                }
+                (self.form(i.id, "ack", token(FormAction::Acknowledge), back, ACK_FOR, "Acknowledge"))
             }
             @if open_incident && self.can_silence {
-                form.act method="post" action={ "/incidents/" (i.id) "/silence" } {
-                    input type="hidden" name="csrf" value=(token(FormAction::Silence));
-                    input type="hidden" name="back" value=(back);
-                    (self.name_field())
-                    label { "for " select name="for" {
-                        option value="1h" { "1 h" }
-                        option value="4h" { "4 h" }
-                        option value="1d" { "1 day" }
-                        option value="monday" { "until Monday 09:00" }
-                    } }
-                    " "
-                    input type="text" name="comment" placeholder="comment (optional)" maxlength="4096";
-                    " "
-                    button type="submit" { "Silence" }
-                }
+                (self.form(i.id, "silence", token(FormAction::Silence), back, SILENCE_FOR, "Silence"))
+            }
+        }
+    }
+
+    /// One incident's form posting to `/incidents/{id}/{path}`: its token, the page to go back to, the name where
+    /// none is known, how long (`durations`: value and words), a comment, and the button.
+    fn form(&self, id: i64, path: &str, token: String, back: &str, durations: &[(&str, &str)], button: &str) -> Markup {
+        html! {
+            form.act method="post" action={ "/incidents/" (id) "/" (path) } {
+                input type="hidden" name="csrf" value=(token);
+                input type="hidden" name="back" value=(back);
+                (self.name_field())
+                label { "for " select name="for" {
+                    @for (value, words) in durations { option value=(value) { (words) } }
+                } }
+                " "
+                input type="text" name="comment" placeholder="comment (optional)" maxlength="4096";
+                " "
+                button type="submit" { (button) }
             }
         }
     }
