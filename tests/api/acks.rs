@@ -48,14 +48,7 @@ grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 1h}}
 
 async fn post_event(app: &TestApp, clock: &ManualClock, health: &str) {
     let body = envelope("pay-api", "payments", "Synced", health, &clock.now().to_rfc3339());
-    let r = app
-        .client
-        .post(format!("{}/v1/argocd/events", app.address))
-        .bearer_auth(ARGOCD)
-        .body(body)
-        .send()
-        .await
-        .expect("post");
+    let r = app.post_as(ARGOCD, body).await;
     assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::helpers::*;
-use crate::status_page::chromium;
+use crate::status_page::{chromium, rows};
 use herald::clock::{Clock, ManualClock};
 use serde_json::{Value, json};
 
@@ -52,35 +52,6 @@ async fn page(app: &TestApp, path: &str) -> (u16, String) {
         .expect("get");
     let status = r.status().as_u16();
     (status, r.text().await.expect("text"))
-}
-
-/// The text of the rows of the table with `id`, cells joined by ` | `, tags dropped (the header row left out).
-fn rows(html: &str, id: &str) -> Vec<String> {
-    let Some(start) = html.find(&format!("id=\"{id}\"")) else {
-        return Vec::new();
-    };
-    let end = html[start..].find("</table>").map_or(html.len(), |e| start + e);
-    html[start..end]
-        .split("<tr>")
-        .skip(2)
-        .map(|r| {
-            let mut text = String::new();
-            let mut in_tag = false;
-            for c in r.chars() {
-                match c {
-                    '<' => in_tag = true,
-                    '>' => {
-                        in_tag = false;
-                        text.push('|');
-                    }
-                    c if !in_tag => text.push(c),
-                    _ => {}
-                }
-            }
-            let cells: Vec<&str> = text.split('|').map(str::trim).filter(|s| !s.is_empty()).collect();
-            cells.join(" | ")
-        })
-        .collect()
 }
 
 /// The `href` of the element with `id`, as written (entities decoded for `&`).
@@ -343,14 +314,7 @@ async fn a_pages_forms_act_only_with_their_token_and_the_scope_and_a_get_never_a
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir.clone(), &guarded_config(&d), Arc::new(clock.clone())).await;
     let body = envelope("pay-api", "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
-    let r = app
-        .client
-        .post(format!("{}/v1/argocd/events", app.address))
-        .bearer_auth(ARGOCD)
-        .body(body)
-        .send()
-        .await
-        .expect("post");
+    let r = app.post_as(ARGOCD, body).await;
     assert_eq!(r.status(), 202);
     app.settle().await;
     let id = the_incident(&app).await["id"].as_i64().expect("id");

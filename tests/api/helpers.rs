@@ -159,6 +159,17 @@ impl TestApp {
             .expect("request")
     }
 
+    /// [`post`](Self::post) with an `ingest` bearer token (for a Herald with `server.auth`).
+    pub async fn post_as(&self, token: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+        self.client
+            .post(format!("{}/v1/argocd/events", self.address))
+            .bearer_auth(token)
+            .body(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// The Prometheus text of `/metrics`.
     pub async fn metrics(&self) -> String {
         let r = self

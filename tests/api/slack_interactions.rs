@@ -157,14 +157,7 @@ async fn started(server: &MockServer, clock: &ManualClock) -> (TestApp, i64) {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let app = TestApp::spawn_in(dir, &config(&server.uri()), Arc::new(clock.clone())).await;
     let body = envelope("pay-api", "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
-    let r = app
-        .client
-        .post(format!("{}/v1/argocd/events", app.address))
-        .bearer_auth(ARGOCD)
-        .body(body)
-        .send()
-        .await
-        .expect("post");
+    let r = app.post_as(ARGOCD, body).await;
     assert_eq!(r.status(), 202);
     app.settle().await;
     assert_eq!(calls(server, "chat.postMessage").await.len(), 1, "the first message");

@@ -33,8 +33,9 @@ pub(crate) fn chromium(args: &[&str]) -> std::process::Output {
         .expect("run chromium")
 }
 
-/// The text of the table rows inside the element with `id`, as Chromium rendered the DOM.
-fn rows(dom: &str, id: &str) -> Vec<String> {
+/// The text of the table rows inside the element with `id` (cells joined by ` | `, tags dropped, the header row
+/// left out), as Herald wrote the page or as Chromium rendered the DOM.
+pub(crate) fn rows(dom: &str, id: &str) -> Vec<String> {
     let Some(start) = dom.find(&format!("id=\"{id}\"")) else {
         return Vec::new();
     };
