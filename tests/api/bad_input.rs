@@ -121,6 +121,12 @@ async fn wrong_methods_paths_and_queries_get_4xx() {
         ("/v1/incidents?instance=%00", 400),
         ("/v1/apps?instance=a&instance=b", 400),
         ("/v1/prune-pending?limit=100000", 400),
+        // A page is at most 1,000 rows, and at least one, on every list.
+        ("/v1/incidents?limit=1001", 400),
+        ("/v1/outbox?limit=1001", 400),
+        ("/v1/outbox?limit=0", 400),
+        ("/v1/incidents?limit=-5", 400),
+        ("/v1/apps/argocd/pay/raw?limit=1001", 400),
     ] {
         let r = app.client.get(url(path)).send().await.expect("req");
         assert_eq!(r.status().as_u16(), status, "{path}");
