@@ -204,10 +204,28 @@ pub fn metrics() -> PrometheusHandle {
             let installed = metrics::set_global_recorder(recorder).is_ok();
             if installed {
                 describe_families();
+                upkeep(handle.clone());
             }
             handle
         })
         .clone()
+}
+
+/// Histograms keep each sample until they are drained, which the exporter does when `/metrics` is rendered — and
+/// nobody may scrape for hours (no Prometheus yet, or one that scrapes another replica): at 40,000 events a second
+/// that is 10 MB a minute. A thread drains them every few seconds, as the exporter's own HTTP listener would.
+fn upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(5));
+                handle.run_upkeep();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the metrics upkeep thread: histograms grow until /metrics is read");
+    }
 }
 
 fn describe_families() {
