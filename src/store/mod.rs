@@ -260,6 +260,10 @@ fn skip_locked(engine: Engine) -> &'static str {
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
+    /// SQLite: the one connection write transactions use (`None`: they take one from `pool`). One writer at a time
+    /// is all SQLite allows anyway; with its own connection the pages and prepared statements it needs are cached
+    /// once, not in each of the pool's connections in turn (8 copies, a third of the process's memory under load).
+    writer: Option<AnyPool>,
     engine: Engine,
     write_lock: Option<Arc<Mutex<()>>>,
 }
@@ -378,6 +382,37 @@ fn migrator(engine: Engine) -> Migrator {
     }
 }
 
+/// The pool settings both pools share; on SQLite every connection gets the pragmas below.
+fn pool_options(engine: Engine, sync: SqliteSynchronous) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_secs(3))
+        .after_connect(move |conn, _meta| {
+            Box::pin(async move {
+                if engine == Engine::Sqlite {
+                    use sqlx::Executor;
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute(match sync {
+                        SqliteSynchronous::Normal => "PRAGMA synchronous = NORMAL",
+                        SqliteSynchronous::Full => "PRAGMA synchronous = FULL",
+                    })
+                    .await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    // A small page cache per connection (2 MiB), and no memory map of the file: the writer's
+                    // cache of Applications spares most reads, and every page read through a 256 MiB map counted
+                    // in the process's resident memory (a third of it under load). Each connection keeps its
+                    // own cache: the writes' pages are cached in the writer's (`Store::writer`).
+                    conn.execute("PRAGMA cache_size = -2048").await?;
+                    // Checkpoints run in the background (Store::checkpoint), not in the writer's commit.
+                    conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
+                    // A log restarted by a checkpoint is cut back to this size (see `checkpoint`).
+                    conn.execute("PRAGMA journal_size_limit = 67108864").await?;
+                    conn.execute("PRAGMA foreign_keys = ON").await?;
+                }
+                Ok(())
+            })
+        })
+}
+
 impl Store {
     /// Connects (creating the SQLite file and its directory when needed) and applies migrations.
     pub async fn connect(settings: &StorageSettings) -> Result<Self, StoreError> {
@@ -419,39 +454,23 @@ impl Store {
             .parse()
             .map_err(|e: sqlx::Error| StoreError::Config(format!("storage.url is not valid: {e}")))?;
         let sync = settings.sqlite_synchronous;
-        let pool = AnyPoolOptions::new()
+        let pool = pool_options(engine, sync)
             .max_connections(settings.max_connections.max(2))
-            .acquire_timeout(std::time::Duration::from_secs(3))
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if engine == Engine::Sqlite {
-                        use sqlx::Executor;
-                        conn.execute("PRAGMA journal_mode = WAL").await?;
-                        conn.execute(match sync {
-                            SqliteSynchronous::Normal => "PRAGMA synchronous = NORMAL",
-                            SqliteSynchronous::Full => "PRAGMA synchronous = FULL",
-                        })
-                        .await?;
-                        conn.execute("PRAGMA busy_timeout = 5000").await?;
-                        // A small page cache per connection (2 MiB), and no memory map of the file: the writer's
-                        // cache of Applications spares most reads, and every page read through a 256 MiB map counted
-                        // in the process's resident memory (a third of it under load). Each pooled connection keeps
-                        // its own cache, which fills with every page it writes.
-                        conn.execute("PRAGMA cache_size = -2048").await?;
-                        // Checkpoints run in the background (Store::checkpoint), not in the writer's commit.
-                        conn.execute("PRAGMA wal_autocheckpoint = 0").await?;
-                        // A log restarted by a checkpoint is cut back to this size (see `checkpoint`).
-                        conn.execute("PRAGMA journal_size_limit = 67108864").await?;
-                        conn.execute("PRAGMA foreign_keys = ON").await?;
-                    }
-                    Ok(())
-                })
-            })
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         migrator(engine).run(&pool).await?;
+        let writer = match engine {
+            Engine::Sqlite => Some(
+                pool_options(engine, sync)
+                    .max_connections(1)
+                    .connect_with(options)
+                    .await?,
+            ),
+            Engine::Postgres => None,
+        };
         Ok(Self {
             pool,
+            writer,
             engine,
             write_lock: (engine == Engine::Sqlite).then(|| Arc::new(Mutex::new(()))),
         })
@@ -466,7 +485,7 @@ impl Store {
             Some(l) => Some(l.clone().lock_owned().await),
             None => None,
         };
-        let tx = self.pool.begin().await?;
+        let tx = self.writer.as_ref().unwrap_or(&self.pool).begin().await?;
         Ok(WriteTx {
             tx,
             engine: self.engine,
@@ -506,6 +525,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Some(writer) = &self.writer {
+            writer.close().await;
+        }
         self.pool.close().await;
     }
 }
