@@ -75,8 +75,9 @@ pub enum Listed {
 }
 
 /// A listing being read: a task receives the answer's chunks (at most [`CHUNKS_AHEAD`] waiting, each read within
-/// `timeout`, all together within `max_listing_bytes`), a blocking thread parses them with serde_json item by item,
-/// and the items wait here ([`ITEMS_AHEAD`] at most) until the caller takes them.
+/// `timeout`, all together within `max_listing_bytes`), a blocking thread cuts them into items
+/// ([`super::listing`]) and parses each, and the items wait here ([`ITEMS_AHEAD`] at most) until the caller takes
+/// them.
 pub struct ListingReader {
     items: tokio::sync::mpsc::Receiver<Listed>,
     receiving: tokio::task::JoinHandle<Result<(), ApiError>>,
@@ -93,9 +94,12 @@ pub struct ListingEnd {
 const CHUNKS_AHEAD: usize = 8;
 const ITEMS_AHEAD: usize = 256;
 
+/// How deep an Application of a listing may nest (as deep as `serde_json` reads a whole listing).
+const ITEM_DEPTH: usize = 126;
+
 impl ListingReader {
     fn start(mut resp: reqwest::Response, max: u64, timeout: std::time::Duration) -> Self {
-        let (chunk_tx, chunk_rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHUNKS_AHEAD);
+        let (chunk_tx, mut chunk_rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHUNKS_AHEAD);
         let receiving = tokio::spawn(async move {
             let mut received = 0u64;
             loop {
@@ -116,8 +120,8 @@ impl ListingReader {
         });
         let (items_tx, items) = tokio::sync::mpsc::channel(ITEMS_AHEAD);
         let parsing = tokio::task::spawn_blocking(move || {
-            let body = std::io::BufReader::with_capacity(64 * 1024, ChunkReader::new(chunk_rx));
-            read_listing(body, &mut |entry| items_tx.blocking_send(entry).is_ok())
+            let chunks = std::iter::from_fn(|| chunk_rx.blocking_recv());
+            read_listing(chunks, &mut |entry| items_tx.blocking_send(entry).is_ok())
         });
         Self {
             items,
@@ -155,43 +159,34 @@ impl Drop for ListingReader {
     }
 }
 
-/// The chunks of an answer as a [`std::io::Read`], for serde_json on a blocking thread.
-struct ChunkReader {
-    chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>,
-    current: bytes::Bytes,
-}
-
-impl ChunkReader {
-    fn new(chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>) -> Self {
-        Self {
-            chunks,
-            current: bytes::Bytes::new(),
+/// Reads a listing (`{"metadata": {…}, "items": [Application, …]}`) from its `chunks`, handing each item to `emit`
+/// as soon as it is parsed (`emit` answers false to stop). Complete only with a well-formed `items` array and no
+/// `metadata.continue` (a page of a longer listing): anything else deletes nothing by absence. An item that is not
+/// JSON makes the listing malformed; one that is JSON but not an Application Herald can read is handed over as
+/// [`Listed::Unreadable`].
+fn read_listing<C: AsRef<[u8]>>(
+    chunks: impl IntoIterator<Item = C>,
+    emit: &mut dyn FnMut(Listed) -> bool,
+) -> Result<ListingEnd, ApiError> {
+    let mut scanner = super::listing::Scanner::new();
+    let mut index = 0usize;
+    let mut on_item = |bytes: &[u8]| {
+        let entry = match from_api_bytes(bytes) {
+            Ok(snap) => Listed::App(Box::new(snap)),
+            Err(e @ PayloadError::InvalidJson { .. }) => return Err(format!("items[{index}]: {e}")),
+            Err(e) => Listed::Unreadable(format!("items[{index}]: {e}")),
+        };
+        index += 1;
+        if emit(entry) {
+            Ok(true)
+        } else {
+            Err("the listing was dropped while being read".to_string())
         }
+    };
+    for chunk in chunks {
+        scanner.feed(chunk.as_ref(), &mut on_item).map_err(ApiError::Listing)?;
     }
-}
-
-impl std::io::Read for ChunkReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.chunks.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
-    }
-}
-
-/// Reads a listing (`{"metadata": {…}, "items": [Application, …]}`) from `body`, handing each item to `emit` as
-/// soon as it is parsed (`emit` answers false to stop). Complete only with a well-formed `items` array and no
-/// `metadata.continue` (a page of a longer listing): anything else deletes nothing by absence.
-fn read_listing<R: std::io::Read>(body: R, emit: &mut dyn FnMut(Listed) -> bool) -> Result<ListingEnd, ApiError> {
-    let mut de = serde_json::Deserializer::from_reader(body);
-    let seen = serde::de::DeserializeSeed::deserialize(listing::Top { emit }, &mut de)
-        .and_then(|seen| de.end().map(|()| seen))
-        .map_err(|e| ApiError::Listing(e.to_string()))?;
+    let seen = scanner.finish().map_err(ApiError::Listing)?;
     if let Some(token) = seen.continue_token.filter(|t| !t.is_empty()) {
         return Err(ApiError::Incomplete(format!(
             "it is one page of a longer listing (metadata.continue {:?})",
@@ -205,99 +200,6 @@ fn read_listing<R: std::io::Read>(body: R, emit: &mut dyn FnMut(Listed) -> bool)
              Applications can answer this way"
                 .into(),
         )),
-    }
-}
-
-/// The serde visitors of [`read_listing`]: the top-level object, its `metadata`, and `items` one element at a time.
-mod listing {
-    use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-    use serde_json::Value;
-
-    use super::{Listed, from_api};
-
-    /// What the top-level object said: how many items (`None`: no `items` array) and its `continue` token.
-    pub(super) struct Seen {
-        pub items: Option<usize>,
-        pub continue_token: Option<String>,
-    }
-
-    pub(super) struct Top<'a> {
-        pub emit: &'a mut dyn FnMut(Listed) -> bool,
-    }
-
-    impl<'de> DeserializeSeed<'de> for Top<'_> {
-        type Value = Seen;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Seen, D::Error> {
-            d.deserialize_map(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for Top<'_> {
-        type Value = Seen;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a listing object with `items`")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Seen, A::Error> {
-            let mut seen = Seen {
-                items: None,
-                continue_token: None,
-            };
-            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                match key.as_ref() {
-                    "items" if seen.items.is_some() => return Err(de::Error::duplicate_field("items")),
-                    "items" => seen.items = map.next_value_seed(Items { emit: &mut *self.emit })?,
-                    "metadata" => {
-                        let meta: Option<ListMeta> = map.next_value()?;
-                        seen.continue_token = meta.and_then(|m| m.r#continue);
-                    }
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(seen)
-        }
-    }
-
-    #[derive(serde::Deserialize)]
-    struct ListMeta {
-        r#continue: Option<String>,
-    }
-
-    /// `items`: an array, each element parsed and handed over before the next is read; `null` is `None`.
-    struct Items<'a> {
-        emit: &'a mut dyn FnMut(Listed) -> bool,
-    }
-
-    impl<'de> DeserializeSeed<'de> for Items<'_> {
-        type Value = Option<usize>;
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
-            d.deserialize_any(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for Items<'_> {
-        type Value = Option<usize>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("`items` as an array of Applications")
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Option<usize>, E> {
-            Ok(None)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<usize>, A::Error> {
-            let mut i = 0usize;
-            while let Some(item) = seq.next_element::<Value>()? {
-                let entry = match from_api(&item) {
-                    Ok(snap) => Listed::App(Box::new(snap)),
-                    Err(e) => Listed::Unreadable(format!("items[{i}]: {e}")),
-                };
-                i += 1;
-                if !(self.emit)(entry) {
-                    return Err(de::Error::custom("the listing was dropped while being read"));
-                }
-            }
-            Ok(Some(i))
-        }
     }
 }
 
@@ -548,9 +450,18 @@ impl Stream {
 fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
     let mut snap = super::from_value(value)?;
     super::caps::bound(&mut snap);
+    Ok(as_read_from_api(snap))
+}
+
+/// The same from an item's bytes (a listing's), read as a webhook body is.
+fn from_api_bytes(bytes: &[u8]) -> Result<Snapshot, PayloadError> {
+    super::parse_body(bytes, ITEM_DEPTH).map(as_read_from_api)
+}
+
+fn as_read_from_api(mut snap: Snapshot) -> Snapshot {
     snap.observed_at = None;
     snap.source = super::Source::Api;
-    Ok(snap)
+    snap
 }
 
 /// One stream line; blank lines and keep-alives are skipped (`None`).
@@ -591,7 +502,7 @@ mod tests {
     /// Reads `body` as a listing: what was handed over, and how it ended.
     fn read(body: &[u8]) -> (Vec<Listed>, Result<ListingEnd, ApiError>) {
         let mut got = Vec::new();
-        let end = read_listing(body, &mut |e| {
+        let end = read_listing(body.chunks(5), &mut |e| {
             got.push(e);
             true
         });

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod caps;
+mod listing;
 mod status;
 mod typed;
 mod value;
