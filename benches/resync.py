@@ -2,12 +2,12 @@
 """What a periodic Argo CD resync costs when nothing changed: CPU seconds per listing and bytes written.
 
 A fake Argo CD API on loopback serves a listing of N Applications (about 9.6 KB each, the objects the listing's
-`fields` return, as in benches/memory.py). Each listing is a new `status.reconciledAt` (Argo CD moves it on every
-reconcile) and nothing else changes. Herald (a fresh SQLite store, `resync_interval` 10 s, the shortest allowed)
+`fields` return, as in benches/memory.py). It honours `fields` as Argo CD does for `status.reconciledAt`, the one
+field that moves when nothing changes (on every reconcile): when asked for, each listing has a new one. Herald (a fresh SQLite store, `resync_interval` 10 s, the shortest allowed)
 lists it at start (every Application is new: stored) and then every 10 s (every Application unchanged). The script
 reads the process's CPU time (/proc/PID/stat, user + system) and the bytes it caused to be written to disk
-(/proc/PID/io write_bytes) around each listing, from the moment Herald asks for the listing until
-`herald_argocd_resyncs_total{outcome="ok"}` counts it, and prints them.
+(/proc/PID/io write_bytes) around each listing, from the moment Herald asks for the listing until it logs
+"Argo CD resync done" (read from its log, so that nothing polls Herald while it works), and prints them.
 
     cargo build --release && python3 benches/resync.py target/release/herald [--apps 10000,50000] [--resyncs 3]
 
@@ -17,11 +17,13 @@ Standard library only. Prints figures; asserts nothing about them (see docs/benc
 import argparse
 import http.server
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from memory import free_port, listed_application, request  # noqa: E402
@@ -44,11 +46,11 @@ def written_bytes(pid):
 
 
 def write_listings(work, n):
-    """Two listings of the same N Applications that differ only in `status.reconciledAt`."""
+    """Three listings of the same N Applications: two that differ only in `status.reconciledAt`, one without it."""
     import json
 
     paths = []
-    for k, at in enumerate(("2026-12-01T09:00:00Z", "2026-12-01T09:03:00Z")):
+    for k, at in enumerate(("2026-12-01T09:00:00Z", "2026-12-01T09:03:00Z", None)):
         path = os.path.join(work, f"listing-{k}.json")
         with open(path, "w") as f:
             f.write('{"metadata": {"resourceVersion": "123456"}, "items": [')
@@ -56,7 +58,10 @@ def write_listings(work, n):
                 if i:
                     f.write(",")
                 app = listed_application(i)
-                app["status"]["reconciledAt"] = at
+                if at is None:
+                    del app["status"]["reconciledAt"]
+                else:
+                    app["status"]["reconciledAt"] = at
                 f.write(json.dumps(app))
             f.write("]}")
         paths.append(path)
@@ -87,7 +92,12 @@ class Fake:
                     self.end_headers()
                     return
                 fake.asked.append(time.time())
-                path = fake.paths[(len(fake.asked) - 1) % len(fake.paths)]
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                fields = ",".join(query.get("fields", [])).split(",")
+                if query.get("fields") and "items.status.reconciledAt" not in fields:
+                    path = fake.paths[2]
+                else:
+                    path = fake.paths[(len(fake.asked) - 1) % 2]
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(os.path.getsize(path)))
@@ -106,14 +116,33 @@ class Fake:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def resyncs_ok(base):
-    status, body = request(base + "/metrics")
-    if status != 200:
-        return None
-    for line in body.decode().splitlines():
-        if line.startswith("herald_argocd_resyncs_total{") and 'outcome="ok"' in line:
-            return int(float(line.rsplit(" ", 1)[1]))
-    return 0
+def listings(binary, env, work, fake, count):
+    """Starts Herald and measures its first `count` listings: [(cpu seconds, bytes written)]."""
+    proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    done = []  # (cpu, written) when each listing was done
+
+    def read_log():
+        for line in proc.stdout:
+            if b"Argo CD resync done" in line:
+                done.append((cpu_seconds(proc.pid), written_bytes(proc.pid)))
+
+    threading.Thread(target=read_log, daemon=True).start()
+    rows, asked = [], len(fake.asked)
+    try:
+        deadline = time.time() + 900
+        while len(rows) < count and time.time() < deadline and proc.poll() is None:
+            k = len(rows)
+            while len(fake.asked) <= asked + k and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.002)
+            start_cpu, start_io = cpu_seconds(proc.pid), written_bytes(proc.pid)
+            while len(done) <= k and time.time() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            if len(done) > k:
+                rows.append((done[k][0] - start_cpu, done[k][1] - start_io))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return rows
 
 
 def run(binary, n, resyncs):
@@ -123,42 +152,27 @@ def run(binary, n, resyncs):
     fake = Fake(paths)
     port = free_port()
     env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
-               HERALD__LOG__LEVEL="warn", HERALD__ARGOCD__API__URL=f"http://127.0.0.1:{fake.server.server_port}",
+               HERALD__LOG__LEVEL="info", HERALD__LOG__FORMAT="text",
+               HERALD__ARGOCD__API__URL=f"http://127.0.0.1:{fake.server.server_port}",
                HERALD__ARGOCD__API__TOKEN="bench-read-only-token", HERALD__ARGOCD__API__RESYNC_INTERVAL="10s")
-    proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    rows = []
     try:
-        seen, deadline = 0, time.time() + 900
-        while len(fake.asked) == 0 and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.01)
-        start_cpu, start_io = cpu_seconds(proc.pid), written_bytes(proc.pid)
-        while seen < resyncs + 1 and time.time() < deadline and proc.poll() is None:
-            ok = resyncs_ok(base)
-            if ok is not None and ok > seen:
-                cpu, io = cpu_seconds(proc.pid), written_bytes(proc.pid)
-                rows.append((cpu - start_cpu, io - start_io))
-                seen = ok
-                # Wait for the next listing to be asked for, then measure from there.
-                while len(fake.asked) <= seen and time.time() < deadline and proc.poll() is None:
-                    time.sleep(0.01)
-                start_cpu, start_io = cpu_seconds(proc.pid), written_bytes(proc.pid)
-            else:
-                time.sleep(0.05)
+        rows = listings(binary, env, work, fake, resyncs + 1)
+        # The same store after a restart: what was remembered of the listing is gone; the store is the same.
+        after = listings(binary, env, work, fake, 1)
         print(f"{n:,} Applications ({size / 1e6:.0f} MB a listing):")
-        for i, (cpu, io) in enumerate(rows):
-            what = "first listing (all new)" if i == 0 else f"resync {i} (nothing changed)"
+        named = [("first listing (all new)", r) for r in rows[:1]]
+        named += [(f"resync {i} (nothing changed)", r) for i, r in enumerate(rows[1:], 1)]
+        named += [("first after a restart", r) for r in after]
+        for what, (cpu, io) in named:
             print(f"  {what:28} CPU {cpu:6.2f} s   ({cpu / n * 1e6:6.1f} µs an Application)   "
                   f"written {io / 1e6:7.1f} MB")
-        if len(rows) < resyncs + 1:
-            print(f"  (only {len(rows)} listings counted before the deadline)")
+        if len(rows) < resyncs + 1 or not after:
+            print(f"  (only {len(rows) + len(after)} listings counted before the deadline)")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
         fake.server.shutdown()
         for p in paths:
             os.remove(p)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main():

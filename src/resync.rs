@@ -17,7 +17,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::argocd::AppId;
 use crate::argocd::api::{ApiError, Listed, WatchEvent};
-use crate::pipeline::{HeldDropRow, InstanceApi, Pipeline};
+use crate::pipeline::{HeldDropRow, InstanceApi, Pipeline, app_key};
 
 /// How many snapshots of a listing are in the pipeline at once: enough for the batch writer to group them.
 const IN_FLIGHT: usize = 64;
@@ -110,7 +110,14 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
         .projects(&[&ownership.annotation, &ownership.receivers_annotation])
         .await
     {
-        Ok(projects) => *source.projects.write().unwrap_or_else(|e| e.into_inner()) = projects,
+        Ok(projects) => {
+            let mut known = source.projects.write().unwrap_or_else(|e| e.into_inner());
+            if *known != projects {
+                // Items read before were read with other annotations: read them again.
+                pipeline.forget_listed_items();
+                *known = projects;
+            }
+        }
         Err(e) => tracing::warn!(
             instance,
             error = %e,
@@ -118,19 +125,26 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
              the read-only account needs `projects, get`)"
         ),
     }
-    let mut reader = match api.list().await {
+    let mut reader = match api.list(pipeline.item_memory()).await {
         Ok(r) => r,
         Err(e) => return refused(source, started, &e),
     };
+    // The listed Applications, by `app_key` (16 bytes each, whatever the names).
     let mut present = HashSet::new();
     let mut unreadable = (0usize, Vec::new());
     let failures = (reader.items())
         .filter_map(|entry| {
             std::future::ready(match entry {
-                Listed::App(mut snap) => {
+                Listed::App { mut snap, key } => {
                     api.own(&mut snap);
-                    present.insert(snap.app.clone());
-                    Some(*snap)
+                    present.insert(app_key(&snap.app));
+                    Some((*snap, key))
+                }
+                Listed::Unchanged(app) => {
+                    // The same bytes as a listing before, read into what is stored: seen, nothing else to do.
+                    present.insert(app);
+                    pipeline.confirm_listed(app);
+                    None
                 }
                 Listed::Unreadable(why) => {
                     unreadable.0 += 1;
@@ -141,7 +155,7 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
                 }
             })
         })
-        .map(|snap| pipeline.ingest(snap, None))
+        .map(|(snap, key)| pipeline.ingest_listed(snap, key))
         .buffer_unordered(IN_FLIGHT)
         .filter(|r| std::future::ready(r.is_err()))
         .count()
@@ -192,7 +206,7 @@ fn refused(source: &InstanceApi, started: chrono::DateTime<chrono::Utc>, e: &Api
 async fn delete_absent(
     pipeline: &Pipeline,
     source: &InstanceApi,
-    present: &HashSet<AppId>,
+    present: &HashSet<u128>,
     started: chrono::DateTime<chrono::Utc>,
 ) {
     let api = &source.api;
@@ -206,7 +220,7 @@ async fn delete_absent(
     };
     let stored = live.len();
     let absent: Vec<AppId> = (live.into_iter())
-        .filter(|(app, last_seen)| !present.contains(app) && *last_seen < started)
+        .filter(|(app, last_seen)| !present.contains(&app_key(app)) && *last_seen < started)
         .map(|(app, _)| app)
         .collect();
     let settings = api.settings();

@@ -98,7 +98,7 @@ fn needs_escape(c: char) -> bool {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 21] = [
+const FAMILIES: [(&str, &str); 22] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_last_event_timestamp_seconds",
@@ -120,6 +120,11 @@ const FAMILIES: [(&str, &str); 21] = [
         "herald_events_repeated_total",
         "Of those, duplicate or stale bodies answered without parsing: the same bytes as a body already judged, \
          its Application unchanged since.",
+    ),
+    (
+        "herald_argocd_unchanged_total",
+        "Applications read from the Argo CD API (a resync's listing, the watch, a confirmation) that are as stored: \
+         answered from memory, nothing read or written.",
     ),
     (
         "herald_ingest_duration_seconds",

@@ -43,7 +43,9 @@ impl ApiError {
 }
 
 /// The fields of each Application Herald reads (`argocd::from_value`): asking for these only keeps a listing of
-/// 10,000 Applications small (no managed fields, no summary, no source hydrator state).
+/// 10,000 Applications small (no managed fields, no summary, no source hydrator state). Not `status.reconciledAt`:
+/// an Application read from the API is the state now whatever its time, and the time moves on every reconcile,
+/// so an unchanged Application would never be the same bytes twice (see [`ItemMemory`]).
 pub const LIST_FIELDS: &[&str] = &[
     "items.metadata.name",
     "items.metadata.namespace",
@@ -62,13 +64,16 @@ pub const LIST_FIELDS: &[&str] = &[
     "items.status.resources",
     "items.status.conditions",
     "items.status.history",
-    "items.status.reconciledAt",
 ];
 
 /// One entry of a listing, as it is read.
 #[derive(Debug)]
 pub enum Listed {
-    App(Box<Snapshot>),
+    /// An Application, with the key of its item's bytes ([`item_key`]).
+    App { snap: Box<Snapshot>, key: u128 },
+    /// An item whose bytes the caller's [`ItemMemory`] knows as its Application's stored state: not parsed. What the
+    /// memory answered (the caller's key of the Application).
+    Unchanged(u128),
     /// An item Herald cannot read (where, and why): counted, not fatal — one odd Application must not stop the others
     /// from being seen — but the listing then deletes nothing by absence.
     Unreadable(String),
@@ -91,6 +96,19 @@ pub struct ListingEnd {
     pub items: usize,
 }
 
+/// Asked for each item before it is parsed, with the item's [`item_key`]: `Some` (the caller's key of the
+/// Application) when those bytes are known to be what is stored for it, so parsing them would change nothing.
+pub type ItemMemory = std::sync::Arc<dyn Fn(u128) -> Option<u128> + Send + Sync>;
+
+/// The key of a listing item's bytes from `instance`: a 128-bit hash.
+pub fn item_key(instance: &str, bytes: &[u8]) -> u128 {
+    let seed = xxhash_rust::xxh3::xxh3_64(instance.as_bytes());
+    xxhash_rust::xxh3::xxh3_128_with_seed(bytes, seed)
+}
+
+/// An item's bytes → their [`item_key`], and what the [`ItemMemory`] knows of them.
+type KnownItem<'a> = dyn Fn(&[u8]) -> (u128, Option<u128>) + 'a;
+
 const CHUNKS_AHEAD: usize = 8;
 const ITEMS_AHEAD: usize = 256;
 
@@ -98,7 +116,13 @@ const ITEMS_AHEAD: usize = 256;
 const ITEM_DEPTH: usize = 126;
 
 impl ListingReader {
-    fn start(mut resp: reqwest::Response, max: u64, timeout: std::time::Duration) -> Self {
+    fn start(
+        mut resp: reqwest::Response,
+        max: u64,
+        timeout: std::time::Duration,
+        instance: String,
+        memory: Option<ItemMemory>,
+    ) -> Self {
         let (chunk_tx, mut chunk_rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHUNKS_AHEAD);
         let receiving = tokio::spawn(async move {
             let mut received = 0u64;
@@ -121,7 +145,11 @@ impl ListingReader {
         let (items_tx, items) = tokio::sync::mpsc::channel(ITEMS_AHEAD);
         let parsing = tokio::task::spawn_blocking(move || {
             let chunks = std::iter::from_fn(|| chunk_rx.blocking_recv());
-            read_listing(chunks, &mut |entry| items_tx.blocking_send(entry).is_ok())
+            let known = |bytes: &[u8]| {
+                let key = item_key(&instance, bytes);
+                (key, memory.as_ref().and_then(|m| m(key)))
+            };
+            read_listing(chunks, &known, &mut |entry| items_tx.blocking_send(entry).is_ok())
         });
         Self {
             items,
@@ -166,15 +194,24 @@ impl Drop for ListingReader {
 /// [`Listed::Unreadable`].
 fn read_listing<C: AsRef<[u8]>>(
     chunks: impl IntoIterator<Item = C>,
+    known: &KnownItem,
     emit: &mut dyn FnMut(Listed) -> bool,
 ) -> Result<ListingEnd, ApiError> {
     let mut scanner = super::listing::Scanner::new();
     let mut index = 0usize;
-    let mut on_item = |bytes: &[u8]| {
-        let entry = match from_api_bytes(bytes) {
-            Ok(snap) => Listed::App(Box::new(snap)),
-            Err(e @ PayloadError::InvalidJson { .. }) => return Err(format!("items[{index}]: {e}")),
-            Err(e) => Listed::Unreadable(format!("items[{index}]: {e}")),
+    let mut on_item = |bytes: &[u8], depth: u32| {
+        let (key, unchanged) = known(bytes);
+        let entry = if let Some(app) = unchanged {
+            Listed::Unchanged(app)
+        } else {
+            match from_api_bytes(bytes, depth) {
+                Ok(snap) => Listed::App {
+                    snap: Box::new(snap),
+                    key,
+                },
+                Err(e @ PayloadError::InvalidJson { .. }) => return Err(format!("items[{index}]: {e}")),
+                Err(e) => Listed::Unreadable(format!("items[{index}]: {e}")),
+            }
         };
         index += 1;
         if emit(entry) {
@@ -361,8 +398,9 @@ impl ArgoCdApi {
 
     /// Every Application, in the configured projects (all when none are configured), read item by item as the
     /// answer arrives: memory holds one item and a few chunks, whatever the listing's size. Read it with
-    /// [`ListingReader::items`], then ask [`ListingReader::finish`] whether it was complete.
-    pub async fn list(&self) -> Result<ListingReader, ApiError> {
+    /// [`ListingReader::items`], then ask [`ListingReader::finish`] whether it was complete. Items `memory` knows
+    /// are not parsed.
+    pub async fn list(&self, memory: Option<ItemMemory>) -> Result<ListingReader, ApiError> {
         let fields = LIST_FIELDS.join(",");
         let mut query = self.projects_query();
         query.push(("fields", &fields));
@@ -378,7 +416,13 @@ impl ArgoCdApi {
         if resp.content_length().is_some_and(|n| n > max) {
             return Err(ApiError::TooLarge(max));
         }
-        Ok(ListingReader::start(resp, max, self.settings.timeout))
+        Ok(ListingReader::start(
+            resp,
+            max,
+            self.settings.timeout,
+            self.instance.clone(),
+            memory,
+        ))
     }
 
     /// Opens the event stream; read it with [`Stream::next`].
@@ -453,9 +497,14 @@ fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
     Ok(as_read_from_api(snap))
 }
 
-/// The same from an item's bytes (a listing's), read as a webhook body is.
-fn from_api_bytes(bytes: &[u8]) -> Result<Snapshot, PayloadError> {
-    super::parse_body(bytes, ITEM_DEPTH).map(as_read_from_api)
+/// The same from an item's bytes (a listing's, nesting `depth` deep), read as a webhook body is.
+fn from_api_bytes(bytes: &[u8], depth: u32) -> Result<Snapshot, PayloadError> {
+    if depth as usize > ITEM_DEPTH {
+        return Err(PayloadError::TooDeep(ITEM_DEPTH));
+    }
+    let mut snap = super::parse_shallow_body(bytes)?;
+    super::caps::bound(&mut snap);
+    Ok(as_read_from_api(snap))
 }
 
 fn as_read_from_api(mut snap: Snapshot) -> Snapshot {
@@ -502,7 +551,7 @@ mod tests {
     /// Reads `body` as a listing: what was handed over, and how it ended.
     fn read(body: &[u8]) -> (Vec<Listed>, Result<ListingEnd, ApiError>) {
         let mut got = Vec::new();
-        let end = read_listing(body.chunks(5), &mut |e| {
+        let end = read_listing(body.chunks(5), &|_| (0, None), &mut |e| {
             got.push(e);
             true
         });
@@ -518,8 +567,8 @@ mod tests {
         let (got, end) = read(&body);
         let names: Vec<&str> = (got.iter())
             .filter_map(|e| match e {
-                Listed::App(s) => Some(s.app.name.as_str()),
-                Listed::Unreadable(_) => None,
+                Listed::App { snap, .. } => Some(snap.app.name.as_str()),
+                Listed::Unreadable(_) | Listed::Unchanged(_) => None,
             })
             .collect();
         assert_eq!(names, ["a", "b"]);
@@ -531,6 +580,37 @@ mod tests {
         let (got, end) = read(br#"{"items": []}"#);
         assert!(got.is_empty());
         assert_eq!(end.expect("an empty list is complete").items, 0);
+    }
+
+    #[test]
+    fn an_item_the_memory_knows_is_handed_over_unparsed() {
+        let known = serde_json::to_vec(&json!({"not": "an application"})).unwrap();
+        let body = format!(
+            r#"{{"items": [{}, {}]}}"#,
+            String::from_utf8_lossy(&known),
+            serde_json::to_string(&app("b")).unwrap()
+        );
+        let key = item_key("eu", &known);
+        let memory = |bytes: &[u8]| {
+            let k = item_key("eu", bytes);
+            (k, (k == key).then_some(42))
+        };
+        let mut got = Vec::new();
+        let end = read_listing(body.as_bytes().chunks(7), &memory, &mut |e| {
+            got.push(e);
+            true
+        });
+        assert_eq!(end.expect("complete").items, 2);
+        assert!(matches!(got[0], Listed::Unchanged(42)), "{got:?}");
+        assert!(
+            matches!(&got[1], Listed::App { snap, key } if snap.app.name == "b" && *key != 0),
+            "{got:?}"
+        );
+        assert_ne!(
+            item_key("eu", &known),
+            item_key("us", &known),
+            "the same bytes from another instance"
+        );
     }
 
     #[test]

@@ -42,6 +42,8 @@ enum State {
 struct Extent {
     at: usize,
     depth: u32,
+    /// The deepest nesting met so far (an item deeper than the parser allows is refused without parsing it).
+    deepest: u32,
     in_string: bool,
     escaped: bool,
 }
@@ -62,6 +64,9 @@ pub(super) struct Scanner {
 /// Why the framing failed: the text is not a listing object (a JSON error, in words).
 pub(super) type Malformed = String;
 
+/// What is done with each item: its bytes and its depth of nesting; false to stop.
+pub(super) type OnItem<'a> = dyn FnMut(&[u8], u32) -> Result<bool, Malformed> + 'a;
+
 impl Scanner {
     pub(super) fn new() -> Self {
         Self {
@@ -75,12 +80,9 @@ impl Scanner {
         }
     }
 
-    /// Reads `chunk`, handing each complete item's bytes to `item` (which answers false to stop: `Ok(false)` here).
-    pub(super) fn feed(
-        &mut self,
-        chunk: &[u8],
-        item: &mut dyn FnMut(&[u8]) -> Result<bool, Malformed>,
-    ) -> Result<bool, Malformed> {
+    /// Reads `chunk`, handing each complete item's bytes and how deep it nests to `item` (which answers false to
+    /// stop: `Ok(false)` here).
+    pub(super) fn feed(&mut self, chunk: &[u8], item: &mut OnItem) -> Result<bool, Malformed> {
         // What is read is dropped before the buffer grows: it holds the value being read and one chunk.
         if self.pos > 0 {
             self.buf.drain(..self.pos);
@@ -117,7 +119,7 @@ impl Scanner {
         None
     }
 
-    fn run(&mut self, item: &mut dyn FnMut(&[u8]) -> Result<bool, Malformed>) -> Result<bool, Malformed> {
+    fn run(&mut self, item: &mut OnItem) -> Result<bool, Malformed> {
         loop {
             if self.extent.is_none() {
                 let Some(b) = self.skip_whitespace() else {
@@ -191,11 +193,12 @@ impl Scanner {
             let Some(end) = extent.advance(&self.buf, self.pos) else {
                 return Ok(true);
             };
+            let depth = extent.deepest;
             self.extent = None;
             let value = &self.buf[self.pos..end];
             if let State::Item { .. } = self.state {
                 self.seen.items = self.seen.items.map(|n| n + 1);
-                if !item(value)? {
+                if !item(value, depth)? {
                     return Ok(false);
                 }
                 self.state = State::AfterItem;
@@ -248,6 +251,7 @@ impl Extent {
         Self {
             at,
             depth: 0,
+            deepest: 0,
             in_string: false,
             escaped: false,
         }
@@ -257,7 +261,10 @@ impl Extent {
     fn advance(&mut self, buf: &[u8], start: usize) -> Option<usize> {
         if self.at == start {
             match buf.get(start)? {
-                b'{' | b'[' => self.depth = 1,
+                b'{' | b'[' => {
+                    self.depth = 1;
+                    self.deepest = 1;
+                }
                 b'"' => self.in_string = true,
                 _ => {
                     // A number, `true`, `false` or `null`: it ends where a delimiter begins (checked by serde_json).
@@ -294,7 +301,10 @@ impl Extent {
             }
             match buf[self.at] {
                 b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.deepest = self.deepest.max(self.depth);
+                }
                 b'}' | b']' => {
                     self.depth -= 1;
                     if self.depth == 0 {
@@ -318,7 +328,7 @@ mod tests {
         let mut scanner = Scanner::new();
         let mut items = Vec::new();
         for chunk in body.chunks(size.max(1)) {
-            let fed = scanner.feed(chunk, &mut |item| {
+            let fed = scanner.feed(chunk, &mut |item, _| {
                 items.push(String::from_utf8_lossy(item).into_owned());
                 Ok(true)
             });
@@ -397,11 +407,27 @@ mod tests {
     }
 
     #[test]
+    fn each_item_comes_with_how_deep_it_nests() {
+        let mut scanner = Scanner::new();
+        let mut depths = Vec::new();
+        let body = br#"{"items": [1, {}, {"a": [{"b": "]]]"}]}, [[[[]]]]]}"#;
+        for chunk in body.chunks(3) {
+            scanner
+                .feed(chunk, &mut |_, depth| {
+                    depths.push(depth);
+                    Ok(true)
+                })
+                .expect("well-formed");
+        }
+        assert_eq!(depths, [0, 1, 3, 4]);
+    }
+
+    #[test]
     fn an_item_that_stops_the_reader_stops_the_framing() {
         let mut scanner = Scanner::new();
         let mut n = 0;
         let going = scanner
-            .feed(br#"{"items": [1, 2, 3]}"#, &mut |_| {
+            .feed(br#"{"items": [1, 2, 3]}"#, &mut |_, _| {
                 n += 1;
                 Ok(n < 2)
             })

@@ -394,6 +394,11 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         return Err(PayloadError::PlainText { preview });
     }
     check_depth(body, max_depth)?;
+    parse_shallow_body(body)
+}
+
+/// [`parse_body`] of a body whose nesting the caller has bounded already (a listing's item: see `listing`).
+pub(crate) fn parse_shallow_body(body: &[u8]) -> Result<Snapshot, PayloadError> {
     // The common case, a well-formed body, is read straight into what Herald keeps (`typed`). Whatever the typed
     // reader does not take — a wrong type, a missing name, bad UTF-8 — goes through the tolerant reader below, whose
     // answer (the snapshot, or the error naming the field) is the one given: both agree on every body they both take.

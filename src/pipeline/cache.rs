@@ -14,6 +14,7 @@ use std::num::NonZeroUsize;
 
 use chrono::{DateTime, Utc};
 
+use super::repeats::app_key;
 use crate::argocd::AppId;
 use crate::state::AppState;
 use crate::store::{Engine, Store, StoreError, StoredApp};
@@ -113,30 +114,55 @@ impl AppCache {
 /// overlay it, so what the API shows does not depend on the flush. Lost on a crash, which costs nothing that
 /// matters: `last_seen` is shown, and is compared with a resync's start only for Applications absent from Argo CD's
 /// listing, which no duplicate of a live one is.
+///
+/// Duplicates read from the Argo CD API (a resync's unchanged Applications) are kept apart and never written: a
+/// resync of 50,000 unchanged Applications writes nothing. Until the next listing after a restart, such an
+/// Application's `last_seen` is the last time a webhook or a change was stored for it.
 #[derive(Default)]
-pub(super) struct SeenTimes(std::sync::Mutex<HashMap<AppId, DateTime<Utc>>>);
+pub(super) struct SeenTimes(std::sync::Mutex<Times>);
+
+#[derive(Default)]
+struct Times {
+    pending: HashMap<AppId, DateTime<Utc>>,
+    /// By a hash of the Application's identity (16 bytes a key, not three strings): one per listed Application.
+    confirmed: HashMap<u128, DateTime<Utc>>,
+}
 
 impl SeenTimes {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<AppId, DateTime<Utc>>> {
-        // A panic while holding it cannot leave the map half-changed: every use is one insert or one take.
+    fn times(&self) -> std::sync::MutexGuard<'_, Times> {
+        // A panic while holding it cannot leave the maps half-changed: every use is one insert or one take.
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(super) fn record(&self, seen: impl IntoIterator<Item = (AppId, DateTime<Utc>)>) {
-        let mut map = self.map();
+        let mut times = self.times();
         for (app, at) in seen {
-            let slot = map.entry(app).or_insert(at);
+            let slot = times.pending.entry(app).or_insert(at);
+            *slot = (*slot).max(at);
+        }
+    }
+
+    /// Duplicates read from the API (by [`app_key`]): kept in memory only.
+    pub(super) fn confirmed(&self, seen: impl IntoIterator<Item = (u128, DateTime<Utc>)>) {
+        let mut times = self.times();
+        for (app, at) in seen {
+            let slot = times.confirmed.entry(app).or_insert(at);
             *slot = (*slot).max(at);
         }
     }
 
     /// Everything not yet written; give it back with [`SeenTimes::record`] if writing fails.
     pub(super) fn take(&self) -> Vec<(AppId, DateTime<Utc>)> {
-        self.map().drain().collect()
+        self.times().pending.drain().collect()
     }
 
     pub(super) fn latest(&self, app: &AppId) -> Option<DateTime<Utc>> {
-        self.map().get(app).copied()
+        let times = self.times();
+        let pending = times.pending.get(app).copied();
+        if times.confirmed.is_empty() {
+            return pending;
+        }
+        pending.max(times.confirmed.get(&app_key(app)).copied())
     }
 
     /// `state` with the last time a duplicate of it was seen, when that is later than what the store has.

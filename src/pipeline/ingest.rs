@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use tracing::Instrument;
 
 use super::explain;
-use super::repeats::{Answer, BodyKey};
+use super::repeats::{Answer, BodyKey, Stored, state_key};
 use super::{Core, IngestOutcome, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
@@ -22,6 +22,11 @@ mod decisions;
 mod direct;
 
 use decisions::Applying;
+
+/// Read from the Argo CD API, which gives no time of its own: what it says is the state now.
+pub(super) fn from_api_now(snap: &Snapshot) -> bool {
+    snap.source == crate::argocd::Source::Api && snap.observed_at.is_none()
+}
 
 /// What the batch writer is asked to do with one Application.
 pub(super) enum Work {
@@ -155,6 +160,9 @@ struct Batch {
     transitions: Vec<(AppId, DateTime<Utc>, state::Transition)>,
     /// Duplicates that moved only `last_seen`: remembered once the batch is through, written later.
     seen: Vec<(AppId, DateTime<Utc>)>,
+    /// Duplicates read from the Argo CD API (by `repeats::app_key`): remembered once the batch is through, never
+    /// written.
+    confirmed: Vec<(u128, DateTime<Utc>)>,
 }
 
 impl Batch {
@@ -250,10 +258,19 @@ impl Core {
                     Ok(out) => {
                         let wake = batch.wake;
                         self.seen.record(std::mem::take(&mut batch.seen));
+                        self.seen.confirmed(std::mem::take(&mut batch.confirmed));
                         batch.committed();
                         if self.repeats.enabled() {
                             let answers = batch.answers(works, self.clock.now());
-                            (self.repeats).committed(batch.apps.iter().map(|(id, e)| (id, e.version)), answers);
+                            let stored = (batch.apps.iter()).map(|(id, e)| {
+                                let now = Stored {
+                                    version: e.version,
+                                    content: state_key(&e.state.content_hash),
+                                    live: e.state.deleted_at.is_none(),
+                                };
+                                (id, now)
+                            });
+                            (self.repeats).committed(stored, answers);
                         }
                         cache.put_back(batch.apps);
                         return Ok((out, wake));
@@ -378,7 +395,11 @@ impl Core {
                 if let Some(entry) = batch.apps.get_mut(app) {
                     summary.sync = entry.state.snapshot.sync_status.to_string();
                     summary.health = entry.state.snapshot.health_status.to_string();
-                    if seen.moves_state(&entry.state) {
+                    if from_api_now(snap) {
+                        // Argo CD's API says the stored state is the state now: nothing to write (a resync of every
+                        // Application would rewrite them all). That it was seen is kept in memory.
+                        batch.confirmed.push((super::repeats::app_key(app), now));
+                    } else if seen.moves_state(&entry.state) {
                         batch.dirty.push(app.clone());
                     } else {
                         batch.seen.push((app.clone(), now));

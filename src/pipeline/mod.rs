@@ -40,7 +40,7 @@ use crate::telemetry::GaugeReadings;
 
 use actix_web::web::Bytes;
 use ingest::{Job, Work, batch_writer};
-pub use repeats::{BodyKey, body_key};
+pub use repeats::{BodyKey, app_key, body_key};
 
 /// The records the read methods return.
 pub use crate::store::HeldDropRow;
@@ -218,7 +218,70 @@ impl Pipeline {
     pub async fn ingest(&self, mut snap: Snapshot, raw: Option<Bytes>) -> Result<IngestSummary, PipelineError> {
         self.clamp_future_time(&mut snap);
         self.add_project_annotations(&mut snap);
-        self.submit(Work::snapshot(snap, raw, None)).await
+        let work = Work::snapshot(snap, raw, None);
+        if let Some(summary) = self.unchanged(&work) {
+            return Ok(summary);
+        }
+        self.submit(work).await
+    }
+
+    /// [`Pipeline::ingest`] for an item of an Argo CD listing (the key of its bytes: `argocd::api::item_key`),
+    /// remembered with the content it is read into, so the same bytes again are not parsed while that content is
+    /// what is stored ([`Pipeline::item_memory`]).
+    pub async fn ingest_listed(&self, mut snap: Snapshot, item: u128) -> Result<IngestSummary, PipelineError> {
+        self.clamp_future_time(&mut snap);
+        self.add_project_annotations(&mut snap);
+        let work = Work::snapshot(snap, None, None);
+        if let Work::Snapshot { snap, hash, .. } = &work {
+            self.core().repeats.remember_listed(item, &snap.app, hash);
+        }
+        if let Some(summary) = self.unchanged(&work) {
+            return Ok(summary);
+        }
+        self.submit(work).await
+    }
+
+    /// What a listing asks of each item before parsing it: whether its bytes are known as what is stored for its
+    /// Application (`None` where another replica may write Applications: every item is parsed).
+    pub fn item_memory(&self) -> Option<crate::argocd::api::ItemMemory> {
+        let repeats = self.core().repeats.clone();
+        repeats
+            .enabled()
+            .then(|| Arc::new(move |item| repeats.listed_unchanged(item)) as crate::argocd::api::ItemMemory)
+    }
+
+    /// An item of a listing the item memory knew (`app`: [`app_key`]): seen now, nothing read or written.
+    pub fn confirm_listed(&self, app: u128) {
+        let core = self.core();
+        core.seen.confirmed([(app, core.clock.now())]);
+        metrics::counter!("herald_argocd_unchanged_total").increment(1);
+    }
+
+    /// The AppProjects' Herald annotations changed: listing items are parsed again (their content includes them).
+    pub fn forget_listed_items(&self) {
+        self.core().repeats.forget_listed();
+    }
+
+    /// An Application read from the Argo CD API whose stored state is live with the same content (see `repeats`): a
+    /// duplicate, answered without the writer, reading and writing nothing.
+    fn unchanged(&self, work: &Work) -> Option<IngestSummary> {
+        let Work::Snapshot { snap, hash, .. } = work else {
+            return None;
+        };
+        let core = self.core();
+        if !ingest::from_api_now(snap) || !core.repeats.unchanged(&snap.app, hash) {
+            return None;
+        }
+        core.seen.confirmed([(app_key(&snap.app), core.clock.now())]);
+        metrics::counter!("herald_argocd_unchanged_total").increment(1);
+        Some(IngestSummary {
+            application: snap.app.to_string(),
+            outcome: IngestOutcome::Duplicate,
+            sync: snap.sync_status.to_string(),
+            health: snap.health_status.to_string(),
+            transitions: Vec::new(),
+            incidents: Vec::new(),
+        })
     }
 
     /// [`Pipeline::ingest`] for a webhook body, whose answer is remembered under `key` ([`body_key`] of its bytes)
@@ -674,7 +737,7 @@ impl Pipeline {
             seen: old.seen.clone(),
             // What a body was judged may depend on settings (the clock-skew limit): judged again.
             repeats: {
-                old.repeats.clear();
+                old.repeats.clear_answers();
                 old.repeats.clone()
             },
         });

@@ -906,3 +906,134 @@ teams:
     assert_eq!(payments[0]["incidents"][0]["app_name"], "labelled");
     app.stop().await;
 }
+
+/// What the store holds for each Application, read from the SQLite file beside Herald: (name, team, sync,
+/// last_seen, content hash).
+async fn stored_rows(db: &std::path::Path) -> Vec<(String, String, String, i64, String)> {
+    use sqlx::{ConnectOptions, Connection};
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .read_only(true)
+        .connect()
+        .await
+        .expect("open the store");
+    let rows = sqlx::query_as("SELECT name, team, sync_status, last_seen, content_hash FROM apps ORDER BY name")
+        .fetch_all(&mut conn)
+        .await
+        .expect("read apps");
+    conn.close().await.expect("close");
+    rows
+}
+
+#[tokio::test]
+async fn a_resync_of_unchanged_applications_writes_nothing_and_still_sees_a_change_in_them_or_their_project() {
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let argocd = MockServer::start().await;
+    let unlabelled = |name: &str, sync: &str| {
+        let mut a = application(name, sync, "Healthy");
+        a["metadata"].as_object_mut().expect("metadata").remove("labels");
+        a
+    };
+    // Three listings of the same two Applications, then `a` drifts; the project gains a team on the fourth resync.
+    Mock::given(method("GET"))
+        .and(path("/api/v1/projects"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"items": [{"metadata": {"name": "default"}}]})))
+        .up_to_n_times(4)
+        .mount(&argocd)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/projects"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"items": [{"metadata": {"name": "default", "annotations": {"herald.io/team": "checkout"}}}]}),
+        ))
+        .mount(&argocd)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[unlabelled("a", "Synced"), unlabelled("b", "Synced")]))
+        .up_to_n_times(3)
+        .mount(&argocd)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(listing(&[unlabelled("a", "OutOfSync"), unlabelled("b", "Synced")]))
+        .mount(&argocd)
+        .await;
+    let cfg = format!(
+        r#"
+{api}
+ownership: {{default_team: payments}}
+receivers: [{{name: sink, console: {{file: "{d}/sink.jsonl"}}}}]
+teams: {{payments: {{receivers: [sink]}}, checkout: {{receivers: [sink]}}}}
+"#,
+        api = api_settings(&argocd.uri(), "token: argocd-read-token, resync_interval: 10s"),
+        d = d.display()
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let db = d.join("herald.db");
+    // A listing is through the pipeline when Herald says it heard of both Applications at the clock's time.
+    let resynced = |at: chrono::DateTime<chrono::Utc>| {
+        let app = &app;
+        async move {
+            let heard = eventually(Duration::from_secs(15), || async {
+                let v = app.get_json("/v1/apps").await;
+                let items = v["items"].as_array()?;
+                let heard = (items.iter())
+                    .filter_map(|a| a["last_seen"].as_str()?.parse::<chrono::DateTime<chrono::Utc>>().ok())
+                    .filter(|seen| *seen >= at)
+                    .count();
+                (heard == 2).then_some(())
+            })
+            .await;
+            assert!(heard.is_some(), "the listing at {at} was not heard");
+            app.settle().await;
+        }
+    };
+    resynced(clock.now()).await;
+    let first = stored_rows(&db).await;
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|r| r.1 == "payments" && r.2 == "Synced"), "{first:?}");
+    let before = app.get_json("/v1/apps/argocd/a").await["last_seen"].clone();
+
+    // Twice the same listing: nothing about the Applications is written, yet Herald says it saw them.
+    for n in [2, 3] {
+        app.advance(&clock, Duration::from_secs(11)).await;
+        resynced(clock.now()).await;
+        assert_eq!(stored_rows(&db).await, first, "listing {n} wrote an Application");
+    }
+    let after = app.get_json("/v1/apps/argocd/a").await["last_seen"].clone();
+    assert_ne!(before, after, "the listing counts as hearing of the Application");
+    let unchanged = sample(&app.metrics().await, "herald_argocd_unchanged_total");
+    assert!(
+        unchanged >= 4.0,
+        "two unchanged listings of two Applications: {unchanged}"
+    );
+
+    // `a` drifts: the fourth listing's bytes for it are new, and the change is seen and stored.
+    app.advance(&clock, Duration::from_secs(11)).await;
+    resynced(clock.now()).await;
+    let drift = eventually(Duration::from_secs(10), || async {
+        let rows = stored_rows(&db).await;
+        (rows[0].2 == "OutOfSync").then_some(rows)
+    })
+    .await
+    .expect("the drift is stored");
+    assert_eq!(drift[1], first[1], "b, unchanged, is not written");
+
+    // The project now names a team: the same bytes for `b` read into another state, which is seen.
+    app.advance(&clock, Duration::from_secs(11)).await;
+    resynced(clock.now()).await;
+    let owned = eventually(Duration::from_secs(10), || async {
+        let rows = stored_rows(&db).await;
+        rows.iter().all(|r| r.1 == "checkout").then_some(rows)
+    })
+    .await;
+    assert!(
+        owned.is_some(),
+        "the project's team reaches both Applications: {:?}",
+        stored_rows(&db).await
+    );
+    app.stop().await;
+}
