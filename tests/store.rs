@@ -1125,14 +1125,14 @@ fn raw_body(name: &str, k: usize) -> String {
     let resources: Vec<_> = (0..12)
         .map(|r| {
             serde_json::json!({"kind": "Deployment", "name": format!("{name}-{r}"), "namespace": "shop",
-                "status": if (k + r) % 3 == 0 { "OutOfSync" } else { "Synced" },
-                "health": {"status": if k % 4 == 0 { "Progressing" } else { "Healthy" }}})
+                "status": if (k + r).is_multiple_of(3) { "OutOfSync" } else { "Synced" },
+                "health": {"status": if k.is_multiple_of(4) { "Progressing" } else { "Healthy" }}})
         })
         .collect();
     serde_json::json!({
         "timestamp": format!("2026-01-01T00:{:02}:00Z", k % 60),
         "app": {"metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
-                "status": {"sync": {"status": if k % 3 == 0 { "OutOfSync" } else { "Synced" }, "revision": format!("rev-{k}")},
+                "status": {"sync": {"status": if k.is_multiple_of(3) { "OutOfSync" } else { "Synced" }, "revision": format!("rev-{k}")},
                            "resources": resources}}
     })
     .to_string()
@@ -1141,7 +1141,10 @@ fn raw_body(name: &str, k: usize) -> String {
 /// Stores the bodies `ks` of `name` (at minute `k` each) in one transaction, continuing the runs in `chains`.
 async fn store_raws(store: &Store, chains: &mut HashMap<AppId, RawChain>, name: &str, ks: &[usize]) {
     let at = |k: usize| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(k as i64);
-    let rows: Vec<_> = ks.iter().map(|k| (app(name), at(*k), "changed", raw_body(name, *k))).collect();
+    let rows: Vec<_> = ks
+        .iter()
+        .map(|k| (app(name), at(*k), "changed", raw_body(name, *k)))
+        .collect();
     let mut tx = store.begin().await.expect("tx");
     Store::add_raws(&mut tx, &rows, chains, GAP).await.expect("raw bodies");
     tx.commit().await.expect("commit");
@@ -1149,9 +1152,13 @@ async fn store_raws(store: &Store, chains: &mut HashMap<AppId, RawChain>, name: 
 
 /// The bodies stored for `name`, oldest first.
 async fn raws_of(store: &Store, name: &str) -> Vec<String> {
-    let mut bodies: Vec<String> = (store.raw_bodies(&app(name), 1000).await.expect("raw bodies").into_iter())
-        .map(|(_, body)| body)
-        .collect();
+    let mut bodies: Vec<String> = (store
+        .raw_bodies(&app(name), 1000)
+        .await
+        .expect("raw bodies")
+        .into_iter())
+    .map(|(_, body)| body)
+    .collect();
     bodies.reverse();
     bodies
 }
@@ -1162,10 +1169,10 @@ async fn a_run_of_raw_bodies_reads_back_byte_exact_at_every_page_size(engine: &s
     let n = 2 * MAX_CHAIN + 5;
     // One at a time, several in one transaction, and another Application's in between.
     for k in 0..n {
-        if k % 5 == 0 {
+        if k.is_multiple_of(5) {
             store_raws(&store, &mut chains, "ledger", &[k]).await;
         }
-        if k % 7 == 0 && k + 1 < n {
+        if k.is_multiple_of(7) && k + 1 < n {
             store_raws(&store, &mut chains, "pay", &[k, k + 1]).await;
         } else if k % 7 != 1 {
             store_raws(&store, &mut chains, "pay", &[k]).await;
@@ -1177,9 +1184,15 @@ async fn a_run_of_raw_bodies_reads_back_byte_exact_at_every_page_size(engine: &s
         let page = store.raw_bodies(&app("pay"), limit as i64).await.expect("page");
         let bodies: Vec<&String> = page.iter().map(|(_, b)| b).collect();
         let newest: Vec<&String> = expected.iter().rev().take(limit).collect();
-        assert_eq!(bodies, newest, "the newest {limit}, whatever run the oldest of them is in");
+        assert_eq!(
+            bodies, newest,
+            "the newest {limit}, whatever run the oldest of them is in"
+        );
     }
-    let ledger: Vec<String> = (0..n).filter(|k| k % 5 == 0).map(|k| raw_body("ledger", k)).collect();
+    let ledger: Vec<String> = (0..n)
+        .filter(|k| k.is_multiple_of(5))
+        .map(|k| raw_body("ledger", k))
+        .collect();
     assert_eq!(raws_of(&store, "ledger").await, ledger);
     // A writer that does not remember the runs (another process) starts new ones; all stay readable.
     store_raws(&store, &mut HashMap::new(), "pay", &[n]).await;
@@ -1197,9 +1210,16 @@ async fn the_purge_removes_a_run_of_raw_bodies_only_whole(engine: &str) {
     store_raws(&store, &mut chains, "ledger", &[200]).await;
     // The cut falls inside pay's run: its first bodies are past the retention, but the later ones need them.
     let purged = store.purge_raw(minute(3), GAP).await.expect("purge");
-    assert_eq!(purged, 2, "ledger's bodies of minutes 0 and 1, a run wholly past the retention");
+    assert_eq!(
+        purged, 2,
+        "ledger's bodies of minutes 0 and 1, a run wholly past the retention"
+    );
     let pay: Vec<String> = (0..6).map(|k| raw_body("pay", k)).collect();
-    assert_eq!(raws_of(&store, "pay").await, pay, "a run in use is kept whole, and reads back");
+    assert_eq!(
+        raws_of(&store, "pay").await,
+        pay,
+        "a run in use is kept whole, and reads back"
+    );
     assert_eq!(raws_of(&store, "ledger").await, vec![raw_body("ledger", 200)]);
     // Once all of it is past the retention, the run goes.
     assert_eq!(store.purge_raw(minute(6), GAP).await.expect("purge"), 6);
@@ -1210,7 +1230,11 @@ async fn the_purge_removes_a_run_of_raw_bodies_only_whole(engine: &str) {
 async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
     let (store, db) = fresh(engine).await;
     // Rows as earlier versions wrote them: the body as text, then zstd-compressed; neither in a run.
-    let url = if engine == "sqlite" { format!("{}?mode=rw", db.url) } else { db.url.clone() };
+    let url = if engine == "sqlite" {
+        format!("{}?mode=rw", db.url)
+    } else {
+        db.url.clone()
+    };
     let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
     let at = t("2026-01-01T00:00:00Z").timestamp_millis();
     let insert = "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z) \

@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, compress, decode, decode_doc, encode, execute_in_chunks, parse_column, values};
+use super::{
+    Store, StoreError, WriteTx, compress, decode, decode_doc, encode, execute_in_chunks, parse_column, values,
+};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Acknowledgement, Incident, IncidentState, Kind, Severity};

@@ -77,11 +77,17 @@ thread_local! {
 /// read time rather than wrong bytes.
 fn compress_against(previous: &[u8], body: &[u8]) -> Result<Vec<u8>, StoreError> {
     use zstd::zstd_safe::{CCtx, CParameter};
-    let failed = |e: usize| StoreError::Decode(format!("cannot compress a raw body: {}", zstd::zstd_safe::get_error_name(e)));
+    let failed = |e: usize| {
+        StoreError::Decode(format!(
+            "cannot compress a raw body: {}",
+            zstd::zstd_safe::get_error_name(e)
+        ))
+    };
     DELTA.with(|cell| {
         let mut cell = cell.borrow_mut();
         let cctx = cell.get_or_insert_with(CCtx::create);
-        cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL)).map_err(failed)?;
+        cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))
+            .map_err(failed)?;
         cctx.set_parameter(CParameter::ChecksumFlag(true)).map_err(failed)?;
         cctx.load_dictionary(previous).map_err(failed)?;
         let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
@@ -196,9 +202,11 @@ impl Store {
     /// Removes the raw bodies received before `before`, each only with its whole run (`gap` from [`chain_gap`]: a
     /// run still in use has a body within it after `before`).
     pub async fn purge_raw(&self, before: DateTime<Utc>, gap: chrono::Duration) -> Result<u64, StoreError> {
-        let query = q!("DELETE FROM raw_events WHERE received_at < $1 AND (chain IS NULL OR chain NOT IN \
+        let query = q!(
+            "DELETE FROM raw_events WHERE received_at < $1 AND (chain IS NULL OR chain NOT IN \
                         (SELECT chain FROM raw_events WHERE received_at >= $1 AND received_at <= $2 \
-                        AND chain IS NOT NULL))")
+                        AND chain IS NOT NULL))"
+        )
         .bind(to_millis(before))
         .bind(to_millis(before + gap));
         self.write_one(query).await
@@ -272,7 +280,10 @@ mod tests {
         let frame = compress_against(previous, body).expect("compress");
         assert!(frame.len() < compress(body).len(), "{} bytes", frame.len());
         assert_eq!(decompress_against(previous, &frame).expect("read"), body.to_vec());
-        assert!(decompress_against(body, &frame).is_err(), "another dictionary is an error, not other bytes");
+        assert!(
+            decompress_against(body, &frame).is_err(),
+            "another dictionary is an error, not other bytes"
+        );
         assert!(decompress(&frame).is_err(), "and so is none");
     }
 
@@ -281,7 +292,10 @@ mod tests {
         let at = Utc::now();
         let gap = chain_gap(std::time::Duration::from_secs(7 * 24 * 3600));
         assert_eq!(gap, chrono::Duration::hours(1));
-        assert_eq!(chain_gap(std::time::Duration::from_secs(60)), chrono::Duration::seconds(30));
+        assert_eq!(
+            chain_gap(std::time::Duration::from_secs(60)),
+            chrono::Duration::seconds(30)
+        );
         let run = RawChain {
             id: 1,
             len: 1,
@@ -290,8 +304,14 @@ mod tests {
         };
         assert!(run.continues_at(at + chrono::Duration::minutes(59), gap));
         assert!(!run.continues_at(at + chrono::Duration::minutes(60), gap));
-        assert!(!run.continues_at(at - chrono::Duration::seconds(1), gap), "not back in time");
-        let full = RawChain { len: MAX_CHAIN, ..run.clone() };
+        assert!(
+            !run.continues_at(at - chrono::Duration::seconds(1), gap),
+            "not back in time"
+        );
+        let full = RawChain {
+            len: MAX_CHAIN,
+            ..run.clone()
+        };
         assert!(!full.continues_at(at, gap));
         let tiny = RawChain {
             last: Bytes::from_static(b"{}"),

@@ -503,20 +503,33 @@ async fn every_body_that_changed_something_reads_back_as_it_was_sent_across_a_re
             let v: Value = r.json().await.expect("json answer");
             if v["outcome"] == "changed" {
                 let name = v["application"].as_str().expect("its Application").to_string();
-                changes.entry(name).or_default().push(serde_json::from_slice(body).expect("json"));
+                changes
+                    .entry(name)
+                    .or_default()
+                    .push(serde_json::from_slice(body).expect("json"));
             }
         }
     }
     assert!(changes.values().any(|v| v.len() > 3), "{changes:?}");
     for (name, sent) in &changes {
         let raw = app.get_json(&format!("/v1/apps/{name}/raw?limit=1000")).await;
-        let mut stored: Vec<Value> = raw["items"].as_array().expect("items").iter().map(|i| i["body"].clone()).collect();
+        let mut stored: Vec<Value> = raw["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["body"].clone())
+            .collect();
         stored.reverse();
         assert_eq!(&stored, sent, "{name}: every body, oldest first");
         // A page whose oldest body is in the middle of a run reads the same bodies.
         let page = app.get_json(&format!("/v1/apps/{name}/raw?limit=2")).await;
         let newest: Vec<&Value> = sent.iter().rev().take(2).collect();
-        let got: Vec<&Value> = page["items"].as_array().expect("items").iter().map(|i| &i["body"]).collect();
+        let got: Vec<&Value> = page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| &i["body"])
+            .collect();
         assert_eq!(got, newest, "{name}: the newest two");
     }
     app.stop().await;
