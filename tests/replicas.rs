@@ -47,14 +47,18 @@ async fn replica(url: &str) -> Pipeline {
 }
 
 fn body(sync: &str, second: u32) -> herald::argocd::Snapshot {
-    let text = serde_json::json!({
+    parse_body(body_text(sync, second).as_bytes(), 64).expect("valid body")
+}
+
+fn body_text(sync: &str, second: u32) -> String {
+    serde_json::json!({
         "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60),
         "app": {
             "metadata": {"name": "pay", "namespace": "argocd", "uid": "uid-pay"},
             "status": {"sync": {"status": sync}, "health": {"status": "Healthy"}}
         }
-    });
-    parse_body(text.to_string().as_bytes(), 64).expect("valid body")
+    })
+    .to_string()
 }
 
 fn pay() -> AppId {
@@ -107,6 +111,30 @@ async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
         .filter(|t| t.field == "sync")
         .count();
     assert_eq!(syncs, 12, "one sync transition per change, none twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_bodies_written_by_two_replicas_in_turn_all_read_back() {
+    let url = fresh_database().await;
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    let mut sent = Vec::new();
+    // Two bodies on one replica, two on the other: each stores its second as a difference from its first, and
+    // never one from a body the other replica wrote after it.
+    for i in 0..12u32 {
+        let replica = if (i / 2) % 2 == 0 { &a } else { &b };
+        let sync = if i % 2 == 0 { "Synced" } else { "OutOfSync" };
+        let text = body_text(sync, i);
+        let summary = (replica.ingest(body(sync, i), Some(text.clone().into())).await).expect("ingest");
+        assert_eq!(summary.outcome, IngestOutcome::Changed, "body {i}");
+        sent.push(text);
+    }
+    sent.reverse();
+    for replica in [&a, &b] {
+        let stored: Vec<String> = (replica.raw_bodies(&pay(), 100).await.expect("raw bodies").into_iter())
+            .map(|(_, body)| body)
+            .collect();
+        assert_eq!(stored, sent, "every body, newest first, byte for byte");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! The store contract, run against both engines: embedded SQLite and a real PostgreSQL 15
 //! (`HERALD_TEST_POSTGRES_URL`, started by scripts/test). Each test gets a fresh database.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,7 +12,9 @@ use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
 use herald::state::Transition;
 use herald::state::{Outcome, apply};
-use herald::store::{AppFilter, HeldDropRow, HistoryBound, IncidentFilter, NewDelivery, SlotState, Store};
+use herald::store::{
+    AppFilter, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN, NewDelivery, RawChain, SlotState, Store,
+};
 use secrecy::SecretString;
 
 #[path = "common/fresh_db.rs"]
@@ -84,6 +86,9 @@ contract!(
     groups_collect_members_and_schedule_flushes,
     silences_expire,
     migrations_are_idempotent,
+    a_run_of_raw_bodies_reads_back_byte_exact_at_every_page_size,
+    the_purge_removes_a_run_of_raw_bodies_only_whole,
+    raw_bodies_stored_before_runs_stay_readable,
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
@@ -435,7 +440,8 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     Store::add_transitions_many(&mut tx, &timeline)
         .await
         .expect("transitions");
-    Store::add_raws(&mut tx, &[(app("pay"), now, "changed", "{}".to_string())])
+    let rows = [(app("pay"), now, "changed", "{}".to_string())];
+    Store::add_raws(&mut tx, &rows, &mut HashMap::new(), GAP)
         .await
         .expect("raw");
     tx.commit().await.expect("commit");
@@ -469,7 +475,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     assert_eq!(store.raw_bodies(&app("pay"), 10).await.expect("raw").len(), 1);
     assert_eq!(
         store
-            .purge_raw(now + chrono::Duration::seconds(1))
+            .purge_raw(now + chrono::Duration::seconds(1), GAP)
             .await
             .expect("purge"),
         1
@@ -1109,4 +1115,153 @@ async fn a_digest_slot_is_claimed_once_with_its_deliveries(engine: &str) {
     let states: Vec<(SlotState, &str)> = slots.iter().map(|s| (s.state, s.claimed_by.as_str())).collect();
     assert_eq!(states[0], (SlotState::Skipped, "other"));
     assert_eq!(slots.len(), 2);
+}
+
+/// How long a run of raw bodies waits for its next body, at the default retention (a week): an hour.
+const GAP: chrono::Duration = chrono::Duration::hours(1);
+
+/// The `k`-th body Argo CD might send for `name`: the same Application, its status and revision moving along.
+fn raw_body(name: &str, k: usize) -> String {
+    let resources: Vec<_> = (0..12)
+        .map(|r| {
+            serde_json::json!({"kind": "Deployment", "name": format!("{name}-{r}"), "namespace": "shop",
+                "status": if (k + r).is_multiple_of(3) { "OutOfSync" } else { "Synced" },
+                "health": {"status": if k.is_multiple_of(4) { "Progressing" } else { "Healthy" }}})
+        })
+        .collect();
+    serde_json::json!({
+        "timestamp": format!("2026-01-01T00:{:02}:00Z", k % 60),
+        "app": {"metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+                "status": {"sync": {"status": if k.is_multiple_of(3) { "OutOfSync" } else { "Synced" }, "revision": format!("rev-{k}")},
+                           "resources": resources}}
+    })
+    .to_string()
+}
+
+/// Stores the bodies `ks` of `name` (at minute `k` each) in one transaction, continuing the runs in `chains`.
+async fn store_raws(store: &Store, chains: &mut HashMap<AppId, RawChain>, name: &str, ks: &[usize]) {
+    let at = |k: usize| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(k as i64);
+    let rows: Vec<_> = ks
+        .iter()
+        .map(|k| (app(name), at(*k), "changed", raw_body(name, *k)))
+        .collect();
+    let mut tx = store.begin().await.expect("tx");
+    Store::add_raws(&mut tx, &rows, chains, GAP).await.expect("raw bodies");
+    tx.commit().await.expect("commit");
+}
+
+/// The bodies stored for `name`, oldest first.
+async fn raws_of(store: &Store, name: &str) -> Vec<String> {
+    let mut bodies: Vec<String> = (store
+        .raw_bodies(&app(name), 1000)
+        .await
+        .expect("raw bodies")
+        .into_iter())
+    .map(|(_, body)| body)
+    .collect();
+    bodies.reverse();
+    bodies
+}
+
+async fn a_run_of_raw_bodies_reads_back_byte_exact_at_every_page_size(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let mut chains = HashMap::new();
+    let n = 2 * MAX_CHAIN + 5;
+    // One at a time, several in one transaction, and another Application's in between.
+    for k in 0..n {
+        if k.is_multiple_of(5) {
+            store_raws(&store, &mut chains, "ledger", &[k]).await;
+        }
+        if k.is_multiple_of(7) && k + 1 < n {
+            store_raws(&store, &mut chains, "pay", &[k, k + 1]).await;
+        } else if k % 7 != 1 {
+            store_raws(&store, &mut chains, "pay", &[k]).await;
+        }
+    }
+    let expected: Vec<String> = (0..n).map(|k| raw_body("pay", k)).collect();
+    assert_eq!(raws_of(&store, "pay").await, expected, "every body, byte for byte");
+    for limit in 1..=n {
+        let page = store.raw_bodies(&app("pay"), limit as i64).await.expect("page");
+        let bodies: Vec<&String> = page.iter().map(|(_, b)| b).collect();
+        let newest: Vec<&String> = expected.iter().rev().take(limit).collect();
+        assert_eq!(
+            bodies, newest,
+            "the newest {limit}, whatever run the oldest of them is in"
+        );
+    }
+    let ledger: Vec<String> = (0..n)
+        .filter(|k| k.is_multiple_of(5))
+        .map(|k| raw_body("ledger", k))
+        .collect();
+    assert_eq!(raws_of(&store, "ledger").await, ledger);
+    // A writer that does not remember the runs (another process) starts new ones; all stay readable.
+    store_raws(&store, &mut HashMap::new(), "pay", &[n]).await;
+    assert_eq!(raws_of(&store, "pay").await.last(), Some(&raw_body("pay", n)));
+}
+
+async fn the_purge_removes_a_run_of_raw_bodies_only_whole(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let minute = |k: i64| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(k);
+    let mut chains = HashMap::new();
+    // pay: one run from minute 0 to 5. ledger: a run at minutes 0-1, then, after more than the gap, another at 200.
+    store_raws(&store, &mut chains, "pay", &[0, 1, 2]).await;
+    store_raws(&store, &mut chains, "pay", &[3, 4, 5]).await;
+    store_raws(&store, &mut chains, "ledger", &[0, 1]).await;
+    store_raws(&store, &mut chains, "ledger", &[200]).await;
+    // The cut falls inside pay's run: its first bodies are past the retention, but the later ones need them.
+    let purged = store.purge_raw(minute(3), GAP).await.expect("purge");
+    assert_eq!(
+        purged, 2,
+        "ledger's bodies of minutes 0 and 1, a run wholly past the retention"
+    );
+    let pay: Vec<String> = (0..6).map(|k| raw_body("pay", k)).collect();
+    assert_eq!(
+        raws_of(&store, "pay").await,
+        pay,
+        "a run in use is kept whole, and reads back"
+    );
+    assert_eq!(raws_of(&store, "ledger").await, vec![raw_body("ledger", 200)]);
+    // Once all of it is past the retention, the run goes.
+    assert_eq!(store.purge_raw(minute(6), GAP).await.expect("purge"), 6);
+    assert!(raws_of(&store, "pay").await.is_empty());
+    assert_eq!(raws_of(&store, "ledger").await, vec![raw_body("ledger", 200)]);
+}
+
+async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
+    let (store, db) = fresh(engine).await;
+    // Rows as earlier versions wrote them: the body as text, then zstd-compressed; neither in a run.
+    let url = if engine == "sqlite" {
+        format!("{}?mode=rw", db.url)
+    } else {
+        db.url.clone()
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+    let at = t("2026-01-01T00:00:00Z").timestamp_millis();
+    let insert = "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z) \
+                  VALUES ($1, 'default', 'argocd', 'pay', 'changed', $2, $3)";
+    sqlx::query(insert)
+        .bind(at)
+        .bind(raw_body("pay", 0))
+        .bind(None::<Vec<u8>>)
+        .execute(&pool)
+        .await
+        .expect("a text row");
+    let compressed = zstd::bulk::compress(raw_body("pay", 1).as_bytes(), 3).expect("zstd");
+    sqlx::query(insert)
+        .bind(at + 60_000)
+        .bind("")
+        .bind(compressed)
+        .execute(&pool)
+        .await
+        .expect("a compressed row");
+    pool.close().await;
+    // Then this version's, after them.
+    store_raws(&store, &mut HashMap::new(), "pay", &[2, 3, 4]).await;
+    let pay: Vec<String> = (0..5).map(|k| raw_body("pay", k)).collect();
+    assert_eq!(raws_of(&store, "pay").await, pay);
+    let newest = store.raw_bodies(&app("pay"), 4).await.expect("page");
+    assert_eq!(newest.last().map(|(_, b)| b), Some(&raw_body("pay", 1)));
+    // The old rows are purged by their time alone.
+    assert_eq!(store.purge_raw(t("2026-01-01T00:01:30Z"), GAP).await.expect("purge"), 2);
+    assert_eq!(raws_of(&store, "pay").await, pay[2..].to_vec());
 }

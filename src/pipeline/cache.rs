@@ -2,6 +2,9 @@
 //! duplicate or stale body is answered without reading or writing the store, and when duplicates were last seen
 //! ([`SeenTimes`], written to the store now and then rather than with each body).
 //!
+//! It also remembers each Application's last raw body ([`RawChain`], bounded by bytes): the next body is stored as
+//! what differs from it (see `store::raws`). A body whose Application's last one is forgotten is stored whole.
+//!
 //! Only the writer uses the cache, and only while it holds it (`Core::cache`) from before it reads until after it
 //! commits: entries are taken out for a batch and put back once the batch is committed, so a batch that fails leaves
 //! nothing behind that the store does not have. With several replicas on PostgreSQL another one may write an
@@ -17,7 +20,7 @@ use chrono::{DateTime, Utc};
 use super::repeats::app_key;
 use crate::argocd::AppId;
 use crate::state::AppState;
-use crate::store::{Engine, Store, StoreError, StoredApp};
+use crate::store::{Engine, RawChain, Store, StoreError, StoredApp};
 
 /// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
 /// not remembered is read from the store when a body for it comes (as every one was before the cache).
@@ -26,10 +29,18 @@ const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
 /// the cache remember fewer of them, the least recently used being forgotten first.
 pub(super) const MAX_BYTES: usize = 64 << 20;
 
+/// How many bytes of raw bodies the writer remembers, one per Application (its last): 16 MB hold the bodies of
+/// 2,000 Applications of 8 KB.
+const MAX_CHAIN_BYTES: usize = 16 << 20;
+
 pub(super) struct AppCache {
     /// Each entry with its size in bytes.
     lru: lru::LruCache<AppId, (StoredApp, usize)>,
     bytes: usize,
+    /// Each Application's run of raw bodies, with the version of the Application it was left at: another replica's
+    /// write moves the version, and a run is then not continued (its last body may not be the last stored).
+    chains: lru::LruCache<AppId, (RawChain, i64)>,
+    chain_bytes: usize,
 }
 
 /// What an entry weighs: its state's JSON size (what it also costs in the store), plus the entry itself.
@@ -42,6 +53,8 @@ impl AppCache {
         Self {
             lru: lru::LruCache::new(CAPACITY),
             bytes: 0,
+            chains: lru::LruCache::new(CAPACITY),
+            chain_bytes: 0,
         }
     }
 
@@ -103,7 +116,59 @@ impl AppCache {
         }
     }
 
-    /// Forgets everything (rows were removed behind the writer's back: the purge of deleted Applications).
+    /// Takes out the runs of raw bodies of the Applications `apps` (as taken, with their versions) that are still
+    /// where they were left: at the same version of the Application.
+    pub(super) fn take_chains(&mut self, apps: &HashMap<AppId, StoredApp>) -> HashMap<AppId, RawChain> {
+        let mut taken = HashMap::new();
+        for (id, entry) in apps {
+            if let Some((chain, version)) = self.chains.pop(id) {
+                self.chain_bytes -= chain.weight();
+                if version == entry.version {
+                    taken.insert(id.clone(), chain);
+                }
+            }
+        }
+        taken
+    }
+
+    /// Puts back the runs of a committed batch, each at its Application's version now (`apps`, committed). When
+    /// the bytes are spent, the runs too old to be continued (`gap` before `now`) are forgotten, and if that is not
+    /// enough the run is not remembered: with more Applications than room, those remembered keep their place rather
+    /// than all pushing each other out in turn (each Application's bodies come round in turn, the least recently
+    /// used is the next one needed).
+    pub(super) fn put_back_chains(
+        &mut self,
+        chains: HashMap<AppId, RawChain>,
+        apps: &HashMap<AppId, StoredApp>,
+        now: DateTime<Utc>,
+        gap: chrono::Duration,
+    ) {
+        for (id, chain) in chains {
+            let Some(entry) = apps.get(&id) else {
+                continue;
+            };
+            while self.chain_bytes + chain.weight() > MAX_CHAIN_BYTES
+                && let Some((_, (oldest, _))) = self.chains.peek_lru()
+                && now - oldest.last_at() >= gap
+            {
+                if let Some((_, (old, _))) = self.chains.pop_lru() {
+                    self.chain_bytes -= old.weight();
+                }
+            }
+            if self.chain_bytes + chain.weight() > MAX_CHAIN_BYTES {
+                continue;
+            }
+            self.chain_bytes += chain.weight();
+            // Beyond the count, the least recently used goes.
+            if let Some((_, (old, _))) = self.chains.push(id, (chain, entry.version)) {
+                self.chain_bytes -= old.weight();
+            }
+        }
+    }
+
+    /// Forgets every Application (rows were removed behind the writer's back: the purge of deleted Applications).
+    /// The runs of raw bodies stay: the purge of raw bodies keeps a run in use whole (see `store::raws`), and a
+    /// run left at another version of its Application is not continued.
     pub(super) fn clear(&mut self) {
         self.lru.clear();
         self.bytes = 0;

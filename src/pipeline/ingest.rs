@@ -16,7 +16,7 @@ use super::{Core, IngestOutcome, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
 use crate::state::{self, Outcome};
-use crate::store::{IncidentRecord, Store, StoreError, StoredApp, WriteTx};
+use crate::store::{IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
 
 mod decisions;
 mod direct;
@@ -150,6 +150,10 @@ struct Batch {
     now: DateTime<Utc>,
     dirty: Vec<AppId>,
     raws: Vec<(AppId, DateTime<Utc>, &'static str, Bytes)>,
+    /// Where the runs of raw bodies of the batch's Applications stand (those the writer remembers), and how long a
+    /// run waits for its next body: the raw bodies are stored as differences within them.
+    chains: std::collections::HashMap<AppId, RawChain>,
+    chain_gap: chrono::Duration,
     /// Pending incidents opened in this batch (placeholder ids below 0), written at the end.
     new_pending: Vec<IncidentRecord>,
     next_placeholder: i64,
@@ -188,7 +192,7 @@ impl Batch {
             .filter_map(|id| self.apps.get(id).map(|e| (e.team.as_str(), &e.state, e.version)))
             .collect();
         Store::save_apps_checked(tx, &rows).await?;
-        Store::add_raws(tx, &self.raws).await?;
+        Store::add_raws(tx, &self.raws, &mut self.chains, self.chain_gap).await?;
         Store::insert_pending_incidents(tx, &self.new_pending).await?;
         Store::resolve_pending(tx, &self.resolved_pending, self.now).await?;
         Store::add_transitions_many(tx, &self.transitions).await
@@ -254,12 +258,16 @@ impl Core {
             loop {
                 let mut batch = Batch::new(works);
                 batch.apps = cache.take(&self.store, &batch.ids).await?;
+                batch.chains = cache.take_chains(&batch.apps);
+                batch.chain_gap = chain_gap(self.settings.storage.raw_retention);
                 match self.run_batch(&mut batch, works).await {
                     Ok(out) => {
                         let wake = batch.wake;
                         self.seen.record(std::mem::take(&mut batch.seen));
                         self.seen.confirmed(std::mem::take(&mut batch.confirmed));
                         batch.committed();
+                        let chains = std::mem::take(&mut batch.chains);
+                        (cache).put_back_chains(chains, &batch.apps, self.clock.now(), batch.chain_gap);
                         if self.repeats.enabled() {
                             let answers = batch.answers(works, self.clock.now());
                             let stored = (batch.apps.iter()).map(|(id, e)| {

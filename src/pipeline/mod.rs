@@ -390,7 +390,8 @@ impl Pipeline {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
         let core = self.core();
         let before = ago(core.settings.storage.raw_retention);
-        let raws = core.store.purge_raw(before).await?;
+        let gap = crate::store::chain_gap(core.settings.storage.raw_retention);
+        let raws = core.store.purge_raw(before, gap).await?;
         let delivered = core.store.purge_delivered(ago(core.settings.outbox.retention)).await?;
         // Rows go behind the writer's back: it forgets what it remembers, under its lock.
         let mut cache = core.cache.lock().await;

@@ -1,5 +1,5 @@
-//! Applications: their stored state (`apps`: the state document zstd-compressed, a version for compare-and-set),
-//! the raw bodies Argo CD sent (`raw_events`, compressed), and the timeline of their status changes (`transitions`).
+//! Applications: their stored state (`apps`: the state document zstd-compressed, a version for compare-and-set) and
+//! the timeline of their status changes (`transitions`). The raw bodies Argo CD sent are `raws`'.
 
 use std::collections::HashMap;
 
@@ -8,8 +8,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Engine, Store, StoreError, WriteTx, compress, decode, decode_doc, decompress, encode, encode_doc,
-    execute_in_chunks, fetch_for_apps, fetch_for_apps_on,
+    Engine, Store, StoreError, WriteTx, decode, decode_doc, encode, encode_doc, execute_in_chunks, fetch_for_apps,
+    fetch_for_apps_on,
 };
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
@@ -286,30 +286,6 @@ impl Store {
         Ok(())
     }
 
-    /// Appends raw bodies (compressed), several per statement.
-    pub async fn add_raws<B: AsRef<[u8]>>(
-        tx: &mut WriteTx,
-        rows: &[(AppId, DateTime<Utc>, &str, B)],
-    ) -> Result<(), StoreError> {
-        let sql = |values: &str| {
-            format!(
-                "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z) VALUES {values}"
-            )
-        };
-        execute_in_chunks(tx, rows, 64, 7, sql, |query, (app, at, outcome, body)| {
-            query
-                .bind(to_millis(*at))
-                .bind(&app.instance)
-                .bind(&app.namespace)
-                .bind(&app.name)
-                .bind(*outcome)
-                .bind("")
-                .bind(compress(body.as_ref()))
-        })
-        .await?;
-        Ok(())
-    }
-
     /// Appends timeline entries, several per statement.
     pub async fn add_transitions_many(
         tx: &mut WriteTx,
@@ -332,11 +308,6 @@ impl Store {
         })
         .await?;
         Ok(())
-    }
-
-    pub async fn purge_raw(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
-        let query = q!("DELETE FROM raw_events WHERE received_at < $1").bind(to_millis(before));
-        self.write_one(query).await
     }
 
     /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
@@ -383,23 +354,6 @@ impl Store {
             .fetch_one(&self.pool)
             .await?;
         Ok(row.try_get::<i64, _>("n")? > 0)
-    }
-
-    pub async fn raw_bodies(&self, app: &AppId, limit: i64) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-        let rows = self
-            .newest_of_app("received_at, body, body_z", "raw_events", app, limit)
-            .await?;
-        rows.iter()
-            .map(|r| {
-                let body = match r.try_get::<Option<Vec<u8>>, _>("body_z")? {
-                    Some(z) => {
-                        String::from_utf8(decompress(&z)?).map_err(|e| StoreError::Decode(format!("raw body: {e}")))?
-                    }
-                    None => r.try_get("body")?,
-                };
-                Ok((from_millis(r.try_get("received_at")?), body))
-            })
-            .collect()
     }
 
     pub async fn app(&self, app: &AppId) -> Result<Option<AppRecord>, StoreError> {
@@ -557,7 +511,7 @@ impl Store {
     }
 
     /// `columns` of the newest `limit` rows of an append-only `table` about one Application, newest first.
-    async fn newest_of_app(
+    pub(super) async fn newest_of_app(
         &self,
         columns: &str,
         table: &str,

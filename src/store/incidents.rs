@@ -1,5 +1,5 @@
-//! Incidents (`incidents`): [`IncidentRecord`] and its row decoding, opening and resolving, the claim of pending
-//! incidents whose `for` has elapsed, and the listings.
+//! Incidents (`incidents`, each one's view zstd-compressed in `view_doc`): [`IncidentRecord`] and its row decoding,
+//! opening and resolving, the claim of pending incidents whose `for` has elapsed, and the listings.
 
 use std::collections::HashMap;
 
@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column, values};
+use super::{
+    Store, StoreError, WriteTx, compress, decode, decode_doc, encode, execute_in_chunks, parse_column, values,
+};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 use crate::domain::{Acknowledgement, Incident, IncidentState, Kind, Severity};
@@ -49,8 +51,8 @@ impl IncidentRecord {
 
 /// The columns [`incident_from_row`] reads.
 pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, namespace, name, team, severity, state, \
-                                           since, fire_at, fired_at, resolved_at, notified, view_json, acked_by, \
-                                           acked_at, ack_until, ack_comment";
+                                           since, fire_at, fired_at, resolved_at, notified, view_json, view_doc, \
+                                           acked_by, acked_at, ack_until, ack_comment";
 
 pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
     Ok(IncidentRecord {
@@ -70,7 +72,11 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
         fired_at: r.try_get::<Option<i64>, _>("fired_at")?.map(from_millis),
         resolved_at: r.try_get::<Option<i64>, _>("resolved_at")?.map(from_millis),
         notified: r.try_get::<i64, _>("notified")? != 0,
-        view: decode(&r.try_get::<String, _>("view_json")?)?,
+        // Compressed, or the JSON text of a row written before views were.
+        view: match r.try_get::<Option<Vec<u8>>, _>("view_doc")? {
+            Some(doc) => decode_doc(&doc)?,
+            None => decode(&r.try_get::<String, _>("view_json")?)?,
+        },
         ack: match r.try_get::<Option<String>, _>("acked_by")? {
             None => None,
             Some(by) => Some(Acknowledgement {
@@ -99,8 +105,13 @@ fn cap(s: &mut String) {
     }
 }
 
-/// The incident as stored: every text capped, long lists cut with a note saying how much was left out.
-fn stored_view(view: &Incident) -> String {
+/// The incident as stored (`view_doc`): [`capped_view`], zstd-compressed.
+fn stored_view(view: &Incident) -> Vec<u8> {
+    compress(capped_view(view).as_bytes())
+}
+
+/// The incident's JSON with every text capped, long lists cut with a note saying how much was left out.
+fn capped_view(view: &Incident) -> String {
     let fits = |s: &str| s.len() <= MAX_FIELD;
     let small = fits(&view.summary)
         && view.messages.len() <= MAX_ITEMS
@@ -184,8 +195,8 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let row = q!(
             "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
-                      fire_at, fired_at, view_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                      RETURNING id"
+                      fire_at, fired_at, view_json, view_doc) \
+                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', $12) RETURNING id"
         )
         .bind(&view.fingerprint)
         .bind(view.kind.as_str())
@@ -209,10 +220,10 @@ impl Store {
         let sql = |values: &str| {
             format!(
                 "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
-                 fire_at, view_json) VALUES {values}"
+                 fire_at, view_json, view_doc) VALUES {values}"
             )
         };
-        execute_in_chunks(tx, rows, 32, 11, sql, |query, r| {
+        execute_in_chunks(tx, rows, 32, 12, sql, |query, r| {
             query
                 .bind(&r.fingerprint)
                 .bind(r.kind.as_str())
@@ -224,6 +235,7 @@ impl Store {
                 .bind(r.state.as_str())
                 .bind(to_millis(r.since))
                 .bind(to_millis(r.fire_at))
+                .bind("")
                 .bind(stored_view(&r.view))
         })
         .await?;
@@ -250,7 +262,7 @@ impl Store {
     }
 
     pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
-        let query = q!("UPDATE incidents SET view_json = $1, severity = $2, team = $3 WHERE id = $4")
+        let query = q!("UPDATE incidents SET view_json = '', view_doc = $1, severity = $2, team = $3 WHERE id = $4")
             .bind(stored_view(view))
             .bind(view.severity.as_str())
             .bind(&view.team)
@@ -441,7 +453,7 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
-        let stored = stored_view(&view);
+        let stored = capped_view(&view);
         assert!(stored.len() < 120 * 1024, "{} bytes", stored.len());
         let back: Incident = decode(&stored).expect("decodes");
         assert!(back.summary.ends_with("… (cut)"));
@@ -451,9 +463,11 @@ mod tests {
             "{:?}",
             back.notes
         );
+        let doc: Incident = decode_doc(&stored_view(&view)).expect("the stored document decodes");
+        assert_eq!(doc, back, "and is the capped view, compressed");
         let small = Incident::default();
         assert_eq!(
-            stored_view(&small),
+            capped_view(&small),
             encode(&small),
             "a normal incident is stored as it is"
         );

@@ -5,8 +5,9 @@
 //! This file owns the connection: [`Store`], [`WriteTx`], [`StoreError`], [`Engine`], migrations, and the helpers
 //! every table uses (the `q!` macro, JSON encode/decode, the `VALUES` placeholder list, `WriteTx::exec` and `rows`,
 //! the claim or lease of due rows with `skip_locked`). Each table family has its own file, each adding to
-//! `impl Store`: `apps` (Applications, raw bodies, timeline), `incidents`, `groups` (notification groups and their
-//! members), `escalations`, `outbox` (deliveries and receiver memos), `silences`, `digests` (digest slots).
+//! `impl Store`: `apps` (Applications, timeline), `raws` (the raw bodies, stored as differences), `incidents`,
+//! `groups` (notification groups and their members), `escalations`, `outbox` (deliveries and receiver memos),
+//! `silences`, `digests` (digest slots).
 //!
 //! Writes happen in [`WriteTx`]: on SQLite one writer at a time (an in-process lock, so writers queue instead of
 //! spinning on SQLITE_BUSY); on PostgreSQL plain transactions with row locks.
@@ -49,6 +50,7 @@ mod leases;
 mod links;
 mod listing_guard;
 mod outbox;
+mod raws;
 mod silences;
 mod slack_requests;
 
@@ -59,6 +61,7 @@ pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
 pub use outbox::{AboutDelivery, HistoryBound, NewDelivery, OutboxRecord};
+pub use raws::{MAX_CHAIN, RawChain, chain_gap};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -344,7 +347,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 11] = [
+const MIGRATIONS: [MigrationFile; 12] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -356,6 +359,7 @@ const MIGRATIONS: [MigrationFile; 11] = [
     migration!(9, "slack_requests", "0009_slack_requests.sql"),
     migration!(10, "outbox_apps", "0010_outbox_apps.sql"),
     migration!(11, "read_indexes", "0011_read_indexes.sql"),
+    migration!(12, "smaller_rows", "0012_smaller_rows.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

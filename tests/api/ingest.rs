@@ -485,3 +485,52 @@ async fn a_repeated_body_of_a_deleted_application_does_not_bring_it_back() {
     assert_eq!(app.get_json("/v1/apps?deleted=true").await["count"], 1);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn every_body_that_changed_something_reads_back_as_it_was_sent_across_a_restart() {
+    let bodies = captured();
+    let (first, second) = bodies.split_at(bodies.len() / 2);
+    let mut changes: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+    let mut app = TestApp::spawn("").await;
+    // The bodies after the restart are stored by a writer that does not remember the ones before.
+    for (half, part) in [first, second].into_iter().enumerate() {
+        if half == 1 {
+            let dir = app.stop().await;
+            app = TestApp::spawn_in(dir, "", std::sync::Arc::new(herald::clock::SystemClock)).await;
+        }
+        for (_, body) in part {
+            let r = app.post(body.clone()).await;
+            let v: Value = r.json().await.expect("json answer");
+            if v["outcome"] == "changed" {
+                let name = v["application"].as_str().expect("its Application").to_string();
+                changes
+                    .entry(name)
+                    .or_default()
+                    .push(serde_json::from_slice(body).expect("json"));
+            }
+        }
+    }
+    assert!(changes.values().any(|v| v.len() > 3), "{changes:?}");
+    for (name, sent) in &changes {
+        let raw = app.get_json(&format!("/v1/apps/{name}/raw?limit=1000")).await;
+        let mut stored: Vec<Value> = raw["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["body"].clone())
+            .collect();
+        stored.reverse();
+        assert_eq!(&stored, sent, "{name}: every body, oldest first");
+        // A page whose oldest body is in the middle of a run reads the same bodies.
+        let page = app.get_json(&format!("/v1/apps/{name}/raw?limit=2")).await;
+        let newest: Vec<&Value> = sent.iter().rev().take(2).collect();
+        let got: Vec<&Value> = page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| &i["body"])
+            .collect();
+        assert_eq!(got, newest, "{name}: the newest two");
+    }
+    app.stop().await;
+}
