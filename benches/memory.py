@@ -107,15 +107,30 @@ def listed_application(i):
     }
 
 
-def write_listing(path, n):
+def write_listing(path, n, edit=lambda app: app):
+    """A listing of `n` Applications, each passed through `edit` first."""
     with open(path, "w") as f:
         f.write('{"metadata": {"resourceVersion": "123456"}, "items": [')
         for i in range(n):
             if i:
                 f.write(",")
-            f.write(json.dumps(listed_application(i)))
+            f.write(json.dumps(edit(listed_application(i))))
         f.write("]}")
     return os.path.getsize(path)
+
+
+def send_file(handler, path):
+    """Answers 200 with the file at `path` as JSON, in 64 KB writes (a client that goes away ends it)."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(os.path.getsize(path)))
+    handler.end_headers()
+    with open(path, "rb") as f:
+        while chunk := f.read(64 * 1024):
+            try:
+                handler.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                return
 
 
 def serve_listing(path):
@@ -126,16 +141,7 @@ def serve_listing(path):
                 self.send_response(404)
                 self.end_headers()
                 return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(os.path.getsize(path)))
-            self.end_headers()
-            with open(path, "rb") as f:
-                while chunk := f.read(64 * 1024):
-                    try:
-                        self.wfile.write(chunk)
-                    except (BrokenPipeError, ConnectionResetError):
-                        return
+            send_file(self, path)
 
         def log_message(self, *args):
             pass

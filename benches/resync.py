@@ -26,7 +26,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory import free_port, listed_application, request  # noqa: E402
+from memory import free_port, send_file, write_listing  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -47,23 +47,21 @@ def written_bytes(pid):
 
 def write_listings(work, n):
     """Three listings of the same N Applications: two that differ only in `status.reconciledAt`, one without it."""
-    import json
+
+    def reconciled(at):
+        def edit(app):
+            if at is None:
+                del app["status"]["reconciledAt"]
+            else:
+                app["status"]["reconciledAt"] = at
+            return app
+
+        return edit
 
     paths = []
     for k, at in enumerate(("2026-12-01T09:00:00Z", "2026-12-01T09:03:00Z", None)):
         path = os.path.join(work, f"listing-{k}.json")
-        with open(path, "w") as f:
-            f.write('{"metadata": {"resourceVersion": "123456"}, "items": [')
-            for i in range(n):
-                if i:
-                    f.write(",")
-                app = listed_application(i)
-                if at is None:
-                    del app["status"]["reconciledAt"]
-                else:
-                    app["status"]["reconciledAt"] = at
-                f.write(json.dumps(app))
-            f.write("]}")
+        write_listing(path, n, reconciled(at))
         paths.append(path)
     return paths
 
@@ -98,16 +96,7 @@ class Fake:
                     path = fake.paths[2]
                 else:
                     path = fake.paths[(len(fake.asked) - 1) % 2]
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(os.path.getsize(path)))
-                self.end_headers()
-                with open(path, "rb") as f:
-                    while chunk := f.read(64 * 1024):
-                        try:
-                            self.wfile.write(chunk)
-                        except (BrokenPipeError, ConnectionResetError):
-                            return
+                send_file(self, path)
 
             def log_message(self, *args):
                 pass
