@@ -137,8 +137,37 @@ fn compress(bytes: &[u8]) -> Vec<u8> {
     })
 }
 
+/// The largest document or body a stored frame may claim to hold: anything above is a damaged row, not an
+/// allocation to try.
+const MAX_FRAME_CONTENT: u64 = 256 << 20;
+
+thread_local! {
+    /// One decompression context per thread, reused: creating one allocates and clears more than a stored
+    /// document's whole size, which made it the dearest part of reading a page of incidents.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `frame` (one zstd frame that records its size) decompressed, with `dictionary` (empty: none). `what` names the
+/// column in the error.
+fn decompress_with(frame: &[u8], dictionary: &[u8], what: &str) -> Result<Vec<u8>, StoreError> {
+    let broken = |why: &str| StoreError::Decode(format!("{what}: {why}"));
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n <= MAX_FRAME_CONTENT => n as usize,
+        _ => return Err(broken("no valid size")),
+    };
+    let mut out = Vec::with_capacity(size);
+    DECOMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let dctx = cell.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+        dctx.decompress_using_dict(&mut out, frame, dictionary)
+            .map_err(|e| broken(zstd::zstd_safe::get_error_name(e)))
+    })?;
+    Ok(out)
+}
+
 fn decompress(bytes: &[u8]) -> Result<Vec<u8>, StoreError> {
-    zstd::stream::decode_all(bytes).map_err(|e| StoreError::Decode(format!("compressed column: {e}")))
+    decompress_with(bytes, &[], "compressed column")
 }
 
 /// A document as stored in a compressed column: JSON, zstd-compressed.
@@ -217,7 +246,8 @@ async fn execute_in_chunks<T>(
 }
 
 /// The rows of a query about several Applications, 100 at a time: `sql` gets the `VALUES` list of a chunk's
-/// `(instance, namespace, name)` triples, for a `WHERE (instance, namespace, name) IN (VALUES …)`.
+/// `(instance, namespace, name)` triples, for a `WHERE (instance, namespace, name) IN (VALUES …)` (which SQLite
+/// answers with one index search per triple; a join with the `VALUES` made it walk every firing incident).
 async fn fetch_for_apps(
     tx: &mut WriteTx,
     ids: &[AppId],

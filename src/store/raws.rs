@@ -99,21 +99,9 @@ fn compress_against(previous: &[u8], body: &[u8]) -> Result<Vec<u8>, StoreError>
     })
 }
 
-/// The largest body a stored frame may claim to hold: anything above is a damaged row, not an allocation to try.
-const MAX_BODY: u64 = 256 << 20;
-
 /// The body stored as `frame`, a difference from `previous`.
 fn decompress_against(previous: &[u8], frame: &[u8]) -> Result<Vec<u8>, StoreError> {
-    let broken = |what: &str| StoreError::Decode(format!("raw body (difference): {what}"));
-    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
-        Ok(Some(n)) if n <= MAX_BODY => n as usize,
-        _ => return Err(broken("no valid size")),
-    };
-    let mut out = Vec::with_capacity(size);
-    zstd::zstd_safe::DCtx::create()
-        .decompress_using_dict(&mut out, frame, previous)
-        .map_err(|e| broken(zstd::zstd_safe::get_error_name(e)))?;
-    Ok(out)
+    super::decompress_with(frame, previous, "raw body (difference)")
 }
 
 /// One stored row as read: enough to rebuild its body.
