@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_json, param, query};
+use super::{AnswerItems, ApiError, AppContext, limit, limit_of, page_response, param, query};
 use crate::argocd::{AppId, DEFAULT_INSTANCE, HealthStatus, SyncStatus};
 use crate::configuration::Scope;
 use crate::pipeline::{AppCursor, AppFilter, IncidentFilter};
@@ -88,26 +88,21 @@ pub(super) async fn list_apps(req: HttpRequest, ctx: web::Data<AppContext>) -> R
     let (mut answer, mut cursor) = (AnswerItems::default(), None);
     let mut batch = filter.clone();
     loop {
-        batch.limit = (filter.limit - answer.items.len() as i64).min(READ_BATCH);
+        batch.limit = (filter.limit - answer.count as i64).min(READ_BATCH);
         let apps = ctx.pipeline.apps(&batch).await?;
         for a in &apps {
-            if !answer.take(app_json(&a.team, &a.state)) {
+            if !answer.take(&app_json(&a.team, &a.state)) {
                 break;
             }
             cursor = Some(AppCursor::of(&a.state));
         }
-        if answer.full || (apps.len() as i64) < batch.limit || answer.items.len() as i64 >= filter.limit {
+        if answer.full || (apps.len() as i64) < batch.limit || answer.count as i64 >= filter.limit {
             break;
         }
         batch.after = cursor.clone();
     }
     // A page cut by size is as full as one cut by `limit`: it gets a `next` link.
-    let limit = if answer.full {
-        answer.items.len() as i64
-    } else {
-        filter.limit
-    };
-    Ok(HttpResponse::Ok().json(page_json(&req, answer.items, limit, cursor.map(|c| c.encode()))))
+    Ok(page_response(&req, answer, filter.limit, cursor.map(|c| c.encode())))
 }
 
 /// An `instance=` filter: a configured instance's name (a misspelt one is an error, not an empty list).

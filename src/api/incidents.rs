@@ -40,11 +40,5 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
         ..Default::default()
     };
     let list = ctx.pipeline.incidents(&filter).await?;
-    Ok(id_page(
-        &req,
-        &list,
-        filter.limit,
-        |i| i.id,
-        |i| serde_json::json!(i.full_view()),
-    ))
+    Ok(id_page(&req, &list, filter.limit, |i| i.id, |i| i.full_view()))
 }

@@ -171,18 +171,18 @@ fn limit_of(l: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
     }
 }
 
-/// One page of a list as JSON: `count`, `items`, and — when the page is full — `next`, this request's path and
-/// query with `after` set to the cursor after its last item.
-fn page_json(
-    req: &HttpRequest,
-    items: Vec<serde_json::Value>,
-    limit: i64,
-    cursor: Option<String>,
-) -> serde_json::Value {
-    let mut v = serde_json::json!({"count": items.len(), "items": items});
-    if items_full(&v, limit)
-        && let Some(cursor) = cursor
-    {
+/// One page of a list as the answer: JSON with `count`, `items`, and — when the page is full (`limit` items, or
+/// cut by size) — `next`, this request's path and query with `after` set to the cursor after its last item. The
+/// items are already written (each once, by [`AnswerItems::take`]).
+fn page_response(req: &HttpRequest, answer: AnswerItems, limit: i64, cursor: Option<String>) -> HttpResponse {
+    let full = answer.full || answer.count as i64 == limit;
+    let mut body = Vec::with_capacity(answer.items.len() + 256);
+    body.extend_from_slice(b"{\"count\":");
+    body.extend_from_slice(answer.count.to_string().as_bytes());
+    body.extend_from_slice(b",\"items\":[");
+    body.extend_from_slice(&answer.items);
+    body.push(b']');
+    if full && let Some(cursor) = cursor {
         let pairs = url::form_urlencoded::parse(req.query_string().as_bytes())
             .filter(|(k, _)| k != "after")
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -190,13 +190,12 @@ fn page_json(
         let query = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(pairs)
             .finish();
-        v["next"] = serde_json::json!(format!("{}?{query}", req.path()));
+        body.extend_from_slice(b",\"next\":");
+        // A string always serialises.
+        let _ = serde_json::to_writer(&mut body, &format!("{}?{query}", req.path()));
     }
-    v
-}
-
-fn items_full(v: &serde_json::Value, limit: i64) -> bool {
-    v["count"].as_i64() == Some(limit)
+    body.push(b'}');
+    HttpResponse::Ok().content_type("application/json").body(body)
 }
 
 /// The query string as `T`; unknown or malformed parameters are a 400 that names them.
@@ -227,46 +226,55 @@ fn state_param<T>(value: Option<&str>, parse: impl Fn(&str) -> Option<T>, states
 pub const MAX_ANSWER_BYTES: usize = 8 << 20;
 
 /// The items of one answer, up to [`MAX_ANSWER_BYTES`]: the first is always taken, the others while they fit.
+/// Each is written as JSON once, when taken (the page is their concatenation, see [`page_response`]).
 #[derive(Default)]
 pub(super) struct AnswerItems {
-    pub items: Vec<serde_json::Value>,
-    bytes: usize,
+    /// The items taken, as JSON separated by commas.
+    items: Vec<u8>,
+    pub count: usize,
     /// An item did not fit: the page is cut by size (and gets a `next` link as if full).
     pub full: bool,
 }
 
 impl AnswerItems {
     /// Takes `v` if it fits; `false` (and `full`) when it does not.
-    pub fn take(&mut self, v: serde_json::Value) -> bool {
-        let size = serde_json::to_vec(&v).map_or(0, |b| b.len());
-        if !self.items.is_empty() && self.bytes + size > MAX_ANSWER_BYTES {
+    pub fn take<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> bool {
+        let start = self.items.len();
+        if self.count > 0 {
+            self.items.push(b',');
+        }
+        if serde_json::to_writer(&mut self.items, v).is_err() {
+            // Herald's own types always serialise; an item that did not is left out rather than half written.
+            self.items.truncate(start);
+            return true;
+        }
+        if self.count > 0 && self.items.len() > MAX_ANSWER_BYTES {
+            self.items.truncate(start);
             self.full = true;
             return false;
         }
-        self.bytes += size;
-        self.items.push(v);
+        self.count += 1;
         true
     }
 }
 
-/// One page of rows listed newest first by id, as the response (see [`page_json`]): `item` writes a row, and the
+/// One page of rows listed newest first by id, as the response (see [`page_response`]): `item` writes a row, and the
 /// cursor of the `next` link is the last row's id. At most [`MAX_ANSWER_BYTES`] of items.
-fn id_page<T>(
+fn id_page<T, I: serde::Serialize>(
     req: &HttpRequest,
     rows: &[T],
     limit: i64,
     id: impl Fn(&T) -> i64,
-    item: impl Fn(&T) -> serde_json::Value,
+    item: impl Fn(&T) -> I,
 ) -> HttpResponse {
     let (mut answer, mut cursor) = (AnswerItems::default(), None);
     for r in rows {
-        if !answer.take(item(r)) {
+        if !answer.take(&item(r)) {
             break;
         }
         cursor = Some(id(r).to_string());
     }
-    let limit = if answer.full { answer.items.len() as i64 } else { limit };
-    HttpResponse::Ok().json(page_json(req, answer.items, limit, cursor))
+    page_response(req, answer, limit, cursor)
 }
 
 /// Shared state for the HTTP server.
