@@ -377,7 +377,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 12] = [
+const MIGRATIONS: [MigrationFile; 13] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -390,6 +390,7 @@ const MIGRATIONS: [MigrationFile; 12] = [
     migration!(10, "outbox_apps", "0010_outbox_apps.sql"),
     migration!(11, "read_indexes", "0011_read_indexes.sql"),
     migration!(12, "smaller_rows", "0012_smaller_rows.sql"),
+    migration!(13, "background_indexes", "0013_background_indexes.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {
