@@ -523,7 +523,7 @@ impl Pipeline {
             .collect();
         apps.sort();
         apps.dedup();
-        let open = Core::candidates_by_app(&core.store.open_incidents_read(&apps).await?);
+        let open = Core::candidates_by_app(&core.store.open_incidents_read(&apps, &list).await?);
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);

@@ -172,8 +172,43 @@ impl Store {
     }
 
     /// [`Store::open_incidents_of`] outside a write transaction (a list that says what holds each incident back).
-    pub async fn open_incidents_read(&self, ids: &[AppId]) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
-        open_incidents_on(&mut *self.pool.acquire().await?, self.engine, ids).await
+    /// The open incidents already in `known` (the page being answered) are taken from there: only the others are
+    /// read and decoded, after a first read of which incidents are open, from the index alone.
+    pub async fn open_incidents_read(
+        &self,
+        ids: &[AppId],
+        known: &[IncidentRecord],
+    ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
+            format!(
+                "SELECT id FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
+                 AND state IN ('pending', 'firing')"
+            )
+        })
+        .await?;
+        let known: HashMap<i64, &IncidentRecord> = known.iter().map(|r| (r.id, r)).collect();
+        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+        let mut missing = Vec::new();
+        for row in &open {
+            let id: i64 = row.try_get("id")?;
+            match known.get(&id) {
+                Some(rec) => out.entry(rec.app.clone()).or_default().push((*rec).clone()),
+                None => missing.push(id),
+            }
+        }
+        for chunk in missing.chunks(100) {
+            let sql = format!(
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id IN (VALUES {})",
+                super::placeholders(self.engine, chunk.len(), 1)
+            );
+            let query = chunk.iter().fold(q!(sql), |q, id| q.bind(*id));
+            for row in query.fetch_all(&mut *conn).await? {
+                let rec = incident_from_row(&row)?;
+                out.entry(rec.app.clone()).or_default().push(rec);
+            }
+        }
+        Ok(out)
     }
 
     pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {

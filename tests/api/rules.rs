@@ -402,3 +402,40 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
     assert_eq!(delivered(&d.join("pay-chat.jsonl")).len(), 1, "{got:?}");
     drop(bin);
 }
+
+#[tokio::test]
+async fn the_incidents_list_says_what_inhibits_an_incident_even_when_the_source_is_not_on_the_page() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = console_config(&d, "rules: {sync_failed: {for: 0s}}");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    // Out of sync for an hour (fires), then its sync fails (fires at once, and explains the first).
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    let failed = with_operation(
+        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339()),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply",
+                           "startedAt": clock.now().to_rfc3339()}),
+    );
+    assert_eq!(app.post(failed).await.status(), 202);
+    app.advance(&clock, Duration::from_secs(1)).await;
+    let both = app.get_json("/v1/incidents?state=firing").await;
+    assert_eq!(both["count"], 2, "{both}");
+    // A page of out_of_sync only: its source is read for the answer, not taken from the page.
+    let page = app.get_json("/v1/incidents?state=firing&kind=out_of_sync").await;
+    assert_eq!(page["count"], 1, "{page}");
+    let held = &page["items"][0]["held"];
+    assert_eq!(held["by"], "inhibited", "{page}");
+    assert_eq!(held["source_kind"], "sync_failed", "{held}");
+    // The same answer on the page that holds both.
+    let listed = (both["items"].as_array().expect("items").iter())
+        .find(|i| i["kind"] == "out_of_sync")
+        .expect("out_of_sync listed");
+    assert_eq!(listed["held"], *held);
+    let source = (both["items"].as_array().expect("items").iter())
+        .find(|i| i["kind"] == "sync_failed")
+        .expect("sync_failed listed");
+    assert!(source.get("held").is_none_or(Value::is_null), "{source}");
+    app.stop().await;
+}
