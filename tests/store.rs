@@ -97,6 +97,7 @@ contract!(
     a_held_listing_drop_is_kept_replaced_and_released,
     an_applications_history_pages_newest_first_and_its_deliveries_go_with_their_purge,
     a_link_is_used_once_and_a_failed_use_gives_it_back,
+    payloads_live_out_of_their_rows_and_rows_queued_before_still_send_list_and_purge,
 );
 
 async fn a_link_is_used_once_and_a_failed_use_gives_it_back(engine: &str) {
@@ -1264,4 +1265,87 @@ async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
     // The old rows are purged by their time alone.
     assert_eq!(store.purge_raw(t("2026-01-01T00:01:30Z"), GAP).await.expect("purge"), 2);
     assert_eq!(raws_of(&store, "pay").await, pay[2..].to_vec());
+}
+
+/// A delivery as `payload` says: a notification with a title and its incidents' fingerprints.
+fn notification(title: &str, fingerprints: &[&str]) -> String {
+    let incidents: Vec<serde_json::Value> = fingerprints
+        .iter()
+        .map(|f| serde_json::json!({"fingerprint": f}))
+        .collect();
+    serde_json::json!({"title": title, "incidents": incidents, "body": "x".repeat(20_000)}).to_string()
+}
+
+async fn payloads_live_out_of_their_rows_and_rows_queued_before_still_send_list_and_purge(engine: &str) {
+    let (store, db) = fresh(engine).await;
+    let now = t("2026-01-01T00:00:00Z");
+    // A row as the version before wrote it: the payload in the row, no headline.
+    let url = if engine == "sqlite" {
+        format!("{}?mode=rw", db.url)
+    } else {
+        db.url.clone()
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+    let old = notification("payments is OutOfSync", &["aa11"]);
+    sqlx::query(
+        "INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at) \
+         VALUES ('r', 'old', 'old:1', 'open', $1, 'pending', 0, $2, $2)",
+    )
+    .bind(&old)
+    .bind(now.timestamp_millis())
+    .execute(&pool)
+    .await
+    .expect("an old row");
+    // Then this version's.
+    let new = notification("ledger sync failed", &["bb22", "cc33"]);
+    let mut tx = store.begin().await.expect("tx");
+    let d = NewDelivery {
+        payload: new.clone(),
+        ..delivery("new", 0)
+    };
+    Store::enqueue(&mut tx, &d, now).await.expect("enqueue");
+    tx.commit().await.expect("commit");
+    let (in_row,): (String,) = sqlx::query_as("SELECT payload FROM outbox WHERE order_key = 'new'")
+        .fetch_one(&pool)
+        .await
+        .expect("row");
+    assert_eq!(in_row, "", "the new row holds no payload");
+    // The list: headlines, from the row's columns or from the old row's payload; no payloads.
+    let listed = store.outbox_headlines(None, 10, None).await.expect("list");
+    let heads: Vec<_> = listed.iter().map(|l| l.headline.clone().expect("headline")).collect();
+    assert_eq!(heads[0].title, "ledger sync failed");
+    assert_eq!(heads[0].incidents, vec!["bb22", "cc33"]);
+    assert_eq!(heads[1].title, "payments is OutOfSync");
+    assert_eq!(heads[1].incidents, vec!["aa11"]);
+    assert!(listed.iter().all(|l| l.delivery.payload.is_empty()));
+    // Every other read has the whole payload: the worker's claim, the full list.
+    let claimed = store
+        .claim_deliveries("me", now, now + chrono::Duration::seconds(30), 10)
+        .await
+        .expect("claim");
+    let mut payloads: Vec<&str> = claimed.iter().map(|r| r.payload.as_str()).collect();
+    payloads.sort();
+    let mut want = vec![new.as_str(), old.as_str()];
+    want.sort();
+    assert_eq!(payloads, want);
+    let full = store.outbox(None, 10, None).await.expect("rows");
+    assert_eq!(full[0].payload, new);
+    assert_eq!(full[1].payload, old);
+    // Delivered and purged: the payload goes with its row.
+    for r in &claimed {
+        store.delivered(r, None, now).await.expect("done");
+    }
+    assert_eq!(
+        store
+            .purge_delivered(now + chrono::Duration::seconds(1))
+            .await
+            .expect("purge"),
+        2
+    );
+    let (left,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM outbox_payloads")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(left, 0);
+    pool.close().await;
 }

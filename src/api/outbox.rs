@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{ApiError, AppContext, id_page, limit, query, state_param};
 use crate::domain::DeliveryState;
-use crate::pipeline::OutboxRecord;
+use crate::pipeline::ListedDelivery;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,32 +21,16 @@ pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) ->
     let q: OutboxQuery = query(&req)?;
     let state = state_param(q.state.as_deref(), DeliveryState::parse, "pending, done or dead")?;
     let limit = limit(q.limit)?;
-    let rows = ctx.pipeline.outbox(state, limit, q.after).await?;
-    Ok(id_page(&req, &rows, limit, |r| r.id, delivery_json))
+    let rows = ctx.pipeline.outbox_headlines(state, limit, q.after).await?;
+    Ok(id_page(&req, &rows, limit, |r| r.delivery.id, delivery_json))
 }
 
-/// What the list shows of a notification: its title and the fingerprints of its incidents, read without building
-/// the rest of the payload (a group's is tens of KB).
-#[derive(Deserialize)]
-struct Headline<'a> {
-    #[serde(borrow)]
-    title: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    incidents: Vec<Fingerprint<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Fingerprint<'a> {
-    #[serde(borrow)]
-    fingerprint: std::borrow::Cow<'a, str>,
-}
-
-/// A delivery as the list shows it: the row, with its notification's title and incidents when the payload reads.
-fn delivery_json(r: &OutboxRecord) -> serde_json::Value {
-    let mut v = json!(r);
-    if let Ok(n) = serde_json::from_str::<Headline>(&r.payload) {
-        v["title"] = json!(n.title);
-        v["incidents"] = json!(n.incidents.iter().map(|i| &i.fingerprint).collect::<Vec<_>>());
+/// A delivery as the list shows it: the row, with its notification's title and incidents when it has them.
+fn delivery_json(r: &ListedDelivery) -> serde_json::Value {
+    let mut v = json!(r.delivery);
+    if let Some(h) = &r.headline {
+        v["title"] = json!(h.title);
+        v["incidents"] = json!(h.incidents);
     }
     v
 }

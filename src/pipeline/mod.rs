@@ -45,7 +45,8 @@ pub use repeats::{BodyKey, app_key, body_key};
 /// The records the read methods return.
 pub use crate::store::HeldDropRow;
 pub use crate::store::{
-    AboutDelivery, AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, TimelineEntry,
+    AboutDelivery, AppCursor, AppFilter, AppRecord, IncidentFilter, IncidentRecord, ListedDelivery, OutboxRecord,
+    TimelineEntry,
 };
 
 /// What one accepted body did, as the API answers it.
@@ -600,6 +601,16 @@ impl Pipeline {
         before_id: Option<i64>,
     ) -> Result<Vec<OutboxRecord>, PipelineError> {
         Ok(self.core().store.outbox(state, limit, before_id).await?)
+    }
+
+    /// [`Pipeline::outbox`] as a list shows it: each delivery with its notification's headline, not its payload.
+    pub async fn outbox_headlines(
+        &self,
+        state: Option<DeliveryState>,
+        limit: i64,
+        before_id: Option<i64>,
+    ) -> Result<Vec<ListedDelivery>, PipelineError> {
+        Ok(self.core().store.outbox_headlines(state, limit, before_id).await?)
     }
 
     /// Puts a dead delivery back in the queue; `false` if there is no dead delivery `id`.

@@ -28,10 +28,32 @@ pub struct OutboxRecord {
     pub delivered_at: Option<DateTime<Utc>>,
 }
 
-const OUTBOX_COLUMNS: &str = "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, \
-                              created_at, last_error, delivered_at";
+/// The columns [`outbox_from_row`] reads, of the table or alias `t`. The payload is in `outbox_payloads`
+/// (compressed, out of the row: a list of deliveries reads small rows), or in `payload` for a row queued before.
+fn outbox_columns(t: &str) -> String {
+    format!(
+        "{t}.id, {t}.receiver, {t}.order_key, {t}.thread_key, {t}.action, {t}.payload, {t}.state, {t}.attempts, \
+         {t}.due_at, {t}.created_at, {t}.last_error, {t}.delivered_at, \
+         (SELECT p.payload_doc FROM outbox_payloads p WHERE p.outbox_id = {t}.id) AS payload_doc"
+    )
+}
+
+/// The columns of a list of deliveries ([`Store::outbox_headlines`]): no payload but a row's own text (empty
+/// unless queued before payloads had their table), and the headline kept with it.
+const HEADLINE_COLUMNS: &str = "id, receiver, order_key, thread_key, action, payload, state, attempts, due_at, \
+                                created_at, last_error, delivered_at, title, about";
 
 fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
+    let mut d = outbox_fields(r)?;
+    if let Some(doc) = r.try_get::<Option<Vec<u8>>, _>("payload_doc")? {
+        d.payload = String::from_utf8(super::decompress(&doc)?)
+            .map_err(|_| StoreError::Decode("outbox payload: not UTF-8".into()))?;
+    }
+    Ok(d)
+}
+
+/// A row's own columns (its payload as the row holds it: empty when it is in `outbox_payloads`).
+fn outbox_fields(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
     Ok(OutboxRecord {
         id: r.try_get("id")?,
         receiver: r.try_get("receiver")?,
@@ -48,13 +70,57 @@ fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
     })
 }
 
-/// [`OUTBOX_COLUMNS`], each prefixed with a table alias.
-fn prefixed(alias: &str) -> String {
-    let columns: Vec<String> = OUTBOX_COLUMNS
-        .split(',')
-        .map(|c| format!("{alias}{}", c.trim()))
-        .collect();
-    columns.join(", ")
+/// What a notification says at a glance: its title and the fingerprints of its incidents. Kept in its row when
+/// it is queued, so a list of deliveries reads neither the payload (a group's is tens of KB) nor its table.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Headline {
+    pub title: String,
+    pub incidents: Vec<String>,
+}
+
+impl Headline {
+    /// Read from a notification's JSON without building the rest of it; `None` when it is not a notification.
+    pub fn of_payload(payload: &str) -> Option<Headline> {
+        #[derive(serde::Deserialize)]
+        struct Read<'a> {
+            #[serde(borrow)]
+            title: std::borrow::Cow<'a, str>,
+            #[serde(default, borrow)]
+            incidents: Vec<Fingerprint<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Fingerprint<'a> {
+            #[serde(borrow)]
+            fingerprint: std::borrow::Cow<'a, str>,
+        }
+        let n: Read = serde_json::from_str(payload).ok()?;
+        Some(Headline {
+            title: n.title.into_owned(),
+            incidents: n.incidents.into_iter().map(|i| i.fingerprint.into_owned()).collect(),
+        })
+    }
+}
+
+/// A delivery as the outbox list shows it: the row (without its payload) and its notification's headline, when
+/// there is one.
+#[derive(Debug, Clone)]
+pub struct ListedDelivery {
+    pub delivery: OutboxRecord,
+    pub headline: Option<Headline>,
+}
+
+fn listed_from_row(r: &AnyRow) -> Result<ListedDelivery, StoreError> {
+    let mut delivery = outbox_fields(r)?;
+    let headline = match r.try_get::<Option<String>, _>("title")? {
+        Some(title) => Some(Headline {
+            title,
+            incidents: decode(&r.try_get::<Option<String>, _>("about")?.unwrap_or_else(|| "[]".into()))?,
+        }),
+        // Queued before headlines were kept: read from its payload, in the row.
+        None => Headline::of_payload(&delivery.payload),
+    };
+    delivery.payload.clear();
+    Ok(ListedDelivery { delivery, headline })
 }
 
 /// A delivery as an Application's page lists it: the incident it is about and when it was first queued (a retry
@@ -101,17 +167,26 @@ pub struct NewDelivery {
 
 impl Store {
     pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
-        let row = q!("INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, created_at) \
-                      VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6) RETURNING id")
+        let headline = Headline::of_payload(&d.payload);
+        let row = q!(
+            "INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, \
+                      created_at, title, about) VALUES ($1, $2, $3, $4, '', 'pending', 0, $5, $5, $6, $7) RETURNING id"
+        )
         .bind(&d.receiver)
         .bind(&d.order_key)
         .bind(&d.thread_key)
         .bind(d.action.as_str())
-        .bind(&d.payload)
         .bind(to_millis(now))
+        .bind(headline.as_ref().map(|h| h.title.clone()))
+        .bind(headline.as_ref().map(|h| encode(&h.incidents)))
         .fetch_one(&mut *tx.tx)
         .await?;
-        Ok(row.try_get("id")?)
+        let id: i64 = row.try_get("id")?;
+        let payload = q!("INSERT INTO outbox_payloads (outbox_id, payload_doc) VALUES ($1, $2)")
+            .bind(id)
+            .bind(super::compress(d.payload.as_bytes()));
+        tx.exec(payload).await?;
+        Ok(id)
     }
 
     /// Whether a notification of `thread_key` was ever queued (and is still kept): a change event is queued once.
@@ -135,7 +210,7 @@ impl Store {
              ORDER BY o.due_at, o.id";
         let mut tx = self.begin().await?;
         let query = tx
-            .lease_due("outbox", lease, pick, OUTBOX_COLUMNS, now, limit)
+            .lease_due("outbox", lease, pick, &outbox_columns("outbox"), now, limit)
             .bind(owner)
             .bind(to_millis(lease_until));
         let rows = query.fetch_all(&mut *tx.tx).await?;
@@ -215,11 +290,16 @@ impl Store {
 
     /// Removes the deliveries done before `before` (dead and pending ones stay); returns how many.
     pub async fn purge_delivered(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
-        // What they were about first: a row left by a crash in between joins nothing and goes next time.
-        let about = q!("DELETE FROM outbox_apps WHERE outbox_id IN \
-                        (SELECT id FROM outbox WHERE state = 'done' AND delivered_at < $1)")
-        .bind(to_millis(before));
-        self.write_one(about).await?;
+        // Their payloads and what they were about first: a row left by a crash in between joins nothing and goes
+        // next time.
+        for table in ["outbox_payloads", "outbox_apps"] {
+            let query = q!(format!(
+                "DELETE FROM {table} WHERE outbox_id IN \
+                 (SELECT id FROM outbox WHERE state = 'done' AND delivered_at < $1)"
+            ))
+            .bind(to_millis(before));
+            self.write_one(query).await?;
+        }
         let query = q!("DELETE FROM outbox WHERE state = 'done' AND delivered_at < $1").bind(to_millis(before));
         self.write_one(query).await
     }
@@ -231,9 +311,33 @@ impl Store {
         limit: i64,
         before_id: Option<i64>,
     ) -> Result<Vec<OutboxRecord>, StoreError> {
+        let rows = self
+            .outbox_page(&outbox_columns("outbox"), state, limit, before_id)
+            .await?;
+        rows.iter().map(outbox_from_row).collect()
+    }
+
+    /// [`Store::outbox`] as a list shows it: each row with its headline instead of its payload.
+    pub async fn outbox_headlines(
+        &self,
+        state: Option<DeliveryState>,
+        limit: i64,
+        before_id: Option<i64>,
+    ) -> Result<Vec<ListedDelivery>, StoreError> {
+        let rows = self.outbox_page(HEADLINE_COLUMNS, state, limit, before_id).await?;
+        rows.iter().map(listed_from_row).collect()
+    }
+
+    async fn outbox_page(
+        &self,
+        columns: &str,
+        state: Option<DeliveryState>,
+        limit: i64,
+        before_id: Option<i64>,
+    ) -> Result<Vec<AnyRow>, StoreError> {
         // Plain comparisons where a filter is given, so the planner walks the `state, id` index (or the ids).
         let rows = q!(format!(
-            "SELECT {OUTBOX_COLUMNS} FROM outbox WHERE {} AND {} ORDER BY id DESC LIMIT $3",
+            "SELECT {columns} FROM outbox WHERE {} AND {} ORDER BY id DESC LIMIT $3",
             if state.is_some() { "state = $1" } else { "$1 = ''" },
             if before_id.is_some_and(|b| b != 0) {
                 "id < $2"
@@ -246,7 +350,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(outbox_from_row).collect()
+        Ok(rows)
     }
 
     /// Remembers which incidents (and their Applications) the delivery `outbox_id` is about, for the
@@ -289,7 +393,7 @@ impl Store {
              WHERE a.instance = $1 AND a.namespace = $2 AND a.name = $3 \
              AND (a.created_at < $4 OR (a.created_at = $4 AND a.outbox_id < $5)) \
              ORDER BY a.created_at DESC, a.outbox_id DESC, a.incident_id LIMIT $6",
-            prefixed("o.")
+            outbox_columns("o")
         ))
         .bind(&app.instance)
         .bind(&app.namespace)
@@ -318,7 +422,7 @@ impl Store {
         let rows = q!(format!(
             "SELECT a.incident_id, a.created_at AS queued_at, {} FROM outbox_apps a JOIN outbox o ON o.id = a.outbox_id \
              WHERE a.incident_id IN ({}) ORDER BY a.created_at DESC, a.outbox_id DESC LIMIT $1",
-            prefixed("o."),
+            outbox_columns("o"),
             ids.join(", ")
         ))
         .bind(limit)
