@@ -4,7 +4,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use super::{ApiError, AppContext, id_page, limit, param, query, state_param};
+use super::{ApiError, AppContext, id_page_of, limit, param, query, state_param};
 use crate::domain::{IncidentState, Kind};
 use crate::pipeline::IncidentFilter;
 
@@ -39,6 +39,8 @@ pub(super) async fn list_incidents(req: HttpRequest, ctx: web::Data<AppContext>)
         notified: q.notified,
         ..Default::default()
     };
-    let list = ctx.pipeline.incidents(&filter).await?;
-    Ok(id_page(&req, &list, filter.limit, |i| i.id, |i| i.full_view()))
+    let views: Vec<_> = (ctx.pipeline.incidents(&filter).await?.into_iter())
+        .map(|i| i.into_full_view())
+        .collect();
+    Ok(id_page_of(&req, &views, filter.limit, |v| v.id))
 }

@@ -267,9 +267,25 @@ fn id_page<T, I: serde::Serialize>(
     id: impl Fn(&T) -> i64,
     item: impl Fn(&T) -> I,
 ) -> HttpResponse {
+    id_page_with(req, rows, limit, id, |answer, r| answer.take(&item(r)))
+}
+
+/// [`id_page`] whose rows are written as they are.
+fn id_page_of<T: serde::Serialize>(req: &HttpRequest, rows: &[T], limit: i64, id: impl Fn(&T) -> i64) -> HttpResponse {
+    id_page_with(req, rows, limit, id, |answer, r| answer.take(r))
+}
+
+/// [`id_page`] with `take` putting a row in the answer (`false`: it did not fit).
+fn id_page_with<T>(
+    req: &HttpRequest,
+    rows: &[T],
+    limit: i64,
+    id: impl Fn(&T) -> i64,
+    mut take: impl FnMut(&mut AnswerItems, &T) -> bool,
+) -> HttpResponse {
     let (mut answer, mut cursor) = (AnswerItems::default(), None);
     for r in rows {
-        if !answer.take(&item(r)) {
+        if !take(&mut answer, r) {
             break;
         }
         cursor = Some(id(r).to_string());

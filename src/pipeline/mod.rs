@@ -528,7 +528,7 @@ impl Pipeline {
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);
-            rec.view.held = delivery::hold(&facts, &crate::domain::Labels::of(&rec.full_view()), rec.ack.as_ref());
+            rec.view.held = delivery::hold(&facts, &rec.labels(), rec.ack.as_ref());
         }
         Ok(list)
     }

@@ -20,7 +20,7 @@ impl Core {
         open.iter()
             .filter(|r| r.state != IncidentState::Resolved)
             .map(|r| Candidate {
-                labels: Labels::of(&r.full_view()),
+                labels: r.labels(),
                 state: r.state,
                 fire_at: r.fire_at,
             })
@@ -58,7 +58,7 @@ impl Core {
         open: &[IncidentRecord],
     ) -> Result<(), StoreError> {
         let id = rec.id;
-        let labels = Labels::of(&rec.full_view());
+        let labels = rec.labels();
         let silences = Store::silences_tx(tx, now).await?;
         let candidates = Self::candidates(open);
         match delivery::decide(&self.facts(&silences, &candidates, now), &labels, rec.ack.as_ref()) {
@@ -271,7 +271,7 @@ impl Core {
         let open = Self::candidates_by_app(&Store::open_incidents_of(&mut tx, &apps).await?);
         for rec in waiting {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
-            let labels = Labels::of(&rec.full_view());
+            let labels = rec.labels();
             let facts = self.facts(&silences, candidates, now);
             if let Decision::Deliver(plan) = delivery::decide(&facts, &labels, rec.ack.as_ref()) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
@@ -327,7 +327,7 @@ impl Core {
                 (IncidentState::Firing, Occurrence::Event) if m.dirty => events.push(m),
                 (IncidentState::Firing, Occurrence::Condition) => {
                     let candidates = open.get(&m.incident.app).map_or(&[][..], Vec::as_slice);
-                    let labels = Labels::of(&m.incident.full_view());
+                    let labels = m.incident.labels();
                     match delivery::hold(&self.facts(silences, candidates, now), &labels, m.incident.ack.as_ref()) {
                         Some(_) => held += 1,
                         None => firing.push(m),

@@ -35,16 +35,28 @@ pub struct IncidentRecord {
 }
 
 impl IncidentRecord {
+    /// The labels matchers see (`Labels::of` the full view), without copying the view first.
+    pub fn labels(&self) -> crate::domain::Labels {
+        let mut labels = crate::domain::Labels::of(&self.view);
+        labels.severity = self.severity;
+        labels
+    }
+
     /// The view with the record's live fields filled in.
     pub fn full_view(&self) -> Incident {
-        let mut v = self.view.clone();
+        self.clone().into_full_view()
+    }
+
+    /// [`IncidentRecord::full_view`], taking the record (its view is not copied).
+    pub fn into_full_view(self) -> Incident {
+        let mut v = self.view;
         v.id = self.id;
         v.state = self.state;
         v.severity = self.severity;
         v.since = self.since;
         v.fired_at = self.fired_at;
         v.resolved_at = self.resolved_at;
-        v.acknowledged = self.ack.clone();
+        v.acknowledged = self.ack;
         v
     }
 }
@@ -474,6 +486,41 @@ async fn open_incidents_on(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_records_labels_are_those_of_its_full_view() {
+        let rec = IncidentRecord {
+            id: 7,
+            fingerprint: "f".into(),
+            kind: Kind::SyncFailed,
+            app: AppId {
+                instance: "eu".into(),
+                namespace: "argocd".into(),
+                name: "pay".into(),
+            },
+            team: "payments".into(),
+            // Raised since the view was stored: the record's column is what holds.
+            severity: Severity::Critical,
+            state: IncidentState::Firing,
+            since: Utc::now(),
+            fire_at: Utc::now(),
+            fired_at: None,
+            resolved_at: None,
+            notified: true,
+            view: Incident {
+                instance: "eu".into(),
+                team: "payments".into(),
+                app_name: "pay".into(),
+                fingerprint: "f".into(),
+                severity: Severity::Warning,
+                labels: [("tier".to_string(), "1".to_string())].into(),
+                ..Default::default()
+            },
+            ack: None,
+        };
+        assert_eq!(rec.labels(), crate::domain::Labels::of(&rec.full_view()));
+        assert_eq!(rec.labels().severity, Severity::Critical);
+    }
 
     #[test]
     fn a_huge_incident_is_stored_capped() {
