@@ -195,7 +195,7 @@ impl Store {
         let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
             format!(
                 "SELECT id FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-                 AND state IN ('pending', 'firing')"
+                 AND state IN ('pending', 'firing') ORDER BY {OPEN_ORDER}"
             )
         })
         .await?;
@@ -219,6 +219,9 @@ impl Store {
                 let rec = incident_from_row(&row)?;
                 out.entry(rec.app.clone()).or_default().push(rec);
             }
+        }
+        for list in out.values_mut() {
+            list.sort_by(|a, b| (a.state.as_str(), a.id).cmp(&(b.state.as_str(), b.id)));
         }
         Ok(out)
     }
@@ -463,6 +466,10 @@ impl Store {
 }
 
 /// The pending and firing incidents of the Applications `ids`, by Application, read on `conn`.
+/// The order of an Application's open incidents, the same on both engines (what inhibition and the answers list
+/// first): firing before pending, each oldest first.
+const OPEN_ORDER: &str = "state, id";
+
 async fn open_incidents_on(
     conn: &mut sqlx::AnyConnection,
     engine: super::Engine,
@@ -471,7 +478,7 @@ async fn open_incidents_on(
     let rows = super::fetch_for_apps_on(conn, engine, ids, |pairs| {
         format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-             AND state IN ('pending', 'firing')"
+             AND state IN ('pending', 'firing') ORDER BY {OPEN_ORDER}"
         )
     })
     .await?;
