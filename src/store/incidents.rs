@@ -195,7 +195,7 @@ impl Store {
         let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
             format!(
                 "SELECT id FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-                 AND state IN ('pending', 'firing') ORDER BY {OPEN_ORDER}"
+                 AND state IN ('pending', 'firing')"
             )
         })
         .await?;
@@ -220,9 +220,7 @@ impl Store {
                 out.entry(rec.app.clone()).or_default().push(rec);
             }
         }
-        for list in out.values_mut() {
-            list.sort_by(|a, b| (a.state.as_str(), a.id).cmp(&(b.state.as_str(), b.id)));
-        }
+        in_open_order(&mut out);
         Ok(out)
     }
 
@@ -466,9 +464,14 @@ impl Store {
 }
 
 /// The pending and firing incidents of the Applications `ids`, by Application, read on `conn`.
-/// The order of an Application's open incidents, the same on both engines (what inhibition and the answers list
-/// first): firing before pending, each oldest first.
-const OPEN_ORDER: &str = "state, id";
+/// Puts each Application's open incidents in one order on both engines (what inhibition and the answers list
+/// first): firing before pending, each oldest first. In Rust: an `ORDER BY` made SQLite walk every open incident of
+/// the store in that order rather than search each Application's and sort them.
+fn in_open_order(open: &mut HashMap<AppId, Vec<IncidentRecord>>) {
+    for list in open.values_mut() {
+        list.sort_by(|a, b| (a.state.as_str(), a.id).cmp(&(b.state.as_str(), b.id)));
+    }
+}
 
 async fn open_incidents_on(
     conn: &mut sqlx::AnyConnection,
@@ -478,7 +481,7 @@ async fn open_incidents_on(
     let rows = super::fetch_for_apps_on(conn, engine, ids, |pairs| {
         format!(
             "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-             AND state IN ('pending', 'firing') ORDER BY {OPEN_ORDER}"
+             AND state IN ('pending', 'firing')"
         )
     })
     .await?;
@@ -487,6 +490,7 @@ async fn open_incidents_on(
         let rec = incident_from_row(r)?;
         out.entry(rec.app.clone()).or_default().push(rec);
     }
+    in_open_order(&mut out);
     Ok(out)
 }
 
