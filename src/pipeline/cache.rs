@@ -45,9 +45,22 @@ pub(super) struct AppCache {
     chain_bytes: usize,
 }
 
-/// What an entry weighs: its state's JSON size (what it also costs in the store), plus the entry itself.
+/// What an entry weighs: its state's JSON size (what it also costs in the store), plus the entry itself. The JSON
+/// is counted as it is written, not kept.
 fn weight(entry: &StoredApp) -> usize {
-    serde_json::to_vec(&entry.state).map_or(0, |v| v.len()) + entry.team.len() + 64
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut json = Count(0);
+    let counted = serde_json::to_writer(&mut json, &entry.state).map_or(0, |()| json.0);
+    counted + entry.team.len() + 64
 }
 
 impl AppCache {
