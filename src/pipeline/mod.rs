@@ -517,9 +517,10 @@ impl Pipeline {
         }
         let now = self.now();
         let silences = core.store.silences(false, now).await?;
-        // One read for the Applications with a firing incident on the page: their open incidents, as a send
-        // would see them.
+        // One read for the Applications with a firing incident on the page that a rule may inhibit: their open
+        // incidents, as a send would see them (inhibition's sources; no other hold needs them).
         let mut apps: Vec<AppId> = (list.iter().filter(|r| r.state == IncidentState::Firing))
+            .filter(|r| core.inhibitor.may_inhibit(&r.labels()))
             .map(|r| r.app.clone())
             .collect();
         apps.sort();

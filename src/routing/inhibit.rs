@@ -33,6 +33,13 @@ struct Rule {
     equal: Vec<String>,
 }
 
+impl Rule {
+    /// Whether `target` is one this rule holds back while a source is open.
+    fn targets(&self, target: &Labels) -> bool {
+        !self.target.is_empty() && self.target.iter().all(|m| m.matches(target))
+    }
+}
+
 /// An open incident that may inhibit others: its labels, whether it fires (or is due to fire at `now`).
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -101,11 +108,17 @@ impl Inhibitor {
         Self { rules }
     }
 
+    /// Whether some rule may hold `target` back (its target matchers match it): only then does inhibition need the
+    /// open incidents of its Application.
+    pub fn may_inhibit(&self, target: &Labels) -> bool {
+        self.rules.iter().any(|rule| rule.targets(target))
+    }
+
     /// The first open incident among `candidates` that inhibits `target` at `now`, and by which rule. An incident
     /// never inhibits itself.
     pub fn inhibited_by(&self, target: &Labels, candidates: &[Candidate], now: DateTime<Utc>) -> Option<Hold> {
         for rule in &self.rules {
-            if rule.target.is_empty() || !rule.target.iter().all(|m| m.matches(target)) {
+            if !rule.targets(target) {
                 continue;
             }
             let source = candidates.iter().find(|c| {
@@ -267,6 +280,21 @@ inhibit_rules:
             });
             assert_eq!(got, want, "{why}");
         }
+    }
+
+    #[test]
+    fn only_an_incident_some_rule_targets_may_be_inhibited() {
+        let built_in = Inhibitor::new(&Settings::from_yaml("{}").expect("valid"));
+        assert!(built_in.may_inhibit(&labels("pay", Kind::OutOfSync, "pay")));
+        assert!(!built_in.may_inhibit(&labels("pay", Kind::SyncFailed, "pay")));
+        assert!(!built_in.may_inhibit(&labels("pay", Kind::PrunePending, "pay")));
+        let custom = Settings::from_yaml(
+            "inhibit_builtin: false\ninhibit_rules:\n  - {source_matchers: ['kind=\"degraded\"'], target_matchers: [\"kind=sync_failed\"], equal: [app]}",
+        )
+        .expect("valid");
+        let custom = Inhibitor::new(&custom);
+        assert!(custom.may_inhibit(&labels("pay", Kind::SyncFailed, "pay")));
+        assert!(!custom.may_inhibit(&labels("pay", Kind::OutOfSync, "pay")));
     }
 
     #[test]

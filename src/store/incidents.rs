@@ -191,6 +191,9 @@ impl Store {
         ids: &[AppId],
         known: &[IncidentRecord],
     ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
         let mut conn = self.pool.acquire().await?;
         let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
             format!(
