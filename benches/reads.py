@@ -125,10 +125,12 @@ def grow(db, table, rows):
         con.commit()
         have = con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     if table == "outbox":
-        # Each copied delivery gets a payload too (kept out of the row since migration 0014): the first one's.
+        # Each copied delivery gets its original's payload too (kept out of the row since migration 0014): row k
+        # copies row ((k - 1) mod B) + 1 of the B that Herald wrote.
+        made = con.execute("SELECT COUNT(*) FROM outbox_payloads").fetchone()[0]
         con.execute("INSERT INTO outbox_payloads (outbox_id, payload_doc) SELECT o.id, p.payload_doc FROM outbox o "
-                    "JOIN outbox_payloads p ON p.outbox_id = (SELECT MIN(outbox_id) FROM outbox_payloads) "
-                    "WHERE o.id NOT IN (SELECT outbox_id FROM outbox_payloads)")
+                    "JOIN outbox_payloads p ON p.outbox_id = ((o.id - 1) % ?) + 1 "
+                    "WHERE o.id NOT IN (SELECT outbox_id FROM outbox_payloads)", (made,))
         con.commit()
     con.close()
     return have

@@ -1314,9 +1314,9 @@ async fn payloads_live_out_of_their_rows_and_rows_queued_before_still_send_list_
     let listed = store.outbox_headlines(None, 10, None).await.expect("list");
     let heads: Vec<_> = listed.iter().map(|l| l.headline.clone().expect("headline")).collect();
     assert_eq!(heads[0].title, "ledger sync failed");
-    assert_eq!(heads[0].incidents, vec!["bb22", "cc33"]);
+    assert_eq!(heads[0].fingerprints(), vec!["bb22", "cc33"]);
     assert_eq!(heads[1].title, "payments is OutOfSync");
-    assert_eq!(heads[1].incidents, vec!["aa11"]);
+    assert_eq!(heads[1].fingerprints(), vec!["aa11"]);
     assert!(listed.iter().all(|l| l.delivery.payload.is_empty()));
     // Every other read has the whole payload: the worker's claim, the full list.
     let claimed = store

@@ -258,24 +258,14 @@ impl AnswerItems {
     }
 }
 
-/// One page of rows listed newest first by id, as the response (see [`page_response`]): `item` writes a row, and the
-/// cursor of the `next` link is the last row's id. At most [`MAX_ANSWER_BYTES`] of items.
-fn id_page<T, I: serde::Serialize>(
-    req: &HttpRequest,
-    rows: &[T],
-    limit: i64,
-    id: impl Fn(&T) -> i64,
-    item: impl Fn(&T) -> I,
-) -> HttpResponse {
-    id_page_with(req, rows, limit, id, |answer, r| answer.take(&item(r)))
-}
-
-/// [`id_page`] whose rows are written as they are.
+/// [`id_page_with`] whose rows are written as they are.
 fn id_page_of<T: serde::Serialize>(req: &HttpRequest, rows: &[T], limit: i64, id: impl Fn(&T) -> i64) -> HttpResponse {
     id_page_with(req, rows, limit, id, |answer, r| answer.take(r))
 }
 
-/// [`id_page`] with `take` putting a row in the answer (`false`: it did not fit).
+/// One page of rows listed newest first by id, as the response (see [`page_response`]): `take` puts a row in the
+/// answer (`false`: it did not fit), and the cursor of the `next` link is the last row's id. At most
+/// [`MAX_ANSWER_BYTES`] of items.
 fn id_page_with<T>(
     req: &HttpRequest,
     rows: &[T],
@@ -323,12 +313,12 @@ mod tests {
         let rows: Vec<i64> = (1..=30).rev().collect();
         let text = "x".repeat(512 * 1024);
 
-        let answer = id_page(
+        let answer = id_page_with(
             &req,
             &rows,
             1000,
             |r| *r,
-            |r| serde_json::json!({"id": r, "text": text}),
+            |answer, r| answer.take(&serde_json::json!({"id": r, "text": text})),
         );
 
         let bytes = actix_web::body::to_bytes(answer.into_body()).await.expect("body");

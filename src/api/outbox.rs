@@ -4,7 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, AppContext, id_page, limit, query, state_param};
+use super::{ApiError, AppContext, id_page_with, limit, query, state_param};
 use crate::domain::DeliveryState;
 use crate::pipeline::ListedDelivery;
 
@@ -22,17 +22,32 @@ pub(super) async fn list_outbox(req: HttpRequest, ctx: web::Data<AppContext>) ->
     let state = state_param(q.state.as_deref(), DeliveryState::parse, "pending, done or dead")?;
     let limit = limit(q.limit)?;
     let rows = ctx.pipeline.outbox_headlines(state, limit, q.after).await?;
-    Ok(id_page(&req, &rows, limit, |r| r.delivery.id, delivery_json))
+    Ok(id_page_with(
+        &req,
+        &rows,
+        limit,
+        |r| r.delivery.id,
+        |answer, r| answer.take(&delivery_json(r)),
+    ))
 }
 
 /// A delivery as the list shows it: the row, with its notification's title and incidents when it has them.
-fn delivery_json(r: &ListedDelivery) -> serde_json::Value {
-    let mut v = json!(r.delivery);
-    if let Some(h) = &r.headline {
-        v["title"] = json!(h.title);
-        v["incidents"] = json!(h.incidents);
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    delivery: &'a crate::pipeline::OutboxRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    incidents: Option<&'a serde_json::value::RawValue>,
+}
+
+fn delivery_json(r: &ListedDelivery) -> Listed<'_> {
+    Listed {
+        delivery: &r.delivery,
+        title: r.headline.as_ref().map(|h| h.title.as_str()),
+        incidents: r.headline.as_ref().map(|h| &*h.incidents),
     }
-    v
 }
 
 pub(super) async fn retry_outbox(

@@ -70,12 +70,13 @@ fn outbox_fields(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
     })
 }
 
-/// What a notification says at a glance: its title and the fingerprints of its incidents. Kept in its row when
-/// it is queued, so a list of deliveries reads neither the payload (a group's is tens of KB) nor its table.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+/// What a notification says at a glance: its title and the fingerprints of its incidents (as a JSON array, written
+/// into a list as it is). Kept in its row when it is queued, so a list of deliveries reads neither the payload (a
+/// group's is tens of KB) nor its table.
+#[derive(Debug, Clone)]
 pub struct Headline {
     pub title: String,
-    pub incidents: Vec<String>,
+    pub incidents: Box<serde_json::value::RawValue>,
 }
 
 impl Headline {
@@ -94,10 +95,16 @@ impl Headline {
             fingerprint: std::borrow::Cow<'a, str>,
         }
         let n: Read = serde_json::from_str(payload).ok()?;
+        let fingerprints: Vec<&str> = n.incidents.iter().map(|i| i.fingerprint.as_ref()).collect();
         Some(Headline {
             title: n.title.into_owned(),
-            incidents: n.incidents.into_iter().map(|i| i.fingerprint.into_owned()).collect(),
+            incidents: serde_json::value::to_raw_value(&fingerprints).ok()?,
         })
+    }
+
+    /// The fingerprints of its incidents.
+    pub fn fingerprints(&self) -> Vec<String> {
+        serde_json::from_str(self.incidents.get()).unwrap_or_default()
     }
 }
 
@@ -114,7 +121,10 @@ fn listed_from_row(r: &AnyRow) -> Result<ListedDelivery, StoreError> {
     let headline = match r.try_get::<Option<String>, _>("title")? {
         Some(title) => Some(Headline {
             title,
-            incidents: decode(&r.try_get::<Option<String>, _>("about")?.unwrap_or_else(|| "[]".into()))?,
+            incidents: serde_json::value::RawValue::from_string(
+                r.try_get::<Option<String>, _>("about")?.unwrap_or_else(|| "[]".into()),
+            )
+            .map_err(|e| StoreError::Decode(format!("outbox headline: {e}")))?,
         }),
         // Queued before headlines were kept: read from its payload, in the row.
         None => Headline::of_payload(&delivery.payload),
@@ -178,7 +188,7 @@ impl Store {
         .bind(d.action.as_str())
         .bind(to_millis(now))
         .bind(headline.as_ref().map(|h| h.title.clone()))
-        .bind(headline.as_ref().map(|h| encode(&h.incidents)))
+        .bind(headline.as_ref().map(|h| h.incidents.get().to_string()))
         .fetch_one(&mut *tx.tx)
         .await?;
         let id: i64 = row.try_get("id")?;

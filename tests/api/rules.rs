@@ -439,3 +439,32 @@ async fn the_incidents_list_says_what_inhibits_an_incident_even_when_the_source_
     assert!(source.get("held").is_none_or(Value::is_null), "{source}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_outbox_list_shows_each_delivery_with_its_title_and_incidents_not_its_payload() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = console_config(&d, "rules: {sync_failed: {for: 0s}}");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    let failed = with_operation(
+        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339()),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply",
+                           "startedAt": clock.now().to_rfc3339()}),
+    );
+    assert_eq!(app.post(failed).await.status(), 202);
+    app.advance(&clock, Duration::from_secs(1)).await;
+    let sent = delivered(&d.join("pay-chat.jsonl"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let firing = app.get_json("/v1/incidents?state=firing").await;
+    let fingerprint = firing["items"][0]["fingerprint"].clone();
+    let listed = app.get_json("/v1/outbox").await;
+    assert_eq!(listed["count"], 1, "{listed}");
+    let item = &listed["items"][0];
+    assert_eq!(item["receiver"], "pay-chat");
+    assert_eq!(item["state"], "done", "{item}");
+    assert_eq!(item["title"], sent[0]["title"], "the notification's own title");
+    assert_eq!(item["incidents"], serde_json::json!([fingerprint]));
+    assert!(item.get("payload").is_none(), "no payload in a list: {item}");
+    app.stop().await;
+}
