@@ -403,22 +403,35 @@ async fn the_real_binary_applies_the_rule_across_a_restart() {
     drop(bin);
 }
 
-#[tokio::test]
-async fn the_incidents_list_says_what_inhibits_an_incident_even_when_the_source_is_not_on_the_page() {
-    let clock = ManualClock::new(t0());
+/// Herald with the console receivers of [`console_config`], a failed sync firing at once, on `clock`; with the
+/// folder the receivers write to.
+async fn spawn_failing_at_once(clock: &ManualClock) -> (TestApp, std::path::PathBuf) {
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
     let cfg = console_config(&d, "rules: {sync_failed: {for: 0s}}");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
-    // Out of sync for an hour (fires), then its sync fails (fires at once, and explains the first).
-    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
-    app.advance(&clock, Duration::from_secs(61 * 60)).await;
-    let failed = with_operation(
+    (
+        TestApp::spawn_in(dir, &cfg, std::sync::Arc::new(clock.clone())).await,
+        d,
+    )
+}
+
+/// `pay-api` (payments) out of sync, its last sync failed now.
+fn failed_sync(clock: &ManualClock) -> String {
+    with_operation(
         &envelope("pay-api", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339()),
         serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply",
                            "startedAt": clock.now().to_rfc3339()}),
-    );
-    assert_eq!(app.post(failed).await.status(), 202);
+    )
+}
+
+#[tokio::test]
+async fn the_incidents_list_says_what_inhibits_an_incident_even_when_the_source_is_not_on_the_page() {
+    let clock = ManualClock::new(t0());
+    let (app, _) = spawn_failing_at_once(&clock).await;
+    // Out of sync for an hour (fires), then its sync fails (fires at once, and explains the first).
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    assert_eq!(app.post(failed_sync(&clock)).await.status(), 202);
     app.advance(&clock, Duration::from_secs(1)).await;
     let both = app.get_json("/v1/incidents?state=firing").await;
     assert_eq!(both["count"], 2, "{both}");
@@ -443,16 +456,8 @@ async fn the_incidents_list_says_what_inhibits_an_incident_even_when_the_source_
 #[tokio::test]
 async fn the_outbox_list_shows_each_delivery_with_its_title_and_incidents_not_its_payload() {
     let clock = ManualClock::new(t0());
-    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    let cfg = console_config(&d, "rules: {sync_failed: {for: 0s}}");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
-    let failed = with_operation(
-        &envelope("pay-api", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339()),
-        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply",
-                           "startedAt": clock.now().to_rfc3339()}),
-    );
-    assert_eq!(app.post(failed).await.status(), 202);
+    let (app, d) = spawn_failing_at_once(&clock).await;
+    assert_eq!(app.post(failed_sync(&clock)).await.status(), 202);
     app.advance(&clock, Duration::from_secs(1)).await;
     let sent = delivered(&d.join("pay-chat.jsonl"));
     assert_eq!(sent.len(), 1, "{sent:?}");
