@@ -107,7 +107,7 @@ const ZSTD_LEVEL: i32 = -1;
 
 thread_local! {
     /// One compression context per thread, reused: a fresh one per body costs more than compressing it.
-    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> =
         const { std::cell::RefCell::new(None) };
     /// Reused buffers for a document's JSON and for compressed output before it is copied out at its size: a large
     /// allocation per body made the allocator consolidate its free lists each time (a tenth of the CPU).
@@ -115,26 +115,39 @@ thread_local! {
     static OUT_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `bytes`, zstd-compressed.
-fn compress(bytes: &[u8]) -> Vec<u8> {
+/// `bytes` zstd-compressed, with `dictionary` (empty: none). A frame made with a dictionary carries a checksum, so
+/// reading it with another dictionary is an error rather than other bytes ([`decompress_with`]).
+fn compress_with(bytes: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, StoreError> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
     OUT_BUFFER.with(|out| {
         let out = &mut *out.borrow_mut();
         out.clear();
         out.reserve(zstd::zstd_safe::compress_bound(bytes.len()));
-        let compressed = COMPRESSOR.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.is_none() {
-                *c = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        COMPRESSOR.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let cctx = cell.get_or_insert_with(CCtx::create);
+            cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))
+                .map_err(failed)?;
+            cctx.set_parameter(CParameter::ChecksumFlag(!dictionary.is_empty()))
+                .map_err(failed)?;
+            if dictionary.is_empty() {
+                return cctx.compress2(out, bytes).map_err(failed);
             }
-            c.as_mut().is_some_and(|c| c.compress_to_buffer(bytes, out).is_ok())
-        });
-        // Compressing into memory only fails on allocation; the one-shot function is the fallback.
-        if compressed {
-            out.as_slice().to_vec()
-        } else {
-            zstd::bulk::compress(bytes, ZSTD_LEVEL).unwrap_or_default()
-        }
+            cctx.load_dictionary(dictionary).map_err(failed)?;
+            let written = cctx.compress2(out, bytes).map_err(failed);
+            // The dictionary is not kept for the next body (nor its memory).
+            cctx.load_dictionary(&[]).map_err(failed)?;
+            written
+        })?;
+        Ok(out.as_slice().to_vec())
     })
+}
+
+/// `bytes`, zstd-compressed (with no dictionary this only fails to allocate: then an empty frame, which reads as
+/// an error, not as other bytes).
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    compress_with(bytes, &[]).unwrap_or_default()
 }
 
 /// The largest document or body a stored frame may claim to hold: anything above is a damaged row, not an

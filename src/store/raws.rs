@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Store, StoreError, WriteTx, ZSTD_LEVEL, compress, decompress, execute_in_chunks};
+use super::{Store, StoreError, WriteTx, compress, decompress, execute_in_chunks};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
 
@@ -68,35 +68,9 @@ impl RawChain {
     }
 }
 
-thread_local! {
-    /// One context per thread for differences, reused (its dictionary is loaded for each body, then dropped).
-    static DELTA: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// `body` zstd-compressed with `previous` as its dictionary, with a checksum so a wrong dictionary is an error at
-/// read time rather than wrong bytes.
+/// `body` stored as what differs from `previous` (zstd with it as the dictionary, checksummed).
 fn compress_against(previous: &[u8], body: &[u8]) -> Result<Vec<u8>, StoreError> {
-    use zstd::zstd_safe::{CCtx, CParameter};
-    let failed = |e: usize| {
-        StoreError::Decode(format!(
-            "cannot compress a raw body: {}",
-            zstd::zstd_safe::get_error_name(e)
-        ))
-    };
-    DELTA.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let cctx = cell.get_or_insert_with(CCtx::create);
-        cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))
-            .map_err(failed)?;
-        cctx.set_parameter(CParameter::ChecksumFlag(true)).map_err(failed)?;
-        cctx.load_dictionary(previous).map_err(failed)?;
-        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
-        let written = cctx.compress2(&mut out, body).map_err(failed);
-        // The dictionary is not kept for the next body (nor its memory).
-        cctx.load_dictionary(&[]).map_err(failed)?;
-        written?;
-        Ok(out)
-    })
+    super::compress_with(body, previous)
 }
 
 /// The body stored as `frame`, a difference from `previous`.
@@ -240,17 +214,17 @@ impl Store {
 
 /// The bodies of `rows` (one Application's, oldest first, each run from its first row on), oldest first.
 fn rebuild(rows: impl IntoIterator<Item = StoredRaw>) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
-    let mut out = Vec::new();
-    let mut run: Option<(i64, Vec<u8>)> = None;
+    let mut out: Vec<(DateTime<Utc>, String)> = Vec::new();
+    // The run of the body before (its text is the last one out), if it was in one.
+    let mut run: Option<i64> = None;
     for raw in rows {
-        let bytes = match (&raw.body_z, raw.chain, &run) {
+        let previous = out.last().map(|(_, text)| text.as_bytes());
+        let bytes = match (&raw.body_z, raw.chain, previous) {
             (None, _, _) => raw.body.into_bytes(),
-            (Some(frame), Some(chain), Some((current, previous))) if *current == chain => {
-                decompress_against(previous, frame)?
-            }
+            (Some(frame), Some(chain), Some(previous)) if run == Some(chain) => decompress_against(previous, frame)?,
             (Some(frame), _, _) => decompress(frame)?,
         };
-        run = raw.chain.map(|chain| (chain, bytes.clone()));
+        run = raw.chain;
         let text = String::from_utf8(bytes).map_err(|e| StoreError::Decode(format!("raw body: {e}")))?;
         out.push((raw.at, text));
     }
