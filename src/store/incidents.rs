@@ -195,36 +195,29 @@ impl Store {
             return Ok(HashMap::new());
         }
         let mut conn = self.pool.acquire().await?;
-        let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, |pairs| {
-            format!(
-                "SELECT id FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
-                 AND state IN ('pending', 'firing')"
-            )
-        })
-        .await?;
+        let open = super::fetch_for_apps_on(&mut conn, self.engine, ids, open_of_apps("id")).await?;
         let known: HashMap<i64, &IncidentRecord> = known.iter().map(|r| (r.id, r)).collect();
-        let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+        let mut records = Vec::with_capacity(open.len());
         let mut missing = Vec::new();
         for row in &open {
             let id: i64 = row.try_get("id")?;
             match known.get(&id) {
-                Some(rec) => out.entry(rec.app.clone()).or_default().push((*rec).clone()),
+                Some(rec) => records.push((*rec).clone()),
                 None => missing.push(id),
             }
         }
         for chunk in missing.chunks(100) {
+            // Still open: it may have resolved since the first read.
             let sql = format!(
-                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id IN (VALUES {})",
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id IN (VALUES {}) AND state IN ('pending', 'firing')",
                 super::placeholders(self.engine, chunk.len(), 1)
             );
             let query = chunk.iter().fold(q!(sql), |q, id| q.bind(*id));
             for row in query.fetch_all(&mut *conn).await? {
-                let rec = incident_from_row(&row)?;
-                out.entry(rec.app.clone()).or_default().push(rec);
+                records.push(incident_from_row(&row)?);
             }
         }
-        in_open_order(&mut out);
-        Ok(out)
+        Ok(by_app(records))
     }
 
     pub async fn open_incidents(tx: &mut WriteTx, app: &AppId) -> Result<Vec<IncidentRecord>, StoreError> {
@@ -466,35 +459,38 @@ impl Store {
     }
 }
 
-/// The pending and firing incidents of the Applications `ids`, by Application, read on `conn`.
-/// Puts each Application's open incidents in one order on both engines (what inhibition and the answers list
-/// first): firing before pending, each oldest first. In Rust: an `ORDER BY` made SQLite walk every open incident of
-/// the store in that order rather than search each Application's and sort them.
-fn in_open_order(open: &mut HashMap<AppId, Vec<IncidentRecord>>) {
-    for list in open.values_mut() {
+/// Open incidents by Application, each Application's in one order on both engines (what inhibition and the
+/// answers list first): firing before pending, each oldest first. Sorted here: an `ORDER BY` made SQLite walk every
+/// open incident of the store in that order rather than search each Application's and sort them.
+fn by_app(records: Vec<IncidentRecord>) -> HashMap<AppId, Vec<IncidentRecord>> {
+    let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
+    for rec in records {
+        out.entry(rec.app.clone()).or_default().push(rec);
+    }
+    for list in out.values_mut() {
         list.sort_by(|a, b| (a.state.as_str(), a.id).cmp(&(b.state.as_str(), b.id)));
     }
+    out
 }
 
+/// The pending and firing incidents of the Applications `ids`, by Application, read on `conn`.
 async fn open_incidents_on(
     conn: &mut sqlx::AnyConnection,
     engine: super::Engine,
     ids: &[AppId],
 ) -> Result<HashMap<AppId, Vec<IncidentRecord>>, StoreError> {
-    let rows = super::fetch_for_apps_on(conn, engine, ids, |pairs| {
+    let rows = super::fetch_for_apps_on(conn, engine, ids, open_of_apps(INCIDENT_COLUMNS)).await?;
+    Ok(by_app(rows.iter().map(incident_from_row).collect::<Result<_, _>>()?))
+}
+
+/// The query of [`super::fetch_for_apps_on`] that reads `columns` of the open incidents of its Applications.
+fn open_of_apps(columns: &str) -> impl Fn(&str) -> String + '_ {
+    move |pairs| {
         format!(
-            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
+            "SELECT {columns} FROM incidents WHERE (instance, namespace, name) IN (VALUES {pairs}) \
              AND state IN ('pending', 'firing')"
         )
-    })
-    .await?;
-    let mut out: HashMap<AppId, Vec<IncidentRecord>> = HashMap::new();
-    for r in &rows {
-        let rec = incident_from_row(r)?;
-        out.entry(rec.app.clone()).or_default().push(rec);
     }
-    in_open_order(&mut out);
-    Ok(out)
 }
 
 #[cfg(test)]
