@@ -13,7 +13,7 @@ use herald::routing::{Matcher, Silence};
 use herald::state::Transition;
 use herald::state::{Outcome, apply};
 use herald::store::{
-    AppFilter, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN, NewDelivery, RawChain, SlotState, Store,
+    AppFilter, Headline, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN, NewDelivery, RawChain, SlotState, Store,
 };
 use secrecy::SecretString;
 
@@ -67,6 +67,7 @@ fn delivery(order: &str, n: usize) -> NewDelivery {
         action: Action::Update,
         // The step number travels in the payload, so the tests can see the order rows come back in.
         payload: format!("step-{n}"),
+        headline: None,
     }
 }
 
@@ -1301,6 +1302,7 @@ async fn payloads_live_out_of_their_rows_and_rows_queued_before_still_send_list_
     let mut tx = store.begin().await.expect("tx");
     let d = NewDelivery {
         payload: new.clone(),
+        headline: Headline::of_payload(&new),
         ..delivery("new", 0)
     };
     Store::enqueue(&mut tx, &d, now).await.expect("enqueue");

@@ -10,7 +10,7 @@ use super::content::{Frame, Inputs, content};
 use crate::configuration::{DigestSettings, Settings, TeamSettings, WhenEmpty};
 use crate::domain::Digest;
 use crate::domain::{Action, DeliveryState, IncidentState, Notification};
-use crate::store::{AppFilter, IncidentFilter, NewDelivery, SlotState, Store, StoreError};
+use crate::store::{AppFilter, Headline, IncidentFilter, NewDelivery, SlotState, Store, StoreError};
 
 /// How many rows of each kind a digest reads at most: a team with more has bigger problems than a long digest.
 const READ_LIMIT: i64 = 2000;
@@ -179,6 +179,7 @@ async fn send_slot(
                 action: Action::Digest,
                 payload: serde_json::to_string(&n)
                     .map_err(|e| StoreError::Decode(format!("a digest could not be serialised: {e}")))?,
+                headline: Some(Headline::of(&n)),
             };
             Store::enqueue(&mut tx, &delivery, now).await?;
         }

@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
-use crate::domain::{Action, DeliveryState};
+use crate::domain::{Action, DeliveryState, Notification};
 
 /// An outbox row as the API shows it and the worker claims it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -80,7 +80,17 @@ pub struct Headline {
 }
 
 impl Headline {
-    /// Read from a notification's JSON without building the rest of it; `None` when it is not a notification.
+    /// The headline of the notification `n`.
+    pub fn of(n: &Notification) -> Headline {
+        let fingerprints: Vec<&str> = n.incidents.iter().map(|i| i.fingerprint.as_str()).collect();
+        Headline {
+            title: n.title.clone(),
+            incidents: serde_json::value::to_raw_value(&fingerprints).expect("a list of strings serialises"),
+        }
+    }
+
+    /// Read from a notification's JSON (a row queued before headlines were kept) without building the rest of it;
+    /// `None` when it is not a notification.
     pub fn of_payload(payload: &str) -> Option<Headline> {
         #[derive(serde::Deserialize)]
         struct Read<'a> {
@@ -173,11 +183,13 @@ pub struct NewDelivery {
     pub thread_key: String,
     pub action: Action,
     pub payload: String,
+    /// What lists show of it (`None`: a payload that is not a notification, as in tests).
+    pub headline: Option<Headline>,
 }
 
 impl Store {
     pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
-        let headline = Headline::of_payload(&d.payload);
+        let headline = d.headline.as_ref();
         let row = q!(
             "INSERT INTO outbox (receiver, order_key, thread_key, action, payload, state, attempts, due_at, \
                       created_at, title, about) VALUES ($1, $2, $3, $4, '', 'pending', 0, $5, $5, $6, $7) RETURNING id"
@@ -187,8 +199,8 @@ impl Store {
         .bind(&d.thread_key)
         .bind(d.action.as_str())
         .bind(to_millis(now))
-        .bind(headline.as_ref().map(|h| h.title.clone()))
-        .bind(headline.as_ref().map(|h| h.incidents.get().to_string()))
+        .bind(headline.map(|h| h.title.clone()))
+        .bind(headline.map(|h| h.incidents.get().to_string()))
         .fetch_one(&mut *tx.tx)
         .await?;
         let id: i64 = row.try_get("id")?;
@@ -456,5 +468,36 @@ impl Store {
         rows.iter()
             .map(|r| Ok((r.try_get("receiver")?, r.try_get("state")?, r.try_get("n")?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notifications_headline_is_what_its_payload_says() {
+        let mut n = crate::receivers::testing::firing_notification(Action::Open);
+        let mut second = n.incidents[0].clone();
+        second.fingerprint = "second \"quoted\" one".into();
+        n.incidents.push(second);
+        let payload = serde_json::to_string(&n).expect("json");
+        let (of, read) = (
+            Headline::of(&n),
+            Headline::of_payload(&payload).expect("a notification"),
+        );
+        assert_eq!(of.title, n.title);
+        assert_eq!(
+            (of.title.as_str(), of.incidents.get()),
+            (read.title.as_str(), read.incidents.get())
+        );
+        assert_eq!(
+            of.fingerprints(),
+            vec![n.incidents[0].fingerprint.clone(), "second \"quoted\" one".into()]
+        );
+        assert!(
+            Headline::of_payload("step-1").is_none(),
+            "not a notification: no headline"
+        );
     }
 }
