@@ -708,6 +708,7 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
         .expect("claim")
         .remove(0);
     assert_eq!(row.attempts, 2);
+    assert_eq!(row.payload, "step-0", "a retry sends the same payload");
     store.failed(row.id, "HTTP 400: bad", None).await.expect("dead");
     let dead = store.outbox(Some(DeliveryState::Dead), 10, None).await.expect("dead");
     assert_eq!(dead.len(), 1);
@@ -737,6 +738,7 @@ async fn failures_retry_then_die_and_dead_rows_can_be_retried(engine: &str) {
         .expect("claim");
     assert_eq!(row.len(), 1);
     assert_eq!(row[0].attempts, 1);
+    assert_eq!(row[0].payload, "step-0", "and so does a dead delivery put back");
     store.release(row[0].id).await.expect("release");
     assert_eq!(
         store
