@@ -13,9 +13,11 @@ use herald::routing::{Matcher, Silence};
 use herald::state::Transition;
 use herald::state::{Outcome, apply};
 use herald::store::{
-    AppFilter, Headline, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN, NewDelivery, RawChain, SlotState, Store,
+    AppFilter, Dictionaries, DictionaryUse, Headline, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN,
+    NewDelivery, RawChain, SlotState, Store,
 };
 use secrecy::SecretString;
+use sqlx::Row;
 
 #[path = "common/fresh_db.rs"]
 mod fresh_db;
@@ -90,6 +92,7 @@ contract!(
     a_run_of_raw_bodies_reads_back_byte_exact_at_every_page_size,
     the_purge_removes_a_run_of_raw_bodies_only_whole,
     raw_bodies_stored_before_runs_stay_readable,
+    runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictionary_in_use,
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
@@ -443,7 +446,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
         .await
         .expect("transitions");
     let rows = [(app("pay"), now, "changed", "{}".to_string())];
-    Store::add_raws(&mut tx, &rows, &mut HashMap::new(), GAP)
+    Store::add_raws(&mut tx, &rows, &mut HashMap::new(), GAP, &mut DictionaryUse::default())
         .await
         .expect("raw");
     tx.commit().await.expect("commit");
@@ -1150,7 +1153,9 @@ async fn store_raws(store: &Store, chains: &mut HashMap<AppId, RawChain>, name: 
         .map(|k| (app(name), at(*k), "changed", raw_body(name, *k)))
         .collect();
     let mut tx = store.begin().await.expect("tx");
-    Store::add_raws(&mut tx, &rows, chains, GAP).await.expect("raw bodies");
+    Store::add_raws(&mut tx, &rows, chains, GAP, &mut DictionaryUse::default())
+        .await
+        .expect("raw bodies");
     tx.commit().await.expect("commit");
 }
 
@@ -1268,6 +1273,104 @@ async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
     // The old rows are purged by their time alone.
     assert_eq!(store.purge_raw(t("2026-01-01T00:01:30Z"), GAP).await.expect("purge"), 2);
     assert_eq!(raws_of(&store, "pay").await, pay[2..].to_vec());
+}
+
+async fn runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictionary_in_use(engine: &str) {
+    let (store, db) = fresh(engine).await;
+    let retention = Duration::from_secs(7 * 24 * 3600);
+    let start = t("2026-01-01T00:00:00Z");
+    let mut dictionaries = Dictionaries::default();
+    let mut chains = HashMap::new();
+    let names = |prefix: &str| (0..10).map(|i| format!("{prefix}-{i}")).collect::<Vec<_>>();
+    // Each batch: one body each of ten Applications, committed, its use given back. The first has no dictionary
+    // yet: every body compressed alone, and kept to learn from. The next: other Applications, starting their runs
+    // against a dictionary made of the first; then shop's second bodies, which continue their runs.
+    for (prefix, k) in [("shop", 1), ("cart", 2), ("shop", 3)] {
+        let rows: Vec<_> = (names(prefix).iter())
+            .map(|name| {
+                (
+                    app(name),
+                    start + chrono::Duration::minutes(k),
+                    "changed",
+                    raw_body(name, k as usize),
+                )
+            })
+            .collect();
+        let mut used = dictionaries.for_batch(start, retention);
+        let mut tx = store.begin().await.expect("tx");
+        Store::add_raws(&mut tx, &rows, &mut chains, GAP, &mut used)
+            .await
+            .expect("raw bodies");
+        tx.commit().await.expect("commit");
+        dictionaries.committed(used);
+    }
+    for name in names("shop") {
+        assert_eq!(
+            raws_of(&store, &name).await,
+            vec![raw_body(&name, 1), raw_body(&name, 3)]
+        );
+    }
+    for name in names("cart") {
+        assert_eq!(raws_of(&store, &name).await, vec![raw_body(&name, 2)], "byte for byte");
+    }
+    let url = if engine == "sqlite" {
+        format!("{}?mode=rw", db.url)
+    } else {
+        db.url.clone()
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+    let sizes = |prefix: &'static str| {
+        let pool = pool.clone();
+        async move {
+            let row = sqlx::query(
+                "SELECT COUNT(dict) AS with_dict, SUM(LENGTH(body_z)) AS bytes FROM raw_events \
+                 WHERE name LIKE $1 AND chain IS NOT NULL",
+            )
+            .bind(format!("{prefix}-%"))
+            .fetch_one(&pool)
+            .await
+            .expect("sizes");
+            (row.get::<i64, _>("with_dict"), row.get::<i64, _>("bytes"))
+        }
+    };
+    let (cart_with, cart_bytes) = sizes("cart").await;
+    let shop_first: i64 = sqlx::query(
+        "SELECT SUM(LENGTH(body_z)) AS bytes FROM raw_events WHERE name LIKE 'shop-%' AND dict IS NULL \
+         AND received_at = $1",
+    )
+    .bind((start + chrono::Duration::minutes(1)).timestamp_millis())
+    .fetch_one(&pool)
+    .await
+    .expect("sizes")
+    .get("bytes");
+    assert_eq!(cart_with, 10, "every run start against the dictionary");
+    assert!(
+        cart_bytes * 2 < shop_first,
+        "bodies like those learnt take a fraction: {cart_bytes} against {shop_first} bytes"
+    );
+    let dictionary_count = || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query("SELECT COUNT(*) AS n FROM raw_dictionaries")
+                .fetch_one(&pool)
+                .await
+                .expect("count")
+                .get::<i64, _>("n")
+        }
+    };
+    assert_eq!(dictionary_count().await, 1, "stored once, with the rows that use it");
+    // The purge keeps a dictionary a row uses, however old; once the rows are gone, it goes.
+    let far = start + chrono::Duration::days(365);
+    assert_eq!(store.purge_raw_dictionaries(far).await.expect("purge"), 0);
+    store.purge_raw(far, GAP).await.expect("purge");
+    assert_eq!(
+        store.purge_raw_dictionaries(start).await.expect("purge"),
+        0,
+        "not made before"
+    );
+    assert_eq!(store.purge_raw_dictionaries(far).await.expect("purge"), 1);
+    assert_eq!(dictionary_count().await, 0);
+    pool.close().await;
 }
 
 /// A delivery as `payload` says: a notification with a title and its incidents' fingerprints.

@@ -3,7 +3,8 @@
 //! ([`SeenTimes`], written to the store now and then rather than with each body).
 //!
 //! It also remembers each Application's last raw body ([`RawChain`], bounded by bytes): the next body is stored as
-//! what differs from it (see `store::raws`). A body whose Application's last one is forgotten is stored whole.
+//! what differs from it (see `store::raws`). A body whose Application's last one is forgotten starts a run, stored
+//! whole against the writer's current dictionary of other Applications' bodies ([`Dictionaries`]).
 //!
 //! Only the writer uses the cache, and only while it holds it (`Core::cache`) from before it reads until after it
 //! commits: entries are taken out for a batch and put back once the batch is committed, so a batch that fails leaves
@@ -20,7 +21,7 @@ use chrono::{DateTime, Utc};
 use super::repeats::app_key;
 use crate::argocd::AppId;
 use crate::state::AppState;
-use crate::store::{Engine, RawChain, Store, StoreError, StoredApp};
+use crate::store::{Dictionaries, Engine, RawChain, Store, StoreError, StoredApp};
 
 /// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
 /// not remembered is read from the store when a body for it comes (as every one was before the cache).
@@ -43,6 +44,8 @@ pub(super) struct AppCache {
     /// write moves the version, and a run is then not continued (its last body may not be the last stored).
     chains: lru::LruCache<AppId, (RawChain, i64)>,
     chain_bytes: usize,
+    /// The dictionaries the first body of each run is compressed with (see `store::raws`).
+    pub(super) dictionaries: Dictionaries,
 }
 
 /// What an entry weighs: its state's JSON size (what it also costs in the store), plus the entry itself. The JSON
@@ -70,6 +73,7 @@ impl AppCache {
             bytes: 0,
             chains: lru::LruCache::new(CAPACITY),
             chain_bytes: 0,
+            dictionaries: Dictionaries::default(),
         }
     }
 

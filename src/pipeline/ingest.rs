@@ -16,7 +16,7 @@ use super::{Core, IngestOutcome, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
 use crate::state::{self, Outcome};
-use crate::store::{IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
+use crate::store::{DictionaryUse, IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
 
 mod decisions;
 mod direct;
@@ -154,6 +154,8 @@ struct Batch {
     /// run waits for its next body: the raw bodies are stored as differences within them.
     chains: std::collections::HashMap<AppId, RawChain>,
     chain_gap: chrono::Duration,
+    /// The dictionary a run's first body is compressed with, and what the batch taught about it.
+    dictionary: DictionaryUse,
     /// Pending incidents opened in this batch (placeholder ids below 0), written at the end.
     new_pending: Vec<IncidentRecord>,
     next_placeholder: i64,
@@ -192,7 +194,7 @@ impl Batch {
             .filter_map(|id| self.apps.get(id).map(|e| (e.team.as_str(), &e.state, e.version)))
             .collect();
         Store::save_apps_checked(tx, &rows).await?;
-        Store::add_raws(tx, &self.raws, &mut self.chains, self.chain_gap).await?;
+        Store::add_raws(tx, &self.raws, &mut self.chains, self.chain_gap, &mut self.dictionary).await?;
         Store::insert_pending_incidents(tx, &self.new_pending).await?;
         Store::resolve_pending(tx, &self.resolved_pending, self.now).await?;
         Store::add_transitions_many(tx, &self.transitions).await
@@ -260,6 +262,8 @@ impl Core {
                 batch.apps = cache.take(&self.store, &batch.ids).await?;
                 batch.chains = cache.take_chains(&batch.apps);
                 batch.chain_gap = chain_gap(self.settings.storage.raw_retention);
+                batch.dictionary =
+                    (cache.dictionaries).for_batch(self.clock.now(), self.settings.storage.raw_retention);
                 match self.run_batch(&mut batch, works).await {
                     Ok(out) => {
                         let wake = batch.wake;
@@ -268,6 +272,7 @@ impl Core {
                         batch.committed();
                         let chains = std::mem::take(&mut batch.chains);
                         (cache).put_back_chains(chains, &batch.apps, self.clock.now(), batch.chain_gap);
+                        (cache.dictionaries).committed(std::mem::take(&mut batch.dictionary));
                         if self.repeats.enabled() {
                             let answers = batch.answers(works, self.clock.now());
                             let stored = (batch.apps.iter()).map(|(id, e)| {

@@ -61,7 +61,7 @@ pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
 pub use outbox::{AboutDelivery, Headline, HistoryBound, ListedDelivery, NewDelivery, OutboxRecord};
-pub use raws::{MAX_CHAIN, RawChain, chain_gap};
+pub use raws::{Dictionaries, DictionaryUse, MAX_CHAIN, RawChain, chain_gap};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -390,7 +390,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 14] = [
+const MIGRATIONS: [MigrationFile; 15] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -405,6 +405,7 @@ const MIGRATIONS: [MigrationFile; 14] = [
     migration!(12, "smaller_rows", "0012_smaller_rows.sql"),
     migration!(13, "background_indexes", "0013_background_indexes.sql"),
     migration!(14, "outbox_payloads", "0014_outbox_payloads.sql"),
+    migration!(15, "raw_dictionaries", "0015_raw_dictionaries.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -12,7 +12,15 @@
 //!   the retention stays (so a body may outlive `storage.raw_retention` by its run's length, at most `MAX_CHAIN`
 //!   bodies each less than the gap apart).
 //!
-//! Rows written before runs existed (`chain` NULL) hold their whole body, compressed (`body_z`) or as text (`body`).
+//! The first body of a run is compressed with the writer's current dictionary when it has one ([`RawDictionary`],
+//! the `dict` column; the dictionaries are rows of `raw_dictionaries`): the bodies of one Argo CD are much alike
+//! across Applications (the same keys, repositories, namespaces, resource kinds), so a whole body stored against
+//! bodies of other Applications takes a few hundred bytes instead of two to three kilobytes. The writer makes its
+//! dictionaries from the bodies it stores ([`Dictionaries`]): a body the current dictionary does not know well is
+//! kept, and after enough bodies the known ones and the new ones make the next dictionary.
+//!
+//! Rows written before runs existed (`chain` NULL) hold their whole body, compressed (`body_z`) or as text (`body`);
+//! rows written before dictionaries (`dict` NULL) start their run compressed alone.
 
 use std::collections::HashMap;
 
@@ -24,6 +32,8 @@ use sqlx::any::AnyRow;
 use super::{Store, StoreError, WriteTx, compress, decompress, execute_in_chunks};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// The most bodies in one run (its first, whole, and the differences after it): what a read may have to
 /// decompress, and one whole body in this many.
@@ -78,11 +88,181 @@ fn decompress_against(previous: &[u8], frame: &[u8]) -> Result<Vec<u8>, StoreErr
     super::decompress_with(frame, previous, "raw body (difference)")
 }
 
+/// The most bytes of bodies a dictionary holds (its samples, one body each, the oldest dropped first). zstd at this
+/// level finds matches anywhere in it; it costs its size twice in memory (the samples and the compressor's copy),
+/// and its size compressed once per dictionary in the store.
+const DICTIONARY_BYTES: usize = 192 << 10;
+/// A body the current dictionary compresses less than this many times over is new to it: kept for the next one.
+const NOVEL_RATIO: usize = 12;
+/// New bodies kept for the next dictionary, at most (each tested against those kept before it, so that one body
+/// sent by 500 Applications is kept once).
+const PENDING: usize = 16;
+/// Runs started with a dictionary before the next one is made (when it has new bodies to learn): every dictionary
+/// is stored, so this many bodies at least share its cost (192 KB compress to about 45 KB, under 100 bytes each).
+const STARTS_PER_DICTIONARY: usize = 512;
+
+/// A dictionary the first body of a run is compressed with: bodies of other Applications, one after the other
+/// (zstd's raw-content dictionary). Stored once in `raw_dictionaries`, with the first row that uses it.
+pub struct RawDictionary {
+    id: i64,
+    created_at: DateTime<Utc>,
+    content: Bytes,
+    /// A compression context with the dictionary loaded (zstd prepares it once, not per body).
+    compressor: std::sync::Mutex<zstd::zstd_safe::CCtx<'static>>,
+    /// Whether a committed transaction stored it.
+    stored: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for RawDictionary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawDictionary")
+            .field("id", &self.id)
+            .field("bytes", &self.content.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RawDictionary {
+    fn new(id: i64, created_at: DateTime<Utc>, content: Bytes) -> Result<Self, StoreError> {
+        use zstd::zstd_safe::{CCtx, CParameter};
+        let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
+        let mut cctx = CCtx::create();
+        cctx.set_parameter(CParameter::CompressionLevel(super::ZSTD_LEVEL))
+            .map_err(failed)?;
+        // A checksum: a body read with another dictionary is an error, not other bytes.
+        cctx.set_parameter(CParameter::ChecksumFlag(true)).map_err(failed)?;
+        cctx.load_dictionary(&content).map_err(failed)?;
+        Ok(Self {
+            id,
+            created_at,
+            content,
+            compressor: std::sync::Mutex::new(cctx),
+            stored: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// `body` compressed with this dictionary.
+    fn compress(&self, body: &[u8]) -> Result<Vec<u8>, StoreError> {
+        let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
+        let mut cctx = self
+            .compressor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cctx.compress2(&mut out, body).map_err(failed)?;
+        out.shrink_to_fit();
+        Ok(out)
+    }
+
+    fn is_stored(&self) -> bool {
+        self.stored.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// What storing a batch's bodies taught the writer about its dictionary: the bodies new to it, how many runs it
+/// started. Given back to [`Dictionaries::committed`] once the batch is committed.
+#[derive(Debug, Default)]
+pub struct DictionaryUse {
+    dictionary: Option<Arc<RawDictionary>>,
+    novel: Vec<Bytes>,
+    starts: usize,
+}
+
+/// The writer's dictionaries: the current one, the bodies it was made of, and the bodies new to it since. Kept by
+/// the pipeline's writer beside its runs (not shared: each replica makes its own; any replica reads them all).
+#[derive(Default)]
+pub struct Dictionaries {
+    current: Option<Arc<RawDictionary>>,
+    samples: VecDeque<Bytes>,
+    pending: Vec<Bytes>,
+    starts: usize,
+}
+
+impl Dictionaries {
+    /// The dictionary to store the next batch's bodies with: the current one, or a new one when there are new
+    /// bodies to learn and the current one has started enough runs (or there is none yet), or when the current
+    /// one is older than half the retention `retention` (the purge removes a dictionary no row uses once it is
+    /// twice the retention old: the one in use never is). Making one costs a few milliseconds, now and then.
+    pub fn for_batch(&mut self, now: DateTime<Utc>, retention: std::time::Duration) -> DictionaryUse {
+        let learn = !self.pending.is_empty() && (self.current.is_none() || self.starts >= STARTS_PER_DICTIONARY);
+        let half = chrono::Duration::from_std(retention / 2).unwrap_or(chrono::Duration::MAX);
+        let old = (self.current.as_ref()).is_some_and(|d| now - d.created_at >= half);
+        if learn || old {
+            self.learn();
+        }
+        if (learn || old) && !self.samples.is_empty() {
+            let content: Vec<u8> = self.samples.iter().flat_map(|s| s.iter().copied()).collect();
+            let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
+            match RawDictionary::new(id, now, Bytes::from(content)) {
+                Ok(dictionary) => self.current = Some(Arc::new(dictionary)),
+                Err(e) => tracing::warn!(error = %e, "no new dictionary for raw bodies"),
+            }
+            self.starts = 0;
+        }
+        DictionaryUse {
+            dictionary: self.current.clone(),
+            ..DictionaryUse::default()
+        }
+    }
+
+    /// The pending bodies join the samples, each unless those before it already make it well known; the oldest
+    /// samples go beyond `DICTIONARY_BYTES`.
+    fn learn(&mut self) {
+        let mut kept: Vec<Bytes> = Vec::new();
+        for body in std::mem::take(&mut self.pending) {
+            let known = !kept.is_empty()
+                && RawDictionary::new(0, Utc::now(), Bytes::from(kept.concat()))
+                    .and_then(|d| d.compress(&body))
+                    .is_ok_and(|frame| !is_novel(&frame, &body));
+            if !known {
+                kept.push(body);
+            }
+        }
+        self.samples.extend(kept);
+        let mut bytes: usize = self.samples.iter().map(Bytes::len).sum();
+        while bytes > DICTIONARY_BYTES
+            && let Some(oldest) = self.samples.pop_front()
+        {
+            bytes -= oldest.len();
+        }
+    }
+
+    /// A committed batch's use: its dictionary is stored, its new bodies wait for the next one.
+    pub fn committed(&mut self, used: DictionaryUse) {
+        if let Some(d) = &used.dictionary
+            && used.starts > 0
+        {
+            d.stored.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let same = match (&used.dictionary, &self.current) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            return;
+        }
+        self.starts += used.starts;
+        for body in used.novel {
+            // A body of megabytes would push every other sample out.
+            if self.pending.len() < PENDING && body.len() <= DICTIONARY_BYTES / 4 {
+                self.pending.push(body);
+            }
+        }
+    }
+}
+
+/// Whether a body compressed to `frame` is new to the dictionary it was compressed with.
+fn is_novel(frame: &[u8], body: &[u8]) -> bool {
+    frame.len() * NOVEL_RATIO > body.len()
+}
+
 /// One stored row as read: enough to rebuild its body.
 struct StoredRaw {
     id: i64,
     at: DateTime<Utc>,
     chain: Option<i64>,
+    dict: Option<i64>,
     body_z: Option<Vec<u8>>,
     body: String,
 }
@@ -92,12 +272,13 @@ fn raw_from_row(r: &AnyRow) -> Result<StoredRaw, StoreError> {
         id: r.try_get("id")?,
         at: from_millis(r.try_get("received_at")?),
         chain: r.try_get("chain")?,
+        dict: r.try_get("dict")?,
         body_z: r.try_get("body_z")?,
         body: r.try_get("body")?,
     })
 }
 
-const RAW_COLUMNS: &str = "id, received_at, chain, body, body_z";
+const RAW_COLUMNS: &str = "id, received_at, chain, dict, body, body_z";
 
 impl Store {
     /// Appends raw bodies, several per statement, in order: each continues its Application's run in `chains` when
@@ -108,15 +289,16 @@ impl Store {
         rows: &[(AppId, DateTime<Utc>, &str, B)],
         chains: &mut HashMap<AppId, RawChain>,
         gap: chrono::Duration,
+        dictionary: &mut DictionaryUse,
     ) -> Result<(), StoreError> {
         let mut encoded = Vec::with_capacity(rows.len());
         for (app, at, outcome, body) in rows {
             let body = body.as_ref();
-            let (chain, frame) = match chains.get_mut(app).filter(|c| c.continues_at(*at, gap)) {
+            let (chain, frame, dict) = match chains.get_mut(app).filter(|c| c.continues_at(*at, gap)) {
                 Some(run) => {
                     let frame = compress_against(&run.last, body)?;
                     run.len += 1;
-                    (run.id, frame)
+                    (run.id, frame, None)
                 }
                 None => {
                     // A run's name only needs to differ from the other runs of the same Application.
@@ -130,7 +312,15 @@ impl Store {
                             at: *at,
                         },
                     );
-                    (id, compress(body))
+                    dictionary.starts += 1;
+                    let (frame, dict) = match &dictionary.dictionary {
+                        Some(d) => (d.compress(body)?, Some(d.id)),
+                        None => (compress(body), None),
+                    };
+                    if dict.is_none() || is_novel(&frame, body) {
+                        dictionary.novel.push(Bytes::copy_from_slice(body));
+                    }
+                    (id, frame, dict)
                 }
             };
             if let Some(run) = chains.get_mut(app) {
@@ -138,25 +328,48 @@ impl Store {
                 run.last = Bytes::copy_from_slice(body);
                 run.at = *at;
             }
-            encoded.push((app, *at, *outcome, chain, frame));
+            encoded.push((app, *at, *outcome, chain, frame, dict));
+        }
+        // The dictionary is stored with the first rows that use it (again after a transaction that failed: it may
+        // have been stored by then, hence the conflict clause).
+        if let Some(d) = &dictionary.dictionary
+            && !d.is_stored()
+            && encoded.iter().any(|row| row.5.is_some())
+        {
+            let query = q!(
+                "INSERT INTO raw_dictionaries (id, created_at, content_z) VALUES ($1, $2, $3) \
+                          ON CONFLICT (id) DO NOTHING"
+            )
+            .bind(d.id)
+            .bind(to_millis(d.created_at))
+            .bind(compress(&d.content));
+            tx.exec(query).await?;
         }
         let sql = |values: &str| {
             format!(
-                "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z, chain) \
+                "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z, chain, dict) \
                  VALUES {values}"
             )
         };
-        execute_in_chunks(tx, &encoded, 64, 8, sql, |query, (app, at, outcome, chain, frame)| {
-            query
-                .bind(to_millis(*at))
-                .bind(&app.instance)
-                .bind(&app.namespace)
-                .bind(&app.name)
-                .bind(*outcome)
-                .bind("")
-                .bind(frame.clone())
-                .bind(*chain)
-        })
+        execute_in_chunks(
+            tx,
+            &encoded,
+            64,
+            9,
+            sql,
+            |query, (app, at, outcome, chain, frame, dict)| {
+                query
+                    .bind(to_millis(*at))
+                    .bind(&app.instance)
+                    .bind(&app.namespace)
+                    .bind(&app.name)
+                    .bind(*outcome)
+                    .bind("")
+                    .bind(frame.clone())
+                    .bind(*chain)
+                    .bind(*dict)
+            },
+        )
         .await?;
         Ok(())
     }
@@ -171,6 +384,16 @@ impl Store {
         )
         .bind(to_millis(before))
         .bind(to_millis(before + gap));
+        self.write_one(query).await
+    }
+
+    /// Removes the dictionaries made before `before` that no row uses. Give it twice the retention ago: the writer
+    /// makes a new dictionary at half the retention, so the one it uses is never removed (see
+    /// [`Dictionaries::for_batch`]).
+    pub async fn purge_raw_dictionaries(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let query = q!("DELETE FROM raw_dictionaries WHERE created_at < $1 AND NOT EXISTS \
+                        (SELECT 1 FROM raw_events WHERE raw_events.dict = raw_dictionaries.id)")
+        .bind(to_millis(before));
         self.write_one(query).await
     }
 
@@ -205,15 +428,39 @@ impl Store {
             earlier.reverse();
         }
         let wanted = earlier.len();
-        let mut bodies = rebuild(earlier.into_iter().chain(rows))?;
+        let mut ids: Vec<i64> = earlier.iter().chain(&rows).filter_map(|r| r.dict).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let dictionaries = self.raw_dictionaries(&ids).await?;
+        let mut bodies = rebuild(earlier.into_iter().chain(rows), &dictionaries)?;
         bodies.drain(..wanted);
         bodies.reverse();
         Ok(bodies)
     }
+
+    /// The dictionaries `ids` (their content), by id.
+    async fn raw_dictionaries(&self, ids: &[i64]) -> Result<HashMap<i64, Vec<u8>>, StoreError> {
+        let mut out = HashMap::new();
+        for id in ids {
+            let row = q!("SELECT content_z FROM raw_dictionaries WHERE id = $1")
+                .bind(*id)
+                .fetch_optional(&self.pool)
+                .await?;
+            if let Some(row) = row {
+                let content: Vec<u8> = row.try_get("content_z")?;
+                out.insert(*id, decompress(&content)?);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The bodies of `rows` (one Application's, oldest first, each run from its first row on), oldest first.
-fn rebuild(rows: impl IntoIterator<Item = StoredRaw>) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
+/// A run's first row may be compressed with one of `dictionaries`.
+fn rebuild(
+    rows: impl IntoIterator<Item = StoredRaw>,
+    dictionaries: &HashMap<i64, Vec<u8>>,
+) -> Result<Vec<(DateTime<Utc>, String)>, StoreError> {
     let mut out: Vec<(DateTime<Utc>, String)> = Vec::new();
     // The run of the body before (its text is the last one out), if it was in one.
     let mut run: Option<i64> = None;
@@ -222,7 +469,15 @@ fn rebuild(rows: impl IntoIterator<Item = StoredRaw>) -> Result<Vec<(DateTime<Ut
         let bytes = match (&raw.body_z, raw.chain, previous) {
             (None, _, _) => raw.body.into_bytes(),
             (Some(frame), Some(chain), Some(previous)) if run == Some(chain) => decompress_against(previous, frame)?,
-            (Some(frame), _, _) => decompress(frame)?,
+            (Some(frame), _, _) => match raw.dict {
+                None => decompress(frame)?,
+                Some(id) => {
+                    let dictionary = dictionaries
+                        .get(&id)
+                        .ok_or_else(|| StoreError::Decode(format!("raw body: dictionary {id} is missing")))?;
+                    super::decompress_with(frame, dictionary, "raw body (with a dictionary)")?
+                }
+            },
         };
         run = raw.chain;
         let text = String::from_utf8(bytes).map_err(|e| StoreError::Decode(format!("raw body: {e}")))?;
@@ -247,6 +502,99 @@ mod tests {
             "another dictionary is an error, not other bytes"
         );
         assert!(decompress(&frame).is_err(), "and so is none");
+    }
+
+    /// A body like an Argo CD one of Application `name`, variant `k` (each variant its own set of resources).
+    fn body(name: &str, k: usize) -> Bytes {
+        let resources: Vec<_> = (0..30)
+            .map(|r| {
+                // Like a revision or an image digest: nothing in common from one variant to the next.
+                let digest = format!("{:016x}", ((k * 1000 + r) as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                serde_json::json!({"kind": "Deployment", "name": format!("svc-{k}-{r}"), "namespace": format!("team-{k}"),
+                    "status": "Synced", "health": {"status": "Healthy"}, "version": "v1", "group": "apps",
+                    "image": format!("registry.example.com/svc@sha256:{digest}")})
+            })
+            .collect();
+        let body = serde_json::json!({"app": {"metadata": {"name": name, "uid": format!("uid-{name}")},
+            "spec": {"source": {"repoURL": format!("https://git.example.com/variant-{k}.git")}},
+            "status": {"sync": {"status": "Synced"}, "resources": resources}}});
+        Bytes::from(body.to_string())
+    }
+
+    /// One batch of run starts through `dictionaries`: the bodies' sizes as stored, the use given back as if
+    /// committed.
+    fn starts(dictionaries: &mut Dictionaries, now: DateTime<Utc>, bodies: &[Bytes]) -> Vec<usize> {
+        let mut used = dictionaries.for_batch(now, std::time::Duration::from_secs(7 * 24 * 3600));
+        let mut sizes = Vec::new();
+        for body in bodies {
+            used.starts += 1;
+            let frame = match &used.dictionary {
+                Some(d) => d.compress(body).expect("compress"),
+                None => compress(body),
+            };
+            if used.dictionary.is_none() || is_novel(&frame, body) {
+                used.novel.push(body.clone());
+            }
+            sizes.push(frame.len());
+        }
+        dictionaries.committed(used);
+        sizes
+    }
+
+    #[test]
+    fn the_writer_learns_new_bodies_once_each_and_makes_dictionaries_sparingly() {
+        let now = Utc::now();
+        let mut dictionaries = Dictionaries::default();
+        // Variant 0, sent by 50 Applications: alone at first, then against a dictionary holding it once.
+        let zero: Vec<Bytes> = (0..50).map(|i| body(&format!("a{i}"), 0)).collect();
+        let alone = starts(&mut dictionaries, now, &zero[..5]);
+        assert!(dictionaries.current.is_none());
+        let learnt = starts(&mut dictionaries, now, &zero[5..]);
+        let first = dictionaries
+            .current
+            .clone()
+            .expect("a dictionary once there were bodies to learn");
+        assert_eq!(dictionaries.samples.len(), 1, "five bodies alike are one sample");
+        assert!(learnt.iter().all(|n| n * 10 < alone[0]), "{learnt:?} against {alone:?}");
+        // Variant 1 is new to it: kept, but the next dictionary waits for enough runs to share its cost.
+        let one: Vec<Bytes> = (0..10).map(|i| body(&format!("b{i}"), 1)).collect();
+        let before = starts(&mut dictionaries, now, &one);
+        assert!(Arc::ptr_eq(&first, dictionaries.current.as_ref().expect("kept")));
+        assert!(!dictionaries.pending.is_empty());
+        let spent = STARTS_PER_DICTIONARY - dictionaries.starts;
+        let filler: Vec<Bytes> = (0..spent).map(|i| zero[i % zero.len()].clone()).collect();
+        starts(&mut dictionaries, now, &filler);
+        let after = starts(&mut dictionaries, now, &one);
+        let second = dictionaries.current.clone().expect("a second one");
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(dictionaries.samples.len(), 2);
+        assert!(after[0] * 5 < before[0], "{after:?} against {before:?}");
+        // Nothing new: no new dictionary, however many runs.
+        starts(&mut dictionaries, now, &filler);
+        starts(&mut dictionaries, now, &filler);
+        assert!(Arc::ptr_eq(&second, dictionaries.current.as_ref().expect("kept")));
+        // At half the retention it is made again (the same bodies, a new id), so the purge never meets it.
+        starts(&mut dictionaries, now + chrono::Duration::days(4), &zero[..1]);
+        let third = dictionaries.current.clone().expect("renewed");
+        assert_ne!(third.id, second.id);
+        assert_eq!(third.content, second.content);
+    }
+
+    #[test]
+    fn a_huge_body_is_not_learnt_and_a_failed_batch_stores_its_dictionary_again() {
+        let now = Utc::now();
+        let mut dictionaries = Dictionaries::default();
+        let huge = Bytes::from(vec![b'x'; DICTIONARY_BYTES]);
+        starts(&mut dictionaries, now, &[huge]);
+        assert!(dictionaries.pending.is_empty());
+        starts(&mut dictionaries, now, &[body("a", 0)]);
+        // The batch that would store the dictionary fails: not committed, so the next one stores it.
+        let used = dictionaries.for_batch(now, std::time::Duration::from_secs(3600));
+        let dictionary = used.dictionary.clone().expect("made");
+        drop(used);
+        assert!(!dictionary.is_stored());
+        starts(&mut dictionaries, now, &[body("b", 0)]);
+        assert!(dictionary.is_stored(), "stored by the batch that committed");
     }
 
     #[test]
