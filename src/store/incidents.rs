@@ -8,7 +8,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Store, StoreError, WriteTx, compress, decode, decode_doc, encode, execute_in_chunks, parse_column, values,
+    Store, StoreError, WriteTx, compress_doc, decode, decode_doc, encode, execute_in_chunks, parse_column, values,
 };
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
@@ -119,7 +119,7 @@ fn cap(s: &mut String) {
 
 /// The incident as stored (`view_doc`): [`capped_view`], zstd-compressed.
 fn stored_view(view: &Incident) -> Vec<u8> {
-    compress(capped_view(view).as_bytes())
+    compress_doc(capped_view(view).as_bytes())
 }
 
 /// The incident's JSON with every text capped, long lists cut with a note saying how much was left out.

@@ -46,7 +46,7 @@ const HEADLINE_COLUMNS: &str = "id, receiver, order_key, thread_key, action, pay
 fn outbox_from_row(r: &AnyRow) -> Result<OutboxRecord, StoreError> {
     let mut d = outbox_fields(r)?;
     if let Some(doc) = r.try_get::<Option<Vec<u8>>, _>("payload_doc")? {
-        d.payload = String::from_utf8(super::decompress(&doc)?)
+        d.payload = String::from_utf8(super::decompress_doc(&doc)?)
             .map_err(|_| StoreError::Decode("outbox payload: not UTF-8".into()))?;
     }
     Ok(d)
@@ -206,7 +206,7 @@ impl Store {
         let id: i64 = row.try_get("id")?;
         let payload = q!("INSERT INTO outbox_payloads (outbox_id, payload_doc) VALUES ($1, $2)")
             .bind(id)
-            .bind(super::compress(d.payload.as_bytes()));
+            .bind(super::compress_doc(d.payload.as_bytes()));
         tx.exec(payload).await?;
         Ok(id)
     }
