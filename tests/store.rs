@@ -93,6 +93,7 @@ contract!(
     the_purge_removes_a_run_of_raw_bodies_only_whole,
     raw_bodies_stored_before_runs_stay_readable,
     runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictionary_in_use,
+    a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary,
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
@@ -1370,6 +1371,69 @@ async fn runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictiona
     );
     assert_eq!(store.purge_raw_dictionaries(far).await.expect("purge"), 1);
     assert_eq!(dictionary_count().await, 0);
+    pool.close().await;
+}
+
+/// A body of `name` in variant `k`: 40 resources whose image digests share nothing from one variant to the next.
+fn variant_body(name: &str, k: u64) -> String {
+    let resources: Vec<_> = (0..40u64)
+        .map(|r| {
+            let digest = format!("{:016x}", (k * 1000 + r + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            serde_json::json!({"kind": "Deployment", "name": format!("svc-{r}"), "namespace": "shop",
+                "status": "Synced", "image": format!("registry.example.com/svc@sha256:{digest}")})
+        })
+        .collect();
+    serde_json::json!({"app": {"metadata": {"name": name}, "status": {"resources": resources}}}).to_string()
+}
+
+async fn a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary(engine: &str) {
+    let (store, db) = fresh(engine).await;
+    let retention = Duration::from_secs(7 * 24 * 3600);
+    let start = t("2026-01-01T00:00:00Z");
+    let mut dictionaries = Dictionaries::default();
+    let mut chains = HashMap::new();
+    // Variant 7 (sent by "seed") is learnt; "pay" then sends variant 8, then variant 7: its run's last body
+    // predicts the second badly, the dictionary well.
+    let sent = [("seed", 7), ("pay", 8), ("pay", 7)];
+    for (i, (name, k)) in sent.into_iter().enumerate() {
+        let rows = [(
+            app(name),
+            start + chrono::Duration::minutes(i as i64),
+            "changed",
+            variant_body(name, k),
+        )];
+        let mut used = dictionaries.for_batch(start, retention);
+        let mut tx = store.begin().await.expect("tx");
+        Store::add_raws(&mut tx, &rows, &mut chains, GAP, &mut used)
+            .await
+            .expect("raw bodies");
+        tx.commit().await.expect("commit");
+        dictionaries.committed(used);
+    }
+    assert_eq!(
+        raws_of(&store, "pay").await,
+        vec![variant_body("pay", 8), variant_body("pay", 7)]
+    );
+    let url = if engine == "sqlite" {
+        format!("{}?mode=rw", db.url)
+    } else {
+        db.url.clone()
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+    let rows =
+        sqlx::query("SELECT chain, dict, LENGTH(body_z) AS bytes FROM raw_events WHERE name = 'pay' ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .expect("rows");
+    let chain = |k: usize| rows[k].get::<i64, _>("chain");
+    let dict = |k: usize| rows[k].get::<Option<i64>, _>("dict");
+    assert!(
+        dict(0).is_some() && dict(1).is_some(),
+        "both run starts, against the dictionary"
+    );
+    assert_ne!(chain(0), chain(1), "a new run, not a difference from variant 8");
+    let bytes = rows[1].get::<i64, _>("bytes");
+    assert!(bytes * 10 < variant_body("pay", 7).len() as i64, "{bytes} bytes");
     pool.close().await;
 }
 

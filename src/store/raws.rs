@@ -78,6 +78,20 @@ impl RawChain {
     }
 }
 
+/// Starts a new run for `app` at `at` (its last body set by the caller); answers its name, which only needs to
+/// differ from the other runs of the same Application.
+fn start_run(chains: &mut HashMap<AppId, RawChain>, app: &AppId, at: DateTime<Utc>) -> i64 {
+    let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
+    let run = RawChain {
+        id,
+        len: 1,
+        last: Bytes::new(),
+        at,
+    };
+    chains.insert(app.clone(), run);
+    id
+}
+
 /// `body` stored as what differs from `previous` (zstd with it as the dictionary, checksummed).
 fn compress_against(previous: &[u8], body: &[u8]) -> Result<Vec<u8>, StoreError> {
     super::compress_with(body, previous)
@@ -294,33 +308,31 @@ impl Store {
         let mut encoded = Vec::with_capacity(rows.len());
         for (app, at, outcome, body) in rows {
             let body = body.as_ref();
-            let (chain, frame, dict) = match chains.get_mut(app).filter(|c| c.continues_at(*at, gap)) {
-                Some(run) => {
-                    let frame = compress_against(&run.last, body)?;
+            // The difference from the run's last body; when that body does not predict this one well (another
+            // variant of the Application, much changed), a new run against the dictionary if that is smaller.
+            let run = chains.get_mut(app).filter(|c| c.continues_at(*at, gap));
+            let difference = run.map(|run| compress_against(&run.last, body)).transpose()?;
+            let started = match (&dictionary.dictionary, &difference) {
+                (Some(d), None) => Some(d.compress(body)?),
+                (Some(d), Some(diff)) if is_novel(diff, body) => Some(d.compress(body)?),
+                _ => None,
+            };
+            let (chain, frame, dict) = match (difference, started) {
+                (Some(diff), started) if started.as_ref().is_none_or(|s| s.len() >= diff.len()) => {
+                    let run = chains.get_mut(app).expect("the run continued");
                     run.len += 1;
-                    (run.id, frame, None)
+                    (run.id, diff, None)
                 }
-                None => {
-                    // A run's name only needs to differ from the other runs of the same Application.
-                    let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
-                    chains.insert(
-                        app.clone(),
-                        RawChain {
-                            id,
-                            len: 1,
-                            last: Bytes::new(),
-                            at: *at,
-                        },
-                    );
+                (_, started) => {
                     dictionary.starts += 1;
-                    let (frame, dict) = match &dictionary.dictionary {
-                        Some(d) => (d.compress(body)?, Some(d.id)),
-                        None => (compress(body), None),
+                    let (frame, dict) = match (started, &dictionary.dictionary) {
+                        (Some(frame), Some(d)) => (frame, Some(d.id)),
+                        _ => (compress(body), None),
                     };
                     if dict.is_none() || is_novel(&frame, body) {
                         dictionary.novel.push(Bytes::copy_from_slice(body));
                     }
-                    (id, frame, dict)
+                    (start_run(chains, app, *at), frame, dict)
                 }
             };
             if let Some(run) = chains.get_mut(app) {
