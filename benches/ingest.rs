@@ -188,13 +188,17 @@ fn template(v: &Value) -> Template {
     Template { pieces, slots }
 }
 
-/// The i-th event: a captured body for application `i % apps`, named and timed afresh.
+/// The i-th event: a captured body for application `i % apps`, named and timed afresh. Each round through the
+/// captured bodies is another incarnation of the Application (its own uid): the last captured bodies are of an
+/// Application being deleted, and a body about a deleted one is stale (stores nothing), so the same uid would make
+/// every body after the first round stale instead of a change.
 fn body(templates: &[Template], i: u64, apps: usize) -> Vec<u8> {
-    let t = &templates[(i as usize / apps) % templates.len()];
+    let round = i as usize / apps;
+    let t = &templates[round % templates.len()];
     let values = [
         chrono::Utc::now().to_rfc3339(),
         format!("bench-{:05}", i as usize % apps),
-        format!("uid-{:05}", i as usize % apps),
+        format!("uid-{:05}-{}", i as usize % apps, round / templates.len()),
     ];
     let mut out = Vec::with_capacity(t.pieces.iter().map(Vec::len).sum::<usize>() + 64);
     for (piece, slot) in t.pieces.iter().zip(&t.slots) {
@@ -375,6 +379,8 @@ async fn main() {
     let urls = Arc::new(urls);
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    // Herald's answers by outcome (changed, duplicate, stale): whether the run measured what it says it did.
+    let outcomes: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let latencies = Arc::new(std::sync::Mutex::new(Vec::<u32>::with_capacity(1 << 20)));
     let cpu_before: Vec<Option<f64>> = pids.iter().map(|p| cpu_seconds(*p)).collect();
     let store_before = store_bytes(_spawned.as_ref(), args.storage_url.as_deref());
@@ -385,6 +391,7 @@ async fn main() {
         let templates = templates.clone();
         let urls = urls.clone();
         let errors = errors.clone();
+        let outcomes = outcomes.clone();
         let latencies = latencies.clone();
         let token = args.token.clone();
         let apps = args.apps;
@@ -394,6 +401,7 @@ async fn main() {
             let templates = templates.clone();
             let urls = urls.clone();
             let errors = errors.clone();
+            let outcomes = outcomes.clone();
             let latencies = latencies.clone();
             let token = token.clone();
             async move {
@@ -412,7 +420,16 @@ async fn main() {
                 }
                 match req.send().await {
                     Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
+                        let answer = r.bytes().await.unwrap_or_default();
+                        let said = |what: &[u8]| answer.windows(what.len()).any(|w| w == what);
+                        let kinds: [&[u8]; 3] = [
+                            br#""outcome":"changed""#,
+                            br#""outcome":"duplicate""#,
+                            br#""outcome":"stale""#,
+                        ];
+                        if let Some(k) = kinds.iter().position(|k| said(k)) {
+                            outcomes[k].fetch_add(1, Ordering::Relaxed);
+                        }
                         let us = scheduled.elapsed().as_micros().min(u32::MAX as u128) as u32;
                         latencies.lock().expect("lock").push(us);
                     }
@@ -484,6 +501,10 @@ async fn main() {
         elapsed.as_secs_f64(),
         ok / elapsed.as_secs_f64()
     );
+    if !args.alertmanager {
+        let [changed, duplicate, stale] = [0, 1, 2].map(|k| outcomes[k].load(Ordering::Relaxed));
+        println!("outcomes: {changed} changed, {duplicate} duplicate, {stale} stale");
+    }
     println!(
         "latency ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
         pct(0.50),
@@ -521,4 +542,35 @@ async fn main() {
             );
         }
     }
+    // The write-ahead log is bounded (64 MB) but not empty while Herald runs: stopped cleanly, Herald checkpoints
+    // it into the database, which is then what the events cost.
+    if let (Some(spawned), Some(before)) = (&_spawned, store_before)
+        && args.storage_url.is_none()
+        && ok > 0.0
+        && stop_cleanly(spawned)
+        && let Some(after) = store_bytes(Some(spawned), None)
+    {
+        println!(
+            "store after a clean stop: {:.1} MB, {:.0} bytes per acknowledged event (the log checkpointed into the \
+             database)",
+            after as f64 / 1e6,
+            after.saturating_sub(before) as f64 / ok
+        );
+    }
+}
+
+/// Asks each spawned Herald to stop (SIGTERM) and waits up to 30 s for it; answers whether all stopped.
+fn stop_cleanly(spawned: &Spawned) -> bool {
+    let mut all = true;
+    for child in &spawned.children {
+        let pid = child.id().to_string();
+        let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+        let gone = (0..300).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+        });
+        all &= gone;
+    }
+    all
 }
