@@ -30,11 +30,12 @@ const CAPACITY: NonZeroUsize = NonZeroUsize::new(4096).expect("not zero");
 /// the cache remember fewer of them, the least recently used being forgotten first.
 pub(super) const MAX_BYTES: usize = 64 << 20;
 
-/// How many bytes of raw bodies the writer remembers, one per Application (its last): 2 MB hold the last bodies of
-/// the 150–250 Applications that changed most recently (8–14 KB each), which change again soonest; an Application
-/// whose last body is not remembered has its next one stored whole. (16 MB, every body of a 2,000-Application
-/// benchmark, cost 25 MB of resident memory, half of Herald's: see docs/benchmarks.md.)
-const MAX_CHAIN_BYTES: usize = 2 << 20;
+/// How many bytes of raw bodies the writer remembers, one per Application (its last): 1 MB holds the last bodies of
+/// the 70–120 Applications that changed most recently (8–14 KB each), which change again soonest; an Application
+/// whose last body is not remembered has its next one start a run, against the dictionary (a few hundred bytes, where
+/// a small change from the last body takes tens). (16 MB, every body of a 2,000-Application benchmark, cost 25 MB of
+/// resident memory, half of Herald's: see docs/benchmarks.md.)
+const MAX_CHAIN_BYTES: usize = 1 << 20;
 
 pub(super) struct AppCache {
     /// Each entry with its size in bytes.

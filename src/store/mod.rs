@@ -160,37 +160,32 @@ fn compress(bytes: &[u8]) -> Vec<u8> {
 /// marker in each row.
 static DOCUMENTS: &[u8] = include_bytes!("documents.dict");
 
-thread_local! {
-    /// A compression context per thread with [`DOCUMENTS`] prepared once (not loaded per document).
-    static DOCUMENT_COMPRESSOR: std::cell::RefCell<Option<zstd::zstd_safe::CCtx<'static>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 static DOCUMENTS_PREPARED: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
     std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, ZSTD_LEVEL));
 
-/// A stored document, zstd-compressed with [`DOCUMENTS`] (an empty frame, which reads as an error, if compressing
-/// fails: it only fails to allocate).
+/// One compression context for documents, with [`DOCUMENTS`] referred to once: not one per thread (each thread's
+/// context sized for the dictionary cost resident memory on every thread that wrote a document).
+static DOCUMENT_COMPRESSOR: std::sync::LazyLock<std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>>> =
+    std::sync::LazyLock::new(|| {
+        let mut cctx = zstd::zstd_safe::CCtx::create();
+        let ready = cctx.ref_cdict(&DOCUMENTS_PREPARED).is_ok();
+        std::sync::Mutex::new(ready.then_some(cctx))
+    });
+
+/// A stored document, zstd-compressed with [`DOCUMENTS`]; an empty frame, which reads as an error, if compressing
+/// fails (it only fails to allocate).
 fn compress_doc(bytes: &[u8]) -> Vec<u8> {
-    use zstd::zstd_safe::CCtx;
-    OUT_BUFFER.with(|out| {
-        let out = &mut *out.borrow_mut();
-        out.clear();
-        out.reserve(zstd::zstd_safe::compress_bound(bytes.len()));
-        let written = DOCUMENT_COMPRESSOR.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            if cell.is_none() {
-                let mut cctx = CCtx::create();
-                cctx.ref_cdict(&DOCUMENTS_PREPARED).ok()?;
-                *cell = Some(cctx);
-            }
-            cell.as_mut()?.compress2(out, bytes).ok()
-        });
-        match written {
-            Some(_) => out.as_slice().to_vec(),
-            None => Vec::new(),
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(bytes.len()));
+    let mut cctx = DOCUMENT_COMPRESSOR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match cctx.as_mut().map(|c| c.compress2(&mut out, bytes)) {
+        Some(Ok(_)) => {
+            out.shrink_to_fit();
+            out
         }
-    })
+        _ => Vec::new(),
+    }
 }
 
 /// A stored document decompressed (with [`DOCUMENTS`], whether or not it was written with it).
@@ -673,6 +668,11 @@ mod tests {
         let doc = view();
         let with = compress_doc(&doc);
         let alone = compress(&doc);
+        assert_eq!(
+            decompress(&alone).expect("read"),
+            doc,
+            "the context left without the dictionary"
+        );
         assert!(
             with.len() * 3 < alone.len() * 2,
             "{} against {} bytes",

@@ -105,14 +105,14 @@ fn decompress_against(previous: &[u8], frame: &[u8]) -> Result<Vec<u8>, StoreErr
 /// The most bytes of bodies a dictionary holds (its samples, one body each, the oldest dropped first). zstd at this
 /// level finds matches anywhere in it; it costs its size twice in memory (the samples and the compressor's copy),
 /// and its size compressed once per dictionary in the store.
-const DICTIONARY_BYTES: usize = 192 << 10;
+const DICTIONARY_BYTES: usize = 128 << 10;
 /// A body the current dictionary compresses less than this many times over is new to it: kept for the next one.
 const NOVEL_RATIO: usize = 12;
 /// New bodies kept for the next dictionary, at most (each tested against those kept before it, so that one body
 /// sent by 500 Applications is kept once).
-const PENDING: usize = 16;
+const PENDING: usize = 8;
 /// Runs started with a dictionary before the next one is made (when it has new bodies to learn): every dictionary
-/// is stored, so this many bodies at least share its cost (192 KB compress to about 45 KB, under 100 bytes each).
+/// is stored, so this many bodies at least share its cost (128 KB compress to about 30 KB, 60 bytes each).
 const STARTS_PER_DICTIONARY: usize = 512;
 
 /// A dictionary the first body of a run is compressed with: bodies of other Applications, one after the other
@@ -120,7 +120,9 @@ const STARTS_PER_DICTIONARY: usize = 512;
 pub struct RawDictionary {
     id: i64,
     created_at: DateTime<Utc>,
-    content: Bytes,
+    /// Its content as stored (compressed): the compressor holds the content itself, the writer its samples.
+    content_z: Vec<u8>,
+    bytes: usize,
     /// A compression context with the dictionary loaded (zstd prepares it once, not per body).
     compressor: std::sync::Mutex<zstd::zstd_safe::CCtx<'static>>,
     /// Whether a committed transaction stored it.
@@ -131,13 +133,13 @@ impl std::fmt::Debug for RawDictionary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawDictionary")
             .field("id", &self.id)
-            .field("bytes", &self.content.len())
+            .field("bytes", &self.bytes)
             .finish_non_exhaustive()
     }
 }
 
 impl RawDictionary {
-    fn new(id: i64, created_at: DateTime<Utc>, content: Bytes) -> Result<Self, StoreError> {
+    fn new(id: i64, created_at: DateTime<Utc>, content: &[u8]) -> Result<Self, StoreError> {
         use zstd::zstd_safe::{CCtx, CParameter};
         let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
         let mut cctx = CCtx::create();
@@ -145,11 +147,12 @@ impl RawDictionary {
             .map_err(failed)?;
         // A checksum: a body read with another dictionary is an error, not other bytes.
         cctx.set_parameter(CParameter::ChecksumFlag(true)).map_err(failed)?;
-        cctx.load_dictionary(&content).map_err(failed)?;
+        cctx.load_dictionary(content).map_err(failed)?;
         Ok(Self {
             id,
             created_at,
-            content,
+            content_z: compress(content),
+            bytes: content.len(),
             compressor: std::sync::Mutex::new(cctx),
             stored: std::sync::atomic::AtomicBool::new(false),
         })
@@ -179,7 +182,25 @@ impl RawDictionary {
 pub struct DictionaryUse {
     dictionary: Option<Arc<RawDictionary>>,
     novel: Vec<Bytes>,
+    /// How many new bodies the writer still has room for: no more are copied (a batch of hundreds of bodies, all
+    /// new before the first dictionary, would otherwise copy them all, megabytes, to keep eight).
+    room: usize,
     starts: usize,
+}
+
+impl DictionaryUse {
+    /// A run started with `body`, stored as `frame` (against the dictionary, if there is one): a body new to it is
+    /// kept to learn from, while there is room.
+    fn started(&mut self, body: &[u8], frame: &[u8]) {
+        self.starts += 1;
+        if (self.dictionary.is_none() || is_novel(frame, body))
+            && self.novel.len() < self.room
+            // A body of megabytes would push every other sample out.
+            && body.len() <= DICTIONARY_BYTES / 4
+        {
+            self.novel.push(Bytes::copy_from_slice(body));
+        }
+    }
 }
 
 /// The writer's dictionaries: the current one, the bodies it was made of, and the bodies new to it since. Kept by
@@ -207,7 +228,7 @@ impl Dictionaries {
         if (learn || old) && !self.samples.is_empty() {
             let content: Vec<u8> = self.samples.iter().flat_map(|s| s.iter().copied()).collect();
             let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
-            match RawDictionary::new(id, now, Bytes::from(content)) {
+            match RawDictionary::new(id, now, &content) {
                 Ok(dictionary) => self.current = Some(Arc::new(dictionary)),
                 Err(e) => tracing::warn!(error = %e, "no new dictionary for raw bodies"),
             }
@@ -215,6 +236,7 @@ impl Dictionaries {
         }
         DictionaryUse {
             dictionary: self.current.clone(),
+            room: PENDING.saturating_sub(self.pending.len()),
             ..DictionaryUse::default()
         }
     }
@@ -225,9 +247,7 @@ impl Dictionaries {
         let mut kept: Vec<Bytes> = Vec::new();
         for body in std::mem::take(&mut self.pending) {
             let known = !kept.is_empty()
-                && RawDictionary::new(0, Utc::now(), Bytes::from(kept.concat()))
-                    .and_then(|d| d.compress(&body))
-                    .is_ok_and(|frame| !is_novel(&frame, &body));
+                && super::compress_with(&body, &kept.concat()).is_ok_and(|frame| !is_novel(&frame, &body));
             if !known {
                 kept.push(body);
             }
@@ -258,8 +278,7 @@ impl Dictionaries {
         }
         self.starts += used.starts;
         for body in used.novel {
-            // A body of megabytes would push every other sample out.
-            if self.pending.len() < PENDING && body.len() <= DICTIONARY_BYTES / 4 {
+            if self.pending.len() < PENDING {
                 self.pending.push(body);
             }
         }
@@ -324,14 +343,11 @@ impl Store {
                     (run.id, diff, None)
                 }
                 (_, started) => {
-                    dictionary.starts += 1;
                     let (frame, dict) = match (started, &dictionary.dictionary) {
                         (Some(frame), Some(d)) => (frame, Some(d.id)),
                         _ => (compress(body), None),
                     };
-                    if dict.is_none() || is_novel(&frame, body) {
-                        dictionary.novel.push(Bytes::copy_from_slice(body));
-                    }
+                    dictionary.started(body, &frame);
                     (start_run(chains, app, *at), frame, dict)
                 }
             };
@@ -354,7 +370,7 @@ impl Store {
             )
             .bind(d.id)
             .bind(to_millis(d.created_at))
-            .bind(compress(&d.content));
+            .bind(d.content_z.clone());
             tx.exec(query).await?;
         }
         let sql = |values: &str| {
@@ -539,14 +555,11 @@ mod tests {
         let mut used = dictionaries.for_batch(now, std::time::Duration::from_secs(7 * 24 * 3600));
         let mut sizes = Vec::new();
         for body in bodies {
-            used.starts += 1;
             let frame = match &used.dictionary {
                 Some(d) => d.compress(body).expect("compress"),
                 None => compress(body),
             };
-            if used.dictionary.is_none() || is_novel(&frame, body) {
-                used.novel.push(body.clone());
-            }
+            used.started(body, &frame);
             sizes.push(frame.len());
         }
         dictionaries.committed(used);
@@ -589,7 +602,7 @@ mod tests {
         starts(&mut dictionaries, now + chrono::Duration::days(4), &zero[..1]);
         let third = dictionaries.current.clone().expect("renewed");
         assert_ne!(third.id, second.id);
-        assert_eq!(third.content, second.content);
+        assert_eq!(third.content_z, second.content_z);
     }
 
     #[test]
