@@ -385,9 +385,9 @@ impl Pipeline {
         self.core().wake_outbox.clone()
     }
 
-    /// Removes what is past its retention: raw bodies and deleted Applications (`storage.raw_retention`; the raw
-    /// bodies' dictionaries no body uses at twice it), delivered outbox rows (`outbox.retention`); returns how many
-    /// rows went.
+    /// Removes what is past its retention: raw bodies, the dictionaries no body uses any more, and deleted
+    /// Applications (`storage.raw_retention`), delivered outbox rows (`outbox.retention`); returns how many rows
+    /// went.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
         let core = self.core();
@@ -395,11 +395,7 @@ impl Pipeline {
         let before = ago(retention);
         let gap = crate::store::chain_gap(retention);
         let raws = core.store.purge_raw(before, gap).await?;
-        let raws = raws
-            + core
-                .store
-                .purge_raw_dictionaries(ago(retention.saturating_mul(2)))
-                .await?;
+        let raws = raws + core.store.purge_raw_dictionaries(before).await?;
         let delivered = core.store.purge_delivered(ago(core.settings.outbox.retention)).await?;
         // Rows go behind the writer's back: it forgets what it remembers, under its lock.
         let mut cache = core.cache.lock().await;

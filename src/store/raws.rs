@@ -10,7 +10,9 @@
 //!   [`chain_gap`] after it; otherwise the body starts a run of its own;
 //! - the purge removes a body past the retention only with its whole run: a run any of whose bodies is still within
 //!   the retention stays (so a body may outlive `storage.raw_retention` by its run's length, at most `MAX_CHAIN`
-//!   bodies each less than the gap apart).
+//!   bodies each less than the gap apart);
+//! - a dictionary is purged only once no row uses it (and it is older than the retention; the writer's current one
+//!   is younger, see [`Dictionaries::for_batch`]).
 //!
 //! The first body of a run is compressed with the writer's current dictionary when it has one ([`RawDictionary`],
 //! the `dict` column; the dictionaries are rows of `raw_dictionaries`): the bodies of one Argo CD are much alike
@@ -181,7 +183,7 @@ impl RawDictionary {
 #[derive(Debug, Default)]
 pub struct DictionaryUse {
     dictionary: Option<Arc<RawDictionary>>,
-    novel: Vec<Bytes>,
+    novel: Vec<Sample>,
     /// How many new bodies the writer still has room for: no more are copied (a batch of hundreds of bodies, all
     /// new before the first dictionary, would otherwise copy them all, megabytes, to keep eight).
     room: usize,
@@ -191,42 +193,56 @@ pub struct DictionaryUse {
 impl DictionaryUse {
     /// A run started with `body`, stored as `frame` (against the dictionary, if there is one): a body new to it is
     /// kept to learn from, while there is room.
-    fn started(&mut self, body: &[u8], frame: &[u8]) {
+    fn started(&mut self, body: &[u8], frame: &[u8], at: DateTime<Utc>) {
         self.starts += 1;
         if (self.dictionary.is_none() || is_novel(frame, body))
             && self.novel.len() < self.room
             // A body of megabytes would push every other sample out.
             && body.len() <= DICTIONARY_BYTES / 4
         {
-            self.novel.push(Bytes::copy_from_slice(body));
+            self.novel.push((Bytes::copy_from_slice(body), at));
         }
     }
 }
+
+/// A body to learn from, with when it was received: a body is not learnt from, nor kept in a dictionary being made,
+/// once it is half the retention old (see [`Dictionaries::for_batch`]).
+type Sample = (Bytes, DateTime<Utc>);
 
 /// The writer's dictionaries: the current one, the bodies it was made of, and the bodies new to it since. Kept by
 /// the pipeline's writer beside its runs (not shared: each replica makes its own; any replica reads them all).
 #[derive(Default)]
 pub struct Dictionaries {
     current: Option<Arc<RawDictionary>>,
-    samples: VecDeque<Bytes>,
-    pending: Vec<Bytes>,
+    samples: VecDeque<Sample>,
+    pending: Vec<Sample>,
     starts: usize,
 }
 
 impl Dictionaries {
     /// The dictionary to store the next batch's bodies with: the current one, or a new one when there are new
     /// bodies to learn and the current one has started enough runs (or there is none yet), or when the current
-    /// one is older than half the retention `retention` (the purge removes a dictionary no row uses once it is
-    /// twice the retention old: the one in use never is). Making one costs a few milliseconds, now and then.
+    /// one is half the retention `retention` old. Then the bodies received before half the retention ago are
+    /// forgotten (none left: no dictionary until new ones are learnt). So a dictionary is used for at most half the
+    /// retention and holds bodies at most half the retention old when it is made; the bodies stored with it are
+    /// purged after the retention (and their runs), and the dictionary once no body uses it and it is older than
+    /// the retention (the one in use never is): a body's text lives in dictionaries at most twice the retention.
+    /// Making one costs a few milliseconds, now and then.
     pub fn for_batch(&mut self, now: DateTime<Utc>, retention: std::time::Duration) -> DictionaryUse {
         let learn = !self.pending.is_empty() && (self.current.is_none() || self.starts >= STARTS_PER_DICTIONARY);
         let half = chrono::Duration::from_std(retention / 2).unwrap_or(chrono::Duration::MAX);
         let old = (self.current.as_ref()).is_some_and(|d| now - d.created_at >= half);
         if learn || old {
+            let recent = |(_, at): &Sample| now - *at < half;
+            self.pending.retain(recent);
+            self.samples.retain(recent);
             self.learn();
+            if self.samples.is_empty() {
+                self.current = None;
+            }
         }
         if (learn || old) && !self.samples.is_empty() {
-            let content: Vec<u8> = self.samples.iter().flat_map(|s| s.iter().copied()).collect();
+            let content: Vec<u8> = self.samples.iter().flat_map(|(s, _)| s.iter().copied()).collect();
             let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
             match RawDictionary::new(id, now, &content) {
                 Ok(dictionary) => self.current = Some(Arc::new(dictionary)),
@@ -244,18 +260,19 @@ impl Dictionaries {
     /// The pending bodies join the samples, each unless those before it already make it well known; the oldest
     /// samples go beyond `DICTIONARY_BYTES`.
     fn learn(&mut self) {
-        let mut kept: Vec<Bytes> = Vec::new();
-        for body in std::mem::take(&mut self.pending) {
-            let known = !kept.is_empty()
-                && super::compress_with(&body, &kept.concat()).is_ok_and(|frame| !is_novel(&frame, &body));
+        let mut kept: Vec<Sample> = Vec::new();
+        for (body, at) in std::mem::take(&mut self.pending) {
+            let learnt: Vec<u8> = kept.iter().flat_map(|(s, _)| s.iter().copied()).collect();
+            let known =
+                !kept.is_empty() && super::compress_with(&body, &learnt).is_ok_and(|frame| !is_novel(&frame, &body));
             if !known {
-                kept.push(body);
+                kept.push((body, at));
             }
         }
         self.samples.extend(kept);
-        let mut bytes: usize = self.samples.iter().map(Bytes::len).sum();
+        let mut bytes: usize = self.samples.iter().map(|(s, _)| s.len()).sum();
         while bytes > DICTIONARY_BYTES
-            && let Some(oldest) = self.samples.pop_front()
+            && let Some((oldest, _)) = self.samples.pop_front()
         {
             bytes -= oldest.len();
         }
@@ -347,7 +364,7 @@ impl Store {
                         (Some(frame), Some(d)) => (frame, Some(d.id)),
                         _ => (compress(body), None),
                     };
-                    dictionary.started(body, &frame);
+                    dictionary.started(body, &frame, *at);
                     (start_run(chains, app, *at), frame, dict)
                 }
             };
@@ -415,8 +432,8 @@ impl Store {
         self.write_one(query).await
     }
 
-    /// Removes the dictionaries made before `before` that no row uses. Give it twice the retention ago: the writer
-    /// makes a new dictionary at half the retention, so the one it uses is never removed (see
+    /// Removes the dictionaries made before `before` that no row uses. Give it the retention ago: the writer makes
+    /// a new dictionary at half the retention, so the one it uses is never removed (see
     /// [`Dictionaries::for_batch`]).
     pub async fn purge_raw_dictionaries(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let query = q!("DELETE FROM raw_dictionaries WHERE created_at < $1 AND NOT EXISTS \
@@ -559,7 +576,7 @@ mod tests {
                 Some(d) => d.compress(body).expect("compress"),
                 None => compress(body),
             };
-            used.started(body, &frame);
+            used.started(body, &frame, now);
             sizes.push(frame.len());
         }
         dictionaries.committed(used);
@@ -598,11 +615,16 @@ mod tests {
         starts(&mut dictionaries, now, &filler);
         starts(&mut dictionaries, now, &filler);
         assert!(Arc::ptr_eq(&second, dictionaries.current.as_ref().expect("kept")));
-        // At half the retention it is made again (the same bodies, a new id), so the purge never meets it.
-        starts(&mut dictionaries, now + chrono::Duration::days(4), &zero[..1]);
-        let third = dictionaries.current.clone().expect("renewed");
+        // At half the retention it is made again, of the bodies received since: none, so none until new ones
+        // are learnt (a body's text is not kept in dictionaries for ever).
+        let later = now + chrono::Duration::days(4);
+        starts(&mut dictionaries, later, &zero[..1]);
+        assert!(dictionaries.current.is_none() && dictionaries.samples.is_empty());
+        starts(&mut dictionaries, later, &zero[..1]);
+        let third = dictionaries.current.clone().expect("made of what came since");
         assert_ne!(third.id, second.id);
-        assert_eq!(third.content_z, second.content_z);
+        assert_eq!(dictionaries.samples.len(), 1);
+        assert_eq!(dictionaries.samples[0].1, later);
     }
 
     #[test]
