@@ -1276,9 +1276,26 @@ async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
     assert_eq!(raws_of(&store, "pay").await, pay[2..].to_vec());
 }
 
+/// Stores `rows` in one transaction as the writer does: with the dictionary `dictionaries` gives for the batch
+/// (retention 7 days), the use given back once committed.
+async fn store_with_dictionaries(
+    store: &Store,
+    dictionaries: &mut Dictionaries,
+    chains: &mut HashMap<AppId, RawChain>,
+    rows: &[(AppId, DateTime<Utc>, &str, String)],
+    now: DateTime<Utc>,
+) {
+    let mut used = dictionaries.for_batch(now, Duration::from_secs(7 * 24 * 3600));
+    let mut tx = store.begin().await.expect("tx");
+    Store::add_raws(&mut tx, rows, chains, GAP, &mut used)
+        .await
+        .expect("raw bodies");
+    tx.commit().await.expect("commit");
+    dictionaries.committed(used);
+}
+
 async fn runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictionary_in_use(engine: &str) {
     let (store, db) = fresh(engine).await;
-    let retention = Duration::from_secs(7 * 24 * 3600);
     let start = t("2026-01-01T00:00:00Z");
     let mut dictionaries = Dictionaries::default();
     let mut chains = HashMap::new();
@@ -1297,13 +1314,7 @@ async fn runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictiona
                 )
             })
             .collect();
-        let mut used = dictionaries.for_batch(start, retention);
-        let mut tx = store.begin().await.expect("tx");
-        Store::add_raws(&mut tx, &rows, &mut chains, GAP, &mut used)
-            .await
-            .expect("raw bodies");
-        tx.commit().await.expect("commit");
-        dictionaries.committed(used);
+        store_with_dictionaries(&store, &mut dictionaries, &mut chains, &rows, start).await;
     }
     for name in names("shop") {
         assert_eq!(
@@ -1388,7 +1399,6 @@ fn variant_body(name: &str, k: u64) -> String {
 
 async fn a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary(engine: &str) {
     let (store, db) = fresh(engine).await;
-    let retention = Duration::from_secs(7 * 24 * 3600);
     let start = t("2026-01-01T00:00:00Z");
     let mut dictionaries = Dictionaries::default();
     let mut chains = HashMap::new();
@@ -1402,13 +1412,7 @@ async fn a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary(e
             "changed",
             variant_body(name, k),
         )];
-        let mut used = dictionaries.for_batch(start, retention);
-        let mut tx = store.begin().await.expect("tx");
-        Store::add_raws(&mut tx, &rows, &mut chains, GAP, &mut used)
-            .await
-            .expect("raw bodies");
-        tx.commit().await.expect("commit");
-        dictionaries.committed(used);
+        store_with_dictionaries(&store, &mut dictionaries, &mut chains, &rows, start).await;
     }
     assert_eq!(
         raws_of(&store, "pay").await,

@@ -11,7 +11,8 @@ the stored documents back.
 
 **The dictionary is part of the storage format.** Every document written with it is read with it: never change the
 committed file. (Documents written before it, without a dictionary, read the same with it loaded; a different
-dictionary would need a marker in each row.) This script is how the committed file was made, kept to show it.
+dictionary would need a marker in each row.) This script is how the committed file was made, kept to show it; its
+output differs from run to run where documents hold the time they were made.
 
     python3 scripts/dictionary/make.py target/release/herald [--out FILE]
 Needs PyYAML and zstandard (pip).
@@ -19,7 +20,6 @@ Needs PyYAML and zstandard (pip).
 import glob
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,14 +31,9 @@ import yaml
 import zstandard
 
 LIMIT = 32 * 1024
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "benches"))
+from memory import free_port  # noqa: E402  (the benchmarks' helper)
 
 
 def objects(root):
@@ -59,7 +54,7 @@ def objects(root):
 def main():
     binary = sys.argv[1]
     out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else "src/store/documents.dict"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = ROOT
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__LOG__LEVEL="warn",
