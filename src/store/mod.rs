@@ -188,9 +188,15 @@ fn compress_doc(bytes: &[u8]) -> Vec<u8> {
     }
 }
 
+/// [`DOCUMENTS`] prepared for reading once (not loaded per document).
+static DOCUMENTS_FOR_READING: std::sync::LazyLock<zstd::zstd_safe::DDict<'static>> =
+    std::sync::LazyLock::new(|| zstd::zstd_safe::DDict::create(DOCUMENTS));
+
 /// A stored document decompressed (with [`DOCUMENTS`], whether or not it was written with it).
 fn decompress_doc(frame: &[u8]) -> Result<Vec<u8>, StoreError> {
-    decompress_with(frame, DOCUMENTS, "compressed document")
+    decompress_by(frame, "compressed document", |dctx, out| {
+        dctx.decompress_using_ddict(out, frame, &DOCUMENTS_FOR_READING)
+    })
 }
 
 /// The largest document or body a stored frame may claim to hold: anything above is a damaged row, not an
@@ -207,6 +213,17 @@ thread_local! {
 /// `frame` (one zstd frame that records its size) decompressed, with `dictionary` (empty: none). `what` names the
 /// column in the error.
 fn decompress_with(frame: &[u8], dictionary: &[u8], what: &str) -> Result<Vec<u8>, StoreError> {
+    decompress_by(frame, what, |dctx, out| {
+        dctx.decompress_using_dict(out, frame, dictionary)
+    })
+}
+
+/// `frame` decompressed by `run` with the thread's context, into a buffer of the size the frame records.
+fn decompress_by(
+    frame: &[u8],
+    what: &str,
+    run: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>, &mut Vec<u8>) -> zstd::zstd_safe::SafeResult,
+) -> Result<Vec<u8>, StoreError> {
     let broken = |why: &str| StoreError::Decode(format!("{what}: {why}"));
     let size = match zstd::zstd_safe::get_frame_content_size(frame) {
         Ok(Some(n)) if n <= MAX_FRAME_CONTENT => n as usize,
@@ -216,8 +233,7 @@ fn decompress_with(frame: &[u8], dictionary: &[u8], what: &str) -> Result<Vec<u8
     DECOMPRESSOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         let dctx = cell.get_or_insert_with(zstd::zstd_safe::DCtx::create);
-        dctx.decompress_using_dict(&mut out, frame, dictionary)
-            .map_err(|e| broken(zstd::zstd_safe::get_error_name(e)))
+        run(dctx, &mut out).map_err(|e| broken(zstd::zstd_safe::get_error_name(e)))
     })?;
     Ok(out)
 }
