@@ -252,7 +252,7 @@ pub async fn scheduler_loop(
                 Ok(n) if n > 0 => {
                     tracing::info!(
                         purged = n,
-                        "rows past their retention removed (raw bodies, deleted Applications, delivered notifications)"
+                        "rows past their retention removed (raw bodies, deleted Applications, resolved incidents and timelines, delivered notifications)"
                     )
                 }
                 Ok(_) => {}

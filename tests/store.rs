@@ -94,6 +94,7 @@ contract!(
     raw_bodies_stored_before_runs_stay_readable,
     runs_started_with_a_dictionary_read_back_and_the_purge_keeps_a_dictionary_in_use,
     a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary,
+    resolved_incidents_and_the_timeline_are_purged_after_the_history_retention,
     deleted_applications_leave_the_lists_and_are_purged_after_retention,
     a_lease_is_held_by_one_replica_until_it_ends,
     pages_follow_their_cursor,
@@ -1439,6 +1440,91 @@ async fn a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary(e
     let bytes = rows[1].get::<i64, _>("bytes");
     assert!(bytes * 10 < variant_body("pay", 7).len() as i64, "{bytes} bytes");
     pool.close().await;
+}
+
+async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retention(engine: &str) {
+    let (store, _db) = fresh(engine).await;
+    let day = |d: i64| t("2026-01-01T00:00:00Z") + chrono::Duration::days(d);
+    let mut tx = store.begin().await.expect("tx");
+    let mut ids = Vec::new();
+    // Resolved on day 1 (purged), resolved on day 10 (kept), still firing since day 0 (kept).
+    for (fp, resolved) in [("old", Some(1)), ("recent", Some(10)), ("open", None)] {
+        let id = Store::insert_incident(
+            &mut tx,
+            &view(fp),
+            &app("a"),
+            IncidentState::Pending,
+            day(0),
+            day(0),
+            None,
+        )
+        .await
+        .expect("insert");
+        Store::set_incident_state(&mut tx, id, IncidentState::Firing, day(0))
+            .await
+            .expect("fire");
+        Store::add_to_group(
+            &mut tx,
+            "r",
+            "k",
+            id,
+            IncidentState::Firing,
+            day(0),
+            &Default::default(),
+        )
+        .await
+        .expect("group");
+        Store::add_escalation(&mut tx, id, 1, 60, day(0), &["pager".to_string()])
+            .await
+            .expect("escalation");
+        if let Some(d) = resolved {
+            Store::set_incident_state(&mut tx, id, IncidentState::Resolved, day(d))
+                .await
+                .expect("resolve");
+        }
+        ids.push(id);
+    }
+    let change = |to: &str| Transition {
+        field: "sync".into(),
+        from: None,
+        to: to.into(),
+    };
+    let timeline: Vec<_> = [(0, "OutOfSync"), (2, "Synced"), (9, "OutOfSync"), (11, "Synced")]
+        .into_iter()
+        .map(|(d, to)| (app("a"), day(d), change(to)))
+        .collect();
+    Store::add_transitions_many(&mut tx, &timeline).await.expect("timeline");
+    tx.commit().await.expect("commit");
+    // The history before day 5 goes: one incident (with its group place and escalation), two timeline entries.
+    assert_eq!(store.purge_history(day(5)).await.expect("purge"), 3);
+    let mut tx = store.begin().await.expect("tx");
+    assert!(Store::incident(&mut tx, ids[0]).await.expect("read").is_none());
+    assert!(Store::incident(&mut tx, ids[1]).await.expect("read").is_some());
+    assert!(
+        Store::incident(&mut tx, ids[2]).await.expect("read").is_some(),
+        "open: kept however old"
+    );
+    tx.commit().await.expect("commit");
+    // Its escalation went too; the kept one's is there.
+    assert!(store.next_escalation(ids[0]).await.expect("read").is_none());
+    assert!(store.next_escalation(ids[1]).await.expect("read").is_some());
+    let groups = |id: i64| {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await.expect("tx");
+            let groups = Store::groups_of(&mut tx, id).await.expect("groups");
+            tx.commit().await.expect("commit");
+            groups
+        }
+    };
+    assert!(groups(ids[0]).await.is_empty(), "its place in the group went with it");
+    assert!(!groups(ids[1]).await.is_empty());
+    let left: Vec<String> = (store.timeline(&app("a"), 10).await.expect("timeline").into_iter())
+        .map(|e| e.to)
+        .collect();
+    assert_eq!(left, ["OutOfSync", "Synced"], "days 9 and 11");
+    // Nothing more to purge: nothing goes.
+    assert_eq!(store.purge_history(day(5)).await.expect("purge"), 0);
 }
 
 /// A delivery as `payload` says: a notification with a title and its incidents' fingerprints.

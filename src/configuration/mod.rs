@@ -344,6 +344,7 @@ mod tests {
         assert_eq!(s.server.listen, "127.0.0.1:8080");
         assert_eq!(s.receivers[0].name, "console");
         assert_eq!(s.rules.rule(Kind::OutOfSync).r#for, Duration::from_secs(3600));
+        assert_eq!(s.storage.history_retention, Duration::from_secs(90 * 24 * 3600));
     }
 
     #[test]
@@ -359,6 +360,11 @@ mod tests {
             ("grouping: {group_by: [colour]}", "grouping.group_by[0]"),
             ("surprise: 1", "surprise"),
             ("storage: {url: 'mysql://x'}", "storage.url"),
+            (
+                "storage: {raw_retention: 30d, history_retention: 7d}",
+                "storage.history_retention",
+            ),
+            ("storage: {history_retention: soon}", "storage.history_retention"),
             (
                 "rules: {degraded: {production: {namespaces: [prod]}}}",
                 "rules.degraded.production",

@@ -1,4 +1,5 @@
-//! `storage`: where state lives (SQLite by default, PostgreSQL for several replicas) and how long raw bodies stay.
+//! `storage`: where state lives (SQLite by default, PostgreSQL for several replicas), how long raw bodies stay and
+//! how long resolved incidents and the timeline of changes stay.
 
 use secrecy::SecretString;
 use serde::Deserialize;
@@ -13,6 +14,10 @@ pub struct StorageSettings {
     pub url: SecretString,
     #[serde(with = "humantime_serde")]
     pub raw_retention: Duration,
+    /// How long a resolved incident and an Application's timeline entries (its status changes) stay: at least
+    /// `raw_retention`.
+    #[serde(with = "humantime_serde")]
+    pub history_retention: Duration,
     /// SQLite `synchronous` pragma: `normal` survives a process crash (kill -9); `full` also a power loss.
     pub sqlite_synchronous: SqliteSynchronous,
     pub max_connections: u32,
@@ -23,6 +28,7 @@ impl Default for StorageSettings {
         Self {
             url: SecretString::from("sqlite://data/herald.db"),
             raw_retention: Duration::from_secs(7 * 24 * 3600),
+            history_retention: Duration::from_secs(90 * 24 * 3600),
             sqlite_synchronous: SqliteSynchronous::Normal,
             max_connections: 8,
         }
@@ -57,6 +63,16 @@ impl StorageSettings {
     }
 
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        if self.history_retention < self.raw_retention {
+            errors.push(invalid(
+                "storage.history_retention",
+                format!(
+                    "must be at least storage.raw_retention ({}): an incident and the changes it came from stay \
+                     while the bodies they were read from do",
+                    humantime::format_duration(self.raw_retention)
+                ),
+            ));
+        }
         {
             use secrecy::ExposeSecret;
             let url = self.url.expose_secret();

@@ -386,8 +386,8 @@ impl Pipeline {
     }
 
     /// Removes what is past its retention: raw bodies, the dictionaries no body uses any more, and deleted
-    /// Applications (`storage.raw_retention`), delivered outbox rows (`outbox.retention`); returns how many rows
-    /// went.
+    /// Applications (`storage.raw_retention`), resolved incidents and timeline entries (`storage.history_retention`),
+    /// delivered outbox rows (`outbox.retention`); returns how many rows went.
     pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
         let core = self.core();
@@ -396,6 +396,10 @@ impl Pipeline {
         let gap = crate::store::chain_gap(retention);
         let raws = core.store.purge_raw(before, gap).await?;
         let raws = raws + core.store.purge_raw_dictionaries(before).await?;
+        let history = core
+            .store
+            .purge_history(ago(core.settings.storage.history_retention))
+            .await?;
         let delivered = core.store.purge_delivered(ago(core.settings.outbox.retention)).await?;
         // Rows go behind the writer's back: it forgets what it remembers, under its lock.
         let mut cache = core.cache.lock().await;
@@ -404,7 +408,7 @@ impl Pipeline {
         if !matches!(purged, Ok(0)) {
             core.repeats.clear();
         }
-        Ok(raws + delivered + purged?)
+        Ok(raws + history + delivered + purged?)
     }
 
     /// The pipeline's clock.

@@ -310,6 +310,42 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets the history before `before` (`storage.history_retention` ago): incidents resolved before it (with
+    /// their places in notification groups and their escalations) and timeline entries from before it. Timeline
+    /// entries are appended in time order: the purge finds the first one to keep by id, reading only those it
+    /// removes. Answers how many rows went.
+    pub async fn purge_history(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let at = to_millis(before);
+        let mut tx = self.begin().await?;
+        let resolved = "SELECT id FROM incidents WHERE state = 'resolved' AND resolved_at < $1";
+        for table in ["group_members", "escalations"] {
+            tx.exec(q!(format!("DELETE FROM {table} WHERE incident_id IN ({resolved})")).bind(at))
+                .await?;
+        }
+        let mut removed = tx
+            .exec(q!("DELETE FROM incidents WHERE state = 'resolved' AND resolved_at < $1").bind(at))
+            .await?;
+        let first_kept: Option<i64> = q!("SELECT id FROM transitions WHERE at >= $1 ORDER BY id LIMIT 1")
+            .bind(at)
+            .fetch_optional(&mut *tx.tx)
+            .await?
+            .map(|r| r.try_get("id"))
+            .transpose()?;
+        removed += match first_kept {
+            Some(id) => {
+                tx.exec(
+                    q!("DELETE FROM transitions WHERE id < $1 AND at < $2")
+                        .bind(id)
+                        .bind(at),
+                )
+                .await?
+            }
+            None => tx.exec(q!("DELETE FROM transitions WHERE at < $1").bind(at)).await?,
+        };
+        tx.commit().await?;
+        Ok(removed)
+    }
+
     /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
     pub async fn purge_deleted_apps(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let at = to_millis(before);

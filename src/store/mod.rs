@@ -449,7 +449,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 15] = [
+const MIGRATIONS: [MigrationFile; 16] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -465,6 +465,7 @@ const MIGRATIONS: [MigrationFile; 15] = [
     migration!(13, "background_indexes", "0013_background_indexes.sql"),
     migration!(14, "outbox_payloads", "0014_outbox_payloads.sql"),
     migration!(15, "raw_dictionaries", "0015_raw_dictionaries.sql"),
+    migration!(16, "history_retention", "0016_history_retention.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -534,3 +534,62 @@ async fn every_body_that_changed_something_reads_back_as_it_was_sent_across_a_re
     }
     app.stop().await;
 }
+
+/// Resolved incidents and the timeline of changes are purged after `storage.history_retention` (here 10 days), on a
+/// manual clock across a restart (the purge runs at start and then hourly); an open incident stays however old.
+#[tokio::test]
+async fn resolved_incidents_and_the_timeline_go_after_the_history_retention_open_ones_stay() {
+    use herald::clock::{Clock, ManualClock};
+    let start: chrono::DateTime<chrono::Utc> = "2026-01-01T00:00:00Z".parse().expect("time");
+    let clock = ManualClock::new(start);
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let cfg = "rules: {degraded: {for: 0s}}\nstorage: {raw_retention: 1d, history_retention: 10d}\n";
+    let app = TestApp::spawn_in(dir.clone(), cfg, std::sync::Arc::new(clock.clone())).await;
+    let send = |name: &'static str, health: &'static str| {
+        let body = envelope(name, "payments", "Synced", health, &clock.now().to_rfc3339());
+        let app = &app;
+        async move { assert_eq!(app.post(body).await.status(), 202) }
+    };
+    send("ledger", "Degraded").await;
+    send("billing", "Degraded").await;
+    app.advance(&clock, std::time::Duration::from_secs(60)).await;
+    send("ledger", "Healthy").await;
+    app.settle().await;
+    let items = |v: Value| v["items"].as_array().cloned().unwrap_or_default();
+    let resolved = items(app.get_json("/v1/incidents?state=resolved").await);
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    let id = resolved[0]["id"].as_i64().expect("id");
+    let timeline = |page: Value| page["timeline"].as_array().map_or(0, Vec::len);
+    assert!(timeline(app.get_json("/v1/apps/argocd/ledger").await) > 0);
+    let dir = app.stop().await;
+
+    clock.advance(std::time::Duration::from_secs(11 * 24 * 3600));
+    let app = TestApp::spawn_in(dir, cfg, std::sync::Arc::new(clock.clone())).await;
+    let gone = eventually(std::time::Duration::from_secs(10), || async {
+        items(app.get_json("/v1/incidents?state=resolved").await)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "the resolved incident was purged");
+    let page = app
+        .client
+        .get(format!("{}/v1/incidents/{id}", app.address))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(page.status(), 404);
+    let firing = items(app.get_json("/v1/incidents?state=firing").await);
+    assert_eq!(firing.len(), 1, "billing's, open since day 0: {firing:?}");
+    assert_eq!(
+        timeline(app.get_json("/v1/apps/argocd/ledger").await),
+        0,
+        "its changes are past the retention"
+    );
+    assert_eq!(
+        app.get_json("/v1/apps").await["count"],
+        2,
+        "the Applications themselves stay"
+    );
+    app.stop().await;
+}
