@@ -346,18 +346,21 @@ impl Store {
             let body = body.as_ref();
             // The difference from the run's last body; when that body does not predict this one well (another
             // variant of the Application, much changed), a new run against the dictionary if that is smaller.
-            let run = chains.get_mut(app).filter(|c| c.continues_at(*at, gap));
-            let difference = run.map(|run| compress_against(&run.last, body)).transpose()?;
+            let run = chains.get(app).filter(|c| c.continues_at(*at, gap));
+            let difference = run
+                .map(|run| compress_against(&run.last, body).map(|d| (run.id, d)))
+                .transpose()?;
             let started = match (&dictionary.dictionary, &difference) {
                 (Some(d), None) => Some(d.compress(body)?),
-                (Some(d), Some(diff)) if is_novel(diff, body) => Some(d.compress(body)?),
+                (Some(d), Some((_, diff))) if is_novel(diff, body) => Some(d.compress(body)?),
                 _ => None,
             };
             let (chain, frame, dict) = match (difference, started) {
-                (Some(diff), started) if started.as_ref().is_none_or(|s| s.len() >= diff.len()) => {
-                    let run = chains.get_mut(app).expect("the run continued");
-                    run.len += 1;
-                    (run.id, diff, None)
+                (Some((id, diff)), started) if started.as_ref().is_none_or(|s| s.len() >= diff.len()) => {
+                    if let Some(run) = chains.get_mut(app) {
+                        run.len += 1;
+                    }
+                    (id, diff, None)
                 }
                 (_, started) => {
                     let (frame, dict) = match (started, &dictionary.dictionary) {
