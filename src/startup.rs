@@ -248,7 +248,7 @@ pub async fn scheduler_loop(
         }
         if last_purge.elapsed() >= purge_every {
             last_purge = std::time::Instant::now();
-            match p.purge_raw_bodies().await {
+            match p.purge_expired().await {
                 Ok(n) if n > 0 => {
                     tracing::info!(
                         purged = n,
@@ -256,7 +256,7 @@ pub async fn scheduler_loop(
                     )
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "purging raw bodies failed"),
+                Err(e) => tracing::warn!(error = %e, "purging rows past their retention failed"),
             }
         }
         tokio::select! {

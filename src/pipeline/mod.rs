@@ -388,7 +388,7 @@ impl Pipeline {
     /// Removes what is past its retention: raw bodies, the dictionaries no body uses any more, and deleted
     /// Applications (`storage.raw_retention`), resolved incidents and timeline entries (`storage.history_retention`),
     /// delivered outbox rows (`outbox.retention`); returns how many rows went.
-    pub async fn purge_raw_bodies(&self) -> Result<u64, PipelineError> {
+    pub async fn purge_expired(&self) -> Result<u64, PipelineError> {
         let ago = |d: std::time::Duration| self.now() - chrono::Duration::from_std(d).unwrap_or_default();
         let core = self.core();
         let retention = core.settings.storage.raw_retention;

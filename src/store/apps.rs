@@ -317,14 +317,7 @@ impl Store {
     pub async fn purge_history(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let at = to_millis(before);
         let mut tx = self.begin().await?;
-        let resolved = "SELECT id FROM incidents WHERE state = 'resolved' AND resolved_at < $1";
-        for table in ["group_members", "escalations"] {
-            tx.exec(q!(format!("DELETE FROM {table} WHERE incident_id IN ({resolved})")).bind(at))
-                .await?;
-        }
-        let mut removed = tx
-            .exec(q!("DELETE FROM incidents WHERE state = 'resolved' AND resolved_at < $1").bind(at))
-            .await?;
+        let mut removed = Self::purge_resolved_incidents(&mut tx, before).await?;
         let first_kept: Option<i64> = q!("SELECT id FROM transitions WHERE at >= $1 ORDER BY id LIMIT 1")
             .bind(at)
             .fetch_optional(&mut *tx.tx)

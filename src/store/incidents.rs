@@ -174,7 +174,21 @@ pub struct IncidentFilter {
     pub notified: Option<bool>,
 }
 
+/// The incidents resolved before `$1`: what the history purge removes (from the partial index of migration 0016).
+const RESOLVED_BEFORE: &str = "FROM incidents WHERE state = 'resolved' AND resolved_at < $1";
+
 impl Store {
+    /// Removes the incidents resolved before `before`, with their places in notification groups and their
+    /// escalation steps (part of [`Store::purge_history`]); answers how many incidents went.
+    pub(super) async fn purge_resolved_incidents(tx: &mut WriteTx, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let at = to_millis(before);
+        for table in ["group_members", "escalations"] {
+            let sql = format!("DELETE FROM {table} WHERE incident_id IN (SELECT id {RESOLVED_BEFORE})");
+            tx.exec(q!(sql).bind(at)).await?;
+        }
+        tx.exec(q!(format!("DELETE {RESOLVED_BEFORE}")).bind(at)).await
+    }
+
     /// The open incidents of several Applications at once.
     pub async fn open_incidents_of(
         tx: &mut WriteTx,
