@@ -115,11 +115,16 @@ thread_local! {
     static OUT_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// A zstd error code while compressing, as the store's error.
+fn cannot_compress(code: usize) -> StoreError {
+    StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(code)))
+}
+
 /// `bytes` zstd-compressed, with `dictionary` (empty: none). A frame made with a dictionary carries a checksum, so
 /// reading it with another dictionary is an error rather than other bytes ([`decompress_with`]).
 fn compress_with(bytes: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, StoreError> {
     use zstd::zstd_safe::{CCtx, CParameter};
-    let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
+    let failed = cannot_compress;
     OUT_BUFFER.with(|out| {
         let out = &mut *out.borrow_mut();
         out.clear();

@@ -80,10 +80,9 @@ impl RawChain {
     }
 }
 
-/// Starts a new run for `app` at `at` (its last body set by the caller); answers its name, which only needs to
-/// differ from the other runs of the same Application.
+/// Starts a new run for `app` at `at` (its last body set by the caller); answers its name.
 fn start_run(chains: &mut HashMap<AppId, RawChain>, app: &AppId, at: DateTime<Utc>) -> i64 {
-    let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
+    let id = new_id();
     let run = RawChain {
         id,
         len: 1,
@@ -124,7 +123,6 @@ pub struct RawDictionary {
     created_at: DateTime<Utc>,
     /// Its content as stored (compressed): the compressor holds the content itself, the writer its samples.
     content_z: Vec<u8>,
-    bytes: usize,
     /// A compression context with the dictionary loaded (zstd prepares it once, not per body).
     compressor: std::sync::Mutex<zstd::zstd_safe::CCtx<'static>>,
     /// Whether a committed transaction stored it.
@@ -135,7 +133,6 @@ impl std::fmt::Debug for RawDictionary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawDictionary")
             .field("id", &self.id)
-            .field("bytes", &self.bytes)
             .finish_non_exhaustive()
     }
 }
@@ -143,7 +140,7 @@ impl std::fmt::Debug for RawDictionary {
 impl RawDictionary {
     fn new(id: i64, created_at: DateTime<Utc>, content: &[u8]) -> Result<Self, StoreError> {
         use zstd::zstd_safe::{CCtx, CParameter};
-        let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
+        let failed = super::cannot_compress;
         let mut cctx = CCtx::create();
         cctx.set_parameter(CParameter::CompressionLevel(super::ZSTD_LEVEL))
             .map_err(failed)?;
@@ -154,7 +151,6 @@ impl RawDictionary {
             id,
             created_at,
             content_z: compress(content),
-            bytes: content.len(),
             compressor: std::sync::Mutex::new(cctx),
             stored: std::sync::atomic::AtomicBool::new(false),
         })
@@ -162,7 +158,7 @@ impl RawDictionary {
 
     /// `body` compressed with this dictionary.
     fn compress(&self, body: &[u8]) -> Result<Vec<u8>, StoreError> {
-        let failed = |e: usize| StoreError::Decode(format!("cannot compress: {}", zstd::zstd_safe::get_error_name(e)));
+        let failed = super::cannot_compress;
         let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
         let mut cctx = self
             .compressor
@@ -237,18 +233,14 @@ impl Dictionaries {
             self.pending.retain(recent);
             self.samples.retain(recent);
             self.learn();
-            if self.samples.is_empty() {
-                self.current = None;
-            }
-        }
-        if (learn || old) && !self.samples.is_empty() {
-            let content: Vec<u8> = self.samples.iter().flat_map(|(s, _)| s.iter().copied()).collect();
-            let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64;
-            match RawDictionary::new(id, now, &content) {
-                Ok(dictionary) => self.current = Some(Arc::new(dictionary)),
-                Err(e) => tracing::warn!(error = %e, "no new dictionary for raw bodies"),
-            }
+            self.current = None;
             self.starts = 0;
+            if !self.samples.is_empty() {
+                match RawDictionary::new(new_id(), now, &concat(&self.samples)) {
+                    Ok(dictionary) => self.current = Some(Arc::new(dictionary)),
+                    Err(e) => tracing::warn!(error = %e, "no new dictionary for raw bodies"),
+                }
+            }
         }
         DictionaryUse {
             dictionary: self.current.clone(),
@@ -262,9 +254,8 @@ impl Dictionaries {
     fn learn(&mut self) {
         let mut kept: Vec<Sample> = Vec::new();
         for (body, at) in std::mem::take(&mut self.pending) {
-            let learnt: Vec<u8> = kept.iter().flat_map(|(s, _)| s.iter().copied()).collect();
-            let known =
-                !kept.is_empty() && super::compress_with(&body, &learnt).is_ok_and(|frame| !is_novel(&frame, &body));
+            let known = !kept.is_empty()
+                && super::compress_with(&body, &concat(&kept)).is_ok_and(|frame| !is_novel(&frame, &body));
             if !known {
                 kept.push((body, at));
             }
@@ -300,6 +291,16 @@ impl Dictionaries {
             }
         }
     }
+}
+
+/// Bodies one after the other: a raw-content dictionary.
+fn concat<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<u8> {
+    samples.into_iter().flat_map(|(s, _)| s.iter().copied()).collect()
+}
+
+/// A new name for a run or a dictionary: it only needs to differ from the others (random, 63 bits).
+fn new_id() -> i64 {
+    (uuid::Uuid::new_v4().as_u64_pair().0 >> 1) as i64
 }
 
 /// Whether a body compressed to `frame` is new to the dictionary it was compressed with.
