@@ -179,7 +179,7 @@ async fn send_slot(
                 action: Action::Digest,
                 payload: serde_json::to_string(&n)
                     .map_err(|e| StoreError::Decode(format!("a digest could not be serialised: {e}")))?,
-                headline: Some(Headline::of(&n)),
+                headline: Headline::of(&n),
             };
             Store::enqueue(&mut tx, &delivery, now).await?;
         }

@@ -504,7 +504,7 @@ pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Ut
         // Never an empty row: a notification that cannot be written fails its transaction.
         payload: serde_json::to_string(n)
             .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
-        headline: Some(Headline::of(n)),
+        headline: Headline::of(n),
     };
     let id = Store::enqueue(tx, &d, now).await?;
     // What it is about, for the Applications' pages ("who was told what, when").

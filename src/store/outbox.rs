@@ -80,13 +80,16 @@ pub struct Headline {
 }
 
 impl Headline {
-    /// The headline of the notification `n`.
-    pub fn of(n: &Notification) -> Headline {
+    /// The headline of the notification `n` (`None` only if its fingerprints cannot be written as JSON, which a
+    /// list of strings always can: the list then reads the payload, as for rows queued before headlines).
+    pub fn of(n: &Notification) -> Option<Headline> {
         let fingerprints: Vec<&str> = n.incidents.iter().map(|i| i.fingerprint.as_str()).collect();
-        Headline {
-            title: n.title.clone(),
-            incidents: serde_json::value::to_raw_value(&fingerprints).expect("a list of strings serialises"),
-        }
+        Self::new(n.title.clone(), &fingerprints)
+    }
+
+    fn new(title: String, fingerprints: &[&str]) -> Option<Headline> {
+        let incidents = serde_json::value::to_raw_value(fingerprints).ok()?;
+        Some(Headline { title, incidents })
     }
 
     /// Read from a notification's JSON (a row queued before headlines were kept) without building the rest of it;
@@ -106,10 +109,7 @@ impl Headline {
         }
         let n: Read = serde_json::from_str(payload).ok()?;
         let fingerprints: Vec<&str> = n.incidents.iter().map(|i| i.fingerprint.as_ref()).collect();
-        Some(Headline {
-            title: n.title.into_owned(),
-            incidents: serde_json::value::to_raw_value(&fingerprints).ok()?,
-        })
+        Self::new(n.title.into_owned(), &fingerprints)
     }
 
     /// The fingerprints of its incidents.
@@ -483,7 +483,7 @@ mod tests {
         n.incidents.push(second);
         let payload = serde_json::to_string(&n).expect("json");
         let (of, read) = (
-            Headline::of(&n),
+            Headline::of(&n).expect("a headline"),
             Headline::of_payload(&payload).expect("a notification"),
         );
         assert_eq!(of.title, n.title);
