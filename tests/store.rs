@@ -1439,6 +1439,17 @@ async fn a_body_its_run_predicts_badly_starts_a_new_run_against_the_dictionary(e
     assert_ne!(chain(0), chain(1), "a new run, not a difference from variant 8");
     let bytes = rows[1].get::<i64, _>("bytes");
     assert!(bytes * 10 < variant_body("pay", 7).len() as i64, "{bytes} bytes");
+    // A store whose dictionary row went missing (damaged, or wiped by hand): its bodies read as an error naming
+    // the dictionary, not as other bytes.
+    sqlx::query("DELETE FROM raw_dictionaries")
+        .execute(&pool)
+        .await
+        .expect("delete");
+    let err = store
+        .raw_bodies(&app("pay"), 10)
+        .await
+        .expect_err("no dictionary, no body");
+    assert!(err.to_string().contains("dictionary"), "{err}");
     pool.close().await;
 }
 
