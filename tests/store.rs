@@ -138,11 +138,15 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
         from: None,
         to: to.into(),
     };
+    // One timeline row a change: pay's first change moved two fields.
     let rows = vec![
-        (a.clone(), at(0), change("sync", "OutOfSync")),
-        (a.clone(), at(0), change("health", "Healthy")),
-        (b.clone(), at(1), change("sync", "Synced")),
-        (a.clone(), at(2), change("sync", "Synced")),
+        (
+            a.clone(),
+            at(0),
+            vec![change("sync", "OutOfSync"), change("health", "Healthy")],
+        ),
+        (b.clone(), at(1), vec![change("sync", "Synced")]),
+        (a.clone(), at(2), vec![change("sync", "Synced")]),
     ];
     Store::add_transitions_many(&mut tx, &rows).await.expect("transitions");
     // d1 about incident 1 of pay; d2 about its incidents 1 and 2 (one message); d3 about ledger's incident 3.
@@ -174,8 +178,23 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
         id: *id,
     };
     let older = store.timeline_before(&a, bound, 10).await.expect("older");
-    assert_eq!(older.len(), 1, "strictly before the cursor: {older:?}");
+    assert_eq!(older.len(), 1, "strictly before the cursor, inside its row: {older:?}");
     assert_eq!(older[0].1.to, "OutOfSync");
+    // A page of two ends inside the two-field row, and says there is more (the caller asks one more than it shows).
+    let page: Vec<String> = (store
+        .timeline_before(&a, HistoryBound::NONE, 2)
+        .await
+        .expect("page")
+        .into_iter())
+    .map(|(_, t)| t.to)
+    .collect();
+    assert_eq!(page, ["Synced", "Healthy"]);
+    let newest = store.timeline(&a, 2).await.expect("timeline");
+    assert_eq!(
+        newest.iter().map(|t| t.to.as_str()).collect::<Vec<_>>(),
+        ["Healthy", "Synced"],
+        "the newest two, oldest first"
+    );
 
     let of_pay = store
         .app_deliveries(&a, HistoryBound::NONE, 10)
@@ -443,7 +462,7 @@ async fn applications_round_trip_and_upsert(engine: &str) {
     let ids = [app("pay"), app("other")];
     assert!(Store::load_apps(&mut tx, &ids).await.expect("load").is_empty());
     Store::save_apps(&mut tx, &[("p", &*state)]).await.expect("save");
-    let timeline: Vec<_> = transitions.iter().map(|t| (app("pay"), now, t.clone())).collect();
+    let timeline = vec![(app("pay"), now, transitions.clone())];
     Store::add_transitions_many(&mut tx, &timeline)
         .await
         .expect("transitions");
@@ -963,9 +982,11 @@ async fn store_before_instances(url: &str) {
     .expect("old app row");
     sqlx::query(sqlx::AssertSqlSafe(
         "INSERT INTO transitions (namespace, name, at, field, from_value, to_value) \
-         VALUES ('argocd', 'pay', $1, 'sync', NULL, 'OutOfSync')",
+         VALUES ('argocd', 'pay', $1, 'sync', NULL, 'OutOfSync'), ('argocd', 'pay', $1, 'health', NULL, 'Healthy'), \
+         ('argocd', 'pay', $2, 'operation', 'Running', 'Succeeded')",
     ))
     .bind(ms)
+    .bind(ms + 1)
     .execute(&pool)
     .await
     .expect("old transition");
@@ -1007,10 +1028,26 @@ async fn an_upgrade_moves_everything_to_the_default_instance(engine: &str) {
         .expect("the old Application is the default instance's");
     assert_eq!(rec.state.snapshot.app, pay);
     assert_eq!(rec.state.snapshot.sync_status.as_str(), "OutOfSync");
+    let timeline: Vec<(String, Option<String>, String)> = (store.timeline(&pay, 10).await.expect("timeline"))
+        .into_iter()
+        .map(|t| (t.field, t.from, t.to))
+        .collect();
+    let entry =
+        |field: &str, from: Option<&str>, to: &str| (field.to_string(), from.map(str::to_string), to.to_string());
     assert_eq!(
-        store.timeline(&pay, 10).await.expect("timeline").len(),
-        1,
-        "its timeline came along"
+        timeline,
+        [
+            entry("sync", None, "OutOfSync"),
+            entry("health", None, "Healthy"),
+            entry("operation", Some("Running"), "Succeeded")
+        ],
+        "its timeline came along, in order (a row per change since migration 17)"
+    );
+    let rows = store.timeline_before(&pay, HistoryBound::NONE, 10).await.expect("rows");
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows[1].0 - rows[2].0 == 1 && rows[0].0 - rows[1].0 > 1,
+        "the first two share a row: {rows:?}"
     );
     let live = store.live_apps("default", &[]).await.expect("live");
     assert_eq!(live.len(), 1);
@@ -1502,7 +1539,7 @@ async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retent
     };
     let timeline: Vec<_> = [(0, "OutOfSync"), (2, "Synced"), (9, "OutOfSync"), (11, "Synced")]
         .into_iter()
-        .map(|(d, to)| (app("a"), day(d), change(to)))
+        .map(|(d, to)| (app("a"), day(d), vec![change(to)]))
         .collect();
     Store::add_transitions_many(&mut tx, &timeline).await.expect("timeline");
     tx.commit().await.expect("commit");

@@ -163,7 +163,8 @@ struct Batch {
     resolved_pending: Vec<i64>,
     /// Something fired or resolved: a group may be due now, so the scheduler should not wait for its tick.
     wake: bool,
-    transitions: Vec<(AppId, DateTime<Utc>, state::Transition)>,
+    /// Each change's transitions, one timeline row a change.
+    transitions: Vec<(AppId, DateTime<Utc>, Vec<state::Transition>)>,
     /// Duplicates that moved only `last_seen`: remembered once the batch is through, written later.
     seen: Vec<(AppId, DateTime<Utc>)>,
     /// Duplicates read from the Argo CD API (by `repeats::app_key`): remembered once the batch is through, never
@@ -471,9 +472,9 @@ impl Core {
         let team = assessment.team.clone();
         summary.sync = state.snapshot.sync_status.to_string();
         summary.health = state.snapshot.health_status.to_string();
-        batch
-            .transitions
-            .extend(transitions.iter().map(|t| (app.clone(), now, t.clone())));
+        if !transitions.is_empty() {
+            batch.transitions.push((app.clone(), now, transitions.clone()));
+        }
         summary.transitions = transitions;
         let mut open = batch.open.remove(&app).unwrap_or_default();
         batch.now = now;
@@ -531,7 +532,7 @@ impl Core {
             to: state.lifecycle().to_string(),
         };
         let (team, version) = (prev.team.clone(), prev.version);
-        batch.transitions.push((app.clone(), now, transition.clone()));
+        batch.transitions.push((app.clone(), now, vec![transition.clone()]));
         summary.transitions.push(transition);
         let tx = self.tx(tx, batch).await?;
         let mut open = batch.open.remove(app).unwrap_or_default();

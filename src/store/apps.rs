@@ -1,5 +1,5 @@
 //! Applications: their stored state (`apps`: the state document zstd-compressed, a version for compare-and-set) and
-//! the timeline of their status changes (`transitions`). The raw bodies Argo CD sent are `raws`'.
+//! the timeline of their status changes (`timeline`: a row per change, its transitions together). The raw bodies Argo CD sent are `raws`'.
 
 use std::collections::HashMap;
 
@@ -286,25 +286,21 @@ impl Store {
         Ok(())
     }
 
-    /// Appends timeline entries, several per statement.
+    /// Appends one timeline row per change (its transitions as JSON `[[field, from, to], …]`, compressed with the
+    /// documents dictionary), several per statement.
     pub async fn add_transitions_many(
         tx: &mut WriteTx,
-        rows: &[(AppId, DateTime<Utc>, Transition)],
+        rows: &[(AppId, DateTime<Utc>, Vec<Transition>)],
     ) -> Result<(), StoreError> {
-        let sql = |values: &str| {
-            format!(
-                "INSERT INTO transitions (instance, namespace, name, at, field, from_value, to_value) VALUES {values}"
-            )
-        };
-        execute_in_chunks(tx, rows, 64, 7, sql, |query, (app, at, t)| {
+        let sql =
+            |values: &str| format!("INSERT INTO timeline (instance, namespace, name, at, changes_doc) VALUES {values}");
+        execute_in_chunks(tx, rows, 100, 5, sql, |query, (app, at, changes)| {
             query
                 .bind(&app.instance)
                 .bind(&app.namespace)
                 .bind(&app.name)
                 .bind(to_millis(*at))
-                .bind(&t.field)
-                .bind(&t.from)
-                .bind(&t.to)
+                .bind(encode_changes(changes))
         })
         .await?;
         Ok(())
@@ -318,7 +314,7 @@ impl Store {
         let at = to_millis(before);
         let mut tx = self.begin().await?;
         let mut removed = Self::purge_resolved_incidents(&mut tx, before).await?;
-        let first_kept: Option<i64> = q!("SELECT id FROM transitions WHERE at >= $1 ORDER BY id LIMIT 1")
+        let first_kept: Option<i64> = q!("SELECT id FROM timeline WHERE at >= $1 ORDER BY id LIMIT 1")
             .bind(at)
             .fetch_optional(&mut *tx.tx)
             .await?
@@ -326,14 +322,10 @@ impl Store {
             .transpose()?;
         removed += match first_kept {
             Some(id) => {
-                tx.exec(
-                    q!("DELETE FROM transitions WHERE id < $1 AND at < $2")
-                        .bind(id)
-                        .bind(at),
-                )
-                .await?
+                tx.exec(q!("DELETE FROM timeline WHERE id < $1 AND at < $2").bind(id).bind(at))
+                    .await?
             }
-            None => tx.exec(q!("DELETE FROM transitions WHERE at < $1").bind(at)).await?,
+            None => tx.exec(q!("DELETE FROM timeline WHERE at < $1").bind(at)).await?,
         };
         tx.commit().await?;
         Ok(removed)
@@ -342,7 +334,7 @@ impl Store {
     /// Forgets Applications deleted before `before`, with their timeline (their incidents stay, resolved).
     pub async fn purge_deleted_apps(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let at = to_millis(before);
-        let timeline = q!("DELETE FROM transitions WHERE (instance, namespace, name) IN \
+        let timeline = q!("DELETE FROM timeline WHERE (instance, namespace, name) IN \
                            (SELECT instance, namespace, name FROM apps WHERE deleted_at < $1)")
         .bind(at);
         self.write_one(timeline).await?;
@@ -487,56 +479,50 @@ impl Store {
             .collect()
     }
 
+    /// The newest `limit` transitions of an Application, oldest first.
     pub async fn timeline(&self, app: &AppId, limit: i64) -> Result<Vec<TimelineEntry>, StoreError> {
-        let rows = self
-            .newest_of_app("at, field, from_value, to_value", "transitions", app, limit)
-            .await?;
-        let mut out: Vec<TimelineEntry> = rows
-            .iter()
-            .map(|r| {
-                Ok(TimelineEntry {
-                    at: from_millis(r.try_get("at")?),
-                    field: r.try_get("field")?,
-                    from: r.try_get("from_value")?,
-                    to: r.try_get("to_value")?,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
+        let rows = self.newest_of_app(TIMELINE_COLUMNS, "timeline", app, limit).await?;
+        let mut out = Vec::new();
+        for r in &rows {
+            out.extend(timeline_entries(r)?.into_iter().rev().map(|(_, e)| e));
+        }
+        out.truncate(limit.max(0) as usize);
         out.reverse();
         Ok(out)
     }
 
-    /// The transitions of an Application before `before`, newest first, at most `limit`, each with its row id.
+    /// The transitions of an Application before `before`, newest first, at most `limit`, each with its position
+    /// (see [`timeline_position`]).
     pub async fn timeline_before(
         &self,
         app: &AppId,
         before: super::HistoryBound,
         limit: i64,
     ) -> Result<Vec<(i64, TimelineEntry)>, StoreError> {
-        let rows = q!("SELECT id, at, field, from_value, to_value FROM transitions \
-                       WHERE instance = $1 AND namespace = $2 AND name = $3 AND (at < $4 OR (at = $4 AND id < $5)) \
-                       ORDER BY at DESC, id DESC LIMIT $6")
+        // The rows that may hold a transition before the bound: those of an earlier instant, and at its instant
+        // the rows up to the bound's (a position names its row and its place in it).
+        let row_bound = before.id.div_euclid(POSITIONS);
+        let rows = q!(format!(
+            "SELECT {TIMELINE_COLUMNS} FROM timeline \
+             WHERE instance = $1 AND namespace = $2 AND name = $3 AND (at < $4 OR (at = $4 AND id <= $5)) \
+             ORDER BY at DESC, id DESC LIMIT $6"
+        ))
         .bind(&app.instance)
         .bind(&app.namespace)
         .bind(&app.name)
         .bind(before.at)
-        .bind(before.id)
-        .bind(limit)
+        .bind(row_bound)
+        // One row more: the row at the bound may hold nothing before it.
+        .bind(limit.saturating_add(1))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("id")?,
-                    TimelineEntry {
-                        at: from_millis(r.try_get("at")?),
-                        field: r.try_get("field")?,
-                        from: r.try_get("from_value")?,
-                        to: r.try_get("to_value")?,
-                    },
-                ))
-            })
-            .collect()
+        let mut out = Vec::new();
+        for r in &rows {
+            let entries = timeline_entries(r)?.into_iter().rev();
+            out.extend(entries.filter(|(position, e)| to_millis(e.at) < before.at || *position < before.id));
+        }
+        out.truncate(limit.max(0) as usize);
+        Ok(out)
     }
 
     /// `columns` of the newest `limit` rows of an append-only `table` about one Application, newest first.
@@ -559,4 +545,43 @@ impl Store {
         .await?;
         Ok(rows)
     }
+}
+
+/// How many transitions one timeline row may hold in the positions history pages count by: a change moves at most
+/// the few fields `state::apply` compares.
+const POSITIONS: i64 = 64;
+
+/// Where a transition stands in an Application's history: its row's id and its place in the row, in one number that
+/// orders as the transitions were derived (the row's id × [`POSITIONS`] + its index).
+pub fn timeline_position(row: i64, index: usize) -> i64 {
+    row.saturating_mul(POSITIONS)
+        .saturating_add((index as i64).min(POSITIONS - 1))
+}
+
+/// A change's transitions as a timeline row holds them (`changes_doc`).
+fn encode_changes(changes: &[Transition]) -> Vec<u8> {
+    let rows: Vec<(&str, Option<&str>, &str)> = changes
+        .iter()
+        .map(|t| (t.field.as_str(), t.from.as_deref(), t.to.as_str()))
+        .collect();
+    encode_doc(&rows)
+}
+
+/// The columns [`timeline_entries`] reads.
+const TIMELINE_COLUMNS: &str = "id, at, changes, changes_doc";
+
+/// The transitions of one timeline row, oldest first, each with its position.
+fn timeline_entries(r: &AnyRow) -> Result<Vec<(i64, TimelineEntry)>, StoreError> {
+    let id: i64 = r.try_get("id")?;
+    let at = from_millis(r.try_get("at")?);
+    // Compressed, or the text of a row moved from the table of one row per transition (migration 17).
+    let changes: Vec<(String, Option<String>, String)> = match r.try_get::<Option<Vec<u8>>, _>("changes_doc")? {
+        Some(doc) => decode_doc(&doc)?,
+        None => decode(&r.try_get::<String, _>("changes")?)?,
+    };
+    Ok(changes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (field, from, to))| (timeline_position(id, i), TimelineEntry { at, field, from, to }))
+        .collect())
 }

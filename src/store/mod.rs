@@ -454,7 +454,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 16] = [
+const MIGRATIONS: [MigrationFile; 17] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -471,6 +471,7 @@ const MIGRATIONS: [MigrationFile; 16] = [
     migration!(14, "outbox_payloads", "0014_outbox_payloads.sql"),
     migration!(15, "raw_dictionaries", "0015_raw_dictionaries.sql"),
     migration!(16, "history_retention", "0016_history_retention.sql"),
+    migration!(17, "timeline", "0017_timeline.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {
