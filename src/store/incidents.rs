@@ -67,7 +67,7 @@ pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, name
                                            acked_by, acked_at, ack_until, ack_comment";
 
 pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
-    Ok(IncidentRecord {
+    let mut record = IncidentRecord {
         id: r.try_get("id")?,
         fingerprint: r.try_get("fingerprint")?,
         kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
@@ -98,7 +98,43 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
                 comment: r.try_get::<Option<String>, _>("ack_comment")?.unwrap_or_default(),
             }),
         },
-    })
+    };
+    from_columns(&mut record);
+    Ok(record)
+}
+
+/// The fields of a view its row's columns hold: the stored view leaves them blank ([`stored_view`]) and reading puts
+/// them back, so the row does not hold them twice (for views stored before, the columns hold the same).
+fn from_columns(record: &mut IncidentRecord) {
+    let v = &mut record.view;
+    v.id = record.id;
+    v.fingerprint.clone_from(&record.fingerprint);
+    v.kind = record.kind;
+    v.instance.clone_from(&record.app.instance);
+    v.app_namespace.clone_from(&record.app.namespace);
+    v.app_name.clone_from(&record.app.name);
+    v.team.clone_from(&record.team);
+    v.severity = record.severity;
+    v.state = record.state;
+    v.since = record.since;
+    v.fired_at = record.fired_at;
+    v.resolved_at = record.resolved_at;
+}
+
+/// A view with the fields its row's columns hold left blank (see [`from_columns`]).
+fn without_columns(view: &Incident) -> Incident {
+    Incident {
+        id: 0,
+        fingerprint: String::new(),
+        instance: crate::domain::default_instance(),
+        app_namespace: String::new(),
+        app_name: String::new(),
+        team: String::new(),
+        since: DateTime::<Utc>::UNIX_EPOCH,
+        fired_at: None,
+        resolved_at: None,
+        ..view.clone()
+    }
 }
 
 /// One text field of a stored incident holds at most this many bytes, and a list at most [`MAX_ITEMS`] entries:
@@ -117,9 +153,9 @@ fn cap(s: &mut String) {
     }
 }
 
-/// The incident as stored (`view_doc`): [`capped_view`], zstd-compressed.
+/// The incident as stored (`view_doc`): [`capped_view`] without what the row's columns hold, zstd-compressed.
 fn stored_view(view: &Incident) -> Vec<u8> {
-    compress_doc(capped_view(view).as_bytes())
+    compress_doc(capped_view(&without_columns(view)).as_bytes())
 }
 
 /// The incident's JSON with every text capped, long lists cut with a note saying how much was left out.
@@ -570,6 +606,7 @@ mod tests {
             back.notes
         );
         let doc: Incident = decode_doc(&stored_view(&view)).expect("the stored document decodes");
+        let back: Incident = decode(&capped_view(&without_columns(&view))).expect("decodes");
         assert_eq!(doc, back, "and is the capped view, compressed");
         let small = Incident::default();
         assert_eq!(
@@ -577,5 +614,53 @@ mod tests {
             encode(&small),
             "a normal incident is stored as it is"
         );
+    }
+
+    #[test]
+    fn a_stored_view_leaves_its_columns_out_and_reads_back_whole() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().expect("time");
+        let view = Incident {
+            id: 7,
+            fingerprint: "04641ca576f9ea5e0b63".into(),
+            kind: Kind::OutOfSync,
+            severity: Severity::Critical,
+            state: IncidentState::Resolved,
+            summary: "argocd/pay is OutOfSync".into(),
+            instance: "eu".into(),
+            app_namespace: "argocd".into(),
+            app_name: "pay".into(),
+            team: "payments".into(),
+            since: at("2026-12-03T17:47:06.870383332Z"),
+            fired_at: Some(at("2026-12-03T18:47:06Z")),
+            resolved_at: Some(at("2026-12-03T19:00:00Z")),
+            ..Default::default()
+        };
+        let stored =
+            String::from_utf8(super::super::decompress_doc(&stored_view(&view)).expect("read")).expect("utf-8");
+        for held in ["04641ca576f9ea5e0b63", "\"pay\"", "payments", "eu", "2026-12-03"] {
+            assert!(
+                !stored.contains(held),
+                "{held} is in the row's columns, not its view: {stored}"
+            );
+        }
+        assert!(stored.contains("argocd/pay is OutOfSync"));
+        let mut record = IncidentRecord {
+            id: 7,
+            fingerprint: view.fingerprint.clone(),
+            kind: view.kind,
+            app: AppId::of("eu", "argocd", "pay"),
+            team: view.team.clone(),
+            severity: view.severity,
+            state: view.state,
+            since: view.since,
+            fire_at: view.since,
+            fired_at: view.fired_at,
+            resolved_at: view.resolved_at,
+            notified: true,
+            view: decode_doc(&stored_view(&view)).expect("decodes"),
+            ack: None,
+        };
+        from_columns(&mut record);
+        assert_eq!(record.view, view);
     }
 }
