@@ -1252,9 +1252,10 @@ async fn the_purge_removes_a_run_of_raw_bodies_only_whole(engine: &str) {
     let minute = |k: i64| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(k);
     let mut chains = HashMap::new();
     // pay: one run from minute 0 to 5. ledger: a run at minutes 0-1, then, after more than the gap, another at 200.
+    // Stored in the order they arrive (the purge finds rows by id, which grows with the time they were received).
     store_raws(&store, &mut chains, "pay", &[0, 1, 2]).await;
-    store_raws(&store, &mut chains, "pay", &[3, 4, 5]).await;
     store_raws(&store, &mut chains, "ledger", &[0, 1]).await;
+    store_raws(&store, &mut chains, "pay", &[3, 4, 5]).await;
     store_raws(&store, &mut chains, "ledger", &[200]).await;
     // The cut falls inside pay's run: its first bodies are past the retention, but the later ones need them.
     let purged = store.purge_raw(minute(3), GAP).await.expect("purge");

@@ -454,7 +454,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 17] = [
+const MIGRATIONS: [MigrationFile; 18] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -472,6 +472,7 @@ const MIGRATIONS: [MigrationFile; 17] = [
     migration!(15, "raw_dictionaries", "0015_raw_dictionaries.sql"),
     migration!(16, "history_retention", "0016_history_retention.sql"),
     migration!(17, "timeline", "0017_timeline.sql"),
+    migration!(18, "fewer_indexes", "0018_fewer_indexes.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

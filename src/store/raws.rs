@@ -420,28 +420,59 @@ impl Store {
             },
         )
         .await?;
+        // The dictionary's last row so far: it is in use until that row is purged.
+        if let Some(d) = &dictionary.dictionary
+            && encoded.iter().any(|row| row.5.is_some())
+        {
+            let query =
+                q!("UPDATE raw_dictionaries SET last_row = (SELECT MAX(id) FROM raw_events) WHERE id = $1").bind(d.id);
+            tx.exec(query).await?;
+        }
         Ok(())
     }
 
     /// Removes the raw bodies received before `before`, each only with its whole run (`gap` from [`chain_gap`]: a
     /// run still in use has a body within it after `before`).
+    ///
+    /// Rows are found by id, which grows with the time they were received (there is no index of that time): the
+    /// first row to keep is the first received at or after `before` (reading only the rows that go), and the runs
+    /// in use are those of the rows after it, up to the first received a minute past the gap (a batch is written
+    /// within seconds of its bodies' arrival, so a row received within the gap has an id below that).
     pub async fn purge_raw(&self, before: DateTime<Utc>, gap: chrono::Duration) -> Result<u64, StoreError> {
+        let first_id_from = |at: DateTime<Utc>, from: i64| {
+            q!("SELECT id FROM raw_events WHERE id >= $1 AND received_at >= $2 ORDER BY id LIMIT 1")
+                .bind(from)
+                .bind(to_millis(at))
+        };
+        let id_of = |row: Option<AnyRow>| row.map(|r| r.try_get::<i64, _>("id")).transpose();
+        let Some(first_kept) = id_of(first_id_from(before, i64::MIN).fetch_optional(&self.pool).await?)? else {
+            // Every row was received before `before`: no run is in use.
+            return self
+                .write_one(q!("DELETE FROM raw_events WHERE received_at < $1").bind(to_millis(before)))
+                .await;
+        };
+        let past_gap = before + gap + chrono::Duration::minutes(1);
+        let end = id_of(first_id_from(past_gap, first_kept).fetch_optional(&self.pool).await?)?;
         let query = q!(
-            "DELETE FROM raw_events WHERE received_at < $1 AND (chain IS NULL OR chain NOT IN \
-                        (SELECT chain FROM raw_events WHERE received_at >= $1 AND received_at <= $2 \
-                        AND chain IS NOT NULL))"
+            "DELETE FROM raw_events WHERE id < $1 AND received_at < $2 AND (chain IS NULL OR chain NOT IN \
+                        (SELECT chain FROM raw_events WHERE id >= $1 AND id < $4 \
+                        AND received_at >= $2 AND received_at <= $3 AND chain IS NOT NULL))"
         )
+        .bind(first_kept)
         .bind(to_millis(before))
-        .bind(to_millis(before + gap));
+        .bind(to_millis(before + gap))
+        .bind(end.unwrap_or(i64::MAX));
         self.write_one(query).await
     }
 
-    /// Removes the dictionaries made before `before` that no row uses. Give it the retention ago: the writer makes
-    /// a new dictionary at half the retention, so the one it uses is never removed (see
-    /// [`Dictionaries::for_batch`]).
+    /// Removes the dictionaries made before `before` that no row uses: every row up to the last that used one
+    /// (`last_row`) is purged. Give it the retention ago: the writer makes a new dictionary at half the retention,
+    /// so the one it uses is never removed (see [`Dictionaries::for_batch`]).
     pub async fn purge_raw_dictionaries(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
-        let query = q!("DELETE FROM raw_dictionaries WHERE created_at < $1 AND NOT EXISTS \
-                        (SELECT 1 FROM raw_events WHERE raw_events.dict = raw_dictionaries.id)")
+        let query = q!(
+            "DELETE FROM raw_dictionaries WHERE created_at < $1 AND (last_row IS NULL OR last_row < \
+                        COALESCE((SELECT MIN(id) FROM raw_events), 9223372036854775807))"
+        )
         .bind(to_millis(before));
         self.write_one(query).await
     }
