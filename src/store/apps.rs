@@ -1,5 +1,6 @@
 //! Applications: their stored state (`apps`: the state document zstd-compressed, a version for compare-and-set) and
-//! the timeline of their status changes (`timeline`: a row per change, its transitions together). The raw bodies Argo CD sent are `raws`'.
+//! the timeline of their status changes (`timeline`: a row per change, its transitions together). The raw bodies
+//! Argo CD sent are `raws`'.
 
 use std::collections::HashMap;
 
