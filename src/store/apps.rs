@@ -9,8 +9,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Engine, Store, StoreError, WriteTx, decode, decode_doc, encode, encode_doc, execute_in_chunks, fetch_for_apps,
-    fetch_for_apps_on,
+    Effort, Engine, Store, StoreError, WriteTx, decode, decode_doc, encode, encode_doc, execute_in_chunks,
+    fetch_for_apps, fetch_for_apps_on,
 };
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
@@ -254,7 +254,7 @@ impl Store {
                 .bind(to_millis(s.last_seen))
                 .bind(&s.content_hash)
                 .bind("")
-                .bind(encode_doc(s))
+                .bind(encode_doc(s, Effort::Fast))
                 .bind(i64::from(prune_pending(s)))
                 .bind(s.deleted_at.map(to_millis))
                 .bind(version.map_or(1, |v| v + 1))
@@ -565,7 +565,7 @@ fn encode_changes(changes: &[Transition]) -> Vec<u8> {
         .iter()
         .map(|t| (t.field.as_str(), t.from.as_deref(), t.to.as_str()))
         .collect();
-    encode_doc(&rows)
+    encode_doc(&rows, Effort::Kept)
 }
 
 /// The columns [`timeline_entries`] reads.

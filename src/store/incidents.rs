@@ -8,7 +8,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{
-    Store, StoreError, WriteTx, compress_doc, decode, decode_doc, encode, execute_in_chunks, parse_column, values,
+    Effort, Store, StoreError, WriteTx, compress_doc, decode, decode_doc, encode, execute_in_chunks, parse_column,
+    values,
 };
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
@@ -155,7 +156,7 @@ fn cap(s: &mut String) {
 
 /// The incident as stored (`view_doc`): [`capped_view`] without what the row's columns hold, zstd-compressed.
 fn stored_view(view: &Incident) -> Vec<u8> {
-    compress_doc(capped_view(&without_columns(view)).as_bytes())
+    compress_doc(capped_view(&without_columns(view)).as_bytes(), Effort::Kept)
 }
 
 /// The incident's JSON with every text capped, long lists cut with a note saying how much was left out.

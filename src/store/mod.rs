@@ -165,30 +165,47 @@ fn compress(bytes: &[u8]) -> Vec<u8> {
 /// marker in each row.
 static DOCUMENTS: &[u8] = include_bytes!("documents.dict");
 
-/// zstd level for documents: they are small (a few KB: a state, an incident view, a change's transitions), so the
-/// entropy coding and longer search that [`ZSTD_LEVEL`] leaves out for bodies pays here: an incident view of 1.3 KB
-/// stores in 390 bytes at -1, 361 at 3, 333 at 6, for about 10 µs more a document (within `herald-bench`'s noise).
-const DOCUMENT_LEVEL: i32 = 6;
+/// How hard a document is compressed: with [`ZSTD_LEVEL`] (`Fast`) when it is rewritten often or large (an
+/// Application's state, written on every change; a delivery's payload), at level 6 (`Kept`) when it stays for the
+/// history and is small (an incident's view, a change's transitions): the entropy coding and longer search pay there
+/// (an incident view of 1.3 KB stores in 390 bytes at -1, 333 at 6) and cost about 10 µs a document, which on the
+/// state of every change was 8 % of `herald-bench`'s CPU.
+#[derive(Debug, Clone, Copy)]
+enum Effort {
+    Fast,
+    Kept,
+}
 
-static DOCUMENTS_PREPARED: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
-    std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, DOCUMENT_LEVEL));
+/// [`DOCUMENTS`] prepared for compressing at each [`Effort`].
+static DOCUMENTS_FAST: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
+    std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, ZSTD_LEVEL));
+static DOCUMENTS_KEPT: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
+    std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, 6));
 
-/// One compression context for documents, with [`DOCUMENTS`] referred to once: not one per thread (each thread's
-/// context sized for the dictionary cost resident memory on every thread that wrote a document).
-static DOCUMENT_COMPRESSOR: std::sync::LazyLock<std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>>> =
-    std::sync::LazyLock::new(|| {
-        let mut cctx = zstd::zstd_safe::CCtx::create();
-        let ready = cctx.ref_cdict(&DOCUMENTS_PREPARED).is_ok();
-        std::sync::Mutex::new(ready.then_some(cctx))
-    });
+type DocumentCompressor = std::sync::LazyLock<std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>>>;
 
-/// A stored document, zstd-compressed with [`DOCUMENTS`]; an empty frame, which reads as an error, if compressing
-/// fails (it only fails to allocate).
-fn compress_doc(bytes: &[u8]) -> Vec<u8> {
+/// One compression context for documents at an effort, with [`DOCUMENTS`] referred to once: not one per thread
+/// (each thread's context sized for the dictionary cost resident memory on every thread that wrote a document).
+fn document_compressor(
+    dictionary: &'static zstd::zstd_safe::CDict<'static>,
+) -> std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>> {
+    let mut cctx = zstd::zstd_safe::CCtx::create();
+    let ready = cctx.ref_cdict(dictionary).is_ok();
+    std::sync::Mutex::new(ready.then_some(cctx))
+}
+
+static FAST_COMPRESSOR: DocumentCompressor = std::sync::LazyLock::new(|| document_compressor(&DOCUMENTS_FAST));
+static KEPT_COMPRESSOR: DocumentCompressor = std::sync::LazyLock::new(|| document_compressor(&DOCUMENTS_KEPT));
+
+/// A stored document, zstd-compressed with [`DOCUMENTS`] at `effort`; an empty frame, which reads as an error, if
+/// compressing fails (it only fails to allocate).
+fn compress_doc(bytes: &[u8], effort: Effort) -> Vec<u8> {
+    let compressor = match effort {
+        Effort::Fast => &FAST_COMPRESSOR,
+        Effort::Kept => &KEPT_COMPRESSOR,
+    };
     let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(bytes.len()));
-    let mut cctx = DOCUMENT_COMPRESSOR
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut cctx = compressor.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     match cctx.as_mut().map(|c| c.compress2(&mut out, bytes)) {
         Some(Ok(_)) => {
             out.shrink_to_fit();
@@ -252,8 +269,8 @@ fn decompress(bytes: &[u8]) -> Result<Vec<u8>, StoreError> {
     decompress_with(bytes, &[], "compressed column")
 }
 
-/// A document as stored in a compressed column: JSON, zstd-compressed.
-fn encode_doc<T: serde::Serialize>(v: &T) -> Vec<u8> {
+/// A document as stored in a compressed column: JSON, zstd-compressed at `effort`.
+fn encode_doc<T: serde::Serialize>(v: &T, effort: Effort) -> Vec<u8> {
     JSON_BUFFER.with(|json| {
         let json = &mut *json.borrow_mut();
         json.clear();
@@ -261,7 +278,7 @@ fn encode_doc<T: serde::Serialize>(v: &T) -> Vec<u8> {
             json.clear();
             json.extend_from_slice(b"null");
         }
-        compress_doc(json)
+        compress_doc(json, effort)
     })
 }
 
@@ -693,9 +710,12 @@ mod tests {
 
     #[test]
     fn documents_are_smaller_with_the_dictionary_and_those_written_before_it_read_the_same() {
-        use super::{compress, compress_doc, decompress, decompress_doc};
+        use super::{Effort, compress, compress_doc, decompress, decompress_doc};
         let doc = view();
-        let with = compress_doc(&doc);
+        let with = compress_doc(&doc, Effort::Fast);
+        let kept = compress_doc(&doc, Effort::Kept);
+        assert_eq!(decompress_doc(&kept).expect("read"), doc, "either effort reads the same way");
+        assert!(kept.len() < with.len(), "{} against {} bytes", kept.len(), with.len());
         let alone = compress(&doc);
         assert_eq!(
             decompress(&alone).expect("read"),

@@ -206,7 +206,7 @@ impl Store {
         let id: i64 = row.try_get("id")?;
         let payload = q!("INSERT INTO outbox_payloads (outbox_id, payload_doc) VALUES ($1, $2)")
             .bind(id)
-            .bind(super::compress_doc(d.payload.as_bytes()));
+            .bind(super::compress_doc(d.payload.as_bytes(), super::Effort::Fast));
         tx.exec(payload).await?;
         Ok(id)
     }
