@@ -168,8 +168,8 @@ static DOCUMENTS: &[u8] = include_bytes!("documents.dict");
 /// How hard a document is compressed: with [`ZSTD_LEVEL`] (`Fast`) when it is rewritten often or large (an
 /// Application's state, written on every change; a delivery's payload), at level 6 (`Kept`) when it stays for the
 /// history and is small (an incident's view, a change's transitions): the entropy coding and longer search pay there
-/// (an incident view of 1.3 KB stores in 390 bytes at -1, 333 at 6) and cost about 10 µs a document, which on the
-/// state of every change was 8 % of `herald-bench`'s CPU.
+/// (an incident view of 1.3 KB stores in 390 bytes at -1, 333 at 6) and cost about 10 µs a document: every
+/// document at 6 put zstd at 12.7 % of `herald-bench`'s CPU, 9.3 % with states and payloads at -1.
 #[derive(Debug, Clone, Copy)]
 enum Effort {
     Fast,
@@ -182,36 +182,29 @@ static DOCUMENTS_FAST: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
 static DOCUMENTS_KEPT: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
     std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, 6));
 
-type DocumentCompressor = std::sync::LazyLock<std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>>>;
-
-/// One compression context for documents at an effort, with [`DOCUMENTS`] referred to once: not one per thread
-/// (each thread's context sized for the dictionary cost resident memory on every thread that wrote a document).
-fn document_compressor(
-    dictionary: &'static zstd::zstd_safe::CDict<'static>,
-) -> std::sync::Mutex<Option<zstd::zstd_safe::CCtx<'static>>> {
-    let mut cctx = zstd::zstd_safe::CCtx::create();
-    let ready = cctx.ref_cdict(dictionary).is_ok();
-    std::sync::Mutex::new(ready.then_some(cctx))
-}
-
-static FAST_COMPRESSOR: DocumentCompressor = std::sync::LazyLock::new(|| document_compressor(&DOCUMENTS_FAST));
-static KEPT_COMPRESSOR: DocumentCompressor = std::sync::LazyLock::new(|| document_compressor(&DOCUMENTS_KEPT));
+/// One compression context for documents, which refers to the prepared [`DOCUMENTS`] of each document's effort:
+/// not one per thread (each thread's context sized for the dictionary cost resident memory on every thread that
+/// wrote a document), nor one per effort (its tables are sized for the larger and reused).
+static DOCUMENT_COMPRESSOR: std::sync::LazyLock<std::sync::Mutex<zstd::zstd_safe::CCtx<'static>>> =
+    std::sync::LazyLock::new(|| std::sync::Mutex::new(zstd::zstd_safe::CCtx::create()));
 
 /// A stored document, zstd-compressed with [`DOCUMENTS`] at `effort`; an empty frame, which reads as an error, if
 /// compressing fails (it only fails to allocate).
 fn compress_doc(bytes: &[u8], effort: Effort) -> Vec<u8> {
-    let compressor = match effort {
-        Effort::Fast => &FAST_COMPRESSOR,
-        Effort::Kept => &KEPT_COMPRESSOR,
+    let dictionary: &'static zstd::zstd_safe::CDict<'static> = match effort {
+        Effort::Fast => &DOCUMENTS_FAST,
+        Effort::Kept => &DOCUMENTS_KEPT,
     };
     let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(bytes.len()));
-    let mut cctx = compressor.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    match cctx.as_mut().map(|c| c.compress2(&mut out, bytes)) {
-        Some(Ok(_)) => {
+    let mut cctx = DOCUMENT_COMPRESSOR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match cctx.ref_cdict(dictionary).and_then(|_| cctx.compress2(&mut out, bytes)) {
+        Ok(_) => {
             out.shrink_to_fit();
             out
         }
-        _ => Vec::new(),
+        Err(_) => Vec::new(),
     }
 }
 
@@ -714,7 +707,11 @@ mod tests {
         let doc = view();
         let with = compress_doc(&doc, Effort::Fast);
         let kept = compress_doc(&doc, Effort::Kept);
-        assert_eq!(decompress_doc(&kept).expect("read"), doc, "either effort reads the same way");
+        assert_eq!(
+            decompress_doc(&kept).expect("read"),
+            doc,
+            "either effort reads the same way"
+        );
         assert!(kept.len() < with.len(), "{} against {} bytes", kept.len(), with.len());
         let alone = compress(&doc);
         assert_eq!(
