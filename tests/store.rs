@@ -1274,6 +1274,9 @@ async fn the_purge_removes_a_run_of_raw_bodies_only_whole(engine: &str) {
     assert_eq!(store.purge_raw(minute(6), GAP).await.expect("purge"), 6);
     assert!(raws_of(&store, "pay").await.is_empty());
     assert_eq!(raws_of(&store, "ledger").await, vec![raw_body("ledger", 200)]);
+    // Every row past the retention, none to keep: all go.
+    assert_eq!(store.purge_raw(minute(300), GAP).await.expect("purge"), 1);
+    assert!(raws_of(&store, "ledger").await.is_empty());
 }
 
 async fn raw_bodies_stored_before_runs_stay_readable(engine: &str) {
@@ -1574,6 +1577,9 @@ async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retent
     assert_eq!(left, ["OutOfSync", "Synced"], "days 9 and 11");
     // Nothing more to purge: nothing goes.
     assert_eq!(store.purge_history(day(5)).await.expect("purge"), 0);
+    // Every entry past the retention: the rest of the timeline goes (and the incident resolved on day 11).
+    assert!(store.purge_history(day(30)).await.expect("purge") >= 2);
+    assert!(store.timeline(&app("a"), 10).await.expect("timeline").is_empty());
 }
 
 /// A delivery as `payload` says: a notification with a title and its incidents' fingerprints.

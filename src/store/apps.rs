@@ -315,19 +315,13 @@ impl Store {
         let at = to_millis(before);
         let mut tx = self.begin().await?;
         let mut removed = Self::purge_resolved_incidents(&mut tx, before).await?;
-        let first_kept: Option<i64> = q!("SELECT id FROM timeline WHERE at >= $1 ORDER BY id LIMIT 1")
-            .bind(at)
-            .fetch_optional(&mut *tx.tx)
+        // Up to the first entry to keep (none: every entry is older).
+        let end = Self::first_id_from(&mut tx.tx, "timeline", "at", before, i64::MIN)
             .await?
-            .map(|r| r.try_get("id"))
-            .transpose()?;
-        removed += match first_kept {
-            Some(id) => {
-                tx.exec(q!("DELETE FROM timeline WHERE id < $1 AND at < $2").bind(id).bind(at))
-                    .await?
-            }
-            None => tx.exec(q!("DELETE FROM timeline WHERE at < $1").bind(at)).await?,
-        };
+            .unwrap_or(i64::MAX);
+        removed += tx
+            .exec(q!("DELETE FROM timeline WHERE id < $1 AND at < $2").bind(end).bind(at))
+            .await?;
         tx.commit().await?;
         Ok(removed)
     }

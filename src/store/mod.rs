@@ -180,7 +180,10 @@ enum Effort {
 static DOCUMENTS_FAST: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
     std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, ZSTD_LEVEL));
 static DOCUMENTS_KEPT: std::sync::LazyLock<zstd::zstd_safe::CDict<'static>> =
-    std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, 6));
+    std::sync::LazyLock::new(|| zstd::zstd_safe::CDict::create(DOCUMENTS, KEPT_LEVEL));
+
+/// zstd level for [`Effort::Kept`].
+const KEPT_LEVEL: i32 = 6;
 
 /// One compression context for documents, which refers to the prepared [`DOCUMENTS`] of each document's effort:
 /// not one per thread (each thread's context sized for the dictionary cost resident memory on every thread that
@@ -644,6 +647,21 @@ impl Store {
 
     /// Runs one statement in a write transaction of its own (on SQLite it then waits for the writer lock like any
     /// other write instead of meeting SQLITE_BUSY); answers how many rows it affected.
+    /// The id of the first row of the append-only `table` from id `from` on whose `time_column` is at or after
+    /// `at` (`None`: every such row is older): where a purge of the rows before `at` stops. Ids grow with that time,
+    /// so it reads only the rows the purge removes (there is no index of the time).
+    async fn first_id_from(
+        conn: &mut sqlx::AnyConnection,
+        table: &str,
+        time_column: &str,
+        at: DateTime<Utc>,
+        from: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let sql = format!("SELECT id FROM {table} WHERE id >= $1 AND {time_column} >= $2 ORDER BY id LIMIT 1");
+        let row = q!(sql).bind(from).bind(to_millis(at)).fetch_optional(conn).await?;
+        Ok(row.map(|r| sqlx::Row::try_get::<i64, _>(&r, "id")).transpose()?)
+    }
+
     async fn write_one(&self, query: AnyQuery) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
         let affected = tx.exec(query).await?;

@@ -11,8 +11,8 @@
 //! - the purge removes a body past the retention only with its whole run: a run any of whose bodies is still within
 //!   the retention stays (so a body may outlive `storage.raw_retention` by its run's length, at most `MAX_CHAIN`
 //!   bodies each less than the gap apart);
-//! - a dictionary is purged only once no row uses it (and it is older than the retention; the writer's current one
-//!   is younger, see [`Dictionaries::for_batch`]).
+//! - a dictionary is purged only once every row up to the last that used it (`last_row`) is (and it is older than
+//!   the retention; the writer's current one is younger, see [`Dictionaries::for_batch`]).
 //!
 //! The first body of a run is compressed with the writer's current dictionary when it has one ([`RawDictionary`],
 //! the `dict` column; the dictionaries are rows of `raw_dictionaries`): the bodies of one Argo CD are much alike
@@ -439,26 +439,21 @@ impl Store {
     /// in use are those of the rows after it, up to the first received a minute past the gap (a batch is written
     /// within seconds of its bodies' arrival, so a row received within the gap has an id below that).
     pub async fn purge_raw(&self, before: DateTime<Utc>, gap: chrono::Duration) -> Result<u64, StoreError> {
-        let first_id_from = |at: DateTime<Utc>, from: i64| {
-            q!("SELECT id FROM raw_events WHERE id >= $1 AND received_at >= $2 ORDER BY id LIMIT 1")
-                .bind(from)
-                .bind(to_millis(at))
-        };
-        let id_of = |row: Option<AnyRow>| row.map(|r| r.try_get::<i64, _>("id")).transpose();
-        let Some(first_kept) = id_of(first_id_from(before, i64::MIN).fetch_optional(&self.pool).await?)? else {
-            // Every row was received before `before`: no run is in use.
-            return self
-                .write_one(q!("DELETE FROM raw_events WHERE received_at < $1").bind(to_millis(before)))
-                .await;
-        };
+        let mut conn = self.pool.acquire().await?;
+        let first_kept = Self::first_id_from(&mut conn, "raw_events", "received_at", before, i64::MIN).await?;
         let past_gap = before + gap + chrono::Duration::minutes(1);
-        let end = id_of(first_id_from(past_gap, first_kept).fetch_optional(&self.pool).await?)?;
+        let end = match first_kept {
+            Some(id) => Self::first_id_from(&mut conn, "raw_events", "received_at", past_gap, id).await?,
+            None => None,
+        };
+        drop(conn);
+        // Without a row to keep, every row goes (the runs in use are those of no row).
         let query = q!(
             "DELETE FROM raw_events WHERE id < $1 AND received_at < $2 AND (chain IS NULL OR chain NOT IN \
                         (SELECT chain FROM raw_events WHERE id >= $1 AND id < $4 \
                         AND received_at >= $2 AND received_at <= $3 AND chain IS NOT NULL))"
         )
-        .bind(first_kept)
+        .bind(first_kept.unwrap_or(i64::MAX))
         .bind(to_millis(before))
         .bind(to_millis(before + gap))
         .bind(end.unwrap_or(i64::MAX));
