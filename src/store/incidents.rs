@@ -48,17 +48,12 @@ impl IncidentRecord {
         self.clone().into_full_view()
     }
 
-    /// [`IncidentRecord::full_view`], taking the record (its view is not copied).
-    pub fn into_full_view(self) -> Incident {
-        let mut v = self.view;
-        v.id = self.id;
-        v.state = self.state;
-        v.severity = self.severity;
-        v.since = self.since;
-        v.fired_at = self.fired_at;
-        v.resolved_at = self.resolved_at;
-        v.acknowledged = self.ack;
-        v
+    /// [`IncidentRecord::full_view`], taking the record (its view is not copied): the columns put into it as a row
+    /// read is ([`from_columns`]: they may have moved since, firing or resolving), with its acknowledgement.
+    pub fn into_full_view(mut self) -> Incident {
+        from_columns(&mut self);
+        self.view.acknowledged = self.ack;
+        self.view
     }
 }
 
@@ -571,6 +566,8 @@ mod tests {
             view: Incident {
                 instance: "eu".into(),
                 team: "payments".into(),
+                kind: Kind::SyncFailed,
+                app_namespace: "argocd".into(),
                 app_name: "pay".into(),
                 fingerprint: "f".into(),
                 severity: Severity::Warning,
