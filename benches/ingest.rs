@@ -563,8 +563,11 @@ async fn main() {
 fn stop_cleanly(spawned: &Spawned) -> bool {
     let mut all = true;
     for child in &spawned.children {
-        let pid = child.id().to_string();
-        let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+        let pid = child.id();
+        // SAFETY: kill only sends a signal, to a child this program started and has not reaped.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGTERM);
+        }
         let gone = (0..300).any(|_| {
             std::thread::sleep(Duration::from_millis(100));
             !std::path::Path::new(&format!("/proc/{pid}")).exists()
