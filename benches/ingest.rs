@@ -210,6 +210,18 @@ fn body(templates: &[Template], i: u64, apps: usize) -> Vec<u8> {
 }
 
 /// CPU seconds (user + system) a process has used so far.
+/// The machine's busy and idle time so far, in ticks of every core together (`/proc/stat`'s first line).
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<u64> = (stat.lines().next()?.split_whitespace().skip(1))
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user already)
+    let idle = cpu.get(3)? + cpu.get(4)?;
+    let busy = cpu.iter().take(8).sum::<u64>() - idle;
+    Some((busy, idle))
+}
+
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
@@ -360,11 +372,19 @@ async fn main() {
     for u in &urls {
         let ready = async {
             for _ in 0..200 {
-                let probe = if args.alertmanager { "-/ready" } else { "readyz" };
-                if let Ok(r) = client.get(format!("{u}/{probe}")).send().await
-                    && r.status().is_success()
-                {
-                    return true;
+                // Herald's readiness, Alertmanager's, or a plain health check (the bare stacks of
+                // ../shared/perf, to measure what the generator itself costs).
+                let probes: &[&str] = if args.alertmanager {
+                    &["-/ready"]
+                } else {
+                    &["readyz", "healthz"]
+                };
+                for probe in probes {
+                    if let Ok(r) = client.get(format!("{u}/{probe}")).send().await
+                        && r.status().is_success()
+                    {
+                        return true;
+                    }
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -379,10 +399,14 @@ async fn main() {
     let urls = Arc::new(urls);
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    // What the first failed request got, printed with the figures: an error is a finding, not noise.
+    let first_error: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     // Herald's answers by outcome (changed, duplicate, stale): whether the run measured what it says it did.
     let outcomes: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let latencies = Arc::new(std::sync::Mutex::new(Vec::<u32>::with_capacity(1 << 20)));
     let cpu_before: Vec<Option<f64>> = pids.iter().map(|p| cpu_seconds(*p)).collect();
+    let own_cpu_before = cpu_seconds(std::process::id());
+    let machine_before = machine_ticks();
     let store_before = store_bytes(_spawned.as_ref(), args.storage_url.as_deref());
     let start = Instant::now();
     let deadline = start + args.duration;
@@ -391,6 +415,7 @@ async fn main() {
         let templates = templates.clone();
         let urls = urls.clone();
         let errors = errors.clone();
+        let first_error = first_error.clone();
         let outcomes = outcomes.clone();
         let latencies = latencies.clone();
         let token = args.token.clone();
@@ -401,6 +426,7 @@ async fn main() {
             let templates = templates.clone();
             let urls = urls.clone();
             let errors = errors.clone();
+            let first_error = first_error.clone();
             let outcomes = outcomes.clone();
             let latencies = latencies.clone();
             let token = token.clone();
@@ -433,8 +459,17 @@ async fn main() {
                         let us = scheduled.elapsed().as_micros().min(u32::MAX as u128) as u32;
                         latencies.lock().expect("lock").push(us);
                     }
-                    _ => {
+                    failed => {
                         errors.fetch_add(1, Ordering::Relaxed);
+                        let what = match failed {
+                            Ok(r) => {
+                                let status = r.status();
+                                let text = r.text().await.unwrap_or_default();
+                                format!("{status} {}", text.chars().take(300).collect::<String>())
+                            }
+                            Err(e) => format!("no answer: {e}"),
+                        };
+                        first_error.lock().expect("lock").get_or_insert(what);
                     }
                 }
             }
@@ -474,6 +509,7 @@ async fn main() {
         }
     }
     let elapsed = start.elapsed();
+    let machine_after = machine_ticks();
     let mut l = latencies.lock().expect("lock").clone();
     l.sort_unstable();
     let pct = |p: f64| -> f64 {
@@ -501,6 +537,19 @@ async fn main() {
         elapsed.as_secs_f64(),
         ok / elapsed.as_secs_f64()
     );
+    if let Some(what) = first_error.lock().expect("lock").as_ref() {
+        println!("first error: {what}");
+        // And what the spawned Heralds logged (warnings and errors only), the last lines of each.
+        if let Some(spawned) = &_spawned {
+            for i in 0..spawned.children.len() {
+                let log = std::fs::read_to_string(spawned._dir.join(format!("herald-{i}.log"))).unwrap_or_default();
+                let lines: Vec<&str> = log.lines().collect();
+                for line in &lines[lines.len().saturating_sub(5)..] {
+                    println!("herald {i} logged: {}", line.chars().take(400).collect::<String>());
+                }
+            }
+        }
+    }
     if !args.alertmanager {
         let [changed, duplicate, stale] = [0, 1, 2].map(|k| outcomes[k].load(Ordering::Relaxed));
         println!("outcomes: {changed} changed, {duplicate} duplicate, {stale} stale");
@@ -539,6 +588,30 @@ async fn main() {
                 used,
                 used / elapsed.as_secs_f64() * 100.0,
                 used / ok * 1e6
+            );
+        }
+    }
+    // The generator shares the machine: what it takes of it bounds what is left for the target.
+    if let (Some(before), Some(after)) = (own_cpu_before, cpu_seconds(std::process::id()))
+        && ok > 0.0
+    {
+        let used = after - before;
+        println!(
+            "generator (this process): CPU {:.1} s over the run ({:.0} % of one core), {:.0} µs per acknowledged \
+             event",
+            used,
+            used / elapsed.as_secs_f64() * 100.0,
+            used / ok * 1e6
+        );
+    }
+    // How much of the machine the run left unused: a target that cannot scale further on it is one that leaves none.
+    if let (Some((b0, i0)), Some((b1, i1))) = (machine_before, machine_after) {
+        let (busy, idle) = (b1.saturating_sub(b0), i1.saturating_sub(i0));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if busy + idle > 0 {
+            println!(
+                "machine: {:.0} % of its {cores} cores busy over the run (every process, the target's and this one's)",
+                busy as f64 * 100.0 / (busy + idle) as f64
             );
         }
     }
