@@ -209,7 +209,6 @@ fn body(templates: &[Template], i: u64, apps: usize) -> Vec<u8> {
     out
 }
 
-/// CPU seconds (user + system) a process has used so far.
 /// The machine's busy and idle time so far, in ticks of every core together (`/proc/stat`'s first line).
 fn machine_ticks() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
@@ -222,6 +221,7 @@ fn machine_ticks() -> Option<(u64, u64)> {
     Some((busy, idle))
 }
 
+/// CPU seconds (user + system) a process has used so far.
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
