@@ -146,7 +146,11 @@ async fn concurrent_bodies_on_two_replicas_lose_no_update() {
     let sends = (0..40u32).map(|i| {
         let replica = if i % 2 == 0 { a.clone() } else { b.clone() };
         let second = (i * 7) % 40;
-        let sync = if second % 3 == 0 { "Synced" } else { "OutOfSync" };
+        let sync = if second.is_multiple_of(3) {
+            "Synced"
+        } else {
+            "OutOfSync"
+        };
         tokio::spawn(async move { replica.ingest(body(sync, second), None).await.expect("ingest").outcome })
     });
     for handle in sends.collect::<Vec<_>>() {
@@ -219,4 +223,123 @@ async fn a_duplicates_last_seen_reaches_postgresql() {
 async fn a_duplicates_last_seen_reaches_sqlite() {
     let dir = tempfile::tempdir().expect("tmp");
     a_duplicates_last_seen_reaches_the_store(&format!("sqlite://{}/herald.db", dir.path().display())).await;
+}
+
+/// A body of Application `name` at `second`, its sync and health given.
+fn app_body(name: &str, sync: &str, health: &str, second: u32) -> herald::argocd::Snapshot {
+    let text = serde_json::json!({
+        "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60),
+        "app": {
+            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+            "spec": {"project": "default"},
+            "status": {"sync": {"status": sync}, "health": {"status": health}}
+        }
+    })
+    .to_string();
+    parse_body(text.as_bytes(), 64).expect("valid body")
+}
+
+/// What body `second` of every Application says: sync and health each change every few bodies, so incidents open,
+/// are refreshed and resolve throughout.
+fn statuses(second: u32) -> (&'static str, &'static str) {
+    let sync = if second.is_multiple_of(3) {
+        "Synced"
+    } else {
+        "OutOfSync"
+    };
+    let health = if (second / 2).is_multiple_of(2) {
+        "Healthy"
+    } else {
+        "Degraded"
+    };
+    (sync, health)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_applications_written_by_two_replicas_at_once_never_fail_a_body() {
+    let url = fresh_database().await;
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    // Twelve Applications, 60 bodies each, all sent at once, each Application's bodies alternating between the
+    // replicas: their batches hold the same Applications in different orders, and both open, refresh and resolve
+    // the same Applications' incidents. Every body must be answered (no deadlock, no conflict left over), and each
+    // Application end in its newest body's state.
+    let names: Vec<String> = (0..12).map(|i| format!("app-{i:02}")).collect();
+    let mut sends = Vec::new();
+    for second in 0..300u32 {
+        // Every other second in the opposite order, so batches meet the same Applications in both orders.
+        let order: Vec<usize> = match second % 2 {
+            0 => (0..names.len()).collect(),
+            _ => (0..names.len()).rev().collect(),
+        };
+        for i in order {
+            let name = &names[i];
+            let replica = if (i as u32 + second).is_multiple_of(2) {
+                a.clone()
+            } else {
+                b.clone()
+            };
+            let (sync, health) = statuses(second);
+            let snap = app_body(name, sync, health, second);
+            sends.push(tokio::spawn(async move { replica.ingest(snap, None).await }));
+        }
+    }
+    let mut failed = Vec::new();
+    for handle in sends {
+        if let Err(e) = handle.await.expect("task") {
+            failed.push(e.to_string());
+        }
+    }
+    assert!(failed.is_empty(), "{} bodies failed: {failed:?}", failed.len());
+    let (sync, health) = statuses(299);
+    for name in &names {
+        let id = AppId::new("argocd", name);
+        for replica in [&a, &b] {
+            let stored = replica.app(&id).await.expect("read").expect("stored");
+            assert_eq!(stored.state.snapshot.sync_status.as_str(), sync, "{name}");
+            assert_eq!(stored.state.snapshot.health_status.as_str(), health, "{name}");
+        }
+        let timeline = a.timeline(&id, 1000).await.expect("timeline");
+        let syncs: Vec<_> = timeline.iter().filter(|t| t.field == "sync").collect();
+        for pair in syncs.windows(2) {
+            assert_eq!(pair[1].from.as_deref(), Some(pair[0].to.as_str()), "{name}: {syncs:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_victim_is_a_conflict_to_do_again() {
+    // Two transactions that lock two rows in opposite orders: PostgreSQL ends one of them, and the batch writer
+    // must take that error as a conflict (done again on what is stored), not as the store being unavailable.
+    let url = fresh_database().await;
+    let mut setup = sqlx::PgConnection::connect(&url).await.expect("connect");
+    setup
+        .execute("CREATE TABLE pair (id int PRIMARY KEY, v int); INSERT INTO pair VALUES (1, 0), (2, 0)")
+        .await
+        .expect("table");
+    let (mut first, mut second) = (
+        sqlx::PgConnection::connect(&url).await.expect("connect"),
+        sqlx::PgConnection::connect(&url).await.expect("connect"),
+    );
+    first
+        .execute("BEGIN; UPDATE pair SET v = 1 WHERE id = 1")
+        .await
+        .expect("lock 1");
+    second
+        .execute("BEGIN; UPDATE pair SET v = 2 WHERE id = 2")
+        .await
+        .expect("lock 2");
+    let crossing = tokio::spawn(async move {
+        let r = first.execute("UPDATE pair SET v = 1 WHERE id = 2").await.map(|_| ());
+        (first, r)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let other = second.execute("UPDATE pair SET v = 2 WHERE id = 1").await.map(|_| ());
+    let (_first, crossed) = crossing.await.expect("task");
+    let victim = match (crossed, other) {
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => e,
+        (a, b) => panic!("exactly one of the two is ended: {a:?} {b:?}"),
+    };
+    let error = herald::store::StoreError::from(victim);
+    assert!(error.is_conflict(), "{error}");
+    assert!(!herald::store::StoreError::Decode("x".into()).is_conflict());
 }

@@ -9,9 +9,10 @@
 //! Only the writer uses the cache, and only while it holds it (`Core::cache`) from before it reads until after it
 //! commits: entries are taken out for a batch and put back once the batch is committed, so a batch that fails leaves
 //! nothing behind that the store does not have. With several replicas on PostgreSQL another one may write an
-//! Application: each entry carries the version of the row it was read from, checked against the store before it is
-//! used (one small query per batch) and again by the write itself (compare-and-set, `Store::save_apps_checked`).
-//! On SQLite there is one process, whose writer is the only one: the entries are used as they are.
+//! Application: each entry carries the version of the row it was read from, checked against the row once the batch
+//! has locked it (one small query per batch, in the batch's transaction: [`AppCache::take_locked`]) and again by
+//! the write itself (compare-and-set, `Store::save_apps_checked`). On SQLite there is one process, whose writer is
+//! the only one: the entries are used as they are.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
@@ -21,7 +22,7 @@ use chrono::{DateTime, Utc};
 use super::repeats::app_key;
 use crate::argocd::AppId;
 use crate::state::AppState;
-use crate::store::{Dictionaries, Engine, RawChain, Store, StoreError, StoredApp};
+use crate::store::{Dictionaries, RawChain, Store, StoreError, StoredApp, WriteTx};
 
 /// How many Applications the writer remembers: 6–8 KB each in memory, so 4,096 cost about 30 MB; an Application
 /// not remembered is read from the store when a body for it comes (as every one was before the cache).
@@ -89,9 +90,44 @@ impl AppCache {
         self.lru.len()
     }
 
-    /// Takes the Applications `ids` out of the cache (checked against the stored versions where other replicas may
-    /// write) and reads the others from the store. Those the store has no row for are not in the answer.
+    /// Takes the Applications `ids` out of the cache and reads the others from the store. Those the store has no
+    /// row for are not in the answer. For one writer (SQLite), whose entries are always current.
     pub(super) async fn take(&mut self, store: &Store, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
+        let (taken, missing) = self.pop(ids);
+        let mut taken = taken;
+        if !missing.is_empty() {
+            taken.extend(store.stored_apps(&missing).await?);
+        }
+        Ok(taken)
+    }
+
+    /// [`AppCache::take`] where other replicas write (PostgreSQL): the rows of `ids` are locked in `tx` first
+    /// (`Store::lock_apps`), then each entry is used only if its version is the stored one, and the others are
+    /// read in `tx`. No other replica can write them until `tx` ends.
+    pub(super) async fn take_locked(
+        &mut self,
+        tx: &mut WriteTx,
+        ids: &[AppId],
+    ) -> Result<HashMap<AppId, StoredApp>, StoreError> {
+        let versions = Store::lock_apps(tx, ids).await?;
+        let (mut taken, mut missing) = self.pop(ids);
+        taken.retain(|id, entry| {
+            let current = versions.get(id) == Some(&entry.version);
+            if !current {
+                missing.push(id.clone());
+            }
+            current
+        });
+        // Only those with a row: one without is new to this batch.
+        missing.retain(|id| versions.contains_key(id));
+        if !missing.is_empty() {
+            taken.extend(Store::lock_stored_apps(tx, &missing).await?);
+        }
+        Ok(taken)
+    }
+
+    /// The entries of `ids` taken out, and the ids not remembered.
+    fn pop(&mut self, ids: &[AppId]) -> (HashMap<AppId, StoredApp>, Vec<AppId>) {
         let mut taken = HashMap::with_capacity(ids.len());
         let mut missing = Vec::new();
         for id in ids {
@@ -103,21 +139,7 @@ impl AppCache {
                 None => missing.push(id.clone()),
             }
         }
-        if store.engine() == Engine::Postgres && !taken.is_empty() {
-            let cached: Vec<AppId> = taken.keys().cloned().collect();
-            let versions = store.app_versions(&cached).await?;
-            taken.retain(|id, entry| {
-                let current = versions.get(id) == Some(&entry.version);
-                if !current {
-                    missing.push(id.clone());
-                }
-                current
-            });
-        }
-        if !missing.is_empty() {
-            taken.extend(store.stored_apps(&missing).await?);
-        }
-        Ok(taken)
+        (taken, missing)
     }
 
     /// Puts back what a committed batch holds.

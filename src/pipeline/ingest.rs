@@ -1,7 +1,8 @@
 //! The ingest side: bodies that arrive together are handled by one batch writer in one transaction (`Batch`), each
 //! snapshot running through state → incidents → routing inside it (`ingest_in`). The writer keeps each
-//! Application's last state in memory (`cache`): a stale body or a duplicate is answered from there, and only a
-//! change — or a duplicate that moves the stored ordering time — opens a transaction at all.
+//! Application's last state in memory (`cache`): a stale body or a duplicate is answered from there, and on SQLite
+//! only a change — or a duplicate that moves the stored ordering time — opens a transaction at all. On PostgreSQL,
+//! where other replicas write the same rows, every batch begins by locking its Applications' rows in one order.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use super::{Core, IngestOutcome, IngestSummary};
 use crate::argocd::{AppId, Snapshot};
 use crate::live::Live;
 use crate::state::{self, Outcome};
-use crate::store::{DictionaryUse, IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
+use crate::store::{DictionaryUse, Engine, IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
 
 mod decisions;
 mod direct;
@@ -260,12 +261,23 @@ impl Core {
             let mut attempt = 0;
             loop {
                 let mut batch = Batch::new(works);
-                batch.apps = cache.take(&self.store, &batch.ids).await?;
+                let mut tx = None;
+                if self.store.engine() == Engine::Postgres {
+                    // Other replicas write too: the batch's Applications are locked before anything is judged, so
+                    // none of them can change under it, and two replicas' batches over the same Applications wait
+                    // for each other instead of deadlocking halfway through their writes.
+                    let mut t = self.store.begin().await?;
+                    batch.apps = cache.take_locked(&mut t, &batch.ids).await?;
+                    batch.open = Store::open_incidents_of(&mut t, &batch.ids).await?;
+                    tx = Some(t);
+                } else {
+                    batch.apps = cache.take(&self.store, &batch.ids).await?;
+                }
                 batch.chains = cache.take_chains(&batch.apps);
                 batch.chain_gap = chain_gap(self.settings.storage.raw_retention);
                 batch.dictionary =
                     (cache.dictionaries).for_batch(self.clock.now(), self.settings.storage.raw_retention);
-                match self.run_batch(&mut batch, works).await {
+                match self.run_batch(&mut batch, works, tx).await {
                     Ok(out) => {
                         let wake = batch.wake;
                         self.seen.record(std::mem::take(&mut batch.seen));
@@ -289,13 +301,11 @@ impl Core {
                         cache.put_back(batch.apps);
                         return Ok((out, wake));
                     }
-                    // Another replica wrote one of these Applications: do it all again on what is stored now.
-                    Err(StoreError::Conflict) if attempt < CONFLICT_RETRIES => {
+                    // Another replica wrote one of these Applications, or PostgreSQL broke a deadlock with another
+                    // transaction by ending this one: do it all again on what is stored now.
+                    Err(e) if e.is_conflict() && attempt < CONFLICT_RETRIES => {
                         attempt += 1;
-                        tracing::debug!(
-                            attempt,
-                            "an Application was written by another replica; batch done again"
-                        );
+                        tracing::debug!(attempt, error = %e, "batch met another writer; done again");
                     }
                     Err(e) => return Err(e),
                 }
@@ -305,8 +315,14 @@ impl Core {
         .await
     }
 
-    async fn run_batch(&self, batch: &mut Batch, works: &[&Work]) -> Result<Vec<IngestSummary>, StoreError> {
-        let mut tx = None;
+    /// Runs `works` on `batch`, in `tx` when it is already begun (PostgreSQL: with the batch's Applications locked
+    /// and its open incidents read in it).
+    async fn run_batch(
+        &self,
+        batch: &mut Batch,
+        works: &[&Work],
+        mut tx: Option<WriteTx>,
+    ) -> Result<Vec<IngestSummary>, StoreError> {
         let mut out = Vec::with_capacity(works.len());
         for work in works {
             let now = self.clock.now();
@@ -321,7 +337,9 @@ impl Core {
             tx = Some(self.store.begin().await?);
         }
         if let Some(mut tx) = tx {
-            batch.write(&mut tx).await?;
+            if !batch.dirty.is_empty() {
+                batch.write(&mut tx).await?;
+            }
             tx.commit().await?;
         }
         Ok(out)
@@ -363,6 +381,11 @@ impl Core {
         }
         let written = async {
             let mut tx = self.store.begin().await?;
+            // Locked first in the order batches lock them (PostgreSQL), so this cannot deadlock with another replica's.
+            if self.store.engine() == Engine::Postgres {
+                let ids: Vec<AppId> = seen.iter().map(|(id, _)| id.clone()).collect();
+                Store::lock_apps(&mut tx, &ids).await?;
+            }
             Store::touch_apps(&mut tx, &seen).await?;
             tx.commit().await
         }

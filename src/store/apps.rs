@@ -173,18 +173,50 @@ impl Store {
         .await
     }
 
-    /// The versions of several Applications (those with a row): what a cached state is checked against when
-    /// other replicas may write.
-    pub async fn app_versions(&self, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
-        self.read_apps(ids, "instance, namespace, name, version", |r| {
-            let id = AppId {
-                instance: r.try_get("instance")?,
-                namespace: r.try_get("namespace")?,
-                name: r.try_get("name")?,
-            };
-            Ok((id, r.try_get("version")?))
-        })
-        .await
+    /// The versions of several Applications (those with a row), read in `tx` and, on PostgreSQL, their rows locked
+    /// until it ends: what a batch checks the states it remembers against before it judges anything. See
+    /// [`Store::lock_stored_apps`] for the order.
+    pub async fn lock_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
+        let rows = Self::locked_rows(tx, ids, "instance, namespace, name, version").await?;
+        rows.iter()
+            .map(|r| {
+                let id = AppId {
+                    instance: r.try_get("instance")?,
+                    namespace: r.try_get("namespace")?,
+                    name: r.try_get("name")?,
+                };
+                Ok((id, r.try_get("version")?))
+            })
+            .collect()
+    }
+
+    /// Several Applications (those with a row) with their versions, read in `tx` and, on PostgreSQL, their rows
+    /// locked until it ends, so no other replica can write them before this transaction does. Rows are locked in
+    /// one order whoever asks (the key's bytes, as [`AppId`] sorts), so two replicas' batches over the same
+    /// Applications wait for each other instead of deadlocking.
+    pub async fn lock_stored_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
+        let rows = Self::locked_rows(tx, ids, APP_COLUMNS).await?;
+        rows.iter()
+            .map(|r| {
+                let stored = stored_from_row(r)?;
+                Ok((stored.state.snapshot.app.clone(), stored))
+            })
+            .collect()
+    }
+
+    async fn locked_rows(tx: &mut WriteTx, ids: &[AppId], columns: &str) -> Result<Vec<AnyRow>, StoreError> {
+        let mut sorted = ids.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        let lock = match tx.engine {
+            // One writer: the transaction already excludes every other.
+            Engine::Sqlite => "",
+            Engine::Postgres => {
+                " ORDER BY instance COLLATE \"C\", namespace COLLATE \"C\", name COLLATE \"C\" FOR UPDATE"
+            }
+        };
+        let select = select_apps(columns);
+        fetch_for_apps(tx, &sorted, |pairs| format!("{}{lock}", select(pairs))).await
     }
 
     /// `columns` of several Applications' rows (those with one), each decoded by `row`, read on a pooled

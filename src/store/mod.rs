@@ -79,6 +79,17 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the work may be done again at once on what is stored now: another replica wrote one of its
+    /// Applications ([`StoreError::Conflict`]), or PostgreSQL chose its transaction as a deadlock's victim (40P01)
+    /// or could not serialize it (40001). Nothing of it was written.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            StoreError::Conflict => true,
+            StoreError::Db(sqlx::Error::Database(e)) => matches!(e.code().as_deref(), Some("40P01" | "40001")),
+            _ => false,
+        }
+    }
+
     /// Whether the database is unreachable or busy (→ 503, try again) rather than the request being wrong.
     pub fn is_unavailable(&self) -> bool {
         matches!(
