@@ -93,8 +93,7 @@ impl AppCache {
     /// Takes the Applications `ids` out of the cache and reads the others from the store. Those the store has no
     /// row for are not in the answer. For one writer (SQLite), whose entries are always current.
     pub(super) async fn take(&mut self, store: &Store, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
-        let (taken, missing) = self.pop(ids);
-        let mut taken = taken;
+        let (mut taken, missing) = self.pop(ids);
         if !missing.is_empty() {
             taken.extend(store.stored_apps(&missing).await?);
         }

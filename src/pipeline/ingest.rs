@@ -147,6 +147,8 @@ struct Batch {
     ids: Vec<AppId>,
     apps: std::collections::HashMap<AppId, StoredApp>,
     open: std::collections::HashMap<AppId, Vec<IncidentRecord>>,
+    /// `open` has been read (by the first change: a batch of duplicates reads none).
+    open_read: bool,
     /// When the batch is written (resolved_at of pending incidents that went away).
     now: DateTime<Utc>,
     dirty: Vec<AppId>,
@@ -268,7 +270,6 @@ impl Core {
                     // for each other instead of deadlocking halfway through their writes.
                     let mut t = self.store.begin().await?;
                     batch.apps = cache.take_locked(&mut t, &batch.ids).await?;
-                    batch.open = Store::open_incidents_of(&mut t, &batch.ids).await?;
                     tx = Some(t);
                 } else {
                     batch.apps = cache.take(&self.store, &batch.ids).await?;
@@ -316,7 +317,7 @@ impl Core {
     }
 
     /// Runs `works` on `batch`, in `tx` when it is already begun (PostgreSQL: with the batch's Applications locked
-    /// and its open incidents read in it).
+    /// in it).
     async fn run_batch(
         &self,
         batch: &mut Batch,
@@ -345,17 +346,17 @@ impl Core {
         Ok(out)
     }
 
-    /// The batch's transaction, begun by the first body that changes something (with the open incidents of every
-    /// Application of the batch, read in it).
+    /// The batch's transaction for the first body that changes something: begun then (SQLite) or already (at the
+    /// batch's start, PostgreSQL), with the open incidents of every Application of the batch read in it then.
     async fn tx<'t>(&self, tx: &'t mut Option<WriteTx>, batch: &mut Batch) -> Result<&'t mut WriteTx, StoreError> {
-        let begun = match tx.take() {
+        let mut begun = match tx.take() {
             Some(t) => t,
-            None => {
-                let mut t = self.store.begin().await?;
-                batch.open = Store::open_incidents_of(&mut t, &batch.ids).await?;
-                t
-            }
+            None => self.store.begin().await?,
         };
+        if !batch.open_read {
+            batch.open = Store::open_incidents_of(&mut begun, &batch.ids).await?;
+            batch.open_read = true;
+        }
         Ok(tx.insert(begun))
     }
 
@@ -381,11 +382,6 @@ impl Core {
         }
         let written = async {
             let mut tx = self.store.begin().await?;
-            // Locked first in the order batches lock them (PostgreSQL), so this cannot deadlock with another replica's.
-            if self.store.engine() == Engine::Postgres {
-                let ids: Vec<AppId> = seen.iter().map(|(id, _)| id.clone()).collect();
-                Store::lock_apps(&mut tx, &ids).await?;
-            }
             Store::touch_apps(&mut tx, &seen).await?;
             tx.commit().await
         }

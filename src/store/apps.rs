@@ -118,6 +118,12 @@ fn app_from_row(r: &AnyRow) -> Result<AppRecord, StoreError> {
     })
 }
 
+/// [`stored_from_row`] with its Application's key, for a map.
+fn keyed_stored(r: &AnyRow) -> Result<(AppId, StoredApp), StoreError> {
+    let stored = stored_from_row(r)?;
+    Ok((stored.state.snapshot.app.clone(), stored))
+}
+
 fn stored_from_row(r: &AnyRow) -> Result<StoredApp, StoreError> {
     let rec = app_from_row(r)?;
     Ok(StoredApp {
@@ -166,16 +172,12 @@ impl Store {
     /// Reads several Applications with their versions, outside any write transaction (what the writer's cache
     /// lacks). Those without a row are left out.
     pub async fn stored_apps(&self, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
-        self.read_apps(ids, APP_COLUMNS, |r| {
-            let stored = stored_from_row(r)?;
-            Ok((stored.state.snapshot.app.clone(), stored))
-        })
-        .await
+        self.read_apps(ids, APP_COLUMNS, keyed_stored).await
     }
 
     /// The versions of several Applications (those with a row), read in `tx` and, on PostgreSQL, their rows locked
-    /// until it ends: what a batch checks the states it remembers against before it judges anything. See
-    /// [`Store::lock_stored_apps`] for the order.
+    /// until it ends (see [`Store::locked_rows`]): what a batch checks the states it remembers against before it
+    /// judges anything.
     pub async fn lock_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, i64>, StoreError> {
         let rows = Self::locked_rows(tx, ids, "instance, namespace, name, version").await?;
         rows.iter()
@@ -190,26 +192,22 @@ impl Store {
             .collect()
     }
 
-    /// Several Applications (those with a row) with their versions, read in `tx` and, on PostgreSQL, their rows
-    /// locked until it ends, so no other replica can write them before this transaction does. Rows are locked in
-    /// one order whoever asks (the key's bytes, as [`AppId`] sorts), so two replicas' batches over the same
-    /// Applications wait for each other instead of deadlocking.
+    /// [`Store::stored_apps`] read in `tx` and, on PostgreSQL, their rows locked until it ends (see
+    /// [`Store::locked_rows`]), so no other replica can write them before this transaction does.
     pub async fn lock_stored_apps(tx: &mut WriteTx, ids: &[AppId]) -> Result<HashMap<AppId, StoredApp>, StoreError> {
         let rows = Self::locked_rows(tx, ids, APP_COLUMNS).await?;
-        rows.iter()
-            .map(|r| {
-                let stored = stored_from_row(r)?;
-                Ok((stored.state.snapshot.app.clone(), stored))
-            })
-            .collect()
+        rows.iter().map(keyed_stored).collect()
     }
 
+    /// `columns` of the rows of `ids` (those with one), read in `tx`. On PostgreSQL the rows are locked until `tx`
+    /// ends, in one order whoever asks (the key's bytes, as [`AppId`] sorts: chunks in that order, each sorted
+    /// `COLLATE "C"`), so two writers over the same Applications wait for each other instead of deadlocking. On
+    /// SQLite the write transaction already excludes every other writer.
     async fn locked_rows(tx: &mut WriteTx, ids: &[AppId], columns: &str) -> Result<Vec<AnyRow>, StoreError> {
         let mut sorted = ids.to_vec();
         sorted.sort();
         sorted.dedup();
         let lock = match tx.engine {
-            // One writer: the transaction already excludes every other.
             Engine::Sqlite => "",
             Engine::Postgres => {
                 " ORDER BY instance COLLATE \"C\", namespace COLLATE \"C\", name COLLATE \"C\" FOR UPDATE"
@@ -299,8 +297,13 @@ impl Store {
     }
 
     /// Moves `last_seen` forward for several Applications (kept in memory by the writer for duplicates, written
-    /// now and then): no version change, nothing else written.
+    /// now and then): no version change, nothing else written. On PostgreSQL the rows are locked first in the one
+    /// order batches lock them ([`Store::locked_rows`]), so this cannot deadlock with another replica's batch.
     pub async fn touch_apps(tx: &mut WriteTx, rows: &[(AppId, DateTime<Utc>)]) -> Result<(), StoreError> {
+        if tx.engine == Engine::Postgres {
+            let ids: Vec<AppId> = rows.iter().map(|(id, _)| id.clone()).collect();
+            Self::locked_rows(tx, &ids, "1").await?;
+        }
         let sql = |values: &str| {
             format!(
                 "UPDATE apps SET last_seen = v.column4 FROM (VALUES {values}) AS v \
