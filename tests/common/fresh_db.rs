@@ -1,6 +1,6 @@
 //! A fresh database for one test, on either engine: a SQLite file in its own temporary directory, or a new database
 //! on the PostgreSQL server of `HERALD_TEST_POSTGRES_URL` (started by scripts/test). Shared by the test binaries
-//! that run on both engines (`tests/store.rs`, `tests/stories/`).
+//! that run on both engines (`tests/api/store.rs`, `tests/stories/`).
 
 use sqlx::{Connection, Executor};
 

@@ -12,9 +12,7 @@ use herald::store::Store;
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
 
-#[path = "common/wait.rs"]
-#[allow(dead_code)] // only `eventually` waits here
-mod wait;
+use crate::wait;
 
 /// A fresh database on the test PostgreSQL, and its URL.
 async fn fresh_database() -> String {

@@ -19,9 +19,7 @@ use herald::store::{
 use secrecy::SecretString;
 use sqlx::Row;
 
-#[path = "common/fresh_db.rs"]
-mod fresh_db;
-use fresh_db::{FreshDb, fresh_db};
+use crate::fresh_db::{FreshDb, fresh_db};
 
 async fn fresh(engine: &str) -> (Store, FreshDb) {
     let db = fresh_db(engine, "contract").await;
@@ -929,9 +927,9 @@ async fn store_before_instances(url: &str) {
                 std::borrow::Cow::Borrowed($name),
                 MigrationType::Simple,
                 (if sqlite {
-                    include_str!(concat!("../migrations/sqlite/", $file))
+                    include_str!(concat!("../../migrations/sqlite/", $file))
                 } else {
-                    include_str!(concat!("../migrations/postgres/", $file))
+                    include_str!(concat!("../../migrations/postgres/", $file))
                 })
                 .into_sql_str(),
                 false,
