@@ -559,8 +559,34 @@ fn pool_options(engine: Engine, sync: SqliteSynchronous) -> AnyPoolOptions {
         })
 }
 
+/// Creates the store's directory (and any missing parent) readable by Herald's user only (0700): the store holds
+/// Helm values, last-applied configurations and delivery payloads. An existing directory is left as it is.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates the SQLite database file, when it does not exist yet, readable and writable by Herald's user only
+/// (0600), before SQLite opens it: SQLite gives its `-wal` and `-shm` files the database file's mode. An existing
+/// file keeps its mode.
+fn private_file(path: &std::path::Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 impl Store {
-    /// Connects (creating the SQLite file and its directory when needed) and applies migrations.
+    /// Connects (creating the SQLite file and its directory when needed, for Herald's user only) and applies
+    /// migrations.
     pub async fn connect(settings: &StorageSettings) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         let url = settings.url.expose_secret().to_string();
@@ -585,8 +611,11 @@ impl Store {
                 && let Some(dir) = std::path::Path::new(&path).parent()
                 && !dir.as_os_str().is_empty()
             {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+                private_dir(dir).map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+            }
+            if path != ":memory:" && !path.is_empty() && !url.contains("mode=ro") && !url.contains("mode=memory") {
+                private_file(std::path::Path::new(&path))
+                    .map_err(|e| StoreError::Config(format!("cannot create {path}: {e}")))?;
             }
             if url.contains('?') {
                 url

@@ -13,6 +13,7 @@ mod change_events;
 mod cli;
 mod confirm;
 mod contract;
+mod data_files;
 mod delivery;
 mod digest;
 mod faults;
