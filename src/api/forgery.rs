@@ -7,7 +7,7 @@
 //!   purpose, because their own signature (not anything a browser adds) is what lets them act: a signed link's
 //!   confirmation page (`/act/…`) and Slack's button clicks (`POST /v1/slack/interactions`, form-encoded by Slack).
 //! - a state-changing request a browser marks as coming from another site (`Sec-Fetch-Site: cross-site` or
-//!   `same-site`, or an `Origin` whose host is not the request's), unless it carries a bearer token (which a browser
+//!   `same-site`, or an `Origin` whose host or port is not the request's), unless it carries a bearer token (which a browser
 //!   never adds by itself, unlike remembered Basic credentials): 403.
 //!
 //! The pages run no scripts; their only forms (Acknowledge and Silence, `forms`) post a form body to
@@ -144,13 +144,26 @@ fn cross_site(req: &ServiceRequest, host: &str) -> Option<String> {
         };
     }
     let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("null");
-    let origin_host = url::Url::parse(origin)
-        .ok()
-        .and_then(|u| u.host_str().and_then(HostName::parse));
-    let request_host = HostName::parse(host);
-    match (origin_host, request_host) {
-        (Some(o), Some(h)) if o.name == h.name => None,
+    let origin_url = url::Url::parse(origin).ok();
+    let origin_host = (origin_url.as_ref()).and_then(|u| {
+        u.host_str()
+            .and_then(HostName::parse)
+            .map(|h| (h.name, u.port_or_known_default()))
+    });
+    match (origin_host, HostName::parse(host)) {
+        (Some((name, port)), Some(h)) if name == h.name && same_port(port, h.port) => None,
         _ => Some(format!("another origin ({origin:?})")),
+    }
+}
+
+/// An origin is a scheme, a host and a port: a page served on another port of the same host is another origin.
+/// A `Host` without a port was reached on its scheme's default port, which Herald cannot see behind a proxy that
+/// ends TLS: 80 and 443 are both taken as it.
+fn same_port(origin: Option<u16>, host: Option<u16>) -> bool {
+    match (origin, host) {
+        (Some(o), Some(h)) => o == h,
+        (Some(o), None) => matches!(o, 80 | 443),
+        (None, _) => false,
     }
 }
 
@@ -248,6 +261,33 @@ mod tests {
     }
 
     #[test]
+    fn an_origin_on_another_port_of_the_same_host_is_another_site() {
+        let post = |host: &str, origin: &str| {
+            TestRequest::post()
+                .uri("/v1/silences")
+                .insert_header((header::HOST, host.to_string()))
+                .insert_header((header::CONTENT_TYPE, "application/json"))
+                .insert_header(("authorization", "Basic b3BzOnBhc3N3b3Jk"))
+                .insert_header((header::ORIGIN, origin.to_string()))
+        };
+        for (host, origin, status) in [
+            ("herald.example", "https://herald.example", None),
+            ("herald.example", "http://herald.example", None),
+            ("herald.example", "https://herald.example:8443", Some(403)),
+            ("herald.example:8443", "https://herald.example:8443", None),
+            ("herald.example:8443", "https://herald.example", Some(403)),
+            ("127.0.0.1:8080", "http://127.0.0.1:9999", Some(403)),
+            ("127.0.0.1:8080", "http://127.0.0.1:8080", None),
+        ] {
+            assert_eq!(
+                refused(post(host, origin), &AllowedHosts::Any),
+                status,
+                "Host {host}, Origin {origin}"
+            );
+        }
+    }
+
+    #[test]
     fn a_cross_site_state_change_is_refused_unless_it_carries_a_bearer_token() {
         let post = |headers: &[(&str, &str)]| {
             let mut r = TestRequest::post()
@@ -268,6 +308,9 @@ mod tests {
             (vec![basic, ("origin", "null")], Some(403)),
             (vec![basic, ("sec-fetch-site", "same-origin")], None),
             (vec![basic, ("origin", "http://127.0.0.1:8080")], None),
+            (vec![basic, ("origin", "http://127.0.0.1:9999")], Some(403)),
+            (vec![basic, ("origin", "http://127.0.0.1")], Some(403)),
+            (vec![basic, ("origin", "file://")], Some(403)),
             (vec![basic], None),
             (
                 vec![

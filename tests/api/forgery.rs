@@ -156,6 +156,8 @@ async fn a_cross_site_request_with_remembered_basic_credentials_is_refused() {
         vec![("Sec-Fetch-Site", "same-site")],
         vec![("Origin", "https://evil.example")],
         vec![("Origin", "null")],
+        // The same host on another port is another origin (another program on the machine).
+        vec![("Origin", "http://127.0.0.1:9")],
     ] {
         let r = post(alice.clone(), headers.clone()).await.expect("req");
         assert_eq!(r.status(), 403, "{headers:?}");
@@ -231,6 +233,29 @@ async fn allowed_hosts_names_the_hosts_herald_answers_to() {
             .await
             .expect("req");
         assert_eq!(r.status().as_u16(), status, "{host}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn no_page_of_herald_can_be_framed_by_another_site() {
+    let app = TestApp::spawn("").await;
+    for path in ["/", "/v1/apps", "/apps/argocd/nothing-here", "/healthz"] {
+        let r = app
+            .client
+            .get(format!("{}{path}", app.address))
+            .send()
+            .await
+            .expect("req");
+        let header = |name: &str| {
+            (r.headers().get(name))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(header("content-security-policy"), "frame-ancestors 'none'", "{path}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
     }
     app.stop().await;
 }
