@@ -72,6 +72,13 @@ impl Application {
                 )
                 .configure(api::configure)
                 .wrap(actix_web::middleware::from_fn(api::refuse_forgeries))
+                // No page of Herald's may be framed by another site (its forms act on incidents: clickjacking).
+                .wrap(
+                    actix_web::middleware::DefaultHeaders::new()
+                        .add(("X-Frame-Options", "DENY"))
+                        .add(("Content-Security-Policy", "frame-ancestors 'none'"))
+                        .add(("X-Content-Type-Options", "nosniff")),
+                )
         })
         .shutdown_timeout(10)
         .disable_signals();
