@@ -309,7 +309,24 @@ fn section_errors(value: &serde_json::Value) -> Vec<ConfigError> {
 pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
     match url::Url::parse(u) {
         Ok(p) if p.scheme() == "http" || p.scheme() == "https" => {}
-        _ => errors.push(invalid(path, format!("{u:?} is not an http(s) URL"))),
+        _ => errors.push(invalid(path, format!("{} is not an http(s) URL", shown_url(u)))),
+    }
+}
+
+/// A URL as an error may repeat it: without the user and password it may carry (`ftp://alice:s3cret@host` is
+/// shown as `"ftp://***@host"`); any other value that holds an `@` is not shown at all.
+fn shown_url(u: &str) -> String {
+    match url::Url::parse(u) {
+        Ok(mut p) if !p.username().is_empty() || p.password().is_some() => {
+            if p.set_username("***").is_ok() {
+                let _ = p.set_password(None);
+                format!("{:?}", p.as_str())
+            } else {
+                format!("a {:?} URL (not shown: it carries credentials)", p.scheme())
+            }
+        }
+        _ if u.contains('@') => "the value (not shown: it may carry credentials)".to_string(),
+        _ => format!("{u:?}"),
     }
 }
 
@@ -337,6 +354,34 @@ mod tests {
     use super::*;
     use crate::domain::Kind;
     use std::time::Duration;
+
+    #[test]
+    fn a_url_refused_is_never_repeated_with_its_credentials() {
+        for (u, shown) in [
+            (
+                "ftp://alice:s3cret-pass@matrix.example/x",
+                "\"ftp://***@matrix.example/x\"",
+            ),
+            (
+                "matrix://alice:s3cret-pass@matrix.example",
+                "\"matrix://***@matrix.example\"",
+            ),
+            ("alice:s3cret-pass@matrix.example", "not shown"),
+            ("not a url", "\"not a url\""),
+        ] {
+            let mut errors = Vec::new();
+            check_url(&mut errors, "receivers[0].matrix.homeserver", u);
+            let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+            assert!(text.contains(shown), "{u}: {text}");
+            assert!(!text.contains("s3cret"), "{u}: {text}");
+        }
+        let mut errors = Vec::new();
+        check_url(&mut errors, "x", "https://alice:s3cret@matrix.example");
+        assert!(
+            errors.is_empty(),
+            "credentials in an http(s) URL are the receiver's business"
+        );
+    }
 
     #[test]
     fn an_empty_file_means_every_default() {

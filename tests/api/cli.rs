@@ -942,3 +942,25 @@ teams:
         "{err}"
     );
 }
+
+#[test]
+fn check_config_never_repeats_the_credentials_of_a_url_it_refuses() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for homeserver in [
+        "ftp://herald:s3cret-matrix-pass@matrix.example",
+        "herald:s3cret-matrix-pass@matrix.example",
+    ] {
+        let f = write(
+            dir.path(),
+            "matrix.yaml",
+            &format!(
+                "receivers: [{{name: m, matrix: {{homeserver: \"{homeserver}\", room_id: \"!r:matrix.example\", \
+                 access_token: syt_0123456789abcdef}}}}]\n"
+            ),
+        );
+        let (code, out, err) = herald(&["check-config", &f], &[]);
+        assert_ne!(code, 0, "{homeserver}: {out}{err}");
+        assert!(err.contains("homeserver"), "the error names the key: {err}");
+        assert!(!(out.clone() + &err).contains("s3cret"), "{homeserver}: {out}{err}");
+    }
+}
