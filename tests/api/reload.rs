@@ -166,6 +166,60 @@ async fn a_reload_of_an_empty_or_cut_file_keeps_the_credentials_in_force() {
 }
 
 #[tokio::test]
+async fn a_reload_of_a_file_cut_in_the_middle_of_a_token_keeps_the_credentials_in_force() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sink = dir.path().join("sink.jsonl");
+    let cfg = dir.path().join("herald.yaml");
+    let whole = config(dir.path(), &sink, "");
+    std::fs::write(&cfg, &whole).expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let apps = |token: &'static str| {
+        let client = client.clone();
+        let url = format!("{}/v1/apps", bin.address);
+        async move {
+            client
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("req")
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(apps(ADMIN).await, 200);
+
+    // A rotation being written: the new token's line cut after 20 of its characters, no line break after it.
+    const NEW: &str = "rotated-token-abcdefghijklmnopqrstuvwxyz";
+    const PREFIX: &str = "rotated-token-abcdef";
+    // The tokens are the file's last lines, in block style, so the cut file is valid YAML.
+    let server_line = whole
+        .lines()
+        .find(|l| l.starts_with("server:"))
+        .expect("the server line");
+    let rotated = format!(
+        "{}\nserver:\n  listen: \"127.0.0.1:0\"\n  auth:\n    bearer_tokens:\n      - {ADMIN}\n      - {NEW}\n",
+        whole.replace(&format!("{server_line}\n"), "").trim_end()
+    );
+    let cut_at = rotated.find(NEW).expect("the new token") + PREFIX.len();
+    std::fs::write(&cfg, &rotated[..cut_at]).expect("write");
+    hangup(&bin);
+    logged(&bin, "configuration reload refused", 1).await;
+    assert!(bin.logs().contains("does not end with a line break"), "{}", bin.logs());
+    assert_eq!(apps(PREFIX).await, 401, "the cut token is no credential");
+    assert_eq!(apps(ADMIN).await, 200, "the running credentials stay");
+
+    // The whole file: applied, the new token works.
+    std::fs::write(&cfg, &rotated).expect("write");
+    hangup(&bin);
+    logged(&bin, "configuration reloaded", 1).await;
+    assert_eq!(apps(NEW).await, 200);
+    assert_eq!(apps(PREFIX).await, 401);
+    assert!(bin.terminate().await.success());
+}
+
+#[tokio::test]
 async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() {
     let dir = tempfile::tempdir().expect("tmp");
     let sink = dir.path().join("sink.jsonl");
