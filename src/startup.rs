@@ -72,6 +72,7 @@ impl Application {
                 )
                 .configure(api::configure)
                 .wrap(actix_web::middleware::from_fn(api::refuse_forgeries))
+                .wrap(actix_web::middleware::from_fn(api::close_refused))
                 // No page of Herald's may be framed by another site (its forms act on incidents: clickjacking).
                 .wrap(
                     actix_web::middleware::DefaultHeaders::new()

@@ -7,6 +7,10 @@
 //! cannot get its share within a few seconds gets 503 + Retry-After, which Argo CD retries. The reservation is kept
 //! only while the body arrives at a sender's pace ([`MIN_RATE`] after [`GRACE`]): a slower one gives back all but
 //! what it has sent and takes its share as its bytes arrive, so slow uploads cannot keep the budget from others.
+//!
+//! A request refused before its body was read whole (413, 503, 401, 408, …) is answered with `Connection: close`
+//! ([`close_refused`]): the connection is not kept for a next request behind the unread bytes, so a refused upload
+//! cannot hold a socket and the kernel's buffers after its sender has gone.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -195,6 +199,58 @@ fn busy() -> HttpResponse {
         "too many large bodies are being read at once; try again",
         Some("1"),
     )
+}
+
+/// The middleware on every route: an error answer to a request that came with a body closes the connection, since
+/// the body may not have been read (a refusal answers before reading it). actix-web keeps such a connection open
+/// when the handler has let go of the body — to read a chunked body to its end for the next request, which a
+/// sender that gave up never sends — so the body is held here until the answer has been written: actix-web then
+/// sees a body nobody read, answers with `Connection: close`, and closes once the sender stops or
+/// `client_disconnect_timeout` passes.
+pub async fn close_refused(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let headers = req.headers();
+    let has_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || (headers.get(header::CONTENT_LENGTH))
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0);
+    if !has_body {
+        return next.call(req).await.map(ServiceResponse::map_into_boxed_body);
+    }
+    let body = std::rc::Rc::new(std::cell::RefCell::new(actix_web::HttpMessage::take_payload(&mut req)));
+    let reader = body.clone();
+    let stream = futures_util::stream::poll_fn(move |cx| reader.borrow_mut().poll_next_unpin(cx));
+    let boxed: std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<web::Bytes, PayloadError>>>> = Box::pin(stream);
+    req.set_payload(Payload::from(boxed));
+    let res = next.call(req).await?.map_into_boxed_body();
+    if res.status().is_client_error() || res.status().is_server_error() {
+        return Ok(res.map_body(|_, answer| BoxBody::new(HoldingBody { answer, _body: body })));
+    }
+    Ok(res)
+}
+
+/// An answer that keeps the request's body alive until it has been written (see [`close_refused`]).
+struct HoldingBody {
+    answer: BoxBody,
+    _body: std::rc::Rc<std::cell::RefCell<Payload>>,
+}
+
+impl MessageBody for HoldingBody {
+    type Error = Box<dyn std::error::Error>;
+
+    fn size(&self) -> actix_web::body::BodySize {
+        self.answer.size()
+    }
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<web::Bytes, Self::Error>>> {
+        std::pin::Pin::new(&mut self.answer).poll_next(cx)
+    }
 }
 
 /// The middleware on `/v1/argocd/events`.

@@ -36,7 +36,7 @@ pub use auth::{Auth, Caller};
 pub use error::ApiError;
 pub use forgery::guard as refuse_forgeries;
 pub use forms::FormKey;
-pub use limits::BodyBudget;
+pub use limits::{BodyBudget, close_refused};
 
 /// What every handler can reach.
 pub struct AppContext {

@@ -12,6 +12,7 @@ mod caps;
 mod change_events;
 mod cli;
 mod confirm;
+mod connections;
 mod contract;
 mod data_files;
 mod delivery;
