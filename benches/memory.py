@@ -10,11 +10,17 @@
    start, and the script prints the peak RSS while it reads and stores the listing, and the RSS after. Herald reads
    the listing item by item, so the peak must not grow with the listing (asserted: at most LISTING_RSS_LIMIT_MB).
 
+4. bodies shaped to make parsing build much from few bytes (`--hostile`): four of just under 4 MB at once, each
+   `status.resources: [{}, {}, …]` (about 1.3 million empty resources), then the same through
+   `operationState.syncResult.resources`, then `status.conditions`, then `status.sync.revisions` of distinct short
+   strings; a fresh Herald for each shape, its peak RSS printed (asserted: at most HOSTILE_RSS_LIMIT_MB for the four).
+
 Starts the given binary on a free loopback port with a fresh SQLite store, and prints the peak RSS (VmHWM) after each
 phase, the answers it got, and the store's size on disk. Standard library only.
 
     cargo build --release && python3 benches/memory.py target/release/herald             # phases 1 and 2
     cargo build --release && python3 benches/memory.py target/release/herald --listing   # phase 3
+    cargo build --release && python3 benches/memory.py target/release/herald --hostile   # phase 4
 """
 
 import concurrent.futures as futures
@@ -65,7 +71,7 @@ def request(url, body=None, method=None, timeout=60):
     except urllib.error.HTTPError as e:
         return e.code, e.read()
     except Exception as e:  # connection reset while shedding, timeouts
-        return type(e).__name__, b""
+        return f"{type(e).__name__}: {e}", b""
 
 
 def envelope(name, sync="OutOfSync", health="Healthy", pad=0, resources=None):
@@ -210,9 +216,88 @@ def listing_phase(binary):
     print(f"ok: every listing's peak RSS within {LISTING_RSS_LIMIT_MB} MB")
 
 
+# The peak four hostile bodies read at once may cost (a body of 1.3 million empty resources took 470 MB alone when
+# every one was built before the caps applied).
+HOSTILE_RSS_LIMIT_MB = 200
+
+
+def hostile_bodies(shape, n=4):
+    """`n` bodies of just under 4 MB (the default `server.max_body_bytes`) whose one list is as long as fits."""
+    limit = 4 * 1024 * 1024 - 2048
+    bodies = []
+    for k in range(n):
+        app = {"metadata": {"name": f"hostile-{k}", "namespace": "argocd", "uid": f"uid-hostile-{k}"},
+               "spec": {"project": "default"},
+               "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"}}}
+        head = json.dumps({"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "app": app})
+        if shape == "revisions":
+            items, i = [], 0
+            size = len(head) + 40
+            while size < limit:
+                item = f'"{i:x}"'
+                items.append(item)
+                size += len(item) + 1
+                i += 1
+            array = "[" + ",".join(items) + "]"
+        else:
+            count = (limit - len(head) - 80) // 3
+            array = "[" + ",".join(["{}"] * count) + "]"
+        placement = {
+            "resources": '"status": {"resources": ARRAY, ',
+            "syncResult": '"status": {"operationState": {"phase": "Failed", "syncResult": {"resources": ARRAY}}, ',
+            "conditions": '"status": {"conditions": ARRAY, ',
+            "revisions": '"status": {"sync": {"status": "OutOfSync", "revisions": ARRAY}, ',
+        }[shape]
+        if shape == "revisions":
+            # Its own `sync` replaces the Application's (no key twice).
+            head = head.replace('"sync": {"status": "OutOfSync"}, ', "", 1)
+        body = head.replace('"status": {', placement.replace("ARRAY", array), 1)
+        bodies.append(body.encode())
+    return bodies
+
+
+def hostile_phase(binary):
+    worst = 0.0
+    for shape in ("resources", "syncResult", "conditions", "revisions"):
+        work = tempfile.mkdtemp(prefix="herald-hostile-")
+        port = free_port()
+        env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
+                   HERALD__LOG__LEVEL="warn")
+        proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(100):
+                if request(base + "/healthz")[0] == 200:
+                    break
+                time.sleep(0.1)
+            start = rss_mb(proc.pid)
+            bodies = hostile_bodies(shape)
+            started = time.time()
+            with futures.ThreadPoolExecutor(len(bodies)) as pool:
+                answers = list(pool.map(lambda b: request(base + "/v1/argocd/events", b)[0], bodies))
+            elapsed = time.time() - started
+            peak = peak_rss_mb(proc.pid)
+            worst = max(worst, peak)
+            print(f"{shape}: 4 bodies of {len(bodies[0]) / 1e6:.1f} MB at once: answers {answers} in {elapsed:.1f} s; "
+                  f"RSS at start {start:.0f} MB, peak {peak:.0f} MB")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    print(f"worst peak {worst:.0f} MB (limit {HOSTILE_RSS_LIMIT_MB} MB)")
+    if worst > HOSTILE_RSS_LIMIT_MB:
+        sys.exit(1)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[2] == "--listing":
         listing_phase(os.path.abspath(sys.argv[1]))
+        return
+    if len(sys.argv) == 3 and sys.argv[2] == "--hostile":
+        hostile_phase(os.path.abspath(sys.argv[1]))
         return
     if len(sys.argv) != 2:
         print(__doc__)

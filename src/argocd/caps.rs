@@ -47,7 +47,9 @@ fn cut_opt(s: &mut Option<String>, max: usize) {
 /// Keeps the first `max` of `v`; says how many were left out in `notes`.
 fn first<T>(v: &mut Vec<T>, max: usize, what: &str, notes: &mut Vec<String>) {
     if v.len() > max {
-        notes.push(format!("{} {what}: only the first {max} are kept", v.len()));
+        // The readers keep one item past the cap (never the whole list, which a hostile body makes huge): more than
+        // `max` is what is known.
+        notes.push(format!("more than {max} {what}: only the first {max} are kept"));
         v.truncate(max);
     }
 }
@@ -244,7 +246,7 @@ mod tests {
         let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
         assert!(
             note.message
-                .contains("36000 resources out of sync: only the first 1000 are kept"),
+                .contains("more than 1000 resources out of sync: only the first 1000 are kept"),
             "{}",
             note.message
         );
@@ -266,7 +268,10 @@ mod tests {
         assert!(size(&snap) <= MAX_SNAPSHOT_BYTES, "{}", size(&snap));
         assert!(!snap.resources.is_empty() && snap.resources.len() < MAX_RESOURCES);
         let note = snap.conditions.iter().find(|c| c.r#type == TRUNCATED).expect("a note");
-        assert!(note.message.contains("3000 resources out of sync") && note.message.contains("resource lists cut"));
+        assert!(
+            note.message.contains("more than 1000 resources out of sync")
+                && note.message.contains("resource lists cut")
+        );
     }
 
     #[test]

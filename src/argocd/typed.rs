@@ -20,6 +20,8 @@ mod shapes;
 
 use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
 
+use super::caps::{MAX_CONDITIONS, MAX_RESOURCES, MAX_SOURCES};
+
 use super::{
     AppId, Condition, Destination, HealthStatus, Initiator, Operation, ResourceStatus, ResultResource, Snapshot,
     Source, SourceRef, SyncPolicy, SyncStatus, parse_time, validate_name, validate_namespace,
@@ -95,6 +97,114 @@ impl<'de> Deserialize<'de> for AnyStr {
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+/// A JSON array read item by item: every item is read as `T` (so checked as the tolerant reader checks it), but
+/// only what Herald can keep stays in memory — the first `MAX` items `P` picks (and one more, so the caps can say
+/// that there were more), or with [`Last`] the last `MAX` — and the rest are dropped as they are read. A body of a
+/// million empty resources costs one resource's memory while it is read, not a million's.
+pub(super) struct Capped<T, P, const MAX: usize> {
+    items: Vec<T>,
+    pick: PhantomData<P>,
+}
+
+/// Which items of an array a [`Capped`] keeps.
+pub(super) trait Pick<T> {
+    /// The last `MAX` items rather than the first.
+    const LAST: bool = false;
+    fn keep(_: &T) -> bool {
+        true
+    }
+    /// Whether `item` counts as one already kept (then it is not kept again).
+    fn same(_kept: &T, _item: &T) -> bool {
+        false
+    }
+}
+
+/// Every item, the first ones.
+pub(super) struct First;
+impl<T> Pick<T> for First {}
+
+/// Every item, the last ones (an Application's history: the newest entries are last).
+pub(super) struct Last;
+impl<T> Pick<T> for Last {
+    const LAST: bool = true;
+}
+
+/// Every item once, the first ones (revisions).
+pub(super) struct Distinct;
+impl Pick<Str<'_>> for Distinct {
+    fn same(kept: &Str<'_>, item: &Str<'_>) -> bool {
+        kept.0 == item.0
+    }
+}
+
+/// The resources Herald keeps of `status.resources`: out of sync, waiting to be pruned, or unhealthy.
+pub(super) struct NotFine;
+impl Pick<Obj<shapes::ResourceDoc<'_>>> for NotFine {
+    fn keep(Obj(res): &Obj<shapes::ResourceDoc<'_>>) -> bool {
+        let health = res.health.as_ref().and_then(|Obj(h)| h.status.as_ref());
+        res.status.as_ref().is_none_or(|s| s.0 != "Synced")
+            || res.requires_pruning.unwrap_or(false)
+            || health.is_some_and(|h| h.0 != "Healthy")
+    }
+}
+
+impl<T, P, const MAX: usize> Default for Capped<T, P, MAX> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            pick: PhantomData,
+        }
+    }
+}
+
+impl<T, P, const MAX: usize> Capped<T, P, MAX> {
+    pub(super) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+impl<T, P, const MAX: usize> IntoIterator for Capped<T, P, MAX> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'de, T: Deserialize<'de>, P: Pick<T>, const MAX: usize> Deserialize<'de> for Capped<T, P, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T, P, const MAX: usize>(PhantomData<(T, P)>);
+        impl<'de, T: Deserialize<'de>, P: Pick<T>, const MAX: usize> Visitor<'de> for V<T, P, MAX> {
+            type Value = Capped<T, P, MAX>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut kept = Capped::default();
+                while let Some(item) = seq.next_element::<T>()? {
+                    if !P::keep(&item) || kept.items.iter().any(|k| P::same(k, &item)) {
+                        continue;
+                    }
+                    if P::LAST {
+                        if kept.items.len() == MAX {
+                            kept.items.remove(0);
+                        }
+                        kept.items.push(item);
+                    } else if kept.items.len() <= MAX {
+                        kept.items.push(item);
+                    }
+                }
+                Ok(kept)
+            }
+        }
+        d.deserialize_seq(V::<T, P, MAX>(PhantomData))
     }
 }
 

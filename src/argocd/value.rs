@@ -252,7 +252,9 @@ impl Reader {
         if let Some(Value::Array(revs)) = self.get(app, &["status", "sync", "revisions"]) {
             for (i, v) in revs.iter().enumerate() {
                 let s = entry_str(v, || format!("{}status.sync.revisions[{i}]", self.prefix))?;
-                if !revisions.iter().any(|r| r == s) {
+                // Past the cap one more (so the caps say there were more) the rest are checked, not kept: a body of a
+                // million revisions is not compared a million times a million.
+                if revisions.len() <= super::caps::MAX_SOURCES && !revisions.iter().any(|r| r == s) {
                     revisions.push(s.to_string());
                 }
             }

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Annotations, AnyStr, Obj, Str, present};
+use super::{
+    Annotations, AnyStr, Capped, Distinct, First, Last, MAX_CONDITIONS, MAX_RESOURCES, MAX_SOURCES, NotFine, Obj, Str,
+    present,
+};
 
 /// Declares a shape: a struct whose fields are all optional (`Option<…>` is added), read with serde. A field typed
 /// `str` is a string borrowed from the body (`Str<'a>`, which serde borrows only when each field says so — the
@@ -80,7 +83,7 @@ shape! {
         #[serde(borrow)]
         source: Obj<SourceDoc<'a>>,
         #[serde(borrow)]
-        sources: Vec<Obj<SourceDoc<'a>>>,
+        sources: Capped<Obj<SourceDoc<'a>>, First, MAX_SOURCES>,
     }
 }
 
@@ -126,11 +129,11 @@ shape! {
         #[serde(rename = "operationState", borrow)]
         operation_state: Obj<OperationStateDoc<'a>>,
         #[serde(borrow)]
-        resources: Vec<Obj<ResourceDoc<'a>>>,
+        resources: Capped<Obj<ResourceDoc<'a>>, NotFine, MAX_RESOURCES>,
         #[serde(borrow)]
-        conditions: Vec<Obj<ConditionDoc<'a>>>,
+        conditions: Capped<Obj<ConditionDoc<'a>>, First, MAX_CONDITIONS>,
         #[serde(borrow)]
-        history: Vec<Obj<HistoryDoc<'a>>>,
+        history: Capped<Obj<HistoryDoc<'a>>, Last, 2>,
         #[serde(rename = "reconciledAt")]
         reconciled_at: str,
     }
@@ -141,7 +144,7 @@ shape! {
         status: str,
         revision: str,
         #[serde(borrow)]
-        revisions: Vec<Str<'a>>,
+        revisions: Capped<Str<'a>, Distinct, MAX_SOURCES>,
     }
 }
 
@@ -206,9 +209,9 @@ shape! {
     SyncResultDoc<'a> {
         revision: str,
         #[serde(borrow)]
-        revisions: Vec<Str<'a>>,
+        revisions: Capped<Str<'a>, First, MAX_SOURCES>,
         #[serde(borrow)]
-        resources: Vec<Obj<ResultResourceDoc<'a>>>,
+        resources: Capped<Obj<ResultResourceDoc<'a>>, First, MAX_RESOURCES>,
     }
 }
 
