@@ -84,6 +84,9 @@ async fn resync_loop(
             last_listing = Some(pipeline.now());
             catch_up = false;
             resync_once(&pipeline, &source).await;
+        } else if let Err(e) = pipeline.refresh_denials(&source).await {
+            // Another replica lists: what it recorded of denied projects is shown here too.
+            tracing::debug!(instance, error = %e, "cannot read which Argo CD projects are denied");
         }
         tokio::select! {
             _ = tokio::time::sleep(check) => {}
