@@ -889,6 +889,29 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_items_sync_result_of_the_wrong_shape_is_read_as_none() {
+        for result in [
+            json!("a string"),
+            json!({"resources": "not a list"}),
+            json!({"revision": 5}),
+            json!({"resources": [{"kind": ["ConfigMap"]}]}),
+            json!([1, 2]),
+        ] {
+            let mut item: Value = serde_json::from_slice(&listed_item()).unwrap();
+            item["status"]["operationState"]["operation"]["sync"] = result.clone();
+            let snap = from_api_bytes(&serde_json::to_vec(&item).unwrap(), 4);
+            if let Ok(snap) = snap {
+                let op = snap.operation.expect("the operation is still read");
+                assert!(op.resources.is_empty(), "{result}: {op:?}");
+            }
+        }
+        let mut item: Value = serde_json::from_slice(&listed_item()).unwrap();
+        item["status"]["operationState"]["operation"]["sync"] = json!(null);
+        let snap = from_api_bytes(&serde_json::to_vec(&item).unwrap(), 4).expect("a nil result is none");
+        assert!(snap.operation.expect("op").resources.is_empty());
+    }
+
+    #[test]
     fn a_listing_item_keeps_what_only_a_whole_application_carries() {
         let mut stored = from_api_bytes(&listed_item(), 4).expect("readable");
         stored.listed = false;

@@ -454,3 +454,90 @@ async fn the_streams_error_chunk_without_a_newline_is_reported_and_the_listing_s
     );
     s.app.stop().await;
 }
+
+#[tokio::test]
+async fn hostile_or_broken_answers_to_a_confirming_get_delete_nothing() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let api = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v1/applications"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw("{\"metadata\":{}\n,\"items\":[]}", "application/json"))
+        .mount(&api)
+        .await;
+    let answers = [
+        (
+            "not-json",
+            ResponseTemplate::new(200).set_body_raw("<html>login</html>", "text/html"),
+        ),
+        (
+            "wrong-type",
+            ResponseTemplate::new(200).set_body_raw(r#"{"metadata": 5, "spec": []}"#, "application/json"),
+        ),
+        (
+            "huge-403",
+            ResponseTemplate::new(403).set_body_raw(vec![b'x'; 4 << 20], "text/plain"),
+        ),
+        (
+            "server-error",
+            ResponseTemplate::new(502).set_body_raw("bad gateway", "text/plain"),
+        ),
+        ("teapot", ResponseTemplate::new(418)),
+    ];
+    for (name, answer) in answers {
+        Mock::given(method("GET"))
+            .and(path(format!("/api/v1/applications/{name}")))
+            .respond_with(answer)
+            .mount(&api)
+            .await;
+    }
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = format!(
+        r#"
+argocd: {{api: {{url: "{}", token: t, timeout: 2s, resync_interval: 10s}}}}
+receivers: [{{name: sink, console: {{file: "{}/sink.jsonl"}}}}]
+ownership: {{default_team: platform}}
+teams: {{platform: {{receivers: [sink]}}}}
+"#,
+        api.uri(),
+        d.display()
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    for (name, _) in [
+        ("not-json", ()),
+        ("wrong-type", ()),
+        ("huge-403", ()),
+        ("server-error", ()),
+        ("teapot", ()),
+    ] {
+        let body = envelope(name, "payments", "Synced", "Healthy", &clock.now().to_rfc3339());
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    for _ in 0..2 {
+        let before = api.received_requests().await.unwrap_or_default().len();
+        app.advance(&clock, Duration::from_secs(11)).await;
+        let asked = eventually(Duration::from_secs(20), || async {
+            let n = api.received_requests().await.unwrap_or_default().len();
+            (n >= before + 7).then_some(())
+        })
+        .await;
+        assert!(asked.is_some(), "a listing and its GETs");
+        app.settle().await;
+    }
+    let v = app.get_json("/v1/apps").await;
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(5), "nothing deleted: {v}");
+    let sources = app.get_json("/v1/argocd").await;
+    let denied = &sources["instances"][0]["permission_denied"];
+    assert_eq!(
+        denied.as_array().map(Vec::len),
+        Some(1),
+        "the 403 denies its project: {sources}"
+    );
+    assert!(
+        !sources.to_string().contains("login"),
+        "no answer body is echoed: {sources}"
+    );
+    app.stop().await;
+}
