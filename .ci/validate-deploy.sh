@@ -190,7 +190,8 @@ def check_monitoring(docs, label):
                 fail(f"{label}: alert {r.get('alert')} has no severity label")
     for needed in ("HeraldDeadNotifications", "HeraldReceiverFailing", "HeraldIngestErrors", "HeraldDown",
                    "HeraldCredentialsRefused", "HeraldEventsRejected", "HeraldNoEvents", "HeraldArgoCdApiDown",
-                   "HeraldReloadRefused", "HeraldDeliveriesStuck", "HeraldDigestSkipped"):
+                   "HeraldArgoCdPermissionDenied", "HeraldReloadRefused", "HeraldDeliveriesStuck",
+                   "HeraldDigestSkipped"):
         if needed not in alerts:
             fail(f"{label}: no alert {needed}")
     rules_file = os.path.join(WORK, f"rules_{label}.yaml")
@@ -270,6 +271,11 @@ def write_rule_tests(rules_file):
                     {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="b", argocd_instance="default"}', "values": "1x40 0x50"},
                     # A second instance whose API stays up: the first one's being down still alerts.
                     {"series": 'herald_argocd_api_up{job="herald", namespace="herald", pod="a", argocd_instance="eu"}', "values": "1x90"},
+                    # The lister sees project beta denied from 40m; another replica never asked about it.
+                    {"series": 'herald_argocd_permission_denied{job="herald", namespace="herald", pod="a", argocd_instance="default", project="beta"}',
+                     "values": "0x40 1x50"},
+                    {"series": 'herald_argocd_permission_denied{job="herald", namespace="herald", pod="a", argocd_instance="default", project="alpha"}',
+                     "values": "0x90"},
                     {"series": 'herald_config_reloads_total{job="herald", namespace="herald", pod="a", outcome="refused"}',
                      "values": "0x40 1x50"},
                     {"series": 'herald_outbox_oldest_pending_age_seconds{job="herald", namespace="herald", pod="a"}',
@@ -280,7 +286,11 @@ def write_rule_tests(rules_file):
                 "alert_rule_test": [
                     *[{"eval_time": "39m", "alertname": a, "exp_alerts": []} for a in (
                         "HeraldCredentialsRefused", "HeraldEventsRejected", "HeraldNoEvents", "HeraldArgoCdApiDown",
-                        "HeraldReloadRefused", "HeraldDeliveriesStuck", "HeraldDigestSkipped")],
+                        "HeraldArgoCdPermissionDenied", "HeraldReloadRefused", "HeraldDeliveriesStuck",
+                        "HeraldDigestSkipped")],
+                    {"eval_time": "45m", "alertname": "HeraldArgoCdPermissionDenied", "exp_alerts": [
+                        {"exp_labels": {"severity": "warning", "namespace": "herald", "argocd_instance": "default",
+                                        "project": "beta"}}]},
                     {"eval_time": "50m", "alertname": "HeraldCredentialsRefused", "exp_alerts": [
                         {"exp_labels": {"severity": "warning", "namespace": "herald"}}]},
                     {"eval_time": "45m", "alertname": "HeraldEventsRejected", "exp_alerts": [

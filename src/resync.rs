@@ -8,15 +8,15 @@
 //! (with backoff) with a listing, never more often than `resync_interval`. Webhooks work without any of this: a
 //! failing API is reported (status page, `herald_argocd_api_up`), never fatal.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 
-use crate::argocd::AppId;
 use crate::argocd::api::{ApiError, Listed, WatchEvent};
+use crate::argocd::{AppId, Snapshot};
 use crate::pipeline::{HeldDropRow, InstanceApi, Pipeline, app_key};
 
 /// How many snapshots of a listing are in the pipeline at once: enough for the batch writer to group them.
@@ -84,6 +84,9 @@ async fn resync_loop(
             last_listing = Some(pipeline.now());
             catch_up = false;
             resync_once(&pipeline, &source).await;
+        } else if let Err(e) = pipeline.refresh_denials(&source).await {
+            // Another replica lists: what it recorded of denied projects is shown here too.
+            tracing::debug!(instance, error = %e, "cannot read which Argo CD projects are denied");
         }
         tokio::select! {
             _ = tokio::time::sleep(check) => {}
@@ -104,6 +107,10 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
     let started = pipeline.now();
     let api = &source.api;
     let instance = api.instance();
+    // What any replica recorded of the projects the token may not see, for the status page and this pass.
+    if let Err(e) = pipeline.refresh_denials(source).await {
+        tracing::warn!(instance, error = %e, "cannot read which Argo CD projects are denied");
+    }
     // The AppProjects first, so the listing's Applications are owned and routed by their annotations.
     let ownership = pipeline.settings().ownership.clone();
     match api
@@ -200,9 +207,22 @@ fn refused(source: &InstanceApi, started: chrono::DateTime<chrono::Utc>, e: &Api
     source.status.failed(started, &e.to_string());
 }
 
-/// Deletes the stored Applications (in the configured projects) that the listing lacks. One heard of after the
-/// listing started is kept: it may have been created since. A listing that lacks many at once (a token that lost
-/// access, a misconfigured project filter) is held back until the next listing agrees ([`absence`]).
+/// How many confirming GETs a listing makes at once, and at most in all: the rest of what it lacks waits for the
+/// next listing (kept meanwhile, never deleted unconfirmed).
+const CONFIRMING_AT_ONCE: usize = 8;
+const MOST_CONFIRMED: usize = 200;
+
+/// What the listing lacks, confirmed one by one: a stored Application (in the configured projects) is deleted only
+/// when a GET naming its project answers 404 and one without answers 403 or 404 ([`ArgoCdApi::confirm`]) — a token
+/// that lost its RBAC gets a listing without the Applications it may no longer `get`, so an absence alone proves
+/// nothing. A 403 naming the project denies that project ([`Pipeline::project_denied`]): its Applications are kept,
+/// unverifiable, and no more of them are asked about in this pass (one GET per denied project per listing). One
+/// that answers 200 in its project is kept (and read); one found in another project (moved) is read there. One
+/// heard of after the listing started is kept: it may have been created since. What is confirmed gone is then
+/// still held back when it is many at once, until the next listing agrees ([`DropGuard`]). A project with an item
+/// in the listing, or whose GET answered 200 or 404, is seen: a denial of it ends.
+///
+/// [`ArgoCdApi::confirm`]: crate::argocd::api::ArgoCdApi::confirm
 async fn delete_absent(
     pipeline: &Pipeline,
     source: &InstanceApi,
@@ -219,10 +239,28 @@ async fn delete_absent(
         }
     };
     let stored = live.len();
-    let absent: Vec<AppId> = (live.into_iter())
-        .filter(|(app, last_seen)| !present.contains(&app_key(app)) && *last_seen < started)
-        .map(|(app, _)| app)
-        .collect();
+    let mut seen_projects: BTreeSet<String> = BTreeSet::new();
+    // The lacking ones by project, each project's in a stable order.
+    let mut absent: BTreeMap<String, Vec<AppId>> = BTreeMap::new();
+    for (app, last_seen, project) in live {
+        if present.contains(&app_key(&app)) {
+            seen_projects.insert(project);
+        } else if last_seen < started {
+            absent.entry(project).or_default().push(app);
+        }
+    }
+    let Confirmed { gone, denied, seen, .. } = confirm_absent(pipeline, source, absent).await;
+    seen_projects.extend(seen);
+    for project in &denied {
+        if let Err(e) = pipeline.project_denied(source, project).await {
+            tracing::warn!(instance, project, error = %e, "cannot record that the project is denied; the next listing asks again");
+        }
+    }
+    for project in seen_projects.iter().filter(|p| !denied.contains(*p)) {
+        if let Err(e) = pipeline.project_seen(source, project).await {
+            tracing::warn!(instance, project, error = %e, "cannot record that the project is seen again");
+        }
+    }
     let settings = api.settings();
     let guard = DropGuard {
         max_share: settings.max_drop_share,
@@ -236,7 +274,7 @@ async fn delete_absent(
             None
         }
     };
-    let (delete, hold) = guard.absence(absent, stored, held.as_ref());
+    let (delete, hold) = guard.absence(gone, stored, held.as_ref());
     let recorded = match hold {
         Some(apps) => {
             tracing::warn!(
@@ -262,10 +300,98 @@ async fn delete_absent(
     }
     for app in delete {
         match pipeline.delete(app.clone()).await {
-            Ok(s) => tracing::info!(app = %app, incidents = s.incidents.len(), "not in the Argo CD listing: deleted"),
+            Ok(s) => {
+                tracing::info!(app = %app, incidents = s.incidents.len(), "not in the Argo CD listing, and Argo CD confirms it is gone: deleted")
+            }
             Err(e) => tracing::warn!(app = %app, error = %e, "cannot mark the Application deleted"),
         }
     }
+}
+
+/// What the confirming GETs of one listing found.
+#[derive(Default)]
+struct Confirmed {
+    gone: Vec<AppId>,
+    /// Projects a GET naming them answered 403.
+    denied: BTreeSet<String>,
+    /// Projects a GET naming them answered 200 or 404.
+    seen: BTreeSet<String>,
+    /// Applications there after all (in their project, or moved to another one), to be read.
+    found: Vec<Snapshot>,
+}
+
+impl Confirmed {
+    fn record(&mut self, project: &str, app: &AppId, answer: Result<crate::argocd::api::Confirmation, ApiError>) {
+        use crate::argocd::api::Confirmation;
+        match answer {
+            Ok(Confirmation::Present(snap)) => {
+                self.seen.insert(project.to_string());
+                self.found.push(*snap);
+            }
+            Ok(Confirmation::Moved(snap)) => {
+                tracing::info!(app = %app, from = project, to = %snap.project, "not in the listing: moved to another project");
+                self.seen.insert(project.to_string());
+                self.found.push(*snap);
+            }
+            Ok(Confirmation::Gone) => {
+                self.seen.insert(project.to_string());
+                self.gone.push(app.clone());
+            }
+            Ok(Confirmation::Denied) => {
+                self.denied.insert(project.to_string());
+            }
+            Err(e) => {
+                tracing::warn!(app = %app, error = %e, "cannot confirm an Application the listing lacks; kept until the next listing");
+            }
+        }
+    }
+}
+
+/// Asks Argo CD about each Application the listing lacks (`absent`, by stored project; at most
+/// [`MOST_CONFIRMED`], [`CONFIRMING_AT_ONCE`] at a time): one per project first, then the others of the projects
+/// that did not answer 403. What is there after all is read through the pipeline.
+async fn confirm_absent(pipeline: &Pipeline, source: &InstanceApi, absent: BTreeMap<String, Vec<AppId>>) -> Confirmed {
+    let api = &source.api;
+    let mut confirmed = Confirmed::default();
+    let mut rest = Vec::new();
+    let firsts: Vec<(String, AppId)> = (absent.into_iter())
+        .filter_map(|(project, apps)| {
+            let mut apps = apps.into_iter();
+            let first = apps.next()?;
+            rest.extend(apps.map(|a| (project.clone(), a)));
+            Some((project, first))
+        })
+        .take(MOST_CONFIRMED)
+        .collect();
+    let budget = MOST_CONFIRMED - firsts.len();
+    let ask = |(project, app): (String, AppId)| async move {
+        let answer = api.confirm(&app, &project).await;
+        (project, app, answer)
+    };
+    let answers: Vec<_> = (futures_util::stream::iter(firsts).map(ask))
+        .buffer_unordered(CONFIRMING_AT_ONCE)
+        .collect()
+        .await;
+    for (project, app, answer) in answers {
+        confirmed.record(&project, &app, answer);
+    }
+    let rest: Vec<(String, AppId)> = (rest.into_iter())
+        .filter(|(project, _)| !confirmed.denied.contains(project))
+        .take(budget)
+        .collect();
+    let answers: Vec<_> = (futures_util::stream::iter(rest).map(ask))
+        .buffer_unordered(CONFIRMING_AT_ONCE)
+        .collect()
+        .await;
+    for (project, app, answer) in answers {
+        confirmed.record(&project, &app, answer);
+    }
+    for snap in std::mem::take(&mut confirmed.found) {
+        if let Err(e) = pipeline.ingest(snap, None).await {
+            tracing::warn!(error = %e, "cannot store an Application read to confirm it; the next resync repairs it");
+        }
+    }
+    confirmed
 }
 
 /// When a listing lacks too many Applications to believe at once.

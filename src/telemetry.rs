@@ -98,7 +98,7 @@ fn needs_escape(c: char) -> bool {
 
 /// Every metric family Herald exports, with its help text: what `# HELP` says on `/metrics`. A family is listed
 /// here when it is introduced, wherever it is recorded.
-const FAMILIES: [(&str, &str); 22] = [
+const FAMILIES: [(&str, &str); 23] = [
     ("herald_build_info", "Always 1; the labels say which Herald is running."),
     (
         "herald_last_event_timestamp_seconds",
@@ -156,6 +156,11 @@ const FAMILIES: [(&str, &str); 22] = [
     (
         "herald_config_reloads_total",
         "Configuration reloads on SIGHUP, by outcome (applied, refused).",
+    ),
+    (
+        "herald_argocd_permission_denied",
+        "1 while the Argo CD API answers 403 to Herald's token for a project's Applications (they are kept, \
+         unverifiable), 0 once it answers again; by argocd_instance and project.",
     ),
     (
         "herald_argocd_api_up",

@@ -8,6 +8,7 @@ mod acks;
 mod actions;
 mod app_page;
 mod apps;
+mod argocd;
 mod auth;
 mod error;
 mod events;
@@ -129,6 +130,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         needing(Respond, web::post().to(acks::unacknowledge)),
     )
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))
+    .route("/v1/argocd", needing(Read, web::get().to(argocd::sources)))
     .route("/v1/silences", needing(Read, web::get().to(silences::list_silences)))
     .route("/v1/silences", needing(Admin, web::post().to(silences::create_silence)))
     .route(

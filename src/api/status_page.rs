@@ -173,6 +173,13 @@ fn api_source_line(r: &crate::pipeline::SourceReport, instance: Option<&str>, zo
         } @else {
             p id=(id("api-source")) .api-source { (source("", "API source")) ": no listing yet." }
         }
+        @for (project, since) in &r.denied {
+            p id=(id(&format!("permission-denied-{project}"))) .api-source .critical {
+                (source("The ", "API")) " answers 403: permission denied for project " (project) " since " (when(*since))
+                ". Its Applications are kept as they were, unverifiable: nothing of theirs is deleted or resolved "
+                "until Herald may see them again (the token needs `applications, get` on " (project) "/*)."
+            }
+        }
         @if let Some(h) = &r.held {
             p id=(id("listing-held")) .warning {
                 (source("The ", "listing")) " at " (when(h.at)) " lacked " (h.count) " of " (h.stored)

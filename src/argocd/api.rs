@@ -17,6 +17,10 @@ pub enum ApiError {
     Status(u16),
     #[error("the Argo CD API has no Application {0}")]
     NotFound(AppId),
+    /// 403: Argo CD's RBAC does not let the token `get` Applications of the project asked about (or, asked
+    /// without a project, it does not say whether the Application exists at all).
+    #[error("the Argo CD API answered 403: permission denied")]
+    PermissionDenied,
     #[error("the Argo CD API returned an Application Herald cannot read: {0}")]
     Payload(#[from] PayloadError),
     #[error("the Argo CD API returned a listing Herald cannot read: {0}")]
@@ -34,7 +38,7 @@ impl ApiError {
     pub fn reason(&self) -> &'static str {
         match self {
             ApiError::Unreachable(_) => "unreachable",
-            ApiError::Status(_) | ApiError::NotFound(_) => "status",
+            ApiError::Status(_) | ApiError::NotFound(_) | ApiError::PermissionDenied => "status",
             ApiError::Payload(_) | ApiError::Listing(_) => "invalid",
             ApiError::Incomplete(_) => "incomplete",
             ApiError::TooLarge(_) => "too_large",
@@ -42,28 +46,32 @@ impl ApiError {
     }
 }
 
-/// The fields of each Application Herald reads (`argocd::from_value`): asking for these only keeps a listing of
-/// 10,000 Applications small (no managed fields, no summary, no source hydrator state). Not `status.reconciledAt`:
-/// an Application read from the API is the state now whatever its time, and the time moves on every reconcile,
-/// so an unchanged Application would never be the same bytes twice (see [`ItemMemory`]).
+/// The fields of each Application a listing asks for, all of them paths of Argo CD's own table of selectable fields
+/// (`appFields` in argo-cd's `pkg/apiclient/application/forwarder_overwrite.go`): it silently drops any other path,
+/// so asking for `metadata.uid` or `status.conditions` gets nothing. `spec` whole rather than its parts: releases
+/// before 3.5 have only `spec` (3.5's parts are covered by it); `status.sync.revision` exists from 3.5 on.
+/// `status.operationState.operation.sync` is, in that table, the operation's sync *result* (`syncResult`), not the
+/// operation asked for. Not `status.reconciledAt` (not in the table anyway): an Application read from the API is the
+/// state now whatever its time.
+///
+/// What the table cannot give — `metadata.uid`, `status.conditions`, `status.history`, the operation's message,
+/// initiator and retries — a listing item lacks: it is read as [`Snapshot::listed`], and the pipeline keeps the
+/// stored values of those fields (from webhook bodies, the stream or a GET, which carry whole Applications).
 pub const LIST_FIELDS: &[&str] = &[
     "items.metadata.name",
     "items.metadata.namespace",
-    "items.metadata.uid",
     "items.metadata.labels",
     "items.metadata.annotations",
     "items.metadata.deletionTimestamp",
-    "items.spec.project",
-    "items.spec.destination",
-    "items.spec.syncPolicy",
-    "items.spec.source",
-    "items.spec.sources",
-    "items.status.sync",
+    "items.spec",
+    "items.status.sync.status",
+    "items.status.sync.revision",
     "items.status.health",
-    "items.status.operationState",
+    "items.status.operationState.phase",
+    "items.status.operationState.startedAt",
+    "items.status.operationState.finishedAt",
+    "items.status.operationState.operation.sync",
     "items.status.resources",
-    "items.status.conditions",
-    "items.status.history",
 ];
 
 /// One entry of a listing, as it is read.
@@ -240,6 +248,20 @@ fn read_listing<C: AsRef<[u8]>>(
     }
 }
 
+/// What a confirming GET ([`ArgoCdApi::confirm`]) found.
+#[derive(Debug)]
+pub enum Confirmation {
+    /// In the project Herald holds it in: the Application as it is now.
+    Present(Box<Snapshot>),
+    /// Not in that project (404), but there without one (200): moved to another project Herald may see.
+    Moved(Box<Snapshot>),
+    /// Not in that project (404), and 403 or 404 without one: gone — or moved to a project the token may not see,
+    /// which Argo CD answers exactly alike on purpose.
+    Gone,
+    /// 403 with its project: the token may not `get` that project's Applications. Nothing can be said about it.
+    Denied,
+}
+
 /// One event of the stream.
 #[derive(Debug)]
 pub enum WatchEvent {
@@ -330,16 +352,22 @@ impl ArgoCdApi {
             .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))
     }
 
-    pub async fn application(&self, app: &AppId) -> Result<Snapshot, ApiError> {
-        let url = self.url(
-            &["api", "v1", "applications", &app.name],
-            &[("appNamespace", app.namespace.as_str())],
-        )?;
+    /// The Application, asked for in `project` (`?project=`) or without one. Argo CD's answers
+    /// (`getAppEnforceRBAC` in argo-cd's `server/application/application.go`): with a project, 404 means it is not
+    /// in that project (gone, or in another project) and 403 that the token may not `get` that project's
+    /// Applications; without one, a missing Application and one the token may not see are both 403.
+    pub async fn application(&self, app: &AppId, project: Option<&str>) -> Result<Snapshot, ApiError> {
+        let mut query = vec![("appNamespace", app.namespace.as_str())];
+        if let Some(p) = project {
+            query.push(("project", if p.is_empty() { "default" } else { p }));
+        }
+        let url = self.url(&["api", "v1", "applications", &app.name], &query)?;
         let request = self.http.get(url);
         let resp = self.get(request).await?;
         match resp.status().as_u16() {
             200 => {}
             404 => return Err(ApiError::NotFound(app.clone())),
+            403 => return Err(ApiError::PermissionDenied),
             s => return Err(ApiError::Status(s)),
         }
         let value: Value = resp
@@ -349,6 +377,22 @@ impl ArgoCdApi {
         let mut snap = from_api(&value)?;
         self.own(&mut snap);
         Ok(snap)
+    }
+
+    /// What Argo CD says of an Application Herald holds in `project`: a GET with that project, and after a 404 one
+    /// without, which tells an Application moved to another project Herald may see from one that is gone.
+    pub async fn confirm(&self, app: &AppId, project: &str) -> Result<Confirmation, ApiError> {
+        match self.application(app, Some(project)).await {
+            Ok(snap) => Ok(Confirmation::Present(Box::new(snap))),
+            Err(ApiError::PermissionDenied) => Ok(Confirmation::Denied),
+            Err(ApiError::NotFound(_)) => match self.application(app, None).await {
+                Ok(snap) => Ok(Confirmation::Moved(Box::new(snap))),
+                // Without a project Argo CD answers 403 alike for "no such Application" and "not yours to see".
+                Err(ApiError::NotFound(_) | ApiError::PermissionDenied) => Ok(Confirmation::Gone),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     /// The annotations of every AppProject (in the configured projects, all when none are), by project name: only
@@ -497,14 +541,87 @@ fn from_api(value: &Value) -> Result<Snapshot, PayloadError> {
     Ok(as_read_from_api(snap))
 }
 
-/// The same from an item's bytes (a listing's, nesting `depth` deep), read as a webhook body is.
+/// The same from a listing item's bytes (nesting `depth` deep), read as a webhook body is, then as what it is: a
+/// selection of [`LIST_FIELDS`] ([`Snapshot::listed`]), whose sync result is under `operationState.operation.sync`.
 fn from_api_bytes(bytes: &[u8], depth: u32) -> Result<Snapshot, PayloadError> {
     if depth as usize > ITEM_DEPTH {
         return Err(PayloadError::TooDeep(ITEM_DEPTH));
     }
     let mut snap = super::parse_shallow_body(bytes)?;
+    snap.listed = true;
+    if let Some(op) = &mut snap.operation {
+        let result = listed_sync_result(bytes);
+        op.revisions = result.revisions;
+        op.resources = result.resources;
+        if result.revision.is_some() {
+            op.revision = result.revision;
+        }
+    }
     super::caps::bound(&mut snap);
     Ok(as_read_from_api(snap))
+}
+
+/// The sync result of a listing item (`status.operationState.operation.sync` in Argo CD's field table: a
+/// `SyncOperationResult`). A shape Herald cannot read there is read as no result: the item itself was readable.
+fn listed_sync_result(bytes: &[u8]) -> super::Operation {
+    #[derive(serde::Deserialize)]
+    struct Item {
+        status: Option<Status>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Status {
+        #[serde(rename = "operationState")]
+        operation_state: Option<OperationState>,
+    }
+    #[derive(serde::Deserialize)]
+    struct OperationState {
+        operation: Option<Operation>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Operation {
+        sync: Option<SyncResult>,
+    }
+    #[derive(serde::Deserialize)]
+    struct SyncResult {
+        revision: Option<String>,
+        revisions: Option<Vec<String>>,
+        resources: Option<Vec<ResultDoc>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ResultDoc {
+        group: Option<String>,
+        kind: Option<String>,
+        namespace: Option<String>,
+        name: Option<String>,
+        status: Option<String>,
+        message: Option<String>,
+        #[serde(rename = "hookPhase")]
+        hook_phase: Option<String>,
+    }
+    let result = serde_json::from_slice::<Item>(bytes)
+        .ok()
+        .and_then(|i| i.status?.operation_state?.operation?.sync);
+    let Some(result) = result else {
+        return super::Operation::default();
+    };
+    super::Operation {
+        revision: result.revision.filter(|r| !r.is_empty()),
+        revisions: (result.revisions.into_iter().flatten())
+            .filter(|r| !r.is_empty())
+            .collect(),
+        resources: (result.resources.into_iter().flatten())
+            .map(|r| super::ResultResource {
+                group: r.group.unwrap_or_default(),
+                kind: r.kind.unwrap_or_default(),
+                namespace: r.namespace.unwrap_or_default(),
+                name: r.name.unwrap_or_default(),
+                status: super::ResultCode::from(r.status.as_deref().unwrap_or_default()),
+                message: r.message.unwrap_or_default(),
+                hook_phase: super::OperationPhase::from(r.hook_phase.as_deref().unwrap_or_default()),
+            })
+            .collect(),
+        ..Default::default()
+    }
 }
 
 fn as_read_from_api(mut snap: Snapshot) -> Snapshot {
@@ -686,15 +803,150 @@ mod tests {
         assert!(parse_event(b"{not json").is_err());
     }
 
+    /// Argo CD's table of selectable fields (`appFields`, argo-cd 3.5), the paths a listing may ask for.
+    const ARGO_CD_FIELDS: &[&str] = &[
+        "metadata.name",
+        "metadata.namespace",
+        "metadata.annotations",
+        "metadata.labels",
+        "metadata.creationTimestamp",
+        "metadata.deletionTimestamp",
+        "spec",
+        "spec.destination",
+        "spec.project",
+        "spec.source",
+        "spec.sources",
+        "spec.sourceHydrator",
+        "spec.syncPolicy",
+        "status.sourceHydrator",
+        "status.summary",
+        "status.sync.status",
+        "status.sync.revision",
+        "status.health",
+        "status.operationState.startedAt",
+        "status.operationState.finishedAt",
+        "status.resources",
+        "operation.sync",
+        "status.operationState.phase",
+        "status.operationState.operation.sync",
+    ];
+
     #[test]
-    fn the_listing_asks_for_every_field_the_parser_reads() {
-        for field in [
-            "metadata.uid",
+    fn the_listing_asks_only_for_paths_in_argo_cds_field_table() {
+        for field in LIST_FIELDS {
+            let path = field.strip_prefix("items.").expect("an item path");
+            assert!(
+                ARGO_CD_FIELDS.contains(&path),
+                "{path} is not selectable: Argo CD drops it"
+            );
+        }
+        for needed in [
             "metadata.deletionTimestamp",
-            "status.operationState",
+            "spec",
+            "status.sync.status",
             "status.resources",
         ] {
-            assert!(LIST_FIELDS.contains(&format!("items.{field}").as_str()), "{field}");
+            assert!(LIST_FIELDS.contains(&format!("items.{needed}").as_str()), "{needed}");
         }
+    }
+
+    /// A listing item as Argo CD's field selection writes it: nil pointers and maps as `null`, the sync result
+    /// under `operationState.operation.sync`, no uid, no conditions, no history.
+    fn listed_item() -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "metadata": {"annotations": null, "deletionTimestamp": null, "labels": {"team": "pay"},
+                         "name": "a", "namespace": "argocd"},
+            "spec": {"destination": {"namespace": "pay", "server": "https://kubernetes.default.svc"},
+                     "project": "beta", "source": {"repoURL": "https://git.example/a", "path": "a"},
+                     "syncPolicy": null},
+            "status": {"health": {"status": "Healthy"},
+                       "operationState": {"finishedAt": "2026-01-05T09:00:10Z", "phase": "Succeeded",
+                                          "startedAt": "2026-01-05T09:00:00Z",
+                                          "operation": {"sync": {"revision": "abc",
+                                              "resources": [{"kind": "ConfigMap", "name": "old", "namespace": "pay",
+                                                             "status": "Pruned", "message": "pruned"}]}}},
+                       "sync": {"revision": "abc", "status": "OutOfSync"}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_listing_item_is_read_as_the_selection_argo_cd_wrote() {
+        let snap = from_api_bytes(&listed_item(), 4).expect("readable");
+        assert!(snap.listed);
+        assert_eq!(snap.sync_status, crate::argocd::SyncStatus::OutOfSync);
+        assert_eq!(snap.project, "beta");
+        assert_eq!(snap.uid, None);
+        assert!(!snap.deleting, "a null deletionTimestamp is none");
+        let op = snap.operation.as_ref().expect("an operation");
+        assert_eq!(op.revision.as_deref(), Some("abc"));
+        assert_eq!(
+            op.resources.len(),
+            1,
+            "the sync result is read from operationState.operation.sync"
+        );
+        assert_eq!(op.resources[0].status, crate::argocd::ResultCode::Pruned);
+    }
+
+    #[test]
+    fn a_listing_items_sync_result_of_the_wrong_shape_is_read_as_none() {
+        for result in [
+            json!("a string"),
+            json!({"resources": "not a list"}),
+            json!({"revision": 5}),
+            json!({"resources": [{"kind": ["ConfigMap"]}]}),
+            json!([1, 2]),
+        ] {
+            let mut item: Value = serde_json::from_slice(&listed_item()).unwrap();
+            item["status"]["operationState"]["operation"]["sync"] = result.clone();
+            let snap = from_api_bytes(&serde_json::to_vec(&item).unwrap(), 4);
+            if let Ok(snap) = snap {
+                let op = snap.operation.expect("the operation is still read");
+                assert!(op.resources.is_empty(), "{result}: {op:?}");
+            }
+        }
+        let mut item: Value = serde_json::from_slice(&listed_item()).unwrap();
+        item["status"]["operationState"]["operation"]["sync"] = json!(null);
+        let snap = from_api_bytes(&serde_json::to_vec(&item).unwrap(), 4).expect("a nil result is none");
+        assert!(snap.operation.expect("op").resources.is_empty());
+    }
+
+    #[test]
+    fn a_listing_item_keeps_what_only_a_whole_application_carries() {
+        let mut stored = from_api_bytes(&listed_item(), 4).expect("readable");
+        stored.listed = false;
+        stored.uid = Some("uid-a".into());
+        stored.conditions = vec![crate::argocd::Condition {
+            r#type: "SyncError".into(),
+            message: "boom".into(),
+        }];
+        stored.previous_revision = Some("old".into());
+        if let Some(op) = &mut stored.operation {
+            op.initiator.username = Some("alice".into());
+            op.message = "successfully synced".into();
+        }
+        let mut item = from_api_bytes(&listed_item(), 4).expect("readable");
+        item.complete_from(Some(&stored));
+        assert!(!item.listed);
+        assert_eq!(
+            item.uid.as_deref(),
+            Some("uid-a"),
+            "a missing uid is not a new Application"
+        );
+        assert_eq!(item.conditions, stored.conditions, "a missing field is never a change");
+        assert_eq!(item.previous_revision.as_deref(), Some("old"));
+        let op = item.operation.as_ref().expect("op");
+        assert_eq!(op.initiator.username.as_deref(), Some("alice"), "the same operation");
+        assert_eq!(crate::state::content_hash(&item), crate::state::content_hash(&stored));
+
+        // Another operation: its initiator and message are not the stored one's.
+        let mut later = from_api_bytes(&listed_item(), 4).expect("readable");
+        if let Some(op) = &mut later.operation {
+            op.started_at = op.started_at.map(|t| t + chrono::Duration::minutes(5));
+        }
+        later.complete_from(Some(&stored));
+        let op = later.operation.as_ref().expect("op");
+        assert_eq!(op.initiator.username, None);
+        assert_eq!(op.message, "");
     }
 }

@@ -207,6 +207,11 @@ pub struct Snapshot {
     /// Who told Herald: a webhook body, or the Argo CD API (resync, watch, confirmation).
     #[serde(default)]
     pub source: Source,
+    /// Read from an Argo CD listing, which carries only the paths of Argo CD's field table
+    /// ([`api::LIST_FIELDS`]): its uid, conditions, history and the operation's message, initiator and retries are
+    /// absent, not empty. Never stored: [`Snapshot::complete_from`] takes them from the stored state first.
+    #[serde(skip)]
+    pub listed: bool,
     /// Link base from `context.argocdUrl`, when it is a safe link ([`crate::domain::link::safe_url`]); used only
     /// when `argocd.url` is not configured ([`ui_base`]).
     pub argocd_url: Option<String>,
@@ -230,6 +235,45 @@ impl Snapshot {
         op.revision
             .clone()
             .or_else(|| (!op.revisions.is_empty()).then(|| op.revisions.join(",")))
+    }
+}
+
+impl Snapshot {
+    /// A listing item ([`Snapshot::listed`]) made whole with what only a whole Application carries, from `stored`
+    /// (the live Application it is about, if any): a field the listing cannot carry is never a change. The
+    /// operation's message, initiator and retries are kept only for the same operation (the same start); a sync
+    /// result, and the synced revision of releases before 3.5, only when the listing has none.
+    pub fn complete_from(&mut self, stored: Option<&Snapshot>) {
+        if !std::mem::take(&mut self.listed) {
+            return;
+        }
+        let Some(stored) = stored else { return };
+        if self.uid.is_none() {
+            self.uid.clone_from(&stored.uid);
+        }
+        self.conditions.clone_from(&stored.conditions);
+        self.previous_revision.clone_from(&stored.previous_revision);
+        if self.revisions.is_empty() {
+            self.revisions.clone_from(&stored.revisions);
+        }
+        if self.argocd_url.is_none() {
+            self.argocd_url.clone_from(&stored.argocd_url);
+        }
+        if let (Some(op), Some(old)) = (&mut self.operation, &stored.operation)
+            && op.started_at == old.started_at
+        {
+            op.message.clone_from(&old.message);
+            op.initiator.clone_from(&old.initiator);
+            op.retry_count = old.retry_count;
+            op.retry_limit = old.retry_limit;
+            if op.resources.is_empty() {
+                op.resources.clone_from(&old.resources);
+            }
+            if op.revision.is_none() && op.revisions.is_empty() {
+                op.revision.clone_from(&old.revision);
+                op.revisions.clone_from(&old.revisions);
+            }
+        }
     }
 }
 

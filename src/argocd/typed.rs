@@ -307,6 +307,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         deleting: metadata.deletion_timestamp.is_some(),
         health_changed_at: None,
         source: Source::Webhook,
+        listed: false,
         argocd_url: None,
         project_annotations: BTreeMap::new(),
         observed_at: None,

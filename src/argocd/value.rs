@@ -65,6 +65,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         deleting: meta.deleting,
         health_changed_at,
         source: Source::Webhook,
+        listed: false,
         argocd_url: argocd_url(envelope),
         project_annotations: Default::default(),
         observed_at,

@@ -79,7 +79,7 @@ impl RulesSettings {
             Kind::Degraded => self.degraded.as_ref(),
             Kind::SyncUnknown => self.sync_unknown.as_ref(),
             Kind::Pruned => self.pruned.as_ref(),
-            Kind::Test => None,
+            Kind::Test | Kind::ArgoCdAccess => None,
         }
     }
 

@@ -19,6 +19,10 @@ pub enum Kind {
     /// `herald send-test`: a marked test message; never configured, never stored.
     #[serde(skip_deserializing)]
     Test,
+    /// Herald's Argo CD token may no longer `get` the Applications of a project (the API answered 403): told to the
+    /// default team when it starts and when it ends (`pipeline::access`). Not a rule, never stored as an incident:
+    /// only in the messages about it.
+    ArgoCdAccess,
 }
 
 impl Kind {
@@ -40,6 +44,7 @@ impl Kind {
             Kind::SyncUnknown => "sync_unknown",
             Kind::Pruned => "pruned",
             Kind::Test => "test",
+            Kind::ArgoCdAccess => "argocd_access",
         }
     }
 
@@ -61,7 +66,7 @@ impl Kind {
             Kind::SyncFailed => (Duration::ZERO, Severity::Critical),
             Kind::Degraded => (Duration::from_secs(300), Severity::Critical),
             Kind::SyncUnknown => (Duration::from_secs(600), Severity::Warning),
-            Kind::Pruned | Kind::Test => (Duration::ZERO, Severity::Warning),
+            Kind::Pruned | Kind::Test | Kind::ArgoCdAccess => (Duration::ZERO, Severity::Warning),
         }
     }
 
@@ -72,6 +77,8 @@ impl Kind {
             Kind::OutOfSync | Kind::PrunePending | Kind::Degraded | Kind::SyncUnknown => Occurrence::Condition,
             // A failed sync stays a problem until a sync succeeds: it is resolved, so it is a condition.
             Kind::SyncFailed => Occurrence::Condition,
+            // Lasts until the token may see the project again, and is then resolved.
+            Kind::ArgoCdAccess => Occurrence::Condition,
             Kind::Pruned | Kind::Test => Occurrence::Event,
         }
     }
@@ -408,6 +415,7 @@ impl Incident {
             Kind::SyncUnknown => "sync status Unknown".into(),
             Kind::Pruned => "resources deleted by the sync".into(),
             Kind::Test => "test notification".into(),
+            Kind::ArgoCdAccess => "permission denied by Argo CD".into(),
         }
     }
 
@@ -433,7 +441,7 @@ mod tests {
             | Kind::Degraded
             | Kind::SyncUnknown
             | Kind::Pruned => true,
-            Kind::Test => false,
+            Kind::Test | Kind::ArgoCdAccess => false,
         };
         for k in Kind::ALL {
             assert!(listed(k), "{k:?} is not one Herald finds");

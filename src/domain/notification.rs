@@ -448,6 +448,7 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::SyncUnknown => "sync status Unknown",
         Kind::Pruned => "resources deleted by a sync",
         Kind::Test => "test notification",
+        Kind::ArgoCdAccess => "permission denied by Argo CD",
     }
 }
 

@@ -39,6 +39,9 @@ pub(super) enum Work {
         raw: Option<Bytes>,
         /// Where its answer is remembered for the same bytes again (see `repeats`), for a webhook body.
         repeat: Option<BodyKey>,
+        /// The key of its listing item's bytes (`argocd::api::item_key`), for a listing item: remembered with the
+        /// content it is read into once that is stored (see `repeats`).
+        item: Option<u128>,
     },
     /// Argo CD confirmed the Application is gone (API 404, absent from a complete listing, stream DELETED).
     Delete(AppId),
@@ -52,7 +55,17 @@ impl Work {
             hash,
             raw,
             repeat,
+            item: None,
         }
+    }
+
+    /// A listing item's snapshot, with the key of the item's bytes.
+    pub(super) fn listed(snap: Snapshot, item: u128) -> Self {
+        let mut work = Self::snapshot(snap, None, None);
+        if let Work::Snapshot { item: at, .. } = &mut work {
+            *at = Some(item);
+        }
+        work
     }
 
     fn app(&self) -> &AppId {
@@ -173,6 +186,9 @@ struct Batch {
     /// Duplicates read from the Argo CD API (by `repeats::app_key`): remembered once the batch is through, never
     /// written.
     confirmed: Vec<(u128, DateTime<Utc>)>,
+    /// Listing items (the key of their bytes), with the Application and the content (hash) each was read into:
+    /// remembered once the batch is through, where that content is what is stored.
+    listed: Vec<(u128, AppId, String)>,
 }
 
 impl Batch {
@@ -283,6 +299,11 @@ impl Core {
                         let wake = batch.wake;
                         self.seen.record(std::mem::take(&mut batch.seen));
                         self.seen.confirmed(std::mem::take(&mut batch.confirmed));
+                        for (item, app, hash) in std::mem::take(&mut batch.listed) {
+                            if batch.apps.get(&app).is_some_and(|e| e.state.content_hash == hash) {
+                                self.repeats.remember_listed(item, &app, &hash);
+                            }
+                        }
                         batch.committed();
                         let chains = std::mem::take(&mut batch.chains);
                         (cache).put_back_chains(chains, &batch.apps, self.clock.now(), batch.chain_gap);
@@ -328,6 +349,20 @@ impl Core {
         for work in works {
             let now = self.clock.now();
             out.push(match work {
+                Work::Snapshot {
+                    snap, hash, raw, item, ..
+                } if snap.listed => {
+                    // A listing item lacks what Argo CD's field table cannot carry: the stored Application's values
+                    // of those, then judged like any snapshot.
+                    let mut whole = (**snap).clone();
+                    let stored = batch.state(&snap.app).filter(|s| s.deleted_at.is_none());
+                    whole.complete_from(stored.map(|s| &s.snapshot));
+                    let hash = state::content_hash(&whole);
+                    if let Some(item) = item {
+                        batch.listed.push((*item, whole.app.clone(), hash.clone()));
+                    }
+                    self.ingest_in(&mut tx, batch, &whole, &hash, None, now).await?
+                }
                 Work::Snapshot { snap, hash, raw, .. } => {
                     self.ingest_in(&mut tx, batch, snap, hash, raw.as_ref(), now).await?
                 }
@@ -469,9 +504,13 @@ impl Core {
         let was = prev.map(|p| p.state.lifecycle());
         let version = prev.map_or(0, |p| p.version);
         // A body for this name that is not the stored Application (a new uid, or the stored one is gone).
+        // A snapshot without a uid (a hand-written template, an Argo CD listing) says nothing about which
+        // incarnation it is: never a replacement by itself.
         let replaced = prev.is_some_and(|p| {
             p.state.deleted_at.is_some()
-                || (p.state.snapshot.uid.is_some() && p.state.snapshot.uid != state.snapshot.uid)
+                || (p.state.snapshot.uid.is_some()
+                    && state.snapshot.uid.is_some()
+                    && p.state.snapshot.uid != state.snapshot.uid)
         });
         if state.snapshot.deleting && self.api_of(&app.instance).is_none() {
             // Without its instance's API nothing else will confirm it: the deletion trigger's body is the confirmation.

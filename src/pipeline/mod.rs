@@ -4,6 +4,7 @@
 //! [`Pipeline::tick`] runs the durable timers (`scheduler`), and the read methods answer what the API and the
 //! status page show. [`explain`] holds the decisions themselves, pure, for `herald route` too.
 
+mod access;
 mod acks;
 mod cache;
 pub mod delivery;
@@ -232,10 +233,7 @@ impl Pipeline {
     pub async fn ingest_listed(&self, mut snap: Snapshot, item: u128) -> Result<IngestSummary, PipelineError> {
         self.clamp_future_time(&mut snap);
         self.add_project_annotations(&mut snap);
-        let work = Work::snapshot(snap, None, None);
-        if let Work::Snapshot { snap, hash, .. } = &work {
-            self.core().repeats.remember_listed(item, &snap.app, hash);
-        }
+        let work = Work::listed(snap, item);
         if let Some(summary) = self.unchanged(&work) {
             return Ok(summary);
         }
@@ -679,15 +677,16 @@ impl Pipeline {
         Ok(self.core().store.claim_lease(&lease, owner, now, until).await?)
     }
 
-    /// `instance`'s Applications not deleted (in `projects`, all when empty) with when Herald last heard of each.
+    /// `instance`'s Applications not deleted (in `projects`, all when empty) with when Herald last heard of each,
+    /// and the project each is stored in.
     pub async fn live_apps(
         &self,
         instance: &str,
         projects: &[String],
-    ) -> Result<Vec<(AppId, DateTime<Utc>)>, PipelineError> {
+    ) -> Result<Vec<(AppId, DateTime<Utc>, String)>, PipelineError> {
         let core = self.core();
-        let mut live = core.store.live_apps(instance, projects).await?;
-        for (app, last_seen) in &mut live {
+        let mut live = core.store.live_apps_with_projects(instance, projects).await?;
+        for (app, last_seen, _) in &mut live {
             if let Some(at) = core.seen.latest(app) {
                 *last_seen = (*last_seen).max(at);
             }

@@ -212,15 +212,27 @@ impl Core {
         // Only the Application's own instance can confirm it (or say it is gone): another instance's 404 means
         // nothing about it.
         if let Some(source) = self.api_of(&rec.app.instance) {
-            match source.api.application(&rec.app).await {
-                Ok(snap) => {
+            use crate::argocd::api::Confirmation;
+            // Asked in its project: without one Argo CD answers 403 for a missing Application (see `confirm`).
+            let project = rec.view.project.as_str();
+            match source.api.confirm(&rec.app, project).await {
+                Ok(Confirmation::Present(snap) | Confirmation::Moved(snap)) => {
+                    self.project_seen(source, project).await?;
                     // Record what the cluster says; if the condition is gone this resolves the incident.
-                    self.ingest_alone(snap, self.clock.now()).await?;
+                    self.ingest_alone(*snap, self.clock.now()).await?;
                 }
-                Err(crate::argocd::api::ApiError::NotFound(_)) => {
+                Ok(Confirmation::Gone) => {
                     // Gone from Argo CD: nothing to fire; the Application is deleted and what is open resolves.
                     tracing::info!(incident = rec.id, app = %rec.app, "the Argo CD API no longer has this Application: deleted");
+                    self.project_seen(source, project).await?;
                     self.delete_alone(&rec.app, self.clock.now()).await?;
+                    return Ok(());
+                }
+                Ok(Confirmation::Denied) => {
+                    // Herald may not see its project: nothing can be confirmed, so it neither fires nor resets;
+                    // it is asked again when its claim ends (and fires then if the condition is confirmed).
+                    tracing::warn!(incident = rec.id, app = %rec.app, project, "cannot confirm the condition: the Argo CD token may not see this project (403); the incident waits");
+                    self.project_denied(source, project).await?;
                     return Ok(());
                 }
                 Err(e) => {

@@ -21,6 +21,10 @@ pub struct SourceReport {
     pub last_error: Option<String>,
     /// A drop held back: what the listing lacked, and out of how many.
     pub held: Option<HeldDrop>,
+    /// The projects whose Applications the token may no longer `get` (a GET with the project answered 403), and
+    /// since when: their Applications are kept as they were, unverifiable (see `pipeline::access`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub denied: std::collections::BTreeMap<String, DateTime<Utc>>,
 }
 
 /// A listing lacked `count` of the `stored` Applications (more than `argocd.api.max_drop_share`): not deleted yet.
@@ -78,6 +82,21 @@ impl ApiSource {
     pub fn released(&self) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).held = None;
         metrics::gauge!("herald_argocd_listing_held_apps", "argocd_instance" => self.instance.clone()).set(0.0);
+    }
+
+    /// The projects denied now, as the store holds them (`argocd_access`, written by whichever replica saw it):
+    /// `herald_argocd_permission_denied{argocd_instance, project}` is 1 for each, 0 for one no longer denied.
+    pub fn denials(&self, denied: std::collections::BTreeMap<String, DateTime<Utc>>) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for project in s.denied.keys().filter(|p| !denied.contains_key(*p)) {
+            metrics::gauge!("herald_argocd_permission_denied", "argocd_instance" => self.instance.clone(), "project" => project.clone())
+                .set(0.0);
+        }
+        for project in denied.keys() {
+            metrics::gauge!("herald_argocd_permission_denied", "argocd_instance" => self.instance.clone(), "project" => project.clone())
+                .set(1.0);
+        }
+        s.denied = denied;
     }
 
     pub fn report(&self) -> SourceReport {

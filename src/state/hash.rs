@@ -43,6 +43,7 @@ pub fn content_hash(s: &Snapshot) -> String {
         deleting,
         health_changed_at,
         source: _,
+        listed: _,
         argocd_url: _,
         observed_at: _,
         project_annotations,

@@ -195,7 +195,7 @@ pub fn judge(prev: Option<&AppState>, snap: &Snapshot, hash: &str, now: DateTime
         Ok(None) => return None,
         Ok(Some(p)) => p,
     };
-    if observed_at < ordering_time(prev) && !later_operation(&prev.snapshot, snap) {
+    if second(observed_at) < second(ordering_time(prev)) && !later_operation(&prev.snapshot, snap) {
         return Some(Outcome::Stale {
             stored_at: prev.observed_at,
         });
@@ -216,6 +216,14 @@ pub fn judge(prev: Option<&AppState>, snap: &Snapshot, hash: &str, now: DateTime
 /// until the clock caught up — a failed sync among them.
 fn ordering_time(prev: &AppState) -> DateTime<Utc> {
     prev.observed_at.min(prev.last_seen)
+}
+
+/// A time at Argo CD's precision: its times are whole seconds (`metav1.Time`, the template's `timestamp`), while
+/// Herald's own — a body clamped to its arrival, an API read dated when it is read — have fractions. Compared
+/// whole, a genuine body of the second a stored state was read or clamped to is not older than it.
+fn second(t: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    t.trunc_subsecs(0)
 }
 
 /// Argo CD's own order, which comes before the body times: an operation that started after the stored one's is a
@@ -417,7 +425,7 @@ fn is_another_application(prev: &AppState, snap: &Snapshot, observed_at: DateTim
     match (&prev.snapshot.uid, &snap.uid) {
         // A late body of an earlier incarnation (older than what is stored) does not replace the newer one: it is
         // stale like any older body.
-        (Some(a), Some(b)) => a != b && observed_at >= ordering_time(prev),
+        (Some(a), Some(b)) => a != b && second(observed_at) >= second(ordering_time(prev)),
         _ => prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting,
     }
 }
@@ -593,6 +601,42 @@ mod tests {
                 Outcome::Stale { .. }
             ),
             "a body older than now still is"
+        );
+    }
+
+    #[test]
+    fn a_body_clamped_to_its_arrival_does_not_make_a_genuine_body_of_the_same_second_stale() {
+        // A body dated far ahead was clamped to its arrival, 10:00:05.700: Argo CD's next body is dated 10:00:05.
+        let arrival = t("2025-01-01T10:00:05.700Z");
+        let mut clamped = snap("Synced", "2025-01-01T10:00:05Z");
+        clamped.observed_at = Some(arrival);
+        let state = first(clamped, arrival);
+        let genuine = snap("OutOfSync", "2025-01-01T10:00:05Z");
+        assert!(
+            matches!(
+                apply(Some(&state), genuine, t("2025-01-01T10:00:05.900Z")),
+                Outcome::Changed { .. }
+            ),
+            "Argo CD's times are whole seconds: the same second is not older"
+        );
+        let older = snap("OutOfSync", "2025-01-01T10:00:04Z");
+        assert!(matches!(apply(Some(&state), older, arrival), Outcome::Stale { .. }));
+    }
+
+    #[test]
+    fn a_webhook_of_the_second_an_api_read_was_stored_is_not_stale() {
+        let read_at = t("2025-01-01T10:00:05.300Z");
+        let mut listed = snap("OutOfSync", "2025-01-01T10:00:05Z");
+        listed.source = crate::argocd::Source::Api;
+        listed.observed_at = None;
+        let state = first(listed, read_at);
+        let webhook = snap("Synced", "2025-01-01T10:00:05Z");
+        assert!(
+            matches!(
+                apply(Some(&state), webhook, t("2025-01-01T10:00:05.800Z")),
+                Outcome::Changed { .. }
+            ),
+            "the body Argo CD sent in the second Herald read the API is as new as the read"
         );
     }
 

@@ -379,6 +379,16 @@ impl Store {
         instance: &str,
         projects: &[String],
     ) -> Result<Vec<(AppId, DateTime<Utc>)>, StoreError> {
+        let live = self.live_apps_with_projects(instance, projects).await?;
+        Ok(live.into_iter().map(|(app, seen, _)| (app, seen)).collect())
+    }
+
+    /// [`Store::live_apps`] with each one's project.
+    pub async fn live_apps_with_projects(
+        &self,
+        instance: &str,
+        projects: &[String],
+    ) -> Result<Vec<(AppId, DateTime<Utc>, String)>, StoreError> {
         let rows =
             q!("SELECT namespace, name, project, last_seen FROM apps WHERE deleted_at IS NULL AND instance = $1")
                 .bind(instance)
@@ -393,7 +403,7 @@ impl Store {
                     r.try_get::<String, _>("namespace")?,
                     r.try_get::<String, _>("name")?,
                 );
-                out.push((id, from_millis(r.try_get("last_seen")?)));
+                out.push((id, from_millis(r.try_get("last_seen")?), project));
             }
         }
         Ok(out)

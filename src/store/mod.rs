@@ -41,6 +41,7 @@ macro_rules! q {
     };
 }
 
+mod access;
 mod apps;
 mod digests;
 mod escalations;
@@ -483,7 +484,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 18] = [
+const MIGRATIONS: [MigrationFile; 19] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -502,6 +503,7 @@ const MIGRATIONS: [MigrationFile; 18] = [
     migration!(16, "history_retention", "0016_history_retention.sql"),
     migration!(17, "timeline", "0017_timeline.sql"),
     migration!(18, "fewer_indexes", "0018_fewer_indexes.sql"),
+    migration!(19, "argocd_access", "0019_argocd_access.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

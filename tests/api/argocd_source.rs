@@ -1,15 +1,17 @@
 //! Herald's picture of Argo CD matches Argo CD: deleted Applications are forgotten (their incidents resolve once),
-//! and the Argo CD API — a fake here, serving the listing with `fields`, 404s and the event stream — is a second
-//! source: a wiped store refills, a change that flips no trigger is seen, the API being down harms nothing, and two
-//! replicas list once per interval.
+//! and the Argo CD API is a second source: a wiped store refills, a change that flips no trigger is seen, the API
+//! being down harms nothing, and two replicas list once per interval. Where a test models Argo CD itself it runs
+//! against `tests/common/fake_argocd.rs` (which answers as Argo CD's server code does); wiremock stands in where a
+//! test needs an API that misbehaves (cut, endless, paged, too large, down).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::fake_argocd::FakeArgoCd;
 use crate::helpers::*;
 use herald::clock::{Clock, ManualClock};
 use serde_json::{Value, json};
-use wiremock::matchers::{header, method, path, query_param};
+use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn t0() -> chrono::DateTime<chrono::Utc> {
@@ -163,242 +165,6 @@ async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists(
     let one = app.get_json("/v1/apps/argocd/pay-api").await;
     assert_eq!(one["lifecycle"], "active");
     assert_eq!(one["uid"], "uid-pay-api-2");
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_a_listing() {
-    let api = MockServer::start().await;
-    // The first listing has both; every later one only `stays`.
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(&[
-            application("stays", "Synced", "Healthy"),
-            application("goes", "Synced", "Degraded"),
-        ]))
-        .up_to_n_times(1)
-        .mount(&api)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(&[application("stays", "Synced", "Healthy")]))
-        .mount(&api)
-        .await;
-    let clock = ManualClock::new(t0());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&api.uri()), ""), Arc::new(clock.clone())).await;
-    let both = eventually(Duration::from_secs(10), || async {
-        let n = names(&app, "").await;
-        (n.len() == 2).then_some(n)
-    })
-    .await;
-    assert!(both.is_some(), "the first listing filled the store");
-    let got = wait_for(&d.join("sink.jsonl"), 1).await;
-    assert_eq!(got[0]["action"], "open", "goes is Degraded");
-
-    app.advance(&clock, Duration::from_secs(11)).await;
-    let left = eventually(Duration::from_secs(10), || async {
-        let n = names(&app, "").await;
-        (n == ["stays"]).then_some(n)
-    })
-    .await;
-    assert!(
-        left.is_some(),
-        "absent from a complete listing: deleted ({:?})",
-        names(&app, "").await
-    );
-    let got = wait_for(&d.join("sink.jsonl"), 2).await;
-    assert_eq!(got[1]["action"], "resolve");
-    assert!(
-        got[1]["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Application deleted")
-    );
-    let requests = api.received_requests().await.unwrap_or_default();
-    let list = requests
-        .iter()
-        .find(|r| r.url.path() == "/api/v1/applications")
-        .expect("a listing");
-    let fields = list
-        .url
-        .query_pairs()
-        .find(|(k, _)| k == "fields")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
-    assert!(
-        fields.contains("items.metadata.name") && fields.contains("items.status.resources"),
-        "{fields}"
-    );
-    assert!(!fields.contains("managedFields"), "only what Herald reads");
-    assert_eq!(
-        list.headers.get("authorization").and_then(|v| v.to_str().ok()),
-        Some("Bearer argocd-read-token")
-    );
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() {
-    let api = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications/ghost"))
-        .and(query_param("appNamespace", "argocd"))
-        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"error": "not found", "code": 5})))
-        .mount(&api)
-        .await;
-    let clock = ManualClock::new(t0());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    // No resync here (0s): the confirmation alone.
-    let cfg = config_with(&d, &api_settings(&api.uri(), "token: t, resync_interval: 0s"), "");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    let body = envelope("ghost", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
-    assert_eq!(app.post(body).await.status(), 202);
-    app.advance(&clock, Duration::from_secs(61 * 60)).await;
-    let gone = eventually(Duration::from_secs(10), || async {
-        let n = names(&app, "?deleted=true").await;
-        (n == ["ghost"]).then_some(n)
-    })
-    .await;
-    assert!(gone.is_some(), "404: the Application is deleted");
-    app.settle().await;
-    assert!(
-        delivered(&d.join("sink.jsonl")).is_empty(),
-        "nothing fired for an Application Argo CD no longer has"
-    );
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_due() {
-    let api = MockServer::start().await;
-    let mut degraded = application("recently-degraded", "Synced", "Degraded");
-    degraded["status"]["health"]["lastTransitionTime"] = json!("2026-03-02T08:58:00Z");
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(&[
-            application("drifting", "OutOfSync", "Healthy"),
-            application("fine", "Synced", "Healthy"),
-            degraded.clone(),
-        ]))
-        .mount(&api)
-        .await;
-    // Asked before the Degraded rule fires ("confirm in the cluster").
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications/recently-degraded"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(degraded))
-        .mount(&api)
-        .await;
-    let clock = ManualClock::new(t0());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    let cfg = config(&d, Some(&api.uri()), "").replace("degraded: {for: 0s}", "degraded: {for: 5m}");
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    let all = eventually(Duration::from_secs(10), || async {
-        let n = names(&app, "").await;
-        (n.len() == 3).then_some(n)
-    })
-    .await;
-    assert!(all.is_some(), "one listing refilled the store");
-    let drifting = app.get_json("/v1/apps/argocd/drifting").await;
-    assert_eq!(
-        drifting["sync"]["since_at_least"], true,
-        "Herald did not see it go OutOfSync"
-    );
-    let recently = app.get_json("/v1/apps/argocd/recently-degraded").await;
-    assert_eq!(
-        recently["health"]["since"], "2026-03-02T08:58:00Z",
-        "Argo CD's own time"
-    );
-    assert_eq!(recently["health"]["since_at_least"], false);
-    app.settle().await;
-    assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing was due yet");
-    let asked: Vec<String> = (api.received_requests().await.unwrap_or_default().iter())
-        .map(|r| r.url.path().to_string())
-        .collect();
-    assert_eq!(
-        asked,
-        ["/api/v1/projects", "/api/v1/applications"],
-        "two requests: the AppProjects, then the listing"
-    );
-    // Degraded since 08:58 by Argo CD's clock: due at 09:03.
-    app.advance(&clock, Duration::from_secs(4 * 60)).await;
-    let got = wait_for(&d.join("sink.jsonl"), 1).await;
-    assert_eq!(got[0]["incidents"][0]["app_name"], "recently-degraded");
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch() {
-    let api = MockServer::start().await;
-    let one = with_prunes(application("cron", "OutOfSync", "Healthy"), &["invoices-v1"]);
-    let two = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
-        &["invoices-v1", "reminders"],
-    );
-    let three = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
-        &["invoices-v1", "reminders", "old-cfg"],
-    );
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(std::slice::from_ref(&one)))
-        .up_to_n_times(1)
-        .mount(&api)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(&[two]))
-        .mount(&api)
-        .await;
-    let clock = ManualClock::new(t0());
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&api.uri()), ""), Arc::new(clock.clone())).await;
-    let seen = eventually(Duration::from_secs(10), || async {
-        (prune_count(&app).await == 1).then_some(())
-    })
-    .await;
-    assert!(seen.is_some(), "the first listing");
-    // A second resource now requires pruning: the app was OutOfSync already, so no trigger flips and Argo CD sends
-    // nothing. The next resync sees it.
-    app.advance(&clock, Duration::from_secs(11)).await;
-    let seen = eventually(Duration::from_secs(10), || async {
-        (prune_count(&app).await == 2).then_some(())
-    })
-    .await;
-    assert!(seen.is_some(), "the resync saw the second resource");
-    app.stop().await;
-
-    // The same with the event stream, and no resync at all.
-    let stream = MockServer::start().await;
-    let line = |app: &Value| format!("{}\n", json!({"result": {"type": "MODIFIED", "application": app}}));
-    Mock::given(method("GET"))
-        .and(path("/api/v1/stream/applications"))
-        .and(header("authorization", "Bearer t"))
-        .respond_with(ResponseTemplate::new(200).set_body_string(format!("{}{}", line(&one), line(&three))))
-        .mount(&stream)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/api/v1/applications"))
-        .respond_with(listing(std::slice::from_ref(&three)))
-        .mount(&stream)
-        .await;
-    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let d = dir.path().to_path_buf();
-    let cfg = config_with(
-        &d,
-        &api_settings(&stream.uri(), "token: t, resync_interval: 0s, watch: true"),
-        "",
-    );
-    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(ManualClock::new(t0()))).await;
-    let seen = eventually(Duration::from_secs(10), || async {
-        (prune_count(&app).await == 3).then_some(())
-    })
-    .await;
-    assert!(seen.is_some(), "the watch saw the third resource");
     app.stop().await;
 }
 
@@ -1034,6 +800,211 @@ teams: {{payments: {{receivers: [sink]}}, checkout: {{receivers: [sink]}}}}
         owned.is_some(),
         "the project's team reaches both Applications: {:?}",
         stored_rows(&db).await
+    );
+    app.stop().await;
+}
+
+/// The fake Argo CD of `tests/common/fake_argocd.rs` holding `apps` (whole Applications, project `payments`).
+async fn argo_cd(apps: &[Value]) -> FakeArgoCd {
+    let argo = FakeArgoCd::start("argocd-read-token").await;
+    for app in apps {
+        argo.put(app.clone());
+    }
+    argo
+}
+
+#[tokio::test]
+async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_a_listing() {
+    let argo = argo_cd(&[
+        application("stays", "Synced", "Healthy"),
+        application("goes", "Synced", "Degraded"),
+    ])
+    .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&argo.uri()), ""), Arc::new(clock.clone())).await;
+    let both = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n.len() == 2).then_some(n)
+    })
+    .await;
+    assert!(both.is_some(), "the first listing filled the store");
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(got[0]["action"], "open", "goes is Degraded");
+
+    argo.delete("argocd", "goes");
+    app.advance(&clock, Duration::from_secs(11)).await;
+    let left = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n == ["stays"]).then_some(n)
+    })
+    .await;
+    assert!(
+        left.is_some(),
+        "absent from a complete listing and 404 in its project: deleted ({:?})",
+        names(&app, "").await
+    );
+    let got = wait_for(&d.join("sink.jsonl"), 2).await;
+    assert_eq!(got[1]["action"], "resolve");
+    assert!(
+        got[1]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Application deleted")
+    );
+    let list = (argo.requests().into_iter())
+        .find(|r| r.starts_with("/api/v1/applications?"))
+        .expect("a listing");
+    assert!(
+        list.contains("items.metadata.name") && list.contains("items.status.resources"),
+        "{list}"
+    );
+    assert!(!list.contains("managedFields"), "only what Herald reads");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() {
+    let argo = argo_cd(&[]).await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    // No resync here (0s): the confirmation alone.
+    let cfg = config_with(
+        &d,
+        &api_settings(&argo.uri(), "token: argocd-read-token, resync_interval: 0s"),
+        "",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let body = envelope("ghost", "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    app.advance(&clock, Duration::from_secs(61 * 60)).await;
+    let gone = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "?deleted=true").await;
+        (n == ["ghost"]).then_some(n)
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "404 in its project, 403 without: the Application is deleted"
+    );
+    app.settle().await;
+    assert!(
+        delivered(&d.join("sink.jsonl")).is_empty(),
+        "nothing fired for an Application Argo CD no longer has"
+    );
+    assert_eq!(
+        argo.gets(),
+        ["ghost?appNamespace=argocd&project=default", "ghost?appNamespace=argocd"]
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_due() {
+    let mut degraded = application("recently-degraded", "Synced", "Degraded");
+    degraded["status"]["health"]["lastTransitionTime"] = json!("2026-03-02T08:58:00Z");
+    let argo = argo_cd(&[
+        application("drifting", "OutOfSync", "Healthy"),
+        application("fine", "Synced", "Healthy"),
+        degraded,
+    ])
+    .await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config(&d, Some(&argo.uri()), "").replace("degraded: {for: 0s}", "degraded: {for: 5m}");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let all = eventually(Duration::from_secs(10), || async {
+        let n = names(&app, "").await;
+        (n.len() == 3).then_some(n)
+    })
+    .await;
+    assert!(all.is_some(), "one listing refilled the store");
+    let drifting = app.get_json("/v1/apps/argocd/drifting").await;
+    assert_eq!(
+        drifting["sync"]["since_at_least"], true,
+        "Herald did not see it go OutOfSync"
+    );
+    let recently = app.get_json("/v1/apps/argocd/recently-degraded").await;
+    assert_eq!(
+        recently["health"]["since"], "2026-03-02T08:58:00Z",
+        "Argo CD's own time, which the listing's `status.health` carries"
+    );
+    assert_eq!(recently["health"]["since_at_least"], false);
+    app.settle().await;
+    assert!(delivered(&d.join("sink.jsonl")).is_empty(), "nothing was due yet");
+    let asked: Vec<String> = (argo.requests().iter())
+        .map(|r| r.split('?').next().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        asked,
+        ["/api/v1/projects", "/api/v1/applications"],
+        "two requests: the AppProjects, then the listing"
+    );
+    // Degraded since 08:58 by Argo CD's clock: due at 09:03.
+    app.advance(&clock, Duration::from_secs(4 * 60)).await;
+    let got = wait_for(&d.join("sink.jsonl"), 1).await;
+    assert_eq!(got[0]["incidents"][0]["app_name"], "recently-degraded");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch() {
+    let one = with_prunes(application("cron", "OutOfSync", "Healthy"), &["invoices-v1"]);
+    let two = with_prunes(
+        application("cron", "OutOfSync", "Healthy"),
+        &["invoices-v1", "reminders"],
+    );
+    let three = with_prunes(
+        application("cron", "OutOfSync", "Healthy"),
+        &["invoices-v1", "reminders", "old-cfg"],
+    );
+    let argo = argo_cd(std::slice::from_ref(&one)).await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir.clone(), &config(&d, Some(&argo.uri()), ""), Arc::new(clock.clone())).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 1).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the first listing");
+    // A second resource now requires pruning: the app was OutOfSync already, so no trigger flips and Argo CD sends
+    // nothing. The next resync sees it.
+    argo.put(two);
+    app.advance(&clock, Duration::from_secs(11)).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 2).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the resync saw the second resource");
+    app.stop().await;
+
+    // The same with the event stream, and no resync at all.
+    let argo = argo_cd(std::slice::from_ref(&one)).await;
+    argo.put(three);
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = config_with(
+        &d,
+        &api_settings(
+            &argo.uri(),
+            "token: argocd-read-token, resync_interval: 0s, watch: true",
+        ),
+        "",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(ManualClock::new(t0()))).await;
+    let seen = eventually(Duration::from_secs(10), || async {
+        (prune_count(&app).await == 3).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the watch saw the third resource");
+    assert!(
+        argo.requests()
+            .iter()
+            .any(|r| r.starts_with("/api/v1/stream/applications"))
     );
     app.stop().await;
 }

@@ -4,6 +4,7 @@
 mod acks;
 mod action_links;
 mod app_page;
+mod argocd_rbac;
 mod argocd_source;
 mod auth;
 mod bad_input;
@@ -17,6 +18,8 @@ mod contract;
 mod data_files;
 mod delivery;
 mod digest;
+#[path = "../common/fake_argocd.rs"]
+mod fake_argocd;
 mod faults;
 mod forgery;
 #[path = "../common/fresh_db.rs"]

@@ -192,6 +192,48 @@ impl Story {
         s.id
     }
 
+    /// Herald lists every Application of each Argo CD instance with an API (what the resync does every
+    /// `resync_interval`), confirming what the listing lacks; what it queued is recorded.
+    pub async fn list(&mut self, what: &str) {
+        let pipeline = self.p().clone();
+        for source in pipeline.argocd_apis().iter() {
+            herald::resync::resync_once(&pipeline, source).await;
+        }
+        let filter = herald::store::AppFilter {
+            limit: 1000,
+            ..Default::default()
+        };
+        let names: Vec<String> = (pipeline.apps(&filter).await.expect("apps").iter())
+            .map(|a| format!("{} ({})", a.state.snapshot.app.name, a.state.snapshot.project))
+            .collect();
+        self.transcript.push(format!(
+            "{}  <- Argo CD listing ({what}); Herald holds: {}",
+            stamp(self.now()),
+            names.join(", ")
+        ));
+        self.tick().await;
+    }
+
+    /// Records what the status page says of each Argo CD API source's denied projects.
+    pub fn look_at_argocd(&mut self) {
+        let now = self.now();
+        let mut lines = Vec::new();
+        for source in self.p().argocd_apis().iter() {
+            for (project, since) in source.status.report().denied {
+                lines.push(format!(
+                    "{}  ?? {}: permission denied for project {project} since {}",
+                    stamp(now),
+                    source.api.instance(),
+                    stamp(since)
+                ));
+            }
+        }
+        if lines.is_empty() {
+            lines.push(format!("{}  ?? every project visible", stamp(now)));
+        }
+        self.transcript.extend(lines);
+    }
+
     /// A stop and a start on the same store, as a deploy or a crash would: whatever is due is the store's.
     pub async fn restart(&mut self) {
         drop(self.pipeline.take());

@@ -5,6 +5,8 @@
 //! scripts/test) against the same golden file; `herald replay --until` must queue the same notifications as the
 //! running service.
 
+#[path = "../common/fake_argocd.rs"]
+mod fake_argocd;
 #[path = "../common/fresh_db.rs"]
 mod fresh_db;
 mod harness;
@@ -281,6 +283,8 @@ macro_rules! on_both_engines {
         mod postgres { $( #[tokio::test] async fn $name() { super::$name("postgres").await } )* }
     };
 }
+
+mod argocd_api;
 
 on_both_engines!(
     silence_mid_incident_then_expiry,

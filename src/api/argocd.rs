@@ -1,0 +1,49 @@
+//! `GET /v1/argocd`: how each Argo CD instance's API source is doing, as the status page says it — its last
+//! listing, its failure, a drop held back, and the projects Herald's token may no longer see (since when).
+
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use super::AppContext;
+
+pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
+    let instances: Vec<serde_json::Value> = (ctx.pipeline.argocd_apis().iter())
+        .map(|s| {
+            let r = s.status.report();
+            let instance = s.api.instance();
+            let denied: Vec<serde_json::Value> = (r.denied.iter())
+                .map(|(project, since)| {
+                    json!({
+                        "project": project,
+                        "since": since,
+                        "summary": denied_words(instance, project, *since),
+                    })
+                })
+                .collect();
+            json!({
+                "instance": instance,
+                "up": r.failing_since.is_none() && r.last_ok.is_some(),
+                "last_listing": r.last_ok,
+                "listed": r.listed,
+                "failing_since": r.failing_since,
+                "last_error": r.last_error,
+                "held": r.held,
+                "permission_denied": denied,
+            })
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({"instances": instances}))
+}
+
+/// "permission denied for project beta since 10:02 UTC" (naming the instance outside the default one).
+pub(super) fn denied_words(instance: &str, project: &str, since: chrono::DateTime<chrono::Utc>) -> String {
+    let whose = if crate::domain::is_default_instance(instance) {
+        format!("project {project}")
+    } else {
+        format!("project {project} of Argo CD {instance}")
+    };
+    format!(
+        "permission denied for {whose} since {}",
+        since.format("%Y-%m-%d %H:%M UTC")
+    )
+}
