@@ -75,11 +75,17 @@ impl Core {
         if rec.state != IncidentState::Firing || !rec.notified {
             return Ok(0);
         }
-        let mut threads = Store::told_threads(tx, rec.id).await?;
+        // (receiver, thread, order): an acknowledgement keeps its place in its thread's order.
+        let mut threads: Vec<(String, String, String)> = (Store::told_threads(tx, rec.id).await?.into_iter())
+            .map(|(receiver, key, generation)| {
+                let order = format!("{receiver}:{key}");
+                (receiver, format!("{order}:{generation}"), order)
+            })
+            .collect();
         for step in Store::sent_escalations(tx, rec.id).await? {
             for receiver in step.receivers {
                 let thread = format!("{receiver}:escalation:{}", rec.id);
-                threads.push((receiver, thread));
+                threads.push((receiver, thread.clone(), thread));
             }
         }
         threads.sort();
@@ -95,7 +101,7 @@ impl Core {
             Notification::title_of(Action::Update, std::slice::from_ref(&view), now)
         );
         let mut told = 0;
-        for (receiver, thread_key) in threads {
+        for (receiver, thread_key, order) in threads {
             if !self
                 .settings
                 .receiver(&receiver)
@@ -112,7 +118,7 @@ impl Core {
                 vec![view.clone()],
                 now,
             );
-            enqueue(tx, &n, now).await?;
+            enqueue(tx, &n, order, now).await?;
             told += 1;
         }
         Ok(told)

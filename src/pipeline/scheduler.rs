@@ -162,7 +162,8 @@ impl Core {
                         vec![view.clone()],
                         now,
                     );
-                    enqueue(tx, &n, now).await?;
+                    let order = n.thread_key.clone();
+                    enqueue(tx, &n, order, now).await?;
                 }
             }
         }
@@ -298,11 +299,14 @@ impl Core {
             let silences = Store::silences_tx(&mut tx, now).await?;
             let mut messages = Vec::new();
             for g in groups {
-                messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
+                let order = format!("{}:{}", g.receiver, g.group_key);
+                if let Some(n) = self.flush_group(&mut tx, g, &silences, now).await? {
+                    messages.push((order, n));
+                }
             }
-            for mut n in self.one_message_per_application(messages) {
+            for (order, mut n) in self.one_message_per_application(messages) {
                 self.add_links(&mut n, now);
-                enqueue(&mut tx, &n, now).await?;
+                enqueue(&mut tx, &n, order, now).await?;
             }
             tx.commit().await?;
         }
@@ -383,9 +387,9 @@ impl Core {
     /// action, become one message with a line per problem (an Application out of sync with a prune pending is one
     /// message, not two in the same second). Ticket and paging receivers keep one notification per incident.
     /// The merged message takes the first one's thread: later messages of the others' groups start their own.
-    fn one_message_per_application(&self, messages: Vec<Notification>) -> Vec<Notification> {
-        let mut out: Vec<Notification> = Vec::new();
-        for n in messages {
+    fn one_message_per_application(&self, messages: Vec<(String, Notification)>) -> Vec<(String, Notification)> {
+        let mut out: Vec<(String, Notification)> = Vec::new();
+        for (order, n) in messages {
             let per_incident = self.settings.receiver(&n.receiver).is_some_and(|r| r.per_incident());
             let same = |m: &Notification| {
                 !per_incident
@@ -394,15 +398,15 @@ impl Core {
                     && single_application(m).is_some()
                     && single_application(m) == single_application(&n)
             };
-            match out.iter_mut().find(|m| same(m)) {
-                Some(m) => {
+            match out.iter_mut().find(|(_, m)| same(m)) {
+                Some((_, m)) => {
                     m.incidents.extend(n.incidents);
                     m.title = Notification::title_of(m.action, &m.incidents, m.created_at);
                     if m.reason != n.reason {
                         m.reason = format!("{}; {}", m.reason, n.reason);
                     }
                 }
-                None => out.push(n),
+                None => out.push((order, n)),
             }
         }
         out
@@ -463,7 +467,8 @@ impl Core {
                     now,
                 );
                 self.add_links(&mut n, now);
-                enqueue(&mut tx, &n, now).await?;
+                let order = n.thread_key.clone();
+                enqueue(&mut tx, &n, order, now).await?;
             }
         }
         tx.commit().await?;
@@ -490,15 +495,18 @@ fn single_application(n: &Notification) -> Option<(&str, &str)> {
         .then_some(app)
 }
 
-pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
-    // Deliveries of one thread keep their order; escalations and groups each have their own thread.
+/// Queues `n`. Deliveries of one `order` key are sent one after the other, each waiting for the one before to be
+/// delivered or given up: a group's messages across its generations, one incident's escalation steps to one
+/// receiver. Nothing else waits on them.
+pub(super) async fn enqueue(
+    tx: &mut WriteTx,
+    n: &Notification,
+    order: String,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
     let d = NewDelivery {
         receiver: n.receiver.clone(),
-        order_key: n
-            .thread_key
-            .rsplit_once(':')
-            .map(|(k, _)| k.to_string())
-            .unwrap_or_else(|| n.thread_key.clone()),
+        order_key: order,
         thread_key: n.thread_key.clone(),
         action: n.action,
         // Never an empty row: a notification that cannot be written fails its transaction.

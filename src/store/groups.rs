@@ -128,9 +128,9 @@ impl Store {
             .await
     }
 
-    /// The threads a firing incident was told in: `(receiver, thread_key)` of each group it is a member of whose
-    /// current message was sent (`receiver:group_key:generation`, as the flush names it).
-    pub async fn told_threads(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+    /// The threads a firing incident was told in: `(receiver, group_key, generation)` of each group it is a member
+    /// of whose current message was sent.
+    pub async fn told_threads(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String, i64)>, StoreError> {
         let query = q!(
             "SELECT g.receiver, g.group_key, g.generation FROM notify_groups g JOIN group_members m \
              ON m.group_id = g.id WHERE m.incident_id = $1 AND g.active = 1 ORDER BY g.receiver"
@@ -140,7 +140,7 @@ impl Store {
             let receiver: String = r.try_get("receiver")?;
             let key: String = r.try_get("group_key")?;
             let generation: i64 = r.try_get("generation")?;
-            Ok((receiver.clone(), format!("{receiver}:{key}:{generation}")))
+            Ok((receiver, key, generation))
         })
         .await
     }

@@ -20,7 +20,11 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let direct = routing::initiator::direct(&self.settings, view, now);
-        self.queue(tx, &direct, now).await
+        // Each receiver's message to the person on its own: an e-mail failing holds back no Slack message.
+        let queued: Vec<_> = (direct.into_iter())
+            .map(|n| (format!("{}:{}", n.receiver, n.thread_key), n))
+            .collect();
+        self.queue(tx, &queued, now).await
     }
 
     /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
@@ -35,15 +39,27 @@ impl Core {
         for n in routing::change::notifications(&self.settings, prev, next, now) {
             // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
             if !Store::has_thread(tx, &n.thread_key).await? {
-                changes.push(n);
+                // One Application's changes to one receiver keep their order.
+                let order = format!(
+                    "{}:change:{}/{}",
+                    n.receiver,
+                    n.change.as_ref().map_or("", |c| c.app_namespace.as_str()),
+                    n.change.as_ref().map_or("", |c| c.app_name.as_str())
+                );
+                changes.push((order, n));
             }
         }
         self.queue(tx, &changes, now).await
     }
 
-    async fn queue(&self, tx: &mut WriteTx, ns: &[Notification], now: DateTime<Utc>) -> Result<(), StoreError> {
-        for n in ns {
-            enqueue(tx, n, now).await?;
+    async fn queue(
+        &self,
+        tx: &mut WriteTx,
+        ns: &[(String, Notification)],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        for (order, n) in ns {
+            enqueue(tx, n, order.clone(), now).await?;
         }
         if !ns.is_empty() {
             // Not a group's: no flush will ring the outbox worker for these.
