@@ -146,22 +146,32 @@ pub struct Change {
     pub app_url: Option<String>,
 }
 
+impl Change {
+    /// The Application's name as people read it in a title: `payments-api`, or `us/payments-api` outside the
+    /// default Argo CD instance.
+    pub fn app_title(&self) -> String {
+        match super::is_default_instance(&self.instance) {
+            true => self.app_name.clone(),
+            false => format!("{}/{}", self.instance, self.app_name),
+        }
+    }
+}
+
 impl Notification {
-    /// A message about `incidents` in the thread `thread_key` of `receiver`: no digest, no person, no change event,
-    /// no status-page link (see [`Notification::with_status_page`]).
+    /// A message about `incidents` in `thread` (to its receiver): no digest, no person, no change event, no
+    /// status-page link (see [`Notification::with_status_page`]).
     pub fn about(
-        receiver: &str,
+        thread: &super::Thread,
         action: Action,
-        thread_key: String,
         title: String,
         reason: String,
         incidents: Vec<Incident>,
         now: DateTime<Utc>,
     ) -> Self {
         Self {
-            receiver: receiver.to_string(),
+            receiver: thread.receiver().to_string(),
             action,
-            thread_key,
+            thread_key: thread.key(),
             title,
             reason,
             incidents,
@@ -233,7 +243,11 @@ impl Notification {
         Self {
             receiver: receiver.into(),
             action: Action::Test,
-            thread_key: format!("herald-test-{}", now.timestamp()),
+            thread_key: super::Thread::Test {
+                receiver: receiver.into(),
+                at: now,
+            }
+            .key(),
             title: "[TEST] Herald test notification".into(),
             reason: "sent by `herald send-test` to check this receiver".into(),
             incidents: vec![incident],

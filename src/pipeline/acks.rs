@@ -6,9 +6,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::scheduler::enqueue;
 use super::{Core, Pipeline, PipelineError};
-use crate::domain::{Acknowledgement, Action, IncidentState, Notification};
+use crate::domain::{Acknowledgement, Action, IncidentState, Notification, Thread};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 /// What an acknowledge or unacknowledge did.
@@ -75,20 +74,14 @@ impl Core {
         if rec.state != IncidentState::Firing || !rec.notified {
             return Ok(0);
         }
-        // (receiver, thread, order): an acknowledgement keeps its place in its thread's order.
-        let mut threads: Vec<(String, String, String)> = (Store::told_threads(tx, rec.id).await?.into_iter())
-            .map(|(receiver, key, generation)| {
-                let order = format!("{receiver}:{key}");
-                (receiver, format!("{order}:{generation}"), order)
-            })
-            .collect();
+        let mut threads = Store::told_threads(tx, rec.id).await?;
         for step in Store::sent_escalations(tx, rec.id).await? {
-            for receiver in step.receivers {
-                let thread = format!("{receiver}:escalation:{}", rec.id);
-                threads.push((receiver, thread.clone(), thread));
-            }
+            threads.extend(step.receivers.into_iter().map(|receiver| Thread::Escalation {
+                receiver,
+                incident: rec.id,
+            }));
         }
-        threads.sort();
+        threads.sort_by_key(|t| (t.receiver().to_string(), t.key()));
         threads.dedup();
         let view = rec.full_view();
         let Some(ack) = &view.acknowledged else {
@@ -101,24 +94,23 @@ impl Core {
             Notification::title_of(Action::Update, std::slice::from_ref(&view), now)
         );
         let mut told = 0;
-        for (receiver, thread_key, order) in threads {
+        for thread in threads {
             if !self
                 .settings
-                .receiver(&receiver)
+                .receiver(thread.receiver())
                 .is_some_and(|r| r.kind.capabilities().acknowledgements)
             {
                 continue;
             }
             let n = Notification::about(
-                &receiver,
+                &thread,
                 Action::Acknowledge,
-                thread_key,
                 title.clone(),
                 reason.clone(),
                 vec![view.clone()],
                 now,
             );
-            enqueue(tx, &n, order, now).await?;
+            Store::queue(tx, &thread, &n, now).await?;
             told += 1;
         }
         Ok(told)

@@ -7,12 +7,11 @@ use chrono::{DateTime, Utc};
 
 use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts};
-use crate::argocd::AppId;
-use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence};
+use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
 use crate::routing::inhibit::Candidate;
-use crate::store::{Headline, IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
+use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 impl Core {
     /// One Application's open incidents as inhibition's sources.
@@ -153,17 +152,19 @@ impl Core {
         for step in sent {
             for receiver in step.receivers {
                 if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
+                    let thread = Thread::Escalation {
+                        receiver,
+                        incident: rec.id,
+                    };
                     let n = Notification::about(
-                        &receiver,
+                        &thread,
                         Action::Resolve,
-                        format!("{receiver}:escalation:{}", rec.id),
                         Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
                         "resolved".into(),
                         vec![view.clone()],
                         now,
                     );
-                    let order = n.thread_key.clone();
-                    enqueue(tx, &n, order, now).await?;
+                    Store::queue(tx, &thread, &n, now).await?;
                 }
             }
         }
@@ -299,14 +300,11 @@ impl Core {
             let silences = Store::silences_tx(&mut tx, now).await?;
             let mut messages = Vec::new();
             for g in groups {
-                let order = format!("{}:{}", g.receiver, g.group_key);
-                if let Some(n) = self.flush_group(&mut tx, g, &silences, now).await? {
-                    messages.push((order, n));
-                }
+                messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
-            for (order, mut n) in self.one_message_per_application(messages) {
+            for (thread, mut n) in self.one_message_per_application(messages) {
                 self.add_links(&mut n, now);
-                enqueue(&mut tx, &n, order, now).await?;
+                Store::queue(&mut tx, &thread, &n, now).await?;
             }
             tx.commit().await?;
         }
@@ -321,7 +319,7 @@ impl Core {
         g: crate::store::GroupRecord,
         silences: &[Silence],
         now: DateTime<Utc>,
-    ) -> Result<Option<Notification>, StoreError> {
+    ) -> Result<Option<(Thread, Notification)>, StoreError> {
         let members = Store::members(tx, g.id).await?;
         let apps: Vec<_> = members.iter().map(|m| m.incident.app.clone()).collect();
         let open = Self::candidates_by_app(&Store::open_incidents_of(tx, &apps).await?);
@@ -357,21 +355,24 @@ impl Core {
             incidents.extend(events.iter().map(|m| m.incident.full_view()));
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = Notification::title_of(action, &incidents, now);
-            message = Some(
-                Notification::about(
-                    &g.receiver,
-                    action,
-                    format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
-                    title,
-                    match shared_resolution(&incidents) {
-                        Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
-                        _ => reason.as_str().into(),
-                    },
-                    incidents,
-                    now,
-                )
-                .with_status_page(self.settings.server.public_url.as_deref()),
-            );
+            let thread = Thread::Group {
+                receiver: g.receiver.clone(),
+                group_key: g.group_key.clone(),
+                generation: plan.generation,
+            };
+            let n = Notification::about(
+                &thread,
+                action,
+                title,
+                match shared_resolution(&incidents) {
+                    Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
+                    _ => reason.as_str().into(),
+                },
+                incidents,
+                now,
+            )
+            .with_status_page(self.settings.server.public_url.as_deref());
+            message = Some((thread, n));
         }
         // Events are told once: whether or not this flush sent them (it always does), they leave the group.
         let told: Vec<i64> = (members.iter())
@@ -387,9 +388,9 @@ impl Core {
     /// action, become one message with a line per problem (an Application out of sync with a prune pending is one
     /// message, not two in the same second). Ticket and paging receivers keep one notification per incident.
     /// The merged message takes the first one's thread: later messages of the others' groups start their own.
-    fn one_message_per_application(&self, messages: Vec<(String, Notification)>) -> Vec<(String, Notification)> {
-        let mut out: Vec<(String, Notification)> = Vec::new();
-        for (order, n) in messages {
+    fn one_message_per_application(&self, messages: Vec<(Thread, Notification)>) -> Vec<(Thread, Notification)> {
+        let mut out: Vec<(Thread, Notification)> = Vec::new();
+        for (thread, n) in messages {
             let per_incident = self.settings.receiver(&n.receiver).is_some_and(|r| r.per_incident());
             let same = |m: &Notification| {
                 !per_incident
@@ -406,7 +407,7 @@ impl Core {
                         m.reason = format!("{}; {}", m.reason, n.reason);
                     }
                 }
-                None => out.push((order, n)),
+                None => out.push((thread, n)),
             }
         }
         out
@@ -449,10 +450,13 @@ impl Core {
             }
             Store::finish_escalation(&mut tx, e.id).await?;
             for receiver in &e.receivers {
+                let thread = Thread::Escalation {
+                    receiver: receiver.clone(),
+                    incident: rec.id,
+                };
                 let mut n = Notification::about(
-                    receiver,
+                    &thread,
                     Action::Open,
-                    format!("{receiver}:escalation:{}", rec.id),
                     format!(
                         "Escalated (step {}): {}",
                         e.step,
@@ -467,8 +471,7 @@ impl Core {
                     now,
                 );
                 self.add_links(&mut n, now);
-                let order = n.thread_key.clone();
-                enqueue(&mut tx, &n, order, now).await?;
+                Store::queue(&mut tx, &thread, &n, now).await?;
             }
         }
         tx.commit().await?;
@@ -493,43 +496,6 @@ fn single_application(n: &Notification) -> Option<(&str, &str)> {
         .iter()
         .all(|i| (i.app_namespace.as_str(), i.app_name.as_str()) == app)
         .then_some(app)
-}
-
-/// Queues `n`. Deliveries of one `order` key are sent one after the other, each waiting for the one before to be
-/// delivered or given up: a group's messages across its generations, one incident's escalation steps to one
-/// receiver. Nothing else waits on them.
-pub(super) async fn enqueue(
-    tx: &mut WriteTx,
-    n: &Notification,
-    order: String,
-    now: DateTime<Utc>,
-) -> Result<(), StoreError> {
-    let d = NewDelivery {
-        receiver: n.receiver.clone(),
-        order_key: order,
-        thread_key: n.thread_key.clone(),
-        action: n.action,
-        // Never an empty row: a notification that cannot be written fails its transaction.
-        payload: serde_json::to_string(n)
-            .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
-        headline: Headline::of(n),
-    };
-    let id = Store::enqueue(tx, &d, now).await?;
-    // What it is about, for the Applications' pages ("who was told what, when").
-    let apps: Vec<(i64, AppId)> = (n.incidents.iter())
-        .filter(|i| i.id > 0)
-        .map(|i| {
-            let instance = match crate::domain::is_default_instance(&i.instance) {
-                true => crate::argocd::DEFAULT_INSTANCE,
-                false => i.instance.as_str(),
-            };
-            (i.id, AppId::of(instance, &i.app_namespace, &i.app_name))
-        })
-        .collect();
-    let about: Vec<(i64, &AppId)> = apps.iter().map(|(i, a)| (*i, a)).collect();
-    Store::index_delivery(tx, id, &about, now).await?;
-    metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
-    Ok(())
 }
 
 #[cfg(test)]

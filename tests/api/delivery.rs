@@ -375,7 +375,8 @@ async fn an_email_to_alice_failing_holds_back_no_slack_message_to_her() {
     Mock::given(method("POST"))
         .and(path("/api/chat.postMessage"))
         .respond_with(
-            ResponseTemplate::new(200).set_body_json(serde_json::json!({"ok": true, "channel": "D0ALICE", "ts": "1.0"})),
+            ResponseTemplate::new(200)
+                .set_body_json(serde_json::json!({"ok": true, "channel": "D0ALICE", "ts": "1.0"})),
         )
         .mount(&slack)
         .await;
@@ -415,7 +416,11 @@ people:
         .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
         .filter_map(|b| b["channel"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(channels, ["U024BE7LH"], "alice's Slack message does not wait for her e-mail");
+    assert_eq!(
+        channels,
+        ["U024BE7LH"],
+        "alice's Slack message does not wait for her e-mail"
+    );
     let pending = app.get_json("/v1/outbox?state=pending").await;
     assert_eq!(pending["count"], 1, "only the e-mail waits: {pending}");
     assert_eq!(pending["items"][0]["receiver"], "mail", "{pending}");

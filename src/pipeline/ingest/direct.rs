@@ -5,8 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::Core;
-use super::super::scheduler::enqueue;
-use crate::domain::{Incident, Notification};
+use crate::domain::{Incident, Notification, Thread};
 use crate::routing;
 use crate::state::AppState;
 use crate::store::{Store, StoreError, WriteTx};
@@ -20,11 +19,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let direct = routing::initiator::direct(&self.settings, view, now);
-        // Each receiver's message to the person on its own: an e-mail failing holds back no Slack message.
-        let queued: Vec<_> = (direct.into_iter())
-            .map(|n| (format!("{}:{}", n.receiver, n.thread_key), n))
-            .collect();
-        self.queue(tx, &queued, now).await
+        self.queue(tx, &direct, now).await
     }
 
     /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
@@ -36,17 +31,10 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let mut changes = Vec::new();
-        for n in routing::change::notifications(&self.settings, prev, next, now) {
+        for (thread, n) in routing::change::notifications(&self.settings, prev, next, now) {
             // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
-            if !Store::has_thread(tx, &n.thread_key).await? {
-                // One Application's changes to one receiver keep their order.
-                let order = format!(
-                    "{}:change:{}/{}",
-                    n.receiver,
-                    n.change.as_ref().map_or("", |c| c.app_namespace.as_str()),
-                    n.change.as_ref().map_or("", |c| c.app_name.as_str())
-                );
-                changes.push((order, n));
+            if !Store::has_thread(tx, &thread.key()).await? {
+                changes.push((thread, n));
             }
         }
         self.queue(tx, &changes, now).await
@@ -55,11 +43,11 @@ impl Core {
     async fn queue(
         &self,
         tx: &mut WriteTx,
-        ns: &[(String, Notification)],
+        ns: &[(Thread, Notification)],
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        for (order, n) in ns {
-            enqueue(tx, n, order.clone(), now).await?;
+        for (thread, n) in ns {
+            Store::queue(tx, thread, n, now).await?;
         }
         if !ns.is_empty() {
             // Not a group's: no flush will ring the outbox worker for these.
