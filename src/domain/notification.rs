@@ -497,10 +497,12 @@ impl Notification {
     }
 
     fn titled(action: Action, incidents: &[Incident], now: Option<DateTime<Utc>>) -> String {
-        let mut apps: Vec<(&str, &str)> = Vec::new();
+        // Two instances' Applications of one name are two Applications.
+        let mut apps: Vec<(&str, &str, &str)> = Vec::new();
         for i in incidents {
-            if !apps.contains(&(i.app_namespace.as_str(), i.app_name.as_str())) {
-                apps.push((i.app_namespace.as_str(), i.app_name.as_str()));
+            let app = (instance_of(i), i.app_namespace.as_str(), i.app_name.as_str());
+            if !apps.contains(&app) {
+                apps.push(app);
             }
         }
         let ended = incidents.iter().filter(|i| i.ended()).count();
@@ -514,9 +516,9 @@ impl Notification {
         } else {
             String::new()
         };
-        if let [(_, app)] = apps.as_slice() {
+        if let ([_], Some(first)) = (apps.as_slice(), incidents.first()) {
             let words: Vec<String> = shown.iter().map(|i| i.title_words(action, now)).collect();
-            return format!("{app}: {}{also_ended}", words.join("; "));
+            return format!("{}: {}{also_ended}", first.app_title(), words.join("; "));
         }
         let mut kinds: Vec<Kind> = shown.iter().map(|i| i.kind).collect();
         kinds.dedup();
@@ -535,6 +537,14 @@ impl Notification {
             "{what}{ended_word} on {}{of_team}{also_ended}",
             plural(apps.len(), "Application")
         )
+    }
+}
+
+/// The Argo CD instance of `i`'s Application, the default one for an empty name.
+fn instance_of(i: &Incident) -> &str {
+    match super::is_default_instance(&i.instance) {
+        true => crate::argocd::DEFAULT_INSTANCE,
+        false => &i.instance,
     }
 }
 
@@ -734,5 +744,56 @@ mod tests {
             pruned.status_line(at(9, 0, 30)),
             "the sync deleted ConfigMap payments-config, at 09:00 UTC"
         );
+    }
+
+    #[test]
+    fn an_application_of_another_instance_is_named_with_it_and_two_instances_are_two_applications() {
+        let now = at(10, 30, 0);
+        let of = |instance: &str| Incident {
+            instance: instance.into(),
+            ..incident("payments-api", Kind::OutOfSync, "OutOfSync", at(9, 0, 0))
+        };
+        let title = |incidents: &[Incident]| Notification::title_of(Action::Open, incidents, now);
+
+        assert_eq!(title(&[of("default")]), "payments-api: OutOfSync for 1 h 30 min");
+        assert_eq!(
+            title(&[of("")]),
+            "payments-api: OutOfSync for 1 h 30 min",
+            "an empty name is the default"
+        );
+        assert_eq!(title(&[of("us")]), "us/payments-api: OutOfSync for 1 h 30 min");
+        assert_eq!(
+            title(&[of("eu"), of("us")]),
+            "OutOfSync on 2 Applications of team platform",
+            "the same name in two instances is two Applications"
+        );
+        assert_eq!(
+            title(&[of("default"), of("")]),
+            "payments-api: OutOfSync for 1 h 30 min; OutOfSync for 1 h 30 min"
+        );
+
+        let n = Notification {
+            action: Action::Open,
+            title: title(&[of("us")]),
+            incidents: vec![of("us")],
+            created_at: now,
+            ..Notification::test("jira", now)
+        };
+        assert_eq!(n.ticket_title(), "us/payments-api: OutOfSync");
+
+        let change = |instance: &str| Change {
+            instance: instance.into(),
+            app_namespace: "argocd".into(),
+            app_name: "payments-api".into(),
+            project: "shop".into(),
+            destination_namespace: "pay".into(),
+            revision: "v3".into(),
+            previous_revision: None,
+            initiator: "automated".into(),
+            finished_at: now,
+            app_url: None,
+        };
+        assert_eq!(change("default").app_title(), "payments-api");
+        assert_eq!(change("us").app_title(), "us/payments-api");
     }
 }

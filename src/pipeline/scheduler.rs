@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts};
+use crate::argocd::AppId;
 use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
@@ -488,14 +489,10 @@ fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
         .then_some(first)
 }
 
-/// The Application every incident of `n` is about, if they are all about one.
-fn single_application(n: &Notification) -> Option<(&str, &str)> {
-    let first = n.incidents.first()?;
-    let app = (first.app_namespace.as_str(), first.app_name.as_str());
-    n.incidents
-        .iter()
-        .all(|i| (i.app_namespace.as_str(), i.app_name.as_str()) == app)
-        .then_some(app)
+/// The Application (in its Argo CD instance) every incident of `n` is about, if they are all about one.
+fn single_application(n: &Notification) -> Option<AppId> {
+    let app = n.incidents.first()?.app_id();
+    n.incidents.iter().all(|i| i.app_id() == app).then_some(app)
 }
 
 #[cfg(test)]
