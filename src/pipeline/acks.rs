@@ -110,7 +110,7 @@ impl Core {
                 vec![view.clone()],
                 now,
             );
-            Store::queue(tx, &thread, &n, now).await?;
+            self.send(tx, &thread, n, now).await?;
             told += 1;
         }
         Ok(told)

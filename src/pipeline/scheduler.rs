@@ -165,7 +165,7 @@ impl Core {
                         vec![view.clone()],
                         now,
                     );
-                    Store::queue(tx, &thread, &n, now).await?;
+                    self.send(tx, &thread, n, now).await?;
                 }
             }
         }
@@ -303,9 +303,8 @@ impl Core {
             for g in groups {
                 messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
-            for (thread, mut n) in self.one_message_per_application(messages) {
-                self.add_links(&mut n, now);
-                Store::queue(&mut tx, &thread, &n, now).await?;
+            for (thread, n) in self.one_message_per_application(messages) {
+                self.send(&mut tx, &thread, n, now).await?;
             }
             tx.commit().await?;
         }
@@ -371,8 +370,7 @@ impl Core {
                 },
                 incidents,
                 now,
-            )
-            .with_status_page(self.settings.server.public_url.as_deref());
+            );
             message = Some((thread, n));
         }
         // Events are told once: whether or not this flush sent them (it always does), they leave the group.
@@ -455,7 +453,7 @@ impl Core {
                     receiver: receiver.clone(),
                     incident: rec.id,
                 };
-                let mut n = Notification::about(
+                let n = Notification::about(
                     &thread,
                     Action::Open,
                     format!(
@@ -471,8 +469,7 @@ impl Core {
                     vec![view.clone()],
                     now,
                 );
-                self.add_links(&mut n, now);
-                Store::queue(&mut tx, &thread, &n, now).await?;
+                self.send(&mut tx, &thread, n, now).await?;
             }
         }
         tx.commit().await?;

@@ -19,7 +19,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let direct = routing::initiator::direct(&self.settings, view, now);
-        self.queue(tx, &direct, now).await
+        self.queue(tx, direct, now).await
     }
 
     /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
@@ -37,19 +37,20 @@ impl Core {
                 changes.push((thread, n));
             }
         }
-        self.queue(tx, &changes, now).await
+        self.queue(tx, changes, now).await
     }
 
     async fn queue(
         &self,
         tx: &mut WriteTx,
-        ns: &[(Thread, Notification)],
+        ns: Vec<(Thread, Notification)>,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        let queued = !ns.is_empty();
         for (thread, n) in ns {
-            Store::queue(tx, thread, n, now).await?;
+            self.send(tx, &thread, n, now).await?;
         }
-        if !ns.is_empty() {
+        if queued {
             // Not a group's: no flush will ring the outbox worker for these.
             self.wake_outbox.notify_one();
         }
