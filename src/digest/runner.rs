@@ -9,8 +9,8 @@ use super::Schedule;
 use super::content::{Frame, Inputs, content};
 use crate::configuration::{DigestSettings, Settings, TeamSettings, WhenEmpty};
 use crate::domain::Digest;
-use crate::domain::{Action, DeliveryState, IncidentState, Notification};
-use crate::store::{AppFilter, Headline, IncidentFilter, NewDelivery, SlotState, Store, StoreError};
+use crate::domain::{Action, DeliveryState, IncidentState, Notification, Thread};
+use crate::store::{AppFilter, IncidentFilter, SlotState, Store, StoreError};
 
 /// How many rows of each kind a digest reads at most: a team with more has bigger problems than a long digest.
 const READ_LIMIT: i64 = 2000;
@@ -158,30 +158,21 @@ async fn send_slot(
     let send = !digest.is_empty() || d.when_empty == WhenEmpty::AllGreen;
     if send {
         for receiver in &receivers {
-            let thread_key = format!("{receiver}:digest:{team}:{}", slot.timestamp());
-            let n = Notification {
+            let thread = Thread::Digest {
                 receiver: receiver.clone(),
-                action: Action::Digest,
-                thread_key: thread_key.clone(),
-                title: digest.title(),
-                reason: format!("the scheduled digest ({}, {})", d.schedule, d.timezone),
-                incidents: Vec::new(),
-                created_at: now,
-                digest: Some(Box::new(digest.clone())),
-                recipient: None,
-                change: None,
-                status_url: None,
+                team: team.to_string(),
+                slot,
             };
-            let delivery = NewDelivery {
-                receiver: receiver.clone(),
-                order_key: thread_key.clone(),
-                thread_key,
-                action: Action::Digest,
-                payload: serde_json::to_string(&n)
-                    .map_err(|e| StoreError::Decode(format!("a digest could not be serialised: {e}")))?,
-                headline: Headline::of(&n),
-            };
-            Store::enqueue(&mut tx, &delivery, now).await?;
+            let mut n = Notification::about(
+                &thread,
+                Action::Digest,
+                digest.title(),
+                format!("the scheduled digest ({}, {})", d.schedule, d.timezone),
+                Vec::new(),
+                now,
+            );
+            n.digest = Some(Box::new(digest.clone()));
+            Store::queue(&mut tx, &thread, &n, now).await?;
         }
     }
     let state = if send { SlotState::Sent } else { SlotState::Empty };
@@ -189,12 +180,5 @@ async fn send_slot(
     tx.commit().await?;
     metrics::counter!("herald_digest_slots_total", "state" => state.as_str()).increment(1);
     tracing::info!(team, slot = %slot, state = state.as_str(), receivers = receivers.len(), "digest slot done");
-    if !send {
-        return Ok(0);
-    }
-    for receiver in &receivers {
-        metrics::counter!("herald_notifications_queued_total", "receiver" => receiver.clone(), "action" => "digest")
-            .increment(1);
-    }
-    Ok(receivers.len())
+    Ok(if send { receivers.len() } else { 0 })
 }

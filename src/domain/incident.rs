@@ -402,6 +402,25 @@ impl Hold {
 }
 
 impl Incident {
+    /// The Application it is about, in its Argo CD instance (the default one for a view stored before instances).
+    pub fn app_id(&self) -> crate::argocd::AppId {
+        let instance = match super::is_default_instance(&self.instance) {
+            true => crate::argocd::DEFAULT_INSTANCE,
+            false => self.instance.as_str(),
+        };
+        crate::argocd::AppId::of(instance, &self.app_namespace, &self.app_name)
+    }
+
+    /// The Application's name as people read it in a title: `payments-api`, or `us/payments-api` for an
+    /// Application of an Argo CD instance other than the default one (two instances may each have one of
+    /// that name).
+    pub fn app_title(&self) -> String {
+        match super::is_default_instance(&self.instance) {
+            true => self.app_name.clone(),
+            false => format!("{}/{}", self.instance, self.app_name),
+        }
+    }
+
     /// What is wrong, in people's words (`OutOfSync`, `Degraded`, `sync status Unknown`…), never an internal name.
     pub fn problem(&self) -> String {
         if !self.condition.is_empty() {

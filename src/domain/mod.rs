@@ -9,11 +9,13 @@ pub mod labels;
 pub mod link;
 pub mod notification;
 pub mod slack_interaction;
+pub mod thread;
 
 pub use digest::Digest;
 pub use incident::{Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
 pub use notification::{Action, Change, Contact, DeliveryState, Notification, Recipient};
+pub use thread::Thread;
 
 /// What a stored incident or change written before instances existed is: the default instance's.
 pub fn default_instance() -> String {

@@ -146,22 +146,32 @@ pub struct Change {
     pub app_url: Option<String>,
 }
 
+impl Change {
+    /// The Application's name as people read it in a title: `payments-api`, or `us/payments-api` outside the
+    /// default Argo CD instance.
+    pub fn app_title(&self) -> String {
+        match super::is_default_instance(&self.instance) {
+            true => self.app_name.clone(),
+            false => format!("{}/{}", self.instance, self.app_name),
+        }
+    }
+}
+
 impl Notification {
-    /// A message about `incidents` in the thread `thread_key` of `receiver`: no digest, no person, no change event,
-    /// no status-page link (see [`Notification::with_status_page`]).
+    /// A message about `incidents` in `thread` (to its receiver): no digest, no person, no change event, no
+    /// status-page link (see [`Notification::with_status_page`]).
     pub fn about(
-        receiver: &str,
+        thread: &super::Thread,
         action: Action,
-        thread_key: String,
         title: String,
         reason: String,
         incidents: Vec<Incident>,
         now: DateTime<Utc>,
     ) -> Self {
         Self {
-            receiver: receiver.to_string(),
+            receiver: thread.receiver().to_string(),
             action,
-            thread_key,
+            thread_key: thread.key(),
             title,
             reason,
             incidents,
@@ -233,7 +243,11 @@ impl Notification {
         Self {
             receiver: receiver.into(),
             action: Action::Test,
-            thread_key: format!("herald-test-{}", now.timestamp()),
+            thread_key: super::Thread::Test {
+                receiver: receiver.into(),
+                at: now,
+            }
+            .key(),
             title: "[TEST] Herald test notification".into(),
             reason: "sent by `herald send-test` to check this receiver".into(),
             incidents: vec![incident],
@@ -484,10 +498,12 @@ impl Notification {
     }
 
     fn titled(action: Action, incidents: &[Incident], now: Option<DateTime<Utc>>) -> String {
-        let mut apps: Vec<(&str, &str)> = Vec::new();
+        // Two instances' Applications of one name are two Applications.
+        let mut apps: Vec<(&str, &str, &str)> = Vec::new();
         for i in incidents {
-            if !apps.contains(&(i.app_namespace.as_str(), i.app_name.as_str())) {
-                apps.push((i.app_namespace.as_str(), i.app_name.as_str()));
+            let app = (instance_of(i), i.app_namespace.as_str(), i.app_name.as_str());
+            if !apps.contains(&app) {
+                apps.push(app);
             }
         }
         let ended = incidents.iter().filter(|i| i.ended()).count();
@@ -501,9 +517,9 @@ impl Notification {
         } else {
             String::new()
         };
-        if let [(_, app)] = apps.as_slice() {
+        if let ([_], Some(first)) = (apps.as_slice(), incidents.first()) {
             let words: Vec<String> = shown.iter().map(|i| i.title_words(action, now)).collect();
-            return format!("{app}: {}{also_ended}", words.join("; "));
+            return format!("{}: {}{also_ended}", first.app_title(), words.join("; "));
         }
         let mut kinds: Vec<Kind> = shown.iter().map(|i| i.kind).collect();
         kinds.dedup();
@@ -522,6 +538,14 @@ impl Notification {
             "{what}{ended_word} on {}{of_team}{also_ended}",
             plural(apps.len(), "Application")
         )
+    }
+}
+
+/// The Argo CD instance of `i`'s Application, the default one for an empty name.
+fn instance_of(i: &Incident) -> &str {
+    match super::is_default_instance(&i.instance) {
+        true => crate::argocd::DEFAULT_INSTANCE,
+        false => &i.instance,
     }
 }
 
@@ -721,5 +745,56 @@ mod tests {
             pruned.status_line(at(9, 0, 30)),
             "the sync deleted ConfigMap payments-config, at 09:00 UTC"
         );
+    }
+
+    #[test]
+    fn an_application_of_another_instance_is_named_with_it_and_two_instances_are_two_applications() {
+        let now = at(10, 30, 0);
+        let of = |instance: &str| Incident {
+            instance: instance.into(),
+            ..incident("payments-api", Kind::OutOfSync, "OutOfSync", at(9, 0, 0))
+        };
+        let title = |incidents: &[Incident]| Notification::title_of(Action::Open, incidents, now);
+
+        assert_eq!(title(&[of("default")]), "payments-api: OutOfSync for 1 h 30 min");
+        assert_eq!(
+            title(&[of("")]),
+            "payments-api: OutOfSync for 1 h 30 min",
+            "an empty name is the default"
+        );
+        assert_eq!(title(&[of("us")]), "us/payments-api: OutOfSync for 1 h 30 min");
+        assert_eq!(
+            title(&[of("eu"), of("us")]),
+            "OutOfSync on 2 Applications of team platform",
+            "the same name in two instances is two Applications"
+        );
+        assert_eq!(
+            title(&[of("default"), of("")]),
+            "payments-api: OutOfSync for 1 h 30 min; OutOfSync for 1 h 30 min"
+        );
+
+        let n = Notification {
+            action: Action::Open,
+            title: title(&[of("us")]),
+            incidents: vec![of("us")],
+            created_at: now,
+            ..Notification::test("jira", now)
+        };
+        assert_eq!(n.ticket_title(), "us/payments-api: OutOfSync");
+
+        let change = |instance: &str| Change {
+            instance: instance.into(),
+            app_namespace: "argocd".into(),
+            app_name: "payments-api".into(),
+            project: "shop".into(),
+            destination_namespace: "pay".into(),
+            revision: "v3".into(),
+            previous_revision: None,
+            initiator: "automated".into(),
+            finished_at: now,
+            app_url: None,
+        };
+        assert_eq!(change("default").app_title(), "payments-api");
+        assert_eq!(change("us").app_title(), "us/payments-api");
     }
 }

@@ -6,9 +6,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::scheduler::enqueue;
 use super::{Core, Pipeline, PipelineError};
-use crate::domain::{Acknowledgement, Action, IncidentState, Notification};
+use crate::domain::{Acknowledgement, Action, IncidentState, Notification, Thread};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 /// What an acknowledge or unacknowledge did.
@@ -77,12 +76,12 @@ impl Core {
         }
         let mut threads = Store::told_threads(tx, rec.id).await?;
         for step in Store::sent_escalations(tx, rec.id).await? {
-            for receiver in step.receivers {
-                let thread = format!("{receiver}:escalation:{}", rec.id);
-                threads.push((receiver, thread));
-            }
+            threads.extend(step.receivers.into_iter().map(|receiver| Thread::Escalation {
+                receiver,
+                incident: rec.id,
+            }));
         }
-        threads.sort();
+        threads.sort_by_key(|t| (t.receiver().to_string(), t.key()));
         threads.dedup();
         let view = rec.full_view();
         let Some(ack) = &view.acknowledged else {
@@ -95,24 +94,23 @@ impl Core {
             Notification::title_of(Action::Update, std::slice::from_ref(&view), now)
         );
         let mut told = 0;
-        for (receiver, thread_key) in threads {
+        for thread in threads {
             if !self
                 .settings
-                .receiver(&receiver)
+                .receiver(thread.receiver())
                 .is_some_and(|r| r.kind.capabilities().acknowledgements)
             {
                 continue;
             }
             let n = Notification::about(
-                &receiver,
+                &thread,
                 Action::Acknowledge,
-                thread_key,
                 title.clone(),
                 reason.clone(),
                 vec![view.clone()],
                 now,
             );
-            enqueue(tx, &n, now).await?;
+            self.send(tx, &thread, n, now).await?;
             told += 1;
         }
         Ok(told)

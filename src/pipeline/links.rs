@@ -8,9 +8,9 @@ use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
 
 use super::{AckOutcome, Core, Pipeline, PipelineError};
 use crate::domain::action_link::{ActionLink, LinkAction, LinkRefusal, MessageLink};
-use crate::domain::{Acknowledgement, Action, IncidentState, Notification};
+use crate::domain::{Acknowledgement, Action, IncidentState, Notification, Thread};
 use crate::routing::{Matcher, Silence};
-use crate::store::Store;
+use crate::store::{Store, StoreError, WriteTx};
 
 /// What confirming a link did, in people's words.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,9 +24,23 @@ pub enum LinkOutcome {
 }
 
 impl Core {
+    /// Queues `n`, the notification of `thread`, finished: its signed links ([`Core::add_links`]) and the link to
+    /// the status page of its team (`server.public_url`). Every notification the pipeline sends goes this way.
+    pub(super) async fn send(
+        &self,
+        tx: &mut WriteTx,
+        thread: &Thread,
+        mut n: Notification,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.add_links(&mut n, now);
+        let n = n.with_status_page(self.settings.server.public_url.as_deref());
+        Store::queue(tx, thread, &n, now).await
+    }
+
     /// Gives each firing incident of `n` its signed links, when `n` is a chat or e-mail message that opens or
     /// repeats and `server.public_url` and `server.link_signing_key` are set.
-    pub(super) fn add_links(&self, n: &mut Notification, now: DateTime<Utc>) {
+    fn add_links(&self, n: &mut Notification, now: DateTime<Utc>) {
         let Some((base, key)) = self.settings.server.links() else {
             return;
         };

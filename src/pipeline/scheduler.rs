@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts};
 use crate::argocd::AppId;
-use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence};
+use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
 use crate::routing::inhibit::Candidate;
-use crate::store::{Headline, IncidentRecord, NewDelivery, Store, StoreError, WriteTx};
+use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 impl Core {
     /// One Application's open incidents as inhibition's sources.
@@ -153,16 +153,19 @@ impl Core {
         for step in sent {
             for receiver in step.receivers {
                 if self.settings.receiver(&receiver).is_some_and(|r| r.sends_resolved()) {
+                    let thread = Thread::Escalation {
+                        receiver,
+                        incident: rec.id,
+                    };
                     let n = Notification::about(
-                        &receiver,
+                        &thread,
                         Action::Resolve,
-                        format!("{receiver}:escalation:{}", rec.id),
                         Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
                         "resolved".into(),
                         vec![view.clone()],
                         now,
                     );
-                    enqueue(tx, &n, now).await?;
+                    self.send(tx, &thread, n, now).await?;
                 }
             }
         }
@@ -312,9 +315,8 @@ impl Core {
             for g in groups {
                 messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
             }
-            for mut n in self.one_message_per_application(messages) {
-                self.add_links(&mut n, now);
-                enqueue(&mut tx, &n, now).await?;
+            for (thread, n) in self.one_message_per_application(messages) {
+                self.send(&mut tx, &thread, n, now).await?;
             }
             tx.commit().await?;
         }
@@ -329,7 +331,7 @@ impl Core {
         g: crate::store::GroupRecord,
         silences: &[Silence],
         now: DateTime<Utc>,
-    ) -> Result<Option<Notification>, StoreError> {
+    ) -> Result<Option<(Thread, Notification)>, StoreError> {
         let members = Store::members(tx, g.id).await?;
         let apps: Vec<_> = members.iter().map(|m| m.incident.app.clone()).collect();
         let open = Self::candidates_by_app(&Store::open_incidents_of(tx, &apps).await?);
@@ -365,21 +367,23 @@ impl Core {
             incidents.extend(events.iter().map(|m| m.incident.full_view()));
             incidents.extend(resolved.iter().map(|m| m.incident.full_view()));
             let title = Notification::title_of(action, &incidents, now);
-            message = Some(
-                Notification::about(
-                    &g.receiver,
-                    action,
-                    format!("{}:{}:{}", g.receiver, g.group_key, plan.generation),
-                    title,
-                    match shared_resolution(&incidents) {
-                        Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
-                        _ => reason.as_str().into(),
-                    },
-                    incidents,
-                    now,
-                )
-                .with_status_page(self.settings.server.public_url.as_deref()),
+            let thread = Thread::Group {
+                receiver: g.receiver.clone(),
+                group_key: g.group_key.clone(),
+                generation: plan.generation,
+            };
+            let n = Notification::about(
+                &thread,
+                action,
+                title,
+                match shared_resolution(&incidents) {
+                    Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
+                    _ => reason.as_str().into(),
+                },
+                incidents,
+                now,
             );
+            message = Some((thread, n));
         }
         // Events are told once: whether or not this flush sent them (it always does), they leave the group.
         let told: Vec<i64> = (members.iter())
@@ -395,9 +399,9 @@ impl Core {
     /// action, become one message with a line per problem (an Application out of sync with a prune pending is one
     /// message, not two in the same second). Ticket and paging receivers keep one notification per incident.
     /// The merged message takes the first one's thread: later messages of the others' groups start their own.
-    fn one_message_per_application(&self, messages: Vec<Notification>) -> Vec<Notification> {
-        let mut out: Vec<Notification> = Vec::new();
-        for n in messages {
+    fn one_message_per_application(&self, messages: Vec<(Thread, Notification)>) -> Vec<(Thread, Notification)> {
+        let mut out: Vec<(Thread, Notification)> = Vec::new();
+        for (thread, n) in messages {
             let per_incident = self.settings.receiver(&n.receiver).is_some_and(|r| r.per_incident());
             let same = |m: &Notification| {
                 !per_incident
@@ -406,15 +410,15 @@ impl Core {
                     && single_application(m).is_some()
                     && single_application(m) == single_application(&n)
             };
-            match out.iter_mut().find(|m| same(m)) {
-                Some(m) => {
+            match out.iter_mut().find(|(_, m)| same(m)) {
+                Some((_, m)) => {
                     m.incidents.extend(n.incidents);
                     m.title = Notification::title_of(m.action, &m.incidents, m.created_at);
                     if m.reason != n.reason {
                         m.reason = format!("{}; {}", m.reason, n.reason);
                     }
                 }
-                None => out.push(n),
+                None => out.push((thread, n)),
             }
         }
         out
@@ -457,10 +461,13 @@ impl Core {
             }
             Store::finish_escalation(&mut tx, e.id).await?;
             for receiver in &e.receivers {
-                let mut n = Notification::about(
-                    receiver,
+                let thread = Thread::Escalation {
+                    receiver: receiver.clone(),
+                    incident: rec.id,
+                };
+                let n = Notification::about(
+                    &thread,
                     Action::Open,
-                    format!("{receiver}:escalation:{}", rec.id),
                     format!(
                         "Escalated (step {}): {}",
                         e.step,
@@ -474,8 +481,7 @@ impl Core {
                     vec![view.clone()],
                     now,
                 );
-                self.add_links(&mut n, now);
-                enqueue(&mut tx, &n, now).await?;
+                self.send(&mut tx, &thread, n, now).await?;
             }
         }
         tx.commit().await?;
@@ -492,48 +498,10 @@ fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
         .then_some(first)
 }
 
-/// The Application every incident of `n` is about, if they are all about one.
-fn single_application(n: &Notification) -> Option<(&str, &str)> {
-    let first = n.incidents.first()?;
-    let app = (first.app_namespace.as_str(), first.app_name.as_str());
-    n.incidents
-        .iter()
-        .all(|i| (i.app_namespace.as_str(), i.app_name.as_str()) == app)
-        .then_some(app)
-}
-
-pub(super) async fn enqueue(tx: &mut WriteTx, n: &Notification, now: DateTime<Utc>) -> Result<(), StoreError> {
-    // Deliveries of one thread keep their order; escalations and groups each have their own thread.
-    let d = NewDelivery {
-        receiver: n.receiver.clone(),
-        order_key: n
-            .thread_key
-            .rsplit_once(':')
-            .map(|(k, _)| k.to_string())
-            .unwrap_or_else(|| n.thread_key.clone()),
-        thread_key: n.thread_key.clone(),
-        action: n.action,
-        // Never an empty row: a notification that cannot be written fails its transaction.
-        payload: serde_json::to_string(n)
-            .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
-        headline: Headline::of(n),
-    };
-    let id = Store::enqueue(tx, &d, now).await?;
-    // What it is about, for the Applications' pages ("who was told what, when").
-    let apps: Vec<(i64, AppId)> = (n.incidents.iter())
-        .filter(|i| i.id > 0)
-        .map(|i| {
-            let instance = match crate::domain::is_default_instance(&i.instance) {
-                true => crate::argocd::DEFAULT_INSTANCE,
-                false => i.instance.as_str(),
-            };
-            (i.id, AppId::of(instance, &i.app_namespace, &i.app_name))
-        })
-        .collect();
-    let about: Vec<(i64, &AppId)> = apps.iter().map(|(i, a)| (*i, a)).collect();
-    Store::index_delivery(tx, id, &about, now).await?;
-    metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
-    Ok(())
+/// The Application (in its Argo CD instance) every incident of `n` is about, if they are all about one.
+fn single_application(n: &Notification) -> Option<AppId> {
+    let app = n.incidents.first()?.app_id();
+    n.incidents.iter().all(|i| i.app_id() == app).then_some(app)
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
         {
             actions.push(json!({
                 "type": "Action.OpenUrl",
-                "title": truncate(&format!("Open {} in Argo CD", escape::chat_plain(app.short_name())), 100),
+                "title": truncate(&format!("Open {} in Argo CD", escape::chat_plain(&app.short_name())), 100),
                 "url": u,
             }));
         }

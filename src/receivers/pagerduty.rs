@@ -117,11 +117,15 @@ pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value
         &summary.split_whitespace().collect::<Vec<_>>().join(" "),
         SUMMARY_MAX_CHARS,
     );
-    let source = match (non_empty(&i.app_namespace), non_empty(&i.app_name)) {
+    let mut source = match (non_empty(&i.app_namespace), non_empty(&i.app_name)) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (None, Some(name)) => name.to_string(),
         _ => "argocd".to_string(),
     };
+    // Two Argo CD instances may each have an Application of this name: say which one (the default goes unsaid).
+    if !crate::domain::is_default_instance(&i.instance) {
+        source = format!("{}/{source}", i.instance);
+    }
 
     let mut details = Map::new();
     for (k, v) in render::facts(i) {
@@ -184,7 +188,7 @@ pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value
     });
     if let Some(url) = &i.app_url {
         event["client_url"] = json!(url);
-        event["links"] = json!([{ "href": url, "text": format!("{} in Argo CD", i.app_name) }]);
+        event["links"] = json!([{ "href": url, "text": format!("{} in Argo CD", i.app_title()) }]);
     }
     event
 }
@@ -266,6 +270,25 @@ mod tests {
         ResponseTemplate::new(202).set_body_json(json!({
             "status": "success", "message": "Event processed", "dedup_key": dedup_key(FINGERPRINT),
         }))
+    }
+
+    #[test]
+    fn another_instances_alert_names_its_instance_where_a_responder_reads_the_application() {
+        let mut n = firing_notification(Action::Open);
+        n.incidents[0].instance = "us".into();
+        n.incidents[0].summary = "us/argocd/payments is Degraded".into();
+
+        let event = trigger_event(&n, &n.incidents[0], ROUTING_KEY);
+
+        assert_eq!(event["payload"]["source"], "us/argocd/payments");
+        assert_eq!(event["links"][0]["text"], "us/payments in Argo CD");
+        assert_eq!(event["payload"]["custom_details"]["Argo CD instance"], "us");
+        assert_eq!(event["payload"]["summary"], "us/argocd/payments is Degraded");
+        assert_eq!(
+            event["dedup_key"],
+            dedup_key(FINGERPRINT),
+            "the fingerprint tells instances apart"
+        );
     }
 
     #[tokio::test]

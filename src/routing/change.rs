@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::configuration::{Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
-use crate::domain::{Action, Change, Notification};
+use crate::domain::{Action, Change, Notification, Thread};
 use crate::routing::owning_team;
 use crate::state::AppState;
 
@@ -75,8 +75,13 @@ fn change_receivers<'a>(settings: &'a Settings, team: &str) -> Vec<&'a str> {
 }
 
 /// One notification per change-events receiver that hears of the Application ([`change_receivers`]), in the
-/// thread of (Application, revision): the outbox keeps one of each, whatever replays the body.
-pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Vec<Notification> {
+/// thread of (instance, Application, revision, operation): the outbox keeps one of each, whatever replays the body.
+pub fn notifications(
+    settings: &Settings,
+    prev: &AppState,
+    next: &AppState,
+    now: DateTime<Utc>,
+) -> Vec<(Thread, Notification)> {
     let team = owning_team(&next.snapshot, &settings.ownership);
     let receivers = change_receivers(settings, &team);
     if receivers.is_empty() {
@@ -88,30 +93,29 @@ pub fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now:
     let started = next.snapshot.operation.as_ref().and_then(|o| o.started_at);
     let title = format!(
         "{} synced to {} by {}",
-        change.app_name,
+        change.app_title(),
         short(&change.revision),
         change.initiator
     );
     receivers
         .into_iter()
-        .map(|receiver| Notification {
-            receiver: receiver.to_string(),
-            action: Action::Open,
-            thread_key: format!(
-                "{receiver}:change:{}/{}:{}@{}",
-                change.app_namespace,
-                change.app_name,
-                change.revision,
-                started.map_or(0, |t| t.timestamp_millis())
-            ),
-            title: title.clone(),
-            reason: "synced to a new revision".into(),
-            incidents: Vec::new(),
-            created_at: now,
-            recipient: None,
-            change: Some(change.clone()),
-            status_url: None,
-            digest: None,
+        .map(|receiver| {
+            let thread = Thread::Change {
+                receiver: receiver.to_string(),
+                app: next.snapshot.app.clone(),
+                revision: change.revision.clone(),
+                started,
+            };
+            let mut n = Notification::about(
+                &thread,
+                Action::Open,
+                title.clone(),
+                "synced to a new revision".into(),
+                Vec::new(),
+                now,
+            );
+            n.change = Some(change.clone());
+            (thread, n)
         })
         .collect()
 }
@@ -141,6 +145,19 @@ mod tests {
             Outcome::Changed { state, .. } => *state,
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// [`notifications`], each in the thread it names.
+    fn notifications(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Vec<Notification> {
+        (super::notifications(settings, prev, next, now).into_iter())
+            .map(|(thread, n)| {
+                assert_eq!(
+                    (thread.receiver(), thread.key()),
+                    (n.receiver.as_str(), n.thread_key.clone())
+                );
+                n
+            })
+            .collect()
     }
 
     fn settings() -> Settings {

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{ReceiverSettings, Settings};
-use crate::domain::{Action, Contact, Incident, Notification, Recipient};
+use crate::domain::{Action, Contact, Incident, Notification, Recipient, Thread};
 
 /// The Argo CD username of the person who started the incident's sync; none for an automated sync. The view keeps
 /// the initiator in `argocd::Initiator::describe`'s words, `user <name>`.
@@ -33,7 +33,7 @@ pub fn note(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Option<Str
 /// The messages to the person who started the sync: one per way `people.<username>` gives to reach them that a
 /// receiver can use. Sent once, when the incident fires: the failure is theirs to know of, its later updates are
 /// the team's.
-pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<Notification> {
+pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<(Thread, Notification)> {
     // An informational incident (a prune the person asked for) is news to the team, not to them.
     if !settings.rules.notify_initiator(i.kind) || i.severity == crate::domain::Severity::Info {
         return Vec::new();
@@ -51,24 +51,25 @@ pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<Noti
         .collect()
 }
 
-fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: DateTime<Utc>) -> Notification {
-    Notification {
+fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: DateTime<Utc>) -> (Thread, Notification) {
+    // Its own thread: the team's thread is the group's.
+    let thread = Thread::Initiator {
         receiver: receiver.name.clone(),
-        action: Action::Open,
-        // Its own thread: the team's thread is the group's.
-        thread_key: format!("{}:initiator", i.fingerprint),
-        title: format!(
+        fingerprint: i.fingerprint.clone(),
+    };
+    let mut n = Notification::about(
+        &thread,
+        Action::Open,
+        format!(
             "Your sync: {}",
             Notification::title_of(Action::Open, std::slice::from_ref(i), now)
         ),
-        reason: "you started this sync".into(),
-        incidents: vec![i.clone()],
-        created_at: now,
-        recipient: Some(to),
-        digest: None,
-        change: None,
-        status_url: None,
-    }
+        "you started this sync".into(),
+        vec![i.clone()],
+        now,
+    );
+    n.recipient = Some(to);
+    (thread, n)
 }
 
 #[cfg(test)]
@@ -104,7 +105,12 @@ people:
     #[test]
     fn a_known_person_gets_a_direct_message_and_an_email_in_their_own_thread() {
         let now = chrono::Utc::now();
-        let out = direct(&settings(""), &failed_sync("user alice@example.com"), now);
+        let out: Vec<Notification> = (direct(&settings(""), &failed_sync("user alice@example.com"), now).into_iter())
+            .map(|(thread, n)| {
+                assert_eq!(thread.receiver(), n.receiver);
+                n
+            })
+            .collect();
 
         let to: Vec<(&str, Option<&Recipient>)> = out
             .iter()

@@ -9,7 +9,7 @@ use super::incidents::{INCIDENT_COLUMNS, incident_from_row};
 use super::{IncidentRecord, Store, StoreError, WriteTx, parse_column};
 use crate::clock::{from_millis, to_millis};
 use crate::configuration::GroupingSettings;
-use crate::domain::IncidentState;
+use crate::domain::{IncidentState, Thread};
 use crate::routing::grouping::{GroupSchedule, next_flush_at};
 
 /// A notification group row.
@@ -128,9 +128,9 @@ impl Store {
             .await
     }
 
-    /// The threads a firing incident was told in: `(receiver, thread_key)` of each group it is a member of whose
-    /// current message was sent (`receiver:group_key:generation`, as the flush names it).
-    pub async fn told_threads(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<(String, String)>, StoreError> {
+    /// The threads a firing incident was told in: the current one of each group it is a member of whose current
+    /// message was sent.
+    pub async fn told_threads(tx: &mut WriteTx, incident_id: i64) -> Result<Vec<Thread>, StoreError> {
         let query = q!(
             "SELECT g.receiver, g.group_key, g.generation FROM notify_groups g JOIN group_members m \
              ON m.group_id = g.id WHERE m.incident_id = $1 AND g.active = 1 ORDER BY g.receiver"
@@ -140,7 +140,11 @@ impl Store {
             let receiver: String = r.try_get("receiver")?;
             let key: String = r.try_get("group_key")?;
             let generation: i64 = r.try_get("generation")?;
-            Ok((receiver.clone(), format!("{receiver}:{key}:{generation}")))
+            Ok(Thread::Group {
+                receiver,
+                group_key: key,
+                generation,
+            })
         })
         .await
     }

@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::{Store, StoreError, WriteTx, decode, encode, execute_in_chunks, parse_column};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
-use crate::domain::{Action, DeliveryState, Notification};
+use crate::domain::{Action, DeliveryState, Notification, Thread};
 
 /// An outbox row as the API shows it and the worker claims it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -188,6 +188,44 @@ pub struct NewDelivery {
 }
 
 impl Store {
+    /// Queues `n`, the notification of `thread`, in the caller's transaction: the one way into the outbox. The
+    /// row takes the thread's key and order key, its headline, and the incidents it is about (for the
+    /// Applications' pages).
+    pub async fn queue(
+        tx: &mut WriteTx,
+        thread: &Thread,
+        n: &Notification,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        debug_assert_eq!(n.thread_key, thread.key(), "a notification is queued in its own thread");
+        debug_assert_eq!(
+            n.receiver,
+            thread.receiver(),
+            "a notification is queued for its own receiver"
+        );
+        let d = NewDelivery {
+            receiver: n.receiver.clone(),
+            order_key: thread.order_key(),
+            thread_key: n.thread_key.clone(),
+            action: n.action,
+            // Never an empty row: a notification that cannot be written fails its transaction.
+            payload: serde_json::to_string(n)
+                .map_err(|e| StoreError::Decode(format!("a notification could not be serialised: {e}")))?,
+            headline: Headline::of(n),
+        };
+        let id = Store::enqueue(tx, &d, now).await?;
+        // What it is about, for the Applications' pages ("who was told what, when").
+        let apps: Vec<(i64, AppId)> = (n.incidents.iter())
+            .filter(|i| i.id > 0)
+            .map(|i| (i.id, i.app_id()))
+            .collect();
+        let about: Vec<(i64, &AppId)> = apps.iter().map(|(i, a)| (*i, a)).collect();
+        Store::index_delivery(tx, id, &about, now).await?;
+        metrics::counter!("herald_notifications_queued_total", "receiver" => n.receiver.clone(), "action" => n.action.as_str()).increment(1);
+        Ok(())
+    }
+
+    /// Writes one outbox row as it is given (see [`Store::queue`]).
     pub async fn enqueue(tx: &mut WriteTx, d: &NewDelivery, now: DateTime<Utc>) -> Result<i64, StoreError> {
         let headline = d.headline.as_ref();
         let row = q!(

@@ -295,3 +295,134 @@ scheduler: {{tick: 50ms}}
     assert_eq!(creates().await, 1, "exactly one ticket");
     drop(bin);
 }
+
+/// A PagerDuty events API on wiremock that answers 500 to every page about `failing` and 202 to the others.
+async fn pager_failing_for(failing: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v2/enqueue"))
+        .and(wiremock::matchers::body_string_contains(failing))
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v2/enqueue"))
+        .respond_with(ResponseTemplate::new(202).set_body_json(serde_json::json!({"status": "success"})))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+/// How many pages the pager was sent about `app`.
+async fn pages_about(server: &MockServer, app: &str) -> usize {
+    let requests = server.received_requests().await.unwrap_or_default();
+    (requests.iter())
+        .filter(|r| String::from_utf8_lossy(&r.body).contains(app))
+        .count()
+}
+
+/// `name` of team payments, OutOfSync, as Argo CD sends it at the manual clock's time.
+async fn out_of_sync_at(app: &TestApp, clock: &herald::clock::ManualClock, name: &str) {
+    use herald::clock::Clock;
+    let body = envelope(name, "payments", "OutOfSync", "Healthy", &clock.now().to_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+}
+
+#[tokio::test]
+async fn one_incidents_page_failing_holds_back_no_other_incidents_escalation_to_the_same_pager() {
+    let t0 = chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z").expect("time");
+    let clock = herald::clock::ManualClock::new(t0.with_timezone(&chrono::Utc));
+    let pager = pager_failing_for("pay-a").await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let cfg = format!(
+        r#"
+receivers:
+  - {{name: chat, console: {{file: "{chat}"}}}}
+  - {{name: pager, pagerduty: {{url: "{pd}/v2/enqueue", routing_key: R0UT1NGKEY0000000000000000000000}}}}
+teams: {{payments: {{receivers: [chat], escalation: [{{after: 1h, receivers: [pager]}}]}}}}
+grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 12h}}
+"#,
+        chat = dir.path().join("chat.jsonl").display(),
+        pd = pager.uri()
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+
+    out_of_sync_at(&app, &clock, "pay-a").await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // pay-a fires
+    out_of_sync_at(&app, &clock, "pay-b").await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // pay-a escalates (and fails), pay-b fires
+    assert_eq!(pages_about(&pager, "pay-a").await, 1, "pay-a's page was tried");
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // pay-b escalates; pay-a's page is retried
+
+    assert!(pages_about(&pager, "pay-a").await >= 2, "pay-a's page is retried");
+    assert_eq!(
+        pages_about(&pager, "pay-b").await,
+        1,
+        "pay-b's escalation is sent, whatever happens to pay-a's"
+    );
+    let pending = app.get_json("/v1/outbox?state=pending").await;
+    assert_eq!(pending["count"], 1, "only pay-a's page waits: {pending}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_email_to_alice_failing_holds_back_no_slack_message_to_her() {
+    let t0 = chrono::DateTime::parse_from_rfc3339("2026-03-02T09:00:00Z").expect("time");
+    let clock = herald::clock::ManualClock::new(t0.with_timezone(&chrono::Utc));
+    let slack = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/api/chat.postMessage"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(serde_json::json!({"ok": true, "channel": "D0ALICE", "ts": "1.0"})),
+        )
+        .mount(&slack)
+        .await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    // Nothing listens on the mail port: every e-mail fails and is retried.
+    let cfg = format!(
+        r##"
+teams: {{payments: {{receivers: [team]}}}}
+grouping: {{group_wait: 0s}}
+receivers:
+  - {{name: team, console: {{file: "{team}"}}}}
+  - {{name: slack-bot, slack: {{token: xoxb-test, channel: "#ops", api_url: "{slack}/api"}}}}
+  - {{name: mail, email: {{to: [oncall@example.com]}}}}
+smtp: {{url: "smtp://127.0.0.1:{port}", from: herald@example.com}}
+people:
+  alice: {{email: alice@example.com, slack: U024BE7LH}}
+"##,
+        team = dir.path().join("team.jsonl").display(),
+        slack = slack.uri(),
+        port = free_port(),
+    );
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    let at = {
+        use herald::clock::Clock;
+        clock.now().to_rfc3339()
+    };
+    let body = with_operation(
+        &envelope("payments-api", "payments", "OutOfSync", "Healthy", &at),
+        serde_json::json!({"phase": "Failed", "message": "one or more objects failed to apply", "startedAt": at,
+               "operation": {"initiatedBy": {"username": "alice"}, "sync": {"revision": "0123456789abcdef0123456789abcdef01234567"}}}),
+    );
+    assert_eq!(app.post(body).await.status(), 202);
+    app.settle().await;
+    app.advance(&clock, Duration::from_secs(5)).await; // the e-mail is tried again, and fails again
+
+    let channels: Vec<String> = (slack.received_requests().await.unwrap_or_default().iter())
+        .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
+        .filter_map(|b| b["channel"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        channels,
+        ["U024BE7LH"],
+        "alice's Slack message does not wait for her e-mail"
+    );
+    let pending = app.get_json("/v1/outbox?state=pending").await;
+    assert_eq!(pending["count"], 1, "only the e-mail waits: {pending}");
+    assert_eq!(pending["items"][0]["receiver"], "mail", "{pending}");
+    app.stop().await;
+}

@@ -473,3 +473,28 @@ async fn the_outbox_list_shows_each_delivery_with_its_title_and_incidents_not_it
     assert!(item.get("payload").is_none(), "no payload in a list: {item}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_escalation_and_its_resolve_link_to_the_teams_status_page_as_the_teams_messages_do() {
+    let clock = ManualClock::new(t0());
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let cfg = console_config(&d, "server: {public_url: \"https://herald.example.com\"}");
+    let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
+    post_at(&app, &clock, "pay-api", "payments", "OutOfSync").await;
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // fires
+    app.advance(&clock, Duration::from_secs(61 * 60)).await; // escalates to the pager
+    post_at(&app, &clock, "pay-api", "payments", "Synced").await;
+    app.advance(&clock, Duration::from_secs(60)).await;
+
+    let pager = wait_for(&d.join("pager.jsonl"), 2).await;
+    assert_eq!(actions(&pager), ["open", "resolve"]);
+    let chat = wait_for(&d.join("pay-chat.jsonl"), 2).await;
+    for message in pager.iter().chain(&chat) {
+        assert_eq!(
+            message["status_url"], "https://herald.example.com/?team=payments",
+            "{message}"
+        );
+    }
+    app.stop().await;
+}

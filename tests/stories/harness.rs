@@ -36,6 +36,8 @@ pub struct Story {
     queued: Vec<String>,
     /// Silences added so far (their ids are `silence-N`, so transcripts do not change from run to run).
     silences: usize,
+    /// Whether each notification's line ends with its thread (`{thread key}`): for stories about threads.
+    threads: bool,
     _db: FreshDb,
 }
 
@@ -92,6 +94,7 @@ impl Story {
             transcript: Vec::new(),
             seen: 0,
             silences: 0,
+            threads: false,
             config: config.to_string(),
             bodies: Vec::new(),
             queued: Vec::new(),
@@ -121,12 +124,21 @@ impl Story {
         self.transcript.push(format!("{}  -- {what}", stamp(self.now())));
     }
 
-    /// Argo CD sends `body` now (its timestamp set to now); what it queued is recorded.
+    /// From now on, each notification's line ends with the thread it is in.
+    pub fn show_threads(&mut self) {
+        self.threads = true;
+    }
+
+    /// Argo CD sends `body` now (its timestamp set to now); what it queued is recorded. Its Argo CD instance is
+    /// the one the service would settle on (by its `context.argocdUrl`, with no ingest token).
     pub async fn body(&mut self, what: &str, mut body: Value) {
         body["timestamp"] = json!(self.now().to_rfc3339());
         self.bodies.push(body.clone());
-        let snap = herald::argocd::parse_body(body.to_string().as_bytes(), 64)
+        let mut snap = herald::argocd::parse_body(body.to_string().as_bytes(), 64)
             .unwrap_or_else(|e| panic!("{}: a story body must parse: {e}", self.name));
+        snap.app.instance = (self.settings.argocd)
+            .identify(None, snap.argocd_url.as_deref())
+            .unwrap_or_else(|e| panic!("{}: a story body must name its instance: {e}", self.name));
         let summary = self.p().ingest(snap, None).await.expect("ingest");
         let incidents: Vec<String> = (summary.incidents.iter())
             .map(|i| format!("{} {}", i.kind, i.state))
@@ -234,6 +246,29 @@ impl Story {
         self.transcript.extend(lines);
     }
 
+    /// `herald ack` by `who` of the open `kind` incident of `app` (`instance/namespace/name`, or `namespace/name`
+    /// in the default instance), until it resolves.
+    pub async fn ack(&mut self, app: &str, kind: &str, who: &str) {
+        let filter = herald::store::IncidentFilter {
+            limit: 100,
+            ..Default::default()
+        };
+        let incidents = self.p().incidents(&filter).await.expect("incidents");
+        let found = (incidents.iter())
+            .find(|r| r.app.to_string() == app && r.kind.as_str() == kind && r.state.as_str() != "resolved")
+            .unwrap_or_else(|| panic!("{}: no open {kind} incident of {app}", self.name));
+        let ack = herald::domain::Acknowledgement {
+            by: who.into(),
+            at: self.now(),
+            until: None,
+            comment: String::new(),
+        };
+        self.p().acknowledge(found.id, ack).await.expect("acknowledge");
+        self.transcript
+            .push(format!("{}  !! {who} acknowledges {kind} of {app}", stamp(self.now())));
+        self.tick().await;
+    }
+
     /// A stop and a start on the same store, as a deploy or a crash would: whatever is due is the store's.
     pub async fn restart(&mut self) {
         drop(self.pipeline.take());
@@ -254,9 +289,8 @@ impl Story {
             .map(|r| {
                 let v = r.full_view();
                 format!(
-                    "{}/{} {} {}{}",
-                    v.app_namespace,
-                    v.app_name,
+                    "{} {} {}{}",
+                    r.app,
                     v.kind,
                     v.state,
                     v.held.map(|h| format!(" ({})", h.describe())).unwrap_or_default()
@@ -289,7 +323,11 @@ impl Story {
         rows.reverse();
         for r in rows.iter().skip(self.seen) {
             let n: Notification = serde_json::from_str(&r.payload).expect("a notification");
-            self.transcript.push(line(r.created_at, &n));
+            let mut line = line(r.created_at, &n);
+            if self.threads {
+                line.push_str(&format!(" {{{}}}", r.thread_key));
+            }
+            self.transcript.push(line);
             self.queued.push(format!(
                 "{} would notify {} ({}): {}",
                 r.created_at.format("%Y-%m-%dT%H:%M:%SZ"),

@@ -277,6 +277,130 @@ async fn a_deleted_application_with_an_open_ticket(engine: &str) {
     assert!(t.iter().any(|l| l.contains("-> payments-jira resolve")), "{t:#?}");
 }
 
+/// Two Argo CD instances, eu and us, each with a `payments-api` (team payments).
+const TWO_INSTANCES: &str = r##"
+argocd:
+  instances:
+    - {name: eu, url: "https://argocd.eu.example.com"}
+    - {name: us, url: "https://argocd.us.example.com"}
+ownership: {default_team: platform}
+teams:
+  payments:
+    receivers: [payments-slack, payments-mail, payments-jira]
+    escalation: [{after: 30m, receivers: [payments-pager]}]
+  platform: {receivers: [platform-slack]}
+people:
+  alice: {email: alice@example.com, slack: UALICE}
+people_receivers: {email: people-mail, slack: people-slack}
+receivers:
+  - {name: payments-slack, slack: {token: xoxb-t, channel: "#payments", api_url: "http://127.0.0.1:9/api"}}
+  - {name: payments-mail, email: {to: [payments@example.com]}}
+  - {name: payments-jira, jira: {url: "http://127.0.0.1:9", api: cloud, project: PAY, user: bot@example.com, token: t}}
+  - {name: payments-pager, pagerduty: {url: "http://127.0.0.1:9/v2/enqueue", routing_key: k, change_events: true}}
+  - {name: platform-slack, slack: {webhook_url: "http://127.0.0.1:9/platform"}}
+  - {name: people-mail, email: {to: [nobody@example.com]}}
+  - {name: people-slack, slack: {token: xoxb-t, channel: "#people", api_url: "http://127.0.0.1:9/api"}}
+smtp: {url: "smtp://127.0.0.1:9", from: herald@example.com}
+grouping: {group_wait: 30s, group_interval: 5m, repeat_interval: 4h}
+"##;
+
+/// `app(name, …)` as the Argo CD instance at `url` sends it (its `context.argocdUrl`).
+fn from(url: &str, mut body: serde_json::Value) -> serde_json::Value {
+    body["context"]["argocdUrl"] = serde_json::json!(url);
+    body
+}
+
+const EU: &str = "https://argocd.eu.example.com";
+const US: &str = "https://argocd.us.example.com";
+
+/// Story: eu and us each have a payments-api. The eu one is OutOfSync; the us one has a Service waiting to be
+/// pruned (so it is OutOfSync too, inhibited by the prune). An hour later the team's chat and mail get one message
+/// per problem, each naming its instance — never one merged "payments-api" — and Jira gets one ticket per
+/// instance; the pager is paged for each 30 minutes later. Bob acknowledges the us prune: the acknowledgement goes
+/// to the threads that told of it (the prune's chat message, the us ticket, the us page), never to eu's. Alice
+/// syncs eu's payments-api and it fails: she is told about eu's. Then an automated sync deploys the same revision
+/// in both: each instance's deployment is its own change event, and everything resolves where it was told.
+async fn two_instances_with_the_same_application_names(engine: &str) {
+    let mut s = Story::begin("two-instances-same-names", engine, TWO_INSTANCES).await;
+    s.show_threads();
+    s.body(
+        "eu: payments-api OutOfSync",
+        from(EU, app("payments-api", "payments", "payments", "OutOfSync", "Healthy")),
+    )
+    .await;
+    s.body(
+        "us: payments-api OutOfSync, Service pay-legacy waiting to be pruned",
+        from(
+            US,
+            waiting_to_prune(
+                app("payments-api", "payments", "payments", "OutOfSync", "Healthy"),
+                &[("Service", "pay-legacy")],
+            ),
+        ),
+    )
+    .await;
+    s.pass(HOUR + MIN).await;
+    s.look().await;
+    s.pass(30 * MIN).await;
+    s.ack("us/argocd/payments-api", "prune_pending", "bob").await;
+    s.pass(MIN).await;
+    s.restart().await;
+    let started = s.now();
+    s.body(
+        "eu: alice's sync of payments-api fails",
+        from(
+            EU,
+            with_sync(
+                app("payments-api", "payments", "payments", "OutOfSync", "Healthy"),
+                "Failed",
+                Some("alice"),
+                started,
+                &[],
+                "one or more objects failed to apply",
+            ),
+        ),
+    )
+    .await;
+    s.pass(10 * MIN).await;
+    let started = s.now();
+    for (instance, url) in [("eu", EU), ("us", US)] {
+        s.body(
+            &format!("{instance}: an automated sync deploys payments-api"),
+            from(
+                url,
+                with_sync(
+                    app("payments-api", "payments", "payments", "Synced", "Healthy"),
+                    "Succeeded",
+                    None,
+                    started,
+                    &[],
+                    "successfully synced",
+                ),
+            ),
+        )
+        .await;
+    }
+    s.pass(10 * MIN).await;
+    s.look().await;
+    let t = s.end();
+    let changes: Vec<&String> = t.iter().filter(|l| l.contains("synced to")).collect();
+    assert_eq!(changes.len(), 2, "one change event per instance: {changes:#?}");
+    assert!(
+        !t.iter().any(|l| l.contains("-> ") && l.contains(" payments-api:")),
+        "no message names payments-api without its instance"
+    );
+    // Each acknowledgement is in a thread whose first message told of the us prune.
+    let thread = |l: &str| l.rsplit_once(" {").map(|(_, t)| t.to_string());
+    let acks: Vec<&String> = t.iter().filter(|l| l.contains(" acknowledge: ")).collect();
+    assert_eq!(acks.len(), 3, "{acks:#?}");
+    for ack in acks {
+        let told = (t.iter()).any(|l| {
+            l.contains(" open: ") && l.contains("us/payments-api: 1 resource waiting") && thread(l) == thread(ack)
+        });
+        assert!(told, "{ack} edits a message that told of the us prune");
+    }
+}
+
 macro_rules! on_both_engines {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
@@ -295,4 +419,5 @@ on_both_engines!(
     flapping_for_an_hour_tells_nobody,
     a_sync_failing_five_times_in_a_row,
     a_deleted_application_with_an_open_ticket,
+    two_instances_with_the_same_application_names,
 );

@@ -5,8 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::Core;
-use super::super::scheduler::enqueue;
-use crate::domain::{Incident, Notification};
+use crate::domain::{Incident, Notification, Thread};
 use crate::routing;
 use crate::state::AppState;
 use crate::store::{Store, StoreError, WriteTx};
@@ -20,7 +19,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let direct = routing::initiator::direct(&self.settings, view, now);
-        self.queue(tx, &direct, now).await
+        self.queue(tx, direct, now).await
     }
 
     /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
@@ -32,20 +31,26 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let mut changes = Vec::new();
-        for n in routing::change::notifications(&self.settings, prev, next, now) {
+        for (thread, n) in routing::change::notifications(&self.settings, prev, next, now) {
             // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
-            if !Store::has_thread(tx, &n.thread_key).await? {
-                changes.push(n);
+            if !Store::has_thread(tx, &thread.key()).await? {
+                changes.push((thread, n));
             }
         }
-        self.queue(tx, &changes, now).await
+        self.queue(tx, changes, now).await
     }
 
-    async fn queue(&self, tx: &mut WriteTx, ns: &[Notification], now: DateTime<Utc>) -> Result<(), StoreError> {
-        for n in ns {
-            enqueue(tx, n, now).await?;
+    async fn queue(
+        &self,
+        tx: &mut WriteTx,
+        ns: Vec<(Thread, Notification)>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let queued = !ns.is_empty();
+        for (thread, n) in ns {
+            self.send(tx, &thread, n, now).await?;
         }
-        if !ns.is_empty() {
+        if queued {
             // Not a group's: no flush will ring the outbox worker for these.
             self.wake_outbox.notify_one();
         }

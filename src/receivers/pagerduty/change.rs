@@ -24,9 +24,12 @@ pub(super) fn url(settings: &Config) -> String {
 
 /// The change event: `<app> synced to <short revision> by <initiator>`, from Argo CD, at the sync's end.
 pub fn change_event(c: &Change, routing_key: &str) -> Value {
-    let summary = format!("{} synced to {} by {}", c.app_name, short(&c.revision), c.initiator);
+    let summary = format!("{} synced to {} by {}", c.app_title(), short(&c.revision), c.initiator);
     let source = match &c.app_url {
         Some(u) => u.clone(),
+        None if !crate::domain::is_default_instance(&c.instance) => {
+            format!("{}/{}/{}", c.instance, c.app_namespace, c.app_name)
+        }
         None => format!("{}/{}", c.app_namespace, c.app_name),
     };
     let mut event = json!({
@@ -62,7 +65,7 @@ impl PagerDuty {
             .await?;
         Ok(Delivered {
             memo: None,
-            detail: format!("sent change event for {} at {}", c.app_name, short(&c.revision)),
+            detail: format!("sent change event for {} at {}", c.app_title(), short(&c.revision)),
         })
     }
 }
@@ -116,6 +119,20 @@ mod tests {
             other => ResponseTemplate::new(other),
         };
         testing::expecting_one_post("/v2/change/enqueue", answer).await
+    }
+
+    #[test]
+    fn another_instances_change_names_its_instance() {
+        let mut n = synced();
+        let c = n.change.as_mut().expect("a change");
+        c.instance = "us".into();
+        c.app_url = None;
+
+        let event = change_event(c, KEY);
+
+        assert_eq!(event["payload"]["summary"], "us/payments synced to 4c3d2b1 by alice");
+        assert_eq!(event["payload"]["source"], "us/argocd/payments");
+        assert_eq!(event["payload"]["custom_details"]["argocd_instance"], "us");
     }
 
     #[tokio::test]

@@ -99,7 +99,8 @@ fn fact(label: &str, value: String) -> Fact {
 
 /// One Application of a notification and its incidents, in the notification's order.
 pub struct AppView<'a> {
-    /// `namespace/name`.
+    /// `namespace/name`, after its Argo CD instance when that is not the default one (`us/argocd/payments-api`):
+    /// two instances' Applications of one name are two Applications.
     pub name: String,
     /// The Application in Argo CD.
     pub url: Option<&'a str>,
@@ -110,7 +111,7 @@ pub struct AppView<'a> {
 pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
     let mut out: Vec<AppView<'_>> = Vec::new();
     for i in &n.incidents {
-        let name = format!("{}/{}", i.app_namespace, i.app_name);
+        let name = i.app_id().to_string();
         match out.iter_mut().find(|a| a.name == name) {
             Some(a) => {
                 a.incidents.push(i);
@@ -134,12 +135,11 @@ pub fn detailed(n: &Notification) -> bool {
 }
 
 impl AppView<'_> {
-    /// The Application's name without its namespace, for buttons.
-    pub fn short_name(&self) -> &str {
+    /// The Application's name without its namespace, for buttons (with its instance outside the default one).
+    pub fn short_name(&self) -> String {
         self.incidents
             .first()
-            .map(|i| i.app_name.as_str())
-            .unwrap_or(&self.name)
+            .map_or_else(|| self.name.clone(), |i| i.app_title())
     }
 
     /// What people check first about the Application: where it runs, where it comes from (each source with its
@@ -597,5 +597,57 @@ mod fit_tests {
             format!("… and {} more on https://herald/?team=a", 1000 - kept)
         );
         assert!(kept > 150, "{kept}");
+    }
+
+    #[test]
+    fn two_instances_applications_of_one_name_are_two_blocks_each_with_its_own_link() {
+        let mut n = crate::receivers::testing::notification(Action::Open);
+        let of = |instance: &str, url: &str| {
+            let mut i = crate::receivers::testing::incident();
+            i.instance = instance.into();
+            i.app_url = Some(url.into());
+            i.destination_cluster = format!("https://{instance}.k8s.example.com");
+            i
+        };
+        n.incidents = vec![
+            of("eu", "https://argocd.eu.example.com/applications/argocd/payments"),
+            of("us", "https://argocd.us.example.com/applications/argocd/payments"),
+            of("eu", "https://argocd.eu.example.com/applications/argocd/payments"),
+        ];
+
+        let blocks = apps(&n);
+        let seen: Vec<(&str, Option<&str>, usize)> = (blocks.iter())
+            .map(|a| (a.name.as_str(), a.url, a.incidents.len()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "eu/argocd/payments",
+                    Some("https://argocd.eu.example.com/applications/argocd/payments"),
+                    2
+                ),
+                (
+                    "us/argocd/payments",
+                    Some("https://argocd.us.example.com/applications/argocd/payments"),
+                    1
+                ),
+            ]
+        );
+        for (block, instance) in blocks.iter().zip(["eu", "us"]) {
+            assert_eq!(block.short_name(), format!("{instance}/payments"));
+            let facts = block.facts();
+            let fact = |label: &str| facts.iter().find(|f| f.label == label).map(|f| f.value.clone());
+            assert_eq!(fact("Argo CD instance").as_deref(), Some(instance));
+            assert!(fact("Destination").is_some_and(|d| d.contains(&format!("https://{instance}.k8s"))));
+        }
+
+        // One Application of the default instance keeps its name as before.
+        n.incidents = vec![crate::receivers::testing::incident()];
+        let blocks = apps(&n);
+        assert_eq!(
+            (blocks[0].name.as_str(), blocks[0].short_name()),
+            ("argocd/payments", "payments".to_string())
+        );
     }
 }

@@ -163,7 +163,7 @@ pub(super) fn buttons(i: &Incident, about: Option<&str>) -> Value {
 fn listed_buttons(n: &Notification) -> Vec<Value> {
     with_buttons(n)
         .take(MAX_BUTTON_INCIDENTS)
-        .map(|i| buttons(i, Some(&format!("{} {}", i.app_name, i.problem()))))
+        .map(|i| buttons(i, Some(&format!("{} {}", i.app_title(), i.problem()))))
         .collect()
 }
 
