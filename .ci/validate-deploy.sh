@@ -15,7 +15,8 @@
 #      that has its own `subscriptions`, and a merge patch install followed by deploy/argocd/uninstall.sh (against
 #      `kubectl patch --local`) restores it exactly;
 #      the Ingress example reaches the Service; the Argo CD Application's fields, namespace and the overlay it names,
-#      rendered with the image it sets;
+#      rendered with the image it sets; components/instances on each overlay: every instance's ingest token from its
+#      own Secret key, bound in the file, no HERALD__SERVER__AUTH__INGEST_TOKENS (and check-config refusing it);
 #   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
 #      HERALD__* variables set, so a misspelt variable or key fails; and checks that every HERALD__* name written
 #      anywhere in deploy/ or the Dockerfile is a real configuration key.
@@ -327,6 +328,15 @@ def example_secret_keys():
     return keys
 
 
+def example_secret_values():
+    values = {}
+    for path in glob.glob(os.path.join(ROOT, "deploy/**/*.example.yaml"), recursive=True):
+        for d in load(path):
+            if d["kind"] == "Secret":
+                values[d["metadata"]["name"]] = dict(d.get("stringData", {}))
+    return values
+
+
 def container(deploy):
     return next(c for c in deploy["spec"]["template"]["spec"]["containers"] if c["name"] == "herald")
 
@@ -437,22 +447,45 @@ PLACEHOLDERS = {"HERALD__STORAGE__URL": "postgres://herald:placeholder@postgres:
                 "HERALD__SERVER__AUTH__BASIC__0__SCOPE": "admin"}
 
 
-def check_config(docs, label):
+def run_check_config(docs, label, extra_env=None):
+    """`herald check-config` on the rendered ConfigMap's herald.yaml with the Deployment's HERALD__* variables (and
+    the image's), and every mounted Secret that an example defines present as files (its placeholders), at a path
+    of WORK written over the mount path in the file."""
     deploy = one(docs, "Deployment", "herald")
     cm = one(docs, "ConfigMap", "herald-config")
+    text = cm["data"]["herald.yaml"]
+    c = container(deploy)
+    volumes = {v["name"]: v for v in deploy["spec"]["template"]["spec"]["volumes"]}
+    secrets = example_secret_values()
+    for m in c.get("volumeMounts", []):
+        name = volumes.get(m["name"], {}).get("secret", {}).get("secretName")
+        if name not in secrets:
+            continue
+        d = os.path.join(WORK, "mounts", label.replace("/", "_"), m["name"])
+        os.makedirs(d, exist_ok=True)
+        for key, value in secrets[name].items():
+            with open(os.path.join(d, key), "w") as f:
+                f.write(value + "\n")
+        text = text.replace(m["mountPath"].rstrip("/") + "/", d + "/")
     config = os.path.join(WORK, f"herald_{label.replace('/', '_')}.yaml")
     with open(config, "w") as f:
-        f.write(cm["data"]["herald.yaml"])
+        f.write(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD")}
     env.update(image_env())
-    for e in container(deploy).get("env", []):
+    for e in c.get("env", []):
         if e["name"].startswith("HERALD__"):
             env[e["name"]] = e.get("value", PLACEHOLDERS.get(e["name"], "placeholder-from-a-secret"))
+    env.update(extra_env or {})
     p = subprocess.run([os.environ["HERALD_BIN"], "check-config", config], env=env, capture_output=True, text=True)
+    return {k for k in env if k.startswith("HERALD__")}, p
+
+
+def check_config(docs, label):
+    names, p = run_check_config(docs, label)
     out = (p.stdout + p.stderr).strip()
     if p.returncode != 0 or "warning" in out:
         fail(f"{label}: herald check-config on the ConfigMap's herald.yaml with the Deployment's env:\n{out}")
-    return {k for k in env if k.startswith("HERALD__")}, out
+    return names, out
 
 
 def check_every_env_name(verified):
@@ -609,7 +642,8 @@ def check_argocd_install_uninstall(patch):
 
 
 # 4c. The knobs deploy/kubernetes/README.md documents, applied as written to overlays/single.
-KNOBS = {"release-label", "networkpolicy-namespaces", "networkpolicy-ingress-controller", "config-from-secret"}
+KNOBS = {"release-label", "networkpolicy-namespaces", "networkpolicy-ingress-controller", "config-from-secret",
+         "service-loadbalancer"}
 
 
 def check_knobs():
@@ -629,10 +663,17 @@ def check_knobs():
     if labelled != ["PrometheusRule", "ServiceMonitor"]:
         fail(f"knob release-label: labels {labelled}, expected the ServiceMonitor and the PrometheusRule")
     netpol = one(docs, "NetworkPolicy", "herald")
-    namespaces = [r["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for r in netpol["spec"]["ingress"]]
+    rules = netpol["spec"]["ingress"]
+    namespaces = [r["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for r in rules
+                  if "namespaceSelector" in r["from"][0]]
     if namespaces != ["argocd", "prometheus", "ingress-nginx"]:
         fail(f"knob networkpolicy-namespaces and -ingress-controller: ingress from {namespaces}, expected "
              "['argocd', 'prometheus', 'ingress-nginx']")
+    blocks = [r["from"][0]["ipBlock"]["cidr"] for r in rules if "ipBlock" in r["from"][0]]
+    svc = one(docs, "Service", "herald")
+    if svc["spec"].get("type") != "LoadBalancer" or svc["spec"].get("externalTrafficPolicy") != "Local" or not blocks:
+        fail(f"knob service-loadbalancer: Service type {svc['spec'].get('type')}, externalTrafficPolicy "
+             f"{svc['spec'].get('externalTrafficPolicy')}, NetworkPolicy ipBlocks {blocks}")
     config = next(v for v in one(docs, "Deployment", "herald")["spec"]["template"]["spec"]["volumes"] if v["name"] == "config")
     if config.get("secret", {}).get("secretName") != "herald-config-secret" or "configMap" in config:
         fail(f"knob config-from-secret: the config volume is {config}")
@@ -788,6 +829,62 @@ def check_application():
         fail(f"{label}: renders image {image}, the Application sets {wanted}")
     return f"{src['path']} at {src['targetRevision']}, image {image}"
 
+
+# 4f. components/instances on each overlay: per-instance ingest tokens from their own Secret keys, bound in the file.
+INSTANCES = "deploy/kubernetes/components/instances"
+
+
+def check_instances_component():
+    done = []
+    secrets = example_secret_keys()
+    for overlay in ("single", "ha"):
+        label = f"instances-{overlay}"
+        d = os.path.join(WORK, label)
+        stand_in(d, {"kustomization.yaml": {
+            "resources": [os.path.relpath(os.path.join(ROOT, "deploy/kubernetes/overlays", overlay), d)],
+            "components": [os.path.relpath(os.path.join(ROOT, INSTANCES), d)]}})
+        docs = render(d)
+        if not docs:
+            continue
+        validate_schema(docs, label)
+        check_wiring(docs, label)
+        c = container(one(docs, "Deployment", "herald"))
+        if any(e["name"] == "HERALD__SERVER__AUTH__INGEST_TOKENS" for e in c.get("env", [])):
+            fail(f"{label}: the Deployment still sets HERALD__SERVER__AUTH__INGEST_TOKENS, which would replace the "
+                 "file's bound tokens")
+        volumes = {v["name"]: v for v in one(docs, "Deployment", "herald")["spec"]["template"]["spec"]["volumes"]}
+        mounts = {volumes[m["name"]]["secret"]["secretName"]: m["mountPath"].rstrip("/")
+                  for m in c.get("volumeMounts", []) if "secret" in volumes.get(m["name"], {})}
+        cfg = yaml.safe_load(one(docs, "ConfigMap", "herald-config")["data"]["herald.yaml"])
+        instances = {i["name"] for i in cfg.get("argocd", {}).get("instances", [])}
+        tokens = cfg.get("server", {}).get("auth", {}).get("ingest_tokens", [])
+        bound = set()
+        for t in tokens:
+            if not isinstance(t, dict) or t.get("instance") not in instances:
+                fail(f"{label}: ingest token {t!r} is not bound to one of the instances {sorted(instances)}")
+                continue
+            bound.add(t["instance"])
+            path = t.get("token_file", "")
+            secret, key = next(((n, path[len(m) + 1:]) for n, m in mounts.items() if path.startswith(m + "/")),
+                               (None, None))
+            if not secret or key not in secrets.get(secret, set()):
+                fail(f"{label}: token {t.get('name')}: token_file {path} is no key of a mounted Secret an example "
+                     f"defines ({mounts})")
+        if len(instances) < 2 or bound != instances:
+            fail(f"{label}: every instance needs its own bound token: instances {sorted(instances)}, bound {sorted(bound)}")
+        names, out = check_config(docs, label)
+        # The trap the component removes: the kit's list variable over a file with bindings is refused.
+        _, p = run_check_config(docs, label + "-list-env", {"HERALD__SERVER__AUTH__INGEST_TOKENS": "placeholder-from-a-secret"})
+        said = p.stdout + p.stderr
+        if p.returncode != 2 or "bind tokens to Argo CD instances" not in said:
+            fail(f"{label}: check-config must refuse HERALD__SERVER__AUTH__INGEST_TOKENS over bound tokens "
+                 f"(exit {p.returncode}):\n{said}")
+        done.append(f"{overlay} ({out.splitlines()[-1] if out else ''})")
+    return done
+
+
+print(f"  {INSTANCES}: per-instance tokens from Secret keys, bound in the file, no list variable; check-config OK "
+      f"and refusing the list variable, on: {'; '.join(check_instances_component())}")
 
 check_ingress(rendered("deploy/kubernetes/overlays/single"))
 print("  deploy/kubernetes/ingress.example.yaml: TLS for every host, backend the Service herald's port")

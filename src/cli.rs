@@ -2,7 +2,7 @@
 //! talk to a running Herald (`crate::client`). Glue only: each verb loads settings (or reaches the API) and calls the
 //! library.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -43,10 +43,14 @@ pub enum Command {
     Route {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
-        /// An Application (or an Argo CD webhook body) as JSON or YAML (`kubectl get app NAME -o yaml`); `-` reads
-        /// standard input.
+        /// An Application (or an Argo CD webhook body) as JSON or YAML (`kubectl get app NAME -o yaml`), or the
+        /// answer of `GET /v1/apps/…/raw` (its newest body); `-` reads standard input.
         #[arg(long)]
         app: PathBuf,
+        /// The Argo CD instance it comes from (`default`, or an `argocd.instances[].name`); without it, as the
+        /// service settles it: the body's `context.argocdUrl`, else the only instance.
+        #[arg(long)]
+        instance: Option<String>,
     },
     /// Dry run: print what the given bodies would do (transitions, incidents, notifications); sends nothing.
     Replay {
@@ -63,6 +67,11 @@ pub enum Command {
         /// notification's own receiver's type.
         #[arg(long, value_name = "RECEIVER_TYPE", value_enum)]
         render: Option<Render>,
+        /// The Argo CD instance the bodies come from (`default`, or an `argocd.instances[].name`); without it, as
+        /// the service settles it: each body's `context.argocdUrl`, else the only instance.
+        #[arg(long)]
+        instance: Option<String>,
+        /// Argo CD bodies (JSON or YAML), or answers of `GET /v1/apps/…/raw` (their bodies, oldest first).
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
@@ -135,9 +144,9 @@ pub enum Until {
 
 fn parse_until(s: &str) -> Result<Until, String> {
     if let Some(d) = s.strip_prefix('+') {
-        return humantime::parse_duration(d.trim())
+        return crate::configuration::duration::parse(d)
             .map(Until::After)
-            .map_err(|e| format!("{d:?}: {e} (write +2h, +30m, +1d)"));
+            .map_err(|e| format!("{e} (write +2h, +30m, +1d)"));
     }
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| Until::At(t.with_timezone(&chrono::Utc)))
@@ -268,14 +277,27 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(2))
             }
         },
-        Command::Route { config, app } => route(load(config)?, app),
+        Command::Route { config, app, instance } => route(load(config)?, app, instance),
         Command::Replay {
             config,
             clock,
             until,
             render,
+            instance,
             bodies,
-        } => replay(load(config)?, clock, until, render, bodies).await,
+        } => {
+            replay(
+                load(config)?,
+                Replay {
+                    clock,
+                    until,
+                    render,
+                    instance,
+                },
+                bodies,
+            )
+            .await
+        }
         Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
         Command::Digest { config, team, json } => digest(load(config)?, &team, json).await,
         Command::Silence { remote, action } => silence(remote, action).await,
@@ -331,16 +353,138 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn read_snapshot(path: &PathBuf, max_depth: usize) -> anyhow::Result<crate::argocd::Snapshot> {
+/// One body of an input file, as `route` and `replay` take it.
+struct Input {
+    /// The file, and for an answer of `/v1/apps/…/raw` the item (`raw.json[items.3]`).
+    label: String,
+    snap: crate::argocd::Snapshot,
+    /// When Herald received it (an item of `/v1/apps/…/raw`): the clock of `--clock recorded` when the body
+    /// carries no timestamp of its own.
+    received_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The bodies in `path` (`-`: standard input), oldest first: one Argo CD body or Application, or every body of an
+/// answer of `GET /v1/apps/…/raw` (which lists them newest first), each given to its Argo CD instance.
+fn read_inputs(path: &Path, settings: &Settings, instance: Option<&str>) -> anyhow::Result<Vec<Input>> {
+    let shown = path.display();
     let body = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(|e| anyhow::anyhow!("stdin: {e}"))?;
         buf
     } else {
-        std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?
     };
-    let body = yaml_as_json(body).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let body = yaml_as_json(body).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+    let max_depth = settings.server.max_json_depth;
+    let Some(raw) = raw_answer(&body).map_err(|e| anyhow::anyhow!("{shown}: {e}"))? else {
+        let mut snap = crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        snap.app.instance = settle_instance(settings, instance, &snap).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        return Ok(vec![Input {
+            label: shown.to_string(),
+            snap,
+            received_at: None,
+        }]);
+    };
+    // The answer names its Application's instance: what the service settled when it took the bodies.
+    if instance.is_none()
+        && let Some(name) = &raw.instance
+        && settings.argocd.instance(name).is_none()
+    {
+        anyhow::bail!(
+            "{shown}: the answer is of Argo CD instance {name:?}, which this configuration does not have \
+             (configured: {}): give --instance",
+            settings.argocd.names()
+        );
+    }
+    let instance = instance.or(raw.instance.as_deref());
+    let mut out = Vec::with_capacity(raw.items.len());
+    for (i, (received_at, body)) in raw.items.into_iter().enumerate().rev() {
+        let label = format!("{shown}[items.{i}]");
+        let mut snap = crate::argocd::parse_body(&body, max_depth).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        snap.app.instance = settle_instance(settings, instance, &snap).map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+        out.push(Input {
+            label,
+            snap,
+            received_at: Some(received_at),
+        });
+    }
+    Ok(out)
+}
+
+/// An answer of `GET /v1/apps/…/raw`: `{instance?, count, items: [{received_at, body}]}`, newest first.
+struct RawAnswer {
+    instance: Option<String>,
+    items: Vec<(chrono::DateTime<chrono::Utc>, Vec<u8>)>,
+}
+
+/// `Some` when `json` is an answer of `/v1/apps/…/raw` (an object whose `items` hold `received_at` and `body`),
+/// `None` when it is anything else (a body, an Application: for the body parser to read or refuse).
+fn raw_answer(json: &[u8]) -> anyhow::Result<Option<RawAnswer>> {
+    use serde_json::Value;
+    let Ok(Value::Object(top)) = serde_json::from_slice::<Value>(json) else {
+        return Ok(None);
+    };
+    let Some(Value::Array(items)) = top.get("items") else {
+        return Ok(None);
+    };
+    let raw_like = |v: &Value| v.get("received_at").is_some() && v.get("body").is_some();
+    if top.contains_key("app") || top.contains_key("metadata") || !items.first().is_none_or(raw_like) {
+        return Ok(None);
+    }
+    if items.is_empty() {
+        anyhow::bail!(
+            "this answer of /v1/apps/…/raw holds no body (the Application received none within storage.raw_retention)"
+        );
+    }
+    let instance = match top.get("instance") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => anyhow::bail!("`instance` must be an Argo CD instance's name, not {other}"),
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("items[{i}]");
+        let received_at = match item.get("received_at") {
+            Some(Value::String(t)) => chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|e| anyhow::anyhow!("{at}.received_at: {t:?} is not an RFC 3339 time: {e}"))?
+                .with_timezone(&chrono::Utc),
+            _ => anyhow::bail!("{at}.received_at: missing, or not an RFC 3339 time (items of /v1/apps/…/raw have one)"),
+        };
+        // The API gives a body that was not JSON as a string.
+        let body = match item.get("body") {
+            Some(Value::String(text)) => text.clone().into_bytes(),
+            Some(v @ Value::Object(_)) => serde_json::to_vec(v)?,
+            _ => anyhow::bail!("{at}.body: missing, or neither an Argo CD body nor its text"),
+        };
+        out.push((received_at, body));
+    }
+    Ok(Some(RawAnswer { instance, items: out }))
+}
+
+/// The Argo CD instance a body is given to, as the service settles it (`ArgoCdSettings::identify`): `--instance`
+/// (or the raw answer's) as an ingest token bound to it would, else the body's `context.argocdUrl`, else the only
+/// instance.
+fn settle_instance(settings: &Settings, named: Option<&str>, snap: &crate::argocd::Snapshot) -> anyhow::Result<String> {
+    let argocd = &settings.argocd;
+    if let Some(name) = named
+        && argocd.instance(name).is_none()
+    {
+        anyhow::bail!(
+            "--instance {name:?} is not a configured Argo CD instance (configured: {})",
+            argocd.names()
+        );
+    }
+    argocd.identify(named, snap.argocd_url.as_deref()).map_err(|e| match e {
+        crate::configuration::UnknownInstance::Mismatch { token, body, url } => anyhow::anyhow!(
+            "the body's context.argocdUrl {url:?} is instance {body:?}'s, not {token:?}'s (the service refuses it \
+                 from a token bound to {token:?}): give --instance {body}, or fix the body's argocdUrl"
+        ),
+        crate::configuration::UnknownInstance::Unnamed { known } => anyhow::anyhow!(
+            "several Argo CD instances are configured ({known}) and this body does not say which it comes from \
+                 (no context.argocdUrl): name it with --instance"
+        ),
+        other => anyhow::anyhow!("{other} (or name it with --instance)"),
+    })
 }
 
 /// A YAML document (`kubectl get app -o yaml`) as JSON; JSON as it is (what Argo CD sends is parsed as JSON, so
@@ -355,8 +499,12 @@ fn yaml_as_json(body: Vec<u8>) -> anyhow::Result<Vec<u8>> {
     Ok(serde_json::to_vec(&value)?)
 }
 
-fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
-    let snap = read_snapshot(&app, settings.server.max_json_depth)?;
+fn route(settings: Settings, app: PathBuf, instance: Option<String>) -> anyhow::Result<ExitCode> {
+    // An answer of /v1/apps/…/raw: its newest body is the Application's state.
+    let Some(input) = read_inputs(&app, &settings, instance.as_deref())?.pop() else {
+        anyhow::bail!("{}: no body", app.display());
+    };
+    let snap = input.snap;
     let Some(e) = crate::pipeline::explain::explain(&settings, snap, chrono::Utc::now()) else {
         anyhow::bail!("unexpected state outcome");
     };
@@ -428,48 +576,70 @@ fn route(settings: Settings, app: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(
-    mut settings: Settings,
-    clock_mode: ReplayClock,
+/// How `replay` runs: its clock, how long, what it shows, which instance the bodies are from.
+struct Replay {
+    clock: ReplayClock,
     until: Option<Until>,
     render: Option<Render>,
-    bodies: Vec<PathBuf>,
-) -> anyhow::Result<ExitCode> {
+    instance: Option<String>,
+}
+
+async fn replay(mut settings: Settings, how: Replay, bodies: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+    let Replay {
+        clock: clock_mode,
+        until,
+        render,
+        instance,
+    } = how;
+    if let Some(name) = &instance
+        && settings.argocd.instance(name).is_none()
+    {
+        anyhow::bail!(
+            "--instance {name:?} is not a configured Argo CD instance (configured: {})",
+            settings.argocd.names()
+        );
+    }
+    let parsed = read_bodies(&bodies, &settings, instance.as_deref(), clock_mode);
     let _cleanup = use_scratch_store(&mut settings)?;
     let settings = Arc::new(settings);
     let store = crate::store::Store::connect(&settings.storage).await?;
     let clock = ManualClock::new(chrono::Utc::now());
-    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store, Arc::new(clock.clone()));
+    let pipeline = crate::pipeline::Pipeline::new(settings.clone(), store.clone(), Arc::new(clock.clone()));
     let mut printed = 0usize;
-    let parsed = read_bodies(&bodies, settings.server.max_json_depth, clock_mode);
     if clock_mode == ReplayClock::Recorded
-        && let Some(first) = parsed.iter().filter_map(|(_, s)| s.observed_at).min()
+        && let Some(first) = parsed.iter().filter_map(recorded_time).min()
     {
         clock.set(first);
     }
-    for (path, snap) in parsed {
+    for input in parsed {
         if clock_mode == ReplayClock::Recorded {
-            if let Some(t) = snap.observed_at
+            if let Some(t) = recorded_time(&input)
                 && t > clock.now()
             {
-                advance_to(&pipeline, &clock, t).await?;
+                advance_to(&pipeline, &store, &clock, t).await?;
                 printed = print_outbox(&pipeline, printed, &settings, render).await?;
             }
         } else {
             clock.advance(std::time::Duration::from_secs(1));
         }
-        let summary = pipeline.ingest(snap, None).await?;
-        print_ingest(clock.now(), path, &summary);
+        let summary = pipeline.ingest(input.snap, None).await?;
+        print_ingest(clock.now(), &input.label, &summary);
         pipeline.tick().await?;
         printed = print_outbox(&pipeline, printed, &settings, render).await?;
     }
     let end = replay_end(clock.now(), settings.grouping.group_wait, until)?;
-    advance_to(&pipeline, &clock, end).await?;
+    advance_to(&pipeline, &store, &clock, end).await?;
     print_outbox(&pipeline, printed, &settings, render).await?;
     if until.is_some() {
         print_summary(&pipeline).await?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// When a body arrives under `--clock recorded`: its envelope `timestamp`, else when Herald received it (an item of
+/// `/v1/apps/…/raw`).
+fn recorded_time(input: &Input) -> Option<chrono::DateTime<chrono::Utc>> {
+    input.snap.observed_at.or(input.received_at)
 }
 
 /// Points `settings` at a private store in a new temporary directory, removed when the returned guard drops:
@@ -484,31 +654,27 @@ fn use_scratch_store(settings: &mut Settings) -> anyhow::Result<RemoveOnDrop> {
 }
 
 /// The bodies that parse, in the order to replay them (a refused one is said at once and skipped).
-fn read_bodies(
-    bodies: &[PathBuf],
-    max_depth: usize,
-    clock_mode: ReplayClock,
-) -> Vec<(&PathBuf, crate::argocd::Snapshot)> {
+fn read_bodies(bodies: &[PathBuf], settings: &Settings, instance: Option<&str>, clock_mode: ReplayClock) -> Vec<Input> {
     let mut parsed = Vec::new();
     for path in bodies {
-        match read_snapshot(path, max_depth) {
-            Ok(s) => parsed.push((path, s)),
+        match read_inputs(path, settings, instance) {
+            Ok(inputs) => parsed.extend(inputs),
             Err(e) => println!("{e}  → refused"),
         }
     }
     if clock_mode == ReplayClock::Recorded {
         // A captured timeline replays in the order it happened (file names need not be in time order).
-        parsed.sort_by_key(|(_, s)| s.observed_at);
+        parsed.sort_by_key(recorded_time);
     }
     parsed
 }
 
 /// What ingesting the body at `path` did, as of `now`: the outcome, its transitions, the incidents it touched.
-fn print_ingest(now: chrono::DateTime<chrono::Utc>, path: &std::path::Path, summary: &crate::pipeline::IngestSummary) {
+fn print_ingest(now: chrono::DateTime<chrono::Utc>, label: &str, summary: &crate::pipeline::IngestSummary) {
     println!(
         "{}  {}  {}: {} (sync {}, health {})",
         now.format("%Y-%m-%dT%H:%M:%SZ"),
-        path.display(),
+        label,
         summary.application,
         summary.outcome,
         summary.sync,
@@ -522,7 +688,7 @@ fn print_ingest(now: chrono::DateTime<chrono::Utc>, path: &std::path::Path, summ
     }
 }
 
-/// The clock moves in 30-second ticks: a far end would run for hours.
+/// The clock moves at most 30 seconds a step: a far end would run for hours.
 const MAX_UNTIL: chrono::Duration = chrono::Duration::days(31);
 
 /// Where `replay` stops the clock after the last body (at `now`): once group_wait has passed, so what would be sent
@@ -598,9 +764,15 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// Moves the manual clock to `t` in steps, running timers as they fall due.
+/// The longest step of the clock: timers the store cannot name ahead (a digest's slot, a silence's end) run at most
+/// this late.
+const MAX_STEP: chrono::Duration = chrono::Duration::seconds(30);
+
+/// Moves the manual clock to `t`, running timers as they fall due: from one timer to the next (the store names the
+/// next pending incident, group flush and escalation step), so each runs at its own time, never at a fixed step's.
 async fn advance_to(
     p: &crate::pipeline::Pipeline,
+    store: &crate::store::Store,
     clock: &ManualClock,
     t: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<()> {
@@ -610,8 +782,13 @@ async fn advance_to(
         if now >= t {
             return Ok(());
         }
-        let step = (t - now).min(chrono::Duration::seconds(30));
-        clock.set(now + step);
+        let mut next = (now + MAX_STEP).min(t);
+        if let Some(due) = store.next_timer().await?
+            && due > now
+        {
+            next = next.min(due);
+        }
+        clock.set(next);
     }
 }
 

@@ -150,8 +150,10 @@ const FAMILIES: [(&str, &str); 23] = [
     (
         "herald_requests_refused_total",
         "Requests refused before any route, by reason (host: not in server.allowed_hosts, content_type: a \
-         state change whose body is not JSON, cross_site: a browser request from another site); and \
-         slack_signature: a Slack interaction unsigned, stale or replayed (refused by its route).",
+         state change whose body is not JSON, cross_site: a browser request from another site); \
+         slack_signature: a Slack interaction unsigned, stale or replayed (refused by its route); and \
+         instance_mismatch: an Argo CD body whose ingest token is bound to one instance and whose \
+         context.argocdUrl names another (422).",
     ),
     (
         "herald_config_reloads_total",

@@ -21,7 +21,7 @@ pub const MAX_NAME: usize = 256;
 struct AckBody {
     /// When the acknowledgement ends; or `for` (`"2h"`) from now; neither: until the incident resolves.
     until: Option<DateTime<Utc>>,
-    #[serde(default, rename = "for", with = "humantime_serde::option")]
+    #[serde(default, rename = "for", with = "crate::configuration::duration::option")]
     for_: Option<std::time::Duration>,
     #[serde(default)]
     comment: String,

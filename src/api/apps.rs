@@ -203,7 +203,14 @@ async fn raw_answer(req: &HttpRequest, id: AppId, ctx: &AppContext) -> Result<Ht
             json!({"received_at": at, "body": parsed})
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({"count": items.len(), "items": items})))
+    // Which Application, of which Argo CD instance: `herald replay` gives the bodies to that instance.
+    Ok(HttpResponse::Ok().json(json!({
+        "instance": id.instance,
+        "namespace": id.namespace,
+        "name": id.name,
+        "count": items.len(),
+        "items": items,
+    })))
 }
 
 #[derive(Deserialize)]

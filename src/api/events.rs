@@ -1,6 +1,8 @@
 //! `POST`/`PUT /v1/argocd/events`: what Argo CD Notifications sends (with an `ingest` credential). Read the body
 //! within the limit, parse it into a snapshot, hand it to the pipeline, answer 202 once it is committed. A body
-//! the pipeline has judged before, byte for byte, is answered without parsing (`Pipeline::repeated`).
+//! the pipeline has judged before, byte for byte, is answered without parsing (`Pipeline::repeated`). Which Argo
+//! CD instance a body is from is settled here (`ArgoCdSettings::identify`): a token bound to one instance sending a
+//! body that names another is refused with 422 and counted (`herald_requests_refused_total{reason="instance_mismatch"}`).
 
 use actix_web::http::header;
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
@@ -113,7 +115,12 @@ async fn receive_event_inner(
     // Which Argo CD sent it: part of the Application's identity, so it is settled before anything is stored.
     snap.app.instance = (ctx.pipeline.settings().argocd)
         .identify(by_credential.as_deref(), snap.argocd_url.as_deref())
-        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+        .map_err(|e| {
+            if let Some(reason) = e.reason() {
+                metrics::counter!("herald_requests_refused_total", "reason" => reason).increment(1);
+            }
+            ApiError::Unprocessable(e.to_string())
+        })?;
     // A body parse_body takes is UTF-8 (the typed reader checks it first; the tolerant one reads every string), so
     // it is kept as it came, shared with the writer rather than copied.
     let summary = ctx.pipeline.ingest_body(snap, body, key).await?;

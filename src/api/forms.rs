@@ -276,9 +276,10 @@ async fn act(
         FormAction::Acknowledge => {
             let for_ = match posted.for_.trim() {
                 "" => None,
-                d => Some(humantime::parse_duration(d).map_err(|_| {
-                    ApiError::BadRequest(format!("for must be a duration such as 1h or 4h, not {d:?}"))
-                })?),
+                d => Some(
+                    crate::configuration::duration::parse(d)
+                        .map_err(|e| ApiError::BadRequest(format!("for must be a duration such as 1h or 4h: {e}")))?,
+                ),
             };
             let until = super::acks::acknowledged_until(None, for_, now)?;
             let ack = Acknowledgement {
@@ -301,15 +302,16 @@ async fn act(
             let end = match posted.for_.trim() {
                 "monday" => SilenceEnd::UntilMonday,
                 d => {
-                    let d = humantime::parse_duration(d)
-                        .ok()
+                    let why = |e: String| {
+                        ApiError::BadRequest(format!(
+                            "for must be a duration from 1m to 30d (such as 1h) or monday: {e}"
+                        ))
+                    };
+                    let d = crate::configuration::duration::parse(d).map_err(|e| why(e.to_string()))?;
+                    let d = Some(d)
                         .filter(|d| (60..=30 * 24 * 3600).contains(&d.as_secs()))
                         .and_then(|d| chrono::Duration::from_std(d).ok())
-                        .ok_or_else(|| {
-                            ApiError::BadRequest(format!(
-                                "for must be a duration from 1m to 30d (such as 1h) or monday, not {d:?}"
-                            ))
-                        })?;
+                        .ok_or_else(|| why(format!("{d:?} is outside that span")))?;
                     SilenceEnd::For(d)
                 }
             };

@@ -17,7 +17,7 @@ struct NewSilence {
     starts_at: Option<chrono::DateTime<chrono::Utc>>,
     /// When it ends; or `duration` (`"2h"`) after it starts, as `amtool silence add --duration` does.
     ends_at: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(default, with = "humantime_serde::option")]
+    #[serde(default, with = "crate::configuration::duration::option")]
     duration: Option<std::time::Duration>,
     /// Who asked; the caller's credential name when not given.
     created_by: Option<String>,

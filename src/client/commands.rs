@@ -26,8 +26,8 @@ pub enum SilenceAction {
         #[arg(required = true, value_name = "FIELD=GLOB")]
         matchers: Vec<String>,
         /// How long from now (`2h`, `1h 30m`).
-        #[arg(long, default_value = "1h", conflicts_with = "end")]
-        duration: humantime::Duration,
+        #[arg(long, default_value = "1h", conflicts_with = "end", value_parser = crate::configuration::duration::parse_arg)]
+        duration: std::time::Duration,
         /// When it ends instead (RFC 3339).
         #[arg(long)]
         end: Option<chrono::DateTime<chrono::Utc>>,
@@ -60,8 +60,8 @@ pub struct AckArgs {
     /// The incident's id (the ID column of `herald incidents`).
     pub id: i64,
     /// How long from now (`2h`, `1h 30m`); default: until the incident resolves.
-    #[arg(long = "for", value_name = "DURATION", conflicts_with = "until")]
-    pub for_: Option<humantime::Duration>,
+    #[arg(long = "for", value_name = "DURATION", conflicts_with = "until", value_parser = crate::configuration::duration::parse_arg)]
+    pub for_: Option<std::time::Duration>,
     /// When it ends instead (RFC 3339).
     #[arg(long)]
     pub until: Option<chrono::DateTime<chrono::Utc>>,
@@ -74,7 +74,7 @@ pub async fn ack(remote: Remote, args: AckArgs) -> anyhow::Result<ExitCode> {
     let c = client(&remote)?;
     let mut body = serde_json::json!({});
     if let Some(d) = args.for_ {
-        body["for"] = serde_json::json!(d.to_string());
+        body["for"] = serde_json::json!(crate::configuration::duration::format(d));
     }
     if let Some(u) = args.until {
         body["until"] = serde_json::json!(u);
@@ -130,7 +130,7 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
             let mut body = serde_json::json!({"matchers": matchers, "comment": comment});
             match end {
                 Some(end) => body["ends_at"] = serde_json::json!(end),
-                None => body["duration"] = serde_json::json!(duration.to_string()),
+                None => body["duration"] = serde_json::json!(crate::configuration::duration::format(duration)),
             }
             // Without a token Herald knows no caller: name the person running the command.
             let author = author.or_else(|| remote.token.is_none().then(|| std::env::var("USER").ok()).flatten());

@@ -60,6 +60,20 @@ pub enum UnknownInstance {
     Unnamed { known: String },
     #[error("the ingest token names Argo CD instance {0:?}, which is not configured (argocd.instances)")]
     NotConfigured(String),
+    #[error(
+        "this body was sent with the ingest token of Argo CD instance {token:?}, but its context.argocdUrl {url:?} \
+         is instance {body:?}'s: if it comes from {body:?}, give that Argo CD its own token (the one with \
+         `instance: {body}` in server.auth.ingest_tokens, in its argocd-notifications-secret); if it comes from \
+         {token:?}, fix the argocdUrl its notifications context sends (or argocd.instances[].url)"
+    )]
+    Mismatch { token: String, body: String, url: String },
+}
+
+impl UnknownInstance {
+    /// The `reason` label of `herald_requests_refused_total` for a refusal worth counting apart.
+    pub fn reason(&self) -> Option<&'static str> {
+        matches!(self, UnknownInstance::Mismatch { .. }).then_some("instance_mismatch")
+    }
 }
 
 impl ArgoCdSettings {
@@ -118,13 +132,35 @@ impl ArgoCdSettings {
 
     /// Which instance a body is from: the one its ingest credential names, else the one whose UI (or API) URL its
     /// `context.argocdUrl` is, else the only one configured. With several configured, a body that none of these
-    /// names is refused: guessing would merge two instances' Applications of the same name.
+    /// names is refused: guessing would merge two instances' Applications of the same name. A body whose credential
+    /// names one instance and whose `context.argocdUrl` is another configured instance's is refused too (one Argo
+    /// CD holding another's token, or a template sending the wrong URL: either way one of them is wrong, and
+    /// taking it would make a phantom Application); a URL that is no configured instance's changes nothing then.
     pub fn identify(&self, by_credential: Option<&str>, body_url: Option<&str>) -> Result<String, UnknownInstance> {
         if let Some(name) = by_credential {
-            return match self.instance(name) {
-                Some(i) => Ok(i.name.to_string()),
-                None => Err(UnknownInstance::NotConfigured(name.to_string())),
+            let Some(own) = self.instance(name) else {
+                return Err(UnknownInstance::NotConfigured(name.to_string()));
             };
+            if let Some(url) = body_url
+                && self.several()
+            {
+                let wanted = same_site(url);
+                let sites = self.sites();
+                let named: Vec<&str> = (sites.iter())
+                    .filter(|(_, urls)| urls.contains(&wanted))
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                if let Some(other) = named.first()
+                    && !named.contains(&own.name)
+                {
+                    return Err(UnknownInstance::Mismatch {
+                        token: own.name.to_string(),
+                        body: other.to_string(),
+                        url: url.to_string(),
+                    });
+                }
+            }
+            return Ok(own.name.to_string());
         }
         // One instance (most configurations): every body is its own, nothing to compare.
         if !self.several() {
@@ -138,21 +174,25 @@ impl ArgoCdSettings {
             return Err(UnknownInstance::Unnamed { known: self.names() });
         };
         let wanted = same_site(url);
-        let sites = self.sites.get_or_init(|| {
-            (self.all().iter())
-                .map(|i| {
-                    let urls = i.url.into_iter().chain(i.api.map(|a| a.url.as_str()));
-                    (i.name.to_string(), urls.map(same_site).collect())
-                })
-                .collect()
-        });
-        match sites.iter().find(|(_, urls)| urls.contains(&wanted)) {
+        match self.sites().iter().find(|(_, urls)| urls.contains(&wanted)) {
             Some((name, _)) => Ok(name.clone()),
             None => Err(UnknownInstance::NoMatch {
                 url: url.to_string(),
                 known: self.names(),
             }),
         }
+    }
+
+    /// Each instance's name with its UI and API URLs reduced by [`same_site`].
+    fn sites(&self) -> &[(String, Vec<String>)] {
+        self.sites.get_or_init(|| {
+            (self.all().iter())
+                .map(|i| {
+                    let urls = i.url.into_iter().chain(i.api.map(|a| a.url.as_str()));
+                    (i.name.to_string(), urls.map(same_site).collect())
+                })
+                .collect()
+        })
     }
 
     pub(super) fn validate(&self, errors: &mut Vec<super::ConfigError>) {
@@ -233,14 +273,14 @@ pub struct ArgoCdApiSettings {
     pub url: String,
     /// A read-only account's token (or `token_file`: the path of a mounted Secret).
     pub token: SecretString,
-    #[serde(default = "default_api_timeout", with = "humantime_serde")]
+    #[serde(default = "default_api_timeout", with = "crate::configuration::duration")]
     pub timeout: Duration,
     /// How long a rule may wait for a reachable API before it fires unconfirmed.
-    #[serde(default = "default_confirm_wait", with = "humantime_serde")]
+    #[serde(default = "default_confirm_wait", with = "crate::configuration::duration")]
     pub confirm_wait: Duration,
     /// How often every Application is listed and run through the pipeline as if Argo CD had sent it; an
     /// Application missing from a complete listing is deleted. `0s` turns the resync off.
-    #[serde(default = "default_resync_interval", with = "humantime_serde")]
+    #[serde(default = "default_resync_interval", with = "crate::configuration::duration")]
     pub resync_interval: Duration,
     /// Only these Argo CD projects (all when empty): listing, watch and deletion by absence are limited to them.
     #[serde(default)]
@@ -339,9 +379,32 @@ mod tests {
     fn a_body_is_given_to_the_instance_its_token_or_url_names() {
         let s = Settings::from_yaml(TWO).expect("valid");
         let a = &s.argocd;
+        assert_eq!(a.identify(Some("eu"), None).as_deref(), Ok("eu"));
         assert_eq!(
-            a.identify(Some("eu"), Some("https://a.example.com")).as_deref(),
+            a.identify(Some("eu"), Some("https://eu.example.com/argocd")).as_deref(),
             Ok("eu")
+        );
+        // A URL that is no configured instance's: the token says which (as before instances were compared).
+        assert_eq!(
+            a.identify(Some("eu"), Some("https://elsewhere.example.com")).as_deref(),
+            Ok("eu")
+        );
+        assert_eq!(a.identify(Some("eu"), Some("not a url")).as_deref(), Ok("eu"));
+        // Another configured instance's URL with eu's token: one of them is wrong, and both are named.
+        let mismatch = a
+            .identify(Some("eu"), Some("https://A.example.com/"))
+            .expect_err("mismatch");
+        assert_eq!(mismatch.reason(), Some("instance_mismatch"));
+        let said = mismatch.to_string();
+        assert!(
+            said.contains("instance \"eu\"") && said.contains("instance \"default\"'s"),
+            "{said}"
+        );
+        assert_eq!(
+            a.identify(Some("default"), Some("https://eu.example.com/argocd/"))
+                .expect_err("mismatch")
+                .reason(),
+            Some("instance_mismatch")
         );
         assert_eq!(
             a.identify(None, Some("https://EU.example.com/argocd")).as_deref(),

@@ -9,22 +9,22 @@ use super::{ConfigError, invalid};
 #[serde(deny_unknown_fields, default)]
 pub struct OutboxSettings {
     /// A delivery still failing after this long is dead (visible at `/v1/outbox?state=dead`, retryable).
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub max_age: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub lease: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub initial_backoff: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub max_backoff: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub poll_interval: Duration,
     /// How many deliveries run at once.
     pub concurrency: usize,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub http_timeout: Duration,
     /// Delivered rows are kept this long (for `/v1/outbox` and the tickets' history), then removed.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub retention: Duration,
 }
 
@@ -47,7 +47,7 @@ impl Default for OutboxSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerSettings {
     /// How often due timers (rule deadlines, group flushes, escalations) are looked for.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub tick: Duration,
 }
 

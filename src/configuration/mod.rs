@@ -8,6 +8,7 @@ use std::path::Path;
 
 mod argocd;
 mod delivery;
+pub mod duration;
 mod people;
 mod receivers;
 mod routing;
@@ -244,11 +245,8 @@ fn many(mut errors: Vec<ConfigError>) -> ConfigError {
 
 fn typed_error(e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
     let path = e.path().to_string();
-    let mut message = e.into_inner().to_string();
-    if message.contains("expected a duration") && message.starts_with("invalid type: integer") {
-        // `for: 60`: say what to write.
-        message.push_str("; a duration needs a unit: 60s, 60m or 1h");
-    }
+    // A duration's refusal says what to write itself (`configuration::duration`).
+    let message = e.into_inner().to_string();
     invalid(if path == "." { "(top level)".into() } else { path }, message)
 }
 

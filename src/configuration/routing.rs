@@ -58,7 +58,7 @@ pub struct DigestSettings {
     /// its ticket and paging receivers are left out).
     pub receivers: Option<Vec<String>>,
     /// A slot missed while Herald was down is sent at start if it is less late than this, else skipped.
-    #[serde(default = "six_hours", with = "humantime_serde")]
+    #[serde(default = "six_hours", with = "crate::configuration::duration")]
     pub catch_up: Duration,
     #[serde(default)]
     pub when_empty: WhenEmpty,
@@ -174,7 +174,7 @@ pub(super) fn validate_inhibit_rules(rules: &[InhibitRuleSettings], errors: &mut
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EscalationStep {
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub after: Duration,
     pub receivers: Vec<String>,
 }
@@ -205,11 +205,11 @@ pub struct RouteSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct GroupingSettings {
     pub group_by: Vec<String>,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub group_wait: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub group_interval: Duration,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub repeat_interval: Duration,
 }
 

@@ -12,7 +12,7 @@ use super::{ConfigError, invalid};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSettings {
-    #[serde(default, with = "humantime_serde::option")]
+    #[serde(default, with = "crate::configuration::duration::option")]
     pub r#for: Option<Duration>,
     pub severity: Option<Severity>,
     #[serde(default = "yes")]

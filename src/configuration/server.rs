@@ -18,12 +18,12 @@ pub struct ServerSettings {
     pub max_json_depth: usize,
     pub workers: Option<usize>,
     /// A body time further ahead of Herald's clock than this is taken as now.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub max_clock_skew: std::time::Duration,
     /// The bytes of event bodies read at once, all requests together; beyond it a request waits, then gets 503.
     pub max_inflight_body_bytes: usize,
     /// An event request not received and handled within this is answered 408 (a slow body is not held forever).
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub body_read_timeout: std::time::Duration,
     /// The `Host` names requests may carry (`name` or `name:port`; `*` for any); unset: see [`ServerSettings::hosts`].
     pub allowed_hosts: Option<Vec<String>>,
@@ -34,7 +34,7 @@ pub struct ServerSettings {
     /// With `public_url`, every chat and e-mail message carries signed links; without either, none.
     pub link_signing_key: Option<SecretString>,
     /// How long a one-click link works.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub link_ttl: std::time::Duration,
     /// The time zone the pages show times in unless `?tz=` asks for another (an IANA name; default UTC).
     pub time_zone: String,

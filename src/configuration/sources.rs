@@ -63,8 +63,44 @@ pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigE
         .map_err(|e| ConfigError::Load(e.to_string()))?;
     let mut env: Value = env.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
     drop_blank_tokens(&mut env);
+    keeps_instance_bindings(&value, &env)?;
     merge(&mut value, env);
     Ok(value)
+}
+
+/// Refuses an environment list (`HERALD__SERVER__AUTH__INGEST_TOKENS=a,b`) that would replace a file's
+/// `server.auth.ingest_tokens` whose entries bind tokens to Argo CD instances: the plain tokens that replace them
+/// speak for no instance, so a body would be told apart by its `context.argocdUrl` only and one Argo CD's token
+/// could send for another — while the configuration looked fine. One entry's field (`…__INGEST_TOKENS__0__TOKEN`)
+/// merges into that entry and keeps its binding.
+fn keeps_instance_bindings(file: &Value, env: &Value) -> Result<(), ConfigError> {
+    let Some(Value::Array(replacing)) = env.pointer("/server/auth/ingest_tokens") else {
+        return Ok(());
+    };
+    let Some(Value::Array(entries)) = file.pointer("/server/auth/ingest_tokens") else {
+        return Ok(());
+    };
+    let bound: Vec<String> = (entries.iter())
+        .filter_map(|e| match e.get("instance") {
+            Some(Value::String(i)) => Some(i.clone()),
+            _ => None,
+        })
+        .collect();
+    if bound.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(
+        "server.auth.ingest_tokens",
+        format!(
+            "the environment variable HERALD__SERVER__AUTH__INGEST_TOKENS ({} token(s)) replaces this list of the \
+             file, whose entries bind tokens to Argo CD instances ({}): those bindings would be lost. Keep each token \
+             in its entry (`token_file:` naming a mounted Secret key, deploy/kubernetes/README.md \"Several Argo CD \
+             instances\"), or set an entry's token alone (HERALD__SERVER__AUTH__INGEST_TOKENS__0__TOKEN), or remove \
+             the variable",
+            replacing.len(),
+            bound.join(", ")
+        ),
+    ))
 }
 
 /// The file's content, read with `read`, refused when the file changed while it was read (its size or modification
@@ -310,6 +346,34 @@ mod tests {
         let mut far = json!({"receivers": []});
         merge(&mut far, json!({"receivers": {"9999": {"name": "c"}}}));
         assert_eq!(far, json!({"receivers": []}), "a far index is ignored, not allocated");
+    }
+
+    #[test]
+    fn an_environment_list_may_not_drop_the_files_instance_bindings() {
+        let file = json!({"server": {"auth": {"ingest_tokens": [
+            {"name": "eu", "token": "eu-token-0123456789", "instance": "eu"},
+            {"name": "us", "token": "us-token-0123456789", "instance": "us"}]}}});
+        let whole = json!({"server": {"auth": {"ingest_tokens": ["new-token-0123456789"]}}});
+        let e = keeps_instance_bindings(&file, &whole).expect_err("dropped").to_string();
+        assert!(
+            e.starts_with("server.auth.ingest_tokens: the environment variable HERALD__SERVER__AUTH__INGEST_TOKENS"),
+            "{e}"
+        );
+        assert!(e.contains("(eu, us)") && e.contains("token_file"), "{e}");
+        assert!(
+            !e.contains("new-token") && !e.contains("eu-token"),
+            "no secret in the error: {e}"
+        );
+        // One entry's token from the environment merges into the entry: its binding stays.
+        let one = json!({"server": {"auth": {"ingest_tokens": {"0": {"token": "new-token-0123456789"}}}}});
+        assert!(keeps_instance_bindings(&file, &one).is_ok());
+        // A file without bindings (or without the list) may be replaced, as always.
+        let plain = json!({"server": {"auth": {"ingest_tokens": ["old-token-0123456789"]}}});
+        assert!(keeps_instance_bindings(&plain, &whole).is_ok());
+        assert!(keeps_instance_bindings(&json!({}), &whole).is_ok());
+        // Hostile shapes in the file: no binding read from them, nothing refused for them.
+        let odd = json!({"server": {"auth": {"ingest_tokens": [{"instance": 7}, "t", null, {"instance": null}]}}});
+        assert!(keeps_instance_bindings(&odd, &whole).is_ok());
     }
 
     #[test]

@@ -12,11 +12,11 @@ use super::{ConfigError, invalid};
 pub struct StorageSettings {
     /// `sqlite://data/herald.db` (embedded default) or `postgres://user:pass@host/db`.
     pub url: SecretString,
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub raw_retention: Duration,
     /// How long a resolved incident and an Application's timeline entries (its status changes) stay: at least
     /// `raw_retention`.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::configuration::duration")]
     pub history_retention: Duration,
     /// SQLite `synchronous` pragma: `normal` survives a process crash (kill -9); `full` also a power loss.
     pub sqlite_synchronous: SqliteSynchronous,

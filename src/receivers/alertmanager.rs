@@ -26,7 +26,7 @@ pub struct Config {
     pub url: String,
     /// How long Alertmanager keeps a firing alert active without hearing from Herald again (`endsAt` = send
     /// time + this); a resolve ends it at once. Keep it above the repeat interval.
-    #[serde(default = "default_alert_ttl", with = "humantime_serde")]
+    #[serde(default = "default_alert_ttl", with = "crate::configuration::duration")]
     pub alert_ttl: Duration,
 }
 

@@ -54,6 +54,7 @@ mod outbox;
 mod raws;
 mod silences;
 mod slack_requests;
+mod timers;
 
 pub use apps::{AppCursor, AppFilter, AppRecord, StoredApp, TimelineEntry};
 pub use digests::{DigestSlot, SlotState};

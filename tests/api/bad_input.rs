@@ -1,6 +1,7 @@
 //! Bad input gets a 4xx that says what is wrong, and nothing is stored. Never a 5xx, never a panic.
 
 use crate::helpers::*;
+use serde_json::json;
 
 fn app_with(status: &str) -> String {
     format!(r#"{{"app":{{"metadata":{{"name":"x","namespace":"argocd"}},"status":{status}}}}}"#)
@@ -223,6 +224,62 @@ async fn bad_silences_are_refused() {
         );
     }
     assert_eq!(app.get_json("/v1/silences").await["count"], 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_silence_or_acknowledgement_duration_is_read_as_the_configuration_reads_it() {
+    let app = TestApp::spawn("").await;
+    let huge = "1".repeat(5_000) + "s";
+    for (duration, says) in [
+        (json!("30M"), "minutes are `m`"),
+        (json!("30mn"), "\\\"mn\\\" is no unit (units: ms, s, m (minutes)"),
+        (json!("-30m"), "never negative (units: ms, s, m (minutes)"),
+        (json!(""), "an empty text is not a duration"),
+        (json!(30), "30 has no unit"),
+        (json!(1.5), "whole numbers only"),
+        (json!(["1h"]), "a duration such as 30s"),
+        (json!(huge), "too long a duration"),
+    ] {
+        let body = json!({"matchers": [{"name": "app", "value": "a"}], "duration": duration, "created_by": "me"});
+        let r = app
+            .client
+            .post(format!("{}/v1/silences", app.address))
+            .json(&body)
+            .send()
+            .await
+            .expect("req");
+        let shown: String = duration.to_string().chars().take(60).collect();
+        assert_eq!(r.status(), 400, "{shown}");
+        let text = r.text().await.expect("text");
+        assert!(text.contains(says), "{shown}: {text}");
+        assert!(
+            text.len() < 1000,
+            "{shown}: the answer echoes a little: {} bytes",
+            text.len()
+        );
+        let r = app
+            .client
+            .post(format!("{}/v1/incidents/1/ack", app.address))
+            .json(&json!({"for": duration, "by": "me"}))
+            .send()
+            .await
+            .expect("req");
+        assert_eq!(r.status(), 400, "ack for {shown}");
+        let text = r.text().await.expect("text");
+        assert!(text.contains(says), "ack for {shown}: {text}");
+    }
+    assert_eq!(app.get_json("/v1/silences").await["count"], 0);
+    // What was accepted before still is.
+    let body = json!({"matchers": [{"name": "app", "value": "a"}], "duration": "1h 30m", "created_by": "me"});
+    let r = app
+        .client
+        .post(format!("{}/v1/silences", app.address))
+        .json(&body)
+        .send()
+        .await
+        .expect("req");
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap_or_default());
     app.stop().await;
 }
 

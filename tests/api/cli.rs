@@ -94,7 +94,7 @@ fn config_errors_name_the_key_path() {
         ),
         (
             "grouping: {group_wait: 5}",
-            "grouping.group_wait: invalid type: integer `5`, expected a duration; a duration needs a unit: 60s, 60m or 1h",
+            "grouping.group_wait: \"5\" is not a duration: 5 has no unit; write 5s, 5m or 5h",
         ),
         (
             "inhibit_rules: [{source_matchers: ['colour=red'], target_matchers: ['kind=out_of_sync']}]",
@@ -340,9 +340,16 @@ fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications(
     );
     assert!(out.contains("sync: Synced → OutOfSync"), "{out}");
     assert!(out.contains("incident out_of_sync"), "{out}");
-    // The Unknown apps of 16:06 have been Unknown for 5 minutes at 16:11: that is where the rule fires.
+    // The Unknown apps of 16:06:22 and 16:06:23 have been Unknown for 5 minutes at 16:11:22 and 16:11:23: each
+    // rule fires at its own second (group_wait 0s: the first alone), the second joins the group's next message.
     assert!(
-        out.contains("2025-10-02T16:11:23Z would notify console (open): sync status Unknown on 2 Applications"),
+        out.contains(
+            "2025-10-02T16:11:22Z would notify console (open): aaaaaaa: sync status Unknown (InvalidSpecError) for 5 min"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("2025-10-02T16:16:22Z would notify console (update): sync status Unknown on 2 Applications"),
         "{out}"
     );
     assert!(
@@ -963,4 +970,457 @@ fn check_config_never_repeats_the_credentials_of_a_url_it_refuses() {
         assert!(err.contains("homeserver"), "the error names the key: {err}");
         assert!(!(out.clone() + &err).contains("s3cret"), "{homeserver}: {out}{err}");
     }
+}
+
+/// Two Argo CD instances (`default` at argocd-a, `us` at argocd-us) holding Applications of the same names; a route
+/// sends the US instance's incidents to `us-pager`.
+fn two_instances(dir: &Path) -> String {
+    write(
+        dir,
+        "two.yaml",
+        r#"
+argocd:
+  url: https://argocd-a.example.com
+  instances: [{name: us, url: "https://argocd-us.example.com"}]
+receivers: [{name: console, console: {}}, {name: us-pager, console: {}}]
+ownership: {default_team: payments}
+teams: {payments: {receivers: [console]}}
+routes: [{instance: us, receivers: [us-pager]}]
+rules: {out_of_sync: {for: 13s}}
+grouping: {group_wait: 0s}
+"#,
+    )
+}
+
+/// `pay-api` OutOfSync as the Argo CD at `url` sends it (no `context` without one).
+fn out_of_sync_from(url: Option<&str>, t: &str) -> String {
+    let mut v = serde_json::json!({
+        "timestamp": t,
+        "app": {
+            "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
+            "spec": {"project": "default", "destination": {"namespace": "pay"}},
+            "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"}}
+        }
+    });
+    if let Some(url) = url {
+        v["context"] = serde_json::json!({"argocdUrl": url});
+    }
+    v.to_string()
+}
+
+#[test]
+fn route_and_replay_give_a_body_to_its_instance_as_the_service_does() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = two_instances(dir.path());
+    let t = "2025-10-02T16:00:00Z";
+    let us = write(
+        dir.path(),
+        "us.json",
+        &out_of_sync_from(Some("https://argocd-us.example.com/"), t),
+    );
+    let a = write(
+        dir.path(),
+        "a.json",
+        &out_of_sync_from(Some("https://argocd-a.example.com"), t),
+    );
+    let unnamed = write(dir.path(), "unnamed.json", &out_of_sync_from(None, t));
+
+    // The body's context.argocdUrl says which instance: the route `instance: us` matches the US body only.
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &us], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("application: us/argocd/pay-api"), "{out}");
+    assert!(out.contains("receivers: us-pager"), "{out}");
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &a], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("application: argocd/pay-api"), "{out}");
+    assert!(out.contains("receivers: console"), "{out}");
+    // A body that names none: --instance says which, as an ingest token bound to it would.
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &unnamed, "--instance", "us"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("application: us/argocd/pay-api") && out.contains("receivers: us-pager"),
+        "{out}"
+    );
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &unnamed], &[]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("does not say which") && err.contains("--instance"),
+        "{err}"
+    );
+
+    // The replay too: each line names the instance, and the US incident goes to the US pager.
+    let (code, out, err) = herald(&["replay", "--config", &cfg, "--clock", "recorded", &us, &a], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("us.json  us/argocd/pay-api: changed"), "{out}");
+    assert!(out.contains("a.json  argocd/pay-api: changed"), "{out}");
+    let (code, out, err) = herald(
+        &[
+            "replay",
+            "--config",
+            &cfg,
+            "--instance",
+            "us",
+            "--until",
+            "+1m",
+            &unnamed,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("would notify us-pager (open)"), "{out}");
+    assert!(!out.contains("would notify console"), "{out}");
+}
+
+#[test]
+fn an_instance_that_is_not_configured_or_contradicts_the_body_is_refused_naming_both() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = two_instances(dir.path());
+    let us = write(
+        dir.path(),
+        "us.json",
+        &out_of_sync_from(Some("https://argocd-us.example.com"), "2025-10-02T16:00:00Z"),
+    );
+    for verb in [
+        &["route", "--config", &cfg, "--app", &us][..],
+        &["replay", "--config", &cfg, &us][..],
+    ] {
+        for (instance, says) in [
+            (
+                "eu",
+                "\"eu\" is not a configured Argo CD instance (configured: default, us)",
+            ),
+            ("", "\"\" is not a configured Argo CD instance"),
+            ("US", "\"US\" is not a configured"),
+            ("us\n--x", "is not a configured"),
+            ("default", "is instance \"us\"'s, not \"default\"'s"),
+        ] {
+            let mut args = verb.to_vec();
+            args.extend(["--instance", instance]);
+            let (code, out, err) = herald(&args, &[]);
+            if verb[0] == "replay" && instance == "default" {
+                // replay says of each body it refuses why, and goes on with the others.
+                assert_eq!(code, 0, "{out}{err}");
+                assert!(
+                    out.contains(says) && out.contains("→ refused"),
+                    "--instance {instance:?}: {out}"
+                );
+                continue;
+            }
+            assert_ne!(code, 0, "{verb:?} --instance {instance:?}: {out}");
+            assert!(err.contains(says), "{verb:?} --instance {instance:?}: {out}{err}");
+        }
+    }
+    // The instance matches the body's: as without it.
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &us, "--instance", "us"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("application: us/argocd/pay-api"), "{out}");
+}
+
+#[test]
+fn replay_until_fires_a_rule_at_its_own_time_not_at_a_step() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = two_instances(dir.path());
+    let a = write(
+        dir.path(),
+        "a.json",
+        &out_of_sync_from(Some("https://argocd-a.example.com"), "2025-10-02T16:00:00Z"),
+    );
+    let (code, out, err) = herald(
+        &["replay", "--config", &cfg, "--clock", "recorded", "--until", "+2m", &a],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // `for: 13s`: it fires 13 seconds after the body, and is sent then (group_wait 0s).
+    assert!(
+        out.contains("fired     2025-10-02T16:00:13Z  out_of_sync argocd/pay-api"),
+        "{out}"
+    );
+    assert!(
+        out.contains("→ 2025-10-02T16:00:13Z would notify console (open)"),
+        "{out}"
+    );
+}
+
+/// What `GET /v1/apps/{namespace}/{name}/raw` answers (its shape is checked against the API in tests/api).
+fn raw_answer(instance: Option<&str>, items: &[(&str, serde_json::Value)]) -> String {
+    let items: Vec<serde_json::Value> = items
+        .iter()
+        .map(|(at, body)| serde_json::json!({"received_at": at, "body": body}))
+        .collect();
+    let mut v = serde_json::json!({"namespace": "argocd", "name": "pay-api", "count": items.len(), "items": items});
+    if let Some(i) = instance {
+        v["instance"] = serde_json::json!(i);
+    }
+    v.to_string()
+}
+
+#[test]
+fn replay_and_route_read_the_answer_of_the_raw_endpoint() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = two_instances(dir.path());
+    let body = |sync: &str, t: &str| -> serde_json::Value {
+        let mut v: serde_json::Value = serde_json::from_str(&out_of_sync_from(None, t)).expect("json");
+        v["app"]["status"]["sync"]["status"] = serde_json::json!(sync);
+        v
+    };
+    // Newest first, as the API lists them; the second body is kept as text (it was not JSON when received).
+    let raw = write(
+        dir.path(),
+        "raw.json",
+        &raw_answer(
+            Some("us"),
+            &[
+                ("2025-10-02T16:05:00Z", body("Synced", "2025-10-02T16:05:00Z")),
+                (
+                    "2025-10-02T16:00:00Z",
+                    serde_json::json!(body("OutOfSync", "2025-10-02T16:00:00Z").to_string()),
+                ),
+            ],
+        ),
+    );
+    let (code, out, err) = herald(&["replay", "--config", &cfg, "--clock", "recorded", &raw], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let first = out.find("raw.json[items.1]  us/argocd/pay-api: changed (sync OutOfSync");
+    let second = out.find("raw.json[items.0]  us/argocd/pay-api: changed (sync Synced");
+    assert!(first.zip(second).is_some_and(|(a, b)| a < b), "oldest first: {out}");
+    assert!(
+        out.contains("would notify us-pager (open)"),
+        "fired at +13 s, before the Synced body: {out}"
+    );
+    // `route` takes the newest body: the Application as it is now.
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &raw], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("application: us/argocd/pay-api") && out.contains("incidents:   none"),
+        "{out}"
+    );
+    // Without the answer's instance, the bodies' own URL (none here) decides: name it.
+    let bare = write(
+        dir.path(),
+        "bare.json",
+        &raw_answer(
+            None,
+            &[("2025-10-02T16:00:00Z", body("OutOfSync", "2025-10-02T16:00:00Z"))],
+        ),
+    );
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &bare, "--instance", "us"], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("application: us/argocd/pay-api"), "{out}");
+
+    // Malformed, wrong-typed and hostile answers: refused, saying what is wrong (never a panic).
+    let ok_body = body("OutOfSync", "2025-10-02T16:00:00Z");
+    for (name, text, says) in [
+        ("empty.json", raw_answer(Some("us"), &[]), "holds no body"),
+        (
+            "at.json",
+            serde_json::json!({"items": [{"received_at": "yesterday", "body": ok_body}]}).to_string(),
+            "items[0].received_at: \"yesterday\" is not an RFC 3339 time",
+        ),
+        (
+            "at-type.json",
+            serde_json::json!({"items": [{"received_at": 5, "body": ok_body}]}).to_string(),
+            "items[0].received_at: missing, or not an RFC 3339 time",
+        ),
+        (
+            "body-type.json",
+            serde_json::json!({"items": [{"received_at": "2025-10-02T16:00:00Z", "body": 7}]}).to_string(),
+            "items[0].body: missing, or neither",
+        ),
+        (
+            "instance-type.json",
+            serde_json::json!({"instance": ["us"], "items": [{"received_at": "2025-10-02T16:00:00Z", "body": ok_body}]})
+                .to_string(),
+            "`instance` must be an Argo CD instance's name",
+        ),
+        (
+            "instance-unknown.json",
+            raw_answer(Some("mars"), &[("2025-10-02T16:00:00Z", ok_body.clone())]),
+            "instance \"mars\", which this configuration does not have (configured: default, us)",
+        ),
+        (
+            "text-body.json",
+            serde_json::json!({"items": [{"received_at": "2025-10-02T16:00:00Z", "body": "hello {{app.metadata.name}}"}]})
+                .to_string(),
+            "text-body.json[items.0]",
+        ),
+        (
+            "deep.json",
+            format!(
+                "{{\"items\": [{{\"received_at\": \"2025-10-02T16:00:00Z\", \"body\": {}1{}}}]}}",
+                "[".repeat(5000),
+                "]".repeat(5000)
+            ),
+            "deep.json",
+        ),
+    ] {
+        let f = write(dir.path(), name, &text);
+        let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &f], &[]);
+        assert_ne!(code, 0, "{name}: {out}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        // replay says it and goes on with the other files.
+        let (code, out, err) = herald(&["replay", "--config", &cfg, &f], &[]);
+        assert_eq!(code, 0, "{name}: {out}{err}");
+        assert!(out.contains("→ refused") && out.contains(says), "{name}: {out}");
+    }
+}
+
+#[test]
+fn durations_refuse_a_capital_m_and_say_which_units_exist_in_config_and_on_the_command_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (yaml, path, says) in [
+        (
+            "teams: {t: {receivers: [console], escalation: [{after: 30M, receivers: [console]}]}}",
+            "teams.t.escalation[0].after",
+            "minutes are `m` (30m)",
+        ),
+        (
+            "rules: {out_of_sync: {for: 30mn}}",
+            "rules.out_of_sync.for",
+            "\"mn\" is no unit (units: ms, s, m (minutes)",
+        ),
+        (
+            "grouping: {group_wait: -30m}",
+            "grouping.group_wait",
+            "never negative (units: ms, s, m (minutes)",
+        ),
+        (
+            "grouping: {group_interval: 30}",
+            "grouping.group_interval",
+            "30 has no unit",
+        ),
+        (
+            "grouping: {repeat_interval: 1.5h}",
+            "grouping.repeat_interval",
+            "whole numbers only",
+        ),
+        (
+            "grouping: {repeat_interval: [1h]}",
+            "grouping.repeat_interval",
+            "a duration such as 30s",
+        ),
+        (
+            "storage: {raw_retention: 99999999999999999999999y}",
+            "storage.raw_retention",
+            "too long a duration",
+        ),
+    ] {
+        let f = write(dir.path(), "d.yaml", yaml);
+        let (code, out, err) = herald(&["check-config", &f], &[]);
+        assert_eq!(code, 2, "{yaml}: {out}{err}");
+        assert!(err.contains(path) && err.contains(says), "{yaml}: {err}");
+    }
+    // From the environment too, naming the variable.
+    let ok = write(dir.path(), "ok.yaml", "");
+    let (code, _, err) = herald(&["check-config", &ok], &[("HERALD__GROUPING__GROUP_WAIT", "30M")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("minutes are `m`") && err.contains("HERALD__GROUPING__GROUP_WAIT"),
+        "{err}"
+    );
+    // What was accepted before still is, meaning the same.
+    let f = write(
+        dir.path(),
+        "d.yaml",
+        "teams: {t: {receivers: [console], escalation: [{after: 1h 30m, receivers: [console]}]}}\nrules: {out_of_sync: {for: 90min}}\n",
+    );
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The command line: replay --until, silence --duration, ack --for.
+    let body = write(dir.path(), "b.json", &out_of_sync_from(None, "2025-10-02T16:00:00Z"));
+    for (args, says) in [
+        (
+            vec!["replay", "--config", &ok, "--until", "+30M", &body],
+            "minutes are `m`",
+        ),
+        (
+            vec!["replay", "--config", &ok, "--until", "+30mn", &body],
+            "units: ms, s, m (minutes)",
+        ),
+        (
+            vec![
+                "silence",
+                "add",
+                "app=x",
+                "--comment",
+                "c",
+                "--duration",
+                "30M",
+                "--url",
+                "http://127.0.0.1:9",
+            ],
+            "minutes are `m`",
+        ),
+        (
+            vec!["ack", "1", "--for=-30m", "--url", "http://127.0.0.1:9"],
+            "never negative",
+        ),
+    ] {
+        let (code, out, err) = herald(&args, &[]);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn check_config_refuses_an_environment_list_that_drops_the_files_instance_bindings() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for name in ["eu", "us"] {
+        std::fs::write(dir.path().join(name), format!("{name}-ingest-token-0123456789\n")).expect("secret");
+    }
+    let f = write(
+        dir.path(),
+        "two.yaml",
+        &format!(
+            r#"
+argocd:
+  instances: [{{name: eu, url: "https://argocd.eu.example.com"}}, {{name: us, url: "https://argocd.us.example.com"}}]
+server:
+  auth:
+    ingest_tokens:
+      - {{name: argocd-eu, instance: eu, token_file: {d}/eu}}
+      - {{name: argocd-us, instance: us, token_file: {d}/us}}
+"#,
+            d = dir.path().display()
+        ),
+    );
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The kit's old variable, left in a Deployment: the whole list, and its bindings, would be replaced.
+    let token = "plain-ingest-token-0123456789";
+    let (code, out, err) = herald(&["check-config", &f], &[("HERALD__SERVER__AUTH__INGEST_TOKENS", token)]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("server.auth.ingest_tokens: the environment variable HERALD__SERVER__AUTH__INGEST_TOKENS")
+            && err.contains("(eu, us)")
+            && err.contains("token_file"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(token) && !err.contains("eu-ingest-token"),
+        "no secret said: {err}"
+    );
+    // One entry's token from the environment merges into that entry, and keeps its binding.
+    let by_entry = write(
+        dir.path(),
+        "by-entry.yaml",
+        r#"
+argocd:
+  instances: [{name: eu, url: "https://argocd.eu.example.com"}, {name: us, url: "https://argocd.us.example.com"}]
+server:
+  auth:
+    ingest_tokens: [{name: argocd-eu, instance: eu}, {name: argocd-us, instance: us}]
+"#,
+    );
+    let (code, out, err) = herald(
+        &["check-config", &by_entry],
+        &[
+            ("HERALD__SERVER__AUTH__INGEST_TOKENS__0__TOKEN", token),
+            (
+                "HERALD__SERVER__AUTH__INGEST_TOKENS__1__TOKEN",
+                "other-ingest-token-0123456789",
+            ),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
 }

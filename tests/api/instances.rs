@@ -284,9 +284,10 @@ server:
             .body(body)
             .send()
     };
-    // The token names the instance: it wins over the body's URL.
+    // The token names the instance: a URL that is no configured instance's changes nothing (another
+    // instance's URL is refused: `a_token_bound_to_one_instance_refuses_a_body_naming_another`).
     let r = post(
-        body_from(Some("https://argocd-eu.example.com"), "Synced", "Healthy", &at),
+        body_from(Some("https://argocd.internal.example.com"), "Synced", "Healthy", &at),
         "argocd-a-token-0123456789",
     )
     .await
@@ -343,6 +344,162 @@ server:
     let r = reader("/v1/apps/eu/argocd/pay-api/raw").await.expect("req");
     assert_eq!(r.status(), 403);
     app.stop().await;
+}
+
+/// The value of one series of `/metrics` (0 when absent).
+fn sample(metrics: &str, name: &str, label: &str) -> f64 {
+    (metrics.lines())
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .filter_map(|l| l.rsplit_once(' ')?.1.trim().parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_token_bound_to_one_instance_refuses_a_body_naming_another() {
+    let tokens = r#"
+server:
+  auth:
+    ingest_tokens:
+      - {name: argocd-a, token: argocd-a-token-0123456789, instance: default}
+      - {name: argocd-eu, token: argocd-eu-token-0123456789, instance: eu}
+      - {name: argocd-any, token: argocd-any-token-0123456789}
+    read_tokens: [reader-token-0123456789]
+"#;
+    for engine in ENGINES {
+        let (app, clock) = spawn(engine, None, None, tokens).await;
+        let at = clock.now().to_rfc3339();
+        let refused = "herald_requests_refused_total";
+        let before = sample(&app.metrics().await, refused, "reason=\"instance_mismatch\"");
+        // EU's token with the default instance's URL (case and trailing slash aside): neither is guessed right.
+        let r = app
+            .post_as(
+                "argocd-eu-token-0123456789",
+                body_from(Some("HTTPS://argocd-A.example.com/"), "OutOfSync", "Healthy", &at),
+            )
+            .await;
+        assert_eq!(r.status(), 422, "{engine}");
+        let answer: Value = r.json().await.expect("json");
+        let text = answer["error"].as_str().unwrap_or_default();
+        for says in [
+            "instance \"eu\"",
+            "instance \"default\"'s",
+            "argocd-a.example.com",
+            "its own token",
+            "context sends",
+        ] {
+            assert!(text.contains(says), "{engine}: {says:?} in {text}");
+        }
+        assert!(!text.contains("argocd-eu-token"), "no secret in the answer: {text}");
+        // And the other way round: the default instance's token with EU's URL.
+        let r = app
+            .post_as(
+                "argocd-a-token-0123456789",
+                body_from(Some("https://argocd-eu.example.com"), "OutOfSync", "Healthy", &at),
+            )
+            .await;
+        assert_eq!(r.status(), 422, "{engine}");
+        // Counted, apart from the other refusals.
+        let after = sample(&app.metrics().await, refused, "reason=\"instance_mismatch\"");
+        assert_eq!(after - before, 2.0, "{engine}: {}", app.metrics().await);
+        // Nothing was stored for either: no phantom Application in either instance.
+        let reader = app
+            .client
+            .get(format!("{}/v1/apps", app.address))
+            .bearer_auth("reader-token-0123456789");
+        let list: Value = reader.send().await.expect("req").json().await.expect("json");
+        assert_eq!(list["count"], 0, "{engine}: {list}");
+
+        // Its own URL, a URL no instance has, none, a hostile or a huge one, or one of the wrong type (not a
+        // link: dropped when read): the token's instance, as before.
+        let huge = "https://argocd-eu.example.com/".to_string() + &"a".repeat(100_000);
+        for url in [
+            json!("https://argocd-eu.example.com/"),
+            json!("https://argocd-elsewhere.example.com"),
+            json!("https://argocd-a.example.com\n/x"),
+            json!("javascript:alert(1)"),
+            json!(huge),
+            json!(null),
+            json!(42),
+            json!({"url": "https://argocd-a.example.com"}),
+        ] {
+            let mut body: Value = serde_json::from_str(&body_from(None, "Synced", "Healthy", &at)).expect("json");
+            body["context"]["argocdUrl"] = url.clone();
+            let r = app.post_as("argocd-eu-token-0123456789", body.to_string()).await;
+            let status = r.status();
+            let answer = r.text().await.expect("text");
+            assert_eq!(status, 202, "{engine}: {url}: {answer}");
+            assert!(answer.contains("\"eu/argocd/pay-api\""), "{engine}: {url}: {answer}");
+        }
+        // A token bound to no instance: the URL decides, as it did.
+        let r = app
+            .post_as(
+                "argocd-any-token-0123456789",
+                body_from(Some("https://argocd-a.example.com"), "Synced", "Healthy", &at),
+            )
+            .await;
+        assert_eq!(r.status(), 202, "{engine}");
+        let after_all = sample(&app.metrics().await, refused, "reason=\"instance_mismatch\"");
+        assert_eq!(after_all - before, 2.0, "{engine}: only the two mismatches are counted");
+        app.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn the_raw_answer_names_its_instance_and_herald_replay_gives_its_bodies_to_it() {
+    let tokens = r#"
+server:
+  auth:
+    ingest_tokens:
+      - {name: argocd-eu, token: argocd-eu-token-0123456789, instance: eu}
+    bearer_tokens: [admin-token-0123456789]
+"#;
+    for engine in ENGINES {
+        let (app, clock) = spawn(engine, None, None, tokens).await;
+        // EU's bodies say nothing of their instance: only the token does.
+        let first = body_from(None, "OutOfSync", "Healthy", &clock.now().to_rfc3339());
+        assert_eq!(app.post_as("argocd-eu-token-0123456789", first).await.status(), 202);
+        app.advance(&clock, Duration::from_secs(5)).await;
+        let second = body_from(None, "Synced", "Healthy", &clock.now().to_rfc3339());
+        assert_eq!(app.post_as("argocd-eu-token-0123456789", second).await.status(), 202);
+        let r = app
+            .client
+            .get(format!("{}/v1/apps/eu/argocd/pay-api/raw", app.address))
+            .bearer_auth("admin-token-0123456789")
+            .send()
+            .await
+            .expect("req");
+        assert_eq!(r.status(), 200, "{engine}");
+        let raw: Value = r.json().await.expect("json");
+        assert_eq!(
+            (&raw["instance"], &raw["namespace"], &raw["name"], &raw["count"]),
+            (&json!("eu"), &json!("argocd"), &json!("pay-api"), &json!(2)),
+            "{engine}: {raw}"
+        );
+        // As the README says: the answer, saved, is what `herald replay` reads.
+        let dir = tempfile::tempdir().expect("tmp");
+        let answer = dir.path().join("raw.json");
+        std::fs::write(&answer, raw.to_string()).expect("write");
+        let cfg = dir.path().join("herald.yaml");
+        std::fs::write(&cfg, config(dir.path(), "sqlite://unused.db", None, None, "")).expect("write");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["replay", "--config"])
+            .arg(&cfg)
+            .args(["--clock", "recorded"])
+            .arg(&answer)
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("herald replay");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{engine}: {text}");
+        let oos = text.find("[items.1]  eu/argocd/pay-api: changed (sync OutOfSync");
+        let synced = text.find("[items.0]  eu/argocd/pay-api: changed (sync Synced");
+        assert!(
+            oos.zip(synced).is_some_and(|(a, b)| a < b),
+            "{engine}: both bodies, oldest first, EU's: {text}"
+        );
+        app.stop().await;
+    }
 }
 
 #[tokio::test]

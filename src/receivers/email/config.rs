@@ -28,7 +28,7 @@ pub struct SmtpSettings {
     pub password: Option<SecretString>,
     /// Extra CA certificate (PEM file) to trust, for self-signed relays.
     pub ca_file: Option<String>,
-    #[serde(default = "default_smtp_timeout", with = "humantime_serde")]
+    #[serde(default = "default_smtp_timeout", with = "crate::configuration::duration")]
     pub timeout: Duration,
 }
 

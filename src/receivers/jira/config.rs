@@ -35,7 +35,7 @@ pub struct Config {
     pub labels: Vec<String>,
     pub resolve_transition: Option<String>,
     pub reopen_transition: Option<String>,
-    #[serde(default, with = "humantime_serde::option")]
+    #[serde(default, with = "crate::configuration::duration::option")]
     pub reopen_window: Option<Duration>,
 }
 
