@@ -42,6 +42,13 @@ pub enum Thread {
     },
     /// `herald send-test` at `at`.
     Test { receiver: String, at: DateTime<Utc> },
+    /// Herald losing (and regaining) the Argo CD API's permission for one project of one instance, told to the
+    /// default team: its start and its end, one thread per receiver.
+    Access {
+        receiver: String,
+        instance: String,
+        project: String,
+    },
 }
 
 impl Thread {
@@ -53,7 +60,8 @@ impl Thread {
             | Thread::Initiator { receiver, .. }
             | Thread::Change { receiver, .. }
             | Thread::Digest { receiver, .. }
-            | Thread::Test { receiver, .. } => receiver,
+            | Thread::Test { receiver, .. }
+            | Thread::Access { receiver, .. } => receiver,
         }
     }
 
@@ -72,6 +80,11 @@ impl Thread {
             ),
             Thread::Digest { receiver, team, slot } => format!("{receiver}:digest:{team}:{}", slot.timestamp()),
             Thread::Test { at, .. } => format!("herald-test-{}", at.timestamp()),
+            Thread::Access {
+                receiver,
+                instance,
+                project,
+            } => format!("{receiver}:argocd-access/{instance}/{project}"),
         }
     }
 
@@ -87,7 +100,9 @@ impl Thread {
             // `{receiver}:change:{namespace}/{name}`, the instance before them when it is not the default.
             Thread::Change { receiver, app, .. } => format!("{receiver}:change:{app}"),
             Thread::Initiator { receiver, fingerprint } => format!("{receiver}:{fingerprint}:initiator"),
-            Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } => self.key(),
+            Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } | Thread::Access { .. } => {
+                self.key()
+            }
         }
     }
 }

@@ -10,8 +10,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Core, InstanceApi, Pipeline, scheduler};
-use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity};
+use super::{Core, InstanceApi, Pipeline};
+use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread};
 use crate::store::{Store, StoreError};
 
 impl Core {
@@ -30,7 +30,12 @@ impl Core {
                  were, unverifiable, until it may again (RBAC: `p, <role>, applications, get, <project>/*, allow`)"
             );
             for n in self.access_notices(instance, project, now, None, now) {
-                scheduler::enqueue(&mut tx, &n, now).await?;
+                let thread = Thread::Access {
+                    receiver: n.receiver.clone(),
+                    instance: instance.to_string(),
+                    project: project.to_string(),
+                };
+                self.send(&mut tx, &thread, n, now).await?;
             }
         }
         tx.commit().await?;
@@ -53,7 +58,12 @@ impl Core {
         if let Some(since) = ended {
             tracing::info!(instance, project, denied_since = %since, "the Argo CD token may get this project's Applications again");
             for n in self.access_notices(instance, project, since, Some(now), now) {
-                scheduler::enqueue(&mut tx, &n, now).await?;
+                let thread = Thread::Access {
+                    receiver: n.receiver.clone(),
+                    instance: instance.to_string(),
+                    project: project.to_string(),
+                };
+                self.send(&mut tx, &thread, n, now).await?;
             }
         }
         tx.commit().await?;
