@@ -80,11 +80,8 @@ impl Thread {
             ),
             Thread::Digest { receiver, team, slot } => format!("{receiver}:digest:{team}:{}", slot.timestamp()),
             Thread::Test { at, .. } => format!("herald-test-{}", at.timestamp()),
-            Thread::Access {
-                receiver,
-                instance,
-                project,
-            } => format!("{receiver}:argocd-access/{instance}/{project}"),
+            // The access incident's fingerprint: each receiver keeps its own memo of it.
+            Thread::Access { instance, project, .. } => format!("argocd-access/{instance}/{project}"),
         }
     }
 
@@ -100,9 +97,8 @@ impl Thread {
             // `{receiver}:change:{namespace}/{name}`, the instance before them when it is not the default.
             Thread::Change { receiver, app, .. } => format!("{receiver}:change:{app}"),
             Thread::Initiator { receiver, fingerprint } => format!("{receiver}:{fingerprint}:initiator"),
-            Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } | Thread::Access { .. } => {
-                self.key()
-            }
+            Thread::Access { receiver, .. } => format!("{receiver}:{}", self.key()),
+            Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } => self.key(),
         }
     }
 }

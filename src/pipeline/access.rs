@@ -35,6 +35,10 @@ impl Core {
                     instance: instance.to_string(),
                     project: project.to_string(),
                 };
+                let n = Notification {
+                    thread_key: thread.key(),
+                    ..n
+                };
                 self.send(&mut tx, &thread, n, now).await?;
             }
         }
@@ -62,6 +66,10 @@ impl Core {
                     receiver: n.receiver.clone(),
                     instance: instance.to_string(),
                     project: project.to_string(),
+                };
+                let n = Notification {
+                    thread_key: thread.key(),
+                    ..n
                 };
                 self.send(&mut tx, &thread, n, now).await?;
             }
