@@ -143,7 +143,12 @@ impl Application {
         // The Argo CD API source, when configured (it returns at once otherwise).
         let resync = tokio::spawn(crate::resync::run(self.pipeline.clone(), stop_rx.clone()));
         if let Some(reloader) = self.reloader.clone() {
-            tokio::spawn(reload_on_hangup(reloader, stop_rx.clone()));
+            // Installed before "herald is listening": a SIGHUP right after it reloads, never kills.
+            #[cfg(unix)]
+            let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+            #[cfg(not(unix))]
+            let hangup = ();
+            tokio::spawn(reload_on_hangup(reloader, hangup, stop_rx.clone()));
         }
         let worker = tokio::spawn(self.worker.run(stop_rx));
         tracing::info!(port = self.port, "herald is listening");
@@ -165,32 +170,33 @@ impl Application {
     }
 }
 
-async fn shutdown_signal() {
+/// SIGTERM or Ctrl-C. The handler is installed when this is called, not when the future is first polled: a SIGTERM
+/// arriving right after "herald is listening" is a clean stop, never the default disposition's kill.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
             }
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
 
 /// Reloads the configuration on each SIGHUP until the service stops.
-async fn reload_on_hangup(reloader: Arc<Reloader>, mut stop: watch::Receiver<bool>) {
-    #[cfg(unix)]
+#[cfg(unix)]
+async fn reload_on_hangup(
+    reloader: Arc<Reloader>,
+    hangup: std::io::Result<tokio::signal::unix::Signal>,
+    mut stop: watch::Receiver<bool>,
+) {
     {
-        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        let mut hangup = match hangup {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration will not be reloaded");
@@ -209,10 +215,11 @@ async fn reload_on_hangup(reloader: Arc<Reloader>, mut stop: watch::Receiver<boo
             }
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = (reloader, stop.changed().await);
-    }
+}
+
+#[cfg(not(unix))]
+async fn reload_on_hangup(reloader: Arc<Reloader>, _hangup: (), mut stop: watch::Receiver<bool>) {
+    let _ = (reloader, stop.changed().await);
 }
 
 /// SQLite's write-ahead log is checkpointed here, twice a second, off the writer's path.
