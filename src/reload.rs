@@ -43,12 +43,6 @@ pub enum ReloadError {
          is meant, say so in the file with server.auth.allow_reload_to_lower: true"
     )]
     LowersAuth(usize),
-    #[error(
-        "{0}: the file does not end with a line break, so it may be cut (a writer caught half-way leaves a valid \
-         file whose last token is a prefix of the real one); a reload takes only whole files: write it whole (an \
-         editor, kubectl and a ConfigMap end it with a line break), then reload again"
-    )]
-    Cut(String),
 }
 
 /// Where the configuration comes from, as `herald serve` was started.
@@ -105,8 +99,7 @@ impl Reloader {
 
     /// Applies the file's configuration; returns the restart-only keys whose change was ignored.
     fn try_reload(&self) -> Result<Vec<&'static str>, ReloadError> {
-        check_whole(&self.source.file)?;
-        let new = Settings::load(Some(&self.source.file), self.source.optional)?;
+        let new = Settings::load_for_reload(Some(&self.source.file), self.source.optional)?;
         // The file as written must be one `serve` would start with.
         new.check_exposure()?;
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,15 +114,6 @@ impl Reloader {
         self.api.auth.replace(&effective.server.auth);
         *running = effective;
         Ok(ignored)
-    }
-}
-
-/// Refuses a file whose last line has no line break: what a writer caught half-way leaves. An empty or missing file
-/// is judged by [`Settings::load`] and [`check_not_lowered`].
-fn check_whole(file: &std::path::Path) -> Result<(), ReloadError> {
-    match std::fs::read(file) {
-        Ok(bytes) if !bytes.is_empty() && !bytes.ends_with(b"\n") => Err(ReloadError::Cut(file.display().to_string())),
-        _ => Ok(()),
     }
 }
 

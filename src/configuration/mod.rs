@@ -97,7 +97,16 @@ impl Settings {
     /// Loads `file` (if given and present; a given file that is missing is an error unless `optional`), then the
     /// `HERALD__SECTION__KEY` environment overrides, then validates.
     pub fn load(file: Option<&Path>, optional: bool) -> Result<Self, ConfigError> {
-        let value = sources::read(file, optional)?;
+        Self::load_as(file, optional, sources::Reading::Start)
+    }
+
+    /// [`Settings::load`] on SIGHUP: a file whose last line has no line break is refused as possibly cut.
+    pub fn load_for_reload(file: Option<&Path>, optional: bool) -> Result<Self, ConfigError> {
+        Self::load_as(file, optional, sources::Reading::Reload)
+    }
+
+    fn load_as(file: Option<&Path>, optional: bool, reading: sources::Reading) -> Result<Self, ConfigError> {
+        let value = sources::read(file, optional, reading)?;
         let variables = sources::environment_keys();
         Self::from_value(value.clone()).map_err(|e| sources::blame_environment(e, &variables, &value))
     }

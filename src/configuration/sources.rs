@@ -29,13 +29,31 @@ const FILE_KEYS: [&str; 13] = [
 /// The token lists: comma-separated in the environment, one per line in a `<key>_file`.
 const TOKEN_LISTS: [&str; 3] = ["bearer_tokens", "ingest_tokens", "read_tokens"];
 
+/// How a file that may have been caught half-written is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// At start: the file is what the operator deployed.
+    Start,
+    /// On SIGHUP, while a writer may be at work: a file whose last line has no line break is refused too (a writer
+    /// caught half-way leaves a valid file whose last token is a prefix of the real one).
+    Reload,
+}
+
 /// Reads the YAML file (when given) and the environment, and merges the environment over the file. The file is read
-/// once, whole, into memory ([`read_whole`]), and that content is what is parsed and validated.
-pub(super) fn read(file: Option<&Path>, optional: bool) -> Result<Value, ConfigError> {
+/// once, whole, into memory ([`read_whole`]), and that content is what is checked, parsed and validated.
+pub(super) fn read(file: Option<&Path>, optional: bool, reading: Reading) -> Result<Value, ConfigError> {
     let mut value = Value::Null;
     if let Some(f) = file {
         if f.exists() {
             let bytes = read_whole(f, |p| std::fs::read(p))?;
+            if reading == Reading::Reload && !bytes.is_empty() && !bytes.ends_with(b"\n") {
+                return Err(ConfigError::Load(format!(
+                    "{}: the file does not end with a line break, so it may be cut (a writer caught half-way leaves \
+                     a valid file whose last token is a prefix of the real one); a reload takes only whole files: \
+                     write it whole (an editor, kubectl and a ConfigMap end it with a line break), then reload again",
+                    f.display()
+                )));
+            }
             let text =
                 String::from_utf8(bytes).map_err(|_| ConfigError::Load(format!("{}: not UTF-8 text", f.display())))?;
             let raw = config::Config::builder()
