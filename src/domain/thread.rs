@@ -51,6 +51,12 @@ pub enum Thread {
     },
 }
 
+/// The fingerprint of Herald's loss of the Argo CD API's permission for `project` of `instance` (the incident its
+/// messages carry, never stored), and the key of its threads.
+pub fn access_fingerprint(instance: &str, project: &str) -> String {
+    format!("argocd-access/{instance}/{project}")
+}
+
 impl Thread {
     /// The receiver the thread is with.
     pub fn receiver(&self) -> &str {
@@ -81,7 +87,7 @@ impl Thread {
             Thread::Digest { receiver, team, slot } => format!("{receiver}:digest:{team}:{}", slot.timestamp()),
             Thread::Test { at, .. } => format!("herald-test-{}", at.timestamp()),
             // The access incident's fingerprint: each receiver keeps its own memo of it.
-            Thread::Access { instance, project, .. } => format!("argocd-access/{instance}/{project}"),
+            Thread::Access { instance, project, .. } => access_fingerprint(instance, project),
         }
     }
 

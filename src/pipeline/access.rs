@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Core, InstanceApi, Pipeline};
 use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, WriteTx};
 
 impl Core {
     /// A GET naming `project` answered 403: the project is denied from now (if it was not already), and the
@@ -29,18 +29,7 @@ impl Core {
                 "the Argo CD token may no longer get this project's Applications (403): they are kept as they \
                  were, unverifiable, until it may again (RBAC: `p, <role>, applications, get, <project>/*, allow`)"
             );
-            for n in self.access_notices(instance, project, now, None, now) {
-                let thread = Thread::Access {
-                    receiver: n.receiver.clone(),
-                    instance: instance.to_string(),
-                    project: project.to_string(),
-                };
-                let n = Notification {
-                    thread_key: thread.key(),
-                    ..n
-                };
-                self.send(&mut tx, &thread, n, now).await?;
-            }
+            self.tell_access(&mut tx, instance, project, now, None, now).await?;
         }
         tx.commit().await?;
         if started {
@@ -61,18 +50,8 @@ impl Core {
         let ended = Store::allow_project(&mut tx, instance, project).await?;
         if let Some(since) = ended {
             tracing::info!(instance, project, denied_since = %since, "the Argo CD token may get this project's Applications again");
-            for n in self.access_notices(instance, project, since, Some(now), now) {
-                let thread = Thread::Access {
-                    receiver: n.receiver.clone(),
-                    instance: instance.to_string(),
-                    project: project.to_string(),
-                };
-                let n = Notification {
-                    thread_key: thread.key(),
-                    ..n
-                };
-                self.send(&mut tx, &thread, n, now).await?;
-            }
+            self.tell_access(&mut tx, instance, project, since, Some(now), now)
+                .await?;
         }
         tx.commit().await?;
         if ended.is_some() {
@@ -90,6 +69,24 @@ impl Core {
 
     /// The messages to the default team's receivers about the denial of `project` since `since`: it starts
     /// (`ended` none: an opening message) or it ended at `ended` (its resolve, in the same thread).
+    /// Queues the default team's messages about the denial of `project` (its start, or with `ended` its end) in
+    /// `tx`, each on its receiver's [`Thread::Access`]. Not through [`Core::send`]: the denial is no stored incident,
+    /// so there is nothing for a signed link to act on; the status page link is added here.
+    async fn tell_access(
+        &self,
+        tx: &mut WriteTx,
+        instance: &str,
+        project: &str,
+        since: DateTime<Utc>,
+        ended: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        for (thread, n) in self.access_notices(instance, project, since, ended, now) {
+            Store::queue(tx, &thread, &n, now).await?;
+        }
+        Ok(())
+    }
+
     fn access_notices(
         &self,
         instance: &str,
@@ -97,7 +94,7 @@ impl Core {
         since: DateTime<Utc>,
         ended: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-    ) -> Vec<Notification> {
+    ) -> Vec<(Thread, Notification)> {
         let team = &self.settings.ownership.default_team;
         let receivers = (self.settings.teams.get(team))
             .map(|t| t.receivers.clone())
@@ -120,10 +117,15 @@ impl Core {
         };
         (receivers.into_iter())
             .map(|receiver| {
-                Notification {
+                let thread = Thread::Access {
+                    receiver: receiver.clone(),
+                    instance: instance.to_string(),
+                    project: project.to_string(),
+                };
+                let n = Notification {
                     receiver,
                     action,
-                    thread_key: incident.fingerprint.clone(),
+                    thread_key: thread.key(),
                     title: title.clone(),
                     reason: reason.clone(),
                     incidents: vec![incident.clone()],
@@ -133,7 +135,8 @@ impl Core {
                     change: None,
                     status_url: None,
                 }
-                .with_status_page(self.settings.server.public_url.as_deref())
+                .with_status_page(self.settings.server.public_url.as_deref());
+                (thread, n)
             })
             .collect()
     }
@@ -168,7 +171,7 @@ fn access_incident(
     }
     Incident {
         id: 0,
-        fingerprint: format!("argocd-access/{instance}/{project}"),
+        fingerprint: crate::domain::thread::access_fingerprint(instance, project),
         kind: Kind::ArgoCdAccess,
         severity: Severity::Warning,
         state: if ended.is_some() {
