@@ -391,32 +391,10 @@ fn pointer_in(v: &Value, key: &str) -> Field {
     v.get(key).cloned().map_or(Field::Null, Field::Value)
 }
 
-const APP_FIELDS: &[&str] = &[
-    "metadata.name",
-    "metadata.namespace",
-    "metadata.annotations",
-    "metadata.labels",
-    "metadata.creationTimestamp",
-    "metadata.deletionTimestamp",
-    "spec",
-    "spec.destination",
-    "spec.project",
-    "spec.source",
-    "spec.sources",
-    "spec.sourceHydrator",
-    "spec.syncPolicy",
-    "status.sourceHydrator",
-    "status.summary",
-    "status.sync.status",
-    "status.sync.revision",
-    "status.health",
-    "status.operationState.startedAt",
-    "status.operationState.finishedAt",
-    "status.resources",
-    "operation.sync",
-    "status.operationState.phase",
-    "status.operationState.operation.sync",
-];
+/// Argo CD's `appFields` table (see `tests/fixtures/argocd/SOURCES.md`).
+fn app_fields() -> impl Iterator<Item = &'static str> {
+    include_str!("../fixtures/argocd/app_fields.txt").lines()
+}
 
 /// `parseFieldSelection` + `selectAppFields` + `processAppFields`.
 fn select_fields(app: &Value, fields: &str) -> Value {
@@ -425,7 +403,7 @@ fn select_fields(app: &Value, fields: &str) -> Value {
         None => (fields, false),
     };
     let asked: BTreeSet<&str> = fields.split(',').collect();
-    let selected: BTreeSet<&str> = (APP_FIELDS.iter().copied())
+    let selected: BTreeSet<&str> = app_fields()
         .filter(|f| asked.contains(format!("items.{f}").as_str()) != exclude)
         .collect();
     let mut out = Map::new();
