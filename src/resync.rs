@@ -321,6 +321,22 @@ struct Confirmed {
 }
 
 impl Confirmed {
+    /// Asks Argo CD about each of `apps` (with the project Herald knows it in), [`CONFIRMING_AT_ONCE`] at a time,
+    /// and records the answers.
+    async fn ask(&mut self, api: &crate::argocd::api::ArgoCdApi, apps: Vec<(String, AppId)>) {
+        let ask = |(project, app): (String, AppId)| async move {
+            let answer = api.confirm(&app, &project).await;
+            (project, app, answer)
+        };
+        let answers: Vec<_> = (futures_util::stream::iter(apps).map(ask))
+            .buffer_unordered(CONFIRMING_AT_ONCE)
+            .collect()
+            .await;
+        for (project, app, answer) in answers {
+            self.record(&project, &app, answer);
+        }
+    }
+
     fn record(&mut self, project: &str, app: &AppId, answer: Result<crate::argocd::api::Confirmation, ApiError>) {
         use crate::argocd::api::Confirmation;
         match answer {
@@ -364,28 +380,12 @@ async fn confirm_absent(pipeline: &Pipeline, source: &InstanceApi, absent: BTree
         .take(MOST_CONFIRMED)
         .collect();
     let budget = MOST_CONFIRMED - firsts.len();
-    let ask = |(project, app): (String, AppId)| async move {
-        let answer = api.confirm(&app, &project).await;
-        (project, app, answer)
-    };
-    let answers: Vec<_> = (futures_util::stream::iter(firsts).map(ask))
-        .buffer_unordered(CONFIRMING_AT_ONCE)
-        .collect()
-        .await;
-    for (project, app, answer) in answers {
-        confirmed.record(&project, &app, answer);
-    }
+    confirmed.ask(api, firsts).await;
     let rest: Vec<(String, AppId)> = (rest.into_iter())
         .filter(|(project, _)| !confirmed.denied.contains(project))
         .take(budget)
         .collect();
-    let answers: Vec<_> = (futures_util::stream::iter(rest).map(ask))
-        .buffer_unordered(CONFIRMING_AT_ONCE)
-        .collect()
-        .await;
-    for (project, app, answer) in answers {
-        confirmed.record(&project, &app, answer);
-    }
+    confirmed.ask(api, rest).await;
     for snap in std::mem::take(&mut confirmed.found) {
         if let Err(e) = pipeline.ingest(snap, None).await {
             tracing::warn!(error = %e, "cannot store an Application read to confirm it; the next resync repairs it");
