@@ -45,6 +45,30 @@ def free_port():
     return port
 
 
+def start_herald(binary, work, wait=True, **variables):
+    """`binary serve` on a free loopback port with a fresh SQLite store in `work` and `variables` (HERALD__… names);
+    its process and base URL, once it answers /healthz (unless `wait` is false)."""
+    port = free_port()
+    env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
+               HERALD__LOG__LEVEL="warn", **variables)
+    proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100 if wait else 0):
+        if request(base + "/healthz")[0] == 200:
+            break
+        time.sleep(0.1)
+    return proc, base
+
+
+def stop_herald(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def peak_rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -176,13 +200,10 @@ def listing_phase(binary):
         listing = os.path.join(work, "listing.json")
         size = write_listing(listing, n)
         server = serve_listing(listing)
-        port = free_port()
-        env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
-                   HERALD__LOG__LEVEL="warn", HERALD__ARGOCD__API__URL=f"http://127.0.0.1:{server.server_port}",
-                   HERALD__ARGOCD__API__TOKEN="bench-read-only-token", HERALD__ARGOCD__API__RESYNC_INTERVAL="1h")
-        proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
+        proc, base = start_herald(binary, work, wait=False,
+                                  HERALD__ARGOCD__API__URL=f"http://127.0.0.1:{server.server_port}",
+                                  HERALD__ARGOCD__API__TOKEN="bench-read-only-token",
+                                  HERALD__ARGOCD__API__RESYNC_INTERVAL="1h")
         try:
             started = time.time()
             done = False
@@ -206,8 +227,7 @@ def listing_phase(binary):
             if peak > LISTING_RSS_LIMIT_MB:
                 failures.append(f"{n}: peak RSS {peak:.0f} MB > {LISTING_RSS_LIMIT_MB} MB")
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop_herald(proc)
             server.shutdown()
             os.remove(listing)
     if failures:
@@ -260,16 +280,9 @@ def hostile_phase(binary):
     worst = 0.0
     for shape in ("resources", "syncResult", "conditions", "revisions"):
         work = tempfile.mkdtemp(prefix="herald-hostile-")
-        port = free_port()
-        env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
-                   HERALD__LOG__LEVEL="warn")
-        proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        base = f"http://127.0.0.1:{port}"
+        # A budget for all four at once (the default, 16 MiB, may shed one while others are parsed): the worst case.
+        proc, base = start_herald(binary, work, HERALD__SERVER__MAX_INFLIGHT_BODY_BYTES=str(64 * 1024 * 1024))
         try:
-            for _ in range(100):
-                if request(base + "/healthz")[0] == 200:
-                    break
-                time.sleep(0.1)
             start = rss_mb(proc.pid)
             bodies = hostile_bodies(shape)
             started = time.time()
@@ -281,12 +294,7 @@ def hostile_phase(binary):
             print(f"{shape}: 4 bodies of {len(bodies[0]) / 1e6:.1f} MB at once: answers {answers} in {elapsed:.1f} s; "
                   f"RSS at start {start:.0f} MB, peak {peak:.0f} MB")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_herald(proc)
     print(f"worst peak {worst:.0f} MB (limit {HOSTILE_RSS_LIMIT_MB} MB)")
     if worst > HOSTILE_RSS_LIMIT_MB:
         sys.exit(1)
@@ -304,16 +312,8 @@ def main():
         sys.exit(2)
     binary = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="herald-memory-")
-    port = free_port()
-    env = dict(os.environ, HERALD__SERVER__LISTEN=f"127.0.0.1:{port}", HERALD__STORAGE__URL=f"sqlite://{work}/h.db",
-               HERALD__LOG__LEVEL="warn", HERALD__RULES__OUT_OF_SYNC__FOR="1h")
-    proc = subprocess.Popen([binary, "serve"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_herald(binary, work, HERALD__RULES__OUT_OF_SYNC__FOR="1h")
     try:
-        for _ in range(100):
-            if request(base + "/healthz")[0] == 200:
-                break
-            time.sleep(0.1)
         print(f"started: RSS {rss_mb(proc.pid):.0f} MB")
 
         # 1. 50 concurrent 4 MB bodies, three rounds.
@@ -361,8 +361,7 @@ def main():
         size = sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work) if f.startswith("h.db"))
         print(f"store on disk: {size / 1e6:.1f} MB ({', '.join(sorted(f for f in os.listdir(work) if f.startswith('h.db')))})")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_herald(proc)
 
 
 if __name__ == "__main__":
