@@ -254,6 +254,39 @@ mod tests {
     }
 
     #[test]
+    fn an_item_past_a_lists_cap_is_still_checked_and_a_wrong_one_refused_by_its_path() {
+        // Past the cap the readers keep nothing more, but they still read each item: a wrong one is refused as it
+        // was before the caps applied while parsing, naming where it is.
+        let mut resources: Vec<_> = (0..MAX_RESOURCES + 500)
+            .map(|k| json!({"kind": "ConfigMap", "name": format!("cm-{k}"), "status": "OutOfSync"}))
+            .collect();
+        resources[MAX_RESOURCES + 400] = json!({"kind": 5, "name": "wrong"});
+        let mut conditions: Vec<_> = (0..MAX_CONDITIONS + 10)
+            .map(|k| json!({"type": "SyncError", "message": format!("m{k}")}))
+            .collect();
+        let body = |resources: &Vec<serde_json::Value>, conditions: &Vec<serde_json::Value>| {
+            json!({"app": {"metadata": {"name": "pay", "namespace": "argocd"},
+                           "status": {"resources": resources, "conditions": conditions}}})
+            .to_string()
+        };
+        let err = parse_body(body(&resources, &conditions).as_bytes(), 64).expect_err("a wrong resource");
+        assert!(
+            err.to_string().contains(&format!("resources[{}]", MAX_RESOURCES + 400)),
+            "{err}"
+        );
+        resources[MAX_RESOURCES + 400] = json!({"kind": "ConfigMap", "name": "right", "status": "OutOfSync"});
+        conditions[MAX_CONDITIONS + 5] = json!({"type": ["not", "a", "string"]});
+        let err = parse_body(body(&resources, &conditions).as_bytes(), 64).expect_err("a wrong condition");
+        assert!(
+            err.to_string().contains(&format!("conditions[{}]", MAX_CONDITIONS + 5)),
+            "{err}"
+        );
+        conditions[MAX_CONDITIONS + 5] = json!({"type": "SyncError", "message": "fine"});
+        let snap = parse_body(body(&resources, &conditions).as_bytes(), 64).expect("valid again");
+        assert_eq!(snap.resources.len(), MAX_RESOURCES);
+    }
+
+    #[test]
     fn a_state_with_long_resource_names_is_kept_under_its_byte_bound() {
         let resources: Vec<_> = (0..3000)
             .map(|k| {
