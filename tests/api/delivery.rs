@@ -382,22 +382,7 @@ async fn an_email_to_alice_failing_holds_back_no_slack_message_to_her() {
         .await;
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     // Nothing listens on the mail port: every e-mail fails and is retried.
-    let cfg = format!(
-        r##"
-teams: {{payments: {{receivers: [team]}}}}
-grouping: {{group_wait: 0s}}
-receivers:
-  - {{name: team, console: {{file: "{team}"}}}}
-  - {{name: slack-bot, slack: {{token: xoxb-test, channel: "#ops", api_url: "{slack}/api"}}}}
-  - {{name: mail, email: {{to: [oncall@example.com]}}}}
-smtp: {{url: "smtp://127.0.0.1:{port}", from: herald@example.com}}
-people:
-  alice: {{email: alice@example.com, slack: U024BE7LH}}
-"##,
-        team = dir.path().join("team.jsonl").display(),
-        slack = slack.uri(),
-        port = free_port(),
-    );
+    let cfg = crate::initiator::config(dir.path(), &slack, free_port());
     let app = TestApp::spawn_in(dir.clone(), &cfg, std::sync::Arc::new(clock.clone())).await;
     let at = {
         use herald::clock::Clock;

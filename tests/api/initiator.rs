@@ -60,8 +60,9 @@ impl Drop for Mailbox {
     }
 }
 
-/// The team's messages go to a console file; Slack's Web API is `slack`; e-mail goes through `mail`.
-fn config(dir: &Path, slack: &MockServer, mail: &Mailbox) -> String {
+/// The team's messages go to a console file; Slack's Web API is `slack`; e-mail goes through the SMTP server on
+/// `smtp_port` (a `Mailbox`'s, or one where nothing listens).
+pub(crate) fn config(dir: &Path, slack: &MockServer, smtp_port: u16) -> String {
     format!(
         r##"
 teams: {{payments: {{receivers: [team]}}}}
@@ -76,7 +77,7 @@ people:
 "##,
         team = dir.join("team.jsonl").display(),
         slack = slack.uri(),
-        port = mail.port,
+        port = smtp_port,
     )
 }
 
@@ -139,7 +140,7 @@ impl Setup {
     async fn start(extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("tmp");
         let (slack, mail) = (slack_answering(200).await, Mailbox::start(dir.path()).await);
-        let app = TestApp::spawn(&(config(dir.path(), &slack, &mail) + extra)).await;
+        let app = TestApp::spawn(&(config(dir.path(), &slack, mail.port) + extra)).await;
         Self { dir, slack, mail, app }
     }
 
@@ -219,7 +220,12 @@ async fn a_restart_between_ingest_and_delivery_still_tells_alice_once() {
         .respond_with(ResponseTemplate::new(503))
         .mount(&down)
         .await;
-    let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), &down, &mail), Arc::new(SystemClock)).await;
+    let app = TestApp::spawn_in(
+        dir.clone(),
+        &config(dir.path(), &down, mail.port),
+        Arc::new(SystemClock),
+    )
+    .await;
     app.post(failed_sync("payments-api", json!({"username": "alice"})))
         .await;
     // Both rows are tried before the restart (each by its own worker pass: wait for both, not one).
@@ -232,7 +238,7 @@ async fn a_restart_between_ingest_and_delivery_still_tells_alice_once() {
     let dir = app.stop().await;
 
     let up = slack_answering(200).await;
-    let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), &up, &mail), Arc::new(SystemClock)).await;
+    let app = TestApp::spawn_in(dir.clone(), &config(dir.path(), &up, mail.port), Arc::new(SystemClock)).await;
 
     let dm = slack_posts(&up).await;
     assert_eq!(dm, Some(vec!["U024BE7LH".to_string()]));
