@@ -11,6 +11,12 @@ use crate::helpers::*;
 
 const LIMITS: &str = "server: {listen: \"127.0.0.1:0\", max_body_bytes: 65536, max_inflight_body_bytes: 65536}";
 
+/// The head of a POST of an Argo CD body, with `framing` (`Content-Length: N` or `Transfer-Encoding: chunked`).
+fn head(framing: &str) -> Vec<u8> {
+    format!("POST /v1/argocd/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{framing}\r\n\r\n")
+        .into_bytes()
+}
+
 async fn connect(app: &TestApp) -> TcpStream {
     TcpStream::connect(app.address.trim_start_matches("http://"))
         .await
@@ -60,9 +66,7 @@ async fn a_chunked_upload_refused_as_too_large_closes_its_connection() {
     let app = TestApp::spawn(LIMITS).await;
     let mut conn = connect(&app).await;
     let chunk = vec![b'x'; 32 * 1024];
-    let mut request = b"POST /v1/argocd/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                        Transfer-Encoding: chunked\r\n\r\n"
-        .to_vec();
+    let mut request = head("Transfer-Encoding: chunked");
     for _ in 0..4 {
         request.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
         request.extend_from_slice(&chunk);
@@ -79,12 +83,9 @@ async fn a_chunked_upload_refused_as_too_large_closes_its_connection() {
 async fn a_body_declared_too_large_is_refused_unread_and_its_connection_closed() {
     let app = TestApp::spawn(LIMITS).await;
     let mut conn = connect(&app).await;
-    conn.write_all(
-        b"POST /v1/argocd/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-          Content-Length: 7000000\r\n\r\n{\"app\":",
-    )
-    .await
-    .expect("send");
+    conn.write_all(&[head("Content-Length: 7000000"), b"{\"app\":".to_vec()].concat())
+        .await
+        .expect("send");
     assert_eq!(status(&mut conn).await, 413);
     assert!(closed(&mut conn).await);
     app.stop().await;
@@ -98,12 +99,9 @@ async fn an_upload_that_does_not_arrive_in_time_is_answered_408_and_its_connecti
     )
     .await;
     let mut conn = connect(&app).await;
-    conn.write_all(
-        b"POST /v1/argocd/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-          Content-Length: 60000\r\n\r\n{\"app\":",
-    )
-    .await
-    .expect("send");
+    conn.write_all(&[head("Content-Length: 60000"), b"{\"app\":".to_vec()].concat())
+        .await
+        .expect("send");
     assert_eq!(status(&mut conn).await, 408);
     assert!(closed(&mut conn).await, "the timed-out upload's connection is closed");
     app.stop().await;
@@ -119,12 +117,8 @@ async fn a_connection_whose_body_was_read_whole_serves_the_next_request() {
         } else {
             "{\"app\": 3}".to_string()
         };
-        let request = format!(
-            "POST /v1/argocd/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        conn.write_all(request.as_bytes()).await.expect("send");
+        let request = [head(&format!("Content-Length: {}", body.len())), body.into_bytes()].concat();
+        conn.write_all(&request).await.expect("send");
         let got = status(&mut conn).await;
         assert_eq!(got, answer);
         if got == 422 {
