@@ -24,6 +24,16 @@ teams: {{payments: {{receivers: [console]}}}}
     )
 }
 
+/// A directory with `herald.yaml` written whole (the admin token, a console sink): the directory, the file's path and
+/// its text.
+fn whole_file() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("herald.yaml");
+    let whole = config(dir.path(), &dir.path().join("sink.jsonl"), "");
+    std::fs::write(&cfg, &whole).expect("write");
+    (dir, cfg, whole)
+}
+
 fn hangup(bin: &Binary) {
     let status = std::process::Command::new("kill")
         .arg("-HUP")
@@ -129,11 +139,7 @@ async fn anonymous_apps(client: &reqwest::Client, bin: &Binary) -> u16 {
 
 #[tokio::test]
 async fn a_reload_of_an_empty_or_cut_file_keeps_the_credentials_in_force() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let sink = dir.path().join("sink.jsonl");
-    let cfg = dir.path().join("herald.yaml");
-    let whole = config(dir.path(), &sink, "");
-    std::fs::write(&cfg, &whole).expect("write");
+    let (_dir, cfg, whole) = whole_file();
     let mut bin = Binary::start(&cfg, &[]);
     let client = reqwest::Client::new();
     assert_eq!(anonymous_apps(&client, &bin).await, 401);
@@ -167,11 +173,7 @@ async fn a_reload_of_an_empty_or_cut_file_keeps_the_credentials_in_force() {
 
 #[tokio::test]
 async fn a_reload_of_a_file_cut_in_the_middle_of_a_token_keeps_the_credentials_in_force() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let sink = dir.path().join("sink.jsonl");
-    let cfg = dir.path().join("herald.yaml");
-    let whole = config(dir.path(), &sink, "");
-    std::fs::write(&cfg, &whole).expect("write");
+    let (_dir, cfg, whole) = whole_file();
     let mut bin = Binary::start(&cfg, &[]);
     let client = reqwest::Client::new();
     let apps = |token: &'static str| {
@@ -221,11 +223,7 @@ async fn a_reload_of_a_file_cut_in_the_middle_of_a_token_keeps_the_credentials_i
 
 #[tokio::test]
 async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let sink = dir.path().join("sink.jsonl");
-    let cfg = dir.path().join("herald.yaml");
-    let whole = config(dir.path(), &sink, "");
-    std::fs::write(&cfg, &whole).expect("write");
+    let (_dir, cfg, whole) = whole_file();
     let mut bin = Binary::start(&cfg, &[]);
     let client = reqwest::Client::new();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
