@@ -550,7 +550,9 @@ fn from_api_bytes(bytes: &[u8], depth: u32) -> Result<Snapshot, PayloadError> {
     let mut snap = super::parse_shallow_body(bytes)?;
     snap.listed = true;
     if let Some(op) = &mut snap.operation {
-        let result = listed_sync_result(bytes);
+        let result = (std::str::from_utf8(bytes).ok())
+            .and_then(super::typed::listed_sync_result)
+            .unwrap_or_default();
         op.revisions = result.revisions;
         op.resources = result.resources;
         if result.revision.is_some() {
@@ -559,69 +561,6 @@ fn from_api_bytes(bytes: &[u8], depth: u32) -> Result<Snapshot, PayloadError> {
     }
     super::caps::bound(&mut snap);
     Ok(as_read_from_api(snap))
-}
-
-/// The sync result of a listing item (`status.operationState.operation.sync` in Argo CD's field table: a
-/// `SyncOperationResult`). A shape Herald cannot read there is read as no result: the item itself was readable.
-fn listed_sync_result(bytes: &[u8]) -> super::Operation {
-    #[derive(serde::Deserialize)]
-    struct Item {
-        status: Option<Status>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Status {
-        #[serde(rename = "operationState")]
-        operation_state: Option<OperationState>,
-    }
-    #[derive(serde::Deserialize)]
-    struct OperationState {
-        operation: Option<Operation>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Operation {
-        sync: Option<SyncResult>,
-    }
-    #[derive(serde::Deserialize)]
-    struct SyncResult {
-        revision: Option<String>,
-        revisions: Option<Vec<String>>,
-        resources: Option<Vec<ResultDoc>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct ResultDoc {
-        group: Option<String>,
-        kind: Option<String>,
-        namespace: Option<String>,
-        name: Option<String>,
-        status: Option<String>,
-        message: Option<String>,
-        #[serde(rename = "hookPhase")]
-        hook_phase: Option<String>,
-    }
-    let result = serde_json::from_slice::<Item>(bytes)
-        .ok()
-        .and_then(|i| i.status?.operation_state?.operation?.sync);
-    let Some(result) = result else {
-        return super::Operation::default();
-    };
-    super::Operation {
-        revision: result.revision.filter(|r| !r.is_empty()),
-        revisions: (result.revisions.into_iter().flatten())
-            .filter(|r| !r.is_empty())
-            .collect(),
-        resources: (result.resources.into_iter().flatten())
-            .map(|r| super::ResultResource {
-                group: r.group.unwrap_or_default(),
-                kind: r.kind.unwrap_or_default(),
-                namespace: r.namespace.unwrap_or_default(),
-                name: r.name.unwrap_or_default(),
-                status: super::ResultCode::from(r.status.as_deref().unwrap_or_default()),
-                message: r.message.unwrap_or_default(),
-                hook_phase: super::OperationPhase::from(r.hook_phase.as_deref().unwrap_or_default()),
-            })
-            .collect(),
-        ..Default::default()
-    }
 }
 
 fn as_read_from_api(mut snap: Snapshot) -> Snapshot {

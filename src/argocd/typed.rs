@@ -447,24 +447,11 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
         Some(Obj(o)) => (o.initiated_by.map(|Obj(i)| i), o.retry, o.sync),
         None => (None, None, None),
     };
-    let sync_result = op.sync_result.map(|Obj(r)| r);
-    let (result_revision, result_revisions, result_resources) = match sync_result {
-        Some(r) => (r.revision, r.revisions, r.resources),
-        None => (None, None, None),
-    };
+    let result = op.sync_result.map(|Obj(r)| sync_result(r)).unwrap_or_default();
     let non_empty = |r: Option<Str>| r.filter(|r| !r.0.is_empty()).map(Str::owned);
-    let revision = non_empty(result_revision).or_else(|| non_empty(sync.and_then(|Obj(s)| s.revision)));
-    let resources = (result_resources.into_iter().flatten())
-        .map(|Obj(r)| ResultResource {
-            group: owned_or_default(r.group),
-            kind: owned_or_default(r.kind),
-            namespace: owned_or_default(r.namespace),
-            name: owned_or_default(r.name),
-            status: word(r.status),
-            message: owned_or_default(r.message),
-            hook_phase: word(r.hook_phase),
-        })
-        .collect();
+    let revision = result
+        .revision
+        .or_else(|| non_empty(sync.and_then(|Obj(s)| s.revision)));
     let (automated, username) = match initiated_by {
         Some(i) => (i.automated.unwrap_or(false), owned(i.username)),
         None => (false, None),
@@ -476,10 +463,7 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
         finished_at,
         initiator: Initiator { automated, username },
         revision,
-        revisions: (result_revisions.into_iter().flatten())
-            .filter(|r| !r.0.is_empty())
-            .map(Str::owned)
-            .collect(),
+        revisions: result.revisions,
         retry_count: match op.retry_count {
             Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
             _ => 0,
@@ -488,8 +472,45 @@ fn operation(op: OperationStateDoc) -> Option<Operation> {
             Some(Value::Number(n)) => n.as_i64(),
             _ => None,
         },
-        resources,
+        resources: result.resources,
     })
+}
+
+/// A sync result (`SyncOperationResult`) as an [`Operation`] holding only its revision(s) and resources.
+fn sync_result(r: shapes::SyncResultDoc) -> Operation {
+    let non_empty = |r: Option<Str>| r.filter(|r| !r.0.is_empty()).map(Str::owned);
+    Operation {
+        revision: non_empty(r.revision),
+        revisions: (r.revisions.into_iter().flatten())
+            .filter(|r| !r.0.is_empty())
+            .map(Str::owned)
+            .collect(),
+        resources: (r.resources.into_iter().flatten())
+            .map(|Obj(r)| ResultResource {
+                group: owned_or_default(r.group),
+                kind: owned_or_default(r.kind),
+                namespace: owned_or_default(r.namespace),
+                name: owned_or_default(r.name),
+                status: word(r.status),
+                message: owned_or_default(r.message),
+                hook_phase: word(r.hook_phase),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The sync result of a listing item: Argo CD's field selection writes it under
+/// `status.operationState.operation.sync` (its `appFields` table), where a whole Application has the operation asked
+/// for. Read with the shapes of a whole Application's `syncResult` (capped as they are); `None` when there is none
+/// or it is not of that shape.
+pub(super) fn listed_sync_result(text: &str) -> Option<Operation> {
+    let Obj(item) = serde_json::from_str::<Obj<shapes::ListedItem>>(text).ok()?;
+    let Obj(status) = item.status?;
+    let Obj(state) = status.operation_state?;
+    let Obj(operation) = state.operation?;
+    let Obj(result) = operation.sync?;
+    Some(sync_result(result))
 }
 
 #[cfg(test)]

@@ -205,6 +205,35 @@ shape! {
     }
 }
 
+// A listing item's path to its sync result (see `listed_sync_result`).
+shape! {
+    ListedItem<'a> {
+        #[serde(borrow)]
+        status: Obj<ListedStatus<'a>>,
+    }
+}
+
+shape! {
+    ListedStatus<'a> {
+        #[serde(rename = "operationState", borrow)]
+        operation_state: Obj<ListedOperationState<'a>>,
+    }
+}
+
+shape! {
+    ListedOperationState<'a> {
+        #[serde(borrow)]
+        operation: Obj<ListedOperation<'a>>,
+    }
+}
+
+shape! {
+    ListedOperation<'a> {
+        #[serde(borrow)]
+        sync: Obj<SyncResultDoc<'a>>,
+    }
+}
+
 shape! {
     SyncResultDoc<'a> {
         revision: str,
