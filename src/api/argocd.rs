@@ -16,7 +16,7 @@ pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
                     json!({
                         "project": project,
                         "since": since,
-                        "summary": denied_words(instance, project, *since),
+                        "summary": crate::pipeline::denied_summary(instance, project, *since),
                     })
                 })
                 .collect();
@@ -33,17 +33,4 @@ pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
         })
         .collect();
     HttpResponse::Ok().json(json!({"instances": instances}))
-}
-
-/// "permission denied for project beta since 10:02 UTC" (naming the instance outside the default one).
-pub(super) fn denied_words(instance: &str, project: &str, since: chrono::DateTime<chrono::Utc>) -> String {
-    let whose = if crate::domain::is_default_instance(instance) {
-        format!("project {project}")
-    } else {
-        format!("project {project} of Argo CD {instance}")
-    };
-    format!(
-        "permission denied for {whose} since {}",
-        since.format("%Y-%m-%d %H:%M UTC")
-    )
 }

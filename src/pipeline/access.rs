@@ -142,6 +142,25 @@ impl Core {
     }
 }
 
+/// `project beta`, naming the instance outside the default one (`project beta (instance us)`).
+fn whose(instance: &str, project: &str) -> String {
+    if crate::domain::is_default_instance(instance) {
+        format!("project {project}")
+    } else {
+        format!("project {project} (instance {instance})")
+    }
+}
+
+/// "permission denied for project beta since 2026-03-02 10:02 UTC": the denial in a line, as its message, the API
+/// and the status page's readers see it.
+pub fn denied_summary(instance: &str, project: &str, since: DateTime<Utc>) -> String {
+    format!(
+        "permission denied for {} since {}",
+        whose(instance, project),
+        since.format("%Y-%m-%d %H:%M UTC")
+    )
+}
+
 /// The denial of `project` as the one incident its messages carry (never stored as an incident).
 fn access_incident(
     instance: &str,
@@ -150,11 +169,7 @@ fn access_incident(
     since: DateTime<Utc>,
     ended: Option<DateTime<Utc>>,
 ) -> Incident {
-    let whose = if crate::domain::is_default_instance(instance) {
-        format!("project {project}")
-    } else {
-        format!("project {project} (instance {instance})")
-    };
+    let whose = whose(instance, project);
     let mut messages = vec![
         format!(
             "Argo CD answers 403 to Herald's token for the Applications of {whose}: Herald can no longer confirm \
@@ -179,10 +194,7 @@ fn access_incident(
         } else {
             IncidentState::Firing
         },
-        summary: format!(
-            "permission denied for {whose} since {}",
-            since.format("%Y-%m-%d %H:%M UTC")
-        ),
+        summary: denied_summary(instance, project, since),
         instance: instance.to_string(),
         app_namespace: String::new(),
         app_name: whose.clone(),

@@ -17,6 +17,7 @@ mod scheduler;
 mod slack;
 mod source_status;
 
+pub use access::denied_summary;
 pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
