@@ -70,8 +70,8 @@ impl Core {
     /// The messages to the default team's receivers about the denial of `project` since `since`: it starts
     /// (`ended` none: an opening message) or it ended at `ended` (its resolve, in the same thread).
     /// Queues the default team's messages about the denial of `project` (its start, or with `ended` its end) in
-    /// `tx`, each on its receiver's [`Thread::Access`]. Not through [`Core::send`]: the denial is no stored incident,
-    /// so there is nothing for a signed link to act on; the status page link is added here.
+    /// `tx`, each on its receiver's [`Thread::Access`], the one way every notification goes ([`Core::send`]: the
+    /// status page link; no signed link, the denial being no stored incident).
     async fn tell_access(
         &self,
         tx: &mut WriteTx,
@@ -82,7 +82,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         for (thread, n) in self.access_notices(instance, project, since, ended, now) {
-            Store::queue(tx, &thread, &n, now).await?;
+            self.send(tx, &thread, n, now).await?;
         }
         Ok(())
     }
@@ -134,8 +134,7 @@ impl Core {
                     recipient: None,
                     change: None,
                     status_url: None,
-                }
-                .with_status_page(self.settings.server.public_url.as_deref());
+                };
                 (thread, n)
             })
             .collect()

@@ -8,7 +8,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
 
 use super::{AckOutcome, Core, Pipeline, PipelineError};
 use crate::domain::action_link::{ActionLink, LinkAction, LinkRefusal, MessageLink};
-use crate::domain::{Acknowledgement, Action, IncidentState, Notification, Thread};
+use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread};
 use crate::routing::{Matcher, Silence};
 use crate::store::{Store, StoreError, WriteTx};
 
@@ -53,7 +53,9 @@ impl Core {
             .and_then(|d| now.checked_add_signed(d))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
         let by = n.recipient.as_ref().map(|r| r.username.clone());
-        for i in (n.incidents.iter_mut()).filter(|i| i.state == IncidentState::Firing && !i.kind.is_informational()) {
+        // Only a stored incident (an id) can be acted on: a test message's or an Argo CD access notice's is none.
+        let actionable = |i: &&mut Incident| i.id > 0 && i.state == IncidentState::Firing && !i.kind.is_informational();
+        for i in n.incidents.iter_mut().filter(actionable) {
             let mut links: Vec<MessageLink> = LinkAction::ALL
                 .iter()
                 .map(|a| MessageLink {

@@ -541,3 +541,43 @@ teams: {{platform: {{receivers: [sink]}}}}
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_default_teams_access_notice_links_to_the_status_page_and_offers_no_action_on_an_incident_that_is_none() {
+    let argo = FakeArgoCd::start(TOKEN).await;
+    argo.put(application("a1", "rbac-alpha", "Synced", "Healthy"));
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let links = "server: {listen: \"127.0.0.1:0\", public_url: \"https://herald.example.com\", \
+                 link_signing_key: \"0123456789abcdef0123456789abcdef\"}\n";
+    let cfg = config(&d, &argo, "", "{}") + links;
+    let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
+    let s = Setup {
+        app,
+        clock,
+        sink: d.join("sink.jsonl"),
+    };
+    wait_until_listed(&s, 1).await;
+    argo.rbac(TOKEN, Rbac::none());
+    s.next_listing(&argo).await;
+    wait_for(&s.sink, 1).await;
+    let notices = delivered(&s.sink);
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let notice = &notices[0];
+    assert_eq!(
+        notice["title"], "Herald can no longer see Argo CD project rbac-alpha: permission denied",
+        "{notice}"
+    );
+    assert!(
+        notice["status_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("https://herald.example.com/")),
+        "the status page link: {notice}"
+    );
+    assert!(
+        !notice.to_string().contains("/act/"),
+        "no signed link to act on incident 0: {notice}"
+    );
+    s.app.stop().await;
+}
