@@ -38,6 +38,8 @@ pub struct RulesSettings {
     pub degraded: Option<RuleSettings>,
     pub sync_unknown: Option<RuleSettings>,
     pub pruned: Option<RuleSettings>,
+    pub sync_running: Option<RuleSettings>,
+    pub progressing: Option<RuleSettings>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -79,6 +81,8 @@ impl RulesSettings {
             Kind::Degraded => self.degraded.as_ref(),
             Kind::SyncUnknown => self.sync_unknown.as_ref(),
             Kind::Pruned => self.pruned.as_ref(),
+            Kind::SyncRunning => self.sync_running.as_ref(),
+            Kind::Progressing => self.progressing.as_ref(),
             Kind::Test | Kind::ArgoCdAccess => None,
         }
     }

@@ -16,6 +16,10 @@ pub enum Kind {
     Degraded,
     SyncUnknown,
     Pruned,
+    /// A sync operation still running (or terminating) long after it started: a hook or a resource it waits on.
+    SyncRunning,
+    /// Health `Progressing` for long: a rollout that does not finish.
+    Progressing,
     /// `herald send-test`: a marked test message; never configured, never stored.
     #[serde(skip_deserializing)]
     Test,
@@ -26,13 +30,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::OutOfSync,
         Kind::PrunePending,
         Kind::SyncFailed,
         Kind::Degraded,
         Kind::SyncUnknown,
         Kind::Pruned,
+        Kind::SyncRunning,
+        Kind::Progressing,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +49,8 @@ impl Kind {
             Kind::Degraded => "degraded",
             Kind::SyncUnknown => "sync_unknown",
             Kind::Pruned => "pruned",
+            Kind::SyncRunning => "sync_running",
+            Kind::Progressing => "progressing",
             Kind::Test => "test",
             Kind::ArgoCdAccess => "argocd_access",
         }
@@ -66,6 +74,7 @@ impl Kind {
             Kind::SyncFailed => (Duration::ZERO, Severity::Critical),
             Kind::Degraded => (Duration::from_secs(300), Severity::Critical),
             Kind::SyncUnknown => (Duration::from_secs(600), Severity::Warning),
+            Kind::SyncRunning | Kind::Progressing => (Duration::from_secs(1800), Severity::Warning),
             Kind::Pruned | Kind::Test | Kind::ArgoCdAccess => (Duration::ZERO, Severity::Warning),
         }
     }
@@ -75,6 +84,8 @@ impl Kind {
     pub fn occurrence(self) -> Occurrence {
         match self {
             Kind::OutOfSync | Kind::PrunePending | Kind::Degraded | Kind::SyncUnknown => Occurrence::Condition,
+            // Last until the operation ends, or the health changes.
+            Kind::SyncRunning | Kind::Progressing => Occurrence::Condition,
             // A failed sync stays a problem until a sync succeeds: it is resolved, so it is a condition.
             Kind::SyncFailed => Occurrence::Condition,
             // Lasts until the token may see the project again, and is then resolved.
@@ -433,6 +444,8 @@ impl Incident {
             Kind::Degraded => "Degraded".into(),
             Kind::SyncUnknown => "sync status Unknown".into(),
             Kind::Pruned => "resources deleted by the sync".into(),
+            Kind::SyncRunning => "sync still running".into(),
+            Kind::Progressing => "Progressing".into(),
             Kind::Test => "test notification".into(),
             Kind::ArgoCdAccess => "permission denied by Argo CD".into(),
         }
@@ -459,7 +472,9 @@ mod tests {
             | Kind::SyncFailed
             | Kind::Degraded
             | Kind::SyncUnknown
-            | Kind::Pruned => true,
+            | Kind::Pruned
+            | Kind::SyncRunning
+            | Kind::Progressing => true,
             Kind::Test | Kind::ArgoCdAccess => false,
         };
         for k in Kind::ALL {

@@ -461,6 +461,8 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::Degraded => "Degraded",
         Kind::SyncUnknown => "sync status Unknown",
         Kind::Pruned => "resources deleted by a sync",
+        Kind::SyncRunning => "a sync still running",
+        Kind::Progressing => "Progressing",
         Kind::Test => "test notification",
         Kind::ArgoCdAccess => "permission denied by Argo CD",
     }

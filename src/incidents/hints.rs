@@ -72,6 +72,8 @@ const CATALOG: &[(&[Kind], Rule)] = &[
     (&[Kind::Pruned], pruned_recovery),
     (&[Kind::Pruned], rename),
     (&[Kind::Pruned], production_prune),
+    (&[Kind::SyncRunning], stuck_sync),
+    (&[Kind::Progressing], stuck_rollout),
 ];
 
 /// The hints for one incident: every catalog entry that speaks to its kind, in catalog order.
@@ -483,4 +485,71 @@ fn renames(state: &AppState) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// A sync that does not end: what it waits on, how to look, how to stop it, how to make it fail by itself next time.
+fn stuck_sync(f: &Facts, out: &mut Vec<Hint>) {
+    let app = &f.app;
+    let look = match f.view.resources.first() {
+        Some(r) if r.status == "hook Running" && r.kind == "Job" => {
+            format!(
+                "Look at the hook's logs: `kubectl logs -n {} job/{}`. ",
+                r.namespace, r.name
+            )
+        }
+        Some(r) if r.status == "hook Running" => format!(
+            "Look at the hook: `kubectl describe -n {} {} {}`. ",
+            r.namespace,
+            r.kind.to_lowercase(),
+            r.name
+        ),
+        Some(r) => format!(
+            "The sync waits for each wave to be healthy before the next; see why it is not: \
+             `kubectl describe -n {} {} {}`. ",
+            r.namespace,
+            r.kind.to_lowercase(),
+            r.name
+        ),
+        None => String::new(),
+    };
+    out.push(hint(
+        "stuck_sync",
+        "The sync does not end",
+        format!(
+            "{look}Stop the sync with `argocd app terminate-op {app}` (then sync again once the cause is fixed). \
+             Give hook Jobs a spec.activeDeadlineSeconds (and a backoffLimit) so that a stuck hook fails the \
+             sync instead of holding it."
+        ),
+    ));
+}
+
+/// A rollout that does not finish: where to look, the usual causes, and the deadline that turns it into Degraded.
+fn stuck_rollout(f: &Facts, out: &mut Vec<Hint>) {
+    let look = match f.view.resources.first() {
+        Some(r) if matches!(r.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet") => format!(
+            "`kubectl rollout status -n {} {}/{}` and `kubectl describe -n {} {} {}` say what it waits for",
+            r.namespace,
+            r.kind.to_lowercase(),
+            r.name,
+            r.namespace,
+            r.kind.to_lowercase(),
+            r.name
+        ),
+        Some(r) => format!(
+            "`kubectl describe -n {} {} {}` says what it waits for",
+            r.namespace,
+            r.kind.to_lowercase(),
+            r.name
+        ),
+        None => format!("`argocd app resources {}` lists what is not ready", f.app),
+    };
+    out.push(hint(
+        "stuck_rollout",
+        "A rollout that does not finish",
+        format!(
+            "{look}: pods that cannot pull their image, fail their readiness probe or stay Pending for lack of \
+             room are the usual causes. Set spec.progressDeadlineSeconds on Deployments so that a stuck rollout \
+             becomes Degraded (and is told as such) instead of Progressing for ever."
+        ),
+    ));
 }

@@ -165,13 +165,15 @@ pub fn held_conditions(
 type Finder = fn(&AppState) -> Option<Finding>;
 
 /// Each kind's finder, in the order incidents are held.
-const FINDERS: [(Kind, Finder); 6] = [
+const FINDERS: [(Kind, Finder); 8] = [
     (Kind::OutOfSync, out_of_sync),
     (Kind::PrunePending, prune_pending),
     (Kind::SyncFailed, sync_failed),
     (Kind::Pruned, pruned),
     (Kind::Degraded, degraded),
     (Kind::SyncUnknown, sync_unknown),
+    (Kind::SyncRunning, sync_running),
+    (Kind::Progressing, progressing),
 ];
 
 /// What one rule finds in the state: the parts of the incident only that rule knows ([`hold`] adds the rest).
@@ -399,11 +401,7 @@ fn degraded(state: &AppState) -> Option<Finding> {
         .resources
         .iter()
         .filter(|r| matches!(r.health, Some(HealthStatus::Degraded | HealthStatus::Missing)))
-        .map(|r| ResourceRef {
-            status: r.health.as_ref().map(HealthStatus::to_string).unwrap_or_default(),
-            message: r.health_message.clone().unwrap_or_default(),
-            ..resource_ref(r)
-        })
+        .map(health_ref)
         .collect();
     Some(Finding {
         since: Some(state.health_since),
@@ -447,6 +445,101 @@ fn sync_unknown(state: &AppState) -> Option<Finding> {
         messages: condition_messages(s),
         ..Default::default()
     })
+}
+
+/// SyncRunning: a sync operation still running (or terminating), since it started; one per operation. What it
+/// waits on: the hooks still running (from the sync result, with their messages), else the resources not yet
+/// healthy (a sync waits for each wave to be healthy), else Argo CD's own operation message.
+fn sync_running(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    let op = s.operation.as_ref().filter(|_| sync_in_progress(s))?;
+    let (occurrence, _) = operation_times(op);
+    let hooks: Vec<ResourceRef> = (op.resources.iter())
+        .filter(|r| r.hook_phase == OperationPhase::Running)
+        .map(|r| ResourceRef {
+            status: "hook Running".into(),
+            ..result_ref(r)
+        })
+        .collect();
+    let unhealthy = || -> Vec<ResourceRef> {
+        (s.resources.iter())
+            .filter(|r| r.health.as_ref().is_some_and(|h| *h != HealthStatus::Healthy))
+            .map(health_ref)
+            .collect()
+    };
+    let names = |rs: &[ResourceRef]| match rs {
+        [one] => format!("{} {}", one.kind, one.name),
+        many => plural(many.len(), "resource"),
+    };
+    let (waiting, resources) = if !hooks.is_empty() {
+        let what = format!("waiting for hook {}", names(&hooks));
+        (what, hooks)
+    } else {
+        match unhealthy() {
+            rs if !rs.is_empty() => (format!("waiting for {} to be healthy", names(&rs)), rs),
+            _ => (first_sentence(&op.message, 80), Vec::new()),
+        }
+    };
+    let verb = match op.phase {
+        OperationPhase::Terminating => "terminating",
+        _ => "still running",
+    };
+    Some(Finding {
+        occurrence,
+        since: op.started_at,
+        summary: match first_line(&op.message) {
+            m if m.is_empty() => format!("{}: sync {verb}", s.app),
+            m => format!("{}: sync {verb} — {m}", s.app),
+        },
+        condition: match waiting.is_empty() {
+            true => format!("sync {verb}"),
+            false => format!("sync {verb}: {waiting}"),
+        },
+        resources,
+        messages: view::once(std::iter::once(op.message.clone())),
+        ..Default::default()
+    })
+}
+
+/// Progressing: the health has been Progressing since it became so; the resources still progressing, with
+/// Argo CD's message about each (a rollout waiting for its replicas, say).
+fn progressing(state: &AppState) -> Option<Finding> {
+    let s = &state.snapshot;
+    if s.health_status != HealthStatus::Progressing {
+        return None;
+    }
+    let resources: Vec<ResourceRef> = (s.resources.iter())
+        .filter(|r| r.health == Some(HealthStatus::Progressing))
+        .map(health_ref)
+        .collect();
+    Some(Finding {
+        since: Some(state.health_since),
+        summary: match resources.as_slice() {
+            [] => format!("{} is Progressing", s.app),
+            [one] => format!("{} is Progressing: {} {} is not ready", s.app, one.kind, one.name),
+            many => format!(
+                "{} is Progressing: {} are not ready",
+                s.app,
+                plural(many.len(), "resource")
+            ),
+        },
+        condition: HealthStatus::Progressing.to_string(),
+        resources,
+        messages: (s.health_message.iter())
+            .filter(|m| !m.trim().is_empty())
+            .cloned()
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// A resource by its health, with Argo CD's message about it.
+fn health_ref(r: &crate::argocd::ResourceStatus) -> ResourceRef {
+    ResourceRef {
+        status: r.health.as_ref().map(HealthStatus::to_string).unwrap_or_default(),
+        message: r.health_message.clone().unwrap_or_default(),
+        ..resource_ref(r)
+    }
 }
 
 fn first_line(s: &str) -> String {

@@ -489,3 +489,135 @@ fn every_stored_kind_has_a_finder_and_chose_condition_or_event() {
     }
     assert_eq!(found.len(), Kind::ALL.len(), "no finder for a kind outside Kind::ALL");
 }
+
+/// A sync of `a` started at midnight and still `phase`, with `results` in its sync result and `resources` in the
+/// Application's status.
+fn running(phase: &str, message: &str, results: serde_json::Value, resources: serde_json::Value) -> String {
+    serde_json::json!({
+        "metadata": {"name": "a", "namespace": "argocd"},
+        "spec": {"destination": {"namespace": "pay"}},
+        "status": {
+            "sync": {"status": "OutOfSync"},
+            "health": {"status": "Progressing"},
+            "resources": resources,
+            "operationState": {"phase": phase, "message": message, "startedAt": "2025-01-01T00:00:00Z",
+                "syncResult": {"resources": results}}
+        }
+    })
+    .to_string()
+}
+
+#[test]
+fn a_sync_still_running_names_the_hook_it_waits_on_and_counts_from_its_start() {
+    let body = running(
+        "Running",
+        "waiting for completion of hook batch/Job/db-migrate",
+        serde_json::json!([{"group": "batch", "kind": "Job", "namespace": "pay", "name": "db-migrate",
+            "hookType": "PreSync", "hookPhase": "Running", "message": "job is still running", "syncPhase": "PreSync"}]),
+        serde_json::json!([]),
+    );
+    let (held, keep) = held_at(&body, t("2025-01-01T00:40:00Z"), &RulesSettings::default());
+    let h = held
+        .iter()
+        .find(|h| h.kind == Kind::SyncRunning)
+        .expect("sync_running held");
+    assert_eq!(
+        h.since,
+        Some(t("2025-01-01T00:00:00Z")),
+        "counted from the operation's start"
+    );
+    assert_eq!(h.view.condition, "sync still running: waiting for hook Job db-migrate");
+    assert_eq!(
+        h.view.summary,
+        "argocd/a: sync still running — waiting for completion of hook batch/Job/db-migrate"
+    );
+    assert_eq!(h.view.resources.len(), 1);
+    assert_eq!(h.view.resources[0].status, "hook Running");
+    assert_eq!(h.view.resources[0].message, "job is still running");
+    let hint = h.view.hints.iter().find(|x| x.id == "stuck_sync").expect("a hint");
+    assert!(
+        hint.text.contains("kubectl logs -n pay job/db-migrate"),
+        "{}",
+        hint.text
+    );
+    assert!(hint.text.contains("argocd app terminate-op a"), "{}", hint.text);
+    assert!(keep.contains(&Kind::SyncFailed), "whether it fails cannot be told yet");
+    // A new operation is a new occurrence: its own incident.
+    let later = body.replace("2025-01-01T00:00:00Z", "2025-01-01T02:00:00Z");
+    let (again, _) = held_at(&later, t("2025-01-01T02:40:00Z"), &RulesSettings::default());
+    let h2 = again.iter().find(|h| h.kind == Kind::SyncRunning).expect("held");
+    assert_ne!(h.fingerprint, h2.fingerprint);
+}
+
+#[test]
+fn a_sync_waiting_for_healthy_names_the_resources_not_yet_healthy_and_a_finished_one_holds_nothing() {
+    let body = running(
+        "Running",
+        "waiting for healthy state of apps/Deployment/api",
+        serde_json::json!([{"group": "apps", "kind": "Deployment", "namespace": "pay", "name": "api",
+            "status": "Synced", "message": "deployment.apps/api configured", "syncPhase": "Sync"}]),
+        serde_json::json!([{"group": "apps", "kind": "Deployment", "namespace": "pay", "name": "api",
+            "status": "Synced", "health": {"status": "Progressing",
+            "message": "Waiting for rollout to finish: 1 old replicas are pending termination..."}}]),
+    );
+    let (held, _) = held_at(&body, t("2025-01-01T00:40:00Z"), &RulesSettings::default());
+    let h = held
+        .iter()
+        .find(|h| h.kind == Kind::SyncRunning)
+        .expect("sync_running held");
+    assert_eq!(
+        h.view.condition,
+        "sync still running: waiting for Deployment api to be healthy"
+    );
+    assert_eq!(h.view.resources[0].status, "Progressing");
+    let p = held
+        .iter()
+        .find(|h| h.kind == Kind::Progressing)
+        .expect("progressing held too");
+    assert_eq!(p.view.summary, "argocd/a is Progressing: Deployment api is not ready");
+    assert!(p.view.resources[0].message.starts_with("Waiting for rollout to finish"));
+    let hint = p.view.hints.iter().find(|x| x.id == "stuck_rollout").expect("a hint");
+    assert!(
+        hint.text.contains("kubectl rollout status -n pay deployment/api"),
+        "{}",
+        hint.text
+    );
+    let terminating = body.replace("\"Running\"", "\"Terminating\"");
+    let (held, _) = held_at(&terminating, t("2025-01-01T00:40:00Z"), &RulesSettings::default());
+    let h = held
+        .iter()
+        .find(|h| h.kind == Kind::SyncRunning)
+        .expect("terminating is still running");
+    assert!(h.view.condition.starts_with("sync terminating"), "{}", h.view.condition);
+    let done = body.replace("\"Running\"", "\"Succeeded\"");
+    let (held, _) = held_at(&done, t("2025-01-01T00:40:00Z"), &RulesSettings::default());
+    assert!(!held.iter().any(|h| h.kind == Kind::SyncRunning), "the operation ended");
+}
+
+#[test]
+fn sync_running_and_progressing_fire_after_their_half_hour_from_when_they_began() {
+    let rules = RulesSettings::default();
+    let body = running("Running", "", serde_json::json!([]), serde_json::json!([]));
+    // Herald first hears at 00:10 of a sync started at 00:00: it fires at 00:30, not 00:40.
+    let now = t("2025-01-01T00:10:00Z");
+    let (held, keep) = held_at(&body, now, &rules);
+    let fire_at = |kind: Kind| {
+        decide(&[], held.clone(), &keep, &rules, now)
+            .into_iter()
+            .find_map(|d| match d {
+                Decision::Open { held, fire_at, .. } if held.kind == kind => Some(fire_at),
+                _ => None,
+            })
+            .expect("opened")
+    };
+    assert_eq!(fire_at(Kind::SyncRunning), t("2025-01-01T00:30:00Z"));
+    // Progressing counts from when Herald first saw the health (the state has no earlier time).
+    assert_eq!(fire_at(Kind::Progressing), t("2025-01-01T00:40:00Z"));
+    let off: RulesSettings = serde_json::from_value(serde_json::json!({
+        "sync_running": {"enabled": false}, "progressing": {"for": "2h"}
+    }))
+    .expect("rules");
+    let (held, _) = held_at(&body, now, &off);
+    assert!(!held.iter().any(|h| h.kind == Kind::SyncRunning), "disabled");
+    assert_eq!(off.rule(Kind::Progressing).r#for, std::time::Duration::from_secs(7200));
+}

@@ -77,11 +77,14 @@ fn compile(list: &[String]) -> Vec<FieldMatcher> {
 }
 
 /// What one Application's incidents say about each other by default: a resource waiting to be pruned, or a sync
-/// that failed, is why the Application is OutOfSync; the OutOfSync incident adds nothing people can act on.
+/// that failed, is why the Application is OutOfSync; the OutOfSync incident adds nothing people can act on. A sync
+/// still running is why the Application is OutOfSync, and (when it waits for resources to be healthy) Progressing.
 /// (An Application being deleted, or deleted, resolves all of its incidents: there is nothing left to inhibit.)
-pub const BUILT_IN: [(Kind, Kind); 2] = [
+pub const BUILT_IN: [(Kind, Kind); 4] = [
     (Kind::PrunePending, Kind::OutOfSync),
     (Kind::SyncFailed, Kind::OutOfSync),
+    (Kind::SyncRunning, Kind::OutOfSync),
+    (Kind::SyncRunning, Kind::Progressing),
 ];
 
 impl Inhibitor {

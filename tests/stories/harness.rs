@@ -514,3 +514,47 @@ pub fn with_sync(
     });
     body
 }
+
+/// `body` with a sync operation started by `user` (or automated) at `started` that is still Running with Argo CD's
+/// `message`, and `hook` (kind, name) a PreSync hook of it still running.
+pub fn still_syncing(
+    mut body: Value,
+    user: Option<&str>,
+    started: DateTime<Utc>,
+    hook: Option<(&str, &str)>,
+    message: &str,
+) -> Value {
+    let ns = body["app"]["spec"]["destination"]["namespace"].clone();
+    let resources: Vec<Value> = (hook.iter())
+        .map(|(kind, name)| {
+            json!({"group": "batch", "kind": kind, "version": "v1", "namespace": ns, "name": name,
+                   "hookType": "PreSync", "hookPhase": "Running", "syncPhase": "PreSync",
+                   "message": "job is still running"})
+        })
+        .collect();
+    let initiated = match user {
+        Some(u) => json!({"username": u}),
+        None => json!({"automated": true}),
+    };
+    body["app"]["status"]["operationState"] = json!({
+        "phase": "Running",
+        "message": message,
+        "startedAt": started.to_rfc3339(),
+        "operation": {"initiatedBy": initiated, "sync": {"revision": "89abcdef0123456789abcdef0123456789abcdef"}},
+        "syncResult": {"revision": "89abcdef0123456789abcdef0123456789abcdef", "resources": resources}
+    });
+    body
+}
+
+/// `body` with `resources` (kind, name, Argo CD's health message) Progressing in `status.resources`.
+pub fn rolling_out(mut body: Value, resources: &[(&str, &str, &str)]) -> Value {
+    let ns = body["app"]["spec"]["destination"]["namespace"].clone();
+    body["app"]["status"]["resources"] = resources
+        .iter()
+        .map(|(kind, name, message)| {
+            json!({"group": "apps", "kind": kind, "version": "v1", "namespace": ns, "name": name,
+                   "status": "Synced", "health": {"status": "Progressing", "message": message}})
+        })
+        .collect();
+    body
+}

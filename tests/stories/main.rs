@@ -13,7 +13,7 @@ mod harness;
 
 use std::time::Duration;
 
-use harness::{CONFIG, Story, app, waiting_to_prune, with_sync};
+use harness::{CONFIG, Story, app, rolling_out, still_syncing, waiting_to_prune, with_sync};
 
 const MIN: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -401,6 +401,119 @@ async fn two_instances_with_the_same_application_names(engine: &str) {
     }
 }
 
+/// Story: alice syncs pay-api; its PreSync hook Job `pay-migrate` never finishes. Argo CD sends nothing more (the
+/// operation is Running). 30 minutes after the sync started the team is told what it waits on and how to stop it
+/// (`argocd app terminate-op`); the OutOfSync it causes is inhibited. Herald restarts; 30 minutes later the pager
+/// is reached. bob terminates the operation: the stuck sync resolves, and the terminated sync is a failed sync
+/// (alice hears of it); a new sync succeeds and everything resolves.
+async fn a_presync_hook_that_never_finishes(engine: &str) {
+    let mut s = Story::begin("presync-hook-never-finishes", engine, CONFIG).await;
+    let synced = app("pay-api", "payments", "payments", "Synced", "Healthy");
+    s.body("pay-api synced", synced.clone()).await;
+    s.pass(MIN).await;
+    let started = s.now();
+    s.body(
+        "alice syncs pay-api; its PreSync hook Job pay-migrate starts",
+        still_syncing(
+            app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+            Some("alice"),
+            started,
+            Some(("Job", "pay-migrate")),
+            "waiting for completion of hook batch/Job/pay-migrate",
+        ),
+    )
+    .await;
+    s.pass(31 * MIN).await;
+    s.look().await;
+    s.restart().await;
+    s.pass(30 * MIN).await;
+    s.body(
+        "bob runs argocd app terminate-op pay-api",
+        with_sync(
+            app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+            "Failed",
+            Some("alice"),
+            started,
+            &[],
+            "Operation terminated",
+        ),
+    )
+    .await;
+    s.pass(10 * MIN).await;
+    let again = s.now();
+    s.body(
+        "alice syncs pay-api again (the migration fixed): it succeeds",
+        with_sync(synced, "Succeeded", Some("alice"), again, &[], "successfully synced"),
+    )
+    .await;
+    s.pass(10 * MIN).await;
+    s.replay_agrees("+2h");
+    let t = s.end();
+    assert!(
+        t.iter().any(|l| l.contains("waiting for hook Job pay-migrate")),
+        "the message says what the sync waits on"
+    );
+    assert!(
+        !t.iter()
+            .any(|l| l.contains(" open: ") && l.contains("pay-api is OutOfSync")),
+        "the OutOfSync the stuck sync causes is not told apart"
+    );
+    assert!(t.iter().any(|l| l.contains("payments-pager")), "the escalation pages");
+}
+
+/// Story: an automated sync of shop's cart succeeds but its Deployment never becomes ready: Progressing for 40
+/// minutes. At 30 minutes shop is told (chat and e-mail) which resource is not ready and what to look at; when the
+/// rollout finishes the same receivers hear it resolved. Nothing else is sent.
+async fn a_rollout_progressing_for_forty_minutes(engine: &str) {
+    let mut s = Story::begin("rollout-progressing-forty-minutes", engine, CONFIG).await;
+    let healthy = app("cart", "shop", "shop", "Synced", "Healthy");
+    s.body("cart synced and healthy", healthy.clone()).await;
+    s.pass(MIN).await;
+    let started = s.now();
+    s.body(
+        "an automated sync deploys cart; Deployment cart rolls out",
+        rolling_out(
+            with_sync(
+                app("cart", "shop", "shop", "Synced", "Progressing"),
+                "Succeeded",
+                None,
+                started,
+                &[],
+                "successfully synced",
+            ),
+            &[(
+                "Deployment",
+                "cart",
+                "Waiting for rollout to finish: 1 of 3 updated replicas are available...",
+            )],
+        ),
+    )
+    .await;
+    s.pass(31 * MIN).await;
+    s.look().await;
+    s.pass(9 * MIN).await;
+    s.body(
+        "the rollout finishes: cart Healthy",
+        with_sync(healthy, "Succeeded", None, started, &[], "successfully synced"),
+    )
+    .await;
+    s.pass(10 * MIN).await;
+    s.replay_agrees("+1h");
+    let t = s.end();
+    let sent = |what: &str| t.iter().filter(|l| l.contains("  -> ") && l.contains(what)).count();
+    assert_eq!(
+        sent(" open: cart: Progressing"),
+        2,
+        "shop's chat and e-mail, once each: {t:#?}"
+    );
+    assert_eq!(
+        sent(" resolve: cart: Progressing"),
+        1,
+        "chat hears it resolved (e-mail is not told resolves): {t:#?}"
+    );
+    assert_eq!(sent(""), 3, "nothing else: {t:#?}");
+}
+
 macro_rules! on_both_engines {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
@@ -420,4 +533,6 @@ on_both_engines!(
     a_sync_failing_five_times_in_a_row,
     a_deleted_application_with_an_open_ticket,
     two_instances_with_the_same_application_names,
+    a_presync_hook_that_never_finishes,
+    a_rollout_progressing_for_forty_minutes,
 );
