@@ -422,6 +422,15 @@ mod tests {
                 "rules.degraded.production",
             ),
             (
+                "rules: {out_of_sync: {namespaces: [prod]}}",
+                "rules.out_of_sync.namespaces",
+            ),
+            (
+                "rules: {deleted: {namespaces: ['prod-[']}}",
+                "rules.deleted.namespaces[0]",
+            ),
+            ("rules: {sync_running: {for: soon}}", "rules.sync_running.for"),
+            (
                 "teams: {pay: {escalation: [{after: 4h, receivers: [console]}, {after: 1h, receivers: [console]}]}}",
                 "teams.pay.escalation[1].after",
             ),

@@ -22,6 +22,9 @@ pub struct RuleSettings {
     pub production: Option<ProductionMatchers>,
     /// Also tell the person who started the sync (`people:`); default true for sync_failed and pruned.
     pub notify_initiator: Option<bool>,
+    /// `rules.deleted` only: destination namespaces (globs) where every deletion is told, even of a healthy
+    /// Application.
+    pub namespaces: Option<Vec<String>>,
 }
 
 pub(super) fn yes() -> bool {
@@ -40,6 +43,7 @@ pub struct RulesSettings {
     pub pruned: Option<RuleSettings>,
     pub sync_running: Option<RuleSettings>,
     pub progressing: Option<RuleSettings>,
+    pub deleted: Option<RuleSettings>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -83,6 +87,7 @@ impl RulesSettings {
             Kind::Pruned => self.pruned.as_ref(),
             Kind::SyncRunning => self.sync_running.as_ref(),
             Kind::Progressing => self.progressing.as_ref(),
+            Kind::Deleted => self.deleted.as_ref(),
             Kind::Test | Kind::ArgoCdAccess => None,
         }
     }
@@ -93,6 +98,13 @@ impl RulesSettings {
         self.settings(kind)
             .and_then(|r| r.notify_initiator)
             .unwrap_or(matches!(kind, Kind::SyncFailed | Kind::Pruned))
+    }
+
+    /// `rules.deleted.namespaces`: where every deletion is told.
+    pub fn deleted_namespaces(&self) -> &[String] {
+        (self.deleted.as_ref())
+            .and_then(|r| r.namespaces.as_deref())
+            .unwrap_or_default()
     }
 
     pub fn production(&self) -> (ProductionMatchers, Severity) {
@@ -116,14 +128,23 @@ impl RulesSettings {
                 ));
             }
         }
+        for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Deleted) {
+            if self.settings(kind).is_some_and(|r| r.namespaces.is_some()) {
+                errors.push(invalid(
+                    format!("rules.{kind}.namespaces"),
+                    "only rules.deleted takes namespaces (where every deletion is told)",
+                ));
+            }
+        }
         for (key, globs) in [
-            ("namespaces", &self.production().0.namespaces),
-            ("clusters", &self.production().0.clusters),
+            ("pruned.production.namespaces", &self.production().0.namespaces),
+            ("pruned.production.clusters", &self.production().0.clusters),
+            ("deleted.namespaces", &self.deleted_namespaces().to_vec()),
         ] {
             for (j, g) in globs.iter().enumerate() {
                 if let Err(e) = globset::Glob::new(g) {
                     errors.push(invalid(
-                        format!("rules.pruned.production.{key}[{j}]"),
+                        format!("rules.{key}[{j}]"),
                         format!("bad glob {g:?}: {}", e.kind()),
                     ));
                 }

@@ -20,6 +20,9 @@ pub enum Kind {
     SyncRunning,
     /// Health `Progressing` for long: a rollout that does not finish.
     Progressing,
+    /// The Application was deleted from Argo CD while it had firing incidents (or in a namespace of
+    /// `rules.deleted.namespaces`): told once; its incidents close.
+    Deleted,
     /// `herald send-test`: a marked test message; never configured, never stored.
     #[serde(skip_deserializing)]
     Test,
@@ -30,7 +33,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::OutOfSync,
         Kind::PrunePending,
         Kind::SyncFailed,
@@ -39,6 +42,7 @@ impl Kind {
         Kind::Pruned,
         Kind::SyncRunning,
         Kind::Progressing,
+        Kind::Deleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Kind {
             Kind::Pruned => "pruned",
             Kind::SyncRunning => "sync_running",
             Kind::Progressing => "progressing",
+            Kind::Deleted => "deleted",
             Kind::Test => "test",
             Kind::ArgoCdAccess => "argocd_access",
         }
@@ -75,6 +80,8 @@ impl Kind {
             Kind::Degraded => (Duration::from_secs(300), Severity::Critical),
             Kind::SyncUnknown => (Duration::from_secs(600), Severity::Warning),
             Kind::SyncRunning | Kind::Progressing => (Duration::from_secs(1800), Severity::Warning),
+            // News by default: to chat and e-mail, no ticket, no page (the tickets it had are closed).
+            Kind::Deleted => (Duration::ZERO, Severity::Info),
             Kind::Pruned | Kind::Test | Kind::ArgoCdAccess => (Duration::ZERO, Severity::Warning),
         }
     }
@@ -90,7 +97,7 @@ impl Kind {
             Kind::SyncFailed => Occurrence::Condition,
             // Lasts until the token may see the project again, and is then resolved.
             Kind::ArgoCdAccess => Occurrence::Condition,
-            Kind::Pruned | Kind::Test => Occurrence::Event,
+            Kind::Pruned | Kind::Deleted | Kind::Test => Occurrence::Event,
         }
     }
 
@@ -446,6 +453,7 @@ impl Incident {
             Kind::Pruned => "resources deleted by the sync".into(),
             Kind::SyncRunning => "sync still running".into(),
             Kind::Progressing => "Progressing".into(),
+            Kind::Deleted => "deleted from Argo CD".into(),
             Kind::Test => "test notification".into(),
             Kind::ArgoCdAccess => "permission denied by Argo CD".into(),
         }
@@ -454,7 +462,7 @@ impl Incident {
     /// Whether the problem is a state that lasts (and so is told with how long), not an event (a sync that
     /// failed or pruned).
     pub fn lasts(&self) -> bool {
-        !matches!(self.kind, Kind::SyncFailed | Kind::Pruned | Kind::Test)
+        !matches!(self.kind, Kind::SyncFailed | Kind::Pruned | Kind::Deleted | Kind::Test)
     }
 }
 
@@ -474,7 +482,8 @@ mod tests {
             | Kind::SyncUnknown
             | Kind::Pruned
             | Kind::SyncRunning
-            | Kind::Progressing => true,
+            | Kind::Progressing
+            | Kind::Deleted => true,
             Kind::Test | Kind::ArgoCdAccess => false,
         };
         for k in Kind::ALL {

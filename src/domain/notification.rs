@@ -463,6 +463,7 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::Pruned => "resources deleted by a sync",
         Kind::SyncRunning => "a sync still running",
         Kind::Progressing => "Progressing",
+        Kind::Deleted => "deleted from Argo CD",
         Kind::Test => "test notification",
         Kind::ArgoCdAccess => "permission denied by Argo CD",
     }

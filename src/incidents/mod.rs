@@ -533,6 +533,57 @@ fn progressing(state: &AppState) -> Option<Finding> {
     })
 }
 
+/// Deleted: the Application `before` (its last live state) was deleted from Argo CD at `at` while `firing` were
+/// firing, or in a namespace where every deletion is told (`rules.deleted.namespaces`). One per deletion: the caller
+/// asks only when the Application stops being live. `None` when there is nothing to tell.
+pub fn deletion(
+    before: &AppState,
+    firing: &[&Incident],
+    rules: &RulesSettings,
+    team: &str,
+    argocd_url: Option<&str>,
+    at: DateTime<Utc>,
+) -> Option<Held> {
+    let s = &before.snapshot;
+    let ns = s.destination.namespace.clone().unwrap_or_default();
+    let watched = (rules.deleted_namespaces().iter())
+        .any(|p| globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(&ns)));
+    if !rules.rule(Kind::Deleted).enabled || (firing.is_empty() && !watched) {
+        return None;
+    }
+    let instance = match s.app.instance.as_str() {
+        crate::argocd::DEFAULT_INSTANCE => String::new(),
+        other => format!(" ({other})"),
+    };
+    let problems: Vec<String> = (firing.iter())
+        .map(|i| match i.lasts() {
+            true => format!(
+                "{} for {}",
+                i.problem(),
+                crate::domain::notification::duration_words(at - i.since)
+            ),
+            false => i.problem(),
+        })
+        .collect();
+    let (while_, closed) = match problems.as_slice() {
+        [] => (String::new(), ""),
+        [one] => (format!(" while {one}"), "; its incident is closed"),
+        many => (format!(" while {}", many.join(", ")), "; its incidents are closed"),
+    };
+    let when = at.format("%H:%M UTC");
+    let finding = Finding {
+        occurrence: s.uid.clone().unwrap_or_else(|| at.to_rfc3339()),
+        since: Some(at),
+        summary: format!(
+            "{} was deleted from Argo CD{instance} at {when}{while_}{closed}",
+            s.app.name
+        ),
+        condition: format!("deleted from Argo CD{instance} at {when}{while_}"),
+        ..Default::default()
+    };
+    Some(hold(Kind::Deleted, finding, before, rules, team, argocd_url))
+}
+
 /// A resource by its health, with Argo CD's message about it.
 fn health_ref(r: &crate::argocd::ResourceStatus) -> ResourceRef {
     ResourceRef {

@@ -482,12 +482,18 @@ fn each_message_hint_matches_a_real_argo_cd_message_and_not_another() {
 #[test]
 fn every_stored_kind_has_a_finder_and_chose_condition_or_event() {
     // Adding a kind to `Kind::ALL` without its finder (or the other way round) fails here, not in production.
+    // `deleted` is the one stored kind found from a change of lifecycle, not from a state (`deletion`).
     let found: Vec<Kind> = FINDERS.iter().map(|(k, _)| *k).collect();
-    for kind in Kind::ALL {
+    for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::Deleted) {
         assert_eq!(found.iter().filter(|k| **k == kind).count(), 1, "{kind} has one finder");
         let _ = kind.occurrence();
     }
-    assert_eq!(found.len(), Kind::ALL.len(), "no finder for a kind outside Kind::ALL");
+    assert!(!found.contains(&Kind::Deleted));
+    assert_eq!(
+        found.len(),
+        Kind::ALL.len() - 1,
+        "no finder for a kind outside Kind::ALL"
+    );
 }
 
 /// A sync of `a` started at midnight and still `phase`, with `results` in its sync result and `resources` in the
@@ -620,4 +626,58 @@ fn sync_running_and_progressing_fire_after_their_half_hour_from_when_they_began(
     let (held, _) = held_at(&body, now, &off);
     assert!(!held.iter().any(|h| h.kind == Kind::SyncRunning), "disabled");
     assert_eq!(off.rule(Kind::Progressing).r#for, std::time::Duration::from_secs(7200));
+}
+
+#[test]
+fn a_deletion_is_told_while_something_fired_or_in_a_watched_namespace_and_not_otherwise() {
+    let at = t("2025-01-01T10:02:00Z");
+    let body = r#"{"metadata":{"name":"payments-api","namespace":"argocd","uid":"u1"},
+        "spec":{"destination":{"namespace":"prod-pay"}},"status":{"sync":{"status":"OutOfSync"}}}"#;
+    let before = state_of(body, t("2025-01-01T08:00:00Z"));
+    let rules = RulesSettings::default();
+    assert_eq!(
+        deletion(&before, &[], &rules, "payments", None, at),
+        None,
+        "nothing fired: not news"
+    );
+    let firing = Incident {
+        kind: Kind::OutOfSync,
+        condition: "OutOfSync".into(),
+        since: t("2025-01-01T08:02:00Z"),
+        ..Default::default()
+    };
+    let told = deletion(&before, &[&firing], &rules, "payments", None, at).expect("told");
+    assert_eq!(told.kind, Kind::Deleted);
+    assert_eq!(
+        told.severity,
+        Severity::Info,
+        "news by default: chat and e-mail, no ticket, no page"
+    );
+    assert_eq!(
+        told.view.summary,
+        "payments-api was deleted from Argo CD at 10:02 UTC while OutOfSync for 2 h; its incident is closed"
+    );
+    let watched: RulesSettings =
+        serde_json::from_value(serde_json::json!({"deleted": {"namespaces": ["prod-*"], "severity": "warning"}}))
+            .expect("rules");
+    let healthy = deletion(&before, &[], &watched, "payments", None, at).expect("every deletion in prod-*");
+    assert_eq!(
+        healthy.view.summary,
+        "payments-api was deleted from Argo CD at 10:02 UTC"
+    );
+    assert_eq!(healthy.severity, Severity::Warning);
+    let off: RulesSettings = serde_json::from_value(serde_json::json!({"deleted": {"enabled": false}})).expect("rules");
+    assert_eq!(
+        deletion(&before, &[&firing], &off, "payments", None, at),
+        None,
+        "disabled"
+    );
+    let mut other = before.clone();
+    other.snapshot.app.instance = "us".into();
+    let us = deletion(&other, &[&firing], &rules, "payments", None, at).expect("told");
+    assert!(
+        us.view
+            .summary
+            .starts_with("payments-api was deleted from Argo CD (us) at 10:02 UTC")
+    );
 }

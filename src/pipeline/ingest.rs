@@ -516,6 +516,11 @@ impl Core {
             // Without its instance's API nothing else will confirm it: the deletion trigger's body is the confirmation.
             state.deleted_at = Some(now);
         }
+        // The last live state of an Application that stops being live with this change, and its team then.
+        let (before, team_of_before) = match prev.filter(|p| !replaced && p.state.is_live() && !state.is_live()) {
+            Some(p) => (Some(p.state.clone()), p.team.clone()),
+            None => (None, String::new()),
+        };
         if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {
             self.tell_change(tx, &prev.state, &state, now).await?;
         }
@@ -547,10 +552,16 @@ impl Core {
             // The old Application's incidents end here; the new one's start from nothing.
             summary.incidents = self.resolve_all(&mut at, REPLACED).await?;
         }
-        let reason = (!state.is_live()).then_some(DELETED);
-        summary
-            .incidents
-            .extend(self.evaluate(&mut at, assessment, reason).await?);
+        match before {
+            // It stops being live now: told once (when it matters), its incidents closed.
+            Some(before) => {
+                (summary.incidents).extend(self.close_deleted(&mut at, &before, &team_of_before, DELETED).await?)
+            }
+            None => {
+                let reason = (!state.is_live()).then_some(DELETED);
+                (summary.incidents).extend(self.evaluate(&mut at, assessment, reason).await?);
+            }
+        }
         batch.open.insert(app.clone(), open);
         batch.dirty.push(app.clone());
         batch.apps.insert(app, StoredApp { team, state, version });
@@ -590,6 +601,7 @@ impl Core {
             to: state.lifecycle().to_string(),
         };
         let (team, version) = (prev.team.clone(), prev.version);
+        let before = prev.state.is_live().then(|| prev.state.clone());
         batch.transitions.push((app.clone(), now, vec![transition.clone()]));
         summary.transitions.push(transition);
         let tx = self.tx(tx, batch).await?;
@@ -602,7 +614,10 @@ impl Core {
             open: &mut open,
             now,
         };
-        summary.incidents = self.resolve_all(&mut at, DELETED).await?;
+        summary.incidents = match &before {
+            Some(before) => self.close_deleted(&mut at, before, &team, DELETED).await?,
+            None => self.resolve_all(&mut at, DELETED).await?,
+        };
         batch.open.insert(app.clone(), open);
         batch.dirty.push(app.clone());
         batch.apps.insert(app.clone(), StoredApp { team, state, version });

@@ -112,23 +112,24 @@ async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists(
             .all(|i| i["state"] == "resolved"),
         "{summary}"
     );
-    let got = wait_for(&d.join("sink.jsonl"), 2).await;
-    assert_eq!(got[1]["action"], "resolve");
+    // Its incident resolves ("Application deleted"), and the team hears once that it was deleted while Degraded.
+    let got = wait_for(&d.join("sink.jsonl"), 3).await;
+    let resolve = got.iter().find(|m| m["action"] == "resolve").expect("a resolve");
     assert!(
-        got[1]["reason"]
+        resolve["reason"]
             .as_str()
             .unwrap_or_default()
             .contains("Application deleted"),
-        "{}",
-        got[1]
+        "{resolve}"
     );
+    let told = (got.iter()).filter(|m| m["action"] == "open" && m.to_string().contains("deleted from Argo CD"));
+    assert_eq!(told.count(), 1, "{got:#?}");
     assert!(
-        got[1]["title"]
+        resolve["title"]
             .as_str()
             .unwrap_or_default()
             .contains("Application deleted"),
-        "{}",
-        got[1]
+        "{resolve}"
     );
 
     assert!(names(&app, "").await.is_empty(), "gone from /v1/apps");
@@ -146,11 +147,11 @@ async fn a_deleted_application_resolves_its_incidents_once_and_leaves_the_lists(
         .expect("html");
     assert!(!page.contains("pay-api"), "not on the status page");
 
-    // Hours later: no "still firing", nothing more.
+    // Hours later (Argo CD's API confirming it gone meanwhile): no "still firing", no second deletion, nothing more.
     app.advance(&clock, Duration::from_secs(3 * 3600)).await;
     assert_eq!(
         delivered(&d.join("sink.jsonl")).len(),
-        2,
+        3,
         "{:?}",
         delivered(&d.join("sink.jsonl"))
     );
@@ -845,14 +846,17 @@ async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_
         "absent from a complete listing and 404 in its project: deleted ({:?})",
         names(&app, "").await
     );
-    let got = wait_for(&d.join("sink.jsonl"), 2).await;
-    assert_eq!(got[1]["action"], "resolve");
+    let got = wait_for(&d.join("sink.jsonl"), 3).await;
+    let resolve = got.iter().find(|m| m["action"] == "resolve").expect("a resolve");
     assert!(
-        got[1]["reason"]
+        resolve["reason"]
             .as_str()
             .unwrap_or_default()
-            .contains("Application deleted")
+            .contains("Application deleted"),
+        "{resolve}"
     );
+    let told = (got.iter()).filter(|m| m["action"] == "open" && m.to_string().contains("deleted from Argo CD"));
+    assert_eq!(told.count(), 1, "told once that goes was deleted: {got:#?}");
     let list = (argo.requests().into_iter())
         .find(|r| r.starts_with("/api/v1/applications?"))
         .expect("a listing");

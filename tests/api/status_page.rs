@@ -210,7 +210,23 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
         prunes[0].contains("Application/argocd/podinfo") && prunes[0].ends_with("no"),
         "{prunes:#?}"
     );
-    assert_eq!(rows(&dom, "dead-table").len(), 1);
+    // billing-api's failed sync, and from the captured timeline (its operations started in 2025): aaaaaaaaa's sync
+    // still Running, and aaaaaaa deleted while its sync was still running.
+    let dead = rows(&dom, "dead-table");
+    assert_eq!(dead.len(), 3, "{dead:#?}");
+    let outbox: Value = (client.get(format!("{}/v1/outbox?state=dead", bin.address)).send().await)
+        .expect("outbox")
+        .json()
+        .await
+        .expect("json");
+    let titles = outbox.to_string();
+    for title in [
+        "billing-api: sync failed",
+        "aaaaaaaaa: sync still running",
+        "aaaaaaa: deleted from Argo CD",
+    ] {
+        assert!(titles.contains(title), "{title} in {outbox:#}");
+    }
     let silences = rows(&dom, "silence-table");
     assert!(
         silences[0].contains("app=legacy-*") && silences[0].contains("alice"),

@@ -258,7 +258,8 @@ async fn a_sync_failing_five_times_in_a_row(engine: &str) {
 }
 
 /// Story: pay-api is Degraded with an open Jira ticket, and is deleted: the ticket resolves once ("Application
-/// deleted"), the pages stop.
+/// deleted"), the pages stop, and the team's chat and e-mail are told once that it was deleted while Degraded (news:
+/// no new ticket, no page).
 async fn a_deleted_application_with_an_open_ticket(engine: &str) {
     let mut s = Story::begin("deleted-application-with-open-ticket", engine, CONFIG).await;
     s.body(

@@ -151,6 +151,37 @@ impl Core {
         }))
     }
 
+    /// The Application stops being live (deleted in Argo CD; `before` is its last live state): its team is told
+    /// once, when something was firing or its namespace is one where every deletion is told
+    /// ([`incidents::deletion`]). Its open incidents are resolved first, so that what is told is true.
+    pub(super) async fn close_deleted(
+        &self,
+        at: &mut Applying<'_>,
+        before: &crate::state::AppState,
+        team: &str,
+        why: &str,
+    ) -> Result<Vec<IncidentChange>, StoreError> {
+        let firing: Vec<crate::domain::Incident> = (at.open.iter())
+            .filter(|r| r.id > 0 && r.state == IncidentState::Firing && !r.kind.is_informational())
+            .map(|r| r.full_view())
+            .collect();
+        let firing: Vec<&crate::domain::Incident> = firing.iter().collect();
+        let news = incidents::deletion(
+            before,
+            &firing,
+            &self.settings.rules,
+            team,
+            self.settings.argocd.ui_url(&before.snapshot.app.instance),
+            at.now,
+        );
+        let mut changes = self.resolve_all(at, why).await?;
+        if let Some(held) = news {
+            let now = at.now;
+            changes.push(self.open_incident(at, &held, now, now, true).await?);
+        }
+        Ok(changes)
+    }
+
     /// Resolves every incident open for the Application, saying why.
     pub(super) async fn resolve_all(
         &self,
