@@ -500,7 +500,16 @@ impl Notification {
         }
     }
 
+    /// Whether every incident of an update has resolved: it is then a resolve in its words ("RESOLVED", "… ended"),
+    /// never "FIRING: 0 problems".
+    pub fn all_resolved(&self) -> bool {
+        self.action == Action::Update && !self.incidents.is_empty() && self.incidents.iter().all(|i| i.ended())
+    }
+
     fn titled(action: Action, incidents: &[Incident], now: Option<DateTime<Utc>>) -> String {
+        if action == Action::Update && !incidents.is_empty() && incidents.iter().all(|i| i.ended()) {
+            return Self::titled(Action::Resolve, incidents, now);
+        }
         // Two instances' Applications of one name are two Applications.
         let mut apps: Vec<(&str, &str, &str)> = Vec::new();
         for i in incidents {
@@ -728,6 +737,35 @@ mod tests {
             Notification::title_of(Action::Open, &two, at(16, 10, 0)),
             "2 problems on 2 Applications of team platform"
         );
+    }
+
+    #[test]
+    fn an_update_whose_incidents_have_all_resolved_reads_as_a_resolve() {
+        let ended = |app: &str| {
+            let mut i = incident(app, Kind::OutOfSync, "OutOfSync", at(16, 0, 0));
+            i.state = IncidentState::Resolved;
+            i.resolved_at = Some(at(17, 0, 0));
+            i
+        };
+        let two = [ended("a"), ended("b")];
+        assert_eq!(
+            Notification::title_of(Action::Update, &two, at(17, 0, 30)),
+            "OutOfSync ended on 2 Applications of team platform",
+            "never 'FIRING: 0 problems … (2 resolved)'"
+        );
+        assert_eq!(
+            Notification::title_of(Action::Update, &two[..1], at(17, 0, 30)),
+            "a: OutOfSync ended after 1 h",
+            "never an empty summary"
+        );
+        let mut n = crate::receivers::testing::notification(Action::Update);
+        n.incidents = two.to_vec();
+        assert!(n.all_resolved());
+        assert_eq!(crate::receivers::render::status_word(&n), "RESOLVED");
+        n.incidents
+            .push(incident("c", Kind::OutOfSync, "OutOfSync", at(16, 0, 0)));
+        assert!(!n.all_resolved());
+        assert_eq!(crate::receivers::render::status_word(&n), "FIRING");
     }
 
     #[test]

@@ -347,6 +347,7 @@ pub fn status_word(n: &Notification) -> &'static str {
         && (n.incidents.iter()).all(|i| i.kind.is_informational() && i.kind != crate::domain::Kind::Test);
     match n.action {
         Action::Open | Action::Update if only_events => "EVENT",
+        Action::Update if n.all_resolved() => "RESOLVED",
         Action::Open => "FIRING",
         Action::Update => "FIRING",
         Action::Resolve => "RESOLVED",
@@ -360,6 +361,7 @@ pub fn status_word(n: &Notification) -> &'static str {
 pub fn status_emoji(n: &Notification) -> &'static str {
     match n.action {
         Action::Resolve => "✅",
+        Action::Update if n.all_resolved() => "✅",
         Action::Test => "🧪",
         Action::Digest => "📋",
         Action::Acknowledge => "👀",
