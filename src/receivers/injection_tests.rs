@@ -315,6 +315,24 @@ fn acts(markup: Markup, text: &str) -> Vec<String> {
                 }
             }
         }
+        Markup::TelegramHtml => {
+            // Herald's own tags are the same in both renderings; text from Argo CD may open none.
+            let tags = text.replace("<code>", "").replace("</code>", "");
+            active(&tags, false, false, false, &mut out);
+        }
+        Markup::DiscordEmbeds => {
+            let v: Value = serde_json::from_str(text).expect("JSON");
+            let mut all = Vec::new();
+            strings(&v, &mut all);
+            for s in all {
+                if s.starts_with("http") && !s.contains(' ') {
+                    out.push(format!("url {}", s.split('?').next().unwrap_or_default()));
+                    continue;
+                }
+                // Discord's Markdown: a backslash escapes, backticks make literal code, `[text](url)` links.
+                active(&s, true, true, true, &mut out);
+            }
+        }
         Markup::Json => {}
     }
     out.sort();
