@@ -422,7 +422,12 @@ fn the_issue_examples_read_as_text_everywhere() {
             );
             let chat = matches!(
                 h.markup,
-                Markup::CommonMark | Markup::SlackBlocks | Markup::GoogleChat | Markup::TeamsCard
+                Markup::CommonMark
+                    | Markup::SlackBlocks
+                    | Markup::GoogleChat
+                    | Markup::TeamsCard
+                    | Markup::DiscordEmbeds
+                    | Markup::TelegramHtml
             );
             assert!(
                 !(chat && h.text.contains("<!channel>")),
@@ -505,6 +510,8 @@ fn text_in_a_digest_cannot_mention_link_inject_html_or_break_lines_in_any_receiv
         ReceiverType::Msteams,
         ReceiverType::Googlechat,
         ReceiverType::Mattermost,
+        ReceiverType::Discord,
+        ReceiverType::Telegram,
         ReceiverType::Webhook,
     ];
     hostile_values_act_on_nothing(32, digest_notification, plain_digest, &kinds);
@@ -622,6 +629,8 @@ fn addresses_and_urls_stay_as_they_are_and_mentions_are_broken_in_every_chat_and
         ReceiverType::Github,
         ReceiverType::Redmine,
         ReceiverType::Matrix,
+        ReceiverType::Discord,
+        ReceiverType::Telegram,
     ] {
         let parts = preview(kind, &n, testing::now());
         let all: String = parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n");
