@@ -271,3 +271,24 @@ pub(crate) fn embed_size(e: &Value) -> usize {
         .sum();
     text(&e["title"]) + text(&e["description"]) + text(&e["footer"]["text"]) + text(&e["author"]["name"]) + fields
 }
+
+#[test]
+fn the_block_reads_its_webhook_url_from_a_file_and_never_repeats_a_bad_one() {
+    let url = format!("https://discord.com{PATH}");
+    let file = testing::secret_file("discord-webhook", &url);
+    let yaml = format!(
+        "receivers: [{{name: ops, discord: {{webhook_url_file: '{}'}}}}]",
+        file.path.display()
+    );
+    let settings = crate::configuration::Settings::from_yaml(&yaml).expect("valid");
+    let crate::receivers::ReceiverKind::Discord(c) = &settings.receivers[0].kind else {
+        panic!("a discord block");
+    };
+    assert_eq!(c.webhook_url.expose_secret(), url);
+    let caps = settings.receivers[0].capabilities();
+    assert_eq!((caps.sends_resolved, caps.digest), (false, true));
+
+    let bad = format!("receivers: [{{name: ops, discord: {{webhook_url: 'ftp://discord.com{PATH}'}}}}]");
+    let e = crate::configuration::Settings::from_yaml(&bad).expect_err("refused").to_string();
+    assert!(e.contains("discord.webhook_url") && !e.contains(TOKEN), "{e}");
+}

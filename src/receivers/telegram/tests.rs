@@ -298,3 +298,32 @@ fn a_long_message_keeps_whole_lines_within_4096_characters_and_counts_the_rest()
     assert_eq!(text.matches("</pre>").count(), shown, "no tag is cut");
     assert!(text.contains(" more lines\n"), "{text}");
 }
+
+#[test]
+fn the_block_reads_its_token_from_a_file_and_acknowledgements_edit_its_messages() {
+    use secrecy::ExposeSecret;
+    let token = testing::secret_file("bot-token", TOKEN);
+    let yaml = format!(
+        "receivers: [{{name: ops, telegram: {{bot_token_file: '{}', chat_id: '@herald_ops'}}}}]",
+        token.path.display()
+    );
+    let settings = crate::configuration::Settings::from_yaml(&yaml).expect("valid");
+    let crate::receivers::ReceiverKind::Telegram(c) = &settings.receivers[0].kind else {
+        panic!("a telegram block");
+    };
+    assert_eq!(c.bot_token.expose_secret(), TOKEN);
+    assert_eq!(c.chat_id.to_json(), json!("@herald_ops"));
+    assert_eq!(c.api_url, "https://api.telegram.org");
+    let caps = settings.receivers[0].capabilities();
+    assert_eq!(
+        (caps.sends_resolved, caps.default_rate, caps.acknowledgements, caps.digest),
+        (true, Some(1.0), true, true)
+    );
+}
+
+#[test]
+fn a_refused_token_is_never_repeated() {
+    let yaml = "receivers: [{name: ops, telegram: {bot_token: 'AAHsecret without id', chat_id: 1}}]";
+    let e = crate::configuration::Settings::from_yaml(yaml).expect_err("refused").to_string();
+    assert!(e.contains("telegram.bot_token") && !e.contains("AAHsecret"), "{e}");
+}
