@@ -289,6 +289,8 @@ fn the_block_reads_its_webhook_url_from_a_file_and_never_repeats_a_bad_one() {
     assert_eq!((caps.sends_resolved, caps.digest), (false, true));
 
     let bad = format!("receivers: [{{name: ops, discord: {{webhook_url: 'ftp://discord.com{PATH}'}}}}]");
-    let e = crate::configuration::Settings::from_yaml(&bad).expect_err("refused").to_string();
+    let e = crate::configuration::Settings::from_yaml(&bad)
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("discord.webhook_url") && !e.contains(TOKEN), "{e}");
 }

@@ -316,7 +316,12 @@ fn the_block_reads_its_token_from_a_file_and_acknowledgements_edit_its_messages(
     assert_eq!(c.api_url, "https://api.telegram.org");
     let caps = settings.receivers[0].capabilities();
     assert_eq!(
-        (caps.sends_resolved, caps.default_rate, caps.acknowledgements, caps.digest),
+        (
+            caps.sends_resolved,
+            caps.default_rate,
+            caps.acknowledgements,
+            caps.digest
+        ),
         (true, Some(1.0), true, true)
     );
 }
@@ -324,6 +329,8 @@ fn the_block_reads_its_token_from_a_file_and_acknowledgements_edit_its_messages(
 #[test]
 fn a_refused_token_is_never_repeated() {
     let yaml = "receivers: [{name: ops, telegram: {bot_token: 'AAHsecret without id', chat_id: 1}}]";
-    let e = crate::configuration::Settings::from_yaml(yaml).expect_err("refused").to_string();
+    let e = crate::configuration::Settings::from_yaml(yaml)
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("telegram.bot_token") && !e.contains("AAHsecret"), "{e}");
 }
