@@ -10,8 +10,9 @@ use super::{ConfigError, invalid};
 
 /// The keys whose value may instead be read from a file named by `<key>_file`. They are the secrets (and `url`,
 /// which carries a key for webhook receivers and a password for PostgreSQL).
-const FILE_KEYS: [&str; 13] = [
+const FILE_KEYS: [&str; 14] = [
     "token",
+    "bot_token",
     "access_token",
     "password",
     "webhook_url",

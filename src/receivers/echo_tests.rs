@@ -91,6 +91,10 @@ async fn the_chat_webhooks_keep_their_urls_out_of_failures() {
             r#"receivers: [{name: m, mattermost: {webhook_url: "{base}/hooks/mmhooksecret0123456"}}]"#,
             vec!["mmhooksecret0123456"],
         ),
+        (
+            r#"receivers: [{name: d, discord: {webhook_url: "{base}/api/webhooks/1234/dcWebhookT0ken0123456789"}}]"#,
+            vec!["dcWebhookT0ken0123456789", "/api/webhooks/1234"],
+        ),
     ];
     for (yaml, secrets) in cases {
         echoed_failure(yaml, 400, &secrets).await;
@@ -123,4 +127,11 @@ async fn alertmanager_keeps_the_credentials_of_its_url_out_of_failures() {
     let yaml = r#"receivers: [{name: a, alertmanager: {url: "http://am:hunter2@{authority}"}}]"#;
     let basic = STANDARD.encode("am:hunter2");
     echoed_failure(yaml, 400, &["hunter2", &basic]).await;
+}
+
+#[tokio::test]
+async fn telegram_keeps_the_bot_token_in_its_urls_path_out_of_failures() {
+    let yaml = r#"receivers: [{name: t, telegram: {api_url: "{base}", bot_token: "4242:tgT0kenSecretPart_x", chat_id: -100}}]"#;
+    let e = echoed_failure(yaml, 400, &["4242:tgT0kenSecretPart_x", "tgT0kenSecretPart_x"]).await;
+    assert!(error_text(&e).contains("[redacted]"), "{e}");
 }

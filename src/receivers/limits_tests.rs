@@ -6,7 +6,7 @@ use chrono::Duration;
 use serde_json::Value;
 
 use super::testing;
-use super::{googlechat, matrix, mattermost, msteams, slack};
+use super::{discord, googlechat, matrix, mattermost, msteams, slack, telegram};
 use crate::domain::digest::{Digest, FiringIncident, OutOfSyncApp};
 use crate::domain::{Action, Kind, Notification};
 
@@ -128,6 +128,8 @@ fn every_receiver_that_cuts_the_group_links_the_cut_to_the_teams_status_page() {
     cut("teams", &msteams::teams_message(&n).to_string());
     cut("google chat", &googlechat::google_chat_text(&n));
     cut("mattermost", &mattermost::text(&n));
+    cut("discord", &discord::message(&n, None).to_string());
+    cut("telegram", &telegram::text(&n));
     let event = matrix::message(&n, None);
     cut("matrix body", event["body"].as_str().expect("body"));
     let html = event["formatted_body"].as_str().expect("html");
@@ -239,4 +241,61 @@ fn a_matrix_event_stays_under_65536_bytes_keeps_its_html_and_counts_what_it_leav
             }
         }
     }
+}
+
+/// Discord: at most 10 embeds, 6,000 characters in all (titles, descriptions, field names and values, footers,
+/// authors), 25 fields an embed, and each text within its own limit. Returns the message's texts.
+fn assert_discord_limits(what: &str, message: &Value) -> String {
+    let embeds = message["embeds"].as_array().expect("embeds");
+    assert!(embeds.len() <= discord::MAX_EMBEDS, "{what}: {} embeds", embeds.len());
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let mut all = String::new();
+    let mut total = 0;
+    for e in embeds {
+        let fields = e["fields"].as_array().cloned().unwrap_or_default();
+        assert!(fields.len() <= discord::MAX_FIELDS, "{what}: {} fields", fields.len());
+        let limited = [
+            (text(&e["title"]), discord::MAX_TITLE),
+            (text(&e["description"]), discord::MAX_DESCRIPTION),
+            (text(&e["footer"]["text"]), 2048),
+            (text(&e["author"]["name"]), 256),
+        ];
+        let fields = fields.iter().flat_map(|f| {
+            [
+                (text(&f["name"]), discord::MAX_FIELD_NAME),
+                (text(&f["value"]), discord::MAX_FIELD_VALUE),
+            ]
+        });
+        for (s, limit) in limited.into_iter().chain(fields) {
+            assert!(
+                discord::len(&s) <= limit,
+                "{what}: {} characters over {limit}",
+                discord::len(&s)
+            );
+            total += discord::len(&s);
+            all.push_str(&s);
+            all.push('\n');
+        }
+    }
+    assert!(total <= discord::MAX_TOTAL, "{what}: {total} characters in all");
+    all
+}
+
+#[test]
+fn discord_stays_within_its_embed_limits_and_counts_what_it_leaves_out() {
+    let text = assert_discord_limits("digest", &discord::message(&big_digest(), None));
+    assert_digest_accounted("discord digest", &text, 15);
+    let text = assert_discord_limits("group", &discord::message(&big_group(), None));
+    assert_group_accounted("discord group", &text, 15);
+}
+
+#[test]
+fn telegram_stays_within_4096_characters_after_its_tags_are_read_and_counts_what_it_leaves_out() {
+    let len = crate::receivers::render::telegram_len;
+    let text = telegram::text(&big_digest());
+    assert!(len(&text) <= telegram::MAX_TEXT, "{}", len(&text));
+    assert_digest_accounted("telegram digest", &text, 15);
+    let text = telegram::text(&big_group());
+    assert!(len(&text) <= telegram::MAX_TEXT, "{}", len(&text));
+    assert_group_accounted("telegram group", &text, 15);
 }

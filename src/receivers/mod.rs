@@ -8,6 +8,7 @@
 
 pub mod alertmanager;
 pub mod console;
+pub mod discord;
 #[cfg(test)]
 mod echo_tests;
 pub mod email;
@@ -32,6 +33,7 @@ pub mod redmine;
 pub mod render;
 pub mod servicenow;
 pub mod slack;
+pub mod telegram;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
@@ -247,6 +249,8 @@ pub enum ReceiverType {
     Googlechat,
     Mattermost,
     Matrix,
+    Discord,
+    Telegram,
     Webhook,
     Jira,
     Github,
@@ -258,7 +262,7 @@ pub enum ReceiverType {
 
 impl ReceiverType {
     /// Every integration, in the order of [`ReceiverKind`].
-    pub const ALL: [ReceiverType; 14] = [
+    pub const ALL: [ReceiverType; 16] = [
         ReceiverType::Console,
         ReceiverType::Email,
         ReceiverType::Slack,
@@ -266,6 +270,8 @@ impl ReceiverType {
         ReceiverType::Googlechat,
         ReceiverType::Mattermost,
         ReceiverType::Matrix,
+        ReceiverType::Discord,
+        ReceiverType::Telegram,
         ReceiverType::Webhook,
         ReceiverType::Jira,
         ReceiverType::Github,
@@ -285,6 +291,8 @@ impl ReceiverType {
             ReceiverType::Googlechat => "googlechat",
             ReceiverType::Mattermost => "mattermost",
             ReceiverType::Matrix => "matrix",
+            ReceiverType::Discord => "discord",
+            ReceiverType::Telegram => "telegram",
             ReceiverType::Webhook => "webhook",
             ReceiverType::Jira => "jira",
             ReceiverType::Github => "github",
@@ -317,6 +325,8 @@ pub enum ReceiverKind {
     Googlechat(googlechat::Config),
     Mattermost(mattermost::Config),
     Matrix(matrix::Config),
+    Discord(discord::Config),
+    Telegram(telegram::Config),
     Webhook(webhook::Config),
     Jira(jira::Config),
     Github(github::Config),
@@ -338,6 +348,8 @@ impl ReceiverKind {
             ReceiverKind::Googlechat(c) => (ReceiverType::Googlechat, c),
             ReceiverKind::Mattermost(c) => (ReceiverType::Mattermost, c),
             ReceiverKind::Matrix(c) => (ReceiverType::Matrix, c),
+            ReceiverKind::Discord(c) => (ReceiverType::Discord, c),
+            ReceiverKind::Telegram(c) => (ReceiverType::Telegram, c),
             ReceiverKind::Webhook(c) => (ReceiverType::Webhook, c),
             ReceiverKind::Jira(c) => (ReceiverType::Jira, c),
             ReceiverKind::Github(c) => (ReceiverType::Github, c),

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    ReceiverType, alertmanager, console, github, googlechat, jira, matrix, mattermost, msteams, pagerduty, redmine,
-    render, servicenow, slack, webhook,
+    ReceiverType, alertmanager, console, discord, github, googlechat, jira, matrix, mattermost, msteams, pagerduty,
+    redmine, render, servicenow, slack, telegram, webhook,
 };
 use crate::domain::Notification;
 
@@ -32,6 +32,10 @@ pub enum Markup {
     Adf,
     /// Jira wiki markup (Jira Data Center).
     JiraWiki,
+    /// Discord's Execute Webhook JSON (Discord's Markdown inside the embeds).
+    DiscordEmbeds,
+    /// Telegram's HTML (`parse_mode: HTML`: `b`, `i`, `a`, `code`, `pre`).
+    TelegramHtml,
     /// JSON read by programs (webhook, PagerDuty, Alertmanager).
     Json,
 }
@@ -80,6 +84,8 @@ pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<
                 part("html", Markup::Html, text("formatted_body")),
             ]
         }
+        ReceiverType::Discord => vec![json("json", Markup::DiscordEmbeds, &discord::message(n, None))],
+        ReceiverType::Telegram => vec![part("html", Markup::TelegramHtml, telegram::text(n))],
         ReceiverType::Webhook => vec![json("json", Markup::Json, &webhook::body(n))],
         ReceiverType::Jira => {
             let (summary, adf, wiki) = jira::preview(n);

@@ -7,7 +7,9 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::testing::{self, assert_no_secret, requests};
-use super::{DeliveryError, Receiver, ReceiverKind, ReceiverType, Shared, build_all, googlechat, mattermost, msteams};
+use super::{
+    DeliveryError, Receiver, ReceiverKind, ReceiverType, Shared, build_all, discord, googlechat, mattermost, msteams,
+};
 use crate::configuration::Settings;
 use crate::domain::{Action, Contact};
 
@@ -22,6 +24,8 @@ receivers:
   - {name: googlechat, googlechat: {webhook_url: "https://chat.googleapis.com/v1/spaces/x/messages"}}
   - {name: mattermost, mattermost: {webhook_url: "https://mattermost.example.com/hooks/x"}}
   - {name: matrix, matrix: {homeserver: "https://matrix.example.org", room_id: "!abc:example.org", access_token: t}}
+  - {name: discord, discord: {webhook_url: "https://discord.com/api/webhooks/1/x"}}
+  - {name: telegram, telegram: {bot_token: "123:abc", chat_id: -1001}}
   - {name: webhook, webhook: {url: "https://example.com/hook"}}
   - {name: jira, jira: {url: "https://jira.example.com", user: bot@example.com, token: t, project: PAY}}
   - {name: github, github: {repo: acme/payments, token: t}}
@@ -43,6 +47,8 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("googlechat", false, false, None, false),
         ("mattermost", false, false, None, false),
         ("matrix", true, false, Some(1.0), false),
+        ("discord", false, false, None, false),
+        ("telegram", true, false, Some(1.0), false),
         ("webhook", false, false, None, false),
         ("jira", true, true, None, false),
         ("github", true, true, None, false),
@@ -159,7 +165,7 @@ fn every_kind_builds_into_a_receiver() {
 
     let built = build_all(&shared).expect("every kind builds");
 
-    assert_eq!(built.len(), 14);
+    assert_eq!(built.len(), 16);
 }
 
 #[test]
@@ -213,6 +219,35 @@ fn each_kind_checks_its_own_block_under_its_key_path() {
             "receivers: [{name: x, servicenow: {instance_url: 'https://x.service-now.com'}}]",
             "receivers[\"x\"].servicenow.user",
         ),
+        (
+            "receivers: [{name: x, discord: {webhook_url: 'discord.com/api/webhooks/1/x'}}]",
+            "receivers[\"x\"].discord.webhook_url",
+        ),
+        (
+            "receivers: [{name: x, telegram: {bot_token: 'not a token', chat_id: 1}}]",
+            "receivers[\"x\"].telegram.bot_token",
+        ),
+        (
+            "receivers: [{name: x, telegram: {bot_token: '1:a', chat_id: 'ops'}}]",
+            "receivers[\"x\"].telegram.chat_id",
+        ),
+        (
+            "receivers: [{name: x, telegram: {bot_token: '1:a', chat_id: 1, api_url: nope}}]",
+            "receivers[\"x\"].telegram.api_url",
+        ),
+        (
+            "receivers: [{name: x, telegram: {bot_token: '1:a', chat_id: 1, message_thread_id: 0}}]",
+            "receivers[\"x\"].telegram.message_thread_id",
+        ),
+        (
+            "receivers: [{name: x, telegram: {bot_token: '1:a', chat_id: 1, chat: 2}}]",
+            "chat",
+        ),
+        ("receivers: [{name: x, telegram: {chat_id: 1}}]", "bot_token"),
+        (
+            "receivers: [{name: x, discord: {url: 'https://discord.com/api/webhooks/1/x'}}]",
+            "url",
+        ),
     ];
     for (yaml, path) in cases {
         testing::assert_settings_refused(yaml, path);
@@ -225,16 +260,31 @@ const GCHAT_PATH: &str = "/v1/spaces/AAAAspace/messages";
 const GCHAT_KEY: &str = "AIzaSyGoogleChatKeySecret0123";
 const GCHAT_TOKEN: &str = "googleChatTokenSecret0123456789";
 const MM_PATH: &str = "/hooks/mattermosthooksecret0123456";
-const SECRETS: [&str; 6] = [TEAMS_PATH, TEAMS_SIG, GCHAT_PATH, GCHAT_KEY, GCHAT_TOKEN, MM_PATH];
+const DISCORD_PATH: &str = "/api/webhooks/1234567890/discordWebhookTokenSecret0123456789";
+const SECRETS: [&str; 7] = [
+    TEAMS_PATH,
+    TEAMS_SIG,
+    GCHAT_PATH,
+    GCHAT_KEY,
+    GCHAT_TOKEN,
+    MM_PATH,
+    DISCORD_PATH,
+];
 
 #[derive(Clone, Copy, Debug)]
 enum ChatReceiver {
     Teams,
     GoogleChat,
     Mattermost,
+    Discord,
 }
 
-const ALL: [ChatReceiver; 3] = [ChatReceiver::Teams, ChatReceiver::GoogleChat, ChatReceiver::Mattermost];
+const ALL: [ChatReceiver; 4] = [
+    ChatReceiver::Teams,
+    ChatReceiver::GoogleChat,
+    ChatReceiver::Mattermost,
+    ChatReceiver::Discord,
+];
 
 impl ChatReceiver {
     /// The receiver's webhook URL on `base`, secrets included.
@@ -243,6 +293,7 @@ impl ChatReceiver {
             ChatReceiver::Teams => format!("{base}{TEAMS_PATH}?api-version=1&sig={TEAMS_SIG}"),
             ChatReceiver::GoogleChat => format!("{base}{GCHAT_PATH}?key={GCHAT_KEY}&token={GCHAT_TOKEN}"),
             ChatReceiver::Mattermost => format!("{base}{MM_PATH}"),
+            ChatReceiver::Discord => format!("{base}{DISCORD_PATH}"),
         }
     }
 
@@ -252,6 +303,7 @@ impl ChatReceiver {
             ChatReceiver::Teams => Box::new(msteams::Teams::new(msteams::Config::new(url), http)),
             ChatReceiver::GoogleChat => Box::new(googlechat::GoogleChat::new(googlechat::Config::new(url), http, None)),
             ChatReceiver::Mattermost => Box::new(mattermost::Mattermost::new(mattermost::Config::new(url), http, None)),
+            ChatReceiver::Discord => Box::new(discord::Discord::new(discord::Config::new(url), http, None)),
         }
     }
 }
@@ -352,6 +404,7 @@ receivers:
   - {{name: msteams, msteams: {{webhook_url: "{base}/teams"}}}}
   - {{name: googlechat, googlechat: {{webhook_url: "{base}/gchat"}}}}
   - {{name: mattermost, mattermost: {{webhook_url: "{base}/mm"}}}}
+  - {{name: discord, discord: {{webhook_url: "{base}/discord"}}}}
   - {{name: webhook, webhook: {{url: "{base}/hook"}}}}
 "#
     );

@@ -154,6 +154,20 @@ fn lines(
     budget: usize,
     link: Option<fn(&str, &str) -> String>,
 ) -> String {
+    lines_sized(d, esc, heading, bullet, budget, link, |l| l.chars().count())
+}
+
+/// [`lines`] with each line's size counted by `size` (what the target's limit counts: Telegram's, the text once
+/// its tags are read).
+fn lines_sized(
+    d: &Digest,
+    esc: fn(&str) -> String,
+    heading: fn(&str) -> String,
+    bullet: &str,
+    budget: usize,
+    link: Option<fn(&str, &str) -> String>,
+    size: fn(&str) -> usize,
+) -> String {
     let mut s = String::new();
     if d.is_empty() {
         s.push_str(&esc(&all_green_line(d)));
@@ -171,7 +185,7 @@ fn lines(
         };
         let rows = table_rows(&t, &cell, bullet);
         let more = |n| format!("{bullet}{}", render::more_words(n, status.as_deref()));
-        for line in render::fit_rows(&rows, room, |l| l.chars().count(), more) {
+        for line in render::fit_rows(&rows, room, size, more) {
             s.push_str(&line);
             s.push('\n');
         }
@@ -250,6 +264,49 @@ pub fn google_chat(d: &Digest) -> String {
             "• ",
             GOOGLE_CHAT_TEXT,
             Some(google_chat_link)
+        )
+    )
+}
+
+/// A masked link in Discord's Markdown: escaped text, a URL that cannot end the link.
+fn discord_link(text: &str, url: &str) -> String {
+    format!(
+        "[{}]({})",
+        escape::discord(text),
+        url.replace(' ', "%20").replace(')', "%29")
+    )
+}
+
+/// Discord's Markdown (an embed's description), within `budget` characters: the title is the embed's own.
+pub fn discord(d: &Digest, budget: usize) -> String {
+    lines(
+        d,
+        escape::discord,
+        |h| format!("**{h}**"),
+        "• ",
+        budget,
+        Some(discord_link),
+    )
+}
+
+/// A link in Telegram's HTML.
+fn telegram_link(text: &str, url: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", escape::html(url), escape::telegram(text))
+}
+
+/// Telegram's HTML, within `budget` characters as Telegram counts them (the text once its tags are read).
+pub fn telegram(d: &Digest, budget: usize) -> String {
+    format!(
+        "<b>{}</b>\n\n{}",
+        escape::telegram(&d.title()),
+        lines_sized(
+            d,
+            escape::telegram,
+            |h| format!("<b>{h}</b>"),
+            "• ",
+            budget,
+            Some(telegram_link),
+            render::telegram_len,
         )
     )
 }

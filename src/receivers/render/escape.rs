@@ -135,6 +135,57 @@ pub fn mrkdwn_keep_lines(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Discord's Markdown (embed titles, descriptions and field values): one line, mentions broken, a word joiner
+/// after `<` (user, role and channel mentions `<@123>`, `<#123>`, custom emoji, timestamps and `<url>` all start
+/// with it), and a backslash before every character that starts emphasis, underline, strike-through, spoilers
+/// (`||`), code or masked links (`[text](url)`), and before a first `#`, `-`, `+` or `>` (a heading, a list, a
+/// quote where the text starts a line). Discord's escape takes any punctuation. A bare URL stays as it is (shown
+/// whole, so it hides nothing), as in the other chats.
+pub fn discord(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut leading = true;
+    for c in break_mentions(&one_line(s)).chars() {
+        let starts_block = leading && matches!(c, '#' | '-' | '+' | '>');
+        leading = leading && c.is_whitespace();
+        match c {
+            '\\' | '*' | '_' | '~' | '|' | '`' | '[' | ']' | '(' | ')' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if starts_block => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => {
+                out.push(c);
+                out.push(WORD_JOINER);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A Discord code span: literal inside (no escape works there), so only what a code span cannot stop is broken:
+/// a mention and `<`; a backtick would end it and becomes `'`.
+pub fn discord_code(s: &str) -> String {
+    format!("`{}`", break_angles(&break_mentions(&one_line(s))).replace('`', "'"))
+}
+
+/// Telegram's HTML (`parse_mode: HTML`): one line, mentions broken (Telegram links `@username` by itself), and
+/// `&`, `<`, `>` as the entities Telegram documents, so no text can open one of its tags.
+pub fn telegram(s: &str) -> String {
+    telegram_keep_lines(&one_line(s))
+}
+
+/// [`telegram`] that keeps line breaks, for text already laid out in lines (inside `<pre>`).
+pub fn telegram_keep_lines(s: &str) -> String {
+    break_mentions(s)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// Google Chat's own markup (`MARKUP_SYNTAX_CHAT`) has no escape: a word joiner after `<` breaks links
 /// (`<url|text>`) and mentions (`<users/all>`), one inside every run of three backticks keeps a code block
 /// closed, and mentions written with `@` are broken too.

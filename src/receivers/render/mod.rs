@@ -546,6 +546,32 @@ pub fn json_len(s: &str) -> usize {
     serde_json::to_string(s).map_or(s.len(), |j| j.len().saturating_sub(2))
 }
 
+/// The length of Telegram HTML as Telegram counts its 4,096-character limit: the text once its tags are read and
+/// its entities decoded, in UTF-16 code units (an emoji is two). Herald writes every `<` of text as `&lt;`, so
+/// `<` only opens a tag here.
+pub fn telegram_len(html: &str) -> usize {
+    let mut n = 0;
+    let mut rest = html;
+    while let Some(c) = rest.chars().next() {
+        if c == '<'
+            && let Some(end) = rest.find('>')
+        {
+            rest = &rest[end + 1..];
+            continue;
+        }
+        if c == '&'
+            && let Some(end) = rest.find(';').filter(|&e| e <= 10)
+        {
+            n += 1;
+            rest = &rest[end + 1..];
+            continue;
+        }
+        n += c.len_utf16();
+        rest = &rest[c.len_utf8()..];
+    }
+    n
+}
+
 /// The words of a cut: `… and 254 more`, with where to see them all when Herald knows its status page (`status`,
 /// already written as a link in the target's markup).
 pub fn more_words(hidden: usize, status: Option<&str>) -> String {
