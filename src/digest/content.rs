@@ -37,6 +37,17 @@ pub struct Frame<'a> {
     pub now: DateTime<Utc>,
     /// When the next one is due: silences ending before it are marked.
     pub next: Option<DateTime<Utc>>,
+    /// For the default team (`ownership.default_team`): the configured teams. An Application owned by a team not
+    /// among them (`team: search`, no `teams.search`) is routed to the default team, so its digest lists it too.
+    pub adopts_unknown_teams: Option<&'a std::collections::BTreeMap<String, crate::configuration::TeamSettings>>,
+}
+
+impl Frame<'_> {
+    /// Whether what belongs to `team` belongs in this digest: the frame's own team's, and for the default team,
+    /// that of every team Herald has no settings for.
+    pub fn covers(&self, team: &str) -> bool {
+        team == self.team || self.adopts_unknown_teams.is_some_and(|known| !known.contains_key(team))
+    }
 }
 
 /// The digest of `frame.team`: its Applications OutOfSync (longest first), its resources waiting to be pruned, its
@@ -47,7 +58,7 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
     let firing_views: Vec<&Incident> = inputs
         .incidents
         .iter()
-        .filter(|i| i.team == team && i.state == IncidentState::Firing)
+        .filter(|i| frame.covers(&i.team) && i.state == IncidentState::Firing)
         .collect();
     let mut firing: Vec<FiringIncident> = firing_views
         .iter()
@@ -94,7 +105,7 @@ fn applications(frame: &Frame<'_>, apps: &[AppRecord]) -> (Vec<OutOfSyncApp>, Ve
     let mut pending_prunes = Vec::new();
     let mine = apps
         .iter()
-        .filter(|a| a.team == frame.team && a.state.deleted_at.is_none());
+        .filter(|a| frame.covers(&a.team) && a.state.deleted_at.is_none());
     for a in mine {
         let s = &a.state;
         let snap = &s.snapshot;

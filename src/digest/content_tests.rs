@@ -85,6 +85,7 @@ fn frame<'a>(team: &'a str, receivers: &'a [String], now: DateTime<Utc>) -> Fram
         public_url: None,
         now,
         next: Some(now + Duration::days(1)),
+        adopts_unknown_teams: None,
     }
 }
 
@@ -136,6 +137,40 @@ fn the_digest_lists_only_the_teams_own_problems_the_longest_first() {
         d.title(),
         "Digest for payments: 2 OutOfSync, 2 prunes pending, 1 incident firing, 2 silences, 1 dead delivery"
     );
+}
+
+#[test]
+fn the_default_teams_digest_lists_the_applications_of_teams_herald_has_no_settings_for() {
+    // `search` is not under `teams:`: its incidents are routed to the default team, so its digest lists them too
+    // (it said "All green" while search-indexer was Degraded); `payments` has its own digest.
+    let now = t("2026-10-23T07:00:00Z");
+    let inputs = Inputs {
+        apps: vec![
+            app("search", "search-indexer", "OutOfSync", t("2026-10-22T00:00:00Z"), 0),
+            app("payments", "pay-api", "OutOfSync", t("2026-10-22T00:00:00Z"), 0),
+        ],
+        incidents: vec![
+            incident("search", "search-indexer", Kind::Degraded, t("2026-10-23T05:00:00Z")),
+            incident("payments", "pay-api", Kind::Degraded, t("2026-10-23T05:00:00Z")),
+        ],
+        silences: vec![],
+        dead: vec![],
+    };
+    let teams = crate::configuration::Settings::from_yaml("teams: {platform: {}, payments: {}}")
+        .expect("valid")
+        .teams;
+    let receivers = vec!["platform-slack".to_string()];
+    let mut platform = frame("platform", &receivers, now);
+    platform.adopts_unknown_teams = Some(&teams);
+    let d = content(&platform, &inputs);
+    let names: Vec<&str> = d.out_of_sync.iter().map(|a| a.app.as_str()).collect();
+    assert_eq!(names, ["argocd/search-indexer"]);
+    assert_eq!(d.firing.len(), 1);
+    assert_eq!(d.firing[0].app, "argocd/search-indexer");
+    // Another team's digest does not adopt anything.
+    let d = content(&frame("payments", &receivers, now), &inputs);
+    let names: Vec<&str> = d.out_of_sync.iter().map(|a| a.app.as_str()).collect();
+    assert_eq!(names, ["argocd/pay-api"]);
 }
 
 #[test]

@@ -14,25 +14,32 @@ use crate::store::{AppFilter, IncidentFilter, SlotState, Store, StoreError};
 
 /// How many rows of each kind a digest reads at most: a team with more has bigger problems than a long digest.
 const READ_LIMIT: i64 = 2000;
+/// The same for the default team's digest, which reads every team's rows to find those of unconfigured teams.
+const ADOPTING_READ_LIMIT: i64 = 20_000;
 
 /// How long a claim holds a slot: the claim and its deliveries commit together, so only a replica that died
 /// inside that transaction leaves a claim behind (on PostgreSQL the transaction is rolled back anyway).
 const LEASE: chrono::Duration = chrono::Duration::minutes(5);
 
-/// Reads what a digest of `team` is made of, through the store's API.
-pub async fn inputs(store: &Store, team: &str, now: DateTime<Utc>) -> Result<Inputs, StoreError> {
+/// Reads what a digest of `team` is made of, through the store's API. The default team's digest also covers the
+/// teams Herald has no settings for ([`Frame::covers`]): it reads every team's rows, and the content keeps those.
+pub async fn inputs(store: &Store, settings: &Settings, team: &str, now: DateTime<Utc>) -> Result<Inputs, StoreError> {
+    let (only, limit) = match team == settings.ownership.default_team {
+        true => (None, ADOPTING_READ_LIMIT),
+        false => (Some(team.to_string()), READ_LIMIT),
+    };
     let apps = store
         .apps(&AppFilter {
-            team: Some(team.into()),
-            limit: READ_LIMIT,
+            team: only.clone(),
+            limit,
             ..Default::default()
         })
         .await?;
     let incidents = store
         .incidents(&IncidentFilter {
             state: Some(IncidentState::Firing),
-            team: Some(team.into()),
-            limit: READ_LIMIT,
+            team: only,
+            limit,
             ..Default::default()
         })
         .await?;
@@ -57,7 +64,7 @@ pub async fn preview(
     let plan = t.digest.as_ref().and_then(|d| d.plan().ok());
     let receivers = team_receivers(t);
     let frame = frame(settings, (team, t, &receivers), now, plan.as_ref());
-    Ok(Some(content(&frame, &inputs(store, team, now).await?)))
+    Ok(Some(content(&frame, &inputs(store, settings, team, now).await?)))
 }
 
 /// Every receiver of the team: its own, its escalation steps' and its digest's (their dead deliveries are listed).
@@ -84,6 +91,7 @@ fn frame<'a>(
         public_url: settings.server.public_url.as_deref(),
         now,
         next: plan.and_then(|(s, tz)| s.next_after(*tz, now)),
+        adopts_unknown_teams: (team == settings.ownership.default_team).then_some(&settings.teams),
     }
 }
 
@@ -145,7 +153,7 @@ async fn send_slot(
     let receivers = team_receivers(t);
     let digest = content(
         &frame(settings, (team, t, &receivers), now, Some(plan)),
-        &inputs(store, team, now).await?,
+        &inputs(store, settings, team, now).await?,
     );
     let mut tx = store.begin().await?;
     if !Store::claim_digest_slot(&mut tx, team, slot, &owner, now, now + LEASE).await? {
