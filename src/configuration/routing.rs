@@ -303,6 +303,48 @@ pub(super) fn validate_digests(
     }
 }
 
+/// A receiver told of syncs only (GitHub commit statuses, Grafana annotations) takes no incidents: a route, an
+/// escalation step or `allowed_receivers` (which an Application's annotation asks for incidents) naming one could
+/// never do anything. `teams.<t>.receivers` may name one: that scopes it to the team's Applications.
+pub(super) fn validate_incident_receivers(
+    teams: &BTreeMap<String, TeamSettings>,
+    routes: &[RouteSettings],
+    takes_no_incidents: &dyn Fn(&str) -> bool,
+    errors: &mut Vec<ConfigError>,
+) {
+    let refuse = |path: String, r: &str, errors: &mut Vec<ConfigError>| {
+        errors.push(invalid(
+            path,
+            format!(
+                "receiver {r:?} is told of syncs only (commit statuses, annotations) and takes no incidents: name \
+                 it under no team (it then hears of every Application) or in `teams.<team>.receivers` (only that \
+                 team's Applications)"
+            ),
+        ));
+    };
+    for (i, route) in routes.iter().enumerate() {
+        for (j, r) in route.receivers.iter().enumerate() {
+            if takes_no_incidents(r) {
+                refuse(format!("routes[{i}].receivers[{j}]"), r, errors);
+            }
+        }
+    }
+    for (team, t) in teams {
+        for (j, r) in t.allowed_receivers.iter().enumerate() {
+            if takes_no_incidents(r) {
+                refuse(format!("teams.{team}.allowed_receivers[{j}]"), r, errors);
+            }
+        }
+        for (s, step) in t.escalation.iter().enumerate() {
+            for (j, r) in step.receivers.iter().enumerate() {
+                if takes_no_incidents(r) {
+                    refuse(format!("teams.{team}.escalation[{s}].receivers[{j}]"), r, errors);
+                }
+            }
+        }
+    }
+}
+
 pub(super) fn validate_routes(routes: &[RouteSettings], known: &dyn Fn(&str) -> bool, errors: &mut Vec<ConfigError>) {
     for (i, route) in routes.iter().enumerate() {
         if route.receivers.is_empty() {

@@ -94,6 +94,7 @@ pub fn notification(action: Action) -> Notification {
         digest: None,
         recipient: None,
         change: None,
+        commit_status: None,
         status_url: None,
     }
 }
