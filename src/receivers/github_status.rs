@@ -101,20 +101,35 @@ impl GithubStatus {
     fn url(&self, segments: &[&str]) -> Result<reqwest::Url, DeliveryError> {
         let invalid = || DeliveryError::permanent("github status: api_url is not a base URL");
         let mut url = reqwest::Url::parse(&self.settings.api_url).map_err(|_| invalid())?;
-        url.path_segments_mut().map_err(|_| invalid())?.pop_if_empty().extend(segments);
+        url.path_segments_mut()
+            .map_err(|_| invalid())?
+            .pop_if_empty()
+            .extend(segments);
         Ok(url)
     }
 
-    async fn call(&self, what: &str, method: Method, url: reqwest::Url, body: Option<&Value>) -> Result<String, DeliveryError> {
+    async fn call(
+        &self,
+        what: &str,
+        method: Method,
+        url: reqwest::Url,
+        body: Option<&Value>,
+    ) -> Result<String, DeliveryError> {
         let token = self.settings.token.expose_secret();
         rest_call(&self.http, token, &self.redactor, method, url, body)
             .await
-            .map_err(|e| self.redactor.apply(DeliveryError::prefixed(&format!("github status: {what}"), explained(e))))
+            .map_err(|e| {
+                self.redactor
+                    .apply(DeliveryError::prefixed(&format!("github status: {what}"), explained(e)))
+            })
     }
 
     async fn post(&self, s: &CommitStatus) -> Result<Delivered, DeliveryError> {
         let Some((owner, name)) = s.repo.split_once('/') else {
-            return Err(DeliveryError::permanent(format!("github status: {:?} is not owner/name", s.repo)));
+            return Err(DeliveryError::permanent(format!(
+                "github status: {:?} is not owner/name",
+                s.repo
+            )));
         };
         let url = self.url(&["repos", owner, name, "statuses", &s.sha])?;
         let what = format!("{} on {}@{}", s.state.as_str(), s.repo, short(&s.sha));
@@ -131,11 +146,15 @@ impl GithubStatus {
         let text = self
             .call("check token", Method::GET, self.url(&["rate_limit"])?, None)
             .await?;
-        let left = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["rate"]["remaining"].as_u64());
+        let left = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["rate"]["remaining"].as_u64());
         Ok(Delivered {
             memo: None,
             detail: match left {
-                Some(n) => format!("the token works (GET /rate_limit: {n} requests left this hour); statuses are posted at the next sync"),
+                Some(n) => format!(
+                    "the token works (GET /rate_limit: {n} requests left this hour); statuses are posted at the next sync"
+                ),
                 None => "the token works (GET /rate_limit); statuses are posted at the next sync".into(),
             },
         })

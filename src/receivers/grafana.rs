@@ -149,7 +149,9 @@ fn classify(status: u16, headers: &HeaderMap, body: &str, now: std::time::System
     let e = classify_status(status, retry_after, body);
     let hint = match status {
         401 => "the token is not valid (a service account token, `glsa_…`, expired or deleted?)",
-        403 => "the token lacks the annotations:create permission (give its service account the Editor role, or a role with annotations:create on the dashboard)",
+        403 => {
+            "the token lacks the annotations:create permission (give its service account the Editor role, or a role with annotations:create on the dashboard)"
+        }
         400 => "Grafana refused the annotation (is dashboard_uid a dashboard of this organization?)",
         _ => return e,
     };
@@ -185,8 +187,10 @@ impl Grafana {
             .header(reqwest::header::ACCEPT, "application/json")
             .json(annotation);
         let classify = |status: u16, headers: &HeaderMap, body: &str| classify(status, headers, body, self.http.now());
-        let text = (self.http.call(rb, &self.redactor, classify).await)
-            .map_err(|e: CallError| self.redactor.apply(DeliveryError::prefixed("grafana annotation", e.error)))?;
+        let text = (self.http.call(rb, &self.redactor, classify).await).map_err(|e: CallError| {
+            self.redactor
+                .apply(DeliveryError::prefixed("grafana annotation", e.error))
+        })?;
         let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["id"].as_i64());
         Ok(Delivered {
             memo: None,

@@ -179,7 +179,14 @@ pub fn notifications(
                 state,
             };
             let title = format!("{}: {} on {}", status.context(), state.as_str(), repo.repo);
-            let mut n = Notification::about(&thread, Action::Open, title, format!("sync {}", state.as_str()), Vec::new(), now);
+            let mut n = Notification::about(
+                &thread,
+                Action::Open,
+                title,
+                format!("sync {}", state.as_str()),
+                Vec::new(),
+                now,
+            );
             n.commit_status = Some(status);
             out.push((thread, n));
         }
@@ -227,7 +234,10 @@ mod tests {
     fn told(settings: &Settings, prev: &AppState, next: &AppState) -> Vec<(String, CommitState, String, String)> {
         (notifications(settings, prev, next, Utc::now()).into_iter())
             .map(|(thread, n)| {
-                assert_eq!((thread.receiver(), thread.key()), (n.receiver.as_str(), n.thread_key.clone()));
+                assert_eq!(
+                    (thread.receiver(), thread.key()),
+                    (n.receiver.as_str(), n.thread_key.clone())
+                );
                 let s = n.commit_status.expect("a commit status");
                 (n.receiver, s.state, s.repo, s.sha)
             })
@@ -252,7 +262,10 @@ mod tests {
             [("gh".into(), CommitState::Success, "acme/apps".into(), SHA.into())]
         );
         assert!(told(&s, &done, &done).is_empty(), "the same state again");
-        assert!(told(&s, &done, &running).is_empty(), "a finished sync does not run again");
+        assert!(
+            told(&s, &done, &running).is_empty(),
+            "a finished sync does not run again"
+        );
         assert!(
             told(&s, &state(REPO, "Running", OLD, 30), &running).is_empty(),
             "an operation older than the stored one is a late body"
@@ -265,7 +278,12 @@ mod tests {
         let running = state(REPO, "Running", SHA, 5);
         let states: Vec<Vec<CommitState>> = ["Failed", "Error", "Terminating"]
             .iter()
-            .map(|phase| told(&s, &running, &state(REPO, phase, SHA, 5)).into_iter().map(|t| t.1).collect())
+            .map(|phase| {
+                told(&s, &running, &state(REPO, phase, SHA, 5))
+                    .into_iter()
+                    .map(|t| t.1)
+                    .collect()
+            })
             .collect();
         assert_eq!(states, [vec![CommitState::Failure], vec![CommitState::Error], vec![]]);
     }
@@ -324,11 +342,26 @@ mod tests {
     #[test]
     fn repository_urls_are_read_in_every_form_argo_cd_takes() {
         let repo = |u: &str| github_repo(u).map(|r| format!("{} {}", r.host, r.repo));
-        assert_eq!(repo("https://github.com/acme/apps").as_deref(), Some("github.com acme/apps"));
-        assert_eq!(repo("https://GitHub.com/acme/apps.git/").as_deref(), Some("github.com acme/apps"));
-        assert_eq!(repo("git@github.com:acme/apps.git").as_deref(), Some("github.com acme/apps"));
-        assert_eq!(repo("ssh://git@github.com:22/acme/apps.git").as_deref(), Some("github.com acme/apps"));
-        assert_eq!(repo("https://ghe.example/platform/deploy").as_deref(), Some("ghe.example platform/deploy"));
+        assert_eq!(
+            repo("https://github.com/acme/apps").as_deref(),
+            Some("github.com acme/apps")
+        );
+        assert_eq!(
+            repo("https://GitHub.com/acme/apps.git/").as_deref(),
+            Some("github.com acme/apps")
+        );
+        assert_eq!(
+            repo("git@github.com:acme/apps.git").as_deref(),
+            Some("github.com acme/apps")
+        );
+        assert_eq!(
+            repo("ssh://git@github.com:22/acme/apps.git").as_deref(),
+            Some("github.com acme/apps")
+        );
+        assert_eq!(
+            repo("https://ghe.example/platform/deploy").as_deref(),
+            Some("ghe.example platform/deploy")
+        );
         assert_eq!(repo("https://github.com/acme"), None);
         assert_eq!(repo("https://github.com/acme/apps/tree/main"), None);
         assert_eq!(repo("https://github.com/acme/../x"), None);
