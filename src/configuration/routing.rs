@@ -296,7 +296,7 @@ pub(super) fn validate_digests(
             } else if !gets_digest(r) {
                 errors.push(invalid(
                     key,
-                    format!("receiver {r:?} is a ticket or paging receiver: it gets no digest (name chat, e-mail, webhook or console receivers in `{path}.receivers`)"),
+                    format!("receiver {r:?} gets no digest (a ticket, paging, commit-status or annotation receiver: name chat, e-mail, webhook or console receivers in `{path}.receivers`)"),
                 ));
             }
         }

@@ -161,6 +161,14 @@ fn a_receiver_told_of_syncs_only_is_named_by_teams_never_by_routes_or_escalation
             "{config}: {err}"
         );
     }
+    let digest = "teams: {pay: {receivers: [chat], digest: {schedule: daily 09:00, receivers: [annotations]}}}";
+    let err = Settings::from_yaml(&format!("{receivers}\n{digest}"))
+        .expect_err(digest)
+        .to_string();
+    assert!(
+        err.contains("teams.pay.digest.receivers[0]") && err.contains("gets no digest"),
+        "{err}"
+    );
 
     let settings = Settings::from_yaml(&format!(
         "{receivers}\nownership: {{default_team: ops}}\nteams: {{pay: {{receivers: [chat, gh, annotations]}}, \
