@@ -190,3 +190,30 @@ async fn a_failed_sync_is_a_failure_status_and_no_annotation() {
     assert!(seen(&graf).await.is_empty(), "nothing was deployed");
     app.stop().await;
 }
+
+/// The same sync told again after a restart (Herald remembers through its store, not its memory): no second status.
+#[tokio::test]
+async fn a_restart_posts_no_status_twice() {
+    let (gh, graf) = (github().await, grafana().await);
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let clock: herald::clock::SharedClock = std::sync::Arc::new(herald::clock::SystemClock);
+    let repo = "https://github.com/acme/payments-deploy.git";
+    let first = TestApp::spawn_in(dir.clone(), &config(&gh, &graf), clock.clone()).await;
+    first.post(deployed_before(repo)).await;
+    let succeeded = sync(repo, "Succeeded", NEW, &[OLD, NEW]);
+    first.post(succeeded.clone()).await;
+    first.settle().await;
+    first.stop().await;
+
+    let restarted = TestApp::spawn_in(dir, &config(&gh, &graf), clock).await;
+    restarted
+        .post(succeeded.replace("\"Healthy\"", "\"Progressing\""))
+        .await;
+    restarted.post(succeeded).await;
+    restarted.settle().await;
+
+    let states: Vec<Value> = seen(&gh).await.into_iter().map(|(_, b)| b["state"].clone()).collect();
+    assert_eq!(states, [json!("success")], "no pending: Herald never saw it run");
+    assert_eq!(seen(&graf).await.len(), 1);
+    restarted.stop().await;
+}
