@@ -261,12 +261,13 @@ pub(super) fn validate_teams(
     }
 }
 
-/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket and
-/// paging receivers do not), a positive `catch_up`.
+/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket, paging
+/// and sync-only receivers do not: `digestless` says which one a receiver is), a positive `catch_up`.
 pub(super) fn validate_digests(
     teams: &BTreeMap<String, TeamSettings>,
     known: &dyn Fn(&str) -> bool,
     gets_digest: &dyn Fn(&str) -> bool,
+    digestless: &dyn Fn(&str) -> &'static str,
     errors: &mut Vec<ConfigError>,
 ) {
     for (team, t) in teams {
@@ -296,7 +297,7 @@ pub(super) fn validate_digests(
             } else if !gets_digest(r) {
                 errors.push(invalid(
                     key,
-                    format!("receiver {r:?} gets no digest (a ticket, paging, commit-status or annotation receiver: name chat, e-mail, webhook or console receivers in `{path}.receivers`)"),
+                    format!("receiver {r:?} is {}: it gets no digest (name chat, e-mail, webhook or console receivers in `{path}.receivers`)", digestless(r)),
                 ));
             }
         }

@@ -166,7 +166,8 @@ fn a_receiver_told_of_syncs_only_is_named_by_teams_never_by_routes_or_escalation
         .expect_err(digest)
         .to_string();
     assert!(
-        err.contains("teams.pay.digest.receivers[0]") && err.contains("gets no digest"),
+        err.contains("teams.pay.digest.receivers[0]")
+            && err.contains("told of syncs only (commit statuses, annotations): it gets no digest"),
         "{err}"
     );
 
