@@ -176,8 +176,14 @@ impl Settings {
         let known = |n: &str| names.contains(n);
         routing::validate_teams(&self.teams, &known, &mut errors);
         let gets_digest = |n: &str| self.receiver(n).is_some_and(|r| r.capabilities().digest);
-        routing::validate_digests(&self.teams, &known, &gets_digest, &mut errors);
+        let digestless = |n: &str| match self.receiver(n).is_some_and(|r| r.capabilities().incidents) {
+            true => "a ticket or paging receiver",
+            false => "told of syncs only (commit statuses, annotations)",
+        };
+        routing::validate_digests(&self.teams, &known, &gets_digest, &digestless, &mut errors);
         routing::validate_routes(&self.routes, &known, &mut errors);
+        let takes_no_incidents = |n: &str| self.receiver(n).is_some_and(|r| !r.capabilities().incidents);
+        routing::validate_incident_receivers(&self.teams, &self.routes, &takes_no_incidents, &mut errors);
         routing::validate_inhibit_rules(&self.inhibit_rules, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);

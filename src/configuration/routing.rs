@@ -261,12 +261,13 @@ pub(super) fn validate_teams(
     }
 }
 
-/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket and
-/// paging receivers do not), a positive `catch_up`.
+/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket, paging
+/// and sync-only receivers do not: `digestless` says which one a receiver is), a positive `catch_up`.
 pub(super) fn validate_digests(
     teams: &BTreeMap<String, TeamSettings>,
     known: &dyn Fn(&str) -> bool,
     gets_digest: &dyn Fn(&str) -> bool,
+    digestless: &dyn Fn(&str) -> &'static str,
     errors: &mut Vec<ConfigError>,
 ) {
     for (team, t) in teams {
@@ -296,8 +297,50 @@ pub(super) fn validate_digests(
             } else if !gets_digest(r) {
                 errors.push(invalid(
                     key,
-                    format!("receiver {r:?} is a ticket or paging receiver: it gets no digest (name chat, e-mail, webhook or console receivers in `{path}.receivers`)"),
+                    format!("receiver {r:?} is {}: it gets no digest (name chat, e-mail, webhook or console receivers in `{path}.receivers`)", digestless(r)),
                 ));
+            }
+        }
+    }
+}
+
+/// A receiver told of syncs only (GitHub commit statuses, Grafana annotations) takes no incidents: a route, an
+/// escalation step or `allowed_receivers` (which an Application's annotation asks for incidents) naming one could
+/// never do anything. `teams.<t>.receivers` may name one: that scopes it to the team's Applications.
+pub(super) fn validate_incident_receivers(
+    teams: &BTreeMap<String, TeamSettings>,
+    routes: &[RouteSettings],
+    takes_no_incidents: &dyn Fn(&str) -> bool,
+    errors: &mut Vec<ConfigError>,
+) {
+    let refuse = |path: String, r: &str, errors: &mut Vec<ConfigError>| {
+        errors.push(invalid(
+            path,
+            format!(
+                "receiver {r:?} is told of syncs only (commit statuses, annotations) and takes no incidents: name \
+                 it under no team (it then hears of every Application) or in `teams.<team>.receivers` (only that \
+                 team's Applications)"
+            ),
+        ));
+    };
+    for (i, route) in routes.iter().enumerate() {
+        for (j, r) in route.receivers.iter().enumerate() {
+            if takes_no_incidents(r) {
+                refuse(format!("routes[{i}].receivers[{j}]"), r, errors);
+            }
+        }
+    }
+    for (team, t) in teams {
+        for (j, r) in t.allowed_receivers.iter().enumerate() {
+            if takes_no_incidents(r) {
+                refuse(format!("teams.{team}.allowed_receivers[{j}]"), r, errors);
+            }
+        }
+        for (s, step) in t.escalation.iter().enumerate() {
+            for (j, r) in step.receivers.iter().enumerate() {
+                if takes_no_incidents(r) {
+                    refuse(format!("teams.{team}.escalation[{s}].receivers[{j}]"), r, errors);
+                }
             }
         }
     }

@@ -95,7 +95,7 @@ pub fn herald_app_page(public_url: &str, instance: &str, namespace: &str, name: 
 }
 
 /// Every link a notification carries: each Application's page, its resources' nodes, its sources' commits, a
-/// change's page, a digest's Applications, the status page a cut list links to.
+/// change's page, a commit status's target, a digest's Applications, the status page a cut list links to.
 fn links(n: &Notification) -> impl Iterator<Item = &String> {
     let incidents = n.incidents.iter().flat_map(|i| {
         let resources = i.resources.iter().filter_map(|r| r.url.as_ref());
@@ -104,11 +104,14 @@ fn links(n: &Notification) -> impl Iterator<Item = &String> {
         i.app_url.iter().chain(resources).chain(commits).chain(actions)
     });
     let change = n.change.iter().filter_map(|c| c.app_url.as_ref());
+    let status = n.commit_status.iter().filter_map(|c| c.target_url.as_ref());
     let digest = n.digest.iter().flat_map(|d| {
         let apps = d.out_of_sync.iter().filter_map(|a| a.url.as_ref());
         apps.chain(d.status_url.iter())
     });
-    incidents.chain(change).chain(digest).chain(n.status_url.iter())
+    (incidents.chain(change).chain(status))
+        .chain(digest)
+        .chain(n.status_url.iter())
 }
 
 /// `n` as receivers may render it: any link that is not [`is_safe`] (one stored before links were checked, or
@@ -131,6 +134,9 @@ pub fn checked(n: &Notification) -> Cow<'_, Notification> {
     }
     if let Some(c) = &mut n.change {
         keep(&mut c.app_url);
+    }
+    if let Some(c) = &mut n.commit_status {
+        keep(&mut c.target_url);
     }
     if let Some(d) = &mut n.digest {
         d.out_of_sync.iter_mut().for_each(|a| keep(&mut a.url));

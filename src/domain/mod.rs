@@ -14,7 +14,7 @@ pub mod thread;
 pub use digest::Digest;
 pub use incident::{Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
 pub use labels::Labels;
-pub use notification::{Action, Change, Contact, DeliveryState, Notification, Recipient};
+pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};
 pub use thread::Thread;
 
 /// What a stored incident or change written before instances existed is: the default instance's.

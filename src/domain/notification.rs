@@ -63,9 +63,13 @@ pub struct Notification {
     /// person who started a failed or pruning sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipient: Option<Recipient>,
-    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event.
+    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event,
+    /// Grafana as an annotation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<Change>,
+    /// A sync's state told as a commit status (`github_status` receivers), not a problem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_status: Option<CommitStatus>,
     /// Herald's status page showing the notification's team (`server.public_url`), where a list the message cuts
     /// short is seen whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +148,9 @@ pub struct Change {
     /// The Application in Argo CD, when the URL is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_url: Option<String>,
+    /// The team that owns the Application (`routing::owning_team`); empty in changes queued before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub team: String,
 }
 
 impl Change {
@@ -153,6 +160,71 @@ impl Change {
         match super::is_default_instance(&self.instance) {
             true => self.app_name.clone(),
             false => format!("{}/{}", self.instance, self.app_name),
+        }
+    }
+}
+
+/// What a commit status says of a sync, in GitHub's words (`state` of "Create a commit status").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitState {
+    /// The sync operation runs (Argo CD's phase `Running`).
+    Pending,
+    /// It succeeded (`Succeeded`).
+    Success,
+    /// It failed (`Failed`: a resource did not apply, a hook failed).
+    Failure,
+    /// It could not run (`Error`).
+    Error,
+}
+
+impl CommitState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitState::Pending => "pending",
+            CommitState::Success => "success",
+            CommitState::Failure => "failure",
+            CommitState::Error => "error",
+        }
+    }
+}
+
+/// One sync of one Application, told as the status of the commit it syncs: which repository and commit, how the
+/// sync stands, and where to read more.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitStatus {
+    /// The Argo CD instance of the Application; left out when it is the default instance.
+    #[serde(
+        default = "crate::domain::default_instance",
+        skip_serializing_if = "crate::domain::is_default_instance"
+    )]
+    pub instance: String,
+    pub app_namespace: String,
+    pub app_name: String,
+    /// The repository's host as its `repoURL` names it (`github.com`, a GitHub Enterprise host).
+    pub host: String,
+    /// `owner/name`, without `.git`.
+    pub repo: String,
+    /// The full commit hash the sync is of.
+    pub sha: String,
+    pub state: CommitState,
+    /// Argo CD's operation message (`successfully synced`, why it failed), possibly empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// `alice`, or `automated`.
+    pub initiator: String,
+    /// The Application's page: on Herald (`server.public_url`), else in Argo CD; none when neither is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_url: Option<String>,
+}
+
+impl CommitStatus {
+    /// The status's `context`: `argocd/<app>`, or `argocd/<instance>/<app>` outside the default instance, so two
+    /// Argo CDs with an Application of the same name do not overwrite each other's status.
+    pub fn context(&self) -> String {
+        match super::is_default_instance(&self.instance) {
+            true => format!("argocd/{}", self.app_name),
+            false => format!("argocd/{}/{}", self.instance, self.app_name),
         }
     }
 }
@@ -179,6 +251,7 @@ impl Notification {
             digest: None,
             recipient: None,
             change: None,
+            commit_status: None,
             status_url: None,
         }
     }
@@ -255,6 +328,7 @@ impl Notification {
             digest: None,
             recipient: None,
             change: None,
+            commit_status: None,
             status_url: None,
         }
     }
@@ -834,6 +908,7 @@ mod tests {
             initiator: "automated".into(),
             finished_at: now,
             app_url: None,
+            team: String::new(),
         };
         assert_eq!(change("default").app_title(), "payments-api");
         assert_eq!(change("us").app_title(), "us/payments-api");

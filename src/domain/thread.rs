@@ -34,6 +34,15 @@ pub enum Thread {
         revision: String,
         started: Option<DateTime<Utc>>,
     },
+    /// One state (pending, success…) of one sync of one Application (of its instance), told as the status of
+    /// the commit `sha`: the sync is the operation that started at `started`.
+    CommitStatus {
+        receiver: String,
+        app: AppId,
+        sha: String,
+        started: Option<DateTime<Utc>>,
+        state: crate::domain::CommitState,
+    },
     /// A team's digest of one slot.
     Digest {
         receiver: String,
@@ -65,6 +74,7 @@ impl Thread {
             | Thread::Escalation { receiver, .. }
             | Thread::Initiator { receiver, .. }
             | Thread::Change { receiver, .. }
+            | Thread::CommitStatus { receiver, .. }
             | Thread::Digest { receiver, .. }
             | Thread::Test { receiver, .. }
             | Thread::Access { receiver, .. } => receiver,
@@ -84,6 +94,14 @@ impl Thread {
                 self.order_key(),
                 started.map_or(0, |t| t.timestamp_millis())
             ),
+            Thread::CommitStatus {
+                sha, started, state, ..
+            } => format!(
+                "{}:{sha}@{}:{}",
+                self.order_key(),
+                started.map_or(0, |t| t.timestamp_millis()),
+                state.as_str()
+            ),
             Thread::Digest { receiver, team, slot } => format!("{receiver}:digest:{team}:{}", slot.timestamp()),
             Thread::Test { at, .. } => format!("herald-test-{}", at.timestamp()),
             // The access incident's fingerprint: each receiver keeps its own memo of it.
@@ -102,6 +120,8 @@ impl Thread {
             } => format!("{receiver}:{group_key}"),
             // `{receiver}:change:{namespace}/{name}`, the instance before them when it is not the default.
             Thread::Change { receiver, app, .. } => format!("{receiver}:change:{app}"),
+            // One Application's statuses to a receiver in order: a sync's `pending` before its `success`.
+            Thread::CommitStatus { receiver, app, .. } => format!("{receiver}:status:{app}"),
             Thread::Initiator { receiver, fingerprint } => format!("{receiver}:{fingerprint}:initiator"),
             Thread::Access { receiver, .. } => format!("{receiver}:{}", self.key()),
             Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } => self.key(),
@@ -221,6 +241,30 @@ mod tests {
             initiator("slack").key(),
             "one thread, a memo per receiver"
         );
+    }
+
+    #[test]
+    fn a_syncs_commit_statuses_are_one_thread_each_in_the_applications_order() {
+        let status = |instance: &str, state| Thread::CommitStatus {
+            receiver: "gh".into(),
+            app: AppId::of(instance, "argocd", "payments-api"),
+            sha: "4c3d2b1a0f9e8d7c6b5a4c3d2b1a0f9e8d7c6b5a".into(),
+            started: Some(at(1_735_754_340_000)),
+            state,
+        };
+        let (pending, success) = (
+            status("default", crate::domain::CommitState::Pending),
+            status("default", crate::domain::CommitState::Success),
+        );
+        assert_eq!(
+            pending.key(),
+            "gh:status:argocd/payments-api:4c3d2b1a0f9e8d7c6b5a4c3d2b1a0f9e8d7c6b5a@1735754340000:pending"
+        );
+        assert_ne!(pending.key(), success.key());
+        assert_eq!(pending.order_key(), success.order_key());
+        assert_eq!(pending.order_key(), "gh:status:argocd/payments-api");
+        let us = status("us", crate::domain::CommitState::Pending);
+        assert_eq!(us.order_key(), "gh:status:us/argocd/payments-api");
     }
 
     #[test]

@@ -96,8 +96,10 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Vec<(Thread, Notification)> {
         let team = &self.settings.ownership.default_team;
-        let receivers = (self.settings.teams.get(team))
-            .map(|t| t.receivers.clone())
+        // Not to a receiver told of syncs only (commit statuses, annotations): it takes no incidents.
+        let takes_incidents = |name: &String| (self.settings.receiver(name)).is_none_or(|r| r.capabilities().incidents);
+        let receivers: Vec<String> = (self.settings.teams.get(team))
+            .map(|t| t.receivers.iter().filter(|r| takes_incidents(r)).cloned().collect())
             .unwrap_or_default();
         let incident = access_incident(instance, project, team, since, ended);
         let (action, title, reason) = match ended {
@@ -133,6 +135,7 @@ impl Core {
                     digest: None,
                     recipient: None,
                     change: None,
+                    commit_status: None,
                     status_url: None,
                 };
                 (thread, n)

@@ -10,12 +10,17 @@ use wiremock::{Mock, MockServer};
 use super::testing::{self, EchoEverything, assert_no_secret, error_text};
 use super::{DeliveryError, Shared, build};
 use crate::configuration::Settings;
-use crate::domain::Action;
+use crate::domain::{Action, CommitState, Notification};
 
 /// Builds the one receiver `yaml` configures (`{base}` is the echo server's URL, `{authority}` its host and
 /// port), delivers an open notification to a
 /// downstream answering `status` with an echo, and returns the failure after checking no secret is in it.
 async fn echoed_failure(yaml: &str, status: u16, secrets: &[&str]) -> DeliveryError {
+    echoed_failure_of(yaml, &testing::notification(Action::Open), status, secrets).await
+}
+
+/// [`echoed_failure`] delivering `n` (a sync, for the receivers told of syncs only).
+async fn echoed_failure_of(yaml: &str, n: &Notification, status: u16, secrets: &[&str]) -> DeliveryError {
     let server = MockServer::start().await;
     Mock::given(any())
         .respond_with(EchoEverything(status))
@@ -29,10 +34,7 @@ async fn echoed_failure(yaml: &str, status: u16, secrets: &[&str]) -> DeliveryEr
     let shared = Shared::new(std::sync::Arc::new(settings), testing::clock());
     let receiver = build(&shared.settings.receivers[0], &shared).expect("builds");
 
-    let e = receiver
-        .deliver(&testing::notification(Action::Open), None)
-        .await
-        .expect_err("the downstream refuses");
+    let e = receiver.deliver(n, None).await.expect_err("the downstream refuses");
 
     assert!(
         !testing::requests(&server).await.is_empty(),
@@ -134,4 +136,16 @@ async fn telegram_keeps_the_bot_token_in_its_urls_path_out_of_failures() {
     let yaml = r#"receivers: [{name: t, telegram: {api_url: "{base}", bot_token: "4242:tgT0kenSecretPart_x", chat_id: -100}}]"#;
     let e = echoed_failure(yaml, 400, &["4242:tgT0kenSecretPart_x", "tgT0kenSecretPart_x"]).await;
     assert!(error_text(&e).contains("[redacted]"), "{e}");
+}
+
+#[tokio::test]
+async fn the_github_status_and_grafana_receivers_keep_their_tokens_out_of_failures() {
+    let status = testing::sync_notification(None, Some(testing::commit_status(CommitState::Success)));
+    let yaml = r#"receivers: [{name: s, github_status: {api_url: "{base}", token: "ghp_st4tus"}}]"#;
+    echoed_failure_of(yaml, &status, 422, &["ghp_st4tus"]).await;
+
+    let deployed = testing::sync_notification(Some(testing::change()), None);
+    let yaml = r#"receivers: [{name: g, grafana: {url: "http://admin:pa55w0rd@{authority}", token: "glsa_t0k"}}]"#;
+    let basic = STANDARD.encode("admin:pa55w0rd");
+    echoed_failure_of(yaml, &deployed, 403, &["glsa_t0k", "pa55w0rd", &basic]).await;
 }

@@ -652,3 +652,61 @@ fn addresses_and_urls_stay_as_they_are_and_mentions_are_broken_in_every_chat_and
         }
     }
 }
+
+/// Every text field of a sync a receiver told of syncs only renders (a change, a commit status), and whether it
+/// is a multi-line message.
+fn sync_fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
+    let mut out: Vec<(&mut String, bool)> = Vec::new();
+    if let Some(c) = &mut n.change {
+        for s in [
+            &mut c.instance,
+            &mut c.app_namespace,
+            &mut c.app_name,
+            &mut c.project,
+            &mut c.destination_namespace,
+            &mut c.revision,
+            &mut c.initiator,
+            &mut c.team,
+        ] {
+            out.push((s, false));
+        }
+        out.extend(c.previous_revision.iter_mut().map(|s| (s, false)));
+    }
+    if let Some(s) = &mut n.commit_status {
+        for f in [&mut s.instance, &mut s.app_name, &mut s.initiator] {
+            out.push((f, false));
+        }
+        out.push((&mut s.message, true));
+    }
+    out
+}
+
+/// A deployment told as a change and as a commit status, each field filled from `values` in turn.
+fn sync_notification(values: &[String]) -> Notification {
+    let status = testing::commit_status(crate::domain::CommitState::Failure);
+    let mut n = testing::sync_notification(Some(testing::change()), Some(status));
+    for (k, (field, _)) in sync_fields(&mut n).into_iter().enumerate() {
+        *field = values[k % values.len()].clone();
+    }
+    n
+}
+
+/// [`plain_words`] for a sync's fields.
+fn plain_sync(n: &Notification) -> Notification {
+    let mut plain = n.clone();
+    let mut words = Words::default();
+    for (field, multiline) in sync_fields(&mut plain) {
+        *field = words.plain(field, multiline);
+    }
+    plain
+}
+
+#[test]
+fn text_from_argo_cd_cannot_act_in_a_commit_status_or_a_grafana_annotation() {
+    hostile_values_act_on_nothing(
+        64,
+        sync_notification,
+        plain_sync,
+        &[ReceiverType::GithubStatus, ReceiverType::Grafana],
+    );
+}

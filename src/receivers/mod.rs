@@ -13,9 +13,11 @@ pub mod discord;
 mod echo_tests;
 pub mod email;
 pub mod github;
+pub mod github_status;
 #[cfg(test)]
 mod golden;
 pub mod googlechat;
+pub mod grafana;
 pub mod http;
 pub mod incoming_webhook;
 #[cfg(test)]
@@ -172,6 +174,12 @@ pub struct Capabilities {
     /// Told when someone acknowledges an incident it was sent ([`crate::domain::Action::Acknowledge`]): a
     /// PagerDuty acknowledge, a comment on the ticket, the Slack bot's message edited in place.
     pub acknowledgements: bool,
+    /// Takes incidents: every receiver but those told of syncs only (GitHub commit statuses, Grafana
+    /// annotations), which routes, escalation steps and annotations cannot name and the teams' receiver lists
+    /// only scope ([`crate::routing::change::receivers_hearing_of`]).
+    pub incidents: bool,
+    /// Posts a commit status for each state of a sync (`github_status`): pending, success, failure, error.
+    pub commit_statuses: bool,
 }
 
 impl Capabilities {
@@ -185,6 +193,8 @@ impl Capabilities {
         reaches_person: None,
         change_events: false,
         acknowledgements: false,
+        incidents: true,
+        commit_statuses: false,
     };
     /// One message per group whose first message is edited to show the resolve (Slack's bot, Matrix): resolves
     /// are sent, and one message per second stays clear of the limits chat servers put on a sender.
@@ -197,6 +207,8 @@ impl Capabilities {
         reaches_person: None,
         change_events: false,
         acknowledgements: false,
+        incidents: true,
+        commit_statuses: false,
     };
     /// One ticket, page or alert per incident, resolved with it.
     pub const PER_INCIDENT: Capabilities = Capabilities {
@@ -208,12 +220,36 @@ impl Capabilities {
         reaches_person: None,
         change_events: false,
         acknowledgements: false,
+        incidents: true,
+        commit_statuses: false,
     };
     /// [`Capabilities::PER_INCIDENT`], told of acknowledgements (tickets, pages).
     pub const ACKNOWLEDGED_PER_INCIDENT: Capabilities = Capabilities {
         acknowledgements: true,
         ..Capabilities::PER_INCIDENT
     };
+    /// Told of syncs, never of incidents (GitHub commit statuses, Grafana annotations): no digest, no resolve,
+    /// nothing to acknowledge; which syncs is said by `change_events` or `commit_statuses`.
+    pub const SYNCS_ONLY: Capabilities = Capabilities {
+        per_incident: true,
+        sends_resolved: false,
+        default_rate: None,
+        fallback: false,
+        digest: false,
+        reaches_person: None,
+        change_events: false,
+        acknowledgements: false,
+        incidents: false,
+        commit_statuses: false,
+    };
+}
+
+/// What a receiver told of syncs only answers if it is ever handed an incident or a digest: configuration keeps
+/// it out of routes, escalation steps and digests, and retrying would not change that.
+pub fn incident_refused(who: &str) -> DeliveryError {
+    DeliveryError::permanent(format!(
+        "{who}: takes no incidents (it is told of syncs only; name it in no route or escalation step)"
+    ))
 }
 
 /// What a ticket or paging receiver answers if it is ever handed a digest: it gets none (configuration refuses
@@ -258,11 +294,13 @@ pub enum ReceiverType {
     Alertmanager,
     Redmine,
     Servicenow,
+    GithubStatus,
+    Grafana,
 }
 
 impl ReceiverType {
     /// Every integration, in the order of [`ReceiverKind`].
-    pub const ALL: [ReceiverType; 16] = [
+    pub const ALL: [ReceiverType; 18] = [
         ReceiverType::Console,
         ReceiverType::Email,
         ReceiverType::Slack,
@@ -279,6 +317,8 @@ impl ReceiverType {
         ReceiverType::Alertmanager,
         ReceiverType::Redmine,
         ReceiverType::Servicenow,
+        ReceiverType::GithubStatus,
+        ReceiverType::Grafana,
     ];
 
     /// The block's key in a `receivers[]` entry (`slack`, `jira`…).
@@ -300,6 +340,8 @@ impl ReceiverType {
             ReceiverType::Alertmanager => "alertmanager",
             ReceiverType::Redmine => "redmine",
             ReceiverType::Servicenow => "servicenow",
+            ReceiverType::GithubStatus => "github_status",
+            ReceiverType::Grafana => "grafana",
         }
     }
 
@@ -334,6 +376,9 @@ pub enum ReceiverKind {
     Alertmanager(alertmanager::Config),
     Redmine(redmine::Config),
     Servicenow(servicenow::Config),
+    #[serde(rename = "github_status")]
+    GithubStatus(github_status::Config),
+    Grafana(grafana::Config),
 }
 
 impl ReceiverKind {
@@ -357,6 +402,8 @@ impl ReceiverKind {
             ReceiverKind::Alertmanager(c) => (ReceiverType::Alertmanager, c),
             ReceiverKind::Redmine(c) => (ReceiverType::Redmine, c),
             ReceiverKind::Servicenow(c) => (ReceiverType::Servicenow, c),
+            ReceiverKind::GithubStatus(c) => (ReceiverType::GithubStatus, c),
+            ReceiverKind::Grafana(c) => (ReceiverType::Grafana, c),
         }
     }
 
@@ -375,6 +422,15 @@ impl ReceiverKind {
 
     pub fn capabilities(&self) -> Capabilities {
         self.integration().capabilities()
+    }
+
+    /// The host whose repositories a commit-status receiver posts to (`github.com`, a GitHub Enterprise host);
+    /// `None` for every other receiver.
+    pub fn commit_status_host(&self) -> Option<String> {
+        match self {
+            ReceiverKind::GithubStatus(c) => Some(c.repo_host()),
+            _ => None,
+        }
     }
 }
 

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    ReceiverType, alertmanager, console, discord, github, googlechat, jira, matrix, mattermost, msteams, pagerduty,
-    redmine, render, servicenow, slack, telegram, webhook,
+    ReceiverType, alertmanager, console, discord, github, github_status, googlechat, grafana, jira, matrix, mattermost,
+    msteams, pagerduty, redmine, render, servicenow, slack, telegram, webhook,
 };
 use crate::domain::Notification;
 
@@ -130,6 +130,22 @@ pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<
                 part("short_description", Markup::Plain, short_description),
                 part("txt", Markup::Plain, description),
             ]
+        }
+        // Told of syncs only: an incident notification renders nothing.
+        ReceiverType::GithubStatus => (n.commit_status.iter())
+            .map(|s| json("json", Markup::Json, &github_status::status_body(s)))
+            .collect(),
+        ReceiverType::Grafana => {
+            let settings = grafana::Config {
+                url: "https://grafana.example.com".into(),
+                token: "TOKEN".into(),
+                dashboard_uid: None,
+                tags: Vec::new(),
+            };
+            (n.change.iter())
+                .filter_map(|_| grafana::annotation(&settings, n))
+                .map(|a| part("html", Markup::Html, a["text"].as_str().unwrap_or_default().to_string()))
+                .collect()
         }
     }
 }

@@ -12,7 +12,9 @@ use wiremock::{Mock, MockBuilder, MockServer, Request, Respond, ResponseTemplate
 use super::http::Http;
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::clock::{SharedClock, SystemClock};
-use crate::domain::{Action, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity};
+use crate::domain::{
+    Action, Change, CommitState, CommitStatus, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity,
+};
 
 pub const FINGERPRINT: &str = "argocd/payments:degraded";
 pub const APP_URL: &str = "https://argocd.example.com/applications/argocd/payments";
@@ -94,7 +96,62 @@ pub fn notification(action: Action) -> Notification {
         digest: None,
         recipient: None,
         change: None,
+        commit_status: None,
         status_url: None,
+    }
+}
+
+/// The commit a sync of `payments` deployed ([`change`], [`commit_status`]).
+pub const SHA: &str = "4c3d2b1a0f9e8d7c6b5a4c3d2b1a0f9e8d7c6b5a";
+/// The commit deployed before it.
+pub const PREVIOUS_SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// alice's sync of `payments` (team payments) from [`PREVIOUS_SHA`] to [`SHA`], finished [`now`].
+pub fn change() -> Change {
+    Change {
+        instance: "default".into(),
+        app_namespace: "argocd".into(),
+        app_name: "payments".into(),
+        project: "shop".into(),
+        destination_namespace: "payments".into(),
+        revision: SHA.into(),
+        previous_revision: Some(PREVIOUS_SHA.into()),
+        initiator: "alice".into(),
+        finished_at: now(),
+        app_url: Some(APP_URL.into()),
+        team: "payments".into(),
+    }
+}
+
+/// alice's sync of `payments` to [`SHA`] of `acme/payments` on github.com, in `state`.
+pub fn commit_status(state: CommitState) -> CommitStatus {
+    CommitStatus {
+        instance: "default".into(),
+        app_namespace: "argocd".into(),
+        app_name: "payments".into(),
+        host: "github.com".into(),
+        repo: "acme/payments".into(),
+        sha: SHA.into(),
+        state,
+        message: match state {
+            CommitState::Pending => String::new(),
+            CommitState::Success => "successfully synced (all tasks run)".into(),
+            _ => "one or more objects failed to apply".into(),
+        },
+        initiator: "alice".into(),
+        target_url: Some("https://herald.example.com/apps/argocd/payments".into()),
+    }
+}
+
+/// A notification about a sync, not an incident: `change` or `commit_status` set, no incidents.
+pub fn sync_notification(change: Option<Change>, commit_status: Option<CommitStatus>) -> Notification {
+    Notification {
+        incidents: Vec::new(),
+        title: "payments synced".into(),
+        reason: "synced".into(),
+        change,
+        commit_status,
+        ..notification(Action::Open)
     }
 }
 

@@ -33,6 +33,8 @@ receivers:
   - {name: alertmanager, alertmanager: {url: "http://alertmanager:9093"}}
   - {name: redmine, redmine: {url: "https://redmine.example.com", api_key: k, project_id: payments, closed_status_id: 5}}
   - {name: servicenow, servicenow: {instance_url: "https://acme.service-now.com", token: t}}
+  - {name: github_status, github_status: {token: t}}
+  - {name: grafana, grafana: {url: "https://grafana.example.com", token: t}}
 "#;
 
 #[test]
@@ -56,6 +58,8 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
         ("alertmanager", true, true, None, false),
         ("redmine", true, true, None, false),
         ("servicenow", true, true, None, false),
+        ("github_status", false, true, None, false),
+        ("grafana", false, true, None, false),
     ];
     assert_eq!(settings.receivers.len(), expected.len());
     let types: Vec<ReceiverType> = settings.receivers.iter().map(|r| r.kind.receiver_type()).collect();
@@ -85,7 +89,14 @@ fn every_kind_keeps_its_defaults_for_resolves_grouping_rate_and_fallback() {
             reaches,
             "{key}: only e-mail and a Slack bot"
         );
-        assert!(!r.capabilities().change_events, "{key}: change events are asked for");
+        assert_eq!(
+            r.capabilities().change_events,
+            key == "grafana",
+            "{key}: change events are asked for (PagerDuty) or all there is (Grafana)"
+        );
+        let syncs_only = matches!(key, "github_status" | "grafana");
+        assert_eq!(r.capabilities().incidents, !syncs_only, "{key}: takes incidents");
+        assert_eq!(r.capabilities().commit_statuses, key == "github_status", "{key}");
     }
 }
 
@@ -126,6 +137,67 @@ fn a_slack_bot_reaches_a_person_and_pagerduty_sends_change_events_when_asked() {
     assert!(caps[1].change_events);
 }
 
+/// Receivers told of syncs only (GitHub commit statuses, Grafana annotations) take no incidents: a route, an
+/// escalation step or `allowed_receivers` naming one is a configuration error; a team naming one among its
+/// receivers scopes it to the team's Applications, and the team's incidents go to its other receivers (or, with
+/// none, where no team's go).
+#[test]
+fn a_receiver_told_of_syncs_only_is_named_by_teams_never_by_routes_or_escalation_steps() {
+    let receivers = "receivers: [{name: chat, console: {}}, {name: gh, github_status: {token: t}}, \
+                     {name: annotations, grafana: {url: 'https://g', token: t}}]";
+    for (config, key) in [
+        (
+            "routes: [{app: 'pay-*', receivers: [chat, gh]}]",
+            "routes[0].receivers[1]",
+        ),
+        (
+            "teams: {pay: {receivers: [chat], escalation: [{after: 1h, receivers: [annotations]}]}}",
+            "teams.pay.escalation[0].receivers[0]",
+        ),
+        (
+            "teams: {pay: {receivers: [chat], allowed_receivers: [gh]}}",
+            "teams.pay.allowed_receivers[0]",
+        ),
+    ] {
+        let err = Settings::from_yaml(&format!("{receivers}\n{config}"))
+            .expect_err(config)
+            .to_string();
+        assert!(
+            err.contains(key) && err.contains("takes no incidents"),
+            "{config}: {err}"
+        );
+    }
+    let digest = "teams: {pay: {receivers: [chat], digest: {schedule: daily 09:00, receivers: [annotations]}}}";
+    let err = Settings::from_yaml(&format!("{receivers}\n{digest}"))
+        .expect_err(digest)
+        .to_string();
+    assert!(
+        err.contains("teams.pay.digest.receivers[0]")
+            && err.contains("told of syncs only (commit statuses, annotations): it gets no digest"),
+        "{err}"
+    );
+
+    let settings = Settings::from_yaml(&format!(
+        "{receivers}\nownership: {{default_team: ops}}\nteams: {{pay: {{receivers: [chat, gh, annotations]}}, \
+         search: {{receivers: [gh]}}, ops: {{receivers: [chat]}}}}"
+    ))
+    .expect("a team may name them");
+    let router = crate::routing::Router::new(&settings);
+    let to = |team: &str| {
+        let labels = crate::domain::Labels {
+            team: team.into(),
+            ..Default::default()
+        };
+        router.route(&labels).receivers
+    };
+    assert_eq!(
+        to("pay"),
+        ["chat"],
+        "the team's incidents reach its other receivers only"
+    );
+    assert_eq!(to("search"), ["chat"], "with none left, the default team's receivers");
+}
+
 #[tokio::test]
 async fn ticket_and_paging_receivers_refuse_a_digest_for_good() {
     let settings = std::sync::Arc::new(Settings::from_yaml(EVERY_KIND).expect("every kind is valid"));
@@ -134,7 +206,16 @@ async fn ticket_and_paging_receivers_refuse_a_digest_for_good() {
     n.action = Action::Digest;
     n.incidents.clear();
     n.digest = Some(Box::default());
-    for key in ["jira", "github", "redmine", "servicenow", "pagerduty", "alertmanager"] {
+    for key in [
+        "jira",
+        "github",
+        "redmine",
+        "servicenow",
+        "pagerduty",
+        "alertmanager",
+        "github_status",
+        "grafana",
+    ] {
         let got = built[key].deliver(&n, None).await;
         assert!(matches!(got, Err(DeliveryError::Permanent { .. })), "{key}: {got:?}");
     }
@@ -165,7 +246,7 @@ fn every_kind_builds_into_a_receiver() {
 
     let built = build_all(&shared).expect("every kind builds");
 
-    assert_eq!(built.len(), 16);
+    assert_eq!(built.len(), super::ReceiverType::ALL.len(), "one of each");
 }
 
 #[test]
@@ -202,6 +283,14 @@ fn each_kind_checks_its_own_block_under_its_key_path() {
         (
             "receivers: [{name: x, github: {repo: a/b, token: t, api_url: nope}}]",
             "receivers[\"x\"].github.api_url",
+        ),
+        (
+            "receivers: [{name: x, github_status: {token: t, api_url: nope}}]",
+            "receivers[\"x\"].github_status.api_url",
+        ),
+        (
+            "receivers: [{name: x, grafana: {url: nope, token: t}}]",
+            "receivers[\"x\"].grafana.url",
         ),
         (
             "receivers: [{name: x, pagerduty: {routing_key: k, url: nope}}]",

@@ -1,11 +1,12 @@
 //! Which syncs are told as changes: a successful sync that deployed a revision other than the last one Herald
-//! stored for the Application goes to the `pagerduty` receivers with `change_events: true` that hear of it, once
+//! stored for the Application goes to the change-events receivers (`pagerduty` with `change_events: true`,
+//! `grafana`) that hear of it, once
 //! per (Application, revision, operation). Pure: the stored state and the new one in, notifications out (the
 //! pipeline also skips a change whose thread is already in the outbox: a restart or a second replica).
 
 use chrono::{DateTime, Utc};
 
-use crate::configuration::{Settings, TeamSettings};
+use crate::configuration::{ReceiverSettings, Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
 use crate::domain::{Action, Change, Notification, Thread};
 use crate::routing::owning_team;
@@ -48,6 +49,7 @@ pub fn change_of(settings: &Settings, prev: &AppState, next: &AppState, now: Dat
         initiator,
         finished_at: op.finished_at.unwrap_or(now),
         app_url: crate::argocd::app_url(settings.argocd.ui_url(&s.app.instance), s),
+        team: owning_team(s, &settings.ownership),
     })
 }
 
@@ -57,20 +59,33 @@ fn named_by(team: &TeamSettings, receiver: &str) -> bool {
         || (team.escalation.iter()).any(|s| s.receivers.iter().any(|r| r == receiver))
 }
 
-/// The receivers that send change events (`Capabilities::change_events`: PagerDuty's with `change_events: true`) that hear of a change to an Application of `team`: a
-/// receiver some team names is that team's service and hears of its Applications only; a receiver no team names
-/// (a central "changes" service) hears of every Application.
-fn change_receivers<'a>(settings: &'a Settings, team: &str) -> Vec<&'a str> {
+/// The receivers `wants` picks (those that send change events, those that post commit statuses) that hear of an
+/// Application of `team`: a receiver some team names (in `teams.<t>.receivers` or an escalation step) is that
+/// team's service and hears of its Applications only; a receiver no team names (a central "changes" service)
+/// hears of every Application. The one rule for every receiver told of syncs rather than incidents.
+pub(crate) fn receivers_hearing_of<'a>(
+    settings: &'a Settings,
+    team: &str,
+    wants: impl Fn(&ReceiverSettings) -> bool,
+) -> Vec<&'a ReceiverSettings> {
     (settings.receivers.iter())
-        .filter(|r| r.kind.capabilities().change_events)
-        .map(|r| r.name.as_str())
-        .filter(|name| {
+        .filter(|r| wants(r))
+        .filter(|r| {
             let owners: Vec<&String> = (settings.teams.iter())
-                .filter(|(_, t)| named_by(t, name))
+                .filter(|(_, t)| named_by(t, &r.name))
                 .map(|(team, _)| team)
                 .collect();
             owners.is_empty() || owners.iter().any(|t| t.as_str() == team)
         })
+        .collect()
+}
+
+/// The receivers that send change events (`Capabilities::change_events`: PagerDuty's with `change_events: true`,
+/// Grafana's annotations) that hear of a change to an Application of `team` ([`receivers_hearing_of`]).
+fn change_receivers<'a>(settings: &'a Settings, team: &str) -> Vec<&'a str> {
+    receivers_hearing_of(settings, team, |r| r.capabilities().change_events)
+        .into_iter()
+        .map(|r| r.name.as_str())
         .collect()
 }
 

@@ -6,6 +6,7 @@ pub mod change;
 pub mod grouping;
 pub mod inhibit;
 pub mod initiator;
+pub mod sync_status;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -76,10 +77,13 @@ impl Router {
                 settings: r.clone(),
             })
             .collect();
+        // A team's receivers told of syncs only (commit statuses, annotations) take none of its incidents.
+        let takes_incidents = |name: &String| settings.receiver(name).is_none_or(|r| r.capabilities().incidents);
+        let incident_receivers = |list: &[String]| list.iter().filter(|r| takes_incidents(r)).cloned().collect();
         let teams = settings
             .teams
             .iter()
-            .map(|(k, v)| (k.clone(), v.receivers.clone()))
+            .map(|(k, v)| (k.clone(), incident_receivers(&v.receivers)))
             .collect();
         let allowed = (settings.teams.iter())
             .map(|(k, v)| (k.clone(), v.allowed_receivers.clone()))
@@ -88,8 +92,8 @@ impl Router {
         let fallback = settings
             .teams
             .get(&settings.ownership.default_team)
-            .map(|t| t.receivers.clone())
-            .filter(|r| !r.is_empty())
+            .map(|t| incident_receivers(&t.receivers))
+            .filter(|r: &Vec<String>| !r.is_empty())
             .unwrap_or_else(|| {
                 settings
                     .receivers

@@ -72,6 +72,48 @@ fn the_several_instances_example_in_the_docs_is_valid() {
     assert!(out.contains("OK"), "{out}");
 }
 
+/// docs/configuration.md's "Deployments on GitHub and Grafana" example is a configuration `check-config` accepts;
+/// with a route naming the commit-status receiver it is refused, saying where and why.
+#[test]
+fn the_deployments_example_in_the_docs_is_valid_and_its_receivers_take_no_route() {
+    let doc = std::fs::read_to_string("docs/configuration.md").expect("docs");
+    let section = doc
+        .split("## Deployments on GitHub and Grafana")
+        .nth(1)
+        .expect("the section");
+    let yaml = (section.split("```yaml\n").nth(1))
+        .and_then(|b| b.split("```").next())
+        .expect("a yaml block");
+    let dir = tempfile::tempdir().expect("tmp");
+    let secrets = dir.path().join("secrets");
+    std::fs::create_dir(&secrets).expect("dir");
+    for (name, value) in [
+        ("github-status-token", "github_pat_0123456789abcdef"),
+        ("grafana-token", "glsa_0123456789abcdef"),
+        ("payments-slack-webhook", "https://hooks.slack.com/services/T0/B0/x"),
+    ] {
+        std::fs::write(secrets.join(name), format!("{value}\n")).expect("secret");
+    }
+    let yaml = yaml.replace("/run/secrets", &secrets.display().to_string());
+    let f = write(dir.path(), "deployments.yaml", &yaml);
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_eq!(code, 0, "{yaml}\n{out}{err}");
+
+    let routed = format!("{yaml}routes: [{{app: 'pay-*', receivers: [payments-slack, commits]}}]\n");
+    let f = write(dir.path(), "routed.yaml", &routed);
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_ne!(code, 0, "{out}{err}");
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("routes[0].receivers[1]") && said.contains("takes no incidents"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("github_pat_0123456789abcdef") && !said.contains("glsa_0123456789abcdef"),
+        "{said}"
+    );
+}
+
 #[test]
 fn config_errors_name_the_key_path() {
     let dir = tempfile::tempdir().expect("tmp");

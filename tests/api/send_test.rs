@@ -91,3 +91,64 @@ async fn send_test_that_cannot_close_its_ticket_fails_and_says_to_close_it_by_ha
         "the issue is left open, and said so"
     );
 }
+
+/// `herald send-test` on the receivers told of syncs only: the commit-status receiver checks its token (there is
+/// no commit to post on), Grafana adds one `[TEST]` annotation; neither has anything to close again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_test_checks_the_github_status_token_and_adds_one_grafana_test_annotation() {
+    use wiremock::ResponseTemplate;
+    use wiremock::matchers::{method, path};
+    let server = MockServer::start().await;
+    let rate = serde_json::json!({"resources": {}, "rate": {"limit": 5000, "used": 1, "remaining": 4999, "reset": 0}});
+    Mock::given(method("GET"))
+        .and(path("/rate_limit"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(rate))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/annotations"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(serde_json::json!({"message": "Annotation added", "id": 9})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("herald.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "receivers: [{{name: commits, github_status: {{api_url: \"{0}\", token: ghp-test}}}}, \
+             {{name: dashboards, grafana: {{url: \"{0}\", token: glsa-test}}}}]",
+            server.uri()
+        ),
+    )
+    .expect("write");
+
+    for (receiver, said) in [
+        (
+            "commits",
+            "commits: delivered (the token works (GET /rate_limit: 4999 requests left",
+        ),
+        ("dashboards", "dashboards: delivered (added annotation 9)"),
+    ] {
+        let cfg = cfg.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+                .args(["send-test", "--receiver", receiver, "--config"])
+                .arg(&cfg)
+                .output()
+                .expect("run")
+        })
+        .await
+        .expect("joined");
+
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(said), "{stdout}");
+        assert!(!stdout.contains("close"), "nothing to close: {stdout}");
+    }
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+}

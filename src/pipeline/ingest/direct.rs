@@ -1,6 +1,7 @@
 //! The deliveries that go past the teams' groups, written in the transaction that decides them (so a restart
-//! neither loses nor repeats them): the message to the person who started a failed or pruning sync, and the change
-//! events of a sync that deployed a new revision. Whom they go to is decided in `routing::{initiator, change}`.
+//! neither loses nor repeats them): the message to the person who started a failed or pruning sync, the change
+//! events of a sync that deployed a new revision, and the commit statuses of a sync's states. Whom they go to is
+//! decided in `routing::{initiator, change, sync_status}`.
 
 use chrono::{DateTime, Utc};
 
@@ -22,7 +23,8 @@ impl Core {
         self.queue(tx, direct, now).await
     }
 
-    /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`).
+    /// A changed state: a sync that deployed a new revision is a change event (see `routing::change`), and each
+    /// new state of a sync of a commit on GitHub a commit status (see `routing::sync_status`).
     pub(super) async fn tell_change(
         &self,
         tx: &mut WriteTx,
@@ -31,7 +33,10 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let mut changes = Vec::new();
-        for (thread, n) in routing::change::notifications(&self.settings, prev, next, now) {
+        let changes_and_statuses = routing::change::notifications(&self.settings, prev, next, now)
+            .into_iter()
+            .chain(routing::sync_status::notifications(&self.settings, prev, next, now));
+        for (thread, n) in changes_and_statuses {
             // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
             if !Store::has_thread(tx, &thread.key()).await? {
                 changes.push((thread, n));

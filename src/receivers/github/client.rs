@@ -1,6 +1,6 @@
-//! GitHub's REST API as the receiver uses it: authenticated calls (the token redacted from every failure), rate
-//! limits read from the response headers against the injected clock, and the issue calls (find by label, create,
-//! comment, close).
+//! GitHub's REST API as Herald uses it: authenticated calls (the token redacted from every failure), rate limits
+//! read from the response headers against the injected clock ([`rest_call`], shared with the commit-status
+//! receiver, `receivers::github_status`), and the issue calls (find by label, create, comment, close).
 
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use super::{Github, body};
 use crate::domain::Notification;
 use crate::receivers::DeliveryError;
-use crate::receivers::http::{CallError, classify_status, parse_json, parse_retry_after, snippet};
+use crate::receivers::http::{CallError, Http, classify_status, parse_json, parse_retry_after, snippet};
+use crate::receivers::redact::Redactor;
 
 const USER_AGENT: &str = concat!("herald/", env!("CARGO_PKG_VERSION"));
 
@@ -28,7 +29,7 @@ pub(super) struct IssueRef {
 /// GitHub's rate limits, then the shared table: 429, or 403 with `retry-after` (secondary limit), or 403/429 with
 /// `x-ratelimit-remaining: 0` (primary limit, wait until `x-ratelimit-reset`) are transient; other 403s are not.
 /// `body` is already scrubbed ([`crate::receivers::http::Http::call`]).
-pub(super) fn classify(status: u16, headers: &HeaderMap, body: &str, now: SystemTime) -> DeliveryError {
+pub(crate) fn classify(status: u16, headers: &HeaderMap, body: &str, now: SystemTime) -> DeliveryError {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let retry_after = parse_retry_after(header("retry-after"), now);
     let exhausted = header("x-ratelimit-remaining") == Some("0");
@@ -52,6 +53,32 @@ pub(super) fn classify(status: u16, headers: &HeaderMap, body: &str, now: System
     classify_status(status, retry_after, body)
 }
 
+/// One request to GitHub's REST API with what GitHub asks of every call (`Authorization: Bearer`, `Accept:
+/// application/vnd.github+json`, `X-GitHub-Api-Version: 2022-11-28`, a `User-Agent`): a 2xx answers its body,
+/// anything else [`classify`]'s failure (rate limits against `http`'s clock), the body scrubbed by `redactor`.
+pub(crate) async fn rest_call(
+    http: &Http,
+    token: &str,
+    redactor: &Redactor,
+    method: Method,
+    url: reqwest::Url,
+    body: Option<&Value>,
+) -> Result<String, CallError> {
+    let mut rb = http
+        .client()
+        .request(method, url)
+        .bearer_auth(token)
+        .header(reqwest::header::ACCEPT, "application/vnd.github+json")
+        .header("X-GitHub-Api-Version", "2022-11-28")
+        // GitHub answers 403 to requests without one.
+        .header(reqwest::header::USER_AGENT, USER_AGENT);
+    if let Some(body) = body {
+        rb = rb.json(body);
+    }
+    let classify = |status: u16, headers: &HeaderMap, body: &str| classify(status, headers, body, http.now());
+    http.call(rb, redactor, classify).await
+}
+
 impl Github {
     /// Prefixes what failed and blanks out the token, should a server echo it back.
     pub(super) fn redact(&self, what: &str, e: DeliveryError) -> DeliveryError {
@@ -67,20 +94,8 @@ impl Github {
         url: reqwest::Url,
         body: Option<&Value>,
     ) -> Result<String, CallError> {
-        let mut rb = self
-            .http
-            .client()
-            .request(method, url)
-            .bearer_auth(self.settings.token.expose_secret())
-            .header(reqwest::header::ACCEPT, "application/vnd.github+json")
-            .header("X-GitHub-Api-Version", "2022-11-28")
-            // GitHub answers 403 to requests without one.
-            .header(reqwest::header::USER_AGENT, USER_AGENT);
-        if let Some(body) = body {
-            rb = rb.json(body);
-        }
-        let classify = |status: u16, headers: &HeaderMap, body: &str| classify(status, headers, body, self.http.now());
-        let answer = self.http.call(rb, &self.redactor, classify).await;
+        let token = self.settings.token.expose_secret();
+        let answer = rest_call(&self.http, token, &self.redactor, method, url, body).await;
         answer.map_err(|e| e.map(|error| self.redact(what, error)))
     }
 

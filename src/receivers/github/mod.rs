@@ -22,6 +22,7 @@ use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::domain::Notification;
 use crate::receivers::render;
 use crate::receivers::render::truncate;
+pub(crate) use client::rest_call;
 pub use config::Config;
 
 /// GitHub's limits on issue titles and bodies.

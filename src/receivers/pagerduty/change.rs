@@ -96,6 +96,7 @@ mod tests {
             initiator: "alice".into(),
             finished_at: testing::now(),
             app_url: Some(APP_URL.into()),
+            team: "payments".into(),
         };
         Notification {
             incidents: Vec::new(),

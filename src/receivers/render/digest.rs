@@ -534,6 +534,7 @@ pub(crate) mod tests {
             digest: Some(Box::new(d)),
             recipient: None,
             change: None,
+            commit_status: None,
             status_url: None,
         }
     }
