@@ -27,6 +27,21 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
+/// `herald --version` says the Cargo version, the one `herald_build_info` carries (tests/api/metrics.rs), and the
+/// changelog has a section for it: an upgrade can be matched with what it says to do.
+#[test]
+fn the_version_is_the_cargo_version_and_the_changelog_has_its_section() {
+    let version = env!("CARGO_PKG_VERSION");
+    let (code, out, err) = herald(&["--version"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!("herald {version}"));
+    let changelog = std::fs::read_to_string("CHANGELOG.md").expect("CHANGELOG.md");
+    assert!(
+        changelog.lines().any(|l| l.starts_with(&format!("## {version} "))),
+        "CHANGELOG.md has no section `## {version} …`"
+    );
+}
+
 #[test]
 fn the_shipped_config_and_the_examples_are_valid() {
     for shipped in ["config/herald.yaml", "config/quickstart.yaml"] {
