@@ -2,7 +2,8 @@
 # Validates what deploy/ ships, offline:
 #   1. renders deploy/kubernetes/base and both overlays with kustomize (`kubectl kustomize`); deploy/argocd, a
 #      Component, inside a stand-in for an operator's Argo CD kustomization; overlays/single with the knobs (patches)
-#      that deploy/kubernetes/README.md documents;
+#      that deploy/kubernetes/README.md documents; every example overlay under deploy/kubernetes/examples/ (the common
+#      values: image, replicas, store, Secrets, Ingress, ServiceMonitor), whose text the README must show as it is;
 #   2. validates every built-in object (and deploy/kubernetes/namespace.yaml, the Argo CD patch and the example
 #      Secrets) against the Kubernetes JSON schemas shipped inside the PyPI package kubernetes-validate (strict:
 #      unknown fields are errors), for the oldest and newest Kubernetes versions we target;
@@ -14,7 +15,7 @@
 #      that the Argo CD kit leaves the operator's keys alone: the Component merges into their ConfigMap and refuses one
 #      that has its own `subscriptions`, and a merge patch install followed by deploy/argocd/uninstall.sh (against
 #      `kubectl patch --local`) restores it exactly;
-#      the Ingress example reaches the Service; the Argo CD Application's fields, namespace and the overlay it names,
+#      each example has its effect; the Ingress example reaches the Service; the Argo CD Application's fields, namespace and the overlay it names,
 #      rendered with the image it sets; components/instances on each overlay: every instance's ingest token from its
 #      own Secret key, bound in the file, no HERALD__SERVER__AUTH__INGEST_TOKENS (and check-config refusing it);
 #   5. runs `herald check-config` on the herald.yaml of each overlay's ConfigMap with the overlay's (and the image's)
@@ -642,8 +643,7 @@ def check_argocd_install_uninstall(patch):
 
 
 # 4c. The knobs deploy/kubernetes/README.md documents, applied as written to overlays/single.
-KNOBS = {"release-label", "networkpolicy-namespaces", "networkpolicy-ingress-controller", "config-from-secret",
-         "service-loadbalancer"}
+KNOBS = {"networkpolicy-namespaces", "config-from-secret", "service-loadbalancer"}
 
 
 def check_knobs():
@@ -659,16 +659,12 @@ def check_knobs():
         return []
     validate_schema(docs, "knobs")
     check_wiring(docs, "knobs-single")
-    labelled = sorted(f"{x['kind']}" for x in docs if x["metadata"].get("labels", {}).get("release") == "prometheus")
-    if labelled != ["PrometheusRule", "ServiceMonitor"]:
-        fail(f"knob release-label: labels {labelled}, expected the ServiceMonitor and the PrometheusRule")
     netpol = one(docs, "NetworkPolicy", "herald")
     rules = netpol["spec"]["ingress"]
     namespaces = [r["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for r in rules
                   if "namespaceSelector" in r["from"][0]]
-    if namespaces != ["argocd", "prometheus", "ingress-nginx"]:
-        fail(f"knob networkpolicy-namespaces and -ingress-controller: ingress from {namespaces}, expected "
-             "['argocd', 'prometheus', 'ingress-nginx']")
+    if namespaces != ["argocd", "prometheus"]:
+        fail(f"knob networkpolicy-namespaces: ingress from {namespaces}, expected ['argocd', 'prometheus']")
     blocks = [r["from"][0]["ipBlock"]["cidr"] for r in rules if "ipBlock" in r["from"][0]]
     svc = one(docs, "Service", "herald")
     if svc["spec"].get("type") != "LoadBalancer" or svc["spec"].get("externalTrafficPolicy") != "Local" or not blocks:
@@ -678,6 +674,65 @@ def check_knobs():
     if config.get("secret", {}).get("secretName") != "herald-config-secret" or "configMap" in config:
         fail(f"knob config-from-secret: the config volume is {config}")
     return sorted(knobs)
+
+
+# 4c'. The common values deploy/kubernetes/README.md sets as kustomize patches: each one an example under
+# deploy/kubernetes/examples/<name>/, shown in the README as that very file, built, schema-valid, wired like the
+# overlay it is over, and having its effect.
+EXAMPLES = {"image", "replicas", "storage-sqlite", "storage-postgres", "secrets", "ingress", "servicemonitor"}
+
+
+def check_examples():
+    text = open(os.path.join(ROOT, "deploy/kubernetes/README.md")).read()
+    shown = dict(re.findall(r"<!-- validate-deploy: example ([a-z-]+) -->\s*```yaml\n(.*?)```", text, re.S))
+    root = os.path.join(ROOT, "deploy/kubernetes/examples")
+    present = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))}
+    if present != EXAMPLES or set(shown) != EXAMPLES:
+        fail(f"examples: directories {sorted(present)}, shown in the README {sorted(shown)}, expected {sorted(EXAMPLES)}")
+    out = {}
+    for name in sorted(present):
+        directory = os.path.join(root, name)
+        own = open(os.path.join(directory, "kustomization.yaml")).read()
+        if shown.get(name) != own:
+            fail(f"examples/{name}: the README's block is not the text of examples/{name}/kustomization.yaml")
+        for extra in sorted(set(os.listdir(directory)) - {"kustomization.yaml"}):
+            if f"`{extra}`" not in text:
+                fail(f"examples/{name}: the README does not name its file `{extra}`")
+        docs = render(directory)
+        if not docs:
+            continue
+        validate_schema(docs, f"examples/{name}")
+        over = yaml.safe_load(own)["resources"][0].split("/")[-1]
+        check_wiring(docs, f"examples/{name}-{over}")
+        out[name] = docs
+    effects = {
+        "image": lambda d: container(one(d, "Deployment", "herald"))["image"] == "registry.example.com/platform/herald:0.2.0",
+        "replicas": lambda d: one(d, "Deployment", "herald")["spec"]["replicas"] == 3,
+        "storage-sqlite": lambda d: one(d, "PersistentVolumeClaim", "herald-data")["spec"]["resources"]["requests"]["storage"] == "5Gi"
+        and one(d, "PersistentVolumeClaim", "herald-data")["spec"].get("storageClassName") == "fast-ssd",
+        "storage-postgres": lambda d: next(e for e in container(one(d, "Deployment", "herald"))["env"]
+                                           if e["name"] == "HERALD__STORAGE__URL")["valueFrom"]["secretKeyRef"]
+        == {"name": "herald-db-app", "key": "uri"},
+        "secrets": lambda d: next(v for v in one(d, "Deployment", "herald")["spec"]["template"]["spec"]["volumes"]
+                                  if v["name"] == "secrets")["secret"]
+        == {"secretName": "platform-herald-secrets", "optional": True, "defaultMode": 0o440},
+        "ingress": lambda d: "ingress-nginx" in [r["from"][0].get("namespaceSelector", {}).get("matchLabels", {}).get(
+            "kubernetes.io/metadata.name") for r in one(d, "NetworkPolicy", "herald")["spec"]["ingress"]],
+        "servicemonitor": lambda d: sorted(x["kind"] for x in d if x["metadata"].get("labels", {}).get("release") == "prometheus")
+        == ["PrometheusRule", "ServiceMonitor"] and one(d, "ServiceMonitor", "herald")["spec"]["endpoints"][0]["interval"] == "15s",
+    }
+    before = len(problems)
+    for name, effect in effects.items():
+        try:
+            ok = name in out and effect(out[name])
+        except (KeyError, TypeError, StopIteration):
+            ok = False
+        if not ok:
+            fail(f"examples/{name}: rendered, but without the effect the README says")
+    if len(problems) == before:
+        print(f"  deploy/kubernetes/examples: {', '.join(sorted(out))} render, schema-valid, wired, as shown in the README, "
+              "each with its effect")
+    return out
 
 
 argocd_patch = load(os.path.join(ROOT, ARGOCD_PATCH))[0]
@@ -724,24 +779,24 @@ print(f"  {len(examples)} example file(s) schema-valid: " + ", ".join(os.path.re
 
 # 4d. The Ingress example reaches the Service the overlays render.
 def check_ingress(docs):
-    ingress = one(load(os.path.join(ROOT, "deploy/kubernetes/ingress.example.yaml")), "Ingress", "herald")
+    ingress = one(docs, "Ingress", "herald")
     svc = one(docs, "Service", "herald")
     if not ingress or not svc:
-        fail("ingress.example.yaml: expected one Ingress herald and the Service herald")
+        fail("examples/ingress: expected one Ingress herald and the Service herald")
         return
     if ingress["metadata"].get("namespace") != svc["metadata"]["namespace"]:
-        fail(f"ingress.example.yaml: namespace {ingress['metadata'].get('namespace')}, the Service is in "
+        fail(f"examples/ingress: namespace {ingress['metadata'].get('namespace')}, the Service is in "
              f"{svc['metadata']['namespace']}")
     ports = {p.get("name") for p in svc["spec"]["ports"]} | {p["port"] for p in svc["spec"]["ports"]}
     tls_hosts = {h for t in ingress["spec"].get("tls", []) for h in t.get("hosts", [])}
     for rule in ingress["spec"]["rules"]:
         if rule.get("host") not in tls_hosts:
-            fail(f"ingress.example.yaml: host {rule.get('host')} without TLS: Basic credentials would cross in clear")
+            fail(f"examples/ingress: host {rule.get('host')} without TLS: Basic credentials would cross in clear")
         for path in rule["http"]["paths"]:
             backend = path["backend"]["service"]
             port = backend["port"].get("name", backend["port"].get("number"))
             if backend["name"] != svc["metadata"]["name"] or port not in ports:
-                fail(f"ingress.example.yaml: backend {backend} is not the Service herald's port {sorted(map(str, ports))}")
+                fail(f"examples/ingress: backend {backend} is not the Service herald's port {sorted(map(str, ports))}")
 
 
 # 4e. The Argo CD Application that installs Herald from this repository. Argo CD's CRD is not among the Kubernetes
@@ -886,8 +941,9 @@ def check_instances_component():
 print(f"  {INSTANCES}: per-instance tokens from Secret keys, bound in the file, no list variable; check-config OK "
       f"and refusing the list variable, on: {'; '.join(check_instances_component())}")
 
-check_ingress(rendered("deploy/kubernetes/overlays/single"))
-print("  deploy/kubernetes/ingress.example.yaml: TLS for every host, backend the Service herald's port")
+example_docs = check_examples()
+check_ingress(example_docs.get("ingress", []))
+print("  deploy/kubernetes/examples/ingress: TLS for every host, backend the Service herald's port")
 print(f"  deploy/kubernetes/argocd-application.yaml: fields of an Application, renders {check_application()}")
 
 # 5. The Grafana dashboard: every panel's query is PromQL promtool accepts, naming only metrics Herald exports.

@@ -75,12 +75,18 @@ pub enum Command {
         #[arg(required = true)]
         bodies: Vec<PathBuf>,
     },
-    /// Send a clearly marked test notification through one receiver and print the result.
+    /// Send a clearly marked test notification through one receiver and print the result; or, with `--render`,
+    /// print what the receiver would send (its own template rendered, no secret) and send nothing.
     SendTest {
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
-        #[arg(long)]
-        receiver: String,
+        /// The receiver to send the test through.
+        #[arg(long, required_unless_present = "render", conflicts_with = "render")]
+        receiver: Option<String>,
+        /// Send nothing: print what this receiver would send for the test (and, for a ticket or paging receiver,
+        /// for closing it again).
+        #[arg(long, value_name = "RECEIVER")]
+        render: Option<String>,
     },
     /// Print the digest a team would get now (read from the store the configuration names); sends nothing.
     Digest {
@@ -298,7 +304,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await
         }
-        Command::SendTest { config, receiver } => send_test(load(config)?, receiver).await,
+        Command::SendTest {
+            config,
+            receiver,
+            render,
+        } => match (receiver, render) {
+            (_, Some(name)) => Ok(render_test(&load(config)?, &name)),
+            (Some(name), None) => send_test(load(config)?, name).await,
+            (None, None) => {
+                eprintln!("send-test: name the receiver: --receiver NAME (or --render NAME to send nothing)");
+                Ok(ExitCode::from(2))
+            }
+        },
         Command::Digest { config, team, json } => digest(load(config)?, &team, json).await,
         Command::Silence { remote, action } => silence(remote, action).await,
         Command::Ack { remote, args } => ack(remote, args).await,
@@ -349,6 +366,15 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     );
     if let Some(why) = s.server.links_missing() {
         println!("note: {why}");
+    }
+    for r in s.receivers.iter().filter(|r| r.template.is_some()) {
+        let kind = r.kind.receiver_type();
+        if crate::receivers::preview::template_escape(kind).is_none() {
+            println!(
+                "note: receivers[{:?}].template: a {kind} receiver takes no template; it is not used",
+                r.name
+            );
+        }
     }
     ExitCode::SUCCESS
 }
@@ -828,12 +854,57 @@ async fn print_outbox(
     Ok(rows.len())
 }
 
+/// The receiver named `name`, or `None` after saying which ones are configured.
+fn named_receiver<'a>(settings: &'a Settings, name: &str) -> Option<&'a crate::configuration::ReceiverSettings> {
+    let found = settings.receiver(name);
+    if found.is_none() {
+        let names: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
+        eprintln!("no receiver {name:?}; configured: {}", names.join(", "));
+    }
+    found
+}
+
+/// `herald send-test --render NAME`: what `send-test` would send through the receiver — the test, and for a ticket
+/// or paging receiver its closing — rendered as the receiver renders it (its template included), part by part.
+/// Builds no receiver and opens no connection.
+fn render_test(settings: &Settings, name: &str) -> ExitCode {
+    let Some(rs) = named_receiver(settings, name) else {
+        return ExitCode::from(2);
+    };
+    let now = chrono::Utc::now();
+    let test = crate::domain::Notification::test(name, now);
+    let mut sent = vec![("the test", test.clone())];
+    if rs.per_incident() {
+        sent.push(("closing the test again", test.test_closed(now)));
+    }
+    let kind = rs.kind.receiver_type();
+    let template = match (&rs.template, crate::receivers::preview::template_escape(kind)) {
+        (Some(_), Some(_)) => "with its template",
+        (Some(_), None) => "its template unused: this type takes none",
+        (None, _) => "Herald's own text",
+    };
+    println!("{name} ({kind}, {template}): what it would send; nothing is sent");
+    for (what, n) in sent {
+        match crate::receivers::preview::preview_configured(rs, &n, now) {
+            Ok(parts) => {
+                for part in parts {
+                    println!("---- {what}: {} ----", part.name);
+                    println!("{}", part.text);
+                }
+            }
+            Err(e) => {
+                println!("{name}: its template does not render {what}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 async fn send_test(settings: Settings, name: String) -> anyhow::Result<ExitCode> {
     crate::telemetry::init_logs(&settings.log);
     let settings = Arc::new(settings);
-    let Some(rs) = settings.receiver(&name) else {
-        let names: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
-        eprintln!("no receiver {name:?}; configured: {}", names.join(", "));
+    let Some(rs) = named_receiver(&settings, &name) else {
         return Ok(ExitCode::from(2));
     };
     let clock: crate::clock::SharedClock = Arc::new(crate::clock::SystemClock);

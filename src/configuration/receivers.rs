@@ -84,12 +84,14 @@ pub(super) fn validate<'a>(
                 "must be a positive number",
             ));
         }
+        // Rendered against what the receiver may be sent, as a delivery would: a template that fails there would
+        // fail every such delivery for good.
         if let Some(t) = &r.template
-            && let Err(e) = minijinja::Environment::new().template_from_str(t)
+            && let Err(e) = crate::receivers::render::template::check(t, r.capabilities().digest)
         {
             errors.push(invalid(
                 format!("receivers[{i}].template"),
-                format!("not a valid template: {e}"),
+                format!("does not render: {e}"),
             ));
         }
     }

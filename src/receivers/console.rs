@@ -62,6 +62,9 @@ impl Console {
     }
 }
 
+/// How a template's values are written: control characters shown as escapes.
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::console;
+
 /// What is printed for `n`: a line naming the receiver, the status and the thread, then `body`.
 pub fn message(n: &Notification, body: &str) -> String {
     format!(
@@ -76,7 +79,7 @@ pub fn message(n: &Notification, body: &str) -> String {
 #[async_trait::async_trait]
 impl Receiver for Console {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let body = render::custom_text(self.template.as_deref(), n, render::escape::console)?
+        let body = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?
             .unwrap_or_else(|| render::console_text(n));
         let message = if self.json {
             let line = serde_json::json!({

@@ -169,11 +169,14 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     s
 }
 
+/// How a template's values are written: Google Chat's own markup.
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::google_chat;
+
 #[async_trait::async_trait]
 impl Receiver for GoogleChat {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let text = render::custom_text(self.template.as_deref(), n, render::escape::google_chat)?
-            .unwrap_or_else(|| google_chat_text(n));
+        let text =
+            render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?.unwrap_or_else(|| google_chat_text(n));
         let thread_key = google_thread_key(&n.thread_key);
         let body = json!({
             "text": truncate(&text, GOOGLE_CHAT_MAX_TEXT),

@@ -35,6 +35,9 @@ impl Mattermost {
     }
 }
 
+/// How a template's values are written: CommonMark.
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::commonmark;
+
 /// The post: the status, then the shared CommonMark rendering.
 pub fn text(n: &Notification) -> String {
     let body = render::markdown_within(n, MATTERMOST_MAX_TEXT - 200);
@@ -44,7 +47,7 @@ pub fn text(n: &Notification) -> String {
 #[async_trait::async_trait]
 impl Receiver for Mattermost {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let text = match render::custom_text(self.template.as_deref(), n, render::escape::commonmark)? {
+        let text = match render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)? {
             Some(t) => t,
             None => text(n),
         };

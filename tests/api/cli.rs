@@ -27,6 +27,21 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
+/// `herald --version` says the Cargo version, the one `herald_build_info` carries (tests/api/metrics.rs), and the
+/// changelog has a section for it: an upgrade can be matched with what it says to do.
+#[test]
+fn the_version_is_the_cargo_version_and_the_changelog_has_its_section() {
+    let version = env!("CARGO_PKG_VERSION");
+    let (code, out, err) = herald(&["--version"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!("herald {version}"));
+    let changelog = std::fs::read_to_string("CHANGELOG.md").expect("CHANGELOG.md");
+    assert!(
+        changelog.lines().any(|l| l.starts_with(&format!("## {version} "))),
+        "CHANGELOG.md has no section `## {version} …`"
+    );
+}
+
 #[test]
 fn the_shipped_config_and_the_examples_are_valid() {
     for shipped in ["config/herald.yaml", "config/quickstart.yaml"] {
@@ -1467,4 +1482,137 @@ server:
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
+}
+
+/// A receiver's template that does not render is a configuration error naming the receiver, the template key, the
+/// line and what it was rendering, with exit 2 and no panic; a template that works for incidents but not for a
+/// digest is refused only on a receiver that gets digests.
+#[test]
+fn check_config_renders_each_template_and_names_the_receiver_and_the_line_of_a_broken_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let broken = write(
+        dir.path(),
+        "broken.yaml",
+        "receivers:\n\
+         - name: payments-chat\n\
+         \x20 mattermost: {webhook_url: 'https://chat.example.com/hooks/s3cr3t-hook-key-0123456789'}\n\
+         \x20 template: \"{{ notification.title }}\\n{{ notification.title | no_such_filter }}\"\n\
+         - name: payments-console\n\
+         \x20 console: {}\n\
+         \x20 template: \"{% for i in incidents %}\\n{{ i.app_name }}\"\n",
+    );
+    let (code, out, err) = herald(&["check-config", &broken], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(
+            "receivers[\"payments-chat\"].template: does not render: line 2: unknown filter: filter no_such_filter is \
+             unknown (rendering a firing incident)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("receivers[\"payments-console\"].template: does not render: line 2: syntax error"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cr3t-hook-key"), "no secret in the error: {err}");
+
+    // `incidents[0]` does not exist in a digest: refused on a chat receiver (it gets digests), not on a ticket one.
+    let first_incident = "template: '{{ incidents[0].app_name }} is {{ incidents[0].condition }}'";
+    let chat = write(
+        dir.path(),
+        "chat.yaml",
+        &format!("receivers: [{{name: chat, console: {{}}, {first_incident}}}]"),
+    );
+    let (code, _, err) = herald(&["check-config", &chat], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("receivers[\"chat\"].template: does not render: line 1: undefined value")
+            && err.contains("(rendering a digest)"),
+        "{err}"
+    );
+    let tickets = write(
+        dir.path(),
+        "tickets.yaml",
+        &format!(
+            "receivers: [{{name: tickets, github: {{repo: acme/pay, token: ghp-0123456789abcdef}}, {first_incident}}}]"
+        ),
+    );
+    let (code, out, err) = herald(&["check-config", &tickets], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("note: receivers[\"tickets\"].template: a github receiver takes no template; it is not used"),
+        "{out}"
+    );
+}
+
+/// `send-test --render` prints what the receiver would send, its template rendered, and sends nothing: the
+/// receiver's server gets no request, and its webhook URL (a secret) is not printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_test_render_previews_the_templated_message_and_sends_nothing() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("ok"))
+        .expect(0)
+        .named("anything sent")
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let hook = format!("{}/services/T0001/B0001/s3cr3tS3cr3tS3cr3t", server.uri());
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        &format!(
+            "receivers:\n\
+             - name: team-slack\n\
+             \x20 slack: {{webhook_url: '{hook}'}}\n\
+             \x20 template: 'Heads up, {{{{ notification.reason }}}}: {{{{ notification.title }}}}'\n\
+             - name: team-pager\n\
+             \x20 pagerduty: {{routing_key: R0UT1NGK3Y0123456789abcdef012345, url: '{}/v2/enqueue'}}\n",
+            server.uri()
+        ),
+    );
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            herald(&args, &[])
+        })
+    };
+    let args = |name: &str| {
+        vec![
+            "send-test".into(),
+            "--config".into(),
+            cfg.clone(),
+            "--render".into(),
+            name.into(),
+        ]
+    };
+
+    let (code, out, err) = run(args("team-slack")).await.expect("joined");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("team-slack (slack, with its template): what it would send; nothing is sent"),
+        "{out}"
+    );
+    assert!(out.contains("---- the test: json ----"), "{out}");
+    assert!(
+        out.contains("Heads up, sent by `herald send-test` to check this receiver: [TEST] Herald test notification"),
+        "the template, rendered: {out}"
+    );
+    assert!(
+        !out.contains("s3cr3tS3cr3tS3cr3t") && !err.contains("s3cr3tS3cr3tS3cr3t"),
+        "{out}{err}"
+    );
+
+    // A paging receiver: the trigger and the resolve that would close it, with the routing key a placeholder.
+    let (code, out, err) = run(args("team-pager")).await.expect("joined");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("---- the test: json ----"), "{out}");
+    assert!(out.contains("---- closing the test again: json ----"), "{out}");
+    assert!(out.contains("ROUTING_KEY") && !out.contains("R0UT1NGK3Y"), "{out}");
+
+    let (code, _, err) = run(args("nobody")).await.expect("joined");
+    assert_eq!(code, 2);
+    assert!(err.contains("configured: team-slack, team-pager"), "{err}");
+    server.verify().await;
 }

@@ -96,10 +96,13 @@ pub(crate) fn classify(status: u16, headers: &HeaderMap, body: &str, now: System
     }
 }
 
+/// The escape the receiver's `template` renders its values with (its delivery and `send-test --render` alike).
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::discord;
+
 #[async_trait::async_trait]
 impl Receiver for Discord {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let templated = render::custom_text(self.template.as_deref(), n, render::escape::discord)
+        let templated = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)
             .map_err(|e| DeliveryError::prefixed("discord", e))?;
         let body = message(n, templated.as_deref());
         let bytes = serde_json::to_vec(&body)

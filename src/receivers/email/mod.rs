@@ -28,6 +28,9 @@ use crate::receivers::render;
 pub use config::{Config, SmtpSettings};
 use transport::transport_builder;
 
+/// How a template's values are written in the plain-text part: one line each.
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::one_line;
+
 type Transport = AsyncSmtpTransport<Tokio1Executor>;
 
 pub struct Email {
@@ -121,8 +124,8 @@ impl Email {
     }
 
     fn message(&self, n: &Notification, message_id: &str, parent: Option<&str>) -> Result<Message, DeliveryError> {
-        let text = render::custom_text(self.template.as_deref(), n, render::escape::one_line)?
-            .unwrap_or_else(|| render::text(n));
+        let text =
+            render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?.unwrap_or_else(|| render::text(n));
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(Self::subject(n))

@@ -66,6 +66,9 @@ impl Matrix {
     }
 }
 
+/// How a template's values are written: one line each (the template's text is sent as plain `body`).
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::one_line;
+
 /// The message for `n`: the status and the shared plain text as `body`, the same as HTML in `formatted_body`;
 /// or, with the receiver's template, its text alone. It mentions no one: `m.mentions` is empty, and every `@`
 /// before a word (`@room` from a project, an operation message, an initiator) is broken by a word joiner for
@@ -127,7 +130,7 @@ fn edit(first: &str, message: Value) -> Value {
 #[async_trait::async_trait]
 impl Receiver for Matrix {
     async fn deliver(&self, n: &Notification, memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        let templated = render::custom_text(self.template.as_deref(), n, render::escape::one_line)?;
+        let templated = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?;
         let message = message(n, templated.as_deref());
         let thread = memo.and_then(|m| serde_json::from_value::<MatrixMemo>(m.clone()).ok());
         match (n.action, thread) {

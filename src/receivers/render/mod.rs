@@ -10,11 +10,13 @@ pub mod escape;
 mod html;
 mod markdown;
 mod plain;
+pub mod template;
 
 pub use html::{html, html_within};
 pub use markdown::{markdown, markdown_within};
 pub(crate) use plain::summary_hints;
 pub use plain::{console_text, text, text_within};
+pub use template::{TemplateEscape, custom_text, with_template};
 
 use super::DeliveryError;
 use crate::domain::{Action, Incident, IncidentState, Notification, Severity};
@@ -374,45 +376,6 @@ pub fn status_emoji(n: &Notification) -> &'static str {
     }
 }
 
-/// How a receiver's template writes values into its target's markup: each value's lines escaped by the target's
-/// one-line escape ([`escape::each_line`]). The template's own text is written as it is.
-pub type TemplateEscape = fn(&str) -> String;
-
-/// The receiver's own `template` rendered, when it has one, every value escaped by `escape` for the receiver's
-/// markup. A template that does not render fails the delivery for good: retrying renders it the same way.
-pub fn custom_text(
-    template: Option<&str>,
-    n: &Notification,
-    escape: TemplateEscape,
-) -> Result<Option<String>, DeliveryError> {
-    template
-        .map(|t| with_template(t, n, escape).map_err(|e| DeliveryError::permanent(format!("template: {e}"))))
-        .transpose()
-}
-
-/// Renders a receiver's own minijinja template with the notification as context (`notification`, `incidents`,
-/// `text`). Every value the template writes is escaped by `escape`, line by line (a value marked `|safe` is
-/// written as it is: the operator then vouches for it). Errors say what is wrong with the template.
-pub fn with_template(template: &str, n: &Notification, escape: TemplateEscape) -> Result<String, String> {
-    let mut env = minijinja::Environment::new();
-    env.set_formatter(move |out, _state, value| {
-        if value.is_safe() {
-            write!(out, "{value}")?;
-        } else {
-            out.write_str(&escape::each_line(&value.to_string(), escape))?;
-        }
-        Ok(())
-    });
-    env.add_template("t", template).map_err(|e| e.to_string())?;
-    let tmpl = env.get_template("t").map_err(|e| e.to_string())?;
-    tmpl.render(minijinja::context! {
-        notification => minijinja::value::Serde(n),
-        incidents => minijinja::value::Serde(&n.incidents),
-        text => text(n),
-    })
-    .map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,32 +416,6 @@ mod tests {
             assert_eq!(status_emoji(&n), emoji);
             assert_eq!(n.incidents.iter().map(incident_word).collect::<Vec<_>>(), lines);
         }
-    }
-
-    #[test]
-    fn a_template_writes_values_escaped_for_its_target_and_its_own_text_as_it_is() {
-        let mut n = crate::receivers::testing::notification(Action::Open);
-        n.title = "<!channel> [x](https://evil.example)\n# h @all".into();
-        let t = "*{{ notification.title }}*";
-        assert_eq!(
-            with_template(t, &n, escape::mrkdwn).unwrap(),
-            "*&lt;!channel&gt; [x](https://evil.example)\n# h @\u{2060}all*"
-        );
-        assert_eq!(
-            with_template(t, &n, escape::commonmark).unwrap(),
-            "*&lt;\\!channel&gt; \\[x\\]\\(https://evil.example\\)\n\\# h @\u{2060}all*"
-        );
-        assert_eq!(
-            with_template("{{ notification.title|safe }}", &n, escape::mrkdwn).unwrap(),
-            n.title,
-            "|safe is the operator's word that a value is markup"
-        );
-        let listed = "{% for i in incidents %}- {{ i.app_name }}\n{% endfor %}";
-        n.incidents[0].app_name = "a\n- <!here>".into();
-        assert_eq!(
-            with_template(listed, &n, escape::mrkdwn).unwrap(),
-            "- a\n- &lt;!here&gt;\n"
-        );
     }
 
     #[test]

@@ -79,25 +79,39 @@ impl Slack {
     }
 }
 
+/// How a template's values are written: Slack's mrkdwn.
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::mrkdwn;
+
 /// What the incoming webhook is sent for `n` (no template): the fallback text and the blocks.
 pub(crate) fn preview(n: &Notification) -> serde_json::Value {
-    json!({"text": fallback_text(n), "blocks": blocks(n, None, false)})
+    preview_templated(n, None)
+}
+
+/// What the incoming webhook is sent for `n`, with the text the receiver's template rendered when it has one.
+pub(crate) fn preview_templated(n: &Notification, templated: Option<&str>) -> serde_json::Value {
+    let m = message_of(n, templated, false);
+    json!({"text": m.text, "blocks": m.blocks})
+}
+
+/// The message for `n`: the template's text in the blocks when there is one, else Herald's own.
+fn message_of(n: &Notification, templated: Option<&str>, buttons: bool) -> Message {
+    match templated {
+        Some(text) => Message {
+            blocks: blocks(n, Some(text), buttons),
+            text: truncate(text, MAX_TEMPLATE_TEXT),
+        },
+        None => Message {
+            text: fallback_text(n),
+            blocks: blocks(n, None, buttons),
+        },
+    }
 }
 
 impl Slack {
     fn message(&self, n: &Notification) -> Result<Message, DeliveryError> {
-        let custom = render::custom_text(self.template.as_deref(), n, render::escape::mrkdwn)
+        let custom = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)
             .map_err(|e| DeliveryError::prefixed("slack", e))?;
-        match custom {
-            Some(text) => Ok(Message {
-                blocks: blocks(n, Some(&text), self.buttons),
-                text: truncate(&text, MAX_TEMPLATE_TEXT),
-            }),
-            None => Ok(Message {
-                text: fallback_text(n),
-                blocks: blocks(n, None, self.buttons),
-            }),
-        }
+        Ok(message_of(n, custom.as_deref(), self.buttons))
     }
 
     async fn post_webhook(&self, url: &SecretString, msg: &Message) -> Result<Delivered, DeliveryError> {

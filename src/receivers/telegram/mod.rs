@@ -20,7 +20,7 @@ use crate::domain::{Action, Notification};
 use crate::receivers::render;
 use api::ApiError;
 pub use config::{ChatId, Config};
-pub use text::{MAX_TEXT, text};
+pub use text::{MAX_TEXT, templated, text};
 
 pub struct Telegram {
     bot_token: SecretString,
@@ -78,10 +78,13 @@ fn cannot_edit(description: &str) -> bool {
     description.contains("message to edit not found") || description.contains("message can't be edited")
 }
 
+/// The escape the receiver's `template` renders its values with (its delivery and `send-test --render` alike).
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::telegram;
+
 impl Telegram {
     /// What is sent for `n`: the receiver's template (its values escaped), or the rendering.
     fn message(&self, n: &Notification) -> Result<String, DeliveryError> {
-        let custom = render::custom_text(self.template.as_deref(), n, render::escape::telegram)
+        let custom = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)
             .map_err(|e| DeliveryError::prefixed("telegram", e))?;
         Ok(match custom {
             Some(t) => text::templated(&t),
