@@ -180,10 +180,13 @@ pub fn telegram(s: &str) -> String {
 
 /// [`telegram`] that keeps line breaks, for text already laid out in lines (inside `<pre>`).
 pub fn telegram_keep_lines(s: &str) -> String {
-    break_mentions(s)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    let mut out = break_mentions(s);
+    // A piece of text is often followed by a `<code>` span (a hint with a command in it): Telegram reads the
+    // words across the tag, so an `@` that ends the piece is broken too.
+    if out.ends_with('@') {
+        out.push(WORD_JOINER);
+    }
+    out.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// Google Chat's own markup (`MARKUP_SYNTAX_CHAT`) has no escape: a word joiner after `<` breaks links
