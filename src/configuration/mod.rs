@@ -9,6 +9,7 @@ use std::path::Path;
 mod argocd;
 mod delivery;
 pub mod duration;
+mod links;
 mod people;
 mod receivers;
 mod routing;
@@ -19,6 +20,7 @@ mod storage;
 
 pub use argocd::*;
 pub use delivery::*;
+pub use links::*;
 pub use people::*;
 pub use receivers::*;
 pub use routing::*;
@@ -66,6 +68,9 @@ pub struct Settings {
     pub scheduler: SchedulerSettings,
     #[serde(default)]
     pub log: LogSettings,
+    /// Which Git hosts' commits get links (`links.git_hosts`).
+    #[serde(default)]
+    pub links: LinksSettings,
 }
 
 /// The names of the `HERALD__…` variables that override the file, sorted (never their values: some are credentials).
@@ -187,6 +192,7 @@ impl Settings {
         routing::validate_inhibit_rules(&self.inhibit_rules, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);
+        self.links.validate(&mut errors);
         people::validate(self, &mut errors);
         self.argocd.validate(&mut errors);
         for (i, route) in self.routes.iter().enumerate() {
@@ -427,6 +433,11 @@ mod tests {
                 "rules: {degraded: {production: {namespaces: [prod]}}}",
                 "rules.degraded.production",
             ),
+            (
+                "links: {git_hosts: [{host: 'https://git.acme.io', kind: gitea}]}",
+                "links.git_hosts[0].host",
+            ),
+            ("links: {git_hosts: [{host: 'git.acme.io', kind: fossil}]}", "links"),
             (
                 "rules: {out_of_sync: {namespaces: [prod]}}",
                 "rules.out_of_sync.namespaces",

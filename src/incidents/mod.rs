@@ -18,6 +18,7 @@ use crate::argocd::{HealthStatus, Operation, OperationPhase, ResultCode, Snapsho
 use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
+pub use view::link_commits;
 pub use view::{first_sentence, plural};
 use view::{resource_ref, resource_url, sources};
 

@@ -2,6 +2,7 @@
 //! into the Argo CD UI and to commits, each source with its revision, and the words (plurals, first sentences).
 
 use crate::argocd::{ResourceStatus, Snapshot, SourceRef};
+use crate::configuration::LinksSettings;
 use crate::domain::ResourceRef;
 use crate::domain::incident::SourceRevision;
 use crate::domain::link::safe_url;
@@ -109,13 +110,22 @@ fn source(src: &SourceRef, revision: Option<&String>) -> SourceRevision {
         chart: non_empty(&src.chart),
         target_revision: non_empty(&src.target_revision),
         revision: revision.cloned(),
-        commit_url: revision.and_then(|r| commit_url(&src.repo_url, r)),
+        // Linked by [`link_commits`], which knows the hosts trusted with links.
+        commit_url: None,
     }
 }
 
-/// The commit's page on GitHub or GitLab, when `revision` is a commit hash of a repository there and the page's
-/// URL is a safe link (a `repoURL` with a line break or markup in it gives none).
-fn commit_url(repo_url: &str, revision: &str) -> Option<String> {
+/// Links each source's commit to its page, on the hosts `links` trusts ([`commit_url`]).
+pub fn link_commits(view: &mut crate::domain::Incident, links: &LinksSettings) {
+    for src in &mut view.sources {
+        src.commit_url = (src.revision.as_deref()).and_then(|r| commit_url(&src.repo_url, r, links));
+    }
+}
+
+/// The commit's page, when `revision` is a commit hash of a repository on a host `links` trusts (github.com,
+/// gitlab.com, bitbucket.org and `links.git_hosts`: never a host that only looks like one, `gitlab.evil.example`)
+/// and the page's URL is a safe link (a `repoURL` with a line break or markup in it gives none).
+fn commit_url(repo_url: &str, revision: &str, links: &LinksSettings) -> Option<String> {
     let is_commit = (7..=40).contains(&revision.len()) && revision.chars().all(|c| c.is_ascii_hexdigit());
     if !is_commit {
         return None;
@@ -126,15 +136,12 @@ fn commit_url(repo_url: &str, revision: &str) -> Option<String> {
         None => repo_url.to_string(),
     };
     let web = web.trim_end_matches('/').trim_end_matches(".git");
-    let host = url::Url::parse(web).ok()?.host_str()?.to_string();
-    let page = if host == "github.com" || host.ends_with(".github.com") {
-        format!("{web}/commit/{revision}")
-    } else if host == "gitlab.com" || host.starts_with("gitlab.") {
-        format!("{web}/-/commit/{revision}")
-    } else {
+    let parsed = url::Url::parse(web).ok()?;
+    if !matches!(parsed.scheme(), "https" | "http") || !parsed.username().is_empty() || parsed.password().is_some() {
         return None;
-    };
-    safe_url(&page)
+    }
+    let kind = links.git_host(parsed.host_str()?)?;
+    safe_url(&kind.commit_page(web, revision))
 }
 
 #[cfg(test)]
@@ -152,6 +159,11 @@ mod tests {
         assert!(cut.chars().count() <= 80 && cut.ends_with('…'), "{cut}");
     }
 
+    /// `commit_url` with the hosts every Herald trusts.
+    fn commit_url(repo_url: &str, revision: &str) -> Option<String> {
+        super::commit_url(repo_url, revision, &LinksSettings::default())
+    }
+
     #[test]
     fn commits_link_to_github_and_gitlab_only() {
         let sha = "3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5";
@@ -165,6 +177,42 @@ mod tests {
         );
         assert_eq!(commit_url("ghcr.io/stefanprodan/charts", "6.9.0"), None);
         assert_eq!(commit_url("https://github.com/acme/apps", "main"), None);
+        assert_eq!(
+            commit_url("https://bitbucket.org/acme/apps.git", sha).as_deref(),
+            Some("https://bitbucket.org/acme/apps/commits/3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")
+        );
+    }
+
+    #[test]
+    fn only_hosts_someone_trusts_get_commit_links() {
+        let sha = "3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5";
+        // Names that look like a Git service are anybody's: shown as text.
+        for untrusted in [
+            "https://gitlab.evil.example/acme/app",
+            "https://evil.github.com/acme/app",
+            "https://github.com.evil.example/acme/app",
+            "https://git.acme.internal/acme/app",
+            "https://user:pass@github.com/acme/app",
+            "ftp://github.com/acme/app",
+        ] {
+            assert_eq!(commit_url(untrusted, sha), None, "{untrusted}");
+        }
+        let links: LinksSettings = serde_json::from_value(serde_json::json!({"git_hosts": [
+            {"host": "git.acme.internal", "kind": "gitea"}, {"host": "GitLab.Acme.io", "kind": "gitlab"}
+        ]}))
+        .expect("links");
+        assert_eq!(
+            super::commit_url("https://git.acme.internal/acme/app.git", sha, &links).as_deref(),
+            Some("https://git.acme.internal/acme/app/commit/3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")
+        );
+        assert_eq!(
+            super::commit_url("git@gitlab.acme.io:acme/app.git", sha, &links).as_deref(),
+            Some("https://gitlab.acme.io/acme/app/-/commit/3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")
+        );
+        assert_eq!(
+            super::commit_url("https://gitlab.evil.example/acme/app", sha, &links),
+            None
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub fn assess(settings: &Settings, state: &AppState) -> Assessment {
         .unwrap_or_default();
     for h in &mut held {
         h.view.asked_receivers = asked.clone();
+        incidents::link_commits(&mut h.view, &settings.links);
     }
     Assessment { team, held, keep }
 }

@@ -129,3 +129,30 @@ async fn without_a_configured_url_a_bodys_safe_url_is_the_link() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_repo_url_on_a_host_nobody_listed_gets_no_commit_link_and_a_listed_one_does() {
+    let lookalike = posted(
+        "",
+        failed_sync("https://argocd.example.com", "https://gitlab.evil.example/acme/app"),
+    )
+    .await;
+    assert!(
+        !lookalike.contains("gitlab.evil.example/acme/app/-/commit"),
+        "a host that only looks like GitLab links nowhere:\n{lookalike}"
+    );
+    assert!(
+        lookalike.contains(&SHA[..7]),
+        "the revision is still told, as text:\n{lookalike}"
+    );
+
+    let listed = posted(
+        "links: {git_hosts: [{host: git.acme.internal, kind: gitea}]}",
+        failed_sync("https://argocd.example.com", "https://git.acme.internal/acme/app.git"),
+    )
+    .await;
+    assert!(
+        listed.contains(&format!("(https://git.acme.internal/acme/app/commit/{SHA})")),
+        "a host the operator listed gets its commit link:\n{listed}"
+    );
+}

@@ -173,7 +173,11 @@ impl Core {
             team,
             self.settings.argocd.ui_url(&before.snapshot.app.instance),
             at.now,
-        );
+        )
+        .map(|mut held| {
+            incidents::link_commits(&mut held.view, &self.settings.links);
+            held
+        });
         let mut changes = self.resolve_all(at, why).await?;
         if let Some(held) = news {
             let now = at.now;
