@@ -121,10 +121,11 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
             .json()
             .await
             .ok()?;
-        (v["count"].as_i64() >= Some(1)).then_some(())
+        // billing-api's failed sync, a sync still running and aaaaaaa's deletion (listed below).
+        (v["count"].as_i64() >= Some(3)).then_some(())
     })
     .await
-    .expect("a dead delivery");
+    .expect("three dead deliveries");
 
     let url = format!("{}/", bin.address);
     let out = chromium(&["--dump-dom", &url]);
@@ -210,10 +211,11 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
         prunes[0].contains("Application/argocd/podinfo") && prunes[0].ends_with("no"),
         "{prunes:#?}"
     );
-    // billing-api's failed sync, and from the captured timeline (its operations started in 2025): aaaaaaaaa's sync
-    // still Running, and aaaaaaa deleted while its sync was still running.
+    // billing-api's failed sync, and from the captured timeline (its operations started in 2025): a sync still
+    // Running, and aaaaaaa deleted while its sync was still running.
     let dead = rows(&dom, "dead-table");
-    assert_eq!(dead.len(), 3, "{dead:#?}");
+    // (aaaaaaaaa's own sync, Running as long, may be dead by now too.)
+    assert!((3..=4).contains(&dead.len()), "{dead:#?}");
     let outbox: Value = (client.get(format!("{}/v1/outbox?state=dead", bin.address)).send().await)
         .expect("outbox")
         .json()
@@ -222,7 +224,7 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     let titles = outbox.to_string();
     for title in [
         "billing-api: sync failed",
-        "aaaaaaaaa: sync still running",
+        ": sync still running for over",
         "aaaaaaa: deleted from Argo CD",
     ] {
         assert!(titles.contains(title), "{title} in {outbox:#}");
