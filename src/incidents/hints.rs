@@ -497,18 +497,10 @@ fn stuck_sync(f: &Facts, out: &mut Vec<Hint>) {
                 r.namespace, r.name
             )
         }
-        Some(r) if r.status == "hook Running" => format!(
-            "Look at the hook: `kubectl describe -n {} {} {}`. ",
-            r.namespace,
-            r.kind.to_lowercase(),
-            r.name
-        ),
+        Some(r) if r.status == "hook Running" => format!("Look at the hook: `{}`. ", kubectl(r, "describe")),
         Some(r) => format!(
-            "The sync waits for each wave to be healthy before the next; see why it is not: \
-             `kubectl describe -n {} {} {}`. ",
-            r.namespace,
-            r.kind.to_lowercase(),
-            r.name
+            "The sync waits for each wave to be healthy before the next; see why it is not: `{}`. ",
+            kubectl(r, "describe")
         ),
         None => String::new(),
     };
@@ -527,20 +519,13 @@ fn stuck_sync(f: &Facts, out: &mut Vec<Hint>) {
 fn stuck_rollout(f: &Facts, out: &mut Vec<Hint>) {
     let look = match f.view.resources.first() {
         Some(r) if matches!(r.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet") => format!(
-            "`kubectl rollout status -n {} {}/{}` and `kubectl describe -n {} {} {}` say what it waits for",
+            "`kubectl rollout status -n {} {}/{}` and `{}` say what it waits for",
             r.namespace,
             r.kind.to_lowercase(),
             r.name,
-            r.namespace,
-            r.kind.to_lowercase(),
-            r.name
+            kubectl(r, "describe")
         ),
-        Some(r) => format!(
-            "`kubectl describe -n {} {} {}` says what it waits for",
-            r.namespace,
-            r.kind.to_lowercase(),
-            r.name
-        ),
+        Some(r) => format!("`{}` says what it waits for", kubectl(r, "describe")),
         None => format!("`argocd app resources {}` lists what is not ready", f.app),
     };
     out.push(hint(
@@ -552,4 +537,9 @@ fn stuck_rollout(f: &Facts, out: &mut Vec<Hint>) {
              becomes Degraded (and is told as such) instead of Progressing for ever."
         ),
     ));
+}
+
+/// `kubectl VERB -n NS kind name` for one resource of an incident.
+fn kubectl(r: &crate::domain::ResourceRef, verb: &str) -> String {
+    format!("kubectl {verb} -n {} {} {}", r.namespace, r.kind.to_lowercase(), r.name)
 }
