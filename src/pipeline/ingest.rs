@@ -517,10 +517,8 @@ impl Core {
             state.deleted_at = Some(now);
         }
         // The last live state of an Application that stops being live with this change, and its team then.
-        let (before, team_of_before) = match prev.filter(|p| !replaced && p.state.is_live() && !state.is_live()) {
-            Some(p) => (Some(p.state.clone()), p.team.clone()),
-            None => (None, String::new()),
-        };
+        let before = (prev.filter(|p| !replaced && p.state.is_live() && !state.is_live()))
+            .map(|p| (p.state.clone(), p.team.clone()));
         if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {
             self.tell_change(tx, &prev.state, &state, now).await?;
         }
@@ -554,8 +552,8 @@ impl Core {
         }
         match before {
             // It stops being live now: told once (when it matters), its incidents closed.
-            Some(before) => {
-                (summary.incidents).extend(self.close_deleted(&mut at, &before, &team_of_before, DELETED).await?)
+            Some((before, team)) => {
+                (summary.incidents).extend(self.close_deleted(&mut at, &before, &team, DELETED).await?)
             }
             None => {
                 let reason = (!state.is_live()).then_some(DELETED);
