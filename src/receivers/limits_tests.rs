@@ -90,7 +90,7 @@ fn assert_accounted(what: &str, text: &str, prefix: &str, total: usize, min: usi
 }
 
 /// Both parts of the digest accounted for; the first is cut, and each cut links to the team's status page.
-fn assert_digest_accounted(what: &str, text: &str, min: usize) {
+pub(super) fn assert_digest_accounted(what: &str, text: &str, min: usize) {
     let (oos, firing) = text.split_once("Incidents firing").expect("both parts");
     assert!(
         assert_accounted(what, oos, "oos-", APPS, min),
@@ -106,7 +106,7 @@ fn assert_digest_accounted(what: &str, text: &str, min: usize) {
 
 /// Every incident of the group shown or counted (Slack's 46 sections hold all 500 shorter lines); a cut links to
 /// the team's status page, and a list shown whole does not.
-fn assert_group_accounted(what: &str, text: &str, min: usize) {
+pub(super) fn assert_group_accounted(what: &str, text: &str, min: usize) {
     let cut = assert_accounted(what, text, "grp-", GROUP, min);
     assert_eq!(
         text.matches(GROUP_STATUS).count(),

@@ -31,6 +31,14 @@ use transport::transport_builder;
 /// How a template's values are written in the plain-text part: one line each.
 pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::one_line;
 
+/// The most a whole message may weigh once encoded: Gmail clips a message beyond about 102 KB ("[Message clipped]"),
+/// hiding its end, where the cut's count and link are.
+pub const MAX_MESSAGE_BYTES: usize = 100_000;
+
+/// The first budgets of the two parts (HTML bytes, text characters) for a long message: a digest, or a group of many
+/// Applications. Halved until the encoded message fits in [`MAX_MESSAGE_BYTES`].
+const FIRST_BUDGETS: (usize, usize) = (60_000, 24_000);
+
 type Transport = AsyncSmtpTransport<Tokio1Executor>;
 
 pub struct Email {
@@ -123,9 +131,29 @@ impl Email {
         format!("<herald.{}@{domain}>", uuid::Uuid::new_v4().simple())
     }
 
+    /// The message, within [`MAX_MESSAGE_BYTES`] once encoded: a long list is cut, with a count and the status page,
+    /// at budgets halved until it fits (a short message is never cut: its first budgets are far above it).
     fn message(&self, n: &Notification, message_id: &str, parent: Option<&str>) -> Result<Message, DeliveryError> {
-        let text =
-            render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?.unwrap_or_else(|| render::text(n));
+        let custom = render::custom_text(self.template.as_deref(), n, TEMPLATE_ESCAPE)?;
+        let (mut html_budget, mut text_budget) = FIRST_BUDGETS;
+        loop {
+            let text = custom.clone().unwrap_or_else(|| render::text_within(n, text_budget));
+            let message = self.build(n, message_id, parent, text, render::html_within(n, html_budget))?;
+            if message.formatted().len() <= MAX_MESSAGE_BYTES || html_budget < 2_000 {
+                return Ok(message);
+            }
+            (html_budget, text_budget) = (html_budget / 2, text_budget / 2);
+        }
+    }
+
+    fn build(
+        &self,
+        n: &Notification,
+        message_id: &str,
+        parent: Option<&str>,
+        text: String,
+        html: String,
+    ) -> Result<Message, DeliveryError> {
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(Self::subject(n))
@@ -151,7 +179,7 @@ impl Email {
         if let Some(parent) = parent {
             b = b.in_reply_to(parent.to_string()).references(parent.to_string());
         }
-        b.multipart(MultiPart::alternative_plain_html(text, render::html(n)))
+        b.multipart(MultiPart::alternative_plain_html(text, html))
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
     }
 

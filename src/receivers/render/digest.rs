@@ -314,7 +314,7 @@ pub fn telegram(d: &Digest, budget: usize) -> String {
 /// Google Chat's text limit is 4,096 characters; the digest stays under it with room for the title.
 const GOOGLE_CHAT_TEXT: usize = 3900;
 
-/// HTML: a table per part, each within its share of `budget` bytes (e-mail has no limit; Matrix has one).
+/// HTML: a table per part, each within its share of `budget` bytes (e-mail's message stays under 100 KB; Matrix has a limit).
 pub fn html(d: &Digest, budget: usize) -> String {
     let esc = escape::html;
     let mut s = String::from(
