@@ -170,7 +170,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
 }
 
 /// How a template's values are written: Google Chat's own markup.
-pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::google_chat;
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::google_chat_keep_links;
 
 #[async_trait::async_trait]
 impl Receiver for GoogleChat {

@@ -36,7 +36,7 @@ impl Mattermost {
 }
 
 /// How a template's values are written: CommonMark.
-pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::commonmark;
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::commonmark_keep_links;
 
 /// The post: the status, then the shared CommonMark rendering.
 pub fn text(n: &Notification) -> String {

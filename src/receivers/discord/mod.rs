@@ -97,7 +97,7 @@ pub(crate) fn classify(status: u16, headers: &HeaderMap, body: &str, now: System
 }
 
 /// The escape the receiver's `template` renders its values with (its delivery and `send-test --render` alike).
-pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::discord;
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::discord_keep_links;
 
 #[async_trait::async_trait]
 impl Receiver for Discord {

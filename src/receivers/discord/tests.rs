@@ -218,7 +218,7 @@ async fn text_from_argo_cd_cannot_mention_or_mask_a_link() {
     assert_eq!(
         title,
         format!(
-            "🔴 FIRING: @{WORD_JOINER}everyone <{WORD_JOINER}@{WORD_JOINER}123456> \\[click\\]\\(https://evil.example\\)"
+            "🔴 FIRING: @{WORD_JOINER}everyone <{WORD_JOINER}@{WORD_JOINER}123456> \\[click\\]\\(https{WORD_JOINER}://evil{WORD_JOINER}.example\\)"
         )
     );
 }

@@ -101,10 +101,58 @@ fn ends_url(c: char) -> bool {
     c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | '|' | '"' | '\'' | '(' | ')' | '[' | ']' | '`')
 }
 
+/// Whether `s` starts a web address a chat links by itself: a scheme (`https://`, `http://`, `ftp://`…) or `www.`.
+fn starts_web_address(s: &str) -> bool {
+    let scheme: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        .collect();
+    let after = &s[scheme.len()..];
+    (!scheme.is_empty() && scheme.starts_with(|c: char| c.is_ascii_alphabetic()) && after.starts_with("://"))
+        || s.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."))
+}
+
+/// Web addresses in text from Argo CD made unlinkable: Slack, Mattermost, GitHub, Teams, Telegram, Discord and Matrix
+/// clients link a bare `https://…` (and Slack a bare `www.host`) by themselves, so a message could carry a link
+/// Herald did not put there. A word joiner before the scheme's `:` and before each `.` of the host breaks every
+/// linker's match and nothing a reader sees; the rest of the address is left as it is. Addresses without a scheme
+/// or `www.` (`alice@example.com`, `mailto:` links, resource names such as `deployments.apps`) are left alone.
+pub fn defuse_links(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut prev: Option<char> = None;
+    // In a web address: whether still in its scheme, and whether still in its host.
+    let (mut in_scheme, mut in_host) = (false, false);
+    for (k, c) in s.char_indices() {
+        if ends_url(c) {
+            (in_scheme, in_host) = (false, false);
+        } else if !in_scheme && !in_host && !prev.is_some_and(|p| p.is_alphanumeric()) && starts_web_address(&s[k..]) {
+            in_scheme = !s[k..].get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."));
+            in_host = true;
+        }
+        if in_scheme && c == ':' {
+            out.push(WORD_JOINER);
+            in_scheme = false;
+        } else if in_host && !in_scheme && c == '.' {
+            out.push(WORD_JOINER);
+        } else if in_host && !in_scheme && matches!(c, '/' | '?' | '#') && !matches!(prev, Some(':' | '/')) {
+            in_host = false;
+        }
+        out.push(c);
+        prev = Some(c);
+    }
+    out
+}
+
 /// CommonMark inline text (GitHub, Mattermost): one line, mentions broken, `&`, `<` and `>` as entities (no HTML,
 /// no autolink, and nothing Mattermost's Slack-compatible `<!channel>` / `<url|text>` rewriting can match), and
 /// every character that starts emphasis, code, links, images or tables escaped with a backslash.
 pub fn commonmark(s: &str) -> String {
+    commonmark_keep_links(&defuse_links(s))
+}
+
+/// [`commonmark`] with web addresses left linkable: for a receiver's template, whose values include Herald's own
+/// links (`text`, `status_url`).
+pub fn commonmark_keep_links(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in break_mentions(&one_line(s)).chars() {
         match c {
@@ -124,6 +172,11 @@ pub fn commonmark(s: &str) -> String {
 /// Slack mrkdwn: one line, mentions broken, and `&`, `<`, `>` as the entities Slack asks for (`<!channel>`,
 /// `<url|text>` and `<@U123>` all start with `<`).
 pub fn mrkdwn(s: &str) -> String {
+    mrkdwn_keep_lines(&defuse_links(&one_line(s)))
+}
+
+/// [`mrkdwn`] with web addresses left linkable: for a receiver's template (see [`commonmark_keep_links`]).
+pub fn mrkdwn_keep_links(s: &str) -> String {
     mrkdwn_keep_lines(&one_line(s))
 }
 
@@ -139,9 +192,14 @@ pub fn mrkdwn_keep_lines(s: &str) -> String {
 /// after `<` (user, role and channel mentions `<@123>`, `<#123>`, custom emoji, timestamps and `<url>` all start
 /// with it), and a backslash before every character that starts emphasis, underline, strike-through, spoilers
 /// (`||`), code or masked links (`[text](url)`), and before a first `#`, `-`, `+` or `>` (a heading, a list, a
-/// quote where the text starts a line). Discord's escape takes any punctuation. A bare URL stays as it is (shown
-/// whole, so it hides nothing), as in the other chats.
+/// quote where the text starts a line). Discord's escape takes any punctuation. A bare web address is shown whole
+/// but not linked ([`defuse_links`]), as in the other chats.
 pub fn discord(s: &str) -> String {
+    discord_keep_links(&defuse_links(s))
+}
+
+/// [`discord`] with web addresses left linkable: for a receiver's template (see [`commonmark_keep_links`]).
+pub fn discord_keep_links(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut leading = true;
     for c in break_mentions(&one_line(s)).chars() {
@@ -175,6 +233,11 @@ pub fn discord_code(s: &str) -> String {
 /// Telegram's HTML (`parse_mode: HTML`): one line, mentions broken (Telegram links `@username` by itself), and
 /// `&`, `<`, `>` as the entities Telegram documents, so no text can open one of its tags.
 pub fn telegram(s: &str) -> String {
+    telegram_keep_lines(&defuse_links(&one_line(s)))
+}
+
+/// [`telegram`] with web addresses left linkable: for a receiver's template (see [`commonmark_keep_links`]).
+pub fn telegram_keep_links(s: &str) -> String {
     telegram_keep_lines(&one_line(s))
 }
 
@@ -193,6 +256,11 @@ pub fn telegram_keep_lines(s: &str) -> String {
 /// (`<url|text>`) and mentions (`<users/all>`), one inside every run of three backticks keeps a code block
 /// closed, and mentions written with `@` are broken too.
 pub fn google_chat(s: &str) -> String {
+    google_chat_keep_links(&defuse_links(s))
+}
+
+/// [`google_chat`] with web addresses left linkable: for a receiver's template (see [`commonmark_keep_links`]).
+pub fn google_chat_keep_links(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut backticks = 0;
     for c in break_mentions(&one_line(s)).chars() {
@@ -232,7 +300,7 @@ pub fn teams(s: &str) -> String {
 pub fn chat_plain(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut prev = '\0';
-    for c in break_mentions(&one_line(s)).chars() {
+    for c in break_mentions(&defuse_links(&one_line(s))).chars() {
         if (prev == ']' && c == '(') || (prev == '!' && c == '[') {
             out.push(WORD_JOINER);
         }
@@ -263,7 +331,7 @@ pub fn html_keep_lines(s: &str) -> String {
 /// (`!`), a table cell (`|`), a macro (`{`) or emphasis escaped with a backslash.
 pub fn jira_wiki(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
-    for c in one_line(s).chars() {
+    for c in defuse_links(&one_line(s)).chars() {
         if matches!(c, '{' | '}' | '[' | ']' | '|' | '*' | '_' | '!' | '\\') {
             out.push('\\');
         }
@@ -327,8 +395,69 @@ mod tests {
     fn commonmark_keeps_text_as_text() {
         assert_eq!(
             commonmark("<!channel> @all [click me](https://evil.example) ![b](x.png)\n# h"),
-            "&lt;\\!channel&gt; @\u{2060}all \\[click me\\]\\(https://evil.example\\) \\!\\[b\\]\\(x.png\\) \\# h"
+            "&lt;\\!channel&gt; @\u{2060}all \\[click me\\]\\(https\u{2060}://evil\u{2060}.example\\) \\!\\[b\\]\\(x.png\\) \\# h"
         );
+    }
+
+    #[test]
+    fn web_addresses_from_argo_cd_are_shown_whole_and_never_linked() {
+        let wj = WORD_JOINER;
+        let cases = [
+            (
+                "see https://evil.example/x?a=b.c",
+                format!("see https{wj}://evil{wj}.example/x?a=b.c"),
+            ),
+            (
+                "HTTP://Evil.Example:8443/p",
+                format!("HTTP{wj}://Evil{wj}.Example:8443/p"),
+            ),
+            (
+                "git+ssh://git.example.com/r.git",
+                format!("git+ssh{wj}://git{wj}.example{wj}.com/r.git"),
+            ),
+            ("at www.evil.com today", format!("at www{wj}.evil{wj}.com today")),
+            (
+                "(https://a.b) and https://c.d",
+                format!("(https{wj}://a{wj}.b) and https{wj}://c{wj}.d"),
+            ),
+            // Not web addresses: left byte for byte.
+            (
+                "alice@example.com mailto:bob@example.com",
+                "alice@example.com mailto:bob@example.com".into(),
+            ),
+            (
+                "deployments.apps/api v1.2.3 https:/half",
+                "deployments.apps/api v1.2.3 https:/half".into(),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(defuse_links(text), want, "{text}");
+            // What a reader sees (and copies, less the invisible joiners) is the address itself.
+            assert_eq!(defuse_links(text).replace(wj, ""), text);
+        }
+        // Every chat's field escape defuses; a template's keeps Herald's own links.
+        let url = "https://herald.example.com/s";
+        for (name, f) in [
+            ("mrkdwn", mrkdwn as fn(&str) -> String),
+            ("commonmark", commonmark),
+            ("discord", discord),
+            ("telegram", telegram),
+            ("google_chat", google_chat),
+            ("teams", teams),
+            ("chat_plain", chat_plain),
+            ("jira_wiki", jira_wiki),
+        ] {
+            assert!(!f(url).contains("https://"), "{name}: {}", f(url));
+        }
+        for (name, f) in [
+            ("mrkdwn", mrkdwn_keep_links as fn(&str) -> String),
+            ("discord", discord_keep_links),
+            ("telegram", telegram_keep_links),
+            ("google_chat", google_chat_keep_links),
+        ] {
+            assert!(f(url).contains(url), "{name}: {}", f(url));
+        }
+        assert!(commonmark_keep_links(url).contains("https://herald.example.com/s"));
     }
 
     #[test]
@@ -392,7 +521,7 @@ mod tests {
     fn google_chat_breaks_links_mentions_and_code_fences() {
         assert_eq!(
             google_chat("<users/all> <https://evil.example|click> ```x"),
-            "<\u{2060}users/all> <\u{2060}https://evil.example|click> ``\u{2060}`x"
+            "<\u{2060}users/all> <\u{2060}https\u{2060}://evil\u{2060}.example|click> ``\u{2060}`x"
         );
     }
 

@@ -520,11 +520,11 @@ mod tests {
         n.title = "<!channel> [x](https://evil.example)\n# h @all".into();
         let t = "*{{ notification.title }}*";
         assert_eq!(
-            with_template(t, &n, escape::mrkdwn).unwrap(),
+            with_template(t, &n, escape::mrkdwn_keep_links).unwrap(),
             "*&lt;!channel&gt; [x](https://evil.example)\n# h @\u{2060}all*"
         );
         assert_eq!(
-            with_template(t, &n, escape::commonmark).unwrap(),
+            with_template(t, &n, escape::commonmark_keep_links).unwrap(),
             "*&lt;\\!channel&gt; \\[x\\]\\(https://evil.example\\)\n\\# h @\u{2060}all*"
         );
         assert_eq!(

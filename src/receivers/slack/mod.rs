@@ -80,7 +80,7 @@ impl Slack {
 }
 
 /// How a template's values are written: Slack's mrkdwn.
-pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::mrkdwn;
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::mrkdwn_keep_links;
 
 /// What the incoming webhook is sent for `n` (no template): the fallback text and the blocks.
 pub(crate) fn preview(n: &Notification) -> serde_json::Value {

@@ -534,7 +534,7 @@ fn text_from_argo_cd_cannot_inject_slack_markup() {
 
     let section = b[2]["text"]["text"].as_str().unwrap();
     assert!(
-        section.contains("&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;"),
+        section.contains("&lt;!channel&gt; &amp; &lt;https\u{2060}://evil\u{2060}.example|click&gt;"),
         "{section}"
     );
     assert!(!fallback_text(&n).contains("<!channel>"));

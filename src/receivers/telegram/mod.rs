@@ -79,7 +79,7 @@ fn cannot_edit(description: &str) -> bool {
 }
 
 /// The escape the receiver's `template` renders its values with (its delivery and `send-test --render` alike).
-pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::telegram;
+pub const TEMPLATE_ESCAPE: render::TemplateEscape = render::escape::telegram_keep_links;
 
 impl Telegram {
     /// What is sent for `n`: the receiver's template (its values escaped), or the rendering.

@@ -263,7 +263,7 @@ async fn text_from_argo_cd_opens_no_tag_and_mentions_no_one() {
 
     let text = testing::only_body(&server).await["text"].as_str().unwrap().to_string();
     assert!(text.contains(&format!(
-        "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;a href=\"https://evil.example\"&gt;click&lt;/a&gt; @{WORD_JOINER}admin"
+        "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;a href=\"https{WORD_JOINER}://evil{WORD_JOINER}.example\"&gt;click&lt;/a&gt; @{WORD_JOINER}admin"
     )));
     assert!(text.contains(&format!(
         "<pre>&lt;/pre&gt;&lt;b&gt;out&lt;/b&gt;\n@{WORD_JOINER}channel</pre>"
