@@ -51,6 +51,10 @@ pub enum Command {
         /// service settles it: the body's `context.argocdUrl`, else the only instance.
         #[arg(long)]
         instance: Option<String>,
+        /// Its AppProject as JSON or YAML (`kubectl get appproject NAME -o yaml`): whether its sync windows hold
+        /// the Application's OutOfSync now, and until when.
+        #[arg(long)]
+        project: Option<PathBuf>,
     },
     /// Dry run: print what the given bodies would do (transitions, incidents, notifications); sends nothing.
     Replay {
@@ -283,7 +287,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::from(2))
             }
         },
-        Command::Route { config, app, instance } => route(load(config)?, app, instance),
+        Command::Route {
+            config,
+            app,
+            instance,
+            project,
+        } => route(load(config)?, app, instance, project),
         Command::Replay {
             config,
             clock,
@@ -513,6 +522,33 @@ fn settle_instance(settings: &Settings, named: Option<&str>, snap: &crate::argoc
     })
 }
 
+/// The sync windows of the AppProject in `path` (JSON or YAML), which must be the Application's (`expected`).
+fn project_windows(path: &Path, expected: &str) -> anyhow::Result<Vec<crate::argocd::sync_windows::SyncWindow>> {
+    let shown = path.display();
+    let body = std::fs::read(path).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+    let body = yaml_as_json(body).map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| anyhow::anyhow!("{shown}: not an AppProject: {e}"))?;
+    let name = value["metadata"]["name"].as_str().unwrap_or_default();
+    let expected = if expected.is_empty() { "default" } else { expected };
+    if name != expected {
+        anyhow::bail!("{shown}: AppProject {name:?} is not the Application's project ({expected:?})");
+    }
+    let spec = value.get("spec").cloned().unwrap_or_default();
+    let windows = crate::argocd::sync_windows::parse(name, &spec);
+    let all = spec
+        .get("syncWindows")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len);
+    if windows.len() < all {
+        eprintln!(
+            "{shown}: {} of its {all} sync windows cannot be read and are left out",
+            all - windows.len()
+        );
+    }
+    Ok(windows)
+}
+
 /// A YAML document (`kubectl get app -o yaml`) as JSON; JSON as it is (what Argo CD sends is parsed as JSON, so
 /// its errors stay the JSON parser's).
 fn yaml_as_json(body: Vec<u8>) -> anyhow::Result<Vec<u8>> {
@@ -525,13 +561,22 @@ fn yaml_as_json(body: Vec<u8>) -> anyhow::Result<Vec<u8>> {
     Ok(serde_json::to_vec(&value)?)
 }
 
-fn route(settings: Settings, app: PathBuf, instance: Option<String>) -> anyhow::Result<ExitCode> {
+fn route(
+    settings: Settings,
+    app: PathBuf,
+    instance: Option<String>,
+    project: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     // An answer of /v1/apps/…/raw: its newest body is the Application's state.
     let Some(input) = read_inputs(&app, &settings, instance.as_deref())?.pop() else {
         anyhow::bail!("{}: no body", app.display());
     };
     let snap = input.snap;
-    let Some(e) = crate::pipeline::explain::explain(&settings, snap, chrono::Utc::now()) else {
+    let windows = match &project {
+        Some(path) => project_windows(path, &snap.project)?,
+        None => Vec::new(),
+    };
+    let Some(e) = crate::pipeline::explain::explain(&settings, snap, &windows, chrono::Utc::now()) else {
         anyhow::bail!("unexpected state outcome");
     };
     let team = &e.team;
@@ -571,6 +616,13 @@ fn route(settings: Settings, app: PathBuf, instance: Option<String>) -> anyhow::
             println!(
                 "  refused:   {} (asked for by the Application's annotation; not in teams.{team}.allowed_receivers)",
                 d.route.refused.join(", ")
+            );
+        }
+        if let Some(w) = &h.view.sync_window {
+            let until = w.until.format("%Y-%m-%d %H:%M UTC").to_string();
+            println!(
+                "  in a sync window: Argo CD may not sync it{} until {until}; its `for` starts then",
+                if w.manual_sync { " (a person may, by hand)" } else { "" }
             );
         }
         if let Some(hold) = &i.hold {

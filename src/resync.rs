@@ -111,27 +111,9 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
     if let Err(e) = pipeline.refresh_denials(source).await {
         tracing::warn!(instance, error = %e, "cannot read which Argo CD projects are denied");
     }
-    // The AppProjects first, so the listing's Applications are owned and routed by their annotations.
-    let ownership = pipeline.settings().ownership.clone();
-    match api
-        .projects(&[&ownership.annotation, &ownership.receivers_annotation])
-        .await
-    {
-        Ok(projects) => {
-            let mut known = source.projects.write().unwrap_or_else(|e| e.into_inner());
-            if *known != projects {
-                // Items read before were read with other annotations: read them again.
-                pipeline.forget_listed_items();
-                *known = projects;
-            }
-        }
-        Err(e) => tracing::warn!(
-            instance,
-            error = %e,
-            "cannot read the AppProjects (their herald annotations are not used until they can be read: \
-             the read-only account needs `projects, get`)"
-        ),
-    }
+    // The AppProjects first, so the listing's Applications are owned and routed by their annotations, and held by
+    // their sync windows.
+    pipeline.read_projects(source).await;
     let mut reader = match api.list(pipeline.item_memory()).await {
         Ok(r) => r,
         Err(e) => return refused(source, started, &e),

@@ -117,6 +117,7 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
             (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance()), z))
         }
         (attention_section(p, &attention, z, now))
+        (windows_section(&[&firing, &pending], z, now))
         (incidents_section(&firing, &forms, &here, z, now))
         (pending_section(&pending, z, now))
         (prunes_section(&prunes, omitted, more_prunes.is_some(), z))
@@ -273,6 +274,27 @@ fn incidents_section(
     }
 }
 
+/// The Applications shown above whose OutOfSync Argo CD's sync windows hold, one line each with until when; no
+/// section when there are none.
+fn windows_section(lists: &[&Shown<IncidentRecord>], zone: &Zone, now: DateTime<Utc>) -> Markup {
+    let held: Vec<(&IncidentRecord, crate::domain::SyncWindowHold)> = (lists.iter().flat_map(|l| &l.rows))
+        .filter_map(|i| Some((i, i.view.sync_window.filter(|w| w.active(now))?)))
+        .collect();
+    html! {
+        @if !held.is_empty() {
+            h2 #sync-windows { "In a sync window (" (held.len()) ")" }
+            ul #sync-windows-list {
+                @for (i, w) in &held {
+                    li {
+                        a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) }
+                        " (" (i.team) "): OutOfSync expected, " (w.describe(&zone.short(w.until, now)))
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Pending incidents: their condition holds, their `for` has not elapsed yet.
 fn pending_section(pending: &Shown<IncidentRecord>, zone: &Zone, now: DateTime<Utc>) -> Markup {
     html! {
@@ -286,7 +308,10 @@ fn pending_section(pending: &Shown<IncidentRecord>, zone: &Zone, now: DateTime<U
                         td { (words::incident(i, now)) }
                         td { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
                         td { (i.team) }
-                        td { (i.view.summary) }
+                        td {
+                            (i.view.summary)
+                            @if let Some(h) = &i.view.held { br; em.held { "Held: " (words::held(h, zone, now)) } }
+                        }
                     }
                 }
             } }

@@ -99,6 +99,11 @@ pub fn held(h: &Hold, zone: &Zone, now: DateTime<Utc>) -> String {
                 zone.short(*until, now)
             )
         }
+        Hold::SyncWindow { until, manual_sync } => crate::domain::SyncWindowHold {
+            until: *until,
+            manual_sync: *manual_sync,
+        }
+        .describe(&zone.short(*until, now)),
         other => other.describe(),
     }
 }

@@ -6,6 +6,7 @@
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
+use super::sync_windows::{self, SyncWindow};
 use super::{AppId, PayloadError, Snapshot};
 use crate::configuration::ArgoCdApiSettings;
 
@@ -106,6 +107,15 @@ pub struct ListingEnd {
 
 /// Asked for each item before it is parsed, with the item's [`item_key`]: `Some` (the caller's key of the
 /// Application) when those bytes are known to be what is stored for it, so parsing them would change nothing.
+/// What Herald reads of the AppProjects ([`ArgoCdApi::projects`]), by project name.
+#[derive(Debug, Default)]
+pub struct AppProjects {
+    /// Each project's Herald annotations.
+    pub annotations: std::collections::HashMap<String, std::collections::BTreeMap<String, String>>,
+    /// The sync windows of the projects that have any.
+    pub windows: std::collections::HashMap<String, Vec<SyncWindow>>,
+}
+
 pub type ItemMemory = std::sync::Arc<dyn Fn(u128) -> Option<u128> + Send + Sync>;
 
 /// The key of a listing item's bytes from `instance`: a 128-bit hash.
@@ -395,13 +405,11 @@ impl ArgoCdApi {
         }
     }
 
-    /// The annotations of every AppProject (in the configured projects, all when none are), by project name: only
-    /// those `keep` wants (Herald's own), so a project's other annotations cost nothing. Needs `projects, get` in the
-    /// read-only account's RBAC.
-    pub async fn projects(
-        &self,
-        keep: &[&str],
-    ) -> Result<std::collections::HashMap<String, std::collections::BTreeMap<String, String>>, ApiError> {
+    /// What Herald reads of every AppProject (in the configured projects, all when none are), by project name: only
+    /// the annotations `keep` wants (Herald's own), so a project's other annotations cost nothing, and its sync
+    /// windows (`spec.syncWindows`; one that cannot be read is left out with a warning). Needs `projects, get` in
+    /// the read-only account's RBAC.
+    pub async fn projects(&self, keep: &[&str]) -> Result<AppProjects, ApiError> {
         let request = self.http.get(self.url(&["api", "v1", "projects"], &[])?);
         let resp = self.get(request).await?;
         match resp.status().as_u16() {
@@ -418,7 +426,7 @@ impl ArgoCdApi {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let wanted = &self.settings.projects;
-        let mut out = std::collections::HashMap::new();
+        let mut out = AppProjects::default();
         for item in items {
             let meta = item.get("metadata");
             let Some(name) = meta.and_then(|m| m.get("name")).and_then(Value::as_str) else {
@@ -435,7 +443,14 @@ impl ArgoCdApi {
                         .collect()
                 })
                 .unwrap_or_default();
-            out.insert(name.to_string(), annotations);
+            out.annotations.insert(name.to_string(), annotations);
+            let windows = item
+                .get("spec")
+                .map(|spec| sync_windows::parse(name, spec))
+                .unwrap_or_default();
+            if !windows.is_empty() {
+                out.windows.insert(name.to_string(), windows);
+            }
         }
         Ok(out)
     }

@@ -6,6 +6,7 @@ pub mod api;
 pub mod caps;
 mod listing;
 mod status;
+pub mod sync_windows;
 mod typed;
 mod value;
 

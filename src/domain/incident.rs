@@ -312,6 +312,11 @@ pub struct Incident {
     /// when incidents are read (`GET /v1/incidents`, `herald incidents`, the status page), never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<Hold>,
+    /// Argo CD's sync windows keep the Application from being synced (`out_of_sync` only): its OutOfSync is
+    /// expected until then. Stored with the incident when its Application is judged, and when the AppProjects are
+    /// read (`pipeline::windows`), so a restart keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_window: Option<SyncWindowHold>,
     /// Who took it, when and until when: filled in from the incident's row when it is read or sent (later
     /// messages, the resolve, say it), never stored in the view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -379,6 +384,12 @@ pub enum Hold {
         created_by: String,
         until: DateTime<Utc>,
     },
+    /// Argo CD's sync windows keep the Application from being synced: its OutOfSync is expected until `until`.
+    SyncWindow {
+        until: DateTime<Utc>,
+        /// Whether a person may still sync it by hand.
+        manual_sync: bool,
+    },
     /// Someone acknowledged it: no repeats, no further escalation step, while it holds.
     Acknowledged {
         acknowledged_by: String,
@@ -415,6 +426,44 @@ impl Hold {
                 comment: String::new(),
             }
             .describe(),
+            Hold::SyncWindow { until, manual_sync } => SyncWindowHold {
+                until: *until,
+                manual_sync: *manual_sync,
+            }
+            .describe(&until.format("%Y-%m-%d %H:%M UTC").to_string()),
+        }
+    }
+}
+
+/// Argo CD's sync windows keep an Application from being synced until `until` (by its automated sync, and by a
+/// person too unless `manual_sync`): an `out_of_sync` incident is held meanwhile, and its `for` starts then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncWindowHold {
+    pub until: DateTime<Utc>,
+    #[serde(default)]
+    pub manual_sync: bool,
+}
+
+impl SyncWindowHold {
+    /// Whether it still holds at `now`.
+    pub fn active(&self, now: DateTime<Utc>) -> bool {
+        now < self.until
+    }
+
+    /// As a hold, for the delivery pipeline and the lists.
+    pub fn hold(&self) -> Hold {
+        Hold::SyncWindow {
+            until: self.until,
+            manual_sync: self.manual_sync,
+        }
+    }
+
+    /// `sync window until <when>`, `sync window (manual sync allowed) until <when>`, with `when` written by the
+    /// caller (UTC, or the reader's zone).
+    pub fn describe(&self, when: &str) -> String {
+        match self.manual_sync {
+            true => format!("sync window (manual sync allowed) until {when}"),
+            false => format!("sync window until {when}"),
         }
     }
 }

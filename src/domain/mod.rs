@@ -12,7 +12,9 @@ pub mod slack_interaction;
 pub mod thread;
 
 pub use digest::Digest;
-pub use incident::{Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity};
+pub use incident::{
+    Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity, SyncWindowHold,
+};
 pub use labels::Labels;
 pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};
 pub use thread::Thread;

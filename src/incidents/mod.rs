@@ -640,6 +640,7 @@ pub fn decide(
                 let since = h.since.unwrap_or(now).min(now);
                 let delay = chrono::Duration::from_std(rules.rule(h.kind).r#for).unwrap_or(chrono::Duration::MAX);
                 let fire_at = since.checked_add_signed(delay).unwrap_or(DateTime::<Utc>::MAX_UTC);
+                let fire_at = fire_at_in_window(fire_at, None, h.view.sync_window, rules, now);
                 out.push(Decision::Open {
                     held: Box::new(h),
                     since,
@@ -650,6 +651,25 @@ pub fn decide(
         }
     }
     out
+}
+
+/// When an `out_of_sync` fires that sync windows hold (`window`, now) or held (`before`, as stored): its `for` after
+/// the window ends (never earlier than `fire_at`); or, when the window it waited for is gone before its end (taken
+/// out of the AppProject), its `for` from `now` (never later than `fire_at`).
+pub fn fire_at_in_window(
+    fire_at: DateTime<Utc>,
+    before: Option<crate::domain::SyncWindowHold>,
+    window: Option<crate::domain::SyncWindowHold>,
+    rules: &RulesSettings,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let delay = chrono::Duration::from_std(rules.rule(Kind::OutOfSync).r#for).unwrap_or(chrono::Duration::MAX);
+    let after = |t: DateTime<Utc>| t.checked_add_signed(delay).unwrap_or(DateTime::<Utc>::MAX_UTC);
+    match (window, before) {
+        (Some(w), _) => fire_at.max(after(w.until)),
+        (None, Some(b)) if b.active(now) => fire_at.min(after(now)),
+        _ => fire_at,
+    }
 }
 
 #[cfg(test)]

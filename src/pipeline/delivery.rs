@@ -3,13 +3,16 @@
 //! its resolve) the scheduler asks these stages and writes what they answer; nothing else decides who is told.
 //!
 //! ```text
-//!   inhibit → silence → acknowledge → route → group → escalate → dedup
+//!   inhibit → silence → sync window → acknowledge → route → group → escalate → dedup
 //!   \_______ hold it back? ________/   \__ where does it go? __/   \_ what does a flush send? _/
 //! ```
 //!
 //! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
 //!   `out_of_sync`): one cause, one incident people see ([`crate::routing::inhibit`]).
 //! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
+//! - **sync window**: Argo CD's sync windows keep the Application from being synced (`out_of_sync` only, stored
+//!   with the incident: `pipeline::windows`): its OutOfSync is expected until the window ends; its resolve is
+//!   still sent.
 //! - **acknowledge**: someone took it, and the acknowledgement still holds (until a time, or until it resolves):
 //!   no repeats, no further escalation step; its resolve is still sent.
 //! - **route**: the routes and the owning team ([`crate::routing::Router`]): `continue: true` routes add.
@@ -24,7 +27,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{EscalationStep, Settings};
-use crate::domain::{Acknowledgement, Hold, Labels};
+use crate::domain::{Acknowledgement, Hold, Labels, SyncWindowHold};
 use crate::routing::grouping::{FlushPlan, GroupView};
 use crate::routing::inhibit::{Candidate, Inhibitor};
 use crate::routing::{self, RouteResult, Router, Silence};
@@ -66,19 +69,37 @@ pub struct DeliveryPlan {
     pub escalation: Vec<EscalationStep>,
 }
 
+/// What an incident carries itself that may hold it back: its acknowledgement, the sync window its Application is
+/// in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Own<'a> {
+    pub ack: Option<&'a Acknowledgement>,
+    pub window: Option<&'a SyncWindowHold>,
+}
+
+impl<'a> Own<'a> {
+    pub fn of(rec: &'a crate::store::IncidentRecord) -> Self {
+        Own {
+            ack: rec.ack.as_ref(),
+            window: rec.view.sync_window.as_ref(),
+        }
+    }
+}
+
 /// The whole pipeline for one incident: held back by the first stage that holds it, else where it goes.
-pub fn decide(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Decision {
-    match hold(f, l, ack) {
+pub fn decide(f: &Facts, l: &Labels, own: Own) -> Decision {
+    match hold(f, l, own) {
         Some(h) => Decision::Hold(h),
         None => Decision::Deliver(plan(f.settings, f.router, l)),
     }
 }
 
-/// The holding stages, in order: inhibit → silence → acknowledge. `ack` is the incident's acknowledgement, if any.
-pub fn hold(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Option<Hold> {
+/// The holding stages, in order: inhibit → silence → sync window → acknowledge.
+pub fn hold(f: &Facts, l: &Labels, own: Own) -> Option<Hold> {
     inhibit(f.inhibitor, l, f.open, f.now)
         .or_else(|| silence(f.silences, l, f.now))
-        .or_else(|| acknowledge(ack, f.now))
+        .or_else(|| sync_window(own.window, l, f.now))
+        .or_else(|| acknowledge(own.ack, f.now))
 }
 
 /// The delivering stages, in order: route → group → escalate (what `herald route` shows whether or not the
@@ -109,6 +130,14 @@ pub fn silence(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> Option<H
             created_by: s.created_by.clone(),
             until: s.ends_at,
         })
+}
+
+/// An `out_of_sync` whose Application Argo CD may not sync now (a sync window): held until the window ends. Only
+/// OutOfSync is expected there: a failed sync or a degraded Application is still news.
+pub fn sync_window(window: Option<&SyncWindowHold>, l: &Labels, now: DateTime<Utc>) -> Option<Hold> {
+    window
+        .filter(|w| l.kind == crate::domain::Kind::OutOfSync && w.active(now))
+        .map(SyncWindowHold::hold)
 }
 
 /// An acknowledgement that still holds at `now` holds the incident back; one that ended does not (repeats resume).
@@ -254,12 +283,12 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 open: &open,
                 now,
             };
-            let got = hold(&facts, &labels(kind), None).map(|h| h.describe());
+            let got = hold(&facts, &labels(kind), Own::default()).map(|h| h.describe());
             match want {
                 None => assert_eq!(got, None, "{why}"),
                 Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
             }
-            let delivered = matches!(decide(&facts, &labels(kind), None), Decision::Deliver(_));
+            let delivered = matches!(decide(&facts, &labels(kind), Own::default()), Decision::Deliver(_));
             assert_eq!(delivered, want.is_none(), "{why}");
         }
     }
@@ -307,7 +336,15 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 open: &[],
                 now,
             };
-            let got = hold(&facts, &labels(Kind::OutOfSync), a.as_ref()).map(|h| h.describe());
+            let got = hold(
+                &facts,
+                &labels(Kind::OutOfSync),
+                Own {
+                    ack: a.as_ref(),
+                    window: None,
+                },
+            )
+            .map(|h| h.describe());
             match want {
                 None => assert_eq!(got, None, "{why}"),
                 Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),

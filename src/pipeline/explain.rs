@@ -75,15 +75,23 @@ pub struct ExplainedIncident {
     pub hold: Option<Hold>,
 }
 
-/// The decisions for `snap` seen for the first time at `now`. `None` only if the state module stops treating a
-/// first snapshot as a change.
-pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Option<Explanation> {
+/// The decisions for `snap` seen for the first time at `now`, its AppProject having `windows` (its sync windows).
+/// `None` only if the state module stops treating a first snapshot as a change.
+pub fn explain(
+    settings: &Settings,
+    snap: Snapshot,
+    windows: &[crate::argocd::sync_windows::SyncWindow],
+    now: DateTime<Utc>,
+) -> Option<Explanation> {
     let Outcome::Changed { state, .. } = state::apply(None, snap, now) else {
         return None;
     };
     let router = Router::new(settings);
     let inhibitor = Inhibitor::new(settings);
-    let assessment = assess(settings, &state);
+    let mut assessment = assess(settings, &state);
+    if let Some(h) = assessment.held.iter_mut().find(|h| h.kind == Kind::OutOfSync) {
+        h.view.sync_window = super::window_hold(windows, &state.snapshot, now);
+    }
     // Each incident as it would be once all of them fire: which are inhibited by which.
     let open: Vec<Candidate> = (assessment.held.iter())
         .map(|h| Candidate {
@@ -108,7 +116,14 @@ pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Optio
             ExplainedIncident {
                 fires_after: settings.rules.rule(held.kind).r#for,
                 delivery: delivery::plan(settings, &router, &labels),
-                hold: delivery::hold(&facts, &labels, None),
+                hold: delivery::hold(
+                    &facts,
+                    &labels,
+                    delivery::Own {
+                        ack: None,
+                        window: held.view.sync_window.as_ref(),
+                    },
+                ),
                 held,
             }
         })
@@ -148,7 +163,7 @@ teams:
     #[test]
     fn an_out_of_sync_application_goes_to_its_teams_receivers_with_its_escalation_ladder() {
         let s = settings(TEAMS);
-        let e = explain(&s, out_of_sync_app(), Utc::now()).expect("a first snapshot is a change");
+        let e = explain(&s, out_of_sync_app(), &[], Utc::now()).expect("a first snapshot is a change");
         assert_eq!(e.team, "payments");
         let [incident] = e.incidents.as_slice() else {
             panic!("one incident expected, got {:?}", e.incidents);
@@ -166,7 +181,7 @@ teams:
     fn an_informational_incident_is_not_escalated() {
         let s = settings(TEAMS);
         let mut labels = Labels::of(
-            &explain(&s, out_of_sync_app(), Utc::now()).unwrap().incidents[0]
+            &explain(&s, out_of_sync_app(), &[], Utc::now()).unwrap().incidents[0]
                 .held
                 .view,
         );

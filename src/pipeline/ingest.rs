@@ -529,7 +529,7 @@ impl Core {
                 to: state.lifecycle().to_string(),
             });
         }
-        let assessment = explain::assess(&self.settings, &state);
+        let mut assessment = explain::assess(&self.settings, &state);
         let team = assessment.team.clone();
         summary.sync = state.snapshot.sync_status.to_string();
         summary.health = state.snapshot.health_status.to_string();
@@ -538,6 +538,7 @@ impl Core {
         }
         summary.transitions = transitions;
         let mut open = batch.open.remove(&app).unwrap_or_default();
+        self.apply_window(&mut assessment, &state.snapshot, &open, now);
         batch.now = now;
         let mut at = Applying {
             tx,

@@ -16,12 +16,14 @@ mod repeats;
 mod scheduler;
 mod slack;
 mod source_status;
+mod windows;
 
 pub use access::denied_summary;
 pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
+pub use windows::{ProjectWindows, window_hold};
 
 use std::sync::Arc;
 
@@ -188,6 +190,7 @@ impl Pipeline {
                     status: Arc::new(ApiSource::new(i.name)),
                     api,
                     projects: Arc::default(),
+                    windows: Arc::default(),
                 })
             })
             .collect();
@@ -255,11 +258,6 @@ impl Pipeline {
         let core = self.core();
         core.seen.confirmed([(app, core.clock.now())]);
         metrics::counter!("herald_argocd_unchanged_total").increment(1);
-    }
-
-    /// The AppProjects' Herald annotations changed: listing items are parsed again (their content includes them).
-    pub fn forget_listed_items(&self) {
-        self.core().repeats.forget_listed();
     }
 
     /// An Application read from the Argo CD API whose stored state is live with the same content (see `repeats`): a
@@ -514,14 +512,19 @@ impl Pipeline {
     }
 
     /// One page of incidents (see [`IncidentFilter`]), each firing one marked with what holds it back from people
-    /// now, if anything (a silence, an inhibiting incident): asked of the delivery pipeline, as a send would.
+    /// now, if anything (a silence, an inhibiting incident, a sync window): asked of the delivery pipeline, as a
+    /// send would; each pending one a sync window holds, with it.
     pub async fn incidents(&self, filter: &IncidentFilter) -> Result<Vec<IncidentRecord>, PipelineError> {
         let core = self.core();
         let mut list = core.store.incidents(filter).await?;
+        let now = self.now();
+        // A pending out_of_sync a sync window holds: its `for` starts when the window ends.
+        for rec in list.iter_mut().filter(|r| r.state == IncidentState::Pending) {
+            rec.view.held = (rec.view.sync_window.filter(|w| w.active(now))).map(|w| w.hold());
+        }
         if !list.iter().any(|r| r.state == IncidentState::Firing) {
             return Ok(list);
         }
-        let now = self.now();
         let silences = core.store.silences(false, now).await?;
         // One read for the Applications with a firing incident on the page that a rule may inhibit: their open
         // incidents, as a send would see them (inhibition's sources; no other hold needs them).
@@ -535,7 +538,7 @@ impl Pipeline {
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let facts = core.facts(&silences, candidates, now);
-            rec.view.held = delivery::hold(&facts, &rec.labels(), rec.ack.as_ref());
+            rec.view.held = delivery::hold(&facts, &rec.labels(), delivery::Own::of(rec));
         }
         Ok(list)
     }
@@ -722,6 +725,8 @@ pub struct InstanceApi {
     pub status: Arc<ApiSource>,
     /// Its AppProjects' Herald annotations by project name, as the last resync read them (kept when a read fails).
     pub projects: Arc<std::sync::RwLock<ProjectAnnotations>>,
+    /// Its AppProjects' sync windows, as the last reading on this replica found them; `None` until one succeeds.
+    pub windows: Arc<std::sync::RwLock<Option<ProjectWindows>>>,
 }
 
 /// AppProject name → its Herald annotations.

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::Core;
-use super::delivery::{self, Decision, DeliveryPlan, Facts};
+use super::delivery::{self, Decision, DeliveryPlan, Facts, Own};
 use crate::argocd::AppId;
 use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::routing::Silence;
@@ -61,7 +61,7 @@ impl Core {
         let labels = rec.labels();
         let silences = Store::silences_tx(tx, now).await?;
         let candidates = Self::candidates(open);
-        match delivery::decide(&self.facts(&silences, &candidates, now), &labels, rec.ack.as_ref()) {
+        match delivery::decide(&self.facts(&silences, &candidates, now), &labels, Own::of(rec)) {
             Decision::Hold(why) => {
                 tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(), "incident fired while held back: tracked, not delivered");
                 Store::set_notified(tx, id, false).await?;
@@ -212,15 +212,22 @@ impl Core {
     /// when one is configured ("confirm in the cluster, not in Git").
     async fn fire_one(&self, rec: IncidentRecord) -> Result<(), StoreError> {
         let mut note = None;
+        // The Application as Argo CD has it now, when it could be asked: whether a sync window holds it.
+        let mut confirmed = None;
         // Only the Application's own instance can confirm it (or say it is gone): another instance's 404 means
         // nothing about it.
         if let Some(source) = self.api_of(&rec.app.instance) {
             use crate::argocd::api::Confirmation;
             // Asked in its project: without one Argo CD answers 403 for a missing Application (see `confirm`).
             let project = rec.view.project.as_str();
+            if rec.kind == crate::domain::Kind::OutOfSync && source.windows.read().is_ok_and(|w| w.is_none()) {
+                // Not read on this replica yet (a start, or a replica that does not list): read before it fires.
+                self.read_projects(source).await;
+            }
             match source.api.confirm(&rec.app, project).await {
                 Ok(Confirmation::Present(snap) | Confirmation::Moved(snap)) => {
                     self.project_seen(source, project).await?;
+                    confirmed = Some(snap.clone());
                     // Record what the cluster says; if the condition is gone this resolves the incident.
                     self.ingest_alone(*snap, self.clock.now()).await?;
                 }
@@ -250,6 +257,11 @@ impl Core {
             }
         }
         let now = self.clock.now();
+        if let Some(snap) = confirmed.filter(|_| rec.kind == crate::domain::Kind::OutOfSync)
+            && self.held_by_window(&rec, &snap, now).await?
+        {
+            return Ok(());
+        }
         let mut tx = self.store.begin().await?;
         let Some(mut current) = Store::incident(&mut tx, rec.id).await? else {
             return Ok(());
@@ -270,6 +282,22 @@ impl Core {
         tx.commit().await
     }
 
+    /// A due `out_of_sync` whose Application a sync window holds now (a window that started after it was opened,
+    /// with nothing changed since): its `for` starts when the window ends. Whether it is held.
+    async fn held_by_window(
+        &self,
+        rec: &IncidentRecord,
+        snap: &crate::argocd::Snapshot,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let super::windows::WindowAnswer::Held(window) = self.window_of(snap, now) else {
+            return Ok(false);
+        };
+        tracing::info!(incident = rec.id, app = %rec.app, until = %window.until, "due, but a sync window holds the Application: its `for` starts when the window ends");
+        self.hold_in_window(rec, Some(window), now).await?;
+        Ok(true)
+    }
+
     /// Firing incidents never delivered because they were held back when they fired: delivered once nothing
     /// holds them any more (the silence ended, the inhibiting incident resolved).
     /// Returns how many incidents held back until now were delivered.
@@ -288,7 +316,7 @@ impl Core {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let labels = rec.labels();
             let facts = self.facts(&silences, candidates, now);
-            if let Decision::Deliver(plan) = delivery::decide(&facts, &labels, rec.ack.as_ref()) {
+            if let Decision::Deliver(plan) = delivery::decide(&facts, &labels, Own::of(&rec)) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
                 self.route_incident(&mut tx, &rec, &plan, now).await?;
                 released += 1;
@@ -342,7 +370,7 @@ impl Core {
                 (IncidentState::Firing, Occurrence::Condition) => {
                     let candidates = open.get(&m.incident.app).map_or(&[][..], Vec::as_slice);
                     let labels = m.incident.labels();
-                    match delivery::hold(&self.facts(silences, candidates, now), &labels, m.incident.ack.as_ref()) {
+                    match delivery::hold(&self.facts(silences, candidates, now), &labels, Own::of(&m.incident)) {
                         Some(_) => held += 1,
                         None => firing.push(m),
                     }
@@ -444,7 +472,7 @@ impl Core {
             let open = Store::open_incidents(&mut tx, &rec.app).await?;
             let candidates = Self::candidates(&open);
             let facts = self.facts(&silences, &candidates, now);
-            if let Some(why) = delivery::hold(&facts, &Labels::of(&view), rec.ack.as_ref()) {
+            if let Some(why) = delivery::hold(&facts, &Labels::of(&view), Own::of(&rec)) {
                 // Not now: the step waits for the silence or the acknowledgement to end (or looks again after
                 // group_interval: an unacknowledge, an inhibiting incident resolved) and is sent then if the
                 // incident still fires.
@@ -453,6 +481,7 @@ impl Core {
                 let again = match &why {
                     Hold::Silenced { until, .. } => *until,
                     Hold::Acknowledged { until: Some(until), .. } => (*until).min(interval),
+                    Hold::SyncWindow { until, .. } => (*until).min(interval),
                     _ => interval,
                 };
                 tracing::info!(incident = rec.id, step = e.step, held = %why.describe(), "escalation step held back");

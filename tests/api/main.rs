@@ -6,6 +6,7 @@ mod action_links;
 mod app_page;
 mod argocd_rbac;
 mod argocd_source;
+mod argocd_sync_windows;
 mod auth;
 mod bad_input;
 mod binary;

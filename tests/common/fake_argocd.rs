@@ -11,7 +11,7 @@
 //!   `ForwardResponseStream`): ADDED for every permitted Application (sorted by namespace/name), then the queued
 //!   events, each a `{"result":{…}}` line; an error is a last `{"error":{…}}` chunk without a newline (and its
 //!   HTTP status when nothing was sent before it);
-//! - the AppProjects (`GET /api/v1/projects`), those the token may `get`.
+//! - the AppProjects (`GET /api/v1/projects`), those the token may `get`, with their sync windows.
 //!
 //! Every answer needs `Authorization: Bearer <token>` of a token the fake knows (401 otherwise). What was asked is
 //! kept ([`FakeArgoCd::requests`]) for tests that count requests.
@@ -153,9 +153,19 @@ impl FakeArgoCd {
 
     /// An AppProject with these annotations.
     pub fn project(&self, name: &str, annotations: Value) {
+        self.project_with_windows(name, annotations, json!([]));
+    }
+
+    /// An AppProject with these annotations and sync windows (`spec.syncWindows`, as `AppProjectSpec` writes them:
+    /// left out when empty).
+    pub fn project_with_windows(&self, name: &str, annotations: Value, windows: Value) {
+        let mut spec = json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}]});
+        if windows.as_array().is_some_and(|w| !w.is_empty()) {
+            spec["syncWindows"] = windows;
+        }
         self.state().projects.insert(
             name.to_string(),
-            json!({"metadata": {"name": name, "namespace": "argocd", "annotations": annotations}, "spec": {}}),
+            json!({"metadata": {"name": name, "namespace": "argocd", "annotations": annotations}, "spec": spec}),
         );
     }
 

@@ -135,7 +135,56 @@ async fn an_application_moved_between_projects(engine: &str) {
     assert!(!t.iter().any(|l| l.contains("Application deleted")), "{t:#?}");
 }
 
+/// Story: payments' AppProject denies syncs of `pay-*` from 09:30 to 12:00 UTC. At 10:00 pay-api and pay-worker
+/// go OutOfSync (a commit Argo CD may not sync yet): expected, so they are held ("sync window until 12:00"), and
+/// nobody is told at 11:00. Herald restarts at 11:00, before it reads the AppProjects again: the hold is the
+/// store's. pay-worker's commit is reverted at 11:10: Synced, resolved without a word. pay-api is still OutOfSync
+/// after the window: its hour starts at 12:00, and payments is told at 13:00, once.
+async fn out_of_sync_inside_a_deny_window(engine: &str) {
+    let argo = FakeArgoCd::start(TOKEN).await;
+    let deny = serde_json::json!([{"kind": "deny", "schedule": "30 9 * * *", "duration": "2h30m",
+                                   "applications": ["pay-*"], "timeZone": "UTC"}]);
+    argo.project_with_windows("payments", serde_json::json!({}), deny);
+    argo.put(application("pay-api", "payments", "Synced", "Healthy"));
+    argo.put(application("pay-worker", "payments", "Synced", "Healthy"));
+    let mut s = Story::begin("out-of-sync-inside-a-deny-window", engine, &config(&argo, "")).await;
+    s.list("pay-api and pay-worker Synced").await;
+    listings(&mut s, 6, "no change; the deny window opened at 09:30").await;
+    argo.put(application("pay-api", "payments", "OutOfSync", "Healthy"));
+    argo.put(application("pay-worker", "payments", "OutOfSync", "Healthy"));
+    s.list("pay-api and pay-worker OutOfSync").await;
+    s.look().await;
+    listings(&mut s, 6, "both still OutOfSync").await;
+    s.restart().await;
+    s.look().await;
+    argo.put(application("pay-worker", "payments", "Synced", "Healthy"));
+    listings(&mut s, 1, "pay-worker's commit reverted: Synced").await;
+    listings(&mut s, 12, "pay-api still OutOfSync").await;
+    s.look().await;
+    let t = s.end();
+    let told: Vec<&String> = t.iter().filter(|l| l.contains("  -> ")).collect();
+    assert!(!told.is_empty(), "pay-api is told after the window: {t:#?}");
+    assert!(
+        told.iter().all(|l| l.starts_with("Mon 13:00")),
+        "nothing before 13:00: {told:#?}"
+    );
+    assert!(
+        !told.iter().any(|l| l.contains("pay-worker")),
+        "pay-worker resolves quietly: {told:#?}"
+    );
+    assert_eq!(
+        told.iter().filter(|l| l.contains("-> payments-slack open")).count(),
+        1,
+        "{t:#?}"
+    );
+    assert!(
+        t.iter().any(|l| l.contains("(sync window until 2026-01-05 12:00 UTC)")),
+        "{t:#?}"
+    );
+}
+
 on_both_engines!(
+    out_of_sync_inside_a_deny_window,
     out_of_sync_only_in_the_api_fires_after_an_hour,
     an_application_deleted_in_argo_cd,
     a_token_losing_all_access_then_getting_it_back,

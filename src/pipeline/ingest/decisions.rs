@@ -211,15 +211,29 @@ impl Core {
         if view == rec.view {
             return Ok(()); // nothing new to show
         }
+        let fire_at = match rec.state {
+            IncidentState::Pending => {
+                let rules = &self.settings.rules;
+                incidents::fire_at_in_window(rec.fire_at, rec.view.sync_window, view.sync_window, rules, at.now)
+            }
+            _ => rec.fire_at,
+        };
+        let moved = fire_at != rec.fire_at;
         rec.view = view.clone();
         rec.severity = view.severity;
+        rec.fire_at = fire_at;
         if id < 0 {
             if let Some(p) = at.batch.new_pending.iter_mut().find(|p| p.id == id) {
                 p.view = view;
                 p.severity = rec.severity;
+                p.fire_at = fire_at;
             }
         } else {
             Store::refresh_incident(at.tx, id, &view).await?;
+            if moved {
+                // Its `for` starts when the sync window that holds it ends.
+                Store::set_incident_state(at.tx, id, IncidentState::Pending, fire_at).await?;
+            }
         }
         Ok(())
     }

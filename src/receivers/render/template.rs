@@ -224,6 +224,10 @@ pub fn complete_sample(now: DateTime<Utc>) -> Notification {
         asked_receivers: vec!["payments-pager".into()],
         // Never in a message: filled in only when incidents are read (the API, `herald incidents`, the pages).
         held: None,
+        sync_window: Some(crate::domain::SyncWindowHold {
+            until: now + Duration::hours(2),
+            manual_sync: false,
+        }),
         acknowledged: Some(Acknowledgement {
             by: "alice".into(),
             at: now - Duration::minutes(5),
