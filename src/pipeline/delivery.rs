@@ -294,6 +294,43 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
     }
 
     #[test]
+    fn a_sync_window_holds_a_firing_out_of_sync_only_while_it_lasts() {
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
+        let until = now + chrono::Duration::hours(2);
+        let w = SyncWindowHold {
+            until,
+            manual_sync: false,
+        };
+        let held = Some(Hold::SyncWindow {
+            until,
+            manual_sync: false,
+        });
+        // (kind, window, now, held?)
+        let cases = [
+            (Kind::OutOfSync, Some(&w), now, held.clone(), "inside the window"),
+            (
+                Kind::OutOfSync,
+                Some(&w),
+                until,
+                None,
+                "the window has ended: repeats resume",
+            ),
+            (Kind::OutOfSync, None, now, None, "no window"),
+            (
+                Kind::SyncFailed,
+                Some(&w),
+                now,
+                None,
+                "a failed sync is news in a window too",
+            ),
+            (Kind::Degraded, Some(&w), now, None, "so is a degraded Application"),
+        ];
+        for (kind, window, at, want, why) in cases {
+            assert_eq!(sync_window(window, &labels(kind), at), want, "{why}");
+        }
+    }
+
+    #[test]
     fn an_acknowledgement_holds_until_it_ends_and_after_a_silence() {
         let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
         let settings = Settings::from_yaml(CONFIG).expect("valid");

@@ -577,6 +577,43 @@ fn route_reads_kubectl_yaml_from_a_file_or_standard_input() {
 }
 
 #[test]
+fn route_says_when_the_applications_project_holds_it_in_a_sync_window() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(dir.path(), "c.yaml", "ownership: {default_team: platform}\n");
+    let yaml = fixtures().join("objects/02-live-app-outofsync-sync-failed.yaml");
+    let yaml = yaml.display().to_string();
+    // A deny window open all day, every day (Argo CD's own shape, as `kubectl get appproject -o yaml` prints it).
+    let project = |name: &str, manual: bool| {
+        format!(
+            "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {{name: {name}, namespace: argocd}}\n\
+             spec:\n  syncWindows:\n  - {{kind: deny, schedule: '0 0 * * *', duration: 24h, applications: ['*'], \
+             manualSync: {manual}}}\n  - {{kind: allow, schedule: 'not a cron', duration: 1h}}\n"
+        )
+    };
+    let denied = write(dir.path(), "p.yaml", &project("default", false));
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &yaml, "--project", &denied], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("in a sync window: Argo CD may not sync it until "),
+        "{out}"
+    );
+    assert!(err.contains("1 of its 2 sync windows cannot be read"), "{err}");
+    // A window that lets a person sync by hand is told apart.
+    let manual = write(dir.path(), "m.yaml", &project("default", true));
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &yaml, "--project", &manual], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("(a person may, by hand)"), "{out}");
+    // Without --project nothing is said of windows; another project's file is refused, saying whose it is.
+    let (code, out, _) = herald(&["route", "--config", &cfg, "--app", &yaml], &[]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("sync window"), "{out}");
+    let other = write(dir.path(), "o.yaml", &project("payments", false));
+    let (code, _, err) = herald(&["route", "--config", &cfg, "--app", &yaml, "--project", &other], &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("is not the Application's project"), "{err}");
+}
+
+#[test]
 fn replay_until_runs_the_clock_on_and_summarises_fired_resolved_and_pending() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = write(
