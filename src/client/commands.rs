@@ -25,12 +25,15 @@ pub enum SilenceAction {
     Add {
         #[arg(required = true, value_name = "FIELD=GLOB")]
         matchers: Vec<String>,
-        /// How long from now (`2h`, `1h 30m`).
+        /// How long from its start (`2h`, `1h 30m`).
         #[arg(long, default_value = "1h", conflicts_with = "end", value_parser = crate::configuration::duration::parse_arg)]
         duration: std::time::Duration,
+        /// When it starts (RFC 3339, e.g. `2026-12-07T18:00:00+01:00`): a maintenance planned ahead. Default now.
+        #[arg(long)]
+        start: Option<chrono::DateTime<chrono::FixedOffset>>,
         /// When it ends instead (RFC 3339).
         #[arg(long)]
-        end: Option<chrono::DateTime<chrono::Utc>>,
+        end: Option<chrono::DateTime<chrono::FixedOffset>>,
         /// Why (required, as amtool requires it).
         #[arg(long)]
         comment: String,
@@ -112,6 +115,7 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
         SilenceAction::Add {
             matchers,
             duration,
+            start,
             end,
             comment,
             author,
@@ -128,8 +132,11 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let mut body = serde_json::json!({"matchers": matchers, "comment": comment});
+            if let Some(start) = start {
+                body["starts_at"] = serde_json::json!(start.with_timezone(&chrono::Utc));
+            }
             match end {
-                Some(end) => body["ends_at"] = serde_json::json!(end),
+                Some(end) => body["ends_at"] = serde_json::json!(end.with_timezone(&chrono::Utc)),
                 None => body["duration"] = serde_json::json!(crate::configuration::duration::format(duration)),
             }
             // Without a token Herald knows no caller: name the person running the command.
@@ -160,13 +167,25 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
                             .collect::<Vec<_>>()
                             .join(" "),
                         l.state().to_string(),
+                        s.starts_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                         s.ends_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
                         s.created_by.clone(),
                         s.comment.clone(),
                     ]
                 })
                 .collect();
-            print_table(&["ID", "MATCHERS", "STATE", "ENDS AT", "CREATED BY", "COMMENT"], rows);
+            print_table(
+                &[
+                    "ID",
+                    "MATCHERS",
+                    "STATE",
+                    "STARTS AT",
+                    "ENDS AT",
+                    "CREATED BY",
+                    "COMMENT",
+                ],
+                rows,
+            );
         }
         SilenceAction::Expire { ids } => {
             let mut failed = false;

@@ -953,6 +953,41 @@ fn silences_are_added_listed_and_expired_against_a_running_herald() {
     assert_eq!(code, 0);
     assert_eq!(out.trim(), id);
 
+    // A maintenance planned ahead: it starts later (its own zone's time), lasts from then, and holds nothing yet.
+    let (code, out, err) = herald(
+        &[
+            "silence",
+            "add",
+            "team=payments",
+            "--start",
+            "2099-06-01T18:00:00+02:00",
+            "--duration",
+            "3h",
+            "--comment",
+            "db upgrade",
+        ],
+        &env,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let planned = out.trim().to_string();
+    let (code, out, _) = herald(&["silence", "list"], &env);
+    assert_eq!(code, 0);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&planned))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("pending"), "{line}");
+    assert!(
+        line.contains("2099-06-01 16:00:00 UTC") && line.contains("2099-06-01 19:00:00 UTC"),
+        "{line}"
+    );
+    let (code, _, err) = herald(
+        &["silence", "add", "team=x", "--start", "tomorrow", "--comment", "x"],
+        &env,
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("--start"), "{err}");
+
     let (code, _, err) = herald(&["silence", "add", "pay-*", "--comment", "x"], &env);
     assert_ne!(code, 0);
     assert!(err.contains("FIELD=GLOB"), "{err}");

@@ -53,6 +53,32 @@ async fn silence_mid_incident_then_expiry(engine: &str) {
     );
 }
 
+/// Story: pay-api goes OutOfSync and is told (Slack, e-mail, a Jira ticket). Alice silences it for five hours; two
+/// hours later it recovers while still silenced. The silence holds back news, not the end of it: the ticket its
+/// firing opened is resolved, and every place that heard of it hears it ended (Alertmanager's issue 226).
+async fn a_silenced_incident_that_recovers_still_closes_its_ticket(engine: &str) {
+    let mut s = Story::begin("silenced-incident-recovers", engine, CONFIG).await;
+    s.body(
+        "pay-api OutOfSync",
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + MIN).await;
+    s.silence(&[("app", "pay-api")], "alice", 5 * HOUR).await;
+    s.pass(2 * HOUR).await;
+    s.body(
+        "pay-api Synced",
+        app("pay-api", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass(6 * MIN).await;
+    let t = s.end();
+    assert!(
+        t.iter().any(|l| l.contains("payments-jira resolve")),
+        "the ticket is resolved while the silence holds"
+    );
+}
+
 /// Story: an automated sync in `shop` deletes a Deployment (prune on): the team is told once that it happened.
 /// Over three days — with a restart — nothing repeats it, nothing says "still firing".
 async fn a_prune_event_over_three_days(engine: &str) {
@@ -526,6 +552,7 @@ mod argocd_api;
 
 on_both_engines!(
     silence_mid_incident_then_expiry,
+    a_silenced_incident_that_recovers_still_closes_its_ticket,
     a_prune_event_over_three_days,
     a_catch_all_route_keeps_the_owning_team,
     prune_pending_and_out_of_sync_are_one_ticket_then_bob_prunes,
