@@ -124,9 +124,14 @@ fn teams_incident(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> Vec<Value
 
 /// One Application: its name, its facts, then its problems.
 fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Value {
+    // A FactSet cannot carry a link: the signed one-click links are the card's buttons ([`link_buttons`]).
+    let actionable: Vec<&str> = (app.incidents.iter())
+        .flat_map(|i| i.actions.iter().map(|a| a.url.as_str()))
+        .collect();
     let facts: Vec<Value> = app
         .facts()
         .into_iter()
+        .filter(|f| !f.link.as_deref().is_some_and(|u| actionable.contains(&u)))
         .map(|f| json!({"title": f.label, "value": truncate(&escape::teams(&f.value), 500)}))
         .collect();
     let mut items = vec![json!({"type": "FactSet", "facts": facts})];
@@ -162,6 +167,32 @@ fn teams_list(n: &Notification) -> Vec<Value> {
     out
 }
 
+/// The signed one-click links of the firing incidents as the card's buttons, first (they ask people to act), within
+/// Teams' button limit: an incident's Acknowledge, Silence and Open in Herald; with several, each one's Acknowledge
+/// named after its Application and problem.
+/// What does not fit is reached through "Open in Herald" or the status page.
+fn link_buttons(n: &Notification) -> Vec<Value> {
+    let with_links: Vec<&crate::domain::Incident> = n.incidents.iter().filter(|i| !i.actions.is_empty()).collect();
+    let mut out = Vec::new();
+    // Several incidents: one Acknowledge each (the first of an incident's links), the silences on their pages.
+    let per_incident = if with_links.len() == 1 { usize::MAX } else { 1 };
+    for i in &with_links {
+        for a in i.actions.iter().take(per_incident) {
+            if out.len() >= TEAMS_MAX_ACTIONS {
+                return out;
+            }
+            let title = match with_links.len() {
+                1 => a.label.clone(),
+                _ => format!("{}: {} {}", a.label, i.app_name, i.problem()),
+            };
+            out.push(
+                json!({"type": "Action.OpenUrl", "title": truncate(&escape::chat_plain(&title), 100), "url": a.url}),
+            );
+        }
+    }
+    out
+}
+
 /// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
 pub(crate) fn teams_message(n: &Notification) -> Value {
     if let Some(d) = &n.digest {
@@ -184,7 +215,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
     } else {
         body.extend(teams_list(n));
     }
-    let mut actions: Vec<Value> = Vec::new();
+    let mut actions = link_buttons(n);
     for app in &apps {
         if let Some(u) = app.url
             && actions.len() < TEAMS_MAX_ACTIONS
@@ -296,6 +327,45 @@ mod tests {
                 "title": "Open payments in Argo CD",
                 "url": "https://argocd.example.com/applications/argocd/payments",
             }])
+        );
+    }
+
+    #[test]
+    fn a_firing_incidents_signed_links_are_the_cards_first_buttons_not_link_less_facts() {
+        let mut n = testing::notification(Action::Open);
+        n.incidents[0].actions = [
+            "Acknowledge",
+            "Silence 1 h",
+            "Silence until Monday 09:00 (UTC)",
+            "Open in Herald",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(k, label)| crate::domain::action_link::MessageLink {
+            label: label.to_string(),
+            url: format!("https://herald.example.com/act/token-{k}"),
+        })
+        .collect();
+
+        let card = &teams_message(&n)["attachments"][0]["content"];
+
+        let buttons = card["actions"].as_array().unwrap();
+        let titles: Vec<&str> = buttons.iter().map(|b| b["title"].as_str().unwrap()).collect();
+        assert_eq!(
+            titles,
+            [
+                "Acknowledge",
+                "Silence 1 h",
+                "Silence until Monday 09:00 (UTC)",
+                "Open in Herald",
+                "Open payments in Argo CD"
+            ]
+        );
+        assert_eq!(buttons[0]["url"], "https://herald.example.com/act/token-0");
+        let facts = card.to_string();
+        assert!(
+            !facts.contains(r#""title":"Acknowledge","value""#),
+            "no link-less fact: {facts}"
         );
     }
 
