@@ -186,6 +186,38 @@ async fn a_failed_sync_started_by_alice_tells_the_team_and_alice_by_slack_and_by
     s.told_once(1, 1).await;
 }
 
+/// The person who started the failed sync is asked to act, so their message offers the way to act: the signed
+/// Acknowledge and Silence links and the Application's page on Herald, in the Slack DM and in the e-mail alike.
+#[tokio::test]
+async fn alices_dm_and_e_mail_carry_the_one_click_links() {
+    let s = Setup::start(
+        "server: {public_url: 'https://herald.example.com', link_signing_key: 'a-link-signing-key-of-at-least-32-chars'}\n",
+    )
+    .await;
+    let r = s
+        .app
+        .post(failed_sync("payments-api", json!({"username": "alice"})))
+        .await;
+    assert_eq!(r.status(), 202);
+    let mails = eventually(Duration::from_secs(10), || async {
+        Some(s.mail.messages()).filter(|m| !m.is_empty())
+    })
+    .await
+    .expect("an e-mail to alice");
+    // Quoted-printable, read back: soft line breaks joined, `=3D` an `=`.
+    let mail = mails[0].replace("=\r\n", "").replace("=\n", "").replace("=3D", "=");
+    assert!(mail.contains("https://herald.example.com/act/"), "{mail}");
+    assert!(
+        mail.contains("https://herald.example.com/apps/argocd/payments-api"),
+        "{mail}"
+    );
+    slack_posts(&s.slack).await.expect("a DM");
+    let requests = s.slack.received_requests().await.unwrap_or_default();
+    let dm = String::from_utf8_lossy(&requests[0].body).to_string();
+    assert!(dm.contains("https://herald.example.com/act/"), "{dm}");
+    s.told_once(1, 1).await;
+}
+
 #[tokio::test]
 async fn an_automated_failed_sync_tells_the_team_only() {
     let s = Setup::start("").await;
