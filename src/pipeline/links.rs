@@ -1,7 +1,7 @@
 //! Signed one-click links: made for every chat and e-mail message about firing incidents when it is queued
 //! ([`Core::add_links`]), and acted on once when someone confirms one ([`Pipeline::act_on_link`]): an
 //! acknowledgement, or a silence of the incident's Application and kind for an hour or until Monday 09:00 in the
-//! team's time zone (its digest's, else UTC). The pages' Silence forms make the same silence
+//! team's time zone (its digest's, else `server.time_zone`). The pages' Silence forms make the same silence
 //! ([`Pipeline::silence_incident`]).
 
 use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
@@ -84,12 +84,12 @@ impl Core {
         }
     }
 
-    /// The team's time zone: its digest's, else UTC.
+    /// The team's time zone: its digest's, else `server.time_zone` (UTC unless set).
     fn team_zone(&self, team: &str) -> chrono_tz::Tz {
         (self.settings.teams.get(team))
             .and_then(|t| t.digest.as_ref())
             .and_then(|d| crate::digest::schedule::time_zone(&d.timezone).ok())
-            .unwrap_or(chrono_tz::UTC)
+            .unwrap_or_else(|| self.settings.server.zone())
     }
 }
 
@@ -268,7 +268,7 @@ impl Pipeline {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SilenceEnd {
     For(Duration),
-    /// Until the next Monday 09:00 in the team's time zone (its digest's, else UTC).
+    /// Until the next Monday 09:00 in the team's time zone (its digest's, else `server.time_zone`).
     UntilMonday,
 }
 

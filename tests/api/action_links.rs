@@ -173,3 +173,32 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
     assert_eq!(app.get_json("/v1/silences?expired=true").await["count"], 1);
     app.stop().await;
 }
+
+/// Without a digest of its own, a team's "Silence until Monday 09:00" is in `server.time_zone`, and the silence ends
+/// then.
+#[tokio::test]
+async fn silence_until_monday_is_in_the_servers_time_zone_when_the_team_has_no_digest() {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let config = config(&d).replace("link_ttl: 7d}", "link_ttl: 7d, time_zone: Europe/Berlin}");
+    let app = TestApp::spawn_in(dir.clone(), &config, Arc::new(clock.clone())).await;
+    let body = envelope("pay-api", "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
+    assert_eq!(app.post(body).await.status(), 202);
+    let message = wait_for(&d.join("chat.jsonl"), 1).await.remove(0);
+    let path = link(&message, "Silence until Monday 09:00 (Europe/Berlin)");
+    let r = app
+        .client
+        .post(format!("{}{path}", app.address))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("name=alice")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 200);
+    let silences = app.get_json("/v1/silences").await;
+    let ends = silences["items"][0]["ends_at"].as_str().expect("a silence").to_string();
+    let ends: chrono::DateTime<chrono::Utc> = ends.parse().expect("rfc3339");
+    let local = ends.with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!(local.format("%a %H:%M").to_string(), "Mon 09:00", "{ends}");
+}
