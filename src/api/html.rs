@@ -19,6 +19,7 @@ font-size:.9em;white-space:nowrap}.Synced,.Healthy{background:#18be94}.OutOfSync
 .Suspended{background:#766f94}nav a{margin-right:.8em}.nowrap{white-space:nowrap}a{color:#0b5cad}\
 form.act{display:inline-block;margin:.3em .6em .3em 0;padding:.3em .5em;border:1px solid #ddd;border-radius:4px}\
 form.act input,form.act select,form.act button{font-size:.9em;margin:.1em}.refused{color:#b00}\
+details.todo,details.acts{margin:.2em 0}details summary{cursor:pointer;color:#0969da}details.todo p{margin:.2em 0 .2em 1em}\
 .acknowledged,.silenced{color:#186}\
 @media (max-width:600px){body{margin:.5em}td,th{padding:3px 4px;font-size:.9em}form.act{display:block}}";
 

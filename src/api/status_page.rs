@@ -263,7 +263,8 @@ fn incidents_section(
                             @if let Some(h) = i.view.held.as_ref().filter(|h| !matches!(h, Hold::Acknowledged { .. })) {
                                 br; em.held { "Not sent now: " (words::held(h, zone, now)) }
                             }
-                            (forms.for_incident(i, here))
+                            (what_to_do(&i.view.hints))
+                            (acts(forms.for_incident(i, here)))
                         }
                         td { (i.fired_at.map(|t| zone.time(t)).unwrap_or_default()) }
                     }
@@ -272,6 +273,39 @@ fn incidents_section(
         }
         (more(firing))
     }
+}
+
+/// What the messages say to do, folded under its first step's title: the page stays one line an incident until
+/// someone opens it.
+fn what_to_do(hints: &[crate::domain::Hint]) -> Markup {
+    let Some(first) = hints.first() else {
+        return html! {};
+    };
+    html! {
+        details.todo {
+            summary { "What to do: " (first.title) }
+            @for h in hints {
+                p { strong { (h.title) } ": " (with_code(&h.text)) }
+            }
+        }
+    }
+}
+
+/// Herald's hints quote commands between backticks: each shown as code.
+fn with_code(text: &str) -> Markup {
+    html! {
+        @for (k, part) in text.split('`').enumerate() {
+            @if k % 2 == 1 { code { (part) } } @else { (part) }
+        }
+    }
+}
+
+/// One incident's forms (acknowledge, silence), folded: the list stays short, the forms one click away.
+fn acts(forms: Markup) -> Markup {
+    if forms.0.is_empty() {
+        return forms;
+    }
+    html! { details.acts { summary { "Acknowledge or silence" } (forms) } }
 }
 
 /// The Applications shown above whose OutOfSync Argo CD's sync windows hold, one line each with until when; no
@@ -381,5 +415,37 @@ fn silences_section(silences: &[Silence], zone: &Zone, now: DateTime<Utc>) -> Ma
                 }
             } }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Hint;
+
+    #[test]
+    fn what_to_do_is_folded_under_its_first_step_with_commands_as_code() {
+        let hint = |title: &str, text: &str| Hint {
+            id: title.into(),
+            title: title.into(),
+            text: text.into(),
+        };
+        assert_eq!(what_to_do(&[]).into_string(), "");
+        let html = what_to_do(&[
+            hint(
+                "Install the CRD",
+                "Apply it first: `kubectl apply -f crd.yaml` <b>then</b> sync.",
+            ),
+            hint("Or skip it", "Set `SkipDryRunOnMissingResource=true`."),
+        ])
+        .into_string();
+        assert_eq!(
+            html,
+            "<details class=\"todo\"><summary>What to do: Install the CRD</summary>\
+             <p><strong>Install the CRD</strong>: Apply it first: <code>kubectl apply -f crd.yaml</code> \
+             &lt;b&gt;then&lt;/b&gt; sync.</p>\
+             <p><strong>Or skip it</strong>: Set <code>SkipDryRunOnMissingResource=true</code>.</p></details>"
+        );
+        assert_eq!(acts(html! {}).into_string(), "", "no forms, no fold");
     }
 }

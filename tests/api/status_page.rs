@@ -200,6 +200,12 @@ async fn the_status_page_shows_what_needs_attention_in_a_real_browser() {
     // Firing incidents by team, pending prunes, dead notifications, silences.
     assert!(dom.contains("Team billing"), "firing incidents grouped by team");
     assert!(dom.contains("Sync failed"), "in words");
+    // The forms folded: one line an incident (what to do is folded the same way: `status_page::tests`).
+    assert!(
+        !dom.contains("<form")
+            || dom.contains("<details class=\"acts\"><summary>Acknowledge or silence</summary><form"),
+        "forms folded: {dom}"
+    );
     assert!(!dom.contains("sync_failed"), "never the internal name");
     assert!(
         dom.contains("href=\"/apps/argocd/ledger\""),
