@@ -199,8 +199,9 @@ const MAX_TEAMS: usize = 20;
 /// At most this many Applications are named for a team.
 const MAX_NAMES: usize = 10;
 
-/// Describes the storm about `scope` that began at `since`, of `members` (their incidents, resolved ones too).
-pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident]) -> Description {
+/// Describes the storm about `scope` that began at `since`, of `members` (their incidents, resolved ones too); one
+/// that is `over` says how many recovered in its resolution instead.
+pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident], over: bool) -> Description {
     let recovered = members.iter().filter(|m| m.state == IncidentState::Resolved).count();
     let words = match scope.kind {
         Kind::SyncUnknown => "Unknown",
@@ -211,6 +212,7 @@ pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident]) -> De
     let shared = shared_message(members);
     let cause = shared.as_deref().map(cause_of).map(|c| format!(" ({c})")).unwrap_or_default();
     let recovered = match recovered {
+        _ if over => String::new(),
         0 => String::new(),
         n => format!(", {n} recovered"),
     };

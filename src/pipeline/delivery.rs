@@ -3,12 +3,14 @@
 //! its resolve) the scheduler asks these stages and writes what they answer; nothing else decides who is told.
 //!
 //! ```text
-//!   inhibit → silence → acknowledge → route → group → escalate → dedup
-//!   \_______ hold it back? ________/   \__ where does it go? __/   \_ what does a flush send? _/
+//!   inhibit → storm → silence → acknowledge → route → group → escalate → dedup
+//!   \__________ hold it back? ___________/   \__ where does it go? __/   \_ what does a flush send? _/
 //! ```
 //!
 //! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
 //!   `out_of_sync`): one cause, one incident people see ([`crate::routing::inhibit`]).
+//! - **storm**: it is a member of a storm (many Applications of its cluster with the same problem at once,
+//!   [`crate::incidents::storm`]) that is open, or ended less than `storm.window` ago: the storm is told instead.
 //! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
 //! - **acknowledge**: someone took it, and the acknowledgement still holds (until a time, or until it resolves):
 //!   no repeats, no further escalation step; its resolve is still sent.
@@ -25,6 +27,7 @@ use chrono::{DateTime, Utc};
 
 use crate::configuration::{EscalationStep, Settings};
 use crate::domain::{Acknowledgement, Hold, Labels};
+use crate::incidents::storm::OpenStorm;
 use crate::routing::grouping::{FlushPlan, GroupView};
 use crate::routing::inhibit::{Candidate, Inhibitor};
 use crate::routing::{self, RouteResult, Router, Silence};
@@ -38,6 +41,8 @@ pub struct Facts<'a> {
     pub silences: &'a [Silence],
     /// The open incidents of the same Application (inhibition's sources; the incident itself may be among them).
     pub open: &'a [Candidate],
+    /// The storm the incident is a member of, if any (held or not: the storm stage says).
+    pub storm: Option<&'a OpenStorm>,
     pub now: DateTime<Utc>,
 }
 
@@ -74,9 +79,11 @@ pub fn decide(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Decision 
     }
 }
 
-/// The holding stages, in order: inhibit → silence → acknowledge. `ack` is the incident's acknowledgement, if any.
+/// The holding stages, in order: inhibit → storm → silence → acknowledge. `ack` is the incident's acknowledgement,
+/// if any.
 pub fn hold(f: &Facts, l: &Labels, ack: Option<&Acknowledgement>) -> Option<Hold> {
     inhibit(f.inhibitor, l, f.open, f.now)
+        .or_else(|| storm(f.storm, f.settings, f.now))
         .or_else(|| silence(f.silences, l, f.now))
         .or_else(|| acknowledge(ack, f.now))
 }
@@ -96,6 +103,18 @@ pub fn plan(settings: &Settings, router: &Router, l: &Labels) -> DeliveryPlan {
 
 pub fn inhibit(inhibitor: &Inhibitor, l: &Labels, open: &[Candidate], now: DateTime<Utc>) -> Option<Hold> {
     inhibitor.inhibited_by(l, open, now)
+}
+
+/// The storm the incident is a member of holds it while it is open, and for `storm.window` after it ended (what
+/// recovers with the others then is never told one by one; what still fires is told as usual).
+pub fn storm(storm: Option<&OpenStorm>, settings: &Settings, now: DateTime<Utc>) -> Option<Hold> {
+    storm
+        .filter(|s| s.holds(settings.storm.window, now))
+        .map(|s| Hold::Storm {
+            storm_id: s.id,
+            about: s.scope.about(),
+            ended_at: s.ended_at,
+        })
 }
 
 /// The first active silence that matches (the one that ends last, so "until" is when people hear again).
@@ -252,6 +271,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 inhibitor: &inhibitor,
                 silences: &silences,
                 open: &open,
+                storm: None,
                 now,
             };
             let got = hold(&facts, &labels(kind), None).map(|h| h.describe());
@@ -305,6 +325,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 inhibitor: &inhibitor,
                 silences: &silences,
                 open: &[],
+                storm: None,
                 now,
             };
             let got = hold(&facts, &labels(Kind::OutOfSync), a.as_ref()).map(|h| h.describe());

@@ -98,6 +98,7 @@ pub fn explain(settings: &Settings, snap: Snapshot, now: DateTime<Utc>) -> Optio
         inhibitor: &inhibitor,
         silences: &[],
         open: &open,
+        storm: None,
         now,
     };
     let incidents = assessment

@@ -202,7 +202,7 @@ fn a_storm_says_what_they_share() {
         .map(|k| member(&format!("pay-{k}"), "payments", refused, IncidentState::Firing))
         .collect();
     members.push(member("cart", "shop", refused, IncidentState::Resolved));
-    let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members);
+    let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members, false);
     assert_eq!(
         d.summary,
         "cluster https://10.20.30.40:6443: 4 Applications Unknown since 10:02 UTC (connection refused), 1 recovered"
@@ -216,10 +216,15 @@ fn a_storm_says_what_they_share() {
         ]
     );
     members[0].messages = vec!["ComparisonError: something else".into()];
-    let d = describe(&scope("us", "", Kind::Degraded), at(0), &members);
+    let d = describe(&scope("us", "", Kind::Degraded), at(0), &members, false);
     assert_eq!(
         d.summary,
         "Argo CD instance us: 4 Applications Degraded since 10:02 UTC, 1 recovered",
         "no shared message: no cause"
+    );
+    let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members, true);
+    assert_eq!(
+        d.condition, "4 Applications Unknown since 10:02 UTC",
+        "over: its resolution says how many recovered"
     );
 }
