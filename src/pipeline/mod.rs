@@ -23,6 +23,7 @@ pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
+pub use storms::StormView;
 
 use std::sync::Arc;
 

@@ -195,3 +195,50 @@ fn candidate(r: &IncidentRecord) -> Candidate {
         since: r.since,
     }
 }
+
+/// A storm as the status page and `GET /v1/storms` show it: its incident, what it is about, its members counted.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StormView {
+    /// The storm incident (kind `storm`).
+    pub incident: Incident,
+    /// `cluster https://10.20.30.40:6443`, `Argo CD instance us`.
+    pub about: String,
+    /// The members' kind.
+    pub problem: Kind,
+    pub since: DateTime<Utc>,
+    /// When it ended, if it did: its members still firing are told `storm.window` after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<DateTime<Utc>>,
+    pub members: crate::store::StormCount,
+}
+
+impl super::Pipeline {
+    /// The storms holding their members now (open, or over less than `storm.window` ago), oldest first.
+    pub async fn storms(&self) -> Result<Vec<StormView>, super::PipelineError> {
+        let core = self.core();
+        let now = self.now();
+        let storms: Vec<OpenStorm> = (core.store.storms(core.storms_ended_after(now)).await?.into_iter())
+            .filter(|s| s.holds(core.settings.storm.window, now))
+            .collect();
+        if storms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = storms.iter().map(|s| s.id).collect();
+        let counts = core.store.storm_counts(&ids).await?;
+        let incidents = core.store.incidents_by_id(&ids).await?;
+        Ok((storms.into_iter())
+            .filter_map(|s| {
+                let incident = incidents.iter().find(|r| r.id == s.id)?.full_view();
+                let members = (counts.iter().find(|(id, _)| *id == s.id)).map_or_else(Default::default, |c| c.1);
+                Some(StormView {
+                    incident,
+                    about: s.scope.about(),
+                    problem: s.scope.kind,
+                    since: s.since,
+                    ended_at: s.ended_at,
+                    members,
+                })
+            })
+            .collect())
+    }
+}

@@ -29,11 +29,13 @@ fn storm_from_row(r: &AnyRow) -> Result<OpenStorm, StoreError> {
     })
 }
 
-/// How many members a storm has, and how many of them recovered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How many members a storm has, and how many of them are in each state (resolved: recovered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct StormCount {
     pub members: usize,
     pub recovered: usize,
+    pub firing: usize,
+    pub pending: usize,
 }
 
 impl Store {
@@ -106,6 +108,22 @@ impl Store {
         tx.rows(q!(sql).bind(storm_id), incident_from_row).await
     }
 
+    /// The incidents `ids` (the storms' own).
+    pub async fn incidents_by_id(&self, ids: &[i64]) -> Result<Vec<IncidentRecord>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(100) {
+            let sql = format!(
+                "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id IN (VALUES {})",
+                values(chunk.len(), 1, 1)
+            );
+            let query = chunk.iter().fold(q!(sql), |q, id| q.bind(*id));
+            for row in query.fetch_all(&self.pool).await? {
+                out.push(incident_from_row(&row)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// How many members each storm of `ids` has, and how many recovered (from the index alone).
     pub async fn storm_counts(&self, ids: &[i64]) -> Result<Vec<(i64, StormCount)>, StoreError> {
         let mut out = Vec::new();
@@ -126,10 +144,12 @@ impl Store {
                         out.len() - 1
                     }
                 };
-                let count = &mut out[at].1;
-                count.members += n.max(0) as usize;
-                if state == "resolved" {
-                    count.recovered += n.max(0) as usize;
+                let (count, n) = (&mut out[at].1, n.max(0) as usize);
+                count.members += n;
+                match state.as_str() {
+                    "resolved" => count.recovered += n,
+                    "firing" => count.firing += n,
+                    _ => count.pending += n,
                 }
             }
         }
