@@ -176,7 +176,10 @@ fn burst(list: &[&Candidate], min_apps: usize, window: chrono::Duration) -> Opti
     let mut sorted: Vec<&Candidate> = list.to_vec();
     sorted.sort_by_key(|c| (c.since, c.id));
     let start = (0..sorted.len()).find(|&i| {
-        let end = sorted[i].since.checked_add_signed(window).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let end = sorted[i]
+            .since
+            .checked_add_signed(window)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
         sorted[i..].iter().take_while(|c| c.since <= end).count() >= min_apps
     })?;
     Some((sorted[start].since, sorted[start..].iter().map(|c| c.id).collect()))
@@ -210,7 +213,11 @@ pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident], over:
         other => other.as_str(),
     };
     let shared = shared_message(members);
-    let cause = shared.as_deref().map(cause_of).map(|c| format!(" ({c})")).unwrap_or_default();
+    let cause = shared
+        .as_deref()
+        .map(cause_of)
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
     let recovered = match recovered {
         _ if over => String::new(),
         0 => String::new(),
@@ -263,7 +270,11 @@ fn by_team(members: &[Incident]) -> Vec<String> {
             names.sort();
             let more = names.len().saturating_sub(MAX_NAMES);
             names.truncate(MAX_NAMES);
-            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
             format!("team {team}: {}{more}", names.join(", "))
         })
         .collect();

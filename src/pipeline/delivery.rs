@@ -337,6 +337,64 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
     }
 
     #[test]
+    fn a_storm_holds_its_members_while_open_and_for_its_window_after() {
+        use crate::incidents::storm::{OpenStorm, Scope};
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
+        let settings = Settings::from_yaml(CONFIG).expect("valid");
+        let (router, inhibitor) = (Router::new(&settings), Inhibitor::new(&settings));
+        let storm = |ended: Option<i64>| OpenStorm {
+            id: 9,
+            scope: Scope {
+                instance: "default".into(),
+                cluster: "https://10.20.30.40:6443".into(),
+                kind: Kind::SyncUnknown,
+            },
+            since: now - chrono::Duration::minutes(30),
+            ended_at: ended.map(|m| now - chrono::Duration::minutes(m)),
+        };
+        let alice = silence("pay-*", "alice", -5, 60, now);
+        // (its storm, silences, what holds it, why)
+        let cases = [
+            (None, vec![], None, "in no storm: delivered"),
+            (
+                Some(storm(None)),
+                vec![],
+                Some("held by the storm on cluster https://10.20.30.40:6443 (incident 9)"),
+                "an open storm holds it",
+            ),
+            (
+                Some(storm(Some(1))),
+                vec![],
+                Some("held by the storm on cluster https://10.20.30.40:6443 (incident 9), over at"),
+                "a storm over for less than storm.window still holds it",
+            ),
+            (Some(storm(Some(3))), vec![], None, "after storm.window: told as usual"),
+            (
+                Some(storm(None)),
+                vec![alice],
+                Some("held by the storm"),
+                "the storm is asked before a silence",
+            ),
+        ];
+        for (storm, silences, want, why) in cases {
+            let facts = Facts {
+                settings: &settings,
+                router: &router,
+                inhibitor: &inhibitor,
+                silences: &silences,
+                open: &[],
+                storm: storm.as_ref(),
+                now,
+            };
+            let got = hold(&facts, &labels(Kind::SyncUnknown), None).map(|h| h.describe());
+            match want {
+                None => assert_eq!(got, None, "{why}"),
+                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn the_delivering_stages() {
         let settings = Settings::from_yaml(CONFIG).expect("valid");
         let router = Router::new(&settings);

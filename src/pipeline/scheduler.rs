@@ -478,7 +478,9 @@ impl Core {
                     Hold::Silenced { until, .. } => *until,
                     Hold::Acknowledged { until: Some(until), .. } => (*until).min(interval),
                     // A storm over holds for storm.window more.
-                    Hold::Storm { ended_at: Some(end), .. } => {
+                    Hold::Storm {
+                        ended_at: Some(end), ..
+                    } => {
                         let grace = chrono::Duration::from_std(self.settings.storm.window).unwrap_or_default();
                         (*end + grace).min(interval)
                     }

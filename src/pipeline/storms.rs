@@ -44,7 +44,11 @@ impl StormTouch {
 
 impl Core {
     /// The storms that may hold an incident at `now`: open, or ended within `storm.window`.
-    pub(super) async fn holding_storms(&self, tx: &mut WriteTx, now: DateTime<Utc>) -> Result<Vec<OpenStorm>, StoreError> {
+    pub(super) async fn holding_storms(
+        &self,
+        tx: &mut WriteTx,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<OpenStorm>, StoreError> {
         Store::storms_tx(tx, self.storms_ended_after(now)).await
     }
 
@@ -99,7 +103,7 @@ impl Core {
     /// A new storm about `scope`, begun at `since`: its incident (pending: it fires with its first member) and its
     /// row.
     async fn open_storm(&self, tx: &mut WriteTx, scope: Scope, since: DateTime<Utc>) -> Result<OpenStorm, StoreError> {
-        let app = AppId::of(&scope.instance, "", &scope.about());
+        let app = AppId::of(&scope.instance, "", scope.about());
         let occurrence = format!("{}|{}|{}", scope.cluster, scope.kind, since.to_rfc3339());
         let view = Incident {
             fingerprint: crate::incidents::fingerprint(&app, Kind::Storm, &occurrence),
@@ -150,7 +154,12 @@ impl Core {
             Store::refresh_incident(tx, rec.id, &view).await?;
             Store::end_storm(tx, storm.id, now).await?;
             rec.view = view;
-            tracing::info!(storm = rec.id, recovered, members = views.len(), "storm over: its members still firing are told after storm.window");
+            tracing::info!(
+                storm = rec.id,
+                recovered,
+                members = views.len(),
+                "storm over: its members still firing are told after storm.window"
+            );
             return self.resolve(tx, &rec, now).await;
         }
         if view != rec.view {
@@ -164,7 +173,12 @@ impl Core {
     }
 
     /// The storm `storm_id` fires now if it is pending (one of its members fired).
-    pub(super) async fn fire_storm(&self, tx: &mut WriteTx, storm_id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+    pub(super) async fn fire_storm(
+        &self,
+        tx: &mut WriteTx,
+        storm_id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         match Store::incident(tx, storm_id).await? {
             Some(rec) if rec.state == IncidentState::Pending => self.fire_pending_storm(tx, rec, now).await,
             _ => Ok(()),

@@ -63,9 +63,9 @@ pub use escalations::EscalationRecord;
 pub use groups::{GroupRecord, MemberRecord};
 pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
-pub use storms::StormCount;
 pub use outbox::{AboutDelivery, Headline, HistoryBound, ListedDelivery, NewDelivery, OutboxRecord};
 pub use raws::{Dictionaries, DictionaryUse, MAX_CHAIN, RawChain, chain_gap};
+pub use storms::StormCount;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -93,7 +93,10 @@ async fn twelve_applications_of_one_cluster_degraded_together_are_one_storm_told
     assert!(page.contains("12 held by storms (above), not listed."), "counted");
     let incidents = &page[page.find("id=\"incidents\"").expect("the incidents")..];
     let incidents = &incidents[..incidents.find("id=\"pending\"").expect("the pending")];
-    assert!(!incidents.contains("pay-01"), "no member listed one by one: {incidents}");
+    assert!(
+        !incidents.contains("pay-01"),
+        "no member listed one by one: {incidents}"
+    );
     assert!(incidents.contains("Team platform"), "the storm itself is: {incidents}");
 
     // Seven recover: more than half, the storm is over; the five still Degraded after storm.window are told.
@@ -115,7 +118,11 @@ async fn twelve_applications_of_one_cluster_degraded_together_are_one_storm_told
 
 #[tokio::test]
 async fn nine_applications_are_no_storm_and_min_apps_0_turns_storms_off() {
-    for (extra, count, storms) in [("", 9, 0), ("storm: {min_apps: 0}\n", 12, 0), ("storm: {min_apps: 3}\n", 3, 1)] {
+    for (extra, count, storms) in [
+        ("", 9, 0),
+        ("storm: {min_apps: 0}\n", 12, 0),
+        ("storm: {min_apps: 3}\n", 3, 1),
+    ] {
         let clock = ManualClock::new(t0());
         let dir = Arc::new(tempfile::tempdir().expect("tmp"));
         let d = dir.path().to_path_buf();

@@ -135,7 +135,6 @@ async fn an_application_moved_between_projects(engine: &str) {
     assert!(!t.iter().any(|l| l.contains("Application deleted")), "{t:#?}");
 }
 
-
 /// The cluster of the storm story, and what Argo CD says of it when it cannot reach it (`ComparisonError`).
 const CLUSTER: &str = "https://10.20.30.40:6443";
 const REFUSED: &str = "Failed to load live state: failed to get cluster info for \"https://10.20.30.40:6443\": error \
@@ -200,7 +199,11 @@ async fn changes(s: &mut Story, argo: &FakeArgoCd, name: &str, team: &str, reach
         "context": {"argocdUrl": "https://argocd.example.com", "notificationType": "herald"},
         "app": app,
     });
-    let what = if reachable { "Synced" } else { "Unknown (connection refused)" };
+    let what = if reachable {
+        "Synced"
+    } else {
+        "Unknown (connection refused)"
+    };
     s.body(&format!("{name} {what}"), body).await;
 }
 
@@ -221,7 +224,8 @@ async fn forty_applications_of_one_cluster_are_one_storm(engine: &str) {
     s.say("the cluster refuses connections");
     for (name, team) in &apps {
         changes(&mut s, &argo, name, team, false).await;
-        s.pass_by(Duration::from_millis(1500), Duration::from_millis(1500)).await;
+        s.pass_by(Duration::from_millis(1500), Duration::from_millis(1500))
+            .await;
     }
     listings(&mut s, 1, "40 Unknown").await;
     s.pass(5 * MIN).await;

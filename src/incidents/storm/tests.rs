@@ -55,8 +55,14 @@ fn detection() {
     let mut instances = many(1, 5, "default", CLUSTER, unknown, 0, 5);
     instances.extend(many(100, 5, "us", CLUSTER, unknown, 0, 5));
     // (candidates, min_apps, storms opened, why)
-    let cases: Vec<(Vec<Candidate>, usize, Vec<(Scope, usize)>, &str)> = vec![
-        (many(1, 9, "default", CLUSTER, unknown, 0, 5), 10, vec![], "below the threshold"),
+    type Case = (Vec<Candidate>, usize, Vec<(Scope, usize)>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            many(1, 9, "default", CLUSTER, unknown, 0, 5),
+            10,
+            vec![],
+            "below the threshold",
+        ),
         (
             many(1, 10, "default", CLUSTER, unknown, 0, 5),
             10,
@@ -87,7 +93,12 @@ fn detection() {
             vec![(scope("default", "", unknown), 10)],
             "five on each of two clusters: a storm of the instance",
         ),
-        (mixed, 10, vec![], "six Unknown and six Degraded are two problems, neither a storm"),
+        (
+            mixed,
+            10,
+            vec![],
+            "six Unknown and six Degraded are two problems, neither a storm",
+        ),
         (
             late,
             10,
@@ -95,7 +106,12 @@ fn detection() {
             "later ones of the same cluster and problem are members too",
         ),
         (instances, 10, vec![], "two Argo CD instances are never one storm"),
-        (many(1, 40, "default", CLUSTER, unknown, 0, 1), 0, vec![], "min_apps 0: no storms"),
+        (
+            many(1, 40, "default", CLUSTER, unknown, 0, 1),
+            0,
+            vec![],
+            "min_apps 0: no storms",
+        ),
     ];
     for (candidates, min_apps, want, why) in cases {
         let got = opened(&judge(&candidates, &[], min_apps, WINDOW));
@@ -179,7 +195,13 @@ fn a_storm_holds_while_open_and_for_its_window_after() {
 
 #[test]
 fn a_storm_is_over_when_more_than_half_recovered() {
-    for (members, recovered, want) in [(40, 20, false), (40, 21, true), (0, 0, true), (3, 1, false), (3, 2, true)] {
+    for (members, recovered, want) in [
+        (40, 20, false),
+        (40, 21, true),
+        (0, 0, true),
+        (3, 1, false),
+        (3, 2, true),
+    ] {
         assert_eq!(over(members, recovered), want, "{recovered} of {members}");
     }
 }
@@ -218,8 +240,7 @@ fn a_storm_says_what_they_share() {
     members[0].messages = vec!["ComparisonError: something else".into()];
     let d = describe(&scope("us", "", Kind::Degraded), at(0), &members, false);
     assert_eq!(
-        d.summary,
-        "Argo CD instance us: 4 Applications Degraded since 10:02 UTC, 1 recovered",
+        d.summary, "Argo CD instance us: 4 Applications Degraded since 10:02 UTC, 1 recovered",
         "no shared message: no cause"
     );
     let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members, true);
