@@ -6,7 +6,9 @@
 //! named `instance/namespace/name`. Each Application links to its own page (`app_page`). Incidents are said in
 //! people's words (`words`), times in `?tz=` (else `server.time_zone`; links keep it), and a caller allowed to
 //! gets the Acknowledge and Silence forms on each firing incident (`forms`). Each
-//! section shows its first rows and says how many more there are: no request reads a whole table.
+//! section shows its first rows and says how many more there are: no request reads a whole table. Storms (many
+//! Applications of one cluster with one problem at once) are one line each at the top, their held Applications
+//! counted there, not listed among the incidents.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use std::collections::BTreeMap;
@@ -20,8 +22,10 @@ use super::html::{app_path, document, link, or_error_page, respond};
 use super::words::{self, Zone, capitalised};
 use super::{ApiError, AppContext, query};
 use crate::argocd::{HealthStatus, SyncStatus};
-use crate::domain::{DeliveryState, Hold, IncidentState};
-use crate::pipeline::{AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow};
+use crate::domain::{DeliveryState, Hold, IncidentState, Kind};
+use crate::pipeline::{
+    AppFilter, AppRecord, IncidentFilter, IncidentRecord, OutboxRecord, Pipeline, PruneRow, StormView,
+};
 use crate::receivers::render::age;
 use crate::routing::Silence;
 use actix_web::http::StatusCode;
@@ -67,8 +71,12 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
             .await?,
         total: p.count_needing_attention(team.as_deref(), instance.as_deref()).await?,
     };
-    let firing = incidents(p, IncidentState::Firing, team.as_deref(), instance.as_deref()).await?;
-    let pending = incidents(p, IncidentState::Pending, team.as_deref(), instance.as_deref()).await?;
+    let storms = p.storms().await?;
+    let mut firing = incidents(p, IncidentState::Firing, team.as_deref(), instance.as_deref()).await?;
+    let mut pending = incidents(p, IncidentState::Pending, team.as_deref(), instance.as_deref()).await?;
+    // The storms' members are counted in their storm's line, not listed one by one.
+    let held_firing = firing.take(|i| matches!(i.view.held, Some(Hold::Storm { .. })));
+    let held_pending = pending.take(|i| i.storm_id.is_some_and(|id| storms.iter().any(|s| s.incident.id == id)));
     let (mut prunes, omitted, more_prunes) = p.prune_pending(SHOWN, None, SHOWN as usize).await?;
     if let Some(t) = &team {
         prunes.retain(|r| &r.team == t);
@@ -116,10 +124,11 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
         @for s in sources.iter() {
             (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance()), z))
         }
+        (storms_section(&storms, z, now))
         (attention_section(p, &attention, z, now))
         (windows_section(&[&firing, &pending], z, now))
-        (incidents_section(&firing, &forms, &here, z, now))
-        (pending_section(&pending, z, now))
+        (incidents_section(&firing, held_firing, &forms, &here, z, now))
+        (pending_section(&pending, held_pending, z, now))
         (prunes_section(&prunes, omitted, more_prunes.is_some(), z))
         (dead_section(&dead))
         (silences_section(&silences, z, now))
@@ -146,6 +155,35 @@ async fn incidents(
         .await?;
     let total = p.count_incidents(state, team, instance).await?;
     Ok(Shown { rows, total })
+}
+
+impl<T> Shown<T> {
+    /// Takes the rows `which` says out of those shown; answers how many.
+    fn take(&mut self, which: impl Fn(&T) -> bool) -> usize {
+        let before = self.rows.len();
+        self.rows.retain(|r| !which(r));
+        before - self.rows.len()
+    }
+}
+
+/// One line per storm: what it is about, its problem since when, how many recovered, how many it holds.
+fn storms_section(storms: &[StormView], zone: &Zone, now: DateTime<Utc>) -> Markup {
+    html! {
+        @for s in storms {
+            @let m = &s.members;
+            p id=(format!("storm-{}", s.incident.id)) .storm .critical {
+                strong { "Storm: " (s.about) } " — " (s.incident.condition)
+                @if let Some(r) = s.incident.resolution.as_ref().filter(|_| s.ended_at.is_some()) { ", " (r) }
+                ". Holds " (m.firing + m.pending) " Applications' incidents (" (m.firing) " firing, " (m.pending)
+                " pending): their teams are not told while it lasts; team " (s.incident.team) " is"
+                @if let Some(at) = s.incident.fired_at { " (since " (zone.time(at)) ")" } @else { ", once the first fires" }
+                "."
+                @if let Some(end) = s.ended_at {
+                    " Over at " (zone.short(end, now)) ": what still fires is told to its team soon."
+                }
+            }
+        }
+    }
 }
 
 fn more<T>(s: &Shown<T>) -> Markup {
@@ -231,9 +269,10 @@ fn at_least(s: &crate::state::AppState, since: DateTime<Utc>) -> &'static str {
     if lower_bound { "at least since " } else { "" }
 }
 
-/// Firing incidents, one table per team.
+/// Firing incidents, one table per team (`held`: how many of the first rows a storm holds, not listed).
 fn incidents_section(
     firing: &Shown<IncidentRecord>,
+    held: usize,
     forms: &Forms,
     here: &str,
     zone: &Zone,
@@ -245,7 +284,8 @@ fn incidents_section(
     }
     html! {
         h2 #incidents { "Firing incidents (" (firing.total) ")" }
-        @if firing.rows.is_empty() { p.empty { "None." } }
+        @if held > 0 { p.held #incidents-held { (held) " held by storms (above), not listed." } }
+        @if firing.rows.is_empty() && held == 0 { p.empty { "None." } }
         @for (team, list) in &by_team {
             h3 { "Team " (team) }
             div.scroll { table.incidents {
@@ -254,7 +294,7 @@ fn incidents_section(
                     tr {
                         td { (words::incident(i, now)) }
                         td class=(i.severity) { (i.severity) }
-                        td { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
+                        td { (application(i, zone)) }
                         td {
                             (i.view.summary)
                             @if let Some(a) = &i.ack {
@@ -329,18 +369,28 @@ fn windows_section(lists: &[&Shown<IncidentRecord>], zone: &Zone, now: DateTime<
     }
 }
 
-/// Pending incidents: their condition holds, their `for` has not elapsed yet.
-fn pending_section(pending: &Shown<IncidentRecord>, zone: &Zone, now: DateTime<Utc>) -> Markup {
+/// The Application an incident is about, linked to its page; a storm's cluster (or instance), as text.
+fn application(i: &IncidentRecord, zone: &Zone) -> Markup {
+    html! {
+        @if i.kind == Kind::Storm { (i.view.app_name) }
+        @else { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
+    }
+}
+
+/// Pending incidents: their condition holds, their `for` has not elapsed yet (`held`: how many of the first rows
+/// are a storm's, not listed).
+fn pending_section(pending: &Shown<IncidentRecord>, held: usize, zone: &Zone, now: DateTime<Utc>) -> Markup {
     html! {
         h2 #pending { "Pending incidents (" (pending.total) ")" }
-        @if pending.rows.is_empty() { p.empty { "None." } } @else {
+        @if held > 0 { p.held #pending-held { (held) " held by storms (above), not listed." } }
+        @if pending.rows.is_empty() { @if held == 0 { p.empty { "None." } } } @else {
             div.scroll { table #pending-table {
                 tr { th { "Fires in" } th { "What" } th { "Application" } th { "Team" } th { "Summary" } }
                 @for i in &pending.rows {
                     tr {
                         td.nowrap { (words::fires_in(i.fire_at, now)) }
                         td { (words::incident(i, now)) }
-                        td { a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) } }
+                        td { (application(i, zone)) }
                         td { (i.team) }
                         td {
                             (i.view.summary)

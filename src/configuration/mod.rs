@@ -17,6 +17,7 @@ mod rules;
 mod server;
 mod sources;
 mod storage;
+mod storm;
 
 pub use argocd::*;
 pub use delivery::*;
@@ -27,6 +28,7 @@ pub use routing::*;
 pub use rules::*;
 pub use server::*;
 pub use storage::*;
+pub use storm::*;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,6 +73,9 @@ pub struct Settings {
     /// Which Git hosts' commits get links (`links.git_hosts`).
     #[serde(default)]
     pub links: LinksSettings,
+    /// When many Applications of one cluster enter the same problem at once: one `storm` incident (`storm`).
+    #[serde(default)]
+    pub storm: StormSettings,
 }
 
 /// The names of the `HERALD__…` variables that override the file, sorted (never their values: some are credentials).
@@ -223,6 +228,7 @@ impl Settings {
         self.storage.validate(&mut errors);
         self.outbox.validate(&mut errors);
         self.scheduler.validate(&mut errors);
+        self.storm.validate(&mut errors);
         match errors.len() {
             0 => Ok(()),
             _ => Err(many(errors)),

@@ -88,7 +88,8 @@ impl RulesSettings {
             Kind::SyncRunning => self.sync_running.as_ref(),
             Kind::Progressing => self.progressing.as_ref(),
             Kind::Deleted => self.deleted.as_ref(),
-            Kind::Test | Kind::ArgoCdAccess => None,
+            // A storm's settings are `storm`, not a rule.
+            Kind::Test | Kind::ArgoCdAccess | Kind::Storm => None,
         }
     }
 

@@ -30,10 +30,14 @@ pub enum Kind {
     /// default team when it starts and when it ends (`pipeline::access`). Not a rule, never stored as an incident:
     /// only in the messages about it.
     ArgoCdAccess,
+    /// Many Applications of one destination cluster (or one Argo CD instance) entered the same problem at once
+    /// (`storm`): one incident about the shared thing, told to the default team, while the Applications' own
+    /// incidents are held by it (`pipeline::storms`). Not a rule: found among incidents, not in a state.
+    Storm,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::OutOfSync,
         Kind::PrunePending,
         Kind::SyncFailed,
@@ -43,6 +47,7 @@ impl Kind {
         Kind::SyncRunning,
         Kind::Progressing,
         Kind::Deleted,
+        Kind::Storm,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -58,6 +63,7 @@ impl Kind {
             Kind::Deleted => "deleted",
             Kind::Test => "test",
             Kind::ArgoCdAccess => "argocd_access",
+            Kind::Storm => "storm",
         }
     }
 
@@ -82,7 +88,8 @@ impl Kind {
             Kind::SyncRunning | Kind::Progressing => (Duration::from_secs(1800), Severity::Warning),
             // News by default: to chat and e-mail, no ticket, no page (the tickets it had are closed).
             Kind::Deleted => (Duration::ZERO, Severity::Info),
-            Kind::Pruned | Kind::Test | Kind::ArgoCdAccess => (Duration::ZERO, Severity::Warning),
+            // A storm's severity is `storm.severity`; it fires when its first member fires.
+            Kind::Pruned | Kind::Test | Kind::ArgoCdAccess | Kind::Storm => (Duration::ZERO, Severity::Warning),
         }
     }
 
@@ -97,6 +104,8 @@ impl Kind {
             Kind::SyncFailed => Occurrence::Condition,
             // Lasts until the token may see the project again, and is then resolved.
             Kind::ArgoCdAccess => Occurrence::Condition,
+            // Lasts until most of its Applications recovered.
+            Kind::Storm => Occurrence::Condition,
             Kind::Pruned | Kind::Deleted | Kind::Test => Occurrence::Event,
         }
     }
@@ -378,6 +387,17 @@ pub enum Hold {
         /// `built-in` or `inhibit_rules[N]`.
         rule: String,
     },
+    /// It is one of many Applications of one cluster (or Argo CD instance) with the same problem at once: the
+    /// storm incident about the shared thing is told instead (`pipeline::storms`), until the storm is over.
+    Storm {
+        /// The storm incident's id.
+        storm_id: i64,
+        /// What the storm is about: `cluster https://10.20.30.40:6443`, `Argo CD instance us`.
+        about: String,
+        /// When the storm ended, if it did: its members still firing are told `storm.window` after that.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ended_at: Option<DateTime<Utc>>,
+    },
     /// A silence matches it.
     Silenced {
         silence: String,
@@ -407,6 +427,19 @@ impl Hold {
             Hold::Inhibited { source_kind, rule, .. } => {
                 format!("inhibited by {source_kind} of the same Application ({rule} rule)")
             }
+            Hold::Storm {
+                storm_id,
+                about,
+                ended_at: None,
+            } => format!("held by the storm on {about} (incident {storm_id})"),
+            Hold::Storm {
+                storm_id,
+                about,
+                ended_at: Some(at),
+            } => format!(
+                "held by the storm on {about} (incident {storm_id}), over at {}: told soon if it still fires",
+                at.format("%Y-%m-%d %H:%M UTC")
+            ),
             Hold::Silenced {
                 silence,
                 created_by,
@@ -482,6 +515,10 @@ impl Incident {
     /// Application of an Argo CD instance other than the default one (two instances may each have one of
     /// that name).
     pub fn app_title(&self) -> String {
+        if self.kind == Kind::Storm {
+            // What the storm is about, with its instance already in it (`cluster https://…`, `Argo CD instance us`).
+            return self.app_name.clone();
+        }
         match super::is_default_instance(&self.instance) {
             true => self.app_name.clone(),
             false => format!("{}/{}", self.instance, self.app_name),
@@ -505,13 +542,18 @@ impl Incident {
             Kind::Deleted => "deleted from Argo CD".into(),
             Kind::Test => "test notification".into(),
             Kind::ArgoCdAccess => "permission denied by Argo CD".into(),
+            Kind::Storm => "many Applications with one problem".into(),
         }
     }
 
     /// Whether the problem is a state that lasts (and so is told with how long), not an event (a sync that
     /// failed or pruned).
     pub fn lasts(&self) -> bool {
-        !matches!(self.kind, Kind::SyncFailed | Kind::Pruned | Kind::Deleted | Kind::Test)
+        // A storm's problem says since when itself ("40 Applications Unknown since 10:02").
+        !matches!(
+            self.kind,
+            Kind::SyncFailed | Kind::Pruned | Kind::Deleted | Kind::Test | Kind::Storm
+        )
     }
 }
 
@@ -532,7 +574,8 @@ mod tests {
             | Kind::Pruned
             | Kind::SyncRunning
             | Kind::Progressing
-            | Kind::Deleted => true,
+            | Kind::Deleted
+            | Kind::Storm => true,
             Kind::Test | Kind::ArgoCdAccess => false,
         };
         for k in Kind::ALL {

@@ -540,6 +540,7 @@ fn kind_words(kind: Kind) -> &'static str {
         Kind::Deleted => "deleted from Argo CD",
         Kind::Test => "test notification",
         Kind::ArgoCdAccess => "permission denied by Argo CD",
+        Kind::Storm => "a storm",
     }
 }
 

@@ -5,6 +5,7 @@
 //! Pure: no I/O, "now" comes in as an argument.
 
 pub mod hints;
+pub mod storm;
 mod view;
 
 use chrono::{DateTime, Utc};

@@ -3,12 +3,14 @@
 //! its resolve) the scheduler asks these stages and writes what they answer; nothing else decides who is told.
 //!
 //! ```text
-//!   inhibit → silence → sync window → acknowledge → route → group → escalate → dedup
-//!   \_______ hold it back? ________/   \__ where does it go? __/   \_ what does a flush send? _/
+//!   inhibit → storm → silence → sync window → acknowledge → route → group → escalate → dedup
+//!   \______________ hold it back? _______________/   \__ where does it go? __/   \_ what does a flush send? _/
 //! ```
 //!
 //! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
 //!   `out_of_sync`): one cause, one incident people see ([`crate::routing::inhibit`]).
+//! - **storm**: it is a member of a storm (many Applications of its cluster with the same problem at once,
+//!   [`crate::incidents::storm`]) that is open, or ended less than `storm.window` ago: the storm is told instead.
 //! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
 //! - **sync window**: Argo CD's sync windows keep the Application from being synced (`out_of_sync` only, stored
 //!   with the incident: `pipeline::windows`): its OutOfSync is expected until the window ends; its resolve is
@@ -28,6 +30,7 @@ use chrono::{DateTime, Utc};
 
 use crate::configuration::{EscalationStep, Settings};
 use crate::domain::{Acknowledgement, Hold, Labels, SyncWindowHold};
+use crate::incidents::storm::OpenStorm;
 use crate::routing::grouping::{FlushPlan, GroupView};
 use crate::routing::inhibit::{Candidate, Inhibitor};
 use crate::routing::{self, RouteResult, Router, Silence};
@@ -41,6 +44,8 @@ pub struct Facts<'a> {
     pub silences: &'a [Silence],
     /// The open incidents of the same Application (inhibition's sources; the incident itself may be among them).
     pub open: &'a [Candidate],
+    /// The storm the incident is a member of, if any (held or not: the storm stage says).
+    pub storm: Option<&'a OpenStorm>,
     pub now: DateTime<Utc>,
 }
 
@@ -94,9 +99,10 @@ pub fn decide(f: &Facts, l: &Labels, own: Own) -> Decision {
     }
 }
 
-/// The holding stages, in order: inhibit → silence → sync window → acknowledge.
+/// The holding stages, in order: inhibit → storm → silence → sync window → acknowledge.
 pub fn hold(f: &Facts, l: &Labels, own: Own) -> Option<Hold> {
     inhibit(f.inhibitor, l, f.open, f.now)
+        .or_else(|| storm(f.storm, f.settings, f.now))
         .or_else(|| silence(f.silences, l, f.now))
         .or_else(|| sync_window(own.window, l, f.now))
         .or_else(|| acknowledge(own.ack, f.now))
@@ -117,6 +123,18 @@ pub fn plan(settings: &Settings, router: &Router, l: &Labels) -> DeliveryPlan {
 
 pub fn inhibit(inhibitor: &Inhibitor, l: &Labels, open: &[Candidate], now: DateTime<Utc>) -> Option<Hold> {
     inhibitor.inhibited_by(l, open, now)
+}
+
+/// The storm the incident is a member of holds it while it is open, and for `storm.window` after it ended (what
+/// recovers with the others then is never told one by one; what still fires is told as usual).
+pub fn storm(storm: Option<&OpenStorm>, settings: &Settings, now: DateTime<Utc>) -> Option<Hold> {
+    storm
+        .filter(|s| s.holds(settings.storm.window, now))
+        .map(|s| Hold::Storm {
+            storm_id: s.id,
+            about: s.scope.about(),
+            ended_at: s.ended_at,
+        })
 }
 
 /// The first active silence that matches (the one that ends last, so "until" is when people hear again).
@@ -281,6 +299,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 inhibitor: &inhibitor,
                 silences: &silences,
                 open: &open,
+                storm: None,
                 now,
             };
             let got = hold(&facts, &labels(kind), Own::default()).map(|h| h.describe());
@@ -371,6 +390,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 inhibitor: &inhibitor,
                 silences: &silences,
                 open: &[],
+                storm: None,
                 now,
             };
             let got = hold(
@@ -382,6 +402,64 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 },
             )
             .map(|h| h.describe());
+            match want {
+                None => assert_eq!(got, None, "{why}"),
+                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_storm_holds_its_members_while_open_and_for_its_window_after() {
+        use crate::incidents::storm::{OpenStorm, Scope};
+        let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
+        let settings = Settings::from_yaml(CONFIG).expect("valid");
+        let (router, inhibitor) = (Router::new(&settings), Inhibitor::new(&settings));
+        let storm = |ended: Option<i64>| OpenStorm {
+            id: 9,
+            scope: Scope {
+                instance: "default".into(),
+                cluster: "https://10.20.30.40:6443".into(),
+                kind: Kind::SyncUnknown,
+            },
+            since: now - chrono::Duration::minutes(30),
+            ended_at: ended.map(|m| now - chrono::Duration::minutes(m)),
+        };
+        let alice = silence("pay-*", "alice", -5, 60, now);
+        // (its storm, silences, what holds it, why)
+        let cases = [
+            (None, vec![], None, "in no storm: delivered"),
+            (
+                Some(storm(None)),
+                vec![],
+                Some("held by the storm on cluster https://10.20.30.40:6443 (incident 9)"),
+                "an open storm holds it",
+            ),
+            (
+                Some(storm(Some(1))),
+                vec![],
+                Some("held by the storm on cluster https://10.20.30.40:6443 (incident 9), over at"),
+                "a storm over for less than storm.window still holds it",
+            ),
+            (Some(storm(Some(3))), vec![], None, "after storm.window: told as usual"),
+            (
+                Some(storm(None)),
+                vec![alice],
+                Some("held by the storm"),
+                "the storm is asked before a silence",
+            ),
+        ];
+        for (storm, silences, want, why) in cases {
+            let facts = Facts {
+                settings: &settings,
+                router: &router,
+                inhibitor: &inhibitor,
+                silences: &silences,
+                open: &[],
+                storm: storm.as_ref(),
+                now,
+            };
+            let got = hold(&facts, &labels(Kind::SyncUnknown), Own::default()).map(|h| h.describe());
             match want {
                 None => assert_eq!(got, None, "{why}"),
                 Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),

@@ -106,6 +106,7 @@ pub fn explain(
         inhibitor: &inhibitor,
         silences: &[],
         open: &open,
+        storm: None,
         now,
     };
     let incidents = assessment

@@ -179,6 +179,8 @@ struct Batch {
     resolved_pending: Vec<i64>,
     /// Something fired or resolved: a group may be due now, so the scheduler should not wait for its tick.
     wake: bool,
+    /// What a storm may follow from (see `super::storms`), judged once the batch's incidents are written.
+    storms: super::storms::StormTouch,
     /// Each change's transitions, one timeline row a change.
     transitions: Vec<(AppId, DateTime<Utc>, Vec<state::Transition>)>,
     /// Duplicates that moved only `last_seen`: remembered once the batch is through, written later.
@@ -375,6 +377,8 @@ impl Core {
         if let Some(mut tx) = tx {
             if !batch.dirty.is_empty() {
                 batch.write(&mut tx).await?;
+                // Before anything of this batch is told: a storm holds its members from the start.
+                batch.wake |= self.storms_in(&mut tx, &batch.storms, self.clock.now()).await?;
             }
             tx.commit().await?;
         }

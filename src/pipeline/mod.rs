@@ -16,6 +16,7 @@ mod repeats;
 mod scheduler;
 mod slack;
 mod source_status;
+mod storms;
 mod windows;
 
 pub use access::denied_summary;
@@ -23,6 +24,7 @@ pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
+pub use storms::StormView;
 pub use windows::{ProjectWindows, window_hold};
 
 use std::sync::Arc;
@@ -526,6 +528,7 @@ impl Pipeline {
             return Ok(list);
         }
         let silences = core.store.silences(false, now).await?;
+        let storms = core.store.storms(core.storms_ended_after(now)).await?;
         // One read for the Applications with a firing incident on the page that a rule may inhibit: their open
         // incidents, as a send would see them (inhibition's sources; no other hold needs them).
         let mut apps: Vec<AppId> = (list.iter().filter(|r| r.state == IncidentState::Firing))
@@ -537,7 +540,7 @@ impl Pipeline {
         let open = Core::candidates_by_app(&core.store.open_incidents_read(&apps, &list).await?);
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
-            let facts = core.facts(&silences, candidates, now);
+            let facts = core.facts(&silences, candidates, scheduler::storm_of(&storms, rec), now);
             rec.view.held = delivery::hold(&facts, &rec.labels(), delivery::Own::of(rec));
         }
         Ok(list)

@@ -9,6 +9,7 @@ use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts, Own};
 use crate::argocd::AppId;
 use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
+use crate::incidents::storm::OpenStorm;
 use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
 use crate::routing::inhibit::Candidate;
@@ -36,14 +37,22 @@ impl Core {
             .collect()
     }
 
-    /// What the delivery pipeline knows now: the configuration, the silences, one Application's open incidents.
-    pub(super) fn facts<'a>(&'a self, silences: &'a [Silence], open: &'a [Candidate], now: DateTime<Utc>) -> Facts<'a> {
+    /// What the delivery pipeline knows now: the configuration, the silences, one Application's open incidents, the
+    /// storm the incident is a member of.
+    pub(super) fn facts<'a>(
+        &'a self,
+        silences: &'a [Silence],
+        open: &'a [Candidate],
+        storm: Option<&'a OpenStorm>,
+        now: DateTime<Utc>,
+    ) -> Facts<'a> {
         Facts {
             settings: &self.settings,
             router: &self.router,
             inhibitor: &self.inhibitor,
             silences,
             open,
+            storm,
             now,
         }
     }
@@ -60,11 +69,22 @@ impl Core {
         let id = rec.id;
         let labels = rec.labels();
         let silences = Store::silences_tx(tx, now).await?;
+        let storms = self.holding_storms(tx, now).await?;
         let candidates = Self::candidates(open);
-        match delivery::decide(&self.facts(&silences, &candidates, now), &labels, Own::of(rec)) {
+        let facts = self.facts(&silences, &candidates, storm_of(&storms, rec), now);
+        match delivery::decide(&facts, &labels, Own::of(rec)) {
             Decision::Hold(why) => {
                 tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(), "incident fired while held back: tracked, not delivered");
                 Store::set_notified(tx, id, false).await?;
+                if let Hold::Storm {
+                    storm_id,
+                    ended_at: None,
+                    ..
+                } = why
+                {
+                    // The storm is told when its first member fires.
+                    Box::pin(self.fire_storm(tx, storm_id, now)).await?;
+                }
             }
             Decision::Deliver(plan) => {
                 self.route_incident(tx, rec, &plan, now).await?;
@@ -310,12 +330,13 @@ impl Core {
         }
         let mut released = 0;
         let silences = Store::silences_tx(&mut tx, now).await?;
+        let storms = self.holding_storms(&mut tx, now).await?;
         let apps: Vec<_> = waiting.iter().map(|r| r.app.clone()).collect();
         let open = Self::candidates_by_app(&Store::open_incidents_of(&mut tx, &apps).await?);
         for rec in waiting {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
             let labels = rec.labels();
-            let facts = self.facts(&silences, candidates, now);
+            let facts = self.facts(&silences, candidates, storm_of(&storms, &rec), now);
             if let Decision::Deliver(plan) = delivery::decide(&facts, &labels, Own::of(&rec)) {
                 tracing::info!(incident = rec.id, app = %rec.app, "no longer held back and still firing: delivering");
                 self.route_incident(&mut tx, &rec, &plan, now).await?;
@@ -339,9 +360,10 @@ impl Core {
             }
             flushed += groups.len();
             let silences = Store::silences_tx(&mut tx, now).await?;
+            let storms = self.holding_storms(&mut tx, now).await?;
             let mut messages = Vec::new();
             for g in groups {
-                messages.extend(self.flush_group(&mut tx, g, &silences, now).await?);
+                messages.extend(self.flush_group(&mut tx, g, (&silences, &storms), now).await?);
             }
             for (thread, n) in self.one_message_per_application(messages) {
                 self.send(&mut tx, &thread, n, now).await?;
@@ -357,7 +379,7 @@ impl Core {
         &self,
         tx: &mut WriteTx,
         g: crate::store::GroupRecord,
-        silences: &[Silence],
+        (silences, storms): (&[Silence], &[OpenStorm]),
         now: DateTime<Utc>,
     ) -> Result<Option<(Thread, Notification)>, StoreError> {
         let members = Store::members(tx, g.id).await?;
@@ -370,7 +392,8 @@ impl Core {
                 (IncidentState::Firing, Occurrence::Condition) => {
                     let candidates = open.get(&m.incident.app).map_or(&[][..], Vec::as_slice);
                     let labels = m.incident.labels();
-                    match delivery::hold(&self.facts(silences, candidates, now), &labels, Own::of(&m.incident)) {
+                    let facts = self.facts(silences, candidates, storm_of(storms, &m.incident), now);
+                    match delivery::hold(&facts, &labels, Own::of(&m.incident)) {
                         Some(_) => held += 1,
                         None => firing.push(m),
                     }
@@ -459,6 +482,7 @@ impl Core {
         let due = Store::claim_due_escalations(&mut tx, now, 100).await?;
         let count = due.len();
         let silences = Store::silences_tx(&mut tx, now).await?;
+        let storms = self.holding_storms(&mut tx, now).await?;
         for e in due {
             let Some(rec) = Store::incident(&mut tx, e.incident_id).await? else {
                 Store::finish_escalation(&mut tx, e.id).await?;
@@ -471,7 +495,7 @@ impl Core {
             let view = rec.full_view();
             let open = Store::open_incidents(&mut tx, &rec.app).await?;
             let candidates = Self::candidates(&open);
-            let facts = self.facts(&silences, &candidates, now);
+            let facts = self.facts(&silences, &candidates, storm_of(&storms, &rec), now);
             if let Some(why) = delivery::hold(&facts, &Labels::of(&view), Own::of(&rec)) {
                 // Not now: the step waits for the silence or the acknowledgement to end (or looks again after
                 // group_interval: an unacknowledge, an inhibiting incident resolved) and is sent then if the
@@ -482,6 +506,13 @@ impl Core {
                     Hold::Silenced { until, .. } => *until,
                     Hold::Acknowledged { until: Some(until), .. } => (*until).min(interval),
                     Hold::SyncWindow { until, .. } => (*until).min(interval),
+                    // A storm over holds for storm.window more.
+                    Hold::Storm {
+                        ended_at: Some(end), ..
+                    } => {
+                        let grace = chrono::Duration::from_std(self.settings.storm.window).unwrap_or_default();
+                        (*end + grace).min(interval)
+                    }
                     _ => interval,
                 };
                 tracing::info!(incident = rec.id, step = e.step, held = %why.describe(), "escalation step held back");
@@ -516,6 +547,12 @@ impl Core {
         tx.commit().await?;
         Ok(count)
     }
+}
+
+/// The storm `rec` is a member of, among `storms`.
+pub(super) fn storm_of<'a>(storms: &'a [OpenStorm], rec: &IncidentRecord) -> Option<&'a OpenStorm> {
+    let id = rec.storm_id?;
+    storms.iter().find(|s| s.id == id)
 }
 
 /// The resolution every resolved incident of a message shares ("Application deleted"), if they share one.

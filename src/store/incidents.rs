@@ -33,6 +33,8 @@ pub struct IncidentRecord {
     pub view: Incident,
     /// Who acknowledged it, if anyone (its own columns: the view never holds it).
     pub ack: Option<Acknowledgement>,
+    /// The storm it is a member of, if any (the storm incident's id; see `pipeline::storms`).
+    pub storm_id: Option<i64>,
 }
 
 impl IncidentRecord {
@@ -60,7 +62,7 @@ impl IncidentRecord {
 /// The columns [`incident_from_row`] reads.
 pub(super) const INCIDENT_COLUMNS: &str = "id, fingerprint, kind, instance, namespace, name, team, severity, state, \
                                            since, fire_at, fired_at, resolved_at, notified, view_json, view_doc, \
-                                           acked_by, acked_at, ack_until, ack_comment";
+                                           acked_by, acked_at, ack_until, ack_comment, storm_id";
 
 pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError> {
     let mut record = IncidentRecord {
@@ -94,6 +96,7 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
                 comment: r.try_get::<Option<String>, _>("ack_comment")?.unwrap_or_default(),
             }),
         },
+        storm_id: r.try_get("storm_id")?,
     };
     from_columns(&mut record);
     Ok(record)
@@ -214,6 +217,7 @@ impl Store {
     /// escalation steps (part of [`Store::purge_history`]); answers how many incidents went.
     pub(super) async fn purge_resolved_incidents(tx: &mut WriteTx, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let at = to_millis(before);
+        tx.exec(q!("DELETE FROM storms WHERE ended_at < $1").bind(at)).await?;
         for table in ["group_members", "escalations"] {
             let sql = format!("DELETE FROM {table} WHERE incident_id IN (SELECT id {RESOLVED_BEFORE})");
             tx.exec(q!(sql).bind(at)).await?;
@@ -575,6 +579,7 @@ mod tests {
                 ..Default::default()
             },
             ack: None,
+            storm_id: None,
         };
         assert_eq!(rec.labels(), crate::domain::Labels::of(&rec.full_view()));
         assert_eq!(rec.labels().severity, Severity::Critical);
@@ -657,6 +662,7 @@ mod tests {
             notified: true,
             view: decode_doc(&stored_view(&view)).expect("decodes"),
             ack: None,
+            storm_id: None,
         };
         from_columns(&mut record);
         assert_eq!(record.view, view);

@@ -54,6 +54,7 @@ mod outbox;
 mod raws;
 mod silences;
 mod slack_requests;
+mod storms;
 mod timers;
 
 pub use apps::{AppCursor, AppFilter, AppRecord, StoredApp, TimelineEntry};
@@ -64,6 +65,7 @@ pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
 pub use outbox::{AboutDelivery, Headline, HistoryBound, ListedDelivery, NewDelivery, OutboxRecord};
 pub use raws::{Dictionaries, DictionaryUse, MAX_CHAIN, RawChain, chain_gap};
+pub use storms::StormCount;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -485,7 +487,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 19] = [
+const MIGRATIONS: [MigrationFile; 20] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -505,6 +507,7 @@ const MIGRATIONS: [MigrationFile; 19] = [
     migration!(17, "timeline", "0017_timeline.sql"),
     migration!(18, "fewer_indexes", "0018_fewer_indexes.sql"),
     migration!(19, "argocd_access", "0019_argocd_access.sql"),
+    migration!(20, "storms", "0020_storms.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

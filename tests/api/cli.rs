@@ -459,7 +459,7 @@ fn the_help_lists_the_values_of_state_kind_and_render_and_a_wrong_one_is_answere
     assert!(help.contains("pending, firing, resolved"), "{help}");
     assert!(
         help.contains(
-            "out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned, sync_running, progressing, deleted"
+            "out_of_sync, prune_pending, sync_failed, degraded, sync_unknown, pruned, sync_running, progressing, deleted, storm"
         ),
         "every incident kind, and only those (no `test`): {help}"
     );

@@ -24,6 +24,8 @@ receivers:
   - {{name: chat, send_resolved: true, mattermost: {{webhook_url: "{chat}/hooks/chat"}}}}
 teams: {{payments: {{receivers: [tickets, chat]}}}}
 rules: {{sync_failed: {{for: 0s}}, out_of_sync: {{enabled: false}}}}
+# One ticket per failed sync is what is counted: a burst of them on one cluster is not to be one storm here.
+storm: {{min_apps: 0}}
 grouping: {{group_wait: 1s, group_interval: 1s}}
 outbox: {{lease: 3s, poll_interval: 50ms, initial_backoff: 100ms, max_backoff: 1s, concurrency: 16}}
 scheduler: {{tick: 100ms}}

@@ -41,6 +41,7 @@ mod send_test;
 mod slack_interactions;
 mod status_page;
 mod store;
+mod storms;
 mod sync_statuses;
 mod telegram;
 mod three_incidents;

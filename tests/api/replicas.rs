@@ -341,3 +341,51 @@ async fn a_deadlock_victim_is_a_conflict_to_do_again() {
     assert!(error.is_conflict(), "{error}");
     assert!(!herald::store::StoreError::Decode("x".into()).is_conflict());
 }
+
+/// `name` Degraded (or Healthy) on the one cluster every body of this file names (none: the default destination).
+fn health_of(name: &str, health: &str) -> herald::argocd::Snapshot {
+    let text = serde_json::json!({
+        "timestamp": "2026-01-01T10:00:00Z",
+        "app": {
+            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+            "spec": {"destination": {"server": "https://10.20.30.40:6443", "namespace": name}},
+            "status": {"sync": {"status": "Synced"}, "health": {"status": health}}
+        }
+    })
+    .to_string();
+    parse_body(text.as_bytes(), 64).expect("valid body")
+}
+
+#[tokio::test]
+async fn twenty_applications_of_one_cluster_breaking_on_two_replicas_at_once_are_one_storm() {
+    let url = fresh_database().await;
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    let names: Vec<String> = (0..20).map(|i| format!("app-{i:02}")).collect();
+    let sends = names.iter().enumerate().map(|(i, name)| {
+        let p = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let snap = health_of(name, "Degraded");
+        async move { p.ingest(snap, None).await.expect("ingested") }
+    });
+    futures_util::future::join_all(sends).await;
+    let filter = |kind| herald::store::IncidentFilter {
+        kind: Some(kind),
+        limit: 100,
+        ..Default::default()
+    };
+    let storms = a.incidents(&filter(herald::domain::Kind::Storm)).await.expect("storms");
+    assert_eq!(storms.len(), 1, "one storm, whichever replica opened it: {storms:#?}");
+    let members = b
+        .incidents(&filter(herald::domain::Kind::Degraded))
+        .await
+        .expect("members");
+    assert_eq!(members.len(), 20);
+    assert!(
+        members.iter().all(|m| m.storm_id == Some(storms[0].id)),
+        "every one of them is its member"
+    );
+    assert!(
+        storms[0].view.summary.contains("20 Applications Degraded"),
+        "{}",
+        storms[0].view.summary
+    );
+}

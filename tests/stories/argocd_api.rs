@@ -183,10 +183,133 @@ async fn out_of_sync_inside_a_deny_window(engine: &str) {
     );
 }
 
+/// The cluster of the storm story, and what Argo CD says of it when it cannot reach it (`ComparisonError`).
+const CLUSTER: &str = "https://10.20.30.40:6443";
+const REFUSED: &str = "Failed to load live state: failed to get cluster info for \"https://10.20.30.40:6443\": error \
+    synchronizing cache state : failed to sync cluster https://10.20.30.40:6443: failed to load initial state of \
+    resource Deployment.apps: Get \"https://10.20.30.40:6443/apis/apps/v1/deployments?limit=500\": dial tcp \
+    10.20.30.40:6443: connect: connection refused";
+const TEAMS: [&str; 8] = [
+    "payments", "shop", "search", "identity", "billing", "catalog", "checkout", "media",
+];
+
+/// Eight teams of five Applications each (project = team), every one deployed to [`CLUSTER`]; each team has its
+/// chat, the platform team (the default team) its own.
+fn storm_config(argo: &FakeArgoCd) -> String {
+    let projects: Vec<String> = TEAMS.iter().map(|t| format!("{t}: {t}")).collect();
+    let teams: Vec<String> = TEAMS
+        .iter()
+        .map(|t| format!("  {t}: {{receivers: [{t}-slack]}}"))
+        .collect();
+    let receivers: Vec<String> = (TEAMS.iter().chain(&["platform"]))
+        .map(|t| format!("  - {{name: {t}-slack, slack: {{webhook_url: \"http://127.0.0.1:9/{t}\"}}}}"))
+        .collect();
+    format!(
+        "argocd: {{api: {{url: \"{}\", token: {TOKEN}, watch: true, resync_interval: 10m, timeout: 2s}}}}\n\
+         ownership: {{default_team: platform, projects: {{{}}}}}\n\
+         teams:\n{}\n  platform: {{receivers: [platform-slack]}}\n\
+         receivers:\n{}\n\
+         grouping: {{group_wait: 30s, group_interval: 5m, repeat_interval: 4h}}\n",
+        argo.uri(),
+        projects.join(", "),
+        teams.join("\n"),
+        receivers.join("\n"),
+    )
+}
+
+/// The storm story's Applications, `<team>-<k>`, in the order they break.
+fn storm_apps() -> Vec<(String, &'static str)> {
+    (1..=5)
+        .flat_map(|k| TEAMS.iter().map(move |t| (format!("{t}-{k}"), *t)))
+        .collect()
+}
+
+/// Argo CD's Application `name` of `team`, on [`CLUSTER`]: Synced and Healthy, or Unknown with the ComparisonError
+/// it has when the cluster refuses its connections.
+fn on_cluster(name: &str, team: &str, reachable: bool) -> serde_json::Value {
+    let mut app = application(name, team, "Synced", "Healthy");
+    app["spec"]["destination"]["server"] = serde_json::json!(CLUSTER);
+    if !reachable {
+        app["status"]["sync"]["status"] = serde_json::json!("Unknown");
+        app["status"]["conditions"] = serde_json::json!([
+            {"type": "ComparisonError", "message": REFUSED, "lastTransitionTime": "2026-01-05T09:01:00Z"}
+        ]);
+    }
+    app
+}
+
+/// Argo CD changes `name` and its notification (a trigger on the sync status) sends it to Herald.
+async fn changes(s: &mut Story, argo: &FakeArgoCd, name: &str, team: &str, reachable: bool) {
+    let app = on_cluster(name, team, reachable);
+    argo.put(app.clone());
+    let body = serde_json::json!({
+        "timestamp": "",
+        "context": {"argocdUrl": "https://argocd.example.com", "notificationType": "herald"},
+        "app": app,
+    });
+    let what = if reachable {
+        "Synced"
+    } else {
+        "Unknown (connection refused)"
+    };
+    s.body(&format!("{name} {what}"), body).await;
+}
+
+/// Story: the cluster https://10.20.30.40:6443 refuses connections; its 40 Applications (8 teams) go Unknown with a
+/// ComparisonError within a minute. The platform team (the default team) is told once, about the cluster; no owning
+/// team hears anything while it lasts, and every Application is still listed, held by the storm. The cluster comes
+/// back: 35 Applications recover, the storm resolves; the 5 still Unknown after storm.window are told to their teams
+/// as usual, and their recovery later too.
+async fn forty_applications_of_one_cluster_are_one_storm(engine: &str) {
+    let argo = FakeArgoCd::start(TOKEN).await;
+    let apps = storm_apps();
+    for (name, team) in &apps {
+        argo.put(on_cluster(name, team, true));
+    }
+    let mut s = Story::begin("storm-forty-applications-one-cluster", engine, &storm_config(&argo)).await;
+    s.list("40 Applications on https://10.20.30.40:6443, Synced").await;
+    s.pass(MIN).await;
+    s.say("the cluster refuses connections");
+    for (name, team) in &apps {
+        changes(&mut s, &argo, name, team, false).await;
+        s.pass_by(Duration::from_millis(1500), Duration::from_millis(1500))
+            .await;
+    }
+    listings(&mut s, 1, "40 Unknown").await;
+    s.pass(5 * MIN).await;
+    s.look().await;
+    s.pass(13 * MIN).await;
+    s.say("the cluster answers again; Argo CD compares 35 Applications again");
+    let (stragglers, recovering) = apps.split_at(5);
+    for (name, team) in recovering {
+        changes(&mut s, &argo, name, team, true).await;
+    }
+    s.pass(5 * MIN).await;
+    s.look().await;
+    listings(&mut s, 2, "35 Synced, 5 Unknown").await;
+    s.say("the last 5 recover");
+    for (name, team) in stragglers {
+        changes(&mut s, &argo, name, team, true).await;
+    }
+    s.pass(MIN).await;
+    let t = s.end();
+    let told = |to: &str| t.iter().filter(|l| l.contains(&format!("-> {to}"))).count();
+    assert_eq!(told("platform-slack open"), 1, "{t:#?}");
+    assert_eq!(told("platform-slack resolve"), 1, "{t:#?}");
+    for team in TEAMS.iter().take(5) {
+        assert_eq!(told(&format!("{team}-slack open")), 1, "{team}: {t:#?}");
+        assert_eq!(told(&format!("{team}-slack resolve")), 1, "{team}: {t:#?}");
+    }
+    for team in TEAMS.iter().skip(5) {
+        assert_eq!(told(&format!("{team}-slack")), 0, "{team}: {t:#?}");
+    }
+}
+
 on_both_engines!(
     out_of_sync_inside_a_deny_window,
     out_of_sync_only_in_the_api_fires_after_an_hour,
     an_application_deleted_in_argo_cd,
     a_token_losing_all_access_then_getting_it_back,
     an_application_moved_between_projects,
+    forty_applications_of_one_cluster_are_one_storm,
 );

@@ -66,6 +66,7 @@ impl Core {
         fire_now: bool,
     ) -> Result<IncidentChange, StoreError> {
         let now = at.now;
+        at.batch.storms.opened(&at.app.instance, held.kind);
         let mut view = held.view.clone();
         view.since = since;
         // Who started the sync, in every receiver's message (the person is told when it fires).
@@ -85,6 +86,7 @@ impl Core {
             notified: false,
             view: view.clone(),
             ack: None,
+            storm_id: None,
         };
         if fire_now {
             let id =
@@ -127,6 +129,7 @@ impl Core {
             return Ok(None);
         };
         let mut rec = at.open.remove(pos);
+        at.batch.storms.resolved(rec.storm_id);
         if let Some(why) = resolution
             && rec.id > 0
             && rec.state != IncidentState::Pending

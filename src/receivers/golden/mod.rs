@@ -199,6 +199,29 @@ async fn a_group_of_40_applications() -> Vec<Notification> {
     run.notifications().await
 }
 
+/// Forty copies of 021 (derived: `shop-01`…`shop-40`, their own uids) on one cluster, which stops answering: each
+/// goes Unknown with Argo CD's ComparisonError, one every 1.5 seconds. Ten minutes later: one storm message, the
+/// Applications' own incidents held by it.
+async fn a_storm_of_40_applications() -> Vec<Notification> {
+    let body = captured("021_remove_podinfo_1_1.json");
+    let run = Run::start(time(&body)).await;
+    let refused = "Failed to load live state: failed to get cluster info for \"https://kubernetes.default.svc\": \
+        Get \"https://kubernetes.default.svc/version?timeout=32s\": dial tcp 10.96.0.1:443: connect: connection refused";
+    for k in 1..=40 {
+        let mut copy = body.clone();
+        copy["timestamp"] = json!(run.clock.now().to_rfc3339());
+        copy["app"]["metadata"]["name"] = json!(format!("shop-{k:02}"));
+        copy["app"]["metadata"]["uid"] = json!(format!("00000000-0000-0000-0000-{k:012}"));
+        copy["app"]["status"]["resources"][1]["requiresPruning"] = json!(false);
+        copy["app"]["status"]["sync"]["status"] = json!("Unknown");
+        copy["app"]["status"]["conditions"] = json!([{"type": "ComparisonError", "message": refused}]);
+        run.post(&copy).await;
+        run.clock.advance(Duration::from_millis(1500));
+    }
+    run.wait(Duration::from_secs(600 + 40)).await;
+    run.notifications().await
+}
+
 /// Compares `text` with the golden file at `path`, or writes it when blessing.
 fn check(path: &Path, text: &str, bless: bool, failures: &mut Vec<String>) {
     if bless {
@@ -333,4 +356,14 @@ async fn a_group_of_40_applications_is_one_list() {
     let n = a_group_of_40_applications().await;
     golden("group-of-40", &n);
     assert_eq!(n[0].title, "OutOfSync on 40 Applications of team platform");
+}
+
+#[tokio::test]
+async fn a_storm_of_40_applications_is_one_message_about_the_cluster() {
+    let n = a_storm_of_40_applications().await;
+    golden("storm-of-40", &n);
+    assert_eq!(
+        n[0].title,
+        "cluster https://kubernetes.default.svc: 40 Applications Unknown since 17:01 UTC (connection refused)"
+    );
 }

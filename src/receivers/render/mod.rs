@@ -113,7 +113,11 @@ pub struct AppView<'a> {
 pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
     let mut out: Vec<AppView<'_>> = Vec::new();
     for i in &n.incidents {
-        let name = i.app_id().to_string();
+        // A storm is about a cluster (or an Argo CD instance), named in full already.
+        let name = match i.kind {
+            crate::domain::Kind::Storm => i.app_title(),
+            _ => i.app_id().to_string(),
+        };
         match out.iter_mut().find(|a| a.name == name) {
             Some(a) => {
                 a.incidents.push(i);
@@ -151,7 +155,10 @@ impl AppView<'_> {
             return Vec::new();
         };
         let mut out = vec![Fact {
-            label: "Application".into(),
+            label: match first.kind {
+                crate::domain::Kind::Storm => "Storm".into(),
+                _ => "Application".into(),
+            },
             value: self.name.clone(),
             link: self.url.map(str::to_string),
         }];
@@ -313,7 +320,10 @@ fn short_rev(r: &str) -> &str {
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.
 pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
-    let mut out = vec![("Application", format!("{}/{}", i.app_namespace, i.app_name))];
+    let mut out = vec![match i.kind {
+        crate::domain::Kind::Storm => ("Storm", i.app_title()),
+        _ => ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
+    }];
     if !crate::domain::is_default_instance(&i.instance) {
         out.push(("Argo CD instance", i.instance.clone()));
     }
