@@ -332,20 +332,32 @@ pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
     }
 }
 
-/// A URL as an error may repeat it: without the user and password it may carry (`ftp://alice:s3cret@host` is
-/// shown as `"ftp://***@host"`); any other value that holds an `@` is not shown at all.
-fn shown_url(u: &str) -> String {
-    match url::Url::parse(u) {
-        Ok(mut p) if !p.username().is_empty() || p.password().is_some() => {
-            if p.set_username("***").is_ok() {
-                let _ = p.set_password(None);
-                format!("{:?}", p.as_str())
-            } else {
-                format!("a {:?} URL (not shown: it carries credentials)", p.scheme())
-            }
-        }
-        _ if u.contains('@') => "the value (not shown: it may carry credentials)".to_string(),
-        _ => format!("{u:?}"),
+/// A URL as an error may repeat it (quoted): without the user and password it may carry and with the value of each
+/// query parameter hidden (`ftp://alice:s3cret@host/x?token=abc` is shown as `"ftp://***@host/x?token=***"`); a
+/// value that is no URL but holds an `@` or a `?` is not shown at all. Every configuration error that names a URL
+/// goes through here.
+pub(crate) fn shown_url(u: &str) -> String {
+    let hidden = || "the value (not shown: it may carry credentials)".to_string();
+    let Ok(mut p) = url::Url::parse(u) else {
+        return if u.contains(['@', '?']) {
+            hidden()
+        } else {
+            format!("{u:?}")
+        };
+    };
+    if (!p.username().is_empty() || p.password().is_some())
+        && (p.set_username("***").is_err() || p.set_password(None).is_err())
+    {
+        return format!("a {:?} URL (not shown: it carries credentials)", p.scheme());
+    }
+    if p.query().is_some() {
+        let names: Vec<String> = p.query_pairs().map(|(k, _)| format!("{k}=***")).collect();
+        p.set_query(Some(&names.join("&")));
+    }
+    // `alice:s3cret@host` parses as the scheme `alice` with a path: an `@` left is no URL's user part.
+    match p.as_str().replace("***@", "") {
+        rest if rest.contains('@') => hidden(),
+        _ => format!("{:?}", p.as_str()),
     }
 }
 
@@ -386,6 +398,11 @@ mod tests {
                 "\"matrix://***@matrix.example\"",
             ),
             ("alice:s3cret-pass@matrix.example", "not shown"),
+            (
+                "ftp://matrix.example/x?token=s3cret-tok&room=s3cret-room",
+                "\"ftp://matrix.example/x?token=***&room=***\"",
+            ),
+            ("matrix.example?token=s3cret-tok", "not shown"),
             ("not a url", "\"not a url\""),
         ] {
             let mut errors = Vec::new();

@@ -357,7 +357,10 @@ impl ServerSettings {
             if !ok {
                 errors.push(invalid(
                     "server.public_url",
-                    format!("{u:?} is not an http(s) URL without query, such as https://herald.example.com"),
+                    format!(
+                        "{} is not an http(s) URL without query, such as https://herald.example.com",
+                        super::shown_url(u)
+                    ),
                 ));
             }
         }
