@@ -113,7 +113,7 @@ impl Settings {
     fn load_as(file: Option<&Path>, optional: bool, reading: sources::Reading) -> Result<Self, ConfigError> {
         let value = sources::read(file, optional, reading)?;
         let variables = sources::environment_keys();
-        Self::from_value(value.clone()).map_err(|e| sources::blame_environment(e, &variables, &value))
+        Self::from_value(value.clone(), reading).map_err(|e| sources::blame_environment(e, &variables, &value))
     }
 
     /// Parses an already-read YAML string (tests, `check-config`).
@@ -123,10 +123,10 @@ impl Settings {
             .build()
             .map_err(|e| ConfigError::Load(e.to_string()))?;
         let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
-        Self::from_value(value)
+        Self::from_value(value, sources::Reading::Start)
     }
 
-    fn from_value(mut value: serde_json::Value) -> Result<Self, ConfigError> {
+    fn from_value(mut value: serde_json::Value, reading: sources::Reading) -> Result<Self, ConfigError> {
         // The `config` crate gives an empty file as null; treat it as "all defaults".
         if value.is_null() {
             value = serde_json::json!({});
@@ -136,7 +136,7 @@ impl Settings {
             map.retain(|_, v| !v.is_null());
         }
         let mut errors = Vec::new();
-        sources::resolve_files(&mut value, "", &mut errors);
+        sources::resolve_files(&mut value, "", reading, &mut errors);
         let settings = match serde_path_to_error::deserialize::<_, Settings>(value.clone()) {
             Ok(s) => s,
             Err(e) => {
