@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod caps;
+mod held;
 mod listing;
 mod status;
 mod typed;
