@@ -31,6 +31,7 @@ mod instances;
 mod links;
 mod logs;
 mod matrix;
+mod memory;
 mod metrics;
 mod redmine;
 mod reload;
