@@ -2,7 +2,7 @@
 //! own lease, listing, watch and held drop: an instance's listing only ever deletes that instance's Applications):
 //! every `argocd.api.resync_interval` one replica (the one that claims the instance's lease in the store) lists every
 //! Application and runs each through the pipeline as if
-//! Argo CD had sent it, item by item as the listing arrives; an Application missing from a listing that proves it is
+//! Argo CD had sent it, item by item once the listing has arrived whole (a refused one stores nothing); an Application missing from a listing that proves it is
 //! complete is deleted, unless so many are missing at once that the drop waits for the next listing to agree
 //! ([`DropGuard`]). With `argocd.api.watch` every replica also follows the event stream, and resumes after a break
 //! (with backoff) with a listing, never more often than `resync_interval`. Webhooks work without any of this: a
@@ -100,7 +100,8 @@ async fn resync_loop(
 /// How many unreadable items a resync names in its log line (it counts them all).
 const NAMED_UNREADABLE: usize = 10;
 
-/// Lists every Application of one instance once, item by item, and runs each through the pipeline as it arrives;
+/// Lists every Application of one instance once and runs each item through the pipeline once the listing is known
+/// complete (a listing refused — too large, cut, malformed — hands over no item, so it stores nothing);
 /// deletes what a complete listing lacks, among that instance's Applications only (see [`delete_absent`] for the
 /// guard against a listing that suddenly lacks many).
 pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {

@@ -59,6 +59,7 @@ impl Application {
             metrics: crate::telemetry::metrics(),
             hosts: settings.server.hosts(),
             form_key: api::FormKey::of(&settings.server),
+            metrics_settings: settings.server.metrics,
         });
         let budget = web::Data::new(api::BodyBudget::of(&settings.server));
         let api = data.clone();

@@ -271,6 +271,17 @@ pub struct GaugeReadings {
     pub oldest_pending_seconds: Option<i64>,
 }
 
+impl GaugeReadings {
+    /// The same counts without the team's name: open incidents by state and kind only (`server.metrics.team_labels:
+    /// false`).
+    pub fn without_teams(mut self) -> Self {
+        for incident in &mut self.incidents {
+            incident.2.clear();
+        }
+        self
+    }
+}
+
 /// The values Argo CD documents for each status; anything else is counted as `Other`, so a hostile or broken sender
 /// cannot create label sets at will.
 fn known<T: ToString>(value: Option<T>) -> String {
@@ -311,13 +322,11 @@ pub fn render_gauges(readings: &GaugeReadings) -> String {
     );
     let mut incidents = BTreeMap::new();
     for (state, kind, team, n) in &readings.incidents {
-        *incidents
-            .entry(vec![
-                ("state", state.clone()),
-                ("kind", kind.clone()),
-                ("team", team.clone()),
-            ])
-            .or_insert(0) += n;
+        let mut labels = vec![("state", state.clone()), ("kind", kind.clone())];
+        if !team.is_empty() {
+            labels.push(("team", team.clone()));
+        }
+        *incidents.entry(labels).or_insert(0) += n;
     }
     family(
         "herald_incidents_open",

@@ -349,7 +349,11 @@ pub fn needs(
     move |req, next| Box::pin(authorize(needed, req, next))
 }
 
-async fn authorize(needed: Scope, req: ServiceRequest, next: Next<BoxBody>) -> Result<ServiceResponse<BoxBody>, Error> {
+pub(super) async fn authorize(
+    needed: Scope,
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
     let Some(ctx) = req.app_data::<web::Data<AppContext>>().cloned() else {
         tracing::error!("no application state: the routes are wired without AppContext");
         return Err(ApiError::Internal.into());

@@ -49,6 +49,8 @@ pub struct AppContext {
     pub hosts: crate::configuration::AllowedHosts,
     /// Signs the tokens of the pages' forms (see `forms`).
     pub form_key: FormKey,
+    /// Who may read `/metrics`, and whether it names teams (`server.metrics`).
+    pub metrics_settings: crate::configuration::MetricsSettings,
 }
 
 /// What the event endpoint accepts (`server.max_body_bytes`, `server.max_json_depth`).
@@ -67,7 +69,8 @@ impl BodyLimits {
     }
 }
 
-/// The routes, each with the scope it needs (see [`auth`]): probes and metrics need none; events need `ingest`;
+/// The routes, each with the scope it needs (see [`auth`]): probes need none, metrics none unless
+/// `server.metrics.auth` (then `read`); events need `ingest`;
 /// reading the API and the pages needs `read`; acknowledging incidents needs `respond` (or `admin`); the raw
 /// bodies received, silences and retries need `admin`. The signed one-click links and Slack's button clicks carry
 /// their own signature instead; the pages' forms are routed with `read` and check the scope they need themselves,
@@ -80,7 +83,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::head().to(probes::healthz)),
     )
     .route("/readyz", web::get().to(probes::readyz))
-    .route("/metrics", web::get().to(probes::metrics_endpoint))
+    .route(
+        "/metrics",
+        web::get()
+            .to(probes::metrics_endpoint)
+            .wrap(actix_web::middleware::from_fn(probes::metrics_access)),
+    )
     .route("/", needing(Read, web::get().to(status_page::page)))
     .route("/apps/{namespace}/{name}", needing(Read, web::get().to(app_page::page)))
     .route(

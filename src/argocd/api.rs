@@ -6,6 +6,7 @@
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
+use super::held::HeldItem;
 use super::sync_windows::{self, SyncWindow};
 use super::{AppId, PayloadError, Snapshot};
 use crate::configuration::ArgoCdApiSettings;
@@ -90,8 +91,9 @@ pub enum Listed {
 
 /// A listing being read: a task receives the answer's chunks (at most [`CHUNKS_AHEAD`] waiting, each read within
 /// `timeout`, all together within `max_listing_bytes`), a blocking thread cuts them into items
-/// ([`super::listing`]) and parses each, and the items wait here ([`ITEMS_AHEAD`] at most) until the caller takes
-/// them.
+/// ([`super::listing`]) and holds them compressed ([`super::held`]) until the listing has ended; only a complete
+/// listing's items are then parsed one by one, and wait here ([`ITEMS_AHEAD`] at most) until the caller takes them —
+/// a refused listing hands over nothing.
 pub struct ListingReader {
     items: tokio::sync::mpsc::Receiver<Listed>,
     receiving: tokio::task::JoinHandle<Result<(), ApiError>>,
@@ -142,23 +144,30 @@ impl ListingReader {
         memory: Option<ItemMemory>,
     ) -> Self {
         let (chunk_tx, mut chunk_rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(CHUNKS_AHEAD);
+        // Whether every byte came within the cap: the parser hands nothing on before it knows.
+        let (verdict_tx, verdict_rx) = tokio::sync::oneshot::channel::<bool>();
         let receiving = tokio::spawn(async move {
-            let mut received = 0u64;
-            loop {
-                let chunk = tokio::time::timeout(timeout, resp.chunk())
-                    .await
-                    .map_err(|_| ApiError::Unreachable("the listing stopped arriving (argocd.api.timeout)".into()))?
-                    .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
-                let Some(chunk) = chunk else { return Ok(()) };
-                received += chunk.len() as u64;
-                if received > max {
-                    return Err(ApiError::TooLarge(max));
-                }
-                if chunk_tx.send(chunk).await.is_err() {
-                    // The parser stopped (a malformed listing, or the reader was dropped): nothing more to read.
-                    return Ok(());
+            let result = async {
+                let mut received = 0u64;
+                loop {
+                    let chunk = tokio::time::timeout(timeout, resp.chunk())
+                        .await
+                        .map_err(|_| ApiError::Unreachable("the listing stopped arriving (argocd.api.timeout)".into()))?
+                        .map_err(|e| ApiError::Unreachable(e.without_url().to_string()))?;
+                    let Some(chunk) = chunk else { return Ok(()) };
+                    received += chunk.len() as u64;
+                    if received > max {
+                        return Err(ApiError::TooLarge(max));
+                    }
+                    if chunk_tx.send(chunk).await.is_err() {
+                        // The parser stopped (a malformed listing, or the reader was dropped): nothing more to read.
+                        return Ok(());
+                    }
                 }
             }
+            .await;
+            let _ = verdict_tx.send(result.is_ok());
+            result
         });
         let (items_tx, items) = tokio::sync::mpsc::channel(ITEMS_AHEAD);
         let parsing = tokio::task::spawn_blocking(move || {
@@ -167,7 +176,11 @@ impl ListingReader {
                 let key = item_key(&instance, bytes);
                 (key, memory.as_ref().and_then(|m| m(key)))
             };
-            read_listing(chunks, &known, &mut |entry| items_tx.blocking_send(entry).is_ok())
+            let mut verdict = Some(verdict_rx);
+            let mut received = || verdict.take().is_some_and(|v| v.blocking_recv().unwrap_or(false));
+            read_listing(chunks, &known, &mut received, &mut |entry| {
+                items_tx.blocking_send(entry).is_ok()
+            })
         });
         Self {
             items,
@@ -205,38 +218,36 @@ impl Drop for ListingReader {
     }
 }
 
-/// Reads a listing (`{"metadata": {…}, "items": [Application, …]}`) from its `chunks`, handing each item to `emit`
-/// as soon as it is parsed (`emit` answers false to stop). Complete only with a well-formed `items` array and no
-/// `metadata.continue` (a page of a longer listing): anything else deletes nothing by absence. An item that is not
-/// JSON makes the listing malformed; one that is JSON but not an Application Herald can read is handed over as
+/// Reads a listing (`{"metadata": {…}, "items": [Application, …]}`) from its `chunks`, holding each item as it is
+/// cut out ([`super::held`]), and hands them to `emit` (which answers false to stop) only once the listing is
+/// complete and `received` says every byte came within the cap: a refused listing stores nothing. Complete only with
+/// a well-formed `items` array and no `metadata.continue` (a page of a longer listing). An item that is not JSON
+/// makes the listing malformed; one that is JSON but not an Application Herald can read is handed over as
 /// [`Listed::Unreadable`].
 fn read_listing<C: AsRef<[u8]>>(
     chunks: impl IntoIterator<Item = C>,
     known: &KnownItem,
+    received: &mut dyn FnMut() -> bool,
     emit: &mut dyn FnMut(Listed) -> bool,
 ) -> Result<ListingEnd, ApiError> {
+    let mut held = super::held::HeldItems::new().map_err(|e| ApiError::Listing(format!("cannot hold items: {e}")))?;
     let mut scanner = super::listing::Scanner::new();
     let mut index = 0usize;
     let mut on_item = |bytes: &[u8], depth: u32| {
-        let (key, unchanged) = known(bytes);
-        let entry = if let Some(app) = unchanged {
-            Listed::Unchanged(app)
-        } else {
-            match from_api_bytes(bytes, depth) {
-                Ok(snap) => Listed::App {
-                    snap: Box::new(snap),
+        let item = match known(bytes) {
+            (_, Some(app)) => HeldItem::Unchanged(app),
+            (key, None) => {
+                not_json(bytes, depth).map_err(|e| format!("items[{index}]: {e}"))?;
+                HeldItem::Item {
                     key,
-                },
-                Err(e @ PayloadError::InvalidJson { .. }) => return Err(format!("items[{index}]: {e}")),
-                Err(e) => Listed::Unreadable(format!("items[{index}]: {e}")),
+                    depth,
+                    bytes: bytes.to_vec(),
+                }
             }
         };
         index += 1;
-        if emit(entry) {
-            Ok(true)
-        } else {
-            Err("the listing was dropped while being read".to_string())
-        }
+        held.hold(&item).map_err(|e| format!("cannot hold items: {e}"))?;
+        Ok(true)
     };
     for chunk in chunks {
         scanner.feed(chunk.as_ref(), &mut on_item).map_err(ApiError::Listing)?;
@@ -248,13 +259,49 @@ fn read_listing<C: AsRef<[u8]>>(
             token.chars().take(32).collect::<String>()
         )));
     }
-    match seen.items {
-        Some(items) => Ok(ListingEnd { items }),
-        None => Err(ApiError::Incomplete(
+    let Some(items) = seen.items else {
+        return Err(ApiError::Incomplete(
             "it has no `items` array (an empty list is `\"items\": []`); a token without access to the \
              Applications can answer this way"
                 .into(),
-        )),
+        ));
+    };
+    if !received() {
+        return Err(ApiError::Listing("the listing was not received whole".into()));
+    }
+    let mut index = 0usize;
+    (held.replay(&mut |item| {
+        let entry = parsed(item, index);
+        index += 1;
+        emit(entry)
+    }))
+    .map_err(|e| ApiError::Listing(format!("cannot read the held items: {e}")))?;
+    Ok(ListingEnd { items })
+}
+
+/// An item's bytes that are not JSON at all (the listing is then malformed), checked as the item is held without
+/// building anything; `Ok` for everything else, which [`parsed`] reads.
+fn not_json(bytes: &[u8], depth: u32) -> Result<(), PayloadError> {
+    if depth as usize > ITEM_DEPTH || serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+        return Ok(());
+    }
+    match from_api_bytes(bytes, depth) {
+        Err(e @ PayloadError::InvalidJson { .. }) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// A held item as the caller takes it.
+fn parsed(item: HeldItem, index: usize) -> Listed {
+    match item {
+        HeldItem::Unchanged(app) => Listed::Unchanged(app),
+        HeldItem::Item { key, depth, bytes } => match from_api_bytes(&bytes, depth) {
+            Ok(snap) => Listed::App {
+                snap: Box::new(snap),
+                key,
+            },
+            Err(e) => Listed::Unreadable(format!("items[{index}]: {e}")),
+        },
     }
 }
 
@@ -622,7 +669,7 @@ mod tests {
     /// Reads `body` as a listing: what was handed over, and how it ended.
     fn read(body: &[u8]) -> (Vec<Listed>, Result<ListingEnd, ApiError>) {
         let mut got = Vec::new();
-        let end = read_listing(body.chunks(5), &|_| (0, None), &mut |e| {
+        let end = read_listing(body.chunks(5), &|_| (0, None), &mut || true, &mut |e| {
             got.push(e);
             true
         });
@@ -667,7 +714,7 @@ mod tests {
             (k, (k == key).then_some(42))
         };
         let mut got = Vec::new();
-        let end = read_listing(body.as_bytes().chunks(7), &memory, &mut |e| {
+        let end = read_listing(body.as_bytes().chunks(7), &memory, &mut || true, &mut |e| {
             got.push(e);
             true
         });
@@ -718,11 +765,30 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_listing_hands_over_what_it_read_and_is_not_complete() {
+    fn a_cut_listing_hands_over_nothing_and_is_not_complete() {
         let body = serde_json::to_vec(&json!({"items": [app("a"), app("b")]})).unwrap();
         let (got, end) = read(&body[..body.len() - 10]);
-        assert_eq!(got.len(), 1, "the first item arrived before the cut");
+        assert_eq!(got.len(), 0, "the first item, read before the cut, is not handed over");
         assert!(end.is_err());
+        for (page, what) in [
+            (json!({"metadata": {"continue": "t"}, "items": [app("a")]}), "one page"),
+            (json!({"apps": [app("a")]}), "no items array"),
+        ] {
+            let (got, end) = read(&serde_json::to_vec(&page).unwrap());
+            assert!(got.is_empty() && end.is_err(), "{what}: {got:?} {end:?}");
+        }
+    }
+
+    #[test]
+    fn a_listing_over_its_cap_hands_over_nothing() {
+        let body = serde_json::to_vec(&json!({"items": [app("a"), app("b")]})).unwrap();
+        let mut got = Vec::new();
+        let end = read_listing(body.chunks(5), &|_| (0, None), &mut || false, &mut |e| {
+            got.push(e);
+            true
+        });
+        assert!(got.is_empty(), "{got:?}");
+        assert!(matches!(end, Err(ApiError::Listing(_))), "{end:?}");
     }
 
     #[test]

@@ -11,6 +11,14 @@ use super::{
     Snapshot, Source, SourceRef, SyncPolicy, SyncStatus, parse_time, validate_name, validate_namespace,
 };
 
+/// Adds `item` while `list` holds at most `max` (one past the cap, so the caps say there were more): every item of a
+/// list is checked, but a hostile body of a million is not kept a million times.
+fn keep<T>(list: &mut Vec<T>, item: T, max: usize) {
+    if list.len() <= max {
+        list.push(item);
+    }
+}
+
 pub(super) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -316,16 +324,20 @@ impl Reader {
             if status == SyncStatus::Synced && !requires_pruning && healthy {
                 continue;
             }
-            resources.push(ResourceStatus {
-                group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-                kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-                namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-                name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-                status,
-                requires_pruning,
-                health,
-                health_message,
-            });
+            keep(
+                &mut resources,
+                ResourceStatus {
+                    group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
+                    kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
+                    namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
+                    name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
+                    status,
+                    requires_pruning,
+                    health,
+                    health_message,
+                },
+                super::caps::MAX_RESOURCES,
+            );
         }
         Ok(resources)
     }
@@ -335,10 +347,14 @@ impl Reader {
         let mut conditions = Vec::new();
         for (i, c) in self.array(app, &["status", "conditions"])?.iter().enumerate() {
             let p = format!("status.conditions[{i}]");
-            conditions.push(Condition {
-                r#type: self.opt_str_at(c, &p, "type")?.unwrap_or_default(),
-                message: self.opt_str_at(c, &p, "message")?.unwrap_or_default(),
-            });
+            keep(
+                &mut conditions,
+                Condition {
+                    r#type: self.opt_str_at(c, &p, "type")?.unwrap_or_default(),
+                    message: self.opt_str_at(c, &p, "message")?.unwrap_or_default(),
+                },
+                super::caps::MAX_CONDITIONS,
+            );
         }
         Ok(conditions)
     }
@@ -556,15 +572,19 @@ impl Reader {
         let mut resources = Vec::new();
         for (i, res) in self.array(app, &at(&["syncResult", "resources"]))?.iter().enumerate() {
             let p = format!("status.operationState.syncResult.resources[{i}]");
-            resources.push(ResultResource {
-                group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
-                kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
-                namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
-                name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
-                status: self.opt_str_at(res, &p, "status")?.unwrap_or_default().into(),
-                message: self.opt_str_at(res, &p, "message")?.unwrap_or_default(),
-                hook_phase: self.opt_str_at(res, &p, "hookPhase")?.unwrap_or_default().into(),
-            });
+            keep(
+                &mut resources,
+                ResultResource {
+                    group: self.opt_str_at(res, &p, "group")?.unwrap_or_default(),
+                    kind: self.opt_str_at(res, &p, "kind")?.unwrap_or_default(),
+                    namespace: self.opt_str_at(res, &p, "namespace")?.unwrap_or_default(),
+                    name: self.opt_str_at(res, &p, "name")?.unwrap_or_default(),
+                    status: self.opt_str_at(res, &p, "status")?.unwrap_or_default().into(),
+                    message: self.opt_str_at(res, &p, "message")?.unwrap_or_default(),
+                    hook_phase: self.opt_str_at(res, &p, "hookPhase")?.unwrap_or_default().into(),
+                },
+                super::caps::MAX_RESOURCES,
+            );
         }
         let retry_count = match self.get(app, &at(&["retryCount"])) {
             Some(Value::Number(n)) => n.as_i64().unwrap_or(0),

@@ -240,7 +240,7 @@ impl ArgoCdSettings {
 fn check_ui_url(errors: &mut Vec<super::ConfigError>, path: &str, u: &str) {
     if crate::domain::link::safe_url(u).is_none() {
         let why = "is not a plain http(s) URL (a host, no credentials, no spaces or line breaks)";
-        errors.push(super::invalid(path, format!("{u:?} {why}")));
+        errors.push(super::invalid(path, format!("{} {why}", super::shown_url(u))));
     }
 }
 

@@ -118,7 +118,7 @@ impl Settings {
     fn load_as(file: Option<&Path>, optional: bool, reading: sources::Reading) -> Result<Self, ConfigError> {
         let value = sources::read(file, optional, reading)?;
         let variables = sources::environment_keys();
-        Self::from_value(value.clone()).map_err(|e| sources::blame_environment(e, &variables, &value))
+        Self::from_value(value.clone(), reading).map_err(|e| sources::blame_environment(e, &variables, &value))
     }
 
     /// Parses an already-read YAML string (tests, `check-config`).
@@ -128,10 +128,10 @@ impl Settings {
             .build()
             .map_err(|e| ConfigError::Load(e.to_string()))?;
         let value: serde_json::Value = raw.try_deserialize().map_err(|e| ConfigError::Load(e.to_string()))?;
-        Self::from_value(value)
+        Self::from_value(value, sources::Reading::Start)
     }
 
-    fn from_value(mut value: serde_json::Value) -> Result<Self, ConfigError> {
+    fn from_value(mut value: serde_json::Value, reading: sources::Reading) -> Result<Self, ConfigError> {
         // The `config` crate gives an empty file as null; treat it as "all defaults".
         if value.is_null() {
             value = serde_json::json!({});
@@ -141,7 +141,7 @@ impl Settings {
             map.retain(|_, v| !v.is_null());
         }
         let mut errors = Vec::new();
-        sources::resolve_files(&mut value, "", &mut errors);
+        sources::resolve_files(&mut value, "", reading, &mut errors);
         let settings = match serde_path_to_error::deserialize::<_, Settings>(value.clone()) {
             Ok(s) => s,
             Err(e) => {
@@ -338,20 +338,32 @@ pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
     }
 }
 
-/// A URL as an error may repeat it: without the user and password it may carry (`ftp://alice:s3cret@host` is
-/// shown as `"ftp://***@host"`); any other value that holds an `@` is not shown at all.
-fn shown_url(u: &str) -> String {
-    match url::Url::parse(u) {
-        Ok(mut p) if !p.username().is_empty() || p.password().is_some() => {
-            if p.set_username("***").is_ok() {
-                let _ = p.set_password(None);
-                format!("{:?}", p.as_str())
-            } else {
-                format!("a {:?} URL (not shown: it carries credentials)", p.scheme())
-            }
-        }
-        _ if u.contains('@') => "the value (not shown: it may carry credentials)".to_string(),
-        _ => format!("{u:?}"),
+/// A URL as an error may repeat it (quoted): without the user and password it may carry and with the value of each
+/// query parameter hidden (`ftp://alice:s3cret@host/x?token=abc` is shown as `"ftp://***@host/x?token=***"`); a
+/// value that is no URL but holds an `@` or a `?` is not shown at all. Every configuration error that names a URL
+/// goes through here.
+pub(crate) fn shown_url(u: &str) -> String {
+    let hidden = || "the value (not shown: it may carry credentials)".to_string();
+    let Ok(mut p) = url::Url::parse(u) else {
+        return if u.contains(['@', '?']) {
+            hidden()
+        } else {
+            format!("{u:?}")
+        };
+    };
+    if (!p.username().is_empty() || p.password().is_some())
+        && (p.set_username("***").is_err() || p.set_password(None).is_err())
+    {
+        return format!("a {:?} URL (not shown: it carries credentials)", p.scheme());
+    }
+    if p.query().is_some() {
+        let names: Vec<String> = p.query_pairs().map(|(k, _)| format!("{k}=***")).collect();
+        p.set_query(Some(&names.join("&")));
+    }
+    // `alice:s3cret@host` parses as the scheme `alice` with a path: an `@` left is no URL's user part.
+    match p.as_str().replace("***@", "") {
+        rest if rest.contains('@') => hidden(),
+        _ => format!("{:?}", p.as_str()),
     }
 }
 
@@ -392,6 +404,11 @@ mod tests {
                 "\"matrix://***@matrix.example\"",
             ),
             ("alice:s3cret-pass@matrix.example", "not shown"),
+            (
+                "ftp://matrix.example/x?token=s3cret-tok&room=s3cret-room",
+                "\"ftp://matrix.example/x?token=***&room=***\"",
+            ),
+            ("matrix.example?token=s3cret-tok", "not shown"),
             ("not a url", "\"not a url\""),
         ] {
             let mut errors = Vec::new();

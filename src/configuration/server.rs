@@ -38,6 +38,28 @@ pub struct ServerSettings {
     pub link_ttl: std::time::Duration,
     /// The time zone the pages show times in unless `?tz=` asks for another (an IANA name; default UTC).
     pub time_zone: String,
+    /// Who may read `/metrics`, and whether it names teams.
+    pub metrics: MetricsSettings,
+}
+
+/// `server.metrics`: `/metrics` is open by default (Prometheus scrapes it without credentials, and it says nothing an
+/// Application's manifests do not); `auth: true` asks for a credential with the `read` scope, as the API does.
+/// `team_labels: false` drops the `team` label (open incidents are then counted by state and kind only), for a
+/// Herald whose team names are not for everyone who can scrape it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSettings {
+    pub auth: bool,
+    pub team_labels: bool,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            auth: false,
+            team_labels: true,
+        }
+    }
 }
 
 /// The shortest `server.link_signing_key`: a link signed with a short key can be forged by guessing the key.
@@ -59,6 +81,7 @@ impl Default for ServerSettings {
             link_signing_key: None,
             link_ttl: std::time::Duration::from_secs(7 * 24 * 3600),
             time_zone: "UTC".into(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -357,7 +380,10 @@ impl ServerSettings {
             if !ok {
                 errors.push(invalid(
                     "server.public_url",
-                    format!("{u:?} is not an http(s) URL without query, such as https://herald.example.com"),
+                    format!(
+                        "{} is not an http(s) URL without query, such as https://herald.example.com",
+                        super::shown_url(u)
+                    ),
                 ));
             }
         }
@@ -376,6 +402,14 @@ impl ServerSettings {
             errors.push(invalid("server.time_zone", e));
         }
         self.auth.validate(errors);
+        let readers = self.auth.credentials().iter().any(|c| c.scope.allows(Scope::Read));
+        if self.metrics.auth && !readers {
+            errors.push(invalid(
+                "server.metrics.auth",
+                "asks for a credential with the read scope on /metrics, but server.auth has none (read_tokens, \
+                 bearer_tokens or basic): add the token Prometheus will send, or leave /metrics open",
+            ));
+        }
     }
 
     /// Where one-click links point and the key that signs them, when both are set: messages carry links only then.

@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 use std::path::Path;
+use std::time::Duration;
 
 use super::{ConfigError, invalid};
 
@@ -36,7 +37,8 @@ pub(super) enum Reading {
     /// At start: the file is what the operator deployed.
     Start,
     /// On SIGHUP, while a writer may be at work: a file whose last line has no line break is refused too (a writer
-    /// caught half-way leaves a valid file whose last token is a prefix of the real one).
+    /// caught half-way leaves a valid file whose last token is a prefix of the real one), and a `<secret>_file` is
+    /// taken only once it has stayed the same for a second ([`read_secret`]).
     Reload,
 }
 
@@ -129,19 +131,74 @@ pub(super) fn read_whole(
     file: &Path,
     read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>,
 ) -> Result<Vec<u8>, ConfigError> {
-    let cannot = |e: std::io::Error| ConfigError::Load(format!("{}: {e}", file.display()));
-    let stamp = |m: std::fs::Metadata| (m.len(), m.modified().ok());
-    let before = stamp(std::fs::metadata(file).map_err(cannot)?);
-    let bytes = read(file).map_err(cannot)?;
-    let after = stamp(std::fs::metadata(file).map_err(cannot)?);
-    if before != after || bytes.len() as u64 != after.0 {
-        return Err(ConfigError::Load(format!(
+    match read_stamped(file, read) {
+        Ok((bytes, _)) => Ok(bytes),
+        Err(Unread::Io(e)) => Err(ConfigError::Load(format!("{}: {e}", file.display()))),
+        Err(Unread::Changed) => Err(ConfigError::Load(format!(
             "{}: the file changed while it was read; nothing was applied (write it whole, e.g. to a temporary file \
              renamed over it, then reload again)",
             file.display()
-        )));
+        ))),
     }
-    Ok(bytes)
+}
+
+/// A file's size and modification time.
+type Stamp = (u64, Option<std::time::SystemTime>);
+
+/// Why a file was not read whole.
+enum Unread {
+    Io(std::io::Error),
+    Changed,
+}
+
+/// [`read_whole`], with the file's [`Stamp`] as it was read.
+fn read_stamped(file: &Path, read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>) -> Result<(Vec<u8>, Stamp), Unread> {
+    let stamp = |m: std::fs::Metadata| (m.len(), m.modified().ok());
+    let before = stamp(std::fs::metadata(file).map_err(Unread::Io)?);
+    let bytes = read(file).map_err(Unread::Io)?;
+    let after = stamp(std::fs::metadata(file).map_err(Unread::Io)?);
+    if before != after || bytes.len() as u64 != after.0 {
+        return Err(Unread::Changed);
+    }
+    Ok((bytes, after))
+}
+
+/// How long a secret file must have stayed the same before a reload takes it.
+const SETTLED: Duration = Duration::from_secs(1);
+
+/// How long a reload waits for a secret file that keeps changing before it refuses it.
+const SETTLE_WITHIN: Duration = Duration::from_secs(5);
+
+/// A `<secret>_file`'s content. Always read whole ([`read_stamped`]). On a reload (SIGHUP), while a writer may be at
+/// work, it is taken only once it has stayed the same for [`SETTLED`]: one modified less than that ago is read again
+/// when that has passed, and taken when both readings agree (bytes, size and time) or its modification is by then
+/// old enough — a token being written (`echo -n … > file`, an editor saving in pieces) is not taken as its prefix,
+/// which would then be a credential. One still changing after [`SETTLE_WITHIN`] refuses the reload. A Kubernetes
+/// Secret's files change by an atomic swap of their directory and are never seen half-written.
+fn read_secret(file: &Path, reading: Reading) -> Result<Vec<u8>, String> {
+    let started = std::time::Instant::now();
+    let mut before: Option<(Vec<u8>, Stamp)> = None;
+    loop {
+        let (bytes, stamp) = read_stamped(file, |p| std::fs::read(p)).map_err(|e| match e {
+            Unread::Io(e) => format!("cannot read {file:?}: {}", e.kind()),
+            Unread::Changed => format!("{file:?} changed while it was read; write it whole, then reload again"),
+        })?;
+        let age = (stamp.1).and_then(|m| std::time::SystemTime::now().duration_since(m).ok());
+        let agreed = before.as_ref().is_some_and(|b| b.0 == bytes && b.1 == stamp);
+        if reading == Reading::Start || agreed || age.is_some_and(|a| a >= SETTLED) {
+            return Ok(bytes);
+        }
+        if started.elapsed() >= SETTLE_WITHIN {
+            return Err(format!(
+                "{file:?} kept changing for {}s (each reading differed); nothing was applied: write it whole (to a \
+                 temporary file renamed over it), then reload again",
+                SETTLE_WITHIN.as_secs()
+            ));
+        }
+        let wait = SETTLED.saturating_sub(age.unwrap_or_default());
+        std::thread::sleep(wait.max(Duration::from_millis(50)));
+        before = Some((bytes, stamp));
+    }
 }
 
 /// Splitting `tok1,` or an empty variable gives empty entries: they are no tokens, not empty tokens (which
@@ -199,29 +256,29 @@ fn is_index(k: &str) -> bool {
 
 /// Replaces every `<key>_file` (for the keys in [`FILE_KEYS`]) by `<key>` with the file's content, trailing newline
 /// removed. A token list's file (`bearer_tokens_file`…) holds one token per line. Errors name the key path and the file, never the content.
-pub(super) fn resolve_files(value: &mut Value, path: &str, errors: &mut Vec<ConfigError>) {
+pub(super) fn resolve_files(value: &mut Value, path: &str, reading: Reading, errors: &mut Vec<ConfigError>) {
     match value {
         Value::Object(map) => {
-            resolve_object(map, path, errors);
+            resolve_object(map, path, reading, errors);
             for (k, v) in map.iter_mut() {
                 let child = if path.is_empty() {
                     k.clone()
                 } else {
                     format!("{path}.{k}")
                 };
-                resolve_files(v, &child, errors);
+                resolve_files(v, &child, reading, errors);
             }
         }
         Value::Array(list) => {
             for (i, v) in list.iter_mut().enumerate() {
-                resolve_files(v, &format!("{path}[{i}]"), errors);
+                resolve_files(v, &format!("{path}[{i}]"), reading, errors);
             }
         }
         _ => {}
     }
 }
 
-fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<ConfigError>) {
+fn resolve_object(map: &mut Map<String, Value>, path: &str, reading: Reading, errors: &mut Vec<ConfigError>) {
     for key in FILE_KEYS {
         let file_key = format!("{key}_file");
         let Some(file) = map.remove(&file_key) else {
@@ -240,7 +297,9 @@ fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<Con
             errors.push(invalid(at, format!("set either `{key}` or `{file_key}`, not both")));
             continue;
         }
-        match std::fs::read_to_string(&file) {
+        let read = read_secret(Path::new(&file), reading)
+            .and_then(|bytes| String::from_utf8(bytes).map_err(|_| format!("{file:?} is not UTF-8 text")));
+        match read {
             Ok(text) => {
                 let text = text.trim_end_matches(['\n', '\r']);
                 let v = if TOKEN_LISTS.contains(&key) {
@@ -256,7 +315,7 @@ fn resolve_object(map: &mut Map<String, Value>, path: &str, errors: &mut Vec<Con
                 };
                 map.insert(key.to_string(), v);
             }
-            Err(e) => errors.push(invalid(at, format!("cannot read {file:?}: {}", e.kind()))),
+            Err(why) => errors.push(invalid(at, why)),
         }
     }
 }
@@ -417,6 +476,56 @@ mod tests {
     }
 
     #[test]
+    fn a_reload_takes_a_secret_file_once_it_has_stopped_changing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let f = dir.path().join("token");
+        std::fs::write(&f, "rotated-token-abc").expect("write");
+        let writer = {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(&f, "rotated-token-abcdefghijklmnop\n").expect("rest");
+            })
+        };
+        assert_eq!(
+            read_secret(&f, Reading::Start).expect("read"),
+            b"rotated-token-abc",
+            "at start, as it is"
+        );
+        let read = read_secret(&f, Reading::Reload).expect("settled");
+        writer.join().expect("writer");
+        assert_eq!(
+            read, b"rotated-token-abcdefghijklmnop\n",
+            "the whole token, never its prefix"
+        );
+    }
+
+    #[test]
+    fn a_secret_file_that_keeps_changing_refuses_the_reload() {
+        let dir = tempfile::tempdir().expect("dir");
+        let f = dir.path().join("token");
+        std::fs::write(&f, "secret-value-0").expect("write");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (f, stop) = (f.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for i in 1.. {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                    std::fs::write(&f, format!("secret-value-{i}")).expect("write");
+                }
+            })
+        };
+        let e = read_secret(&f, Reading::Reload).expect_err("never settled");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("writer");
+        assert!(e.contains("kept changing"), "{e}");
+        assert!(!e.contains("secret-value"), "the content is never shown: {e}");
+    }
+
+    #[test]
     fn a_secret_file_replaces_its_key_and_errors_name_the_path() {
         let dir = tempfile::tempdir().expect("dir");
         let token = dir.path().join("token");
@@ -429,7 +538,7 @@ mod tests {
             "smtp": {"ca_file": "/etc/ssl/ca.pem"},
         });
         let mut errors = Vec::new();
-        resolve_files(&mut v, "", &mut errors);
+        resolve_files(&mut v, "", Reading::Start, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(v["receivers"][0]["slack"]["token"], "xoxb-secret");
         assert_eq!(v["receivers"][0]["slack"].get("token_file"), None);
@@ -445,7 +554,7 @@ mod tests {
         let mut bad = json!({"receivers": [{"name": "s", "slack": {"token": "a", "token_file": token}},
                                            {"name": "t", "pagerduty": {"routing_key_file": "/nonexistent/key"}}]});
         let mut errors = Vec::new();
-        resolve_files(&mut bad, "", &mut errors);
+        resolve_files(&mut bad, "", Reading::Start, &mut errors);
         let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         assert_eq!(text.len(), 2, "{text:?}");
         assert!(

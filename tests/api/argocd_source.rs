@@ -1012,3 +1012,66 @@ async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch()
     );
     app.stop().await;
 }
+
+/// A listing refused as larger than `max_listing_bytes` stores nothing, not even the items read before the cap: an
+/// Application new in it and one whose sync changed (both before the cap, by name) are not written; the next
+/// listing within the cap writes both.
+#[tokio::test]
+async fn a_listing_refused_as_too_large_stores_none_of_the_items_before_the_cap() {
+    let argo = argo_cd(&fleet("pay", 3)).await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let api = api_settings(
+        &argo.uri(),
+        "token: argocd-read-token, resync_interval: 10s, max_listing_bytes: 1048576",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &config_with(&d, &api, ""), Arc::new(clock.clone())).await;
+    let filled = eventually(Duration::from_secs(10), || async {
+        (names(&app, "").await.len() == 3).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "the first listing");
+
+    // Sorted by name: the new Application and the changed one come first, then 1.2 MB of annotations.
+    argo.put(application("aaa-new", "Synced", "Healthy"));
+    argo.put(application("pay-1", "OutOfSync", "Healthy"));
+    let bulk: Vec<Value> = (0..12)
+        .map(|i| {
+            let mut a = application(&format!("zz-bulk-{i:02}"), "Synced", "Healthy");
+            a["metadata"]["annotations"] = json!({"bulk": "x".repeat(100_000)});
+            a
+        })
+        .collect();
+    for a in &bulk {
+        argo.put(a.clone());
+    }
+    app.advance(&clock, Duration::from_secs(11)).await;
+    let refused = eventually(Duration::from_secs(20), || async {
+        let m = app.metrics().await;
+        (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
+    })
+    .await;
+    assert!(refused.is_some(), "refused as too large\n{}", app.metrics().await);
+    app.settle().await;
+    assert_eq!(names(&app, "").await, ["pay-0", "pay-1", "pay-2"], "nothing new stored");
+    assert!(
+        names(&app, "?sync=OutOfSync").await.is_empty(),
+        "pay-1's change not stored"
+    );
+
+    for a in &bulk {
+        argo.delete("argocd", a["metadata"]["name"].as_str().expect("name"));
+    }
+    app.advance(&clock, Duration::from_secs(11)).await;
+    let both = eventually(Duration::from_secs(20), || async {
+        (names(&app, "?sync=OutOfSync").await == ["pay-1"] && names(&app, "").await.len() == 4).then_some(())
+    })
+    .await;
+    assert!(
+        both.is_some(),
+        "the listing within the cap: {:?}",
+        names(&app, "").await
+    );
+    app.stop().await;
+}

@@ -1688,3 +1688,47 @@ async fn send_test_render_previews_the_templated_message_and_sends_nothing() {
     assert!(err.contains("configured: team-slack, team-pager"), "{err}");
     server.verify().await;
 }
+
+/// Every URL a configuration error names is shown without its user, password and query values: a non-http
+/// homeserver, ticket system, Alertmanager, the Argo CD link and the public URL, each carrying credentials.
+#[test]
+fn check_config_hides_the_credentials_and_query_values_of_every_url_it_names() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let yaml = r#"
+server: {public_url: "ftp://pub-user:pubPass01@herald.example?sig=pubSig01"}
+argocd: {url: "https://argo-user:argoPass01@argocd.example/?token=argoTok01"}
+receivers:
+  - {name: chat, matrix: {homeserver: "ftp://mx-user:mxPass01@matrix.example", room_id: "!r:example", access_token: t}}
+  - {name: tickets, redmine: {url: "gopher://rm-user:rmPass01@redmine.example/?key=rmKey01", api_key: k, project_id: p, closed_status_id: 5}}
+  - {name: am, alertmanager: {url: "file:///etc/am?token=amTok01"}}
+  - {name: snow, servicenow: {instance_url: "ldap://sn-user:snPass01@snow.example", token: t}}
+"#;
+    let f = write(dir.path(), "urls.yaml", yaml);
+    let (code, out, err) = herald(&["check-config", &f], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    for key in [
+        "server.public_url",
+        "argocd.url",
+        "receivers[\"chat\"].matrix.homeserver",
+        "receivers[\"tickets\"].redmine.url",
+        "receivers[\"am\"].alertmanager.url",
+        "receivers[\"snow\"].servicenow.instance_url",
+    ] {
+        assert!(err.contains(key), "{key} named: {err}");
+    }
+    for secret in [
+        "pubPass01",
+        "pubSig01",
+        "argoPass01",
+        "argoTok01",
+        "mxPass01",
+        "rmPass01",
+        "rmKey01",
+        "amTok01",
+        "snPass01",
+    ] {
+        assert!(!format!("{out}{err}").contains(secret), "{secret} repeated: {out}{err}");
+    }
+    assert!(err.contains("\"ftp://***@matrix.example/\""), "{err}");
+    assert!(err.contains("key=***"), "the query's names stay: {err}");
+}

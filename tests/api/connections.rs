@@ -132,3 +132,103 @@ async fn a_connection_whose_body_was_read_whole_serves_the_next_request() {
     }
     app.stop().await;
 }
+
+/// Herald's TCP sockets on `port` that are not its listener: the connections it still holds (/proc/PID/fd's sockets
+/// found in /proc/net/tcp and tcp6, any state but LISTEN).
+fn held_connections(pid: u32, port: u16) -> usize {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc fd")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let local = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            cols.len() > 9 && cols[1].ends_with(&local) && cols[3] != "0A" && inodes.contains(cols[9])
+        })
+        .count()
+}
+
+/// One client of a 7 MB chunked upload that gives up: it sends what Herald takes within a second of each write, reads
+/// its whole answer if one comes within 10 s, and goes away (a FIN, as a client that exits does).
+async fn upload_and_go(address: String) -> Option<u16> {
+    let mut conn = TcpStream::connect(address).await.expect("connect");
+    let mut request = head("Transfer-Encoding: chunked");
+    conn.write_all(&std::mem::take(&mut request)).await.ok()?;
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut piece = format!("{:x}\r\n", chunk.len()).into_bytes();
+    piece.extend_from_slice(&chunk);
+    piece.extend_from_slice(b"\r\n");
+    for _ in 0..(7 * 1024 * 1024 / chunk.len()) {
+        match tokio::time::timeout(Duration::from_secs(1), conn.write_all(&piece)).await {
+            Ok(Ok(())) => continue,
+            _ => break,
+        }
+    }
+    // The whole answer is read (so the client's close is a FIN, not a reset for unread bytes), then it goes.
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut wait = Duration::from_secs(10);
+    while let Ok(Ok(n @ 1..)) = tokio::time::timeout(wait, conn.read(&mut buf)).await {
+        answer.extend_from_slice(&buf[..n]);
+        wait = Duration::from_millis(500);
+    }
+    let status = (answer.len() > 12)
+        .then(|| String::from_utf8_lossy(&answer[9..12]).parse().ok())
+        .flatten();
+    let _ = conn.shutdown().await;
+    drop(conn);
+    status
+}
+
+/// Thirty clients send 7 MB chunked uploads at once to the real binary (bodies of at most 4 MB, 16 MB read at
+/// once): each is refused (413 past the limit, 503 when the budget stays full), and once the clients have gone
+/// Herald holds none of their sockets (they stayed ESTABLISHED with a zero window or in CLOSE-WAIT before).
+#[tokio::test]
+async fn refused_chunked_uploads_leave_no_socket_behind_once_their_clients_are_gone() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = dir.path().join("herald.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "server: {{listen: \"127.0.0.1:0\"}}\nstorage: {{url: \"sqlite://{}/h.db\"}}\nlog: {{level: warn}}\n",
+            dir.path().display()
+        ),
+    )
+    .expect("config");
+    let mut bin = Binary::start(&config, &[]);
+    let address = bin.address.trim_start_matches("http://").to_string();
+    let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let pid = bin.child.id();
+    let uploads = (0..30).map(|_| tokio::spawn(upload_and_go(address.clone())));
+    let answers: Vec<Option<u16>> = futures_util::future::join_all(uploads)
+        .await
+        .into_iter()
+        .map(|r| r.expect("client"))
+        .collect();
+    println!(
+        "answers: {answers:?}; connections held when the clients have gone: {}",
+        held_connections(pid, port)
+    );
+    assert!(
+        answers.iter().flatten().all(|s| matches!(s, 413 | 503 | 408)),
+        "every upload refused: {answers:?}"
+    );
+    let released = eventually(Duration::from_secs(30), || {
+        std::future::ready((held_connections(pid, port) == 0).then_some(()))
+    })
+    .await;
+    assert!(
+        released.is_some(),
+        "{} connections still held 30 s after their clients went (answers {answers:?})",
+        held_connections(pid, port)
+    );
+    bin.terminate().await;
+}

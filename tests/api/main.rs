@@ -32,6 +32,7 @@ mod instances;
 mod links;
 mod logs;
 mod matrix;
+mod memory;
 mod metrics;
 mod redmine;
 mod reload;

@@ -111,3 +111,65 @@ async fn a_label_set_that_is_gone_leaves_the_metrics_and_an_unknown_status_is_ot
     assert!(!text.contains("Syncing-ish"));
     app.stop().await;
 }
+
+const INGEST: &str = "ingest-token-0123456789";
+const READER: &str = "reader-token-0123456789";
+
+async fn scrape(app: &TestApp, token: Option<&str>) -> (u16, String) {
+    let mut r = app.client.get(format!("{}/metrics", app.address));
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    let r = r.send().await.expect("GET /metrics");
+    (r.status().as_u16(), r.text().await.expect("text"))
+}
+
+/// `server.metrics.auth: true`: `/metrics` answers a `read` credential only; an `ingest` token (what Argo CD holds)
+/// and no credential are refused. Open by default, whatever the credentials.
+#[tokio::test]
+async fn metrics_need_a_read_credential_when_server_metrics_auth_says_so() {
+    let auth = format!("auth: {{ingest_tokens: [{INGEST}], read_tokens: [{READER}]}}");
+    let open = TestApp::spawn(&format!("server: {{{auth}}}")).await;
+    assert_eq!(scrape(&open, None).await.0, 200, "open by default");
+    open.stop().await;
+    let guarded = TestApp::spawn(&format!("server: {{{auth}, metrics: {{auth: true}}}}")).await;
+    assert_eq!(scrape(&guarded, None).await.0, 401);
+    assert_eq!(scrape(&guarded, Some(INGEST)).await.0, 403);
+    let (status, text) = scrape(&guarded, Some(READER)).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("herald_build_info"), "{text}");
+    let probe = guarded
+        .client
+        .get(format!("{}/healthz", guarded.address))
+        .send()
+        .await
+        .expect("probe");
+    assert_eq!(probe.status(), 200, "the probes stay open");
+    guarded.stop().await;
+    let refused = herald::configuration::Settings::from_yaml(&format!(
+        "server: {{auth: {{ingest_tokens: [{INGEST}]}}, metrics: {{auth: true}}}}"
+    ));
+    let e = refused.expect_err("no credential could scrape").to_string();
+    assert!(e.contains("server.metrics.auth"), "{e}");
+}
+
+/// `server.metrics.team_labels: false`: open incidents are counted by state and kind, no team is named anywhere.
+#[tokio::test]
+async fn metrics_name_no_team_when_team_labels_are_off() {
+    let app = TestApp::spawn("server: {metrics: {team_labels: false}}").await;
+    for (name, team) in [("pay-api", "payments"), ("search", "secret-project-x")] {
+        let body = envelope(name, team, "OutOfSync", "Healthy", &now_rfc3339());
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    let text = app.metrics().await;
+    assert!(
+        text.contains("herald_incidents_open{state=\"pending\",kind=\"out_of_sync\"} 2"),
+        "{text}"
+    );
+    assert!(!text.contains("team="), "{text}");
+    assert!(
+        !text.contains("secret-project-x") && !text.contains("payments"),
+        "{text}"
+    );
+    app.stop().await;
+}

@@ -262,3 +262,35 @@ async fn rewriting_the_file_during_reloads_never_lets_an_anonymous_request_in() 
     assert!(bin.logs().contains("configuration reload refused"), "{}", bin.logs());
     assert!(bin.terminate().await.success());
 }
+
+/// A token file being rewritten when SIGHUP arrives (a writer that put the new token's first 20 characters, then the
+/// rest 300 ms later): the reload waits until the file has stopped changing and takes the whole token; its prefix is
+/// never a credential.
+#[tokio::test]
+async fn a_reload_never_takes_a_token_file_caught_half_written() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tokens = dir.path().join("read-tokens");
+    std::fs::write(&tokens, format!("{READER}\n")).expect("write");
+    let cfg = dir.path().join("herald.yaml");
+    let extra = format!(", read_tokens_file: \"{}\"", tokens.display());
+    std::fs::write(&cfg, config(dir.path(), &dir.path().join("sink.jsonl"), &extra)).expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let apps = |token: &'static str| {
+        let request = client.get(format!("{}/v1/apps", bin.address)).bearer_auth(token);
+        async move { request.send().await.expect("req").status().as_u16() }
+    };
+    assert_eq!(apps(READER).await, 200);
+
+    const NEW: &str = "rotated-read-token-abcdefghijklmnop";
+    const PREFIX: &str = "rotated-read-token-a";
+    std::fs::write(&tokens, format!("{READER}\n{PREFIX}")).expect("the first part");
+    hangup(&bin);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(&tokens, format!("{READER}\n{NEW}\n")).expect("the rest");
+    logged(&bin, "configuration reloaded", 1).await;
+    assert_eq!(apps(NEW).await, 200, "the whole token: {}", bin.logs());
+    assert_eq!(apps(PREFIX).await, 401, "its prefix is no credential");
+    assert_eq!(apps(READER).await, 200);
+    assert!(bin.terminate().await.success());
+}
