@@ -526,6 +526,14 @@ impl Incident {
     }
 }
 
+impl Kind {
+    /// What an Application with this kind of incident has, in people's words (`sync failed`, `OutOfSync`): never the
+    /// internal name.
+    pub fn words(self) -> &'static str {
+        kind_words(self)
+    }
+}
+
 /// The kinds' words for a title about many Applications: what each has (never an internal name).
 fn kind_words(kind: Kind) -> &'static str {
     match kind {

@@ -255,9 +255,9 @@ impl Pipeline {
         };
         self.add_silence(&silence).await?;
         Ok(LinkOutcome::Done(format!(
-            "{} of {} silenced by {by} until {} (silence {})",
-            rec.kind,
+            "silenced {} ({}) for {by} until {} (silence {})",
             rec.app.name,
+            rec.kind.words(),
             ends_at.format("%Y-%m-%d %H:%M UTC"),
             silence.id
         )))

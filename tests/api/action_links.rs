@@ -78,6 +78,13 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
         assert_eq!(r.status(), 200);
         let html = r.text().await.expect("html");
         assert!(html.contains("name=\"name\"") && html.contains("<button"), "{html}");
+        // What it acts on, in people's words, linked back to the Application's page.
+        assert!(
+            html.contains(
+                "<a href=\"/apps/argocd/pay-api\">pay-api</a> (Degraded), Argo CD instance default, firing since "
+            ),
+            "{html}"
+        );
     }
     assert_eq!(acknowledged().await, None, "a GET never acts");
 
@@ -131,6 +138,11 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
         .await
         .expect("post");
     assert_eq!(r.status(), 200);
+    let done = r.text().await.expect("html");
+    assert!(
+        done.contains("Silenced pay-api (Degraded) for bob until "),
+        "in people's words: {done}"
+    );
     let silences = app.get_json("/v1/silences").await;
     assert_eq!(silences["count"], 1, "{silences}");
     assert_eq!(silences["items"][0]["created_by"], "bob");
