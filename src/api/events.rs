@@ -111,7 +111,17 @@ async fn receive_event_inner(
     if let Some(summary) = ctx.pipeline.repeated(key) {
         return Ok((HttpResponse::Accepted().json(&summary), summary.outcome.as_str()));
     }
-    let mut snap = argocd::parse_body(&body, limits.max_json_depth)?;
+    let mut snap = match argocd::parse_body_typed(&body, limits.max_json_depth)? {
+        Some(snap) => snap,
+        // The tolerant reader takes one body at a time: its wait is a blocking thread's, never an async worker's.
+        None => {
+            let bytes = body.clone();
+            web::block(move || argocd::parse_tolerant(&bytes)).await.map_err(|e| {
+                tracing::error!(error = %e, "the tolerant reader did not finish");
+                ApiError::Internal
+            })??
+        }
+    };
     // Which Argo CD sent it: part of the Application's identity, so it is settled before anything is stored.
     snap.app.instance = (ctx.pipeline.settings().argocd)
         .identify(by_credential.as_deref(), snap.argocd_url.as_deref())

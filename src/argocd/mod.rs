@@ -431,6 +431,16 @@ fn string_end(body: &[u8], mut i: usize) -> usize {
 
 /// Parses one request body into a [`Snapshot`], bounded ([`caps::bound`]). `max_depth` bounds JSON nesting.
 pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadError> {
+    match parse_body_typed(body, max_depth)? {
+        Some(snap) => Ok(snap),
+        None => parse_tolerant(body),
+    }
+}
+
+/// The quick part of [`parse_body`]: the checks every body passes (not empty, JSON, nesting within `max_depth`) and
+/// the typed reader. `None`: the typed reader does not take it, and [`parse_tolerant`] must answer — which may
+/// wait for another body's turn, so a caller on an async worker runs it on a blocking thread.
+pub fn parse_body_typed(body: &[u8], max_depth: usize) -> Result<Option<Snapshot>, PayloadError> {
     let text_start = body.iter().position(|b| !b.is_ascii_whitespace());
     let Some(start) = text_start else {
         return Err(PayloadError::Empty);
@@ -440,24 +450,32 @@ pub fn parse_body(body: &[u8], max_depth: usize) -> Result<Snapshot, PayloadErro
         return Err(PayloadError::PlainText { preview });
     }
     check_depth(body, max_depth)?;
-    parse_shallow_body(body)
+    Ok(typed_only(body))
 }
 
 /// [`parse_body`] of a body whose nesting the caller has bounded already (a listing's item: see `listing`).
 pub(crate) fn parse_shallow_body(body: &[u8]) -> Result<Snapshot, PayloadError> {
-    // The common case, a well-formed body, is read straight into what Herald keeps (`typed`). Whatever the typed
-    // reader does not take — a wrong type, a missing name, bad UTF-8 — goes through the tolerant reader below, whose
-    // answer (the snapshot, or the error naming the field) is the one given: both agree on every body they both take.
-    if let Ok(text) = std::str::from_utf8(body)
-        && let Some(mut snap) = typed::parse(text)
-    {
-        nil_is_absent(&mut snap);
-        caps::bound(&mut snap);
-        return Ok(snap);
+    match typed_only(body) {
+        Some(snap) => Ok(snap),
+        None => parse_tolerant(body),
     }
-    // The tolerant reader reads a whole `Value` (about 35 bytes for each `{}` of a list: 46 MB for a hostile 4 MB
-    // body), where the typed reader skips past each list's cap: one body at a time takes this way, so a burst of
-    // bodies the typed reader refuses costs one such `Value`, not one per worker.
+}
+
+/// The common case, a well-formed body, read straight into what Herald keeps (`typed`). Whatever the typed reader
+/// does not take — a wrong type, a missing name, bad UTF-8 — goes through [`parse_tolerant`], whose answer (the
+/// snapshot, or the error naming the field) is the one given: both agree on every body they both take.
+fn typed_only(body: &[u8]) -> Option<Snapshot> {
+    let mut snap = typed::parse(std::str::from_utf8(body).ok()?)?;
+    nil_is_absent(&mut snap);
+    caps::bound(&mut snap);
+    Some(snap)
+}
+
+/// The tolerant reader: a whole `Value` (about 35 bytes for each `{}` of a list: 46 MB for a hostile 4 MB body),
+/// where the typed reader skips past each list's cap. One body at a time takes this way (a lock: the caller waits
+/// for its turn, so it runs on a thread that may block), so a burst of bodies the typed reader refuses costs one
+/// such `Value`, not one per thread.
+pub fn parse_tolerant(body: &[u8]) -> Result<Snapshot, PayloadError> {
     static ONE_VALUE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_VALUE_AT_A_TIME
         .lock()
