@@ -90,13 +90,7 @@ pub(super) async fn confirm(path: web::Path<String>, ctx: web::Data<AppContext>)
 /// What a link acts on, in people's words, linked back to the Application's page: `pay-api (Degraded), Argo CD
 /// instance argocd, firing since 2026-12-05 10:02 UTC.` An incident gone from the store is named by its number.
 async fn what_it_acts_on(ctx: &AppContext, id: i64) -> Result<Markup, ApiError> {
-    let filter = crate::store::IncidentFilter {
-        before_id: Some(id.saturating_add(1)),
-        limit: 1,
-        ..Default::default()
-    };
-    let found = ctx.pipeline.incidents(&filter).await?.into_iter().find(|r| r.id == id);
-    let Some(rec) = found else {
+    let Some(rec) = ctx.pipeline.incident(id).await? else {
         return Ok(html! { "incident " (id) " (no longer kept)." });
     };
     let since = rec.fired_at.unwrap_or(rec.since).format("%Y-%m-%d %H:%M UTC");

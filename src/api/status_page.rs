@@ -325,19 +325,16 @@ fn what_to_do(hints: &[crate::domain::Hint]) -> Markup {
         details.todo {
             summary { "What to do: " (first.title) }
             @for h in hints {
-                p { strong { (h.title) } ": " (with_code(&h.text)) }
+                p { strong { (h.title) } ": " (code_in(&h.text)) }
             }
         }
     }
 }
 
-/// Herald's hints quote commands between backticks: each shown as code.
-fn with_code(text: &str) -> Markup {
-    html! {
-        @for (k, part) in text.split('`').enumerate() {
-            @if k % 2 == 1 { code { (part) } } @else { (part) }
-        }
-    }
+/// A hint's text with the commands it quotes between backticks as code, as the e-mail writes it.
+fn code_in(text: &str) -> maud::PreEscaped<String> {
+    use crate::receivers::render::escape::{html, with_code};
+    maud::PreEscaped(with_code(text, html, |c| format!("<code>{}</code>", html(c))))
 }
 
 /// One incident's forms (acknowledge, silence), folded: the list stays short, the forms one click away.

@@ -528,27 +528,22 @@ impl Incident {
 
 impl Kind {
     /// What an Application with this kind of incident has, in people's words (`sync failed`, `OutOfSync`): never the
-    /// internal name.
+    /// internal name (a title about many Applications, a link's page).
     pub fn words(self) -> &'static str {
-        kind_words(self)
-    }
-}
-
-/// The kinds' words for a title about many Applications: what each has (never an internal name).
-fn kind_words(kind: Kind) -> &'static str {
-    match kind {
-        Kind::OutOfSync => "OutOfSync",
-        Kind::PrunePending => "resources waiting to be pruned",
-        Kind::SyncFailed => "sync failed",
-        Kind::Degraded => "Degraded",
-        Kind::SyncUnknown => "sync status Unknown",
-        Kind::Pruned => "resources deleted by a sync",
-        Kind::SyncRunning => "a sync still running",
-        Kind::Progressing => "Progressing",
-        Kind::Deleted => "deleted from Argo CD",
-        Kind::Test => "test notification",
-        Kind::ArgoCdAccess => "permission denied by Argo CD",
-        Kind::Storm => "a storm",
+        match self {
+            Kind::OutOfSync => "OutOfSync",
+            Kind::PrunePending => "resources waiting to be pruned",
+            Kind::SyncFailed => "sync failed",
+            Kind::Degraded => "Degraded",
+            Kind::SyncUnknown => "sync status Unknown",
+            Kind::Pruned => "resources deleted by a sync",
+            Kind::SyncRunning => "a sync still running",
+            Kind::Progressing => "Progressing",
+            Kind::Deleted => "deleted from Argo CD",
+            Kind::Test => "test notification",
+            Kind::ArgoCdAccess => "permission denied by Argo CD",
+            Kind::Storm => "a storm",
+        }
     }
 }
 
@@ -619,7 +614,7 @@ impl Notification {
         let mut kinds: Vec<Kind> = shown.iter().map(|i| i.kind).collect();
         kinds.dedup();
         let what = match kinds.as_slice() {
-            [one] => kind_words(*one).to_string(),
+            [one] => one.words().to_string(),
             _ => plural(shown.len(), "problem"),
         };
         let ended_word = if action == Action::Resolve { " ended" } else { "" };

@@ -245,6 +245,14 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
         }
     }
 
+    /// `got` (what holds an incident, in words) is `want`'s beginning, or nothing when `want` is.
+    fn assert_holds(got: Option<String>, want: Option<&str>, why: &str) {
+        match want {
+            None => assert_eq!(got, None, "{why}"),
+            Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
+        }
+    }
+
     #[test]
     fn the_holding_stages_in_order() {
         let now = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(400);
@@ -303,10 +311,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 now,
             };
             let got = hold(&facts, &labels(kind), Own::default()).map(|h| h.describe());
-            match want {
-                None => assert_eq!(got, None, "{why}"),
-                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
-            }
+            assert_holds(got, want, why);
             let delivered = matches!(decide(&facts, &labels(kind), Own::default()), Decision::Deliver(_));
             assert_eq!(delivered, want.is_none(), "{why}");
         }
@@ -402,10 +407,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 },
             )
             .map(|h| h.describe());
-            match want {
-                None => assert_eq!(got, None, "{why}"),
-                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
-            }
+            assert_holds(got, want, why);
         }
     }
 
@@ -460,10 +462,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 now,
             };
             let got = hold(&facts, &labels(Kind::SyncUnknown), Own::default()).map(|h| h.describe());
-            match want {
-                None => assert_eq!(got, None, "{why}"),
-                Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "{why}: {got:?}"),
-            }
+            assert_holds(got, want, why);
         }
     }
 

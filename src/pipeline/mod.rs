@@ -513,6 +513,17 @@ impl Pipeline {
         Ok(self.core().store.raw_bodies(id, limit).await?)
     }
 
+    /// The incident `id`, as [`Pipeline::incidents`] shows it; `None` once it is no longer kept.
+    pub async fn incident(&self, id: i64) -> Result<Option<IncidentRecord>, PipelineError> {
+        // The list's cursor read from just above `id`, one row: the incident itself, if it is still there.
+        let filter = IncidentFilter {
+            before_id: Some(id.saturating_add(1)),
+            limit: 1,
+            ..Default::default()
+        };
+        Ok(self.incidents(&filter).await?.into_iter().find(|r| r.id == id))
+    }
+
     /// One page of incidents (see [`IncidentFilter`]), each firing one marked with what holds it back from people
     /// now, if anything (a silence, an inhibiting incident, a sync window): asked of the delivery pipeline, as a
     /// send would; each pending one a sync window holds, with it.

@@ -38,6 +38,16 @@ fn link(message: &Value, label: &str) -> String {
         .to_string()
 }
 
+/// A link's page confirmed: its form posted to `url` with `form` (`name=alice`).
+async fn confirm(app: &TestApp, url: &str, form: &str) -> reqwest::Response {
+    (app.client.post(url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.to_string())
+        .send()
+        .await
+        .expect("post")
+}
+
 #[tokio::test]
 async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_one_is_refused() {
     let clock = ManualClock::new(chrono::Utc::now());
@@ -89,36 +99,15 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
     assert_eq!(acknowledged().await, None, "a GET never acts");
 
     // POST without a name: asked for one; with it: acknowledged once.
-    let r = app
-        .client
-        .post(url(&ack))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &url(&ack), "name=").await;
     assert_eq!(r.status(), 422);
-    let r = app
-        .client
-        .post(url(&ack))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=alice")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &url(&ack), "name=alice").await;
     assert_eq!(r.status(), 200);
     assert!(r.text().await.expect("html").contains("Acknowledged by alice"));
     assert_eq!(acknowledged().await.expect("acknowledged")["by"], "alice");
 
     // Replayed (by anyone): harmless, says what happened, changes nothing.
-    let r = app
-        .client
-        .post(url(&ack))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=mallory")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &url(&ack), "name=mallory").await;
     assert_eq!(r.status(), 200);
     let html = r.text().await.expect("html");
     assert!(
@@ -129,14 +118,7 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
 
     // Silence 1 h: one silence, by the name given.
     let silence = link(&message, "Silence 1 h");
-    let r = app
-        .client
-        .post(url(&silence))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=bob")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &url(&silence), "name=bob").await;
     assert_eq!(r.status(), 200);
     let done = r.text().await.expect("html");
     assert!(
@@ -155,13 +137,7 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
     for (path, want) in [(altered.as_str(), 403u16), ("/act/not-a-link", 400)] {
         for r in [
             app.client.get(url(path)).send().await.expect("get"),
-            app.client
-                .post(url(path))
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body("name=eve")
-                .send()
-                .await
-                .expect("post"),
+            confirm(&app, &url(path), "name=eve").await,
         ] {
             assert_eq!(r.status().as_u16(), want, "{path}");
             assert!(r.text().await.expect("html").contains("cannot be used"));
@@ -172,14 +148,7 @@ async fn a_links_get_changes_nothing_its_post_acts_once_and_a_forged_or_expired_
     // Expired: eight days later the unused "Silence until Monday" link is refused (410).
     let monday = link(&message, "Silence until Monday");
     clock.advance(Duration::from_secs(8 * 24 * 3600));
-    let r = app
-        .client
-        .post(url(&monday))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=bob")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &url(&monday), "name=bob").await;
     assert_eq!(r.status(), 410);
     assert!(r.text().await.expect("html").contains("expired"));
     assert_eq!(app.get_json("/v1/silences?expired=true").await["count"], 1);
@@ -199,14 +168,7 @@ async fn silence_until_monday_is_in_the_servers_time_zone_when_the_team_has_no_d
     assert_eq!(app.post(body).await.status(), 202);
     let message = wait_for(&d.join("chat.jsonl"), 1).await.remove(0);
     let path = link(&message, "Silence until Monday 09:00 (Europe/Berlin)");
-    let r = app
-        .client
-        .post(format!("{}{path}", app.address))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("name=alice")
-        .send()
-        .await
-        .expect("post");
+    let r = confirm(&app, &format!("{}{path}", app.address), "name=alice").await;
     assert_eq!(r.status(), 200);
     let silences = app.get_json("/v1/silences").await;
     let ends = silences["items"][0]["ends_at"].as_str().expect("a silence").to_string();

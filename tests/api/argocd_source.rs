@@ -65,6 +65,16 @@ grouping: {{group_wait: 0s, group_interval: 1s, repeat_interval: 1h}}
     )
 }
 
+/// Waits until a listing has been refused as larger than `max_listing_bytes` (its counter says so).
+async fn refused_as_too_large(app: &TestApp) {
+    let refused = eventually(Duration::from_secs(20), || async {
+        let m = app.metrics().await;
+        (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
+    })
+    .await;
+    assert!(refused.is_some(), "refused as too large\n{}", app.metrics().await);
+}
+
 async fn names(app: &TestApp, query: &str) -> Vec<String> {
     let v = app.get_json(&format!("/v1/apps{query}")).await;
     v["items"]
@@ -464,12 +474,7 @@ async fn a_listing_larger_than_max_listing_bytes_is_refused_and_deletes_nothing(
     .await;
     assert!(filled.is_some(), "the first listing");
     app.advance(&clock, Duration::from_secs(11)).await;
-    let refused = eventually(Duration::from_secs(20), || async {
-        let m = app.metrics().await;
-        (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
-    })
-    .await;
-    assert!(refused.is_some(), "refused as too large\n{}", app.metrics().await);
+    refused_as_too_large(&app).await;
     assert_eq!(names(&app, "").await.len(), 12, "nothing deleted");
     assert!(page(&app).await.contains("larger than argocd.api.max_listing_bytes"));
     app.stop().await;
@@ -1047,12 +1052,7 @@ async fn a_listing_refused_as_too_large_stores_none_of_the_items_before_the_cap(
         argo.put(a.clone());
     }
     app.advance(&clock, Duration::from_secs(11)).await;
-    let refused = eventually(Duration::from_secs(20), || async {
-        let m = app.metrics().await;
-        (sample(&m, r#"herald_argocd_listings_refused_total{reason="too_large"}"#) >= 1.0).then_some(())
-    })
-    .await;
-    assert!(refused.is_some(), "refused as too large\n{}", app.metrics().await);
+    refused_as_too_large(&app).await;
     app.settle().await;
     assert_eq!(names(&app, "").await, ["pay-0", "pay-1", "pay-2"], "nothing new stored");
     assert!(
