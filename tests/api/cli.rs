@@ -611,6 +611,13 @@ fn route_says_when_the_applications_project_holds_it_in_a_sync_window() {
     let (code, _, err) = herald(&["route", "--config", &cfg, "--app", &yaml, "--project", &other], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("is not the Application's project"), "{err}");
+    // Malformed or wrong-typed: refused, saying which file and what is wrong.
+    for (name, text) in [("bad.yaml", "key: [unclosed"), ("list.yaml", "- a\n- b\n")] {
+        let bad = write(dir.path(), name, text);
+        let (code, _, err) = herald(&["route", "--config", &cfg, "--app", &yaml, "--project", &bad], &[]);
+        assert_ne!(code, 0, "{name}");
+        assert!(err.contains(name), "{name}: {err}");
+    }
 }
 
 #[test]
