@@ -69,13 +69,29 @@ pub(super) async fn confirm(path: web::Path<String>, ctx: web::Data<AppContext>)
     if let Some(before) = ctx.pipeline.link_used(&link.nonce).await? {
         return Ok(used(&before));
     }
-    let label = link.action.label();
-    let about = what_it_acts_on(&ctx, link.incident).await?;
+    let ids = link.incidents();
+    let label = match ids.len() {
+        1 => link.action.label().to_string(),
+        n => format!("Acknowledge all {n}"),
+    };
+    let mut about = Vec::new();
+    for &id in ids.iter().take(LISTED) {
+        about.push(what_it_acts_on(&ctx, id).await?);
+    }
+    let unlisted = ids.len().saturating_sub(LISTED);
     Ok(page(
         StatusCode::OK,
-        label,
+        &label,
         html! {
-            p { (label) ": " (about) }
+            @if ids.len() == 1 {
+                p { (label) ": " (about[0]) }
+            } @else {
+                p { (label) " incidents, each until it resolves (those resolved by now are left alone):" }
+                ul {
+                    @for a in &about { li { (a) } }
+                    @if unlisted > 0 { li { "… and " (unlisted) " more." } }
+                }
+            }
             form method="post" {
                 @match &link.by {
                     Some(by) => p { "As " strong { (by) } "." },
@@ -86,6 +102,9 @@ pub(super) async fn confirm(path: web::Path<String>, ctx: web::Data<AppContext>)
         },
     ))
 }
+
+/// How many of a link's incidents its page lists by name.
+const LISTED: usize = 50;
 
 /// What a link acts on, in people's words, linked back to the Application's page: `pay-api (Degraded), Argo CD
 /// instance argocd, firing since 2026-12-05 10:02 UTC.` An incident gone from the store is named by its number.

@@ -52,11 +52,15 @@ impl LinkAction {
     }
 }
 
-/// One signed link: an action on one incident, until `expires`.
+/// One signed link: an action on one incident (or, to acknowledge a group's incidents at once, on several),
+/// until `expires`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionLink {
     pub action: LinkAction,
     pub incident: i64,
+    /// More incidents the link acts on with `incident` ("Acknowledge all 40" under a message about a group too
+    /// large to carry each incident's links): ascending, each above `incident`. Empty for a one-incident link.
+    pub also: Vec<i64>,
     pub expires: DateTime<Utc>,
     /// Random, one per link: the key under which a used link is remembered.
     pub nonce: String,
@@ -77,27 +81,81 @@ pub enum LinkRefusal {
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// The longest token read: Slack takes a button's URL up to 3,000 characters, and a message's link to several
+/// incidents is made only when it fits ([`ActionLink::fits`]).
+pub const MAX_TOKEN_CHARS: usize = 2_800;
+
 impl ActionLink {
     /// A new link for `action` on `incident`, valid until `expires`, with a fresh nonce.
     pub fn new(action: LinkAction, incident: i64, expires: DateTime<Utc>, by: Option<String>) -> Self {
         Self {
             action,
             incident,
+            also: Vec::new(),
             expires,
             nonce: B64.encode(rand::random::<[u8; 16]>()),
             by,
         }
     }
 
+    /// A link acknowledging every incident of `ids` at once (none when `ids` is empty).
+    pub fn acknowledge_all(ids: &[i64], expires: DateTime<Utc>, by: Option<String>) -> Option<Self> {
+        let mut ids: Vec<i64> = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let (&first, rest) = ids.split_first()?;
+        Some(Self {
+            also: rest.to_vec(),
+            ..Self::new(LinkAction::Acknowledge, first, expires, by)
+        })
+    }
+
+    /// Every incident the link acts on, ascending.
+    pub fn incidents(&self) -> Vec<i64> {
+        std::iter::once(self.incident)
+            .chain(self.also.iter().copied())
+            .collect()
+    }
+
+    /// The incident field of the payload: `42`, or for several `42.1.5` (the first, then each one's distance from
+    /// the one before: short for the near numbers a group's incidents have).
+    fn incident_field(&self) -> String {
+        let mut s = self.incident.to_string();
+        let mut before = self.incident;
+        for &id in &self.also {
+            s.push_str(&format!(".{}", id - before));
+            before = id;
+        }
+        s
+    }
+
+    fn parse_incidents(field: &str) -> Option<(i64, Vec<i64>)> {
+        let mut parts = field.split('.');
+        let first: i64 = parts.next()?.parse().ok()?;
+        let mut before = first;
+        let mut also = Vec::new();
+        for p in parts {
+            let step: i64 = p.parse().ok().filter(|d| *d > 0)?;
+            before = before.checked_add(step)?;
+            also.push(before);
+        }
+        Some((first, also))
+    }
+
     fn payload(&self) -> String {
         format!(
             "v1|{}|{}|{}|{}|{}",
             self.action.as_str(),
-            self.incident,
+            self.incident_field(),
             self.expires.timestamp(),
             self.nonce,
             B64.encode(self.by.as_deref().unwrap_or_default())
         )
+    }
+
+    /// Whether `token` is short enough to be read back (and to sit behind a Slack button with its base URL).
+    pub fn fits(token: &str) -> bool {
+        token.len() <= MAX_TOKEN_CHARS
     }
 
     /// The token that carries this link, signed with `key`.
@@ -115,7 +173,7 @@ impl ActionLink {
     /// The link `token` carries, if `key` signed it (compared in constant time) and it has not expired at `now`.
     /// The signature is checked before any field is read.
     pub fn verify(token: &str, key: &[u8], now: DateTime<Utc>) -> Result<Self, LinkRefusal> {
-        if token.len() > 1024 {
+        if token.len() > MAX_TOKEN_CHARS {
             return Err(LinkRefusal::Malformed);
         }
         let (payload, sig) = token.split_once('.').ok_or(LinkRefusal::Malformed)?;
@@ -138,9 +196,16 @@ impl ActionLink {
             return None;
         };
         let by = String::from_utf8(B64.decode(by).ok()?).ok()?;
+        let (incident, also) = Self::parse_incidents(incident)?;
+        let action = LinkAction::parse(action)?;
+        // Only an acknowledgement acts on several incidents at once.
+        if !also.is_empty() && action != LinkAction::Acknowledge {
+            return None;
+        }
         Some(Self {
-            action: LinkAction::parse(action)?,
-            incident: incident.parse().ok()?,
+            action,
+            incident,
+            also,
             expires: DateTime::from_timestamp(expires.parse().ok()?, 0)?,
             nonce: nonce.to_string(),
             by: (!by.is_empty()).then_some(by),
@@ -193,9 +258,44 @@ mod tests {
         for bad in ["", "abc", "a.b", &token[..token.len() - 3], &"x".repeat(5000)] {
             assert!(ActionLink::verify(bad, KEY, now()).is_err(), "{bad:?}");
         }
+        let mut several =
+            ActionLink::acknowledge_all(&[40, 7, 8, 12, 8], now() + chrono::Duration::days(1), None).expect("a link");
+        assert_eq!(several.incidents(), vec![7, 8, 12, 40]);
+        let token = several.token(KEY);
+        assert_eq!(ActionLink::verify(&token, KEY, now()), Ok(several.clone()));
+        // A silence of several incidents is no link Herald makes: refused even when signed.
+        several.action = LinkAction::SilenceHour;
+        assert_eq!(
+            ActionLink::verify(&several.token(KEY), KEY, now()),
+            Err(LinkRefusal::Malformed)
+        );
         assert_ne!(
             ActionLink::new(LinkAction::Acknowledge, 1, now(), None).nonce,
             ActionLink::new(LinkAction::Acknowledge, 1, now(), None).nonce
         );
+    }
+
+    #[test]
+    fn a_link_to_several_incidents_names_them_shortly_and_a_bad_list_is_no_link() {
+        let expires = now() + chrono::Duration::days(7);
+        // Six hundred incidents of one group, near each other: within what Slack takes behind a button.
+        let ids: Vec<i64> = (0..600).map(|k| 10_000 + k * 3).collect();
+        let link = ActionLink::acknowledge_all(&ids, expires, Some("bob".into())).expect("a link");
+        let token = link.token(KEY);
+        assert!(ActionLink::fits(&token), "{}", token.len());
+        assert_eq!(ActionLink::verify(&token, KEY, now()).map(|l| l.incidents()), Ok(ids));
+        assert_eq!(ActionLink::acknowledge_all(&[], expires, None), None);
+        // Signed but not a list Herald writes: a step of 0 or less, a number that is none, an overflow.
+        for field in ["7.0", "7.-1", "7.x", "7..1", &format!("{}.1", i64::MAX)] {
+            let payload = format!("v1|ack|{field}|{}|nonce|", expires.timestamp());
+            let mut mac = HmacSha256::new_from_slice(KEY).expect("key");
+            mac.update(payload.as_bytes());
+            let token = format!("{}.{}", B64.encode(&payload), B64.encode(mac.finalize().into_bytes()));
+            assert_eq!(
+                ActionLink::verify(&token, KEY, now()),
+                Err(LinkRefusal::Malformed),
+                "{field}"
+            );
+        }
     }
 }

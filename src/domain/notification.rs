@@ -74,6 +74,10 @@ pub struct Notification {
     /// short is seen whole.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_url: Option<String>,
+    /// The signed links that act on all of the message's firing incidents at once ("Acknowledge all 40"): made for
+    /// a chat or e-mail message about a group too large to show each incident's own links.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_actions: Vec<super::action_link::MessageLink>,
 }
 
 /// One person a notification goes to, as `people.<username>` describes them.
@@ -253,6 +257,7 @@ impl Notification {
             change: None,
             commit_status: None,
             status_url: None,
+            group_actions: Vec::new(),
         }
     }
 
@@ -330,6 +335,7 @@ impl Notification {
             change: None,
             commit_status: None,
             status_url: None,
+            group_actions: Vec::new(),
         }
     }
 }

@@ -137,6 +137,7 @@ impl Core {
                     change: None,
                     commit_status: None,
                     status_url: None,
+                    group_actions: Vec::new(),
                 };
                 (thread, n)
             })

@@ -4,10 +4,12 @@
 //! acknowledgements in every thread the incident was told in: PagerDuty acknowledges, a ticket gets a comment, the
 //! Slack bot's message is edited — in the same transaction as the acknowledgement, so neither is lost.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 
 use super::{Core, Pipeline, PipelineError};
-use crate::domain::{Acknowledgement, Action, IncidentState, Notification, Thread};
+use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 /// What an acknowledge or unacknowledge did.
@@ -34,13 +36,46 @@ impl Pipeline {
         }
         Store::set_acknowledgement(&mut tx, id, Some(&ack)).await?;
         rec.ack = Some(ack);
-        let told = core.tell_acknowledged(&mut tx, &rec, now).await?;
+        let told = core.tell_acknowledged(&mut tx, std::slice::from_ref(&rec), now).await?;
         tx.commit().await?;
         tracing::info!(incident = id, app = %rec.app, by = %rec.ack.as_ref().map_or("", |a| a.by.as_str()), told, "incident acknowledged");
         if told > 0 {
             core.wake_outbox.notify_one();
         }
         Ok(AckOutcome::Done(Box::new(rec)))
+    }
+
+    /// `ack` of every incident of `ids` that is still firing or pending, in one transaction, told once per thread
+    /// (a group's message hears "Acknowledged by bob: 40 problems", not forty replies). Answers the incidents
+    /// acknowledged, and how many of `ids` were resolved or gone.
+    pub async fn acknowledge_all(
+        &self,
+        ids: &[i64],
+        ack: Acknowledgement,
+    ) -> Result<(Vec<IncidentRecord>, usize), PipelineError> {
+        let core = self.core();
+        let now = core.clock.now();
+        let mut tx = core.store.begin().await?;
+        let mut done = Vec::new();
+        for &id in ids {
+            let Some(mut rec) = Store::incident(&mut tx, id)
+                .await?
+                .filter(|r| r.state != IncidentState::Resolved)
+            else {
+                continue;
+            };
+            Store::set_acknowledgement(&mut tx, id, Some(&ack)).await?;
+            rec.ack = Some(ack.clone());
+            done.push(rec);
+        }
+        let told = core.tell_acknowledged(&mut tx, &done, now).await?;
+        tx.commit().await?;
+        tracing::info!(incidents = done.len(), by = %ack.by, told, "incidents acknowledged together");
+        if told > 0 {
+            core.wake_outbox.notify_one();
+        }
+        let gone = ids.len() - done.len();
+        Ok((done, gone))
     }
 
     /// `unack` of incident `id`: the acknowledgement is removed; repeats and escalation resume at their next look
@@ -63,38 +98,38 @@ impl Pipeline {
 }
 
 impl Core {
-    /// Queues an [`Action::Acknowledge`] for each thread a firing incident was told in (its groups' messages and
-    /// the escalation steps sent), to the receivers that take acknowledgements; returns how many.
+    /// Queues one [`Action::Acknowledge`] for each thread the firing incidents of `recs` were told in (their
+    /// groups' messages and the escalation steps sent), about those of them told there, to the receivers that take
+    /// acknowledgements; returns how many.
     async fn tell_acknowledged(
         &self,
         tx: &mut WriteTx,
-        rec: &IncidentRecord,
+        recs: &[IncidentRecord],
         now: DateTime<Utc>,
     ) -> Result<usize, StoreError> {
-        if rec.state != IncidentState::Firing || !rec.notified {
-            return Ok(0);
+        let mut told_in: BTreeMap<(String, String), (Thread, Vec<Incident>)> = BTreeMap::new();
+        for rec in recs.iter().filter(|r| r.state == IncidentState::Firing && r.notified) {
+            let mut threads = Store::told_threads(tx, rec.id).await?;
+            for step in Store::sent_escalations(tx, rec.id).await? {
+                threads.extend(step.receivers.into_iter().map(|receiver| Thread::Escalation {
+                    receiver,
+                    incident: rec.id,
+                }));
+            }
+            let view = rec.full_view();
+            for thread in threads {
+                let key = (thread.receiver().to_string(), thread.key());
+                let entry = told_in.entry(key).or_insert_with(|| (thread, Vec::new()));
+                if !entry.1.iter().any(|v| v.id == view.id) {
+                    entry.1.push(view.clone());
+                }
+            }
         }
-        let mut threads = Store::told_threads(tx, rec.id).await?;
-        for step in Store::sent_escalations(tx, rec.id).await? {
-            threads.extend(step.receivers.into_iter().map(|receiver| Thread::Escalation {
-                receiver,
-                incident: rec.id,
-            }));
-        }
-        threads.sort_by_key(|t| (t.receiver().to_string(), t.key()));
-        threads.dedup();
-        let view = rec.full_view();
-        let Some(ack) = &view.acknowledged else {
-            return Ok(0);
-        };
-        let reason = ack.words(view.state, now);
-        let title = format!(
-            "Acknowledged by {}: {}",
-            ack.by,
-            Notification::title_of(Action::Update, std::slice::from_ref(&view), now)
-        );
         let mut told = 0;
-        for thread in threads {
+        for (thread, views) in told_in.into_values() {
+            let Some(ack) = views.first().and_then(|v| v.acknowledged.clone()) else {
+                continue;
+            };
             if !self
                 .settings
                 .receiver(thread.receiver())
@@ -102,14 +137,13 @@ impl Core {
             {
                 continue;
             }
-            let n = Notification::about(
-                &thread,
-                Action::Acknowledge,
-                title.clone(),
-                reason.clone(),
-                vec![view.clone()],
-                now,
+            let reason = ack.words(IncidentState::Firing, now);
+            let title = format!(
+                "Acknowledged by {}: {}",
+                ack.by,
+                Notification::title_of(Action::Update, &views, now)
             );
+            let n = Notification::about(&thread, Action::Acknowledge, title, reason, views, now);
             self.send(tx, &thread, n, now).await?;
             told += 1;
         }

@@ -74,6 +74,25 @@ impl Core {
             }
             i.actions = links;
         }
+        // A message about a group too large to show each incident's links offers one that acknowledges them all.
+        if !crate::receivers::render::detailed(n) {
+            let ids: Vec<i64> = n
+                .incidents
+                .iter()
+                .filter(|i| !i.actions.is_empty())
+                .map(|i| i.id)
+                .collect();
+            if ids.len() > 1
+                && let Some(link) = ActionLink::acknowledge_all(&ids, expires, by)
+                && let token = link.token(key)
+                && ActionLink::fits(&token)
+            {
+                n.group_actions = vec![MessageLink {
+                    label: format!("Acknowledge all {}", ids.len()),
+                    url: format!("{base}/act/{token}"),
+                }];
+            }
+        }
     }
 
     /// A link's words: "Silence until Monday 09:00 (Europe/Berlin)".
@@ -132,7 +151,11 @@ impl Pipeline {
             return Ok(LinkOutcome::AlreadyUsed(before));
         }
         let origin = "from a link in a message";
-        let outcome = match self.act_on_incident(link.incident, link.action, by, origin, "").await {
+        let acted = match link.also.is_empty() {
+            true => self.act_on_incident(link.incident, link.action, by, origin, "").await,
+            false => self.acknowledge_together(&link.incidents(), by).await,
+        };
+        let outcome = match acted {
             Ok(outcome) => outcome,
             Err(e) => {
                 // Nothing was done: the link stays usable (a retry acts) rather than "being used" for good.
@@ -147,6 +170,33 @@ impl Pipeline {
         };
         core.store.set_link_outcome(&link.nonce, &words).await?;
         Ok(outcome)
+    }
+
+    /// "Acknowledge all 40": every one of `ids` still firing, acknowledged by `by` until it resolves.
+    async fn acknowledge_together(&self, ids: &[i64], by: &str) -> Result<LinkOutcome, PipelineError> {
+        let now = self.core().clock.now();
+        let ack = Acknowledgement {
+            by: by.to_string(),
+            at: now,
+            until: None,
+            comment: String::new(),
+        };
+        let (done, gone) = self.acknowledge_all(ids, ack).await?;
+        let count = |n: usize| match n {
+            1 => "1 incident".to_string(),
+            n => format!("{n} incidents"),
+        };
+        let Some(first) = done.first().and_then(|r| r.ack.as_ref()) else {
+            return Ok(LinkOutcome::Nothing(format!(
+                "the {} have resolved (or are gone): nothing to acknowledge",
+                count(ids.len())
+            )));
+        };
+        let mut words = format!("{} {}", count(done.len()), first.words(IncidentState::Firing, now));
+        if gone > 0 {
+            words.push_str(&format!("; {} had resolved (or are gone)", count(gone)));
+        }
+        Ok(LinkOutcome::Done(words))
     }
 
     /// What a one-click link or a Slack button asks, done on `incident` as `by`: an acknowledgement until it

@@ -115,6 +115,9 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
     if !render::detailed(n) {
         s.push('\n');
         let mut what_to_do = String::new();
+        if let Some(links) = render::group_links(n, link) {
+            what_to_do.insert_str(0, &format!("*{links}*\n"));
+        }
         hints(&mut what_to_do, &render::summary_hints(n));
         let used = s.chars().count() + what_to_do.chars().count();
         let budget = GOOGLE_CHAT_MAX_TEXT.saturating_sub(used).max(GOOGLE_CHAT_MIN_LIST);

@@ -173,7 +173,10 @@ fn teams_list(n: &Notification) -> Vec<Value> {
 /// What does not fit is reached through "Open in Herald" or the status page.
 fn link_buttons(n: &Notification) -> Vec<Value> {
     let with_links: Vec<&crate::domain::Incident> = n.incidents.iter().filter(|i| !i.actions.is_empty()).collect();
-    let mut out = Vec::new();
+    // "Acknowledge all 40" first, then each incident's own while Teams' limit allows.
+    let mut out: Vec<Value> = (n.group_actions.iter())
+        .map(|a| json!({"type": "Action.OpenUrl", "title": truncate(&escape::chat_plain(&a.label), 100), "url": a.url}))
+        .collect();
     // Several incidents: one Acknowledge each (the first of an incident's links), the silences on their pages.
     let per_incident = if with_links.len() == 1 { usize::MAX } else { 1 };
     for i in &with_links {

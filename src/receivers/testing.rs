@@ -98,6 +98,7 @@ pub fn notification(action: Action) -> Notification {
         change: None,
         commit_status: None,
         status_url: None,
+        group_actions: Vec::new(),
     }
 }
 

@@ -125,6 +125,10 @@ pub fn body(n: &Notification) -> serde_json::Value {
         "incidents": n.incidents,
         "text": render::text(n),
     });
+    // "Acknowledge all 40" under a message about a large group (each incident carries its own `actions`).
+    if !n.group_actions.is_empty() {
+        body["group_actions"] = serde_json::json!(n.group_actions);
+    }
     // A digest travels as its own structured field, beside its text.
     if let Some(d) = &n.digest {
         body["digest"] = serde_json::json!(d);

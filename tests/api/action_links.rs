@@ -176,3 +176,134 @@ async fn silence_until_monday_is_in_the_servers_time_zone_when_the_team_has_no_d
     let local = ends.with_timezone(&chrono_tz::Europe::Berlin);
     assert_eq!(local.format("%a %H:%M").to_string(), "Mon 09:00", "{ends}");
 }
+
+/// A Slack Web API taking every `chat.postMessage` and `chat.update`.
+async fn slack_api() -> wiremock::MockServer {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let ok = serde_json::json!({"ok": true, "channel": "C0PAY", "ts": "1700000000.000100"});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ok))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// The bodies of the Web API calls `name` (`chat.update`) Slack received.
+async fn slack_calls(server: &wiremock::MockServer, name: &str) -> Vec<Value> {
+    (server.received_requests().await.unwrap_or_default().iter())
+        .filter(|r| r.url.path() == format!("/api/{name}"))
+        .filter_map(|r| serde_json::from_slice(&r.body).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_about_seven_applications_offers_one_link_that_acknowledges_them_all_at_once() {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let slack = slack_api().await;
+    // The seven arrive within the group's wait: one message about all of them, to a Slack bot (whose message is
+    // edited when they are acknowledged) and to the console.
+    let config = format!(
+        r##"
+server: {{public_url: "https://herald.example.com", link_signing_key: "{KEY}", link_ttl: 7d}}
+receivers:
+  - {{name: chat, console: {{file: "{d}/chat.jsonl"}}}}
+  - {{name: bot, slack: {{token: xoxb-0000000000-0000000000000-aaaaaaaaaaaaaaaaaaaaaaaa, channel: "#pay", api_url: "{api}/api"}}}}
+ownership: {{default_team: payments}}
+teams: {{payments: {{receivers: [chat, bot]}}}}
+rules: {{degraded: {{for: 0s}}}}
+grouping: {{group_wait: 30s, group_interval: 1m, repeat_interval: 1h}}
+"##,
+        d = d.display(),
+        api = slack.uri()
+    );
+    let app = TestApp::spawn_in(dir.clone(), &config, Arc::new(clock.clone())).await;
+    let names: Vec<String> = (1..=7).map(|k| format!("shop-{k}")).collect();
+    for name in &names {
+        let body = envelope(name, "payments", "Synced", "Degraded", &clock.now().to_rfc3339());
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    clock.advance(Duration::from_secs(31));
+    let message = wait_for(&d.join("chat.jsonl"), 1).await.remove(0);
+    assert_eq!(message["incidents"].as_array().map(Vec::len), Some(7), "{message}");
+    // The list is too long for each incident's details: one link for them all.
+    let all = message["group_actions"].as_array().expect("group_actions");
+    assert_eq!(all.len(), 1, "{message}");
+    assert_eq!(all[0]["label"], "Acknowledge all 7");
+    let path = (all[0]["url"]
+        .as_str()
+        .unwrap_or_default()
+        .strip_prefix("https://herald.example.com"))
+    .expect("under public_url")
+    .to_string();
+    let url = format!("{}{path}", app.address);
+    // Slack's message shows it under the list.
+    app.settle().await;
+    let posted = slack_calls(&slack, "chat.postMessage").await;
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    // (each receiver's message has links of its own)
+    assert!(posted[0].to_string().contains("|Acknowledge all 7>*"), "{}", posted[0]);
+
+    // One incident resolves before anyone clicks.
+    let healthy = envelope("shop-7", "payments", "Synced", "Healthy", &clock.now().to_rfc3339());
+    assert_eq!(app.post(healthy).await.status(), 202);
+    let resolved = eventually(Duration::from_secs(10), || async {
+        let firing = app.get_json("/v1/incidents?state=firing").await;
+        (firing["items"].as_array().map(Vec::len) == Some(6)).then_some(())
+    });
+    resolved.await.expect("shop-7 resolved");
+
+    // The page lists what it acts on; a GET acknowledges nothing.
+    let html = app
+        .client
+        .get(&url)
+        .send()
+        .await
+        .expect("get")
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("<h1>Acknowledge all 7</h1>"), "{html}");
+    for name in &names {
+        assert!(html.contains(&format!(">{name}</a> (Degraded)")), "{name}: {html}");
+    }
+    let firing = app.get_json("/v1/incidents?state=firing").await;
+    assert!(
+        firing["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|i| i.get("acknowledged").is_none())
+    );
+
+    // Confirmed: the six still open are acknowledged by bob, in one go; the one resolved is left alone.
+    let r = confirm(&app, &url, "name=bob").await;
+    assert_eq!(r.status(), 200);
+    let html = r.text().await.expect("html");
+    assert!(
+        html.contains("6 incidents acknowledged by bob at ") && html.contains("1 incident had resolved"),
+        "{html}"
+    );
+    let firing = app.get_json("/v1/incidents?state=firing").await;
+    let items = firing["items"].as_array().expect("items");
+    assert_eq!(items.len(), 6);
+    assert!(items.iter().all(|i| i["acknowledged"]["by"] == "bob"), "{firing}");
+    // The bot's message is edited once, about the six, not six times.
+    app.settle().await;
+    let updates = slack_calls(&slack, "chat.update").await;
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    let edited = updates[0].to_string();
+    assert!(edited.contains("Acknowledged by bob"), "{edited}");
+    assert!(!edited.contains("shop-7"), "the resolved one is not in it: {edited}");
+
+    // A replay changes nothing and says what the link did.
+    let html = confirm(&app, &url, "name=mallory").await.text().await.expect("html");
+    assert!(
+        html.contains("used already") && html.contains("6 incidents acknowledged by bob"),
+        "{html}"
+    );
+    app.stop().await;
+}

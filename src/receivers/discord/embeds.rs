@@ -218,7 +218,10 @@ fn embeds(n: &Notification) -> Vec<Embed> {
         }];
     }
     if !render::detailed(n) {
-        let what_to_do = hints(&render::summary_hints(n)).concat();
+        let mut what_to_do = hints(&render::summary_hints(n)).concat();
+        if let Some(links) = render::group_links(n, link) {
+            what_to_do.insert_str(0, &format!("**{links}**\n"));
+        }
         let budget = LIST_DESCRIPTION.saturating_sub(len(&reason) + len(&what_to_do));
         let status = n.status_url.as_deref().map(|u| link("the status page", u));
         let list = render::summary_list_within(

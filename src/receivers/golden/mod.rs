@@ -359,6 +359,22 @@ async fn a_group_of_40_applications_is_one_list() {
 }
 
 #[tokio::test]
+async fn a_group_of_40_applications_with_one_click_links_offers_acknowledge_all() {
+    let mut n = a_group_of_40_applications().await;
+    // As `server.public_url` and `server.link_signing_key` make them (tokens fixed here: they are random).
+    let link = |label: &str, token: &str| crate::domain::action_link::MessageLink {
+        label: label.into(),
+        url: format!("https://herald.example.com/act/{token}"),
+    };
+    for i in &mut n[0].incidents {
+        i.actions = vec![link("Acknowledge", &format!("ack-{}", i.id))];
+    }
+    n[0].group_actions = vec![link("Acknowledge all 40", "ack-all-40")];
+    n[0].status_url = Some("https://herald.example.com/?team=platform".into());
+    golden("group-of-40-with-links", &n);
+}
+
+#[tokio::test]
 async fn a_storm_of_40_applications_is_one_message_about_the_cluster() {
     let n = a_storm_of_40_applications().await;
     golden("storm-of-40", &n);

@@ -536,6 +536,7 @@ pub(crate) mod tests {
             change: None,
             commit_status: None,
             status_url: None,
+            group_actions: Vec::new(),
         }
     }
 

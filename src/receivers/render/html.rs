@@ -70,6 +70,9 @@ pub fn html_within(n: &Notification, budget: usize) -> String {
             |hidden| format!("<li>{}</li>", super::more_words(hidden, status.as_deref())),
         ));
         s.push_str("</ul>");
+        if let Some(links) = super::group_links(n, link) {
+            s.push_str(&format!("<p><strong>{links}</strong></p>"));
+        }
         hints(&mut s, &summary_hints(n));
         s.push_str("</body></html>");
         return s;

@@ -50,6 +50,9 @@ pub fn markdown_within(n: &Notification, budget: usize) -> String {
             |l| l.chars().count(),
             |hidden| format!("- {}\n", super::more_words(hidden, status.as_deref())),
         ));
+        if let Some(links) = super::group_links(n, link) {
+            s.push_str(&format!("\n**{links}**\n"));
+        }
         hints(&mut s, &summary_hints(n));
         return s;
     }

@@ -135,6 +135,13 @@ pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
     out
 }
 
+/// The message's links that act on all its firing incidents at once ("Acknowledge all 40"), each as `link(label,
+/// url)` shows it, joined by " · "; none when it has none.
+pub fn group_links(n: &Notification, link: impl Fn(&str, &str) -> String) -> Option<String> {
+    let links: Vec<String> = n.group_actions.iter().map(|a| link(&a.label, &a.url)).collect();
+    (!links.is_empty()).then(|| links.join(" · "))
+}
+
 /// Whether `n` is about few enough Applications to show each one's details.
 pub fn detailed(n: &Notification) -> bool {
     apps(n).len() <= DETAILED_APPS

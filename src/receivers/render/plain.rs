@@ -50,6 +50,9 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
         let more = |hidden| format!("* {}\n", super::more_words(hidden, status.as_deref()));
         let budget = budget.saturating_sub(2000);
         s.push_str(&super::fit_rows(&rows, budget, |l| l.chars().count(), more).concat());
+        if let Some(links) = super::group_links(n, |label, url| format!("{label}: {}", field(url))) {
+            s.push_str(&format!("\n{links}\n"));
+        }
         let hints = summary_hints(n);
         hints_text(&mut s, &hints, "", field);
         return s;

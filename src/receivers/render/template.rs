@@ -306,6 +306,7 @@ pub fn complete_sample(now: DateTime<Utc>) -> Notification {
             app_url: Some(argocd.into()),
         }),
         status_url: Some("https://herald.example.com/?team=payments".into()),
+        group_actions: Vec::new(),
         // Told only to `github_status` receivers, which take no template.
         commit_status: None,
     }

@@ -225,6 +225,9 @@ fn list_sections(n: &Notification) -> Vec<Value> {
         text.push('\n');
     }
     let mut out: Vec<Value> = chunks(&text, MAX_SECTION_TEXT).iter().map(|c| section(c)).collect();
+    if let Some(links) = render::group_links(n, link) {
+        out.push(section(&format!("*{links}*")));
+    }
     let mut hints = String::new();
     hints_text(&mut hints, &render::summary_hints(n));
     if !hints.is_empty() {

@@ -69,7 +69,10 @@ pub fn text(n: &Notification) -> String {
     }
     let now = n.created_at;
     if !render::detailed(n) {
-        let what_to_do = hints(&render::summary_hints(n));
+        let mut what_to_do = hints(&render::summary_hints(n));
+        if let Some(links) = render::group_links(n, link) {
+            what_to_do.insert(0, format!("<b>{links}</b>\n"));
+        }
         let used: usize = blocks.iter().chain(&what_to_do).map(|b| telegram_len(b)).sum();
         let budget = MAX_TEXT.saturating_sub(used + 20).min(LIST_BUDGET);
         let status = n.status_url.as_deref().map(|u| link("the status page", u));
