@@ -619,14 +619,15 @@ fn route(
             );
         }
         if let Some(w) = &h.view.sync_window {
-            let until = w.until.format("%Y-%m-%d %H:%M UTC").to_string();
+            let until = crate::domain::Zone(settings.server.zone()).stamp(w.until);
             println!(
                 "  in a sync window: Argo CD may not sync it{} until {until}; its `for` starts then",
                 if w.manual_sync { " (a person may, by hand)" } else { "" }
             );
         }
         if let Some(hold) = &i.hold {
-            println!("  held back: {} — not sent while it holds", hold.describe());
+            let zone = crate::domain::Zone(settings.server.zone());
+            println!("  held back: {} — not sent while it holds", hold.describe(zone));
         }
         println!(
             "  receivers: {}",

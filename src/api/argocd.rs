@@ -7,6 +7,8 @@ use serde_json::json;
 use super::AppContext;
 
 pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
+    // The summary is for people (the status page shows it): in `server.time_zone`; `since` stays RFC 3339.
+    let zone = crate::domain::Zone(ctx.pipeline.settings().server.zone());
     let instances: Vec<serde_json::Value> = (ctx.pipeline.argocd_apis().iter())
         .map(|s| {
             let r = s.status.report();
@@ -16,7 +18,7 @@ pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
                     json!({
                         "project": project,
                         "since": since,
-                        "summary": crate::pipeline::denied_summary(instance, project, *since),
+                        "summary": crate::pipeline::denied_summary(instance, project, *since, zone),
                     })
                 })
                 .collect();

@@ -19,19 +19,19 @@ pub struct Zone {
 }
 
 impl Zone {
+    /// The zone, as messages and descriptions take it.
+    pub fn zone(&self) -> crate::domain::Zone {
+        crate::domain::Zone(self.tz)
+    }
+
     /// `2026-03-02 11:00:00 CET`.
     pub fn time(&self, t: DateTime<Utc>) -> String {
-        t.with_timezone(&self.tz).format("%Y-%m-%d %H:%M:%S %Z").to_string()
+        self.zone().stamp_seconds(t)
     }
 
     /// `11:00 CET` when `t` is on `now`'s day (in this zone), else with the date.
     pub fn short(&self, t: DateTime<Utc>, now: DateTime<Utc>) -> String {
-        let (local, today) = (t.with_timezone(&self.tz), now.with_timezone(&self.tz));
-        if local.date_naive() == today.date_naive() {
-            local.format("%H:%M %Z").to_string()
-        } else {
-            local.format("%Y-%m-%d %H:%M %Z").to_string()
-        }
+        self.zone().short(t, now)
     }
 
     /// The query parameter that keeps this zone through a link (`tz=Europe%2FBerlin`), when the reader chose it.
@@ -104,7 +104,7 @@ pub fn held(h: &Hold, zone: &Zone, now: DateTime<Utc>) -> String {
             manual_sync: *manual_sync,
         }
         .describe(&zone.short(*until, now)),
-        other => other.describe(),
+        other => other.describe(zone.zone()),
     }
 }
 

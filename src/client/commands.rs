@@ -92,7 +92,8 @@ pub async fn ack(remote: Remote, args: AckArgs) -> anyhow::Result<ExitCode> {
         body["by"] = serde_json::json!(user);
     }
     let i = c.acknowledge(args.id, &body).await?;
-    let words = (i.acknowledged.as_ref()).map_or_else(|| "acknowledged".into(), |a| a.describe());
+    let words =
+        (i.acknowledged.as_ref()).map_or_else(|| "acknowledged".into(), |a| a.describe(crate::domain::Zone::UTC));
     println!("incident {}: {words}", i.id);
     Ok(ExitCode::SUCCESS)
 }
@@ -255,10 +256,12 @@ pub async fn incidents(
                 crate::argocd::AppId::of(&i.instance, &i.app_namespace, &i.app_name).to_string(),
                 i.team.clone(),
                 i.since.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-                i.held.as_ref().map_or_else(|| "-".to_string(), |h| h.describe()),
+                i.held
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |h| h.describe(crate::domain::Zone::UTC)),
                 i.acknowledged
                     .as_ref()
-                    .map_or_else(|| "-".to_string(), |a| a.describe()),
+                    .map_or_else(|| "-".to_string(), |a| a.describe(crate::domain::Zone::UTC)),
                 i.summary.clone(),
             ]
         })

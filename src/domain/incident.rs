@@ -356,10 +356,10 @@ impl Acknowledgement {
         self.until.is_none_or(|u| now < u)
     }
 
-    /// In people's words: `acknowledged by alice at 2026-12-02 10:02 UTC, until resolved`.
-    pub fn describe(&self) -> String {
+    /// In people's words, in `zone`: `acknowledged by alice at 2026-12-02 10:02 UTC, until resolved`.
+    pub fn describe(&self, zone: super::Zone) -> String {
         let until = match self.until {
-            Some(u) => format!("until {}", u.format("%Y-%m-%d %H:%M UTC")),
+            Some(u) => format!("until {}", zone.stamp(u)),
             None => "until resolved".into(),
         };
         let comment = if self.comment.is_empty() {
@@ -370,7 +370,7 @@ impl Acknowledgement {
         format!(
             "acknowledged by {} at {}, {until}{comment}",
             self.by,
-            self.at.format("%Y-%m-%d %H:%M UTC")
+            zone.stamp(self.at)
         )
     }
 }
@@ -420,9 +420,9 @@ pub enum Hold {
 }
 
 impl Hold {
-    /// In people's words: `silenced by alice until 2026-12-02 18:00 UTC (silence 3f…)`,
+    /// In people's words, in `zone`: `silenced by alice until 2026-12-02 18:00 UTC (silence 3f…)`,
     /// `inhibited by prune_pending of the same Application (built-in rule)`.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self, zone: super::Zone) -> String {
         match self {
             Hold::Inhibited { source_kind, rule, .. } => {
                 format!("inhibited by {source_kind} of the same Application ({rule} rule)")
@@ -438,7 +438,7 @@ impl Hold {
                 ended_at: Some(at),
             } => format!(
                 "held by the storm on {about} (incident {storm_id}), over at {}: told soon if it still fires",
-                at.format("%Y-%m-%d %H:%M UTC")
+                zone.stamp(*at)
             ),
             Hold::Silenced {
                 silence,
@@ -446,7 +446,7 @@ impl Hold {
                 until,
             } => format!(
                 "silenced by {created_by} until {} (silence {silence})",
-                until.format("%Y-%m-%d %H:%M UTC")
+                zone.stamp(*until)
             ),
             Hold::Acknowledged {
                 acknowledged_by,
@@ -458,12 +458,12 @@ impl Hold {
                 until: *until,
                 comment: String::new(),
             }
-            .describe(),
+            .describe(zone),
             Hold::SyncWindow { until, manual_sync } => SyncWindowHold {
                 until: *until,
                 manual_sync: *manual_sync,
             }
-            .describe(&until.format("%Y-%m-%d %H:%M UTC").to_string()),
+            .describe(&zone.stamp(*until)),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod link;
 pub mod notification;
 pub mod slack_interaction;
 pub mod thread;
+pub mod time;
 
 pub use digest::Digest;
 pub use incident::{
@@ -18,6 +19,7 @@ pub use incident::{
 pub use labels::Labels;
 pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};
 pub use thread::Thread;
+pub use time::Zone;
 
 /// What a stored incident or change written before instances existed is: the default instance's.
 pub fn default_instance() -> String {

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::incident::{Incident, IncidentState, Kind, Severity};
+use super::time::Zone;
 
 // Titles and status lines are worded here, once, for the pipeline (which titles notifications) and every receiver
 // (which shows each incident's line).
@@ -78,6 +79,9 @@ pub struct Notification {
     /// a chat or e-mail message about a group too large to show each incident's own links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_actions: Vec<super::action_link::MessageLink>,
+    /// The time zone its readers read times in: the team's (its digest's, else `server.time_zone`).
+    #[serde(default, skip_serializing_if = "Zone::is_utc")]
+    pub zone: Zone,
 }
 
 /// One person a notification goes to, as `people.<username>` describes them.
@@ -258,6 +262,7 @@ impl Notification {
             commit_status: None,
             status_url: None,
             group_actions: Vec::new(),
+            zone: Default::default(),
         }
     }
 
@@ -336,6 +341,7 @@ impl Notification {
             commit_status: None,
             status_url: None,
             group_actions: Vec::new(),
+            zone: Default::default(),
         }
     }
 }
@@ -436,37 +442,29 @@ pub fn for_how_long(d: chrono::Duration) -> String {
 impl super::Acknowledgement {
     /// In a message at `now`: `acknowledged by alice at 10:02 UTC, until resolved` (`until 12:00 UTC`); once the
     /// incident resolved, only who and when.
-    pub fn words(&self, state: IncidentState, now: DateTime<Utc>) -> String {
-        let who = format!("acknowledged by {} at {}", self.by, at_words(self.at, now));
+    pub fn words(&self, state: IncidentState, now: DateTime<Utc>, zone: Zone) -> String {
+        let who = format!("acknowledged by {} at {}", self.by, zone.short(self.at, now));
         match (state, self.until) {
             (IncidentState::Resolved, _) => who,
             (_, None) => format!("{who}, until resolved"),
-            (_, Some(u)) if u <= now => format!("{who}, until {} (ended)", at_words(u, now)),
-            (_, Some(u)) => format!("{who}, until {}", at_words(u, now)),
+            (_, Some(u)) if u <= now => format!("{who}, until {} (ended)", zone.short(u, now)),
+            (_, Some(u)) => format!("{who}, until {}", zone.short(u, now)),
         }
-    }
-}
-
-pub fn at_words(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    if t.date_naive() == now.date_naive() {
-        t.format("%H:%M UTC").to_string()
-    } else {
-        t.format("%Y-%m-%d %H:%M UTC").to_string()
     }
 }
 
 impl Incident {
     /// One line about this incident at `now`, without the Application's name: `OutOfSync for over 1 h, since
     /// 16:01 UTC`; `sync failed: …, at 09:49 UTC`; `Degraded, resolved at 17:13 UTC after 1 h 12 min`.
-    pub fn status_line(&self, now: DateTime<Utc>) -> String {
+    pub fn status_line(&self, now: DateTime<Utc>, zone: Zone) -> String {
         match &self.acknowledged {
-            Some(a) => format!("{}; {}", self.problem_line(now), a.words(self.state, now)),
-            None => self.problem_line(now),
+            Some(a) => format!("{}; {}", self.problem_line(now, zone), a.words(self.state, now, zone)),
+            None => self.problem_line(now, zone),
         }
     }
 
     /// [`Incident::status_line`] without who acknowledged it.
-    fn problem_line(&self, now: DateTime<Utc>) -> String {
+    fn problem_line(&self, now: DateTime<Utc>, zone: Zone) -> String {
         let problem = self.problem();
         let started = self.since;
         match (self.state, self.resolved_at) {
@@ -478,16 +476,16 @@ impl Incident {
                     .unwrap_or_default();
                 format!(
                     "{problem}, resolved at {}{why} after {}",
-                    at_words(at, now),
+                    zone.short(at, now),
                     duration_words(self.lasted(at))
                 )
             }
             _ if self.lasts() => format!(
                 "{problem} for {}, since {}",
                 for_how_long(now - started),
-                at_words(started, now)
+                zone.short(started, now)
             ),
-            _ => format!("{problem}, at {}", at_words(started, now)),
+            _ => format!("{problem}, at {}", zone.short(started, now)),
         }
     }
 
@@ -867,7 +865,7 @@ mod tests {
         let title = Notification::title_of(Action::Open, &[pruned.clone()], at(9, 0, 30));
         assert_eq!(title, "payments: the sync deleted ConfigMap payments-config");
         assert_eq!(
-            pruned.status_line(at(9, 0, 30)),
+            pruned.status_line(at(9, 0, 30), Zone::UTC),
             "the sync deleted ConfigMap payments-config, at 09:00 UTC"
         );
     }

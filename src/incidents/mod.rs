@@ -535,7 +535,7 @@ fn progressing(state: &AppState) -> Option<Finding> {
     })
 }
 
-/// Deleted: the Application `before` (its last live state) was deleted from Argo CD at `at` while `firing` were
+/// Deleted (said in the owning team's `zone`): the Application `before` (its last live state) was deleted from Argo CD at `at` while `firing` were
 /// firing, or in a namespace where every deletion is told (`rules.deleted.namespaces`). One per deletion: the caller
 /// asks only when the Application stops being live. `None` when there is nothing to tell.
 pub fn deletion(
@@ -545,6 +545,7 @@ pub fn deletion(
     team: &str,
     argocd_url: Option<&str>,
     at: DateTime<Utc>,
+    zone: crate::domain::Zone,
 ) -> Option<Held> {
     let s = &before.snapshot;
     let ns = s.destination.namespace.clone().unwrap_or_default();
@@ -572,7 +573,7 @@ pub fn deletion(
         [one] => (format!(" while {one}"), "; its incident is closed"),
         many => (format!(" while {}", many.join(", ")), "; its incidents are closed"),
     };
-    let when = at.format("%H:%M UTC");
+    let when = zone.clock(at);
     let finding = Finding {
         occurrence: s.uid.clone().unwrap_or_else(|| at.to_rfc3339()),
         since: Some(at),

@@ -204,7 +204,13 @@ const MAX_NAMES: usize = 10;
 
 /// Describes the storm about `scope` that began at `since`, of `members` (their incidents, resolved ones too); one
 /// that is `over` says how many recovered in its resolution instead.
-pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident], over: bool) -> Description {
+pub fn describe(
+    scope: &Scope,
+    since: DateTime<Utc>,
+    members: &[Incident],
+    over: bool,
+    zone: crate::domain::Zone,
+) -> Description {
     let recovered = members.iter().filter(|m| m.state == IncidentState::Resolved).count();
     let words = match scope.kind {
         Kind::SyncUnknown => "Unknown",
@@ -226,7 +232,7 @@ pub fn describe(scope: &Scope, since: DateTime<Utc>, members: &[Incident], over:
     let condition = format!(
         "{} {words} since {}{cause}{recovered}",
         super::plural(members.len(), "Application"),
-        since.format("%H:%M UTC")
+        zone.clock(since)
     );
     let mut messages: Vec<String> = shared.into_iter().map(|m| format!("They all say: {m}")).collect();
     messages.extend(by_team(members));

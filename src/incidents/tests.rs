@@ -638,7 +638,7 @@ fn a_deletion_is_told_while_something_fired_or_in_a_watched_namespace_and_not_ot
     let before = state_of(body, t("2025-01-01T08:00:00Z"));
     let rules = RulesSettings::default();
     assert_eq!(
-        deletion(&before, &[], &rules, "payments", None, at),
+        deletion(&before, &[], &rules, "payments", None, at, crate::domain::Zone::UTC),
         None,
         "nothing fired: not news"
     );
@@ -648,7 +648,16 @@ fn a_deletion_is_told_while_something_fired_or_in_a_watched_namespace_and_not_ot
         since: t("2025-01-01T08:02:00Z"),
         ..Default::default()
     };
-    let told = deletion(&before, &[&firing], &rules, "payments", None, at).expect("told");
+    let told = deletion(
+        &before,
+        &[&firing],
+        &rules,
+        "payments",
+        None,
+        at,
+        crate::domain::Zone::UTC,
+    )
+    .expect("told");
     assert_eq!(told.kind, Kind::Deleted);
     assert_eq!(
         told.severity,
@@ -662,7 +671,8 @@ fn a_deletion_is_told_while_something_fired_or_in_a_watched_namespace_and_not_ot
     let watched: RulesSettings =
         serde_json::from_value(serde_json::json!({"deleted": {"namespaces": ["prod-*"], "severity": "warning"}}))
             .expect("rules");
-    let healthy = deletion(&before, &[], &watched, "payments", None, at).expect("every deletion in prod-*");
+    let healthy = deletion(&before, &[], &watched, "payments", None, at, crate::domain::Zone::UTC)
+        .expect("every deletion in prod-*");
     assert_eq!(
         healthy.view.summary,
         "payments-api was deleted from Argo CD at 10:02 UTC"
@@ -670,13 +680,30 @@ fn a_deletion_is_told_while_something_fired_or_in_a_watched_namespace_and_not_ot
     assert_eq!(healthy.severity, Severity::Warning);
     let off: RulesSettings = serde_json::from_value(serde_json::json!({"deleted": {"enabled": false}})).expect("rules");
     assert_eq!(
-        deletion(&before, &[&firing], &off, "payments", None, at),
+        deletion(
+            &before,
+            &[&firing],
+            &off,
+            "payments",
+            None,
+            at,
+            crate::domain::Zone::UTC
+        ),
         None,
         "disabled"
     );
     let mut other = before.clone();
     other.snapshot.app.instance = "us".into();
-    let us = deletion(&other, &[&firing], &rules, "payments", None, at).expect("told");
+    let us = deletion(
+        &other,
+        &[&firing],
+        &rules,
+        "payments",
+        None,
+        at,
+        crate::domain::Zone::UTC,
+    )
+    .expect("told");
     assert!(
         us.view
             .summary

@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Core, InstanceApi, Pipeline};
-use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread};
+use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread, Zone};
 use crate::store::{Store, StoreError, WriteTx};
 
 impl Core {
@@ -101,7 +101,7 @@ impl Core {
         let receivers: Vec<String> = (self.settings.teams.get(team))
             .map(|t| t.receivers.iter().filter(|r| takes_incidents(r)).cloned().collect())
             .unwrap_or_default();
-        let incident = access_incident(instance, project, team, since, ended);
+        let incident = access_incident(instance, project, team, since, ended, self.zone_of(team));
         let (action, title, reason) = match ended {
             None => (
                 Action::Open,
@@ -138,6 +138,7 @@ impl Core {
                     commit_status: None,
                     status_url: None,
                     group_actions: Vec::new(),
+                    zone: Default::default(),
                 };
                 (thread, n)
             })
@@ -156,11 +157,11 @@ fn whose(instance: &str, project: &str) -> String {
 
 /// "permission denied for project beta since 2026-03-02 10:02 UTC": the denial in a line, as its message, the API
 /// and the status page's readers see it.
-pub fn denied_summary(instance: &str, project: &str, since: DateTime<Utc>) -> String {
+pub fn denied_summary(instance: &str, project: &str, since: DateTime<Utc>, zone: Zone) -> String {
     format!(
         "permission denied for {} since {}",
         whose(instance, project),
-        since.format("%Y-%m-%d %H:%M UTC")
+        zone.stamp(since)
     )
 }
 
@@ -171,6 +172,7 @@ fn access_incident(
     team: &str,
     since: DateTime<Utc>,
     ended: Option<DateTime<Utc>>,
+    zone: Zone,
 ) -> Incident {
     let whose = whose(instance, project);
     let mut messages = vec![
@@ -185,7 +187,7 @@ fn access_incident(
         ),
     ];
     if let Some(at) = ended {
-        messages.push(format!("Seen again at {}.", at.format("%Y-%m-%d %H:%M UTC")));
+        messages.push(format!("Seen again at {}.", zone.stamp(at)));
     }
     Incident {
         id: 0,
@@ -197,7 +199,7 @@ fn access_incident(
         } else {
             IncidentState::Firing
         },
-        summary: denied_summary(instance, project, since),
+        summary: denied_summary(instance, project, since, zone),
         instance: instance.to_string(),
         app_namespace: String::new(),
         app_name: whose.clone(),
@@ -207,7 +209,7 @@ fn access_incident(
         fired_at: Some(since),
         resolved_at: ended,
         messages,
-        condition: format!("permission denied since {}", since.format("%H:%M UTC")),
+        condition: format!("permission denied since {}", zone.clock(since)),
         ..Default::default()
     }
 }

@@ -137,7 +137,8 @@ impl Core {
             {
                 continue;
             }
-            let reason = ack.words(IncidentState::Firing, now);
+            let zone = self.zone_of(&views[0].team);
+            let reason = ack.words(IncidentState::Firing, now, zone);
             let title = format!(
                 "Acknowledged by {}: {}",
                 ack.by,

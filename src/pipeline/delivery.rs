@@ -310,7 +310,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 storm: None,
                 now,
             };
-            let got = hold(&facts, &labels(kind), Own::default()).map(|h| h.describe());
+            let got = hold(&facts, &labels(kind), Own::default()).map(|h| h.describe(crate::domain::Zone::UTC));
             assert_holds(got, want, why);
             let delivered = matches!(decide(&facts, &labels(kind), Own::default()), Decision::Deliver(_));
             assert_eq!(delivered, want.is_none(), "{why}");
@@ -406,7 +406,7 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                     window: None,
                 },
             )
-            .map(|h| h.describe());
+            .map(|h| h.describe(crate::domain::Zone::UTC));
             assert_holds(got, want, why);
         }
     }
@@ -461,7 +461,8 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
                 storm: storm.as_ref(),
                 now,
             };
-            let got = hold(&facts, &labels(Kind::SyncUnknown), Own::default()).map(|h| h.describe());
+            let got =
+                hold(&facts, &labels(Kind::SyncUnknown), Own::default()).map(|h| h.describe(crate::domain::Zone::UTC));
             assert_holds(got, want, why);
         }
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
 
 use super::{AckOutcome, Core, Pipeline, PipelineError};
 use crate::domain::action_link::{ActionLink, LinkAction, LinkRefusal, MessageLink};
-use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread};
+use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread, Zone};
 use crate::routing::{Matcher, Silence};
 use crate::store::{Store, StoreError, WriteTx};
 
@@ -24,8 +24,9 @@ pub enum LinkOutcome {
 }
 
 impl Core {
-    /// Queues `n`, the notification of `thread`, finished: its signed links ([`Core::add_links`]) and the link to
-    /// the status page of its team (`server.public_url`). Every notification the pipeline sends goes this way.
+    /// Queues `n`, the notification of `thread`, finished: its signed links ([`Core::add_links`]), the link to the
+    /// status page of its team (`server.public_url`) and the time zone its times are read in (the team's). Every
+    /// notification the pipeline sends goes this way.
     pub(super) async fn send(
         &self,
         tx: &mut WriteTx,
@@ -33,6 +34,9 @@ impl Core {
         mut n: Notification,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        if let Some(team) = n.incidents.first().map(|i| i.team.clone()) {
+            n.zone = self.zone_of(&team);
+        }
         self.add_links(&mut n, now);
         let n = n.with_status_page(self.settings.server.public_url.as_deref());
         Store::queue(tx, thread, &n, now).await
@@ -101,6 +105,11 @@ impl Core {
             LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), self.team_zone(team).name()),
             _ => action.label().into(),
         }
+    }
+
+    /// The time zone `team` reads times in: its digest's, else `server.time_zone` (UTC unless set).
+    pub(super) fn zone_of(&self, team: &str) -> Zone {
+        Zone(self.team_zone(team))
     }
 
     /// The team's time zone: its digest's, else `server.time_zone` (UTC unless set).
@@ -192,7 +201,12 @@ impl Pipeline {
                 count(ids.len())
             )));
         };
-        let mut words = format!("{} {}", count(done.len()), first.words(IncidentState::Firing, now));
+        let zone = done.first().map_or(Zone::UTC, |r| self.core().zone_of(&r.team));
+        let mut words = format!(
+            "{} {}",
+            count(done.len()),
+            first.words(IncidentState::Firing, now, zone)
+        );
         if gone > 0 {
             words.push_str(&format!("; {} had resolved (or are gone)", count(gone)));
         }
@@ -230,7 +244,11 @@ impl Pipeline {
                 };
                 Ok(match self.acknowledge(rec.id, ack).await? {
                     AckOutcome::Done(r) => {
-                        LinkOutcome::Done(r.ack.map_or_else(|| "acknowledged".into(), |a| a.words(r.state, now)))
+                        let zone = core.zone_of(&r.team);
+                        LinkOutcome::Done(
+                            r.ack
+                                .map_or_else(|| "acknowledged".into(), |a| a.words(r.state, now, zone)),
+                        )
                     }
                     _ => LinkOutcome::Nothing("the incident has resolved: nothing to acknowledge".into()),
                 })
@@ -308,7 +326,7 @@ impl Pipeline {
             "silenced {} ({}) for {by} until {} (silence {})",
             rec.app.name,
             rec.kind.words(),
-            ends_at.format("%Y-%m-%d %H:%M UTC"),
+            core.zone_of(&rec.team).stamp(ends_at),
             silence.id
         )))
     }

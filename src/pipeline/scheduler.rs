@@ -74,7 +74,7 @@ impl Core {
         let facts = self.facts(&silences, &candidates, storm_of(&storms, rec), now);
         match delivery::decide(&facts, &labels, Own::of(rec)) {
             Decision::Hold(why) => {
-                tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(), "incident fired while held back: tracked, not delivered");
+                tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(crate::domain::Zone::UTC), "incident fired while held back: tracked, not delivered");
                 Store::set_notified(tx, id, false).await?;
                 if let Hold::Storm {
                     storm_id,
@@ -515,7 +515,7 @@ impl Core {
                     }
                     _ => interval,
                 };
-                tracing::info!(incident = rec.id, step = e.step, held = %why.describe(), "escalation step held back");
+                tracing::info!(incident = rec.id, step = e.step, held = %why.describe(crate::domain::Zone::UTC), "escalation step held back");
                 Store::postpone_escalation(&mut tx, e.id, again).await?;
                 continue;
             }

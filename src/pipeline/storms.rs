@@ -144,7 +144,8 @@ impl Core {
         let views: Vec<Incident> = members.into_iter().map(IncidentRecord::into_full_view).collect();
         let recovered = views.iter().filter(|v| v.state == IncidentState::Resolved).count();
         let over = storm::over(views.len(), recovered);
-        let words = storm::describe(&storm.scope, storm.since, &views, over);
+        let zone = self.zone_of(&self.settings.ownership.default_team);
+        let words = storm::describe(&storm.scope, storm.since, &views, over, zone);
         let mut view = rec.view.clone();
         view.summary = words.summary;
         view.condition = words.condition;

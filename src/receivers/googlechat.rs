@@ -148,7 +148,7 @@ pub(crate) fn google_chat_text(n: &Notification) -> String {
             s.push_str(&format!(
                 "\n*[{}] {}*\n",
                 render::incident_word(i),
-                gc(&i.status_line(now))
+                gc(&i.status_line(now, n.zone))
             ));
             for r in &i.resources {
                 let (what, status) = render::resource_line(r);

@@ -73,11 +73,11 @@ fn hints_block(hints: &[&crate::domain::Hint]) -> Option<Value> {
 }
 
 /// One problem: its line, the resources (each linked into Argo CD), the messages, what to do.
-fn teams_incident(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+fn teams_incident(i: &Incident, now: chrono::DateTime<chrono::Utc>, zone: crate::domain::Zone) -> Vec<Value> {
     use escape::teams as t;
     let mut items = vec![json!({
         "type": "TextBlock",
-        "text": truncate(&format!("[{}] {}", render::incident_word(i), t(&i.status_line(now))), TEAMS_MAX_TEXT),
+        "text": truncate(&format!("[{}] {}", render::incident_word(i), t(&i.status_line(now, zone))), TEAMS_MAX_TEXT),
         "weight": "Bolder",
         "wrap": true,
     })];
@@ -123,7 +123,7 @@ fn teams_incident(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> Vec<Value
 }
 
 /// One Application: its name, its facts, then its problems.
-fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Value {
+fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>, zone: crate::domain::Zone) -> Value {
     // A FactSet cannot carry a link: the signed one-click links are the card's buttons ([`link_buttons`]).
     let actionable: Vec<&str> = (app.incidents.iter())
         .flat_map(|i| i.actions.iter().map(|a| a.url.as_str()))
@@ -136,7 +136,7 @@ fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Value {
         .collect();
     let mut items = vec![json!({"type": "FactSet", "facts": facts})];
     for i in &app.incidents {
-        items.extend(teams_incident(i, now));
+        items.extend(teams_incident(i, now, zone));
     }
     json!({"type": "Container", "separator": true, "items": items})
 }
@@ -152,7 +152,10 @@ fn teams_list(n: &Notification) -> Vec<Value> {
         for i in &app.incidents {
             let word = render::incident_word(i);
             rows.push(render::Row {
-                full: format!("- **{word}** {name}: {}", escape::teams(&i.status_line(n.created_at))),
+                full: format!(
+                    "- **{word}** {name}: {}",
+                    escape::teams(&i.status_line(n.created_at, n.zone))
+                ),
                 short: format!("- **{word}** {name}"),
             });
         }
@@ -214,7 +217,7 @@ pub(crate) fn teams_message(n: &Notification) -> Value {
     }
     let apps = render::apps(n);
     if render::detailed(n) {
-        body.extend(apps.iter().map(|a| teams_app(a, n.created_at)));
+        body.extend(apps.iter().map(|a| teams_app(a, n.created_at, n.zone)));
     } else {
         body.extend(teams_list(n));
     }

@@ -128,7 +128,7 @@ pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value
     }
 
     let mut details = Map::new();
-    for (k, v) in render::facts(i) {
+    for (k, v) in render::facts(i, n.zone) {
         details.insert(k.to_string(), json!(v));
     }
     details.insert("Reason".into(), json!(n.reason));

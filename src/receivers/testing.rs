@@ -99,6 +99,7 @@ pub fn notification(action: Action) -> Notification {
         commit_status: None,
         status_url: None,
         group_actions: Vec::new(),
+        zone: Default::default(),
     }
 }
 

@@ -293,7 +293,9 @@ impl Story {
                     r.app,
                     v.kind,
                     v.state,
-                    v.held.map(|h| format!(" ({})", h.describe())).unwrap_or_default()
+                    v.held
+                        .map(|h| format!(" ({})", h.describe(herald::domain::Zone::UTC)))
+                        .unwrap_or_default()
                 )
             })
             .collect()

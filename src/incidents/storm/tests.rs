@@ -224,7 +224,13 @@ fn a_storm_says_what_they_share() {
         .map(|k| member(&format!("pay-{k}"), "payments", refused, IncidentState::Firing))
         .collect();
     members.push(member("cart", "shop", refused, IncidentState::Resolved));
-    let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members, false);
+    let d = describe(
+        &scope("default", CLUSTER, Kind::SyncUnknown),
+        at(0),
+        &members,
+        false,
+        crate::domain::Zone::UTC,
+    );
     assert_eq!(
         d.summary,
         "cluster https://10.20.30.40:6443: 4 Applications Unknown since 10:02 UTC (connection refused), 1 recovered"
@@ -238,12 +244,24 @@ fn a_storm_says_what_they_share() {
         ]
     );
     members[0].messages = vec!["ComparisonError: something else".into()];
-    let d = describe(&scope("us", "", Kind::Degraded), at(0), &members, false);
+    let d = describe(
+        &scope("us", "", Kind::Degraded),
+        at(0),
+        &members,
+        false,
+        crate::domain::Zone::UTC,
+    );
     assert_eq!(
         d.summary, "Argo CD instance us: 4 Applications Degraded since 10:02 UTC, 1 recovered",
         "no shared message: no cause"
     );
-    let d = describe(&scope("default", CLUSTER, Kind::SyncUnknown), at(0), &members, true);
+    let d = describe(
+        &scope("default", CLUSTER, Kind::SyncUnknown),
+        at(0),
+        &members,
+        true,
+        crate::domain::Zone::UTC,
+    );
     assert_eq!(
         d.condition, "4 Applications Unknown since 10:02 UTC",
         "over: its resolution says how many recovered"

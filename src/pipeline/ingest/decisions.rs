@@ -176,6 +176,7 @@ impl Core {
             team,
             self.settings.argocd.ui_url(&before.snapshot.app.instance),
             at.now,
+            self.zone_of(team),
         )
         .map(|mut held| {
             incidents::link_commits(&mut held.view, &self.settings.links);

@@ -116,13 +116,13 @@ fn hints(hints: &[&Hint]) -> Vec<String> {
 }
 
 /// An Application's problems, as blocks of lines (a block is never cut inside: a quote or a line stays whole).
-fn incident_blocks(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>) -> Vec<String> {
+fn incident_blocks(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>, zone: crate::domain::Zone) -> Vec<String> {
     let mut out = Vec::new();
     for i in &app.incidents {
         out.push(format!(
             "**[{}] {}**\n",
             render::incident_word(i),
-            escape::discord(&i.status_line(now))
+            escape::discord(&i.status_line(now, zone))
         ));
         for r in &i.resources {
             let (what, status) = render::resource_line(r);
@@ -250,7 +250,7 @@ fn embeds(n: &Notification) -> Vec<Embed> {
             if k == 0 && !reason.is_empty() {
                 blocks.push(reason.clone());
             }
-            blocks.extend(incident_blocks(app, n.created_at));
+            blocks.extend(incident_blocks(app, n.created_at, n.zone));
             let embed = Embed {
                 title: match k {
                     0 => title.clone(),

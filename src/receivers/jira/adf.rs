@@ -125,7 +125,7 @@ pub fn document(n: &Notification) -> Value {
         for app in render::apps(n) {
             content.push(facts(&app));
             for i in &app.incidents {
-                incident(&mut content, i, n.created_at);
+                incident(&mut content, i, n.created_at, n.zone);
             }
         }
     } else {
@@ -142,7 +142,7 @@ fn summary_list(n: &Notification) -> Value {
         for i in &app.incidents {
             let mut item = strong(&format!("{} ", render::incident_word(i)));
             item.extend(linked(&app.name, app.url));
-            item.extend(plain(&format!(": {}", i.status_line(n.created_at))));
+            item.extend(plain(&format!(": {}", i.status_line(n.created_at, n.zone))));
             items.push(item);
         }
     }
@@ -164,10 +164,10 @@ fn facts(app: &render::AppView<'_>) -> Value {
 }
 
 /// One problem in detail, as of `now`: its heading, resources, messages, what to do, notes and fingerprint.
-fn incident(content: &mut Vec<Value>, i: &Incident, now: DateTime<Utc>) {
+fn incident(content: &mut Vec<Value>, i: &Incident, now: DateTime<Utc>, zone: crate::domain::Zone) {
     content.push(heading(
         4,
-        &format!("[{}] {}", render::incident_word(i), i.status_line(now)),
+        &format!("[{}] {}", render::incident_word(i), i.status_line(now, zone)),
     ));
     resources(content, i);
     for m in &i.messages {

@@ -48,7 +48,7 @@ pub fn wiki(n: &Notification) -> String {
             s.push_str(&format!(
                 "\nh4. \\[{}\\] {}\n\n",
                 render::incident_word(i),
-                esc(&i.status_line(now))
+                esc(&i.status_line(now, n.zone))
             ));
             if !i.resources.is_empty() {
                 s.push_str("||Resource||Status||Message||\n");

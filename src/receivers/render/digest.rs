@@ -537,6 +537,7 @@ pub(crate) mod tests {
             commit_status: None,
             status_url: None,
             group_actions: Vec::new(),
+            zone: Default::default(),
         }
     }
 

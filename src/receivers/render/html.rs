@@ -91,7 +91,7 @@ pub fn html_within(n: &Notification, budget: usize) -> String {
             s.push_str(&format!(
                 "<h3 style=\"font-size:15px\">{} {}</h3>",
                 word(i),
-                esc(&i.status_line(now))
+                esc(&i.status_line(now, n.zone))
             ));
             if !i.resources.is_empty() {
                 s.push_str("<table border=1 cellpadding=4 style=\"border-collapse:collapse;border-color:#d1d9e0\"><tr><th>Resource</th><th>Status</th><th>Message</th></tr>");

@@ -66,7 +66,11 @@ pub fn markdown_within(n: &Notification, budget: usize) -> String {
             s.push_str(&format!("- {}: {value}\n", f.label));
         }
         for i in &app.incidents {
-            s.push_str(&format!("\n**[{}] {}**\n", incident_word(i), md(&i.status_line(now))));
+            s.push_str(&format!(
+                "\n**[{}] {}**\n",
+                incident_word(i),
+                md(&i.status_line(now, n.zone))
+            ));
             if !i.resources.is_empty() {
                 s.push_str("\n| Resource | Status | Message |\n|---|---|---|\n");
                 for r in &i.resources {

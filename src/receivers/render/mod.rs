@@ -60,7 +60,7 @@ pub fn summary_list(
     for app in apps(n) {
         let name = linked(&app.name, app.url, &link, &esc);
         for i in &app.incidents {
-            s.push_str(&line(i, &name, &esc(&i.status_line(n.created_at))));
+            s.push_str(&line(i, &name, &esc(&i.status_line(n.created_at, n.zone))));
         }
     }
     s
@@ -83,7 +83,7 @@ pub fn summary_list_within(
         let name = linked(&app.name, app.url, &link, &esc);
         for i in &app.incidents {
             rows.push(Row {
-                full: line(i, &name, &esc(&i.status_line(n.created_at))),
+                full: line(i, &name, &esc(&i.status_line(n.created_at, n.zone))),
                 short: line(i, &name, ""),
             });
         }
@@ -302,10 +302,6 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
-fn when(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-}
-
 /// "for 1h 2m" style age of an incident at `now`.
 pub fn age(since: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
     let secs = (now - since).num_seconds().max(0) as u64;
@@ -326,7 +322,7 @@ fn short_rev(r: &str) -> &str {
 }
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.
-pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
+pub fn facts(i: &Incident, zone: crate::domain::Zone) -> Vec<(&'static str, String)> {
     let mut out = vec![match i.kind {
         crate::domain::Kind::Storm => ("Storm", i.app_title()),
         _ => ("Application", format!("{}/{}", i.app_namespace, i.app_name)),
@@ -341,7 +337,7 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
             "Destination",
             format!("{} / {}", i.destination_cluster, i.destination_namespace),
         ),
-        ("Since", when(i.since)),
+        ("Since", zone.stamp_seconds(i.since)),
         ("Severity", i.severity.to_string()),
     ]);
     if let Some(r) = &i.revision {

@@ -41,7 +41,7 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
                 let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
                 let (word, name) = (incident_word(i), field(&app.name));
                 rows.push(super::Row {
-                    full: format!("* [{word}] {name}: {}{link}\n", field(&i.status_line(now))),
+                    full: format!("* [{word}] {name}: {}{link}\n", field(&i.status_line(now, n.zone))),
                     short: format!("* [{word}] {name}\n"),
                 });
             }
@@ -66,7 +66,11 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
             s.push_str(&format!("    {}: {}{link}\n", f.label, field(&f.value)));
         }
         for i in &app.incidents {
-            s.push_str(&format!("  * [{}] {}\n", incident_word(i), field(&i.status_line(now))));
+            s.push_str(&format!(
+                "  * [{}] {}\n",
+                incident_word(i),
+                field(&i.status_line(now, n.zone))
+            ));
             for r in &i.resources {
                 let (what, status) = resource_line(r);
                 s.push_str(&format!("      - {}: {}", field(&what), field(&status)));

@@ -307,6 +307,7 @@ pub fn complete_sample(now: DateTime<Utc>) -> Notification {
         }),
         status_url: Some("https://herald.example.com/?team=payments".into()),
         group_actions: Vec::new(),
+        zone: Default::default(),
         // Told only to `github_status` receivers, which take no template.
         commit_status: None,
     }

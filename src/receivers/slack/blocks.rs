@@ -60,7 +60,7 @@ fn context(n: &Notification) -> Value {
     if !n.reason.is_empty() {
         parts.push(esc(&n.reason));
     }
-    parts.push(format!("Herald · {}", n.created_at.format("%Y-%m-%d %H:%M:%S UTC")));
+    parts.push(format!("Herald · {}", n.zone.stamp_seconds(n.created_at)));
     json!({
         "type": "context",
         "elements": [{"type": "mrkdwn", "text": truncate(&parts.join(" · "), MAX_CONTEXT_TEXT)}],
@@ -168,8 +168,8 @@ fn listed_buttons(n: &Notification) -> Vec<Value> {
 }
 
 /// One problem: its line, then why (resources, messages) and what to do.
-fn incident_text(i: &Incident, now: chrono::DateTime<chrono::Utc>) -> String {
-    let mut s = format!("*[{}]* {}\n", render::incident_word(i), esc(&i.status_line(now)));
+fn incident_text(i: &Incident, now: chrono::DateTime<chrono::Utc>, zone: crate::domain::Zone) -> String {
+    let mut s = format!("*[{}]* {}\n", render::incident_word(i), esc(&i.status_line(now, zone)));
     for r in &i.resources {
         let (what, status) = render::resource_line(r);
         let what = match &r.url {
@@ -209,7 +209,7 @@ fn list_sections(n: &Notification) -> Vec<Value> {
         };
         for i in &app.incidents {
             let word = render::incident_word(i);
-            let full = format!("• *{word}* {name}: {}", esc(&i.status_line(n.created_at)));
+            let full = format!("• *{word}* {name}: {}", esc(&i.status_line(n.created_at, n.zone)));
             let short = format!("• *{word}* {name}");
             rows.push(render::Row {
                 full: truncate(&full, MAX_LIST_LINE),
@@ -247,7 +247,7 @@ fn detailed_sections(n: &Notification, with: bool) -> Vec<Value> {
     for app in render::apps(n) {
         out.push(app_section(&app));
         for i in &app.incidents {
-            out.push(section(&incident_text(i, n.created_at)));
+            out.push(section(&incident_text(i, n.created_at, n.zone)));
             if buttoned.contains(&i.id) {
                 out.push(buttons(i, None));
             }
@@ -326,7 +326,7 @@ pub(super) fn fallback_text(n: &Notification) -> String {
                 "\n• [{}] {}: {}",
                 render::incident_word(i),
                 esc(&app.name),
-                esc(&i.status_line(n.created_at))
+                esc(&i.status_line(n.created_at, n.zone))
             ));
         }
     }

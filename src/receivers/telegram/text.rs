@@ -103,7 +103,7 @@ pub fn text(n: &Notification) -> String {
             blocks.push(format!(
                 "\n<b>[{}] {}</b>\n",
                 render::incident_word(i),
-                t(&i.status_line(now))
+                t(&i.status_line(now, n.zone))
             ));
             for r in &i.resources {
                 let (what, status) = render::resource_line(r);

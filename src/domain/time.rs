@@ -1,0 +1,103 @@
+//! How Herald writes a time for people: in the reader's time zone ([`Zone`]) — a message in its team's (the
+//! team's digest zone, else `server.time_zone`), a page in the one its reader chose (`?tz=`, else
+//! `server.time_zone`) — with the zone's abbreviation (`09:00 CET`, `2026-03-09 09:00 CEST`, `17:01 UTC`).
+//! Machine-readable fields (the webhook's JSON, the API) stay RFC 3339 in UTC and never come through here.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A time zone people read times in: an IANA zone, UTC unless a setting says otherwise. Stored with a
+/// notification by its name (`Europe/Berlin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zone(pub Tz);
+
+impl Default for Zone {
+    fn default() -> Self {
+        Zone::UTC
+    }
+}
+
+impl Zone {
+    pub const UTC: Zone = Zone(chrono_tz::UTC);
+
+    pub fn is_utc(&self) -> bool {
+        self.0 == chrono_tz::UTC
+    }
+
+    /// `2026-03-02 11:00 CET`.
+    pub fn stamp(&self, t: DateTime<Utc>) -> String {
+        t.with_timezone(&self.0).format("%Y-%m-%d %H:%M %Z").to_string()
+    }
+
+    /// `2026-03-02 11:00:05 CET`.
+    pub fn stamp_seconds(&self, t: DateTime<Utc>) -> String {
+        t.with_timezone(&self.0).format("%Y-%m-%d %H:%M:%S %Z").to_string()
+    }
+
+    /// `11:00 CET`: a time of day, without the date.
+    pub fn clock(&self, t: DateTime<Utc>) -> String {
+        t.with_timezone(&self.0).format("%H:%M %Z").to_string()
+    }
+
+    /// `11:00 CET` when `t` is on `now`'s day (in this zone), else with the date: `2026-03-01 11:00 CET`.
+    pub fn short(&self, t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+        if t.with_timezone(&self.0).date_naive() == now.with_timezone(&self.0).date_naive() {
+            self.clock(t)
+        } else {
+            self.stamp(t)
+        }
+    }
+
+    /// `Mon 2026-03-09 09:00 CET`.
+    pub fn day_stamp(&self, t: DateTime<Utc>) -> String {
+        t.with_timezone(&self.0).format("%a %Y-%m-%d %H:%M %Z").to_string()
+    }
+}
+
+impl Serialize for Zone {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Zone {
+    /// A name Herald wrote (the settings checked it at load); one no longer known reads as UTC rather than losing
+    /// the notification it is part of.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(Zone(name.parse().unwrap_or(chrono_tz::UTC)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+    }
+
+    #[test]
+    fn times_read_in_the_zone_with_its_abbreviation_and_the_date_only_when_not_today_there() {
+        let berlin = Zone("Europe/Berlin".parse().expect("zone"));
+        let winter = at("2026-03-02T10:00:00Z");
+        assert_eq!(berlin.clock(winter), "11:00 CET");
+        assert_eq!(berlin.stamp(winter), "2026-03-02 11:00 CET");
+        assert_eq!(berlin.stamp(at("2026-07-02T10:00:00Z")), "2026-07-02 12:00 CEST");
+        assert_eq!(Zone::UTC.stamp_seconds(winter), "2026-03-02 10:00:00 UTC");
+        // 23:30 UTC on the 1st is already the 2nd in Berlin: "today" there, no date.
+        assert_eq!(berlin.short(at("2026-03-01T23:30:00Z"), winter), "00:30 CET");
+        assert_eq!(
+            Zone::UTC.short(at("2026-03-01T23:30:00Z"), winter),
+            "2026-03-01 23:30 UTC"
+        );
+        assert_eq!(berlin.day_stamp(at("2026-03-09T08:00:00Z")), "Mon 2026-03-09 09:00 CET");
+        // Stored by name; a name no longer known reads as UTC.
+        assert_eq!(serde_json::to_string(&berlin).expect("json"), "\"Europe/Berlin\"");
+        let back: Zone = serde_json::from_str("\"Europe/Berlin\"").expect("zone");
+        assert_eq!(back, berlin);
+        let gone: Zone = serde_json::from_str("\"Mars/Olympus\"").expect("zone");
+        assert!(gone.is_utc());
+    }
+}
