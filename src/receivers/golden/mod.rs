@@ -4,6 +4,7 @@
 //! `src/receivers/golden/<situation>/<kind>.<part>`. `HERALD_BLESS=1` rewrites them, and renders the Slack and
 //! e-mail messages as HTML pages with screenshots (headless chromium) into `docs/messages/`.
 
+mod outgoing;
 mod pages;
 
 use std::path::{Path, PathBuf};

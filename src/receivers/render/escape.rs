@@ -113,7 +113,7 @@ fn starts_web_address(s: &str) -> bool {
 }
 
 /// Web addresses in text from Argo CD made unlinkable: Slack, Mattermost, GitHub, Teams, Telegram, Discord and Matrix
-/// clients link a bare `https://…` (and Slack a bare `www.host`) by themselves, so a message could carry a link
+/// clients, and mail clients, link a bare `https://…` (and Slack a bare `www.host`) by themselves, so a message could carry a link
 /// Herald did not put there. A word joiner before the scheme's `:` and before each `.` of the host breaks every
 /// linker's match and nothing a reader sees; the rest of the address is left as it is. Addresses without a scheme
 /// or `www.` (`alice@example.com`, `mailto:` links, resource names such as `deployments.apps`) are left alone.

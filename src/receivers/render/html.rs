@@ -1,7 +1,7 @@
 //! HTML (the e-mail's HTML part), in the shared layout: every field from Argo CD escaped, links only where Herald
 //! puts them, messages in a preformatted block.
 
-use super::escape::{html as esc, message_lines, with_code};
+use super::escape::{message_lines, with_code};
 use super::plain::summary_hints;
 use super::{apps, detailed, incident_word, linked, resource_line, summary_list_within};
 use crate::domain::{Hint, Incident, Notification};
@@ -10,7 +10,13 @@ const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-ser
                      max-width:760px";
 
 fn link(text: &str, url: &str) -> String {
-    format!("<a href=\"{}\">{}</a>", esc(url), esc(text))
+    format!("<a href=\"{}\">{}</a>", super::escape::html(url), esc(text))
+}
+
+/// Text from Argo CD (or Herald's words around it) as HTML: escaped, and a web address in it made unlinkable (mail
+/// clients link bare addresses by themselves), so the only links are the ones Herald puts.
+fn esc(s: &str) -> String {
+    super::escape::html(&super::escape::defuse_links(s))
 }
 
 /// The colour of an incident's status word.

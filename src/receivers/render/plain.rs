@@ -6,15 +6,21 @@ use crate::domain::{Hint, Notification};
 pub fn text(n: &Notification) -> String {
     match &n.digest {
         Some(d) => crate::receivers::render::digest::text(d),
-        None => plain(n, escape::one_line, usize::MAX),
+        None => plain(n, text_field, usize::MAX),
     }
+}
+
+/// A field of the text part: one line, a web address from Argo CD made unlinkable (mail clients and chats link bare
+/// addresses by themselves), so the only addresses that link are Herald's own.
+fn text_field(s: &str) -> String {
+    escape::one_line(&escape::defuse_links(s))
 }
 
 /// [`text`] with a digest, or a message about many Applications, within `budget` characters.
 pub fn text_within(n: &Notification, budget: usize) -> String {
     match &n.digest {
         Some(d) => crate::receivers::render::digest::text_within(d, budget),
-        None => plain(n, escape::one_line, budget),
+        None => plain(n, text_field, budget),
     }
 }
 
@@ -28,6 +34,8 @@ pub fn console_text(n: &Notification) -> String {
 
 /// Plain text, each field written through `field` (one line, or escaped for a terminal).
 fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
+    // Herald's own links (Argo CD's pages, commits, the status page, one-click links) stay addresses.
+    let url = |u: &str| escape::console(u);
     let mut s = format!("{}\n", field(&n.title));
     if !n.reason.is_empty() {
         s.push_str(&format!("({})\n", field(&n.reason)));
@@ -38,7 +46,7 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
         let mut rows = Vec::new();
         for app in apps(n) {
             for i in &app.incidents {
-                let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
+                let link = app.url.map(|u| format!("  {}", url(u))).unwrap_or_default();
                 let (word, name) = (incident_word(i), field(&app.name));
                 rows.push(super::Row {
                     full: format!("* [{word}] {name}: {}{link}\n", field(&i.status_line(now, n.zone))),
@@ -46,11 +54,11 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
                 });
             }
         }
-        let status = n.status_url.as_deref().map(field);
+        let status = n.status_url.as_deref().map(url);
         let more = |hidden| format!("* {}\n", super::more_words(hidden, status.as_deref()));
         let budget = budget.saturating_sub(2000);
         s.push_str(&super::fit_rows(&rows, budget, |l| l.chars().count(), more).concat());
-        if let Some(links) = super::group_links(n, |label, url| format!("{label}: {}", field(url))) {
+        if let Some(links) = super::group_links(n, |label, u| format!("{label}: {}", url(u))) {
             s.push_str(&format!("\n{links}\n"));
         }
         let hints = summary_hints(n);
@@ -59,10 +67,10 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
     }
     for app in apps(n) {
         s.push('\n');
-        let link = app.url.map(|u| format!("  {}", field(u))).unwrap_or_default();
+        let link = app.url.map(|u| format!("  {}", url(u))).unwrap_or_default();
         s.push_str(&format!("{}{link}\n", field(&app.name)));
         for f in app.facts().iter().skip(1) {
-            let link = f.link.as_deref().map(|u| format!("  {}", field(u))).unwrap_or_default();
+            let link = f.link.as_deref().map(|u| format!("  {}", url(u))).unwrap_or_default();
             s.push_str(&format!("    {}: {}{link}\n", f.label, field(&f.value)));
         }
         for i in &app.incidents {
@@ -78,7 +86,7 @@ fn plain(n: &Notification, field: fn(&str) -> String, budget: usize) -> String {
                     s.push_str(&format!(" — {}", field(&r.message)));
                 }
                 if let Some(u) = &r.url {
-                    s.push_str(&format!("  {}", field(u)));
+                    s.push_str(&format!("  {}", url(u)));
                 }
                 s.push('\n');
             }
