@@ -46,5 +46,6 @@ mod storms;
 mod sync_statuses;
 mod telegram;
 mod three_incidents;
+mod time_intervals;
 #[path = "../common/wait.rs"]
 mod wait;
