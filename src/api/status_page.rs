@@ -127,6 +127,7 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
         (storms_section(&storms, z, now))
         (attention_section(p, &attention, z, now))
         (windows_section(&[&firing, &pending], z, now))
+        (muted_section(&firing, z, now))
         (incidents_section(&firing, held_firing, &forms, &here, z, now))
         (pending_section(&pending, held_pending, z, now))
         (prunes_section(&prunes, omitted, more_prunes.is_some(), z))
@@ -359,6 +360,27 @@ fn windows_section(lists: &[&Shown<IncidentRecord>], zone: &Zone, now: DateTime<
                     li {
                         a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) }
                         " (" (i.team) "): OutOfSync expected, " (w.describe(&zone.short(w.until, now)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The firing incidents shown below that their owner's time intervals mute (planned quiet hours), one line each
+/// with until when, as the sync windows above; no section when there are none.
+fn muted_section(firing: &Shown<IncidentRecord>, zone: &Zone, now: DateTime<Utc>) -> Markup {
+    let muted: Vec<(&IncidentRecord, &Hold)> = (firing.rows.iter())
+        .filter_map(|i| Some((i, i.view.held.as_ref().filter(|h| matches!(h, Hold::Muted { .. }))?)))
+        .collect();
+    html! {
+        @if !muted.is_empty() {
+            h2 #muted { "Muted by time intervals (" (muted.len()) ")" }
+            ul #muted-list {
+                @for (i, h) in &muted {
+                    li {
+                        a.app href=(link(&app_path(&i.app), &[], zone)) { (i.app) }
+                        " (" (i.team) "): " (i.kind) ", " (words::held(h, zone, now))
                     }
                 }
             }

@@ -104,6 +104,7 @@ pub fn held(h: &Hold, zone: &Zone, now: DateTime<Utc>) -> String {
             manual_sync: *manual_sync,
         }
         .describe(&zone.short(*until, now)),
+        Hold::Muted { until, .. } => h.describe_muted(&until.map(|u| zone.short(u, now)).unwrap_or_default()),
         other => other.describe(zone.zone()),
     }
 }

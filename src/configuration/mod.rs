@@ -18,6 +18,7 @@ mod server;
 mod sources;
 mod storage;
 mod storm;
+mod time_intervals;
 
 pub use argocd::*;
 pub use delivery::*;
@@ -29,6 +30,7 @@ pub use rules::*;
 pub use server::*;
 pub use storage::*;
 pub use storm::*;
+pub use time_intervals::{RangeValue, TimeIntervalSettings, TimeIntervalSpec, TimeRangeSpec};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +54,10 @@ pub struct Settings {
     pub people_receivers: PeopleReceivers,
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
+    /// Named moments in Alertmanager's shape, which teams and routes name in `mute_time_intervals` and
+    /// `active_time_intervals` (see `routing::time_interval`).
+    #[serde(default)]
+    pub time_intervals: Vec<TimeIntervalSettings>,
     /// Alertmanager-shaped inhibition rules, added to the built-in ones (see `pipeline::delivery`).
     #[serde(default)]
     pub inhibit_rules: Vec<InhibitRuleSettings>,
@@ -195,6 +201,8 @@ impl Settings {
         let takes_no_incidents = |n: &str| self.receiver(n).is_some_and(|r| !r.capabilities().incidents);
         routing::validate_incident_receivers(&self.teams, &self.routes, &takes_no_incidents, &mut errors);
         routing::validate_inhibit_rules(&self.inhibit_rules, &mut errors);
+        self.intervals(&mut errors);
+        time_intervals::validate_names(&self.time_intervals, &self.teams, &self.routes, &mut errors);
         routing::validate_grouping(&self.grouping, &mut errors);
         self.rules.validate(&mut errors);
         self.links.validate(&mut errors);
@@ -254,6 +262,11 @@ impl Settings {
             ));
         }
         Ok(())
+    }
+
+    /// `time_intervals` parsed (what does not parse is left out, its error added to `errors`).
+    pub fn intervals(&self, errors: &mut Vec<ConfigError>) -> crate::routing::time_interval::TimeIntervals {
+        time_intervals::compile(&self.time_intervals, errors)
     }
 
     pub fn receiver(&self, name: &str) -> Option<&ReceiverSettings> {

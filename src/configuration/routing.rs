@@ -43,6 +43,11 @@ pub struct TeamSettings {
     pub escalation: Vec<EscalationStep>,
     /// No digest unless configured.
     pub digest: Option<DigestSettings>,
+    /// Names of `time_intervals` inside which the team gets nothing: what fires then is sent when they end, if it
+    /// still fires.
+    pub mute_time_intervals: Vec<String>,
+    /// Names of `time_intervals` outside which the team gets nothing (none: always active).
+    pub active_time_intervals: Vec<String>,
 }
 
 /// `teams.<t>.digest`: the team's digest of everything still not right (see `crate::digest`).
@@ -199,6 +204,11 @@ pub struct RouteSettings {
     pub receivers: Vec<String>,
     #[serde(default)]
     pub r#continue: bool,
+    /// As a team's: the incidents this route takes wait while it is muted (not on a `continue: true` route).
+    #[serde(default)]
+    pub mute_time_intervals: Vec<String>,
+    #[serde(default)]
+    pub active_time_intervals: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -410,6 +410,19 @@ pub enum Hold {
         /// Whether a person may still sync it by hand.
         manual_sync: bool,
     },
+    /// Its owner (its team, or the route that takes it) is muted by its time intervals: inside one of its
+    /// `mute_time_intervals`, or outside its `active_time_intervals`. Sent when that ends, if it still fires.
+    Muted {
+        /// `team payments`, `routes[2]`.
+        owner: String,
+        /// The `mute_time_intervals` it is inside, or (`outside`) the `active_time_intervals` it is outside of.
+        intervals: Vec<String>,
+        #[serde(default)]
+        outside: bool,
+        /// When it is next not muted (`None`: not within a year).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<DateTime<Utc>>,
+    },
     /// Someone acknowledged it: no repeats, no further escalation step, while it holds.
     Acknowledged {
         acknowledged_by: String,
@@ -464,6 +477,35 @@ impl Hold {
                 manual_sync: *manual_sync,
             }
             .describe(&zone.stamp(*until)),
+            Hold::Muted { until, .. } => self.describe_muted(&until.map(|u| zone.stamp(u)).unwrap_or_default()),
+        }
+    }
+
+    /// A `Muted` hold in words, `until` written by the caller (UTC, or the reader's zone; empty: no end known):
+    /// `muted for team payments (time interval nights) until 07:00 CET`, `muted for routes[0] outside time
+    /// interval office-hours until …`.
+    pub fn describe_muted(&self, until: &str) -> String {
+        let Hold::Muted {
+            owner,
+            intervals,
+            outside,
+            ..
+        } = self
+        else {
+            return self.describe(super::Zone::UTC);
+        };
+        let names = format!(
+            "time interval{} {}",
+            if intervals.len() > 1 { "s" } else { "" },
+            intervals.join(", ")
+        );
+        let why = match outside {
+            true => format!("outside {names}"),
+            false => format!("({names})"),
+        };
+        match until {
+            "" => format!("muted for {owner} {why}, with no end within a year"),
+            u => format!("muted for {owner} {why} until {u}"),
         }
     }
 }

@@ -3,8 +3,8 @@
 //! its resolve) the scheduler asks these stages and writes what they answer; nothing else decides who is told.
 //!
 //! ```text
-//!   inhibit → storm → silence → sync window → acknowledge → route → group → escalate → dedup
-//!   \______________ hold it back? _______________/   \__ where does it go? __/   \_ what does a flush send? _/
+//!   inhibit → storm → silence → muted → sync window → acknowledge → route → group → escalate → dedup
+//!   \__________________ hold it back? __________________/   \__ where does it go? __/   \_ what does a flush send? _/
 //! ```
 //!
 //! - **inhibit**: another open incident of the same Application explains it (`prune_pending` explains
@@ -12,6 +12,10 @@
 //! - **storm**: it is a member of a storm (many Applications of its cluster with the same problem at once,
 //!   [`crate::incidents::storm`]) that is open, or ended less than `storm.window` ago: the storm is told instead.
 //! - **silence**: a silence matches it, now; checked at every send, firing incidents too.
+//! - **muted**: the incident's owner (the route that takes it, else its team) is inside one of its
+//!   `mute_time_intervals`, or outside its `active_time_intervals` ([`crate::routing::time_interval`]): planned
+//!   quiet hours. Asked of the configuration at every send, so what fired inside is sent when the interval ends,
+//!   if it still fires; its resolve is sent only where its firing was.
 //! - **sync window**: Argo CD's sync windows keep the Application from being synced (`out_of_sync` only, stored
 //!   with the incident: `pipeline::windows`): its OutOfSync is expected until the window ends; its resolve is
 //!   still sent.
@@ -99,11 +103,12 @@ pub fn decide(f: &Facts, l: &Labels, own: Own) -> Decision {
     }
 }
 
-/// The holding stages, in order: inhibit → storm → silence → sync window → acknowledge.
+/// The holding stages, in order: inhibit → storm → silence → muted → sync window → acknowledge.
 pub fn hold(f: &Facts, l: &Labels, own: Own) -> Option<Hold> {
     inhibit(f.inhibitor, l, f.open, f.now)
         .or_else(|| storm(f.storm, f.settings, f.now))
         .or_else(|| silence(f.silences, l, f.now))
+        .or_else(|| muted(f.router, l, f.now))
         .or_else(|| sync_window(own.window, l, f.now))
         .or_else(|| acknowledge(own.ack, f.now))
 }
@@ -148,6 +153,11 @@ pub fn silence(silences: &[Silence], l: &Labels, now: DateTime<Utc>) -> Option<H
             created_by: s.created_by.clone(),
             until: s.ends_at,
         })
+}
+
+/// The incident's owner is muted by its time intervals now (see [`Router::muted`]).
+pub fn muted(router: &Router, l: &Labels, now: DateTime<Utc>) -> Option<Hold> {
+    router.muted(l, now)
 }
 
 /// An `out_of_sync` whose Application Argo CD may not sync now (a sync window): held until the window ends. Only
@@ -464,6 +474,150 @@ routes: [{kind: pruned, namespace: 'prod-*', receivers: [bot], continue: true}]
             let got =
                 hold(&facts, &labels(Kind::SyncUnknown), Own::default()).map(|h| h.describe(crate::domain::Zone::UTC));
             assert_holds(got, want, why);
+        }
+    }
+
+    #[test]
+    fn the_owner_of_an_incident_decides_whether_it_is_muted_after_a_silence_and_before_an_acknowledgement() {
+        // 2026-01-05 is a Monday; `nights` is 18:00 to 08:00 UTC, `office` Monday to Friday 09:00 to 17:00 UTC.
+        let yaml = "
+receivers: [{name: chat, console: {}}, {name: oncall, console: {}}, {name: bot, console: {}}]
+ownership: {default_team: platform}
+teams:
+  pay: {receivers: [chat], mute_time_intervals: [nights]}
+  platform: {receivers: [chat], mute_time_intervals: [nights]}
+time_intervals:
+  - {name: nights, time_intervals: [{times: [{start_time: '18:00', end_time: '24:00'}, {start_time: '00:00', end_time: '08:00'}]}]}
+  - {name: office, time_intervals: [{weekdays: ['monday:friday'], times: [{start_time: '09:00', end_time: '17:00'}]}]}
+routes:
+  - {kind: pruned, receivers: [bot], continue: true}
+  - {kind: sync_failed, receivers: [oncall], active_time_intervals: [office]}
+";
+        let settings = Settings::from_yaml(yaml).expect("valid");
+        let (router, inhibitor) = (Router::new(&settings), Inhibitor::new(&settings));
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).expect("t").with_timezone(&Utc);
+        let (night, noon, saturday) = (
+            at("2026-01-05T19:00:00Z"),
+            at("2026-01-05T12:00:00Z"),
+            at("2026-01-10T12:00:00Z"),
+        );
+        let ack = Acknowledgement {
+            by: "alice".into(),
+            at: night,
+            until: None,
+            comment: String::new(),
+        };
+        // (kind, team, now, silenced?, acknowledged?, what holds it, why)
+        type Case<'a> = (Kind, &'a str, DateTime<Utc>, bool, bool, Option<&'a str>, &'a str);
+        let cases: Vec<Case> = vec![
+            (
+                Kind::Degraded,
+                "pay",
+                noon,
+                false,
+                false,
+                None,
+                "the team is not muted at noon",
+            ),
+            (
+                Kind::Degraded,
+                "pay",
+                night,
+                false,
+                false,
+                Some("muted for team pay (time interval nights) until 2026-01-06 08:00 UTC"),
+                "the team is muted at night",
+            ),
+            (
+                Kind::Pruned,
+                "pay",
+                night,
+                false,
+                false,
+                Some("muted for team pay"),
+                "a continue: true route does not take it from the muted team",
+            ),
+            (
+                Kind::Degraded,
+                "search",
+                night,
+                false,
+                false,
+                Some("muted for team platform"),
+                "a team with no entry has the default team's quiet hours",
+            ),
+            (
+                Kind::SyncFailed,
+                "pay",
+                night,
+                false,
+                false,
+                Some("muted for routes[1] outside time interval office until 2026-01-06 09:00 UTC"),
+                "the route that takes it decides, not the team",
+            ),
+            (
+                Kind::SyncFailed,
+                "pay",
+                saturday,
+                false,
+                false,
+                Some("muted for routes[1] outside time interval office until 2026-01-12 09:00 UTC"),
+                "outside office hours until Monday",
+            ),
+            (Kind::SyncFailed, "pay", noon, false, false, None, "in office hours"),
+            (
+                Kind::Degraded,
+                "pay",
+                night,
+                true,
+                true,
+                Some("silenced by bob"),
+                "a silence is asked first",
+            ),
+            (
+                Kind::Degraded,
+                "pay",
+                night,
+                false,
+                true,
+                Some("muted for team pay"),
+                "muted before acknowledged",
+            ),
+            (
+                Kind::Degraded,
+                "pay",
+                noon,
+                false,
+                true,
+                Some("acknowledged by alice"),
+                "not muted: the acknowledgement holds",
+            ),
+        ];
+        for (kind, team, now, silenced, acked, want, why) in cases {
+            let silences = match silenced {
+                true => vec![silence("*", "bob", -5, 60, now)],
+                false => vec![],
+            };
+            let facts = Facts {
+                settings: &settings,
+                router: &router,
+                inhibitor: &inhibitor,
+                silences: &silences,
+                open: &[],
+                storm: None,
+                now,
+            };
+            let mut l = labels(kind);
+            l.team = team.into();
+            let own = Own {
+                ack: acked.then_some(&ack),
+                window: None,
+            };
+            assert_holds(
+                hold(&facts, &l, own).map(|h| h.describe(crate::domain::Zone::UTC)),
+                want,
+                why,
+            );
         }
     }
 

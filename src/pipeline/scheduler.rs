@@ -506,6 +506,7 @@ impl Core {
                     Hold::Silenced { until, .. } => *until,
                     Hold::Acknowledged { until: Some(until), .. } => (*until).min(interval),
                     Hold::SyncWindow { until, .. } => (*until).min(interval),
+                    Hold::Muted { until: Some(until), .. } => (*until).min(interval),
                     // A storm over holds for storm.window more.
                     Hold::Storm {
                         ended_at: Some(end), ..

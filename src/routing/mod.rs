@@ -7,6 +7,7 @@ pub mod grouping;
 pub mod inhibit;
 pub mod initiator;
 pub mod sync_status;
+pub mod time_interval;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,10 @@ struct CompiledRoute {
 /// Routes compiled once.
 pub struct Router {
     routes: Vec<CompiledRoute>,
+    /// `time_intervals`, and each team's and route's `mute_time_intervals` / `active_time_intervals`.
+    intervals: time_interval::TimeIntervals,
+    team_quiet: BTreeMap<String, time_interval::Quiet>,
+    default_team: String,
     teams: BTreeMap<String, Vec<String>>,
     /// Per team, the receivers its Applications may ask for by annotation.
     allowed: BTreeMap<String, Vec<String>>,
@@ -102,12 +107,57 @@ impl Router {
                     .map(|r| r.name.clone())
                     .collect()
             });
+        let quiet = |mute: &[String], active: &[String]| time_interval::Quiet {
+            mute: mute.to_vec(),
+            active: active.to_vec(),
+        };
+        let team_quiet = (settings.teams.iter())
+            .map(|(k, v)| (k.clone(), quiet(&v.mute_time_intervals, &v.active_time_intervals)))
+            .collect();
         Self {
             routes,
+            // Validated at load: nothing to report here.
+            intervals: settings.intervals(&mut Vec::new()),
+            team_quiet,
+            default_team: settings.ownership.default_team.clone(),
             teams,
             allowed,
             fallback,
         }
+    }
+
+    /// Whether the incident's owner is muted at `now` by its time intervals, and until when: the route that takes
+    /// it (`continue: false`), else its team (a team with no entry: the default team, whose receivers it gets).
+    /// The whole incident waits, the receivers `continue: true` routes add with it.
+    pub fn muted(&self, l: &Labels, now: DateTime<Utc>) -> Option<crate::domain::Hold> {
+        let route = self.route(l);
+        let (owner, quiet) = match route.matched_routes.last().filter(|_| !route.owner_kept) {
+            Some(&i) => {
+                let r = &self.routes.get(i)?.settings;
+                let quiet = time_interval::Quiet {
+                    mute: r.mute_time_intervals.clone(),
+                    active: r.active_time_intervals.clone(),
+                };
+                (format!("routes[{i}]"), quiet)
+            }
+            None => {
+                let team = match self.team_quiet.contains_key(&l.team) {
+                    true => &l.team,
+                    false => &self.default_team,
+                };
+                (
+                    format!("team {team}"),
+                    self.team_quiet.get(team).cloned().unwrap_or_default(),
+                )
+            }
+        };
+        let m = quiet.muted(&self.intervals, now)?;
+        Some(crate::domain::Hold::Muted {
+            owner,
+            intervals: m.intervals,
+            outside: m.outside,
+            until: m.until,
+        })
     }
 
     fn matches(r: &CompiledRoute, l: &Labels) -> bool {

@@ -365,6 +365,52 @@ routes: [{kind: prune_pending, receivers: [pager], continue: true}]
     assert!(err.contains("nonexistent"), "{err}");
 }
 
+/// `herald route` says an incident would be held while its team is muted (every year: always inside), and `check-config` names the key path of a malformed interval value and of an unknown name.
+#[test]
+fn route_shows_a_muted_team_and_check_config_names_a_bad_interval() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        r#"
+receivers: [{name: console, console: {}}, {name: plat-chat, console: {}}]
+ownership: {projects: {default: platform}}
+teams: {platform: {receivers: [plat-chat], mute_time_intervals: [always]}}
+time_intervals: [{name: always, time_intervals: [{years: ["1:9999"]}]}]
+"#,
+    );
+    let app = fixtures().join("captured/021_remove_podinfo_1_1.json");
+    let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &app.display().to_string()], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("held back: muted for team platform (time interval always), with no end within a year"),
+        "{out}"
+    );
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        r#"
+receivers: [{name: plat-chat, console: {}}]
+teams: {platform: {receivers: [plat-chat], mute_time_intervals: [nights, weekend]}}
+time_intervals:
+  - name: nights
+    time_intervals:
+      - times: [{start_time: "22:00", end_time: "24:00"}]
+      - {weekdays: [monday, funday], days_of_month: ["-1:5"], location: Moon/Base}
+"#,
+    );
+    let (code, out, err) = herald(&["check-config", &bad], &[]);
+    assert_ne!(code, 0, "{out}{err}");
+    for want in [
+        "time_intervals[0].time_intervals[1].weekdays[1]: \"funday\" is not a day of the week",
+        "time_intervals[0].time_intervals[1].days_of_month[0]",
+        "time_intervals[0].time_intervals[1].location: unknown time zone \"Moon/Base\"",
+        "teams.platform.mute_time_intervals[1]: unknown time interval \"weekend\" (defined: nights)",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+}
+
 #[test]
 fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications() {
     let dir = tempfile::tempdir().expect("tmp");

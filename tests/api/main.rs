@@ -46,6 +46,7 @@ mod storms;
 mod sync_statuses;
 mod telegram;
 mod three_incidents;
+mod time_intervals;
 mod time_zones;
 #[path = "../common/wait.rs"]
 mod wait;

@@ -541,6 +541,98 @@ async fn a_rollout_progressing_for_forty_minutes(engine: &str) {
     assert_eq!(sent(""), 3, "nothing else: {t:#?}");
 }
 
+/// payments' quiet hours: nothing from 18:00 to 08:00 UTC (`teams.payments.mute_time_intervals: [nights]`).
+fn quiet_nights() -> String {
+    CONFIG.replace(
+        "    escalation: [{after: 30m, receivers: [payments-pager]}]\n",
+        "    escalation: [{after: 30m, receivers: [payments-pager]}]\n    mute_time_intervals: [nights]\n",
+    ) + "time_intervals:\n  - name: nights\n    time_intervals:\n      - times: [{start_time: '18:00', end_time: '24:00'}, {start_time: '00:00', end_time: '08:00'}]\n"
+}
+
+/// Story: payments is muted every night from 18:00 to 08:00. pay-api goes OutOfSync at 18:30 and fires at 19:30,
+/// inside the interval: nobody is told, its escalation step waits, and the list says it is muted and until when.
+/// Herald restarts in the night. At 08:00, the interval over and pay-api still OutOfSync, the team is told (chat,
+/// e-mail, a ticket) and the escalation step pages; nothing before.
+async fn a_muted_team_hears_at_its_intervals_end(engine: &str) {
+    let mut s = Story::begin("muted-team-across-its-interval-end", engine, &quiet_nights()).await;
+    s.pass_by(9 * HOUR + 30 * MIN, 10 * MIN).await;
+    s.body(
+        "pay-api OutOfSync",
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + 5 * MIN).await;
+    s.look().await;
+    s.pass_by(3 * HOUR, 10 * MIN).await;
+    s.restart().await;
+    s.pass_by(9 * HOUR, 10 * MIN).await;
+    s.look().await;
+    s.say("at 08:00 payments' quiet hours end; pay-api is still OutOfSync");
+    s.pass(30 * MIN).await;
+    s.look().await;
+    let t = s.end();
+    let first = t.iter().position(|l| l.contains("  -> ")).expect("told at last");
+    assert!(t[first].starts_with("Tue(+1) 08:0"), "nothing before 08:00: {t:#?}");
+    assert!(
+        t.iter()
+            .any(|l| l.contains("muted for team payments (time interval nights) until 2026-01-06 08:00 UTC")),
+        "the list says it is muted and until when: {t:#?}"
+    );
+    assert!(
+        t.iter().any(|l| l.contains("payments-jira open")),
+        "the ticket is opened at the end"
+    );
+    assert!(
+        t.iter().any(|l| l.contains("payments-pager")),
+        "the escalation step pages at the end"
+    );
+}
+
+/// Story: pay-api fires at 10:00 and is told (a ticket is opened); pay-worker goes OutOfSync at 17:50 and fires at
+/// 18:50, inside payments' quiet hours. pay-api recovers at 20:00, inside them: its resolve still goes where its
+/// firing went (the ticket is closed, Alertmanager's issue 226). pay-worker recovers at 21:00, never having been
+/// told: nothing is ever sent of it, at the interval's end neither.
+async fn what_resolves_inside_a_muted_interval_is_never_sent_but_closes_what_was(engine: &str) {
+    let mut s = Story::begin("muted-team-resolved-inside-its-interval", engine, &quiet_nights()).await;
+    s.body(
+        "pay-api OutOfSync",
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + MIN).await;
+    s.pass_by(7 * HOUR + 49 * MIN, 10 * MIN).await;
+    s.body(
+        "pay-worker OutOfSync",
+        app("pay-worker", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass_by(HOUR + 10 * MIN, 10 * MIN).await;
+    s.look().await;
+    s.pass_by(HOUR, 10 * MIN).await;
+    s.body(
+        "pay-api Synced",
+        app("pay-api", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass(6 * MIN).await;
+    s.pass_by(HOUR - 6 * MIN, 10 * MIN).await;
+    s.body(
+        "pay-worker Synced",
+        app("pay-worker", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass_by(12 * HOUR, 10 * MIN).await;
+    let t = s.end();
+    assert!(
+        t.iter().any(|l| l.contains("payments-jira resolve: pay-api")),
+        "pay-api's ticket is closed inside the interval: {t:#?}"
+    );
+    assert!(
+        !t.iter().any(|l| l.contains("  -> ") && l.contains("pay-worker")),
+        "pay-worker is never told: {t:#?}"
+    );
+}
+
 macro_rules! on_both_engines {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
@@ -563,4 +655,6 @@ on_both_engines!(
     two_instances_with_the_same_application_names,
     a_presync_hook_that_never_finishes,
     a_rollout_progressing_for_forty_minutes,
+    a_muted_team_hears_at_its_intervals_end,
+    what_resolves_inside_a_muted_interval_is_never_sent_but_closes_what_was,
 );
