@@ -176,7 +176,12 @@ pub(super) fn validate_inhibit_rules(rules: &[InhibitRuleSettings], errors: &mut
 pub struct EscalationStep {
     #[serde(with = "crate::configuration::duration")]
     pub after: Duration,
+    #[serde(default)]
     pub receivers: Vec<String>,
+    /// A schedule (`schedules.<name>`): whoever it has on call when the step fires hears of it through
+    /// `people_receivers`; nobody on call, the team's receivers are told instead.
+    #[serde(default)]
+    pub on_call: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
