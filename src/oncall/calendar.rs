@@ -112,10 +112,15 @@ impl Calendar {
         }
         let (_, params, value) = get("DTSTART").ok_or("no DTSTART")?;
         let (start, whole_day) = time(params, value, tz).map_err(|e| format!("DTSTART: {e}"))?;
+        let past_the_end = || "the event ends past the end of time".to_string();
         let end = match (get("DTEND"), get("DURATION")) {
             (Some((_, params, value)), _) => time(params, value, tz).map_err(|e| format!("DTEND: {e}"))?.0,
-            (None, Some((_, _, d))) => start + duration(d).map_err(|e| format!("DURATION: {e}"))?,
-            (None, None) if whole_day => start + chrono::Duration::days(1),
+            (None, Some((_, _, d))) => start
+                .checked_add_signed(duration(d).map_err(|e| format!("DURATION: {e}"))?)
+                .ok_or_else(past_the_end)?,
+            (None, None) if whole_day => start
+                .checked_add_signed(chrono::Duration::days(1))
+                .ok_or_else(past_the_end)?,
             (None, None) => start,
         };
         if end < start {
@@ -290,6 +295,14 @@ END:VCALENDAR\r\n";
             (
                 "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:20260330T070000Z\nDTEND:20260329T070000Z\nEND:VEVENT\nEND:VCALENDAR\n",
                 "before",
+            ),
+            (
+                "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:+2621431231T000000Z\nDURATION:P366D\nEND:VEVENT\nEND:VCALENDAR\n",
+                "event 1: ",
+            ),
+            (
+                "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:20260330T070000Z\nDURATION:P99999999999999999999D\nEND:VEVENT\nEND:VCALENDAR\n",
+                "DURATION",
             ),
         ] {
             let err = Calendar::parse(text, Tz::UTC, &person).expect_err(text);

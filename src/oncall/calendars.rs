@@ -198,3 +198,39 @@ async fn fetch(client: &reqwest::Client, ical: &IcalSettings) -> Result<Vec<u8>,
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_breaks_keeps_the_copy_read_before_and_says_why() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = dir.path().join("oncall.ics");
+        let good = "BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:20260302T080000Z\nDTEND:20260309T080000Z\nSUMMARY:alice\nEND:VEVENT\nEND:VCALENDAR\n";
+        std::fs::write(&file, good).expect("write");
+        let settings = Settings::from_yaml(&format!(
+            "people: {{alice: {{email: alice@example.com}}}}\nschedules: {{p: {{ical: {{file: '{}'}}}}}}",
+            file.display()
+        ))
+        .expect("valid");
+        let (t0, t1) = (Utc::now(), Utc::now() + chrono::Duration::minutes(5));
+        let calendars = Calendars::default();
+        calendars.load(&settings, t0);
+        let copy = calendars.copy("p").expect("a copy");
+        assert_eq!((copy.read_at, copy.error.clone()), (Some(t0), None));
+        // Cut short between the check of the reload and its reading: refused, the copy kept.
+        std::fs::write(&file, &good[..60]).expect("write");
+        calendars.load(&settings, t1);
+        let copy = calendars.copy("p").expect("a copy");
+        assert_eq!((copy.read_at, copy.failing_since), (Some(t0), Some(t1)));
+        assert!(
+            copy.error.as_deref().is_some_and(|e| e.contains("cut short")),
+            "{copy:?}"
+        );
+        assert_eq!(copy.calendar.map(|c| c.events.len()), Some(1));
+        // A schedule gone from the settings forgets its copy.
+        calendars.load(&Settings::from_yaml("").expect("valid"), t1);
+        assert!(calendars.copy("p").is_none());
+    }
+}

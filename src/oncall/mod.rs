@@ -99,9 +99,8 @@ pub fn who(schedule: &ScheduleSettings, calendar: Option<&Calendar>, at: DateTim
 pub fn local_instant(tz: Tz, t: NaiveDateTime) -> DateTime<Utc> {
     match tz.from_local_datetime(&t).earliest() {
         Some(x) => x.with_timezone(&Utc),
-        None => tz
-            .from_local_datetime(&(t + chrono::Duration::hours(1)))
-            .earliest()
+        None => (t.checked_add_signed(chrono::Duration::hours(1)))
+            .and_then(|later| tz.from_local_datetime(&later).earliest())
             .map(|x| x.with_timezone(&Utc))
             .unwrap_or_else(|| t.and_utc()),
     }

@@ -70,12 +70,17 @@ impl<'a> Rotation<'a> {
     /// The `k`-th hand-off (0: the first).
     fn handoff(&self, k: i64) -> DateTime<Utc> {
         let secs = self.every.as_secs();
+        // Past the calendar's end (a start in the year 200000): never.
         if secs.is_multiple_of(DAY) {
-            let day = self.start + chrono::Duration::days(k * (secs / DAY) as i64);
-            local_instant(self.tz, day.and_time(self.handoff))
+            (self
+                .start
+                .checked_add_signed(chrono::Duration::days(k * (secs / DAY) as i64)))
+            .map_or(DateTime::<Utc>::MAX_UTC, |day| {
+                local_instant(self.tz, day.and_time(self.handoff))
+            })
         } else {
             let first = local_instant(self.tz, self.start.and_time(self.handoff));
-            first + chrono::Duration::seconds(k * secs as i64)
+            (first.checked_add_signed(chrono::Duration::seconds(k * secs as i64))).unwrap_or(DateTime::<Utc>::MAX_UTC)
         }
     }
 
