@@ -482,3 +482,66 @@ async fn a_calendar_file_is_read_at_start() {
     assert_eq!(gap["items"][0]["on_call"], Value::Null, "no event: nobody");
     app.stop().await;
 }
+
+/// A calendar of one event, from a day ago to a day ahead, naming `who`.
+fn calendar_of(who: &str) -> String {
+    let at = |d: i64| {
+        (chrono::Utc::now() + chrono::Duration::days(d))
+            .format("%Y%m%dT%H%M%SZ")
+            .to_string()
+    };
+    format!(
+        "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:{}\r\nDTEND:{}\r\nSUMMARY:{who}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+        at(-1),
+        at(1)
+    )
+}
+
+/// The real binary reads a schedule's calendar file again on SIGHUP; a file that no longer reads is refused with
+/// its key path, and the copy read before keeps answering.
+#[tokio::test]
+async fn sighup_reads_the_calendar_file_again_and_a_broken_one_changes_nothing() {
+    use crate::reload::{hangup, logged};
+    let dir = tempfile::tempdir().expect("tmp");
+    let (cfg, ics) = (dir.path().join("herald.yaml"), dir.path().join("oncall.ics"));
+    std::fs::write(&ics, calendar_of("alice")).expect("write");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}people: {{alice: {{email: alice@example.com}}, bob: {{email: bob@example.com}}}}\n\
+             schedules: {{primary: {{ical: {{file: '{}'}}}}}}\n",
+            base_yaml(dir.path()),
+            ics.display()
+        ),
+    )
+    .expect("write");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let who = || async {
+        let v: Value = (client
+            .get(format!("{}/v1/oncall?schedule=primary", bin.address))
+            .send()
+            .await)
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        v["items"][0]["on_call"]["person"]
+            .as_str()
+            .unwrap_or("nobody")
+            .to_string()
+    };
+    assert_eq!(who().await, "alice");
+
+    std::fs::write(&ics, calendar_of("bob")).expect("write");
+    hangup(&bin);
+    logged(&bin, "configuration reloaded", 1).await;
+    assert_eq!(who().await, "bob", "the file is read again");
+
+    std::fs::write(&ics, "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nSUMMARY:alice\r\n").expect("write");
+    hangup(&bin);
+    logged(&bin, "configuration reload refused", 1).await;
+    assert!(bin.logs().contains("schedules.primary.ical.file"), "{}", bin.logs());
+    assert_eq!(who().await, "bob", "the running copy stays");
+    assert!(bin.terminate().await.success());
+}
