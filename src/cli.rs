@@ -669,7 +669,7 @@ fn route(
                 "  escalation step {}: after {} → {}",
                 n + 1,
                 humantime::format_duration(s.after),
-                s.receivers.join(", ")
+                crate::configuration::step_reaches(&s.receivers, s.on_call.as_deref())
             );
         }
         for hint in &h.view.hints {

@@ -184,6 +184,13 @@ pub struct EscalationStep {
     pub on_call: Option<String>,
 }
 
+/// Whom a step reaches, in words: `pager, whoever is on call for payments-primary`.
+pub fn step_reaches(receivers: &[String], on_call: Option<&str>) -> String {
+    let mut who: Vec<String> = receivers.to_vec();
+    who.extend(on_call.map(|s| format!("whoever is on call for {s}")));
+    who.join(", ")
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSettings {

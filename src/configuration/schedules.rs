@@ -345,5 +345,13 @@ mod tests {
         .expect("valid");
         assert_eq!(s.schedules_of("pay"), vec!["p"]);
         assert!(s.teams["pay"].escalation[0].receivers.is_empty());
+        let said: Vec<String> = (s.teams["pay"].escalation.iter())
+            .map(|step| crate::configuration::step_reaches(&step.receivers, step.on_call.as_deref()))
+            .collect();
+        assert_eq!(
+            said,
+            ["whoever is on call for p", "console, whoever is on call for p"],
+            "herald route and the app page say so"
+        );
     }
 }
