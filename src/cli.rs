@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::client::commands::{AckArgs, Remote, SilenceAction, ack, incidents, silence, unack};
+use crate::client::commands::{AckArgs, Remote, SilenceAction, ack, incidents, on_call, silence, unack};
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
 use crate::domain::{IncidentState, Kind};
@@ -142,6 +142,30 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
+    /// Who is on call in each schedule of a running Herald (or in one), and until when.
+    Oncall {
+        #[command(flatten)]
+        remote: Remote,
+        /// One schedule (`schedules.<name>`); without it, every schedule.
+        schedule: Option<String>,
+        /// At this time instead of now: RFC 3339 (`2026-03-30T09:00:00+02:00`) or `+DURATION` from now (`+8h`).
+        #[arg(long, value_parser = parse_at)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
+}
+
+/// `oncall --at`: an RFC 3339 time, or `+2h` from now.
+fn parse_at(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    if let Some(d) = s.strip_prefix('+') {
+        let d = crate::configuration::duration::parse(d).map_err(|e| format!("{e} (write +8h, +1d)"))?;
+        return chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+            .ok_or_else(|| format!("{s:?} is too far ahead"));
+    }
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| format!("{s:?} is not a time: write RFC 3339 (2026-03-30T09:00:00+02:00) or +8h"))
 }
 
 /// Until when `replay --until` runs the clock.
@@ -337,6 +361,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             instance,
             limit,
         } => incidents(remote, state, team, kind, instance, limit).await,
+        Command::Oncall { remote, schedule, at } => on_call(remote, schedule, at).await,
     }
 }
 
@@ -645,7 +670,7 @@ fn route(
                 "  escalation step {}: after {} → {}",
                 n + 1,
                 humantime::format_duration(s.after),
-                s.receivers.join(", ")
+                crate::configuration::step_reaches(&s.receivers, s.on_call.as_deref())
             );
         }
         for hint in &h.view.hints {

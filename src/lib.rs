@@ -13,6 +13,7 @@ pub mod digest;
 pub mod domain;
 pub mod incidents;
 pub mod live;
+pub mod oncall;
 pub mod outbox;
 pub mod pipeline;
 pub mod progress;

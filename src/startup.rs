@@ -143,6 +143,8 @@ impl Application {
         let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), stop_rx.clone()));
         // The Argo CD API source, when configured (it returns at once otherwise).
         let resync = tokio::spawn(crate::resync::run(self.pipeline.clone(), stop_rx.clone()));
+        // The schedules' calendars given by URL (returns at once on stop; does nothing without any).
+        let calendars = tokio::spawn(crate::pipeline::refresh_loop(self.pipeline.clone(), stop_rx.clone()));
         if let Some(reloader) = self.reloader.clone() {
             // Installed before "herald is listening": a SIGHUP right after it reloads, never kills.
             #[cfg(unix)]
@@ -162,6 +164,7 @@ impl Application {
             let _ = worker.await;
             let _ = checkpointer.await;
             let _ = resync.await;
+            let _ = calendars.await;
         })
         .await;
         let _ = server.await;

@@ -209,7 +209,7 @@ fn incidents_section(
                 }
                 @for (_, (step, due)) in escalations.iter().filter(|(id, _)| *id == i.id) {
                     p.escalation {
-                        "Next: " (step.receivers.join(", ")) " "
+                        "Next: " (crate::configuration::step_reaches(&step.receivers, step.on_call.as_deref())) " "
                         (if *due <= now { "now".to_string() } else { format!("in {}", crate::domain::notification::duration_words(*due - now)) })
                         " (escalation step " (step.step) ", at " (zone.short(*due, now)) ")"
                         @if i.ack.as_ref().is_some_and(|a| a.active(now)) { ", held back while acknowledged" }

@@ -17,6 +17,7 @@ mod forms;
 mod html;
 mod incidents;
 mod limits;
+mod oncall;
 mod outbox;
 mod probes;
 mod silences;
@@ -139,6 +140,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .route("/v1/prune-pending", needing(Read, web::get().to(apps::prune_pending)))
     .route("/v1/argocd", needing(Read, web::get().to(argocd::sources)))
+    .route("/v1/oncall", needing(Read, web::get().to(oncall::on_call)))
     .route("/v1/silences", needing(Read, web::get().to(silences::list_silences)))
     .route("/v1/silences", needing(Admin, web::post().to(silences::create_silence)))
     .route(

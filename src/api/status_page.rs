@@ -125,6 +125,7 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
             (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance()), z))
         }
         (storms_section(&storms, z, now))
+        (on_call_section(&settings, &p.on_call(None, Some(now)).unwrap_or_default(), team.as_deref(), z, now))
         (attention_section(p, &attention, z, now))
         (windows_section(&[&firing, &pending], z, now))
         (muted_section(&firing, z, now))
@@ -461,6 +462,56 @@ fn dead_section(dead: &[OutboxRecord]) -> Markup {
                 tr { th { "Id" } th { "Receiver" } th { "Action" } th { "Attempts" } th { "Last error" } }
                 @for d in dead {
                     tr { td { (d.id) } td { (d.receiver) } td { (d.action) } td { (d.attempts) } td { (d.last_error.clone().unwrap_or_default()) } }
+                }
+            } }
+        }
+    }
+}
+
+/// Per team, who is on call now in each schedule its escalation steps name (none: the section is left out).
+fn on_call_section(
+    settings: &crate::configuration::Settings,
+    schedules: &[crate::pipeline::ScheduleNow],
+    team: Option<&str>,
+    zone: &Zone,
+    now: DateTime<Utc>,
+) -> Markup {
+    let rows: Vec<(&str, &crate::pipeline::ScheduleNow)> = (settings.teams.keys())
+        .filter(|t| team.is_none_or(|only| only == t.as_str()))
+        .flat_map(|t| {
+            (settings.schedules_of(t).into_iter())
+                .filter_map(|name| schedules.iter().find(|s| s.schedule == name))
+                .map(move |s| (t.as_str(), s))
+        })
+        .collect();
+    html! {
+        @if !rows.is_empty() {
+            h2 #on-call { "On call" }
+            div.scroll { table #on-call-table {
+                tr { th { "Team" } th { "Schedule" } th { "On call" } th { "Until" } }
+                @for (t, s) in &rows {
+                    tr {
+                        td { (t) }
+                        td { (s.schedule) }
+                        td {
+                            @match &s.on_call {
+                                Some(o) => { b { (o.person) } @if o.by == crate::oncall::Source::Override { " (override)" } }
+                                None => { "nobody — escalation steps go to the team's receivers" }
+                            }
+                            @if let Some(c) = &s.calendar {
+                                @if let Some(e) = &c.error {
+                                    br; span.warn {
+                                        "Calendar " (c.source) " cannot be read: " (e) "; "
+                                        @match c.read_at {
+                                            Some(at) => { "using the copy of " (zone.short(at, now)) }
+                                            None => { "no copy yet" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        td { @match s.on_call.as_ref().and_then(|o| o.until) { Some(u) => (zone.short(u, now)), None => "-" } }
+                    }
                 }
             } }
         }

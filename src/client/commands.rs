@@ -1,4 +1,4 @@
-//! `herald silence …`, `herald incidents`, `herald ack` and `herald unack`: their arguments, the calls to a running Herald, and the tables they
+//! `herald silence …`, `herald incidents`, `herald ack`, `herald unack` and `herald oncall`: their arguments, the calls to a running Herald, and the tables they
 //! print (columns as `amtool` prints them).
 
 use std::process::ExitCode;
@@ -204,6 +204,46 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
             }
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `herald oncall [SCHEDULE] [--at TIME]`: one line per schedule — who, until when, by what; a schedule whose
+/// calendar cannot be read says so (its last good copy is what answers).
+pub async fn on_call(
+    remote: Remote,
+    schedule: Option<String>,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> anyhow::Result<ExitCode> {
+    let items = client(&remote)?.on_call(schedule.as_deref(), at).await?;
+    let time = |v: &serde_json::Value| {
+        (v.as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map_or_else(|| "-".to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+    };
+    let rows = (items.iter())
+        .map(|s| {
+            let who = &s["on_call"];
+            let calendar = match &s["calendar"] {
+                serde_json::Value::Null => "-".to_string(),
+                c => match c["error"].as_str() {
+                    Some(e) => format!(
+                        "{} (failing: {e}; copy of {})",
+                        c["source"].as_str().unwrap_or(""),
+                        time(&c["read_at"])
+                    ),
+                    None => format!("{} (read {})", c["source"].as_str().unwrap_or(""), time(&c["read_at"])),
+                },
+            };
+            vec![
+                s["schedule"].as_str().unwrap_or("").to_string(),
+                who["person"].as_str().unwrap_or("nobody").to_string(),
+                if who.is_null() { "-".into() } else { time(&who["until"]) },
+                who["by"].as_str().unwrap_or("-").to_string(),
+                calendar,
+            ]
+        })
+        .collect();
+    print_table(&["SCHEDULE", "ON CALL", "UNTIL", "BY", "CALENDAR"], rows);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -130,6 +130,25 @@ impl Client {
         self.send(self.request(reqwest::Method::POST, &path, &[])?).await
     }
 
+    /// `GET /v1/oncall`: who `schedule` (every schedule) has on call at `at` (now).
+    pub async fn on_call(
+        &self,
+        schedule: Option<&str>,
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Vec<Value>, ClientError> {
+        let mut query = Vec::new();
+        if let Some(s) = schedule {
+            query.push(("schedule", s.to_string()));
+        }
+        if let Some(at) = at {
+            query.push(("at", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+        }
+        let v: Items<Value> = self
+            .send(self.request(reqwest::Method::GET, "v1/oncall", &query)?)
+            .await?;
+        Ok(v.items)
+    }
+
     fn request(
         &self,
         method: reqwest::Method,

@@ -14,6 +14,7 @@ mod people;
 mod receivers;
 mod routing;
 mod rules;
+mod schedules;
 mod server;
 mod sources;
 mod storage;
@@ -27,6 +28,7 @@ pub use people::*;
 pub use receivers::*;
 pub use routing::*;
 pub use rules::*;
+pub use schedules::*;
 pub use server::*;
 pub use storage::*;
 pub use storm::*;
@@ -52,6 +54,9 @@ pub struct Settings {
     pub people: BTreeMap<String, PersonSettings>,
     #[serde(default)]
     pub people_receivers: PeopleReceivers,
+    /// Who is on call, by schedule name (see `schedules`, `crate::oncall`), for escalation steps' `on_call`.
+    #[serde(default)]
+    pub schedules: BTreeMap<String, ScheduleSettings>,
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
     /// Named moments in Alertmanager's shape, which teams and routes name in `mute_time_intervals` and
@@ -207,6 +212,7 @@ impl Settings {
         self.rules.validate(&mut errors);
         self.links.validate(&mut errors);
         people::validate(self, &mut errors);
+        schedules::validate(self, &mut errors);
         self.argocd.validate(&mut errors);
         for (i, route) in self.routes.iter().enumerate() {
             if let Some(name) = &route.instance

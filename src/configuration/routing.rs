@@ -181,7 +181,19 @@ pub(super) fn validate_inhibit_rules(rules: &[InhibitRuleSettings], errors: &mut
 pub struct EscalationStep {
     #[serde(with = "crate::configuration::duration")]
     pub after: Duration,
+    #[serde(default)]
     pub receivers: Vec<String>,
+    /// A schedule (`schedules.<name>`): whoever it has on call when the step fires hears of it through
+    /// `people_receivers`; nobody on call, the team's receivers are told instead.
+    #[serde(default)]
+    pub on_call: Option<String>,
+}
+
+/// Whom a step reaches, in words: `pager, whoever is on call for payments-primary`.
+pub fn step_reaches(receivers: &[String], on_call: Option<&str>) -> String {
+    let mut who: Vec<String> = receivers.to_vec();
+    who.extend(on_call.map(|s| format!("whoever is on call for {s}")));
+    who.join(", ")
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

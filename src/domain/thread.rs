@@ -23,6 +23,8 @@ pub enum Thread {
     },
     /// One incident's escalation steps to one receiver, and their resolve and acknowledgement.
     Escalation { receiver: String, incident: i64 },
+    /// An escalation step's message to the person a schedule had on call when it fired (`step`: its number).
+    OnCall { receiver: String, incident: i64, step: i64 },
     /// The message to the person who started a failed or pruning sync, about one incident (its fingerprint
     /// names the Application and its instance).
     Initiator { receiver: String, fingerprint: String },
@@ -72,6 +74,7 @@ impl Thread {
         match self {
             Thread::Group { receiver, .. }
             | Thread::Escalation { receiver, .. }
+            | Thread::OnCall { receiver, .. }
             | Thread::Initiator { receiver, .. }
             | Thread::Change { receiver, .. }
             | Thread::CommitStatus { receiver, .. }
@@ -87,6 +90,11 @@ impl Thread {
         match self {
             Thread::Group { generation, .. } => format!("{}:{generation}", self.order_key()),
             Thread::Escalation { receiver, incident } => format!("{receiver}:escalation:{incident}"),
+            Thread::OnCall {
+                receiver,
+                incident,
+                step,
+            } => format!("{receiver}:oncall:{incident}:{step}"),
             // One key for every receiver reaching the person: each keeps its own memo of it.
             Thread::Initiator { fingerprint, .. } => format!("{fingerprint}:initiator"),
             Thread::Change { revision, started, .. } => format!(
@@ -124,7 +132,9 @@ impl Thread {
             Thread::CommitStatus { receiver, app, .. } => format!("{receiver}:status:{app}"),
             Thread::Initiator { receiver, fingerprint } => format!("{receiver}:{fingerprint}:initiator"),
             Thread::Access { receiver, .. } => format!("{receiver}:{}", self.key()),
-            Thread::Escalation { .. } | Thread::Digest { .. } | Thread::Test { .. } => self.key(),
+            Thread::Escalation { .. } | Thread::OnCall { .. } | Thread::Digest { .. } | Thread::Test { .. } => {
+                self.key()
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod explain;
 mod history;
 mod ingest;
 mod links;
+mod on_call;
 mod repeats;
 mod scheduler;
 mod slack;
@@ -23,6 +24,7 @@ pub use access::denied_summary;
 pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
+pub use on_call::{CalendarState, ScheduleNow, UnknownSchedule, refresh_loop};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 pub use storms::StormView;
 pub use windows::{ProjectWindows, window_hold};
@@ -172,6 +174,8 @@ struct Core {
     seen: Arc<cache::SeenTimes>,
     /// The answers for bodies seen before, byte for byte (see `repeats`).
     repeats: Arc<repeats::Repeats>,
+    /// The schedules' calendars (`schedules.<name>.ical`), kept across reloads (see `crate::oncall::calendars`).
+    calendars: Arc<crate::oncall::Calendars>,
 }
 
 #[derive(Clone)]
@@ -197,6 +201,8 @@ impl Pipeline {
             })
             .collect();
         let only_writer = store.engine() == crate::store::Engine::Sqlite;
+        let calendars = Arc::new(crate::oncall::Calendars::default());
+        calendars.load(&settings, clock.now());
         let core = Arc::new(Live::new(Core {
             wake_scheduler: Arc::default(),
             wake_outbox: Arc::default(),
@@ -210,6 +216,7 @@ impl Pipeline {
             seen: Arc::default(),
             // Only this process writes Applications on SQLite; on PostgreSQL another replica may.
             repeats: Arc::new(repeats::Repeats::new(only_writer)),
+            calendars,
         }));
         let (jobs, rx) = tokio::sync::mpsc::channel(4096);
         tokio::spawn(batch_writer(core.clone(), rx));
@@ -762,6 +769,8 @@ impl Pipeline {
     /// changes them), so the caller keeps `storage` and `argocd.api` as they were.
     pub fn reload(&self, settings: Arc<Settings>) {
         let old = self.core();
+        // Files are read again; a URL's copy is kept while the schedule names the same URL.
+        old.calendars.load(&settings, old.clock.now());
         self.core.replace(Core {
             router: Arc::new(Router::new(&settings)),
             inhibitor: Arc::new(Inhibitor::new(&settings)),
@@ -779,6 +788,8 @@ impl Pipeline {
                 old.repeats.clear_answers();
                 old.repeats.clone()
             },
+            // Files are read again; a URL's copy is kept while the schedule names the same URL.
+            calendars: old.calendars.clone(),
         });
     }
 

@@ -10,9 +10,9 @@ use super::delivery::{self, Decision, DeliveryPlan, Facts, Own};
 use crate::argocd::AppId;
 use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::incidents::storm::OpenStorm;
-use crate::routing::Silence;
 use crate::routing::grouping::GroupView;
 use crate::routing::inhibit::Candidate;
+use crate::routing::{self, Silence};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 impl Core {
@@ -140,6 +140,7 @@ impl Core {
                 step.after.as_secs() as i64,
                 due,
                 &step.receivers,
+                step.on_call.as_deref(),
             )
             .await?;
         }
@@ -543,6 +544,18 @@ impl Core {
                     now,
                 );
                 self.send(&mut tx, &thread, n, now).await?;
+            }
+            if let Some(schedule) = &e.on_call {
+                // Whoever is on call now, not when the incident fired.
+                let copy = self.calendars.copy(schedule).and_then(|c| c.calendar);
+                let step = routing::on_call::Step {
+                    number: e.step,
+                    after: std::time::Duration::from_secs(e.after_secs.max(0) as u64),
+                    schedule,
+                };
+                for (thread, n) in routing::on_call::reach(&self.settings, copy.as_deref(), &step, &view, now) {
+                    self.send(&mut tx, &thread, n, now).await?;
+                }
             }
         }
         tx.commit().await?;

@@ -6,6 +6,7 @@ pub mod change;
 pub mod grouping;
 pub mod inhibit;
 pub mod initiator;
+pub mod on_call;
 pub mod sync_status;
 pub mod time_interval;
 

@@ -15,10 +15,12 @@ pub struct EscalationRecord {
     pub step: i64,
     pub after_secs: i64,
     pub receivers: Vec<String>,
+    /// The schedule whose person on call the step reaches (`escalation[].on_call`).
+    pub on_call: Option<String>,
 }
 
 /// The columns [`escalation_from_row`] reads.
-const ESCALATION_COLUMNS: &str = "id, incident_id, step, after_secs, receivers";
+const ESCALATION_COLUMNS: &str = "id, incident_id, step, after_secs, receivers, on_call";
 
 fn escalation_from_row(r: &AnyRow) -> Result<EscalationRecord, StoreError> {
     Ok(EscalationRecord {
@@ -27,6 +29,7 @@ fn escalation_from_row(r: &AnyRow) -> Result<EscalationRecord, StoreError> {
         step: r.try_get("step")?,
         after_secs: r.try_get("after_secs")?,
         receivers: decode(&r.try_get::<String, _>("receivers")?)?,
+        on_call: r.try_get("on_call")?,
     })
 }
 
@@ -38,15 +41,18 @@ impl Store {
         after_secs: i64,
         due_at: DateTime<Utc>,
         receivers: &[String],
+        on_call: Option<&str>,
     ) -> Result<(), StoreError> {
         let query = q!(
-            "INSERT INTO escalations (incident_id, step, after_secs, due_at, receivers) VALUES ($1, $2, $3, $4, $5)"
+            "INSERT INTO escalations (incident_id, step, after_secs, due_at, receivers, on_call) \
+             VALUES ($1, $2, $3, $4, $5, $6)"
         )
         .bind(incident_id)
         .bind(step)
         .bind(after_secs)
         .bind(to_millis(due_at))
-        .bind(encode(&receivers));
+        .bind(encode(&receivers))
+        .bind(on_call);
         tx.exec(query).await?;
         Ok(())
     }

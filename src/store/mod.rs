@@ -487,7 +487,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 20] = [
+const MIGRATIONS: [MigrationFile; 21] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -508,6 +508,7 @@ const MIGRATIONS: [MigrationFile; 20] = [
     migration!(18, "fewer_indexes", "0018_fewer_indexes.sql"),
     migration!(19, "argocd_access", "0019_argocd_access.sql"),
     migration!(20, "storms", "0020_storms.sql"),
+    migration!(21, "on_call", "0021_on_call.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -15,14 +15,14 @@ use crate::helpers::{TestApp, envelope, eventually, free_port, now_rfc3339, wait
 use herald::clock::SystemClock;
 
 /// aiosmtpd on a loopback port, keeping what it accepts as a Maildir; killed on drop.
-struct Mailbox {
+pub(crate) struct Mailbox {
     server: Child,
-    port: u16,
+    pub(crate) port: u16,
     maildir: PathBuf,
 }
 
 impl Mailbox {
-    async fn start(dir: &Path) -> Self {
+    pub(crate) async fn start(dir: &Path) -> Self {
         let port = free_port();
         let maildir = dir.join("mail");
         let server = Command::new("python3")
@@ -46,7 +46,7 @@ impl Mailbox {
     }
 
     /// The raw messages stored so far.
-    fn messages(&self) -> Vec<String> {
+    pub(crate) fn messages(&self) -> Vec<String> {
         std::fs::read_dir(self.maildir.join("new"))
             .map(|d| d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok()).collect())
             .unwrap_or_default()

@@ -34,6 +34,7 @@ mod logs;
 mod matrix;
 mod memory;
 mod metrics;
+mod oncall;
 mod redmine;
 mod reload;
 mod replicas;

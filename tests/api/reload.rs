@@ -34,7 +34,7 @@ fn whole_file() -> (tempfile::TempDir, std::path::PathBuf, String) {
     (dir, cfg, whole)
 }
 
-fn hangup(bin: &Binary) {
+pub(crate) fn hangup(bin: &Binary) {
     let status = std::process::Command::new("kill")
         .arg("-HUP")
         .arg(bin.child.id().to_string())
@@ -43,7 +43,7 @@ fn hangup(bin: &Binary) {
     assert!(status.success());
 }
 
-async fn logged(bin: &Binary, what: &str, times: usize) {
+pub(crate) async fn logged(bin: &Binary, what: &str, times: usize) {
     eventually(Duration::from_secs(10), || async {
         (bin.logs().matches(what).count() >= times).then_some(())
     })

@@ -156,12 +156,20 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
         Store::index_delivery(&mut tx, id, &about, at(m)).await.expect("index");
         ids.push(id);
     }
-    Store::add_escalation(&mut tx, 1, 2, 3600, at(90), &["manager".to_string()])
+    Store::add_escalation(&mut tx, 1, 2, 3600, at(90), &["manager".to_string()], None)
         .await
         .expect("step 2");
-    Store::add_escalation(&mut tx, 1, 1, 1800, at(60), &["pager".to_string()])
-        .await
-        .expect("step 1");
+    Store::add_escalation(
+        &mut tx,
+        1,
+        1,
+        1800,
+        at(60),
+        &["pager".to_string()],
+        Some("payments-primary"),
+    )
+    .await
+    .expect("step 1");
     tx.commit().await.expect("commit");
 
     let timeline = store
@@ -221,6 +229,11 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
     assert_eq!(
         (step.step, step.receivers.as_slice(), due),
         (1, &["pager".to_string()][..], at(60))
+    );
+    assert_eq!(
+        step.on_call.as_deref(),
+        Some("payments-primary"),
+        "the step's schedule is kept with it"
     );
     assert!(store.next_escalation(2).await.expect("read").is_none());
 
@@ -1524,7 +1537,7 @@ async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retent
         )
         .await
         .expect("group");
-        Store::add_escalation(&mut tx, id, 1, 60, day(0), &["pager".to_string()])
+        Store::add_escalation(&mut tx, id, 1, 60, day(0), &["pager".to_string()], None)
             .await
             .expect("escalation");
         if let Some(d) = resolved {

@@ -633,6 +633,52 @@ async fn what_resolves_inside_a_muted_interval_is_never_sent_but_closes_what_was
     );
 }
 
+/// Story: payments' escalation reaches whoever is on call when each step fires (issue 45 §2). The rotation hands
+/// off from alice to bob at 11:45 in Berlin (10:45 UTC): pay-api's first step (10:30 UTC) reaches alice, its second
+/// (11:00, with the pager) bob — each by Slack DM and e-mail through the people receivers. Herald restarts in
+/// between. Alice's override from 13:00 to 13:30 Berlin wins over bob: pay-web's first step (12:11 UTC) is hers,
+/// its second (12:41, the override over) bob's again.
+async fn the_person_on_call_when_each_step_fires(engine: &str) {
+    let config = CONFIG.replace(
+        "escalation: [{after: 30m, receivers: [payments-pager]}]",
+        "escalation: [{after: 30m, on_call: payments-primary}, {after: 1h, on_call: payments-primary, receivers: [payments-pager]}]",
+    ) + "schedules:\n  payments-primary:\n    timezone: Europe/Berlin\n    rotation: {people: [alice, bob], every: 1d, start: 2026-01-04, handoff: '11:45'}\n    overrides: [{person: alice, from: '2026-01-05 13:00', until: '2026-01-05 13:30'}]\n";
+    let mut s = Story::begin("the-person-on-call-when-each-step-fires", engine, &config).await;
+    s.show_threads();
+    s.body(
+        "pay-api OutOfSync",
+        app("pay-api", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + MIN).await;
+    s.say("pay-api fired at 10:00; its first step is due at 10:30, before the hand-off at 11:45 Berlin");
+    s.pass(30 * MIN).await;
+    s.restart().await;
+    s.say("Herald restarted; the second step is due at 11:00, after the hand-off: bob");
+    s.pass(10 * MIN).await;
+    s.body(
+        "pay-web OutOfSync",
+        app("pay-web", "payments", "payments", "OutOfSync", "Healthy"),
+    )
+    .await;
+    s.pass(20 * MIN).await;
+    s.body(
+        "pay-api Synced",
+        app("pay-api", "payments", "payments", "Synced", "Healthy"),
+    )
+    .await;
+    s.pass(HOUR + 11 * MIN).await;
+    s.say("pay-web fired at 11:41; alice's override (12:00-12:30 UTC) took its first step at 12:11; at 12:41 it is over: bob");
+    s.pass(30 * MIN).await;
+    let t = s.end();
+    let to = |who: &str| t.iter().filter(|l| l.contains(&format!(" to {who} "))).count();
+    assert_eq!(
+        (to("alice"), to("bob")),
+        (4, 4),
+        "each step by Slack and e-mail: {t:#?}"
+    );
+}
+
 macro_rules! on_both_engines {
     ($($name:ident),* $(,)?) => {
         mod sqlite { $( #[tokio::test] async fn $name() { super::$name("sqlite").await } )* }
@@ -657,4 +703,5 @@ on_both_engines!(
     a_rollout_progressing_for_forty_minutes,
     a_muted_team_hears_at_its_intervals_end,
     what_resolves_inside_a_muted_interval_is_never_sent_but_closes_what_was,
+    the_person_on_call_when_each_step_fires,
 );
