@@ -23,6 +23,7 @@ pub use access::denied_summary;
 pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
+pub use slack::SlackApp;
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 pub use storms::StormView;
 pub use windows::{ProjectWindows, window_hold};

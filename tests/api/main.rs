@@ -44,6 +44,7 @@ mod status_page;
 mod store;
 mod storms;
 mod sync_statuses;
+mod teams;
 mod telegram;
 mod three_incidents;
 #[path = "../common/wait.rs"]

@@ -47,6 +47,7 @@ fn webhook_settings(base: &str) -> Config {
         channel: None,
         api_url: "http://127.0.0.1:9/unused".into(),
         signing_secret: None,
+        slack_users: Default::default(),
     }
 }
 
@@ -58,6 +59,7 @@ fn bot_settings(api_url: String, channel: Option<&str>) -> Config {
         channel: channel.map(str::to_string),
         api_url,
         signing_secret: None,
+        slack_users: Default::default(),
     }
 }
 
