@@ -161,12 +161,17 @@ impl Proxy {
             let v = header_text(&s.groups_header, v, MAX_PROXY_GROUPS)?;
             groups.extend(v.split(',').map(str::trim).filter(|g| !g.is_empty()).map(str::to_string));
         }
+        // The widest scope of the user's groups, with the teams of the groups that give it: a lesser group's teams
+        // never widen what the wider scope acts on (an admin of payments who is also in a respond group of every
+        // team is not an admin of every team).
         let mut found: Option<(Scope, Teams)> = None;
         for g in groups.iter().filter_map(|g| s.groups.get(g)) {
             let teams = Teams::of(g.teams.as_ref());
             found = Some(match found {
                 None => (g.scope, teams),
-                Some((scope, t)) => (higher(scope, g.scope), t.union(&teams)),
+                Some((scope, _)) if rank(g.scope) > rank(scope) => (g.scope, teams),
+                Some((scope, t)) if rank(g.scope) == rank(scope) => (scope, t.union(&teams)),
+                Some(kept) => kept,
             });
         }
         let Some((scope, teams)) = found else {
@@ -181,15 +186,14 @@ impl Proxy {
     }
 }
 
-/// The wider of two of a proxy group's scopes (`read` < `respond` < `admin`).
-fn higher(a: Scope, b: Scope) -> Scope {
-    let rank = |s: Scope| match s {
+/// How wide a proxy group's scope is (`read` < `respond` < `admin`).
+fn rank(s: Scope) -> u8 {
+    match s {
         Scope::Admin => 3,
         Scope::Respond => 2,
         Scope::Read => 1,
         Scope::Ingest => 0,
-    };
-    if rank(b) > rank(a) { b } else { a }
+    }
 }
 
 /// A proxy header's value as text: UTF-8, at most `max` bytes, no control character.
@@ -696,4 +700,37 @@ mod tests {
         assert!(log.should_log(b, t0 + Duration::from_secs(1)));
         assert!(log.should_log(a, t0 + Duration::from_secs(61)));
     }
+
+    #[test]
+    fn a_proxy_user_has_the_widest_scope_of_their_groups_with_only_those_groups_teams() {
+        let a = auth(
+            "teams: {payments: {}, search: {}}\n\
+             server: {auth: {proxy: {user_header: X-User, groups_header: X-Groups, trusted_proxies: [10.0.0.0/8],
+                              groups: {pay-admin: {scope: admin, teams: [payments]}, oncall: {scope: respond},
+                                       search-admin: {scope: admin, teams: [search]}, sre: {scope: read}}}}}",
+        );
+        let caller = |groups: &str| {
+            let mut h = header::HeaderMap::new();
+            h.insert(header::HeaderName::from_static("x-user"), header::HeaderValue::from_static("alice"));
+            h.insert(
+                header::HeaderName::from_static("x-groups"),
+                header::HeaderValue::from_str(groups).expect("value"),
+            );
+            a.proxy_caller("10.1.2.3".parse().ok(), &h)
+        };
+        let got = caller("pay-admin, oncall, sre").expect("ok").expect("a caller");
+        assert_eq!((got.scope, got.teams), (Scope::Admin, Teams::Only(vec!["payments".into()])));
+        let got = caller("pay-admin,search-admin").expect("ok").expect("a caller");
+        assert_eq!(got.teams, Teams::Only(vec!["payments".into(), "search".into()]));
+        let got = caller("sre,oncall").expect("ok").expect("a caller");
+        assert_eq!((got.scope, got.teams), (Scope::Respond, Teams::All));
+        assert_eq!(
+            caller("nobody"),
+            Err(ProxyRefusal::NoGroup { user: "alice".into() })
+        );
+        let mut h = header::HeaderMap::new();
+        h.insert(header::HeaderName::from_static("x-user"), header::HeaderValue::from_static("alice"));
+        assert_eq!(a.proxy_caller("192.0.2.1".parse().ok(), &h), Ok(None), "not a trusted address");
+    }
+
 }

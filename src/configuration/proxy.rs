@@ -22,7 +22,8 @@ pub struct ProxySettings {
     /// The addresses the proxy connects from (`10.0.0.0/8`, `192.0.2.7/32`, `::1/128`; a bare address is /32 or
     /// /128). The headers of any other connection are ignored (it then needs a credential of its own).
     pub trusted_proxies: Vec<String>,
-    /// What each group may do: `{scope, teams}`. A user is the union of their groups'; a user in none is refused.
+    /// What each group may do: `{scope, teams}`. A user has the widest scope of their groups, with the teams of the
+    /// groups giving it; a user in none is refused.
     #[serde(default)]
     pub groups: BTreeMap<String, ProxyGroup>,
 }

@@ -2,8 +2,8 @@
 //! `admin`, silences and expires silences — only its teams' incidents; another team's is a 403 whose body says which
 //! teams the credential has and which team the incident is; the pages show the forms on its teams' incidents only
 //! and a form posted for another's is a 403 page; `herald ack` and `herald silence` show the reason. Reading is as
-//! before. An authenticating proxy's user (`server.auth.proxy`) is believed only from a trusted address, is the
-//! union of their groups, and is named as who acknowledged.
+//! before. An authenticating proxy's user (`server.auth.proxy`) is believed only from a trusted address, has the
+//! widest scope of their groups with those groups' teams, and is named as who acknowledged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -389,7 +389,7 @@ async fn as_proxy_user(app: &TestApp, user: &str, groups: &str, method: &str, pa
 }
 
 #[tokio::test]
-async fn a_proxy_user_from_a_trusted_address_is_the_union_of_their_groups_and_is_named_as_who_acknowledged() {
+async fn a_proxy_user_from_a_trusted_address_acts_as_their_groups_allow_and_is_named_as_who_acknowledged() {
     let (app, _clock, pay, search) = two_teams(PROXY).await;
     // In pay-oncall only: payments' incident, not search's.
     let (status, body) =
