@@ -69,7 +69,11 @@ pub(super) fn team_bound(req: &actix_web::HttpRequest) -> Option<Caller> {
 
 /// The caller of `req` may act on incident `id`: a 403 saying why when it is another team's. An incident that is
 /// not kept passes (the action then answers 404).
-pub(super) async fn may_act_on_incident(req: &actix_web::HttpRequest, ctx: &AppContext, id: i64) -> Result<(), ApiError> {
+pub(super) async fn may_act_on_incident(
+    req: &actix_web::HttpRequest,
+    ctx: &AppContext,
+    id: i64,
+) -> Result<(), ApiError> {
     let Some(caller) = team_bound(req) else {
         return Ok(());
     };
@@ -154,12 +158,20 @@ impl Proxy {
         };
         let user = header_text(&s.user_header, user, MAX_PROXY_USER)?.trim().to_string();
         if user.is_empty() {
-            return Err(ProxyRefusal::BadHeader(format!("the header {} is empty", s.user_header.trim())));
+            return Err(ProxyRefusal::BadHeader(format!(
+                "the header {} is empty",
+                s.user_header.trim()
+            )));
         }
         let mut groups = Vec::new();
         for v in headers.get_all(s.groups_header.trim()) {
             let v = header_text(&s.groups_header, v, MAX_PROXY_GROUPS)?;
-            groups.extend(v.split(',').map(str::trim).filter(|g| !g.is_empty()).map(str::to_string));
+            groups.extend(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_string),
+            );
         }
         // The widest scope of the user's groups, with the teams of the groups that give it: a lesser group's teams
         // never widen what the wider scope acts on (an admin of payments who is also in a respond group of every
@@ -200,12 +212,16 @@ fn rank(s: Scope) -> u8 {
 fn header_text<'a>(name: &str, v: &'a header::HeaderValue, max: usize) -> Result<&'a str, ProxyRefusal> {
     let name = name.trim();
     if v.len() > max {
-        return Err(ProxyRefusal::BadHeader(format!("the header {name} is longer than {max} bytes")));
+        return Err(ProxyRefusal::BadHeader(format!(
+            "the header {name} is longer than {max} bytes"
+        )));
     }
     let text = std::str::from_utf8(v.as_bytes())
         .map_err(|_| ProxyRefusal::BadHeader(format!("the header {name} is not UTF-8")))?;
     if text.chars().any(char::is_control) {
-        return Err(ProxyRefusal::BadHeader(format!("the header {name} contains a control character")));
+        return Err(ProxyRefusal::BadHeader(format!(
+            "the header {name} contains a control character"
+        )));
     }
     Ok(text)
 }
@@ -520,7 +536,12 @@ pub(super) async fn authorize(
         }
         Ok(Some(caller)) => {
             let e = forbidden(&caller, needed);
-            ctx.auth.record(&Refusal::Scope { caller, needed }, remote, req.method().as_str(), req.path());
+            ctx.auth.record(
+                &Refusal::Scope { caller, needed },
+                remote,
+                req.method().as_str(),
+                req.path(),
+            );
             return Err(e.into());
         }
         Ok(None) => {}
@@ -711,7 +732,10 @@ mod tests {
         );
         let caller = |groups: &str| {
             let mut h = header::HeaderMap::new();
-            h.insert(header::HeaderName::from_static("x-user"), header::HeaderValue::from_static("alice"));
+            h.insert(
+                header::HeaderName::from_static("x-user"),
+                header::HeaderValue::from_static("alice"),
+            );
             h.insert(
                 header::HeaderName::from_static("x-groups"),
                 header::HeaderValue::from_str(groups).expect("value"),
@@ -719,18 +743,24 @@ mod tests {
             a.proxy_caller("10.1.2.3".parse().ok(), &h)
         };
         let got = caller("pay-admin, oncall, sre").expect("ok").expect("a caller");
-        assert_eq!((got.scope, got.teams), (Scope::Admin, Teams::Only(vec!["payments".into()])));
+        assert_eq!(
+            (got.scope, got.teams),
+            (Scope::Admin, Teams::Only(vec!["payments".into()]))
+        );
         let got = caller("pay-admin,search-admin").expect("ok").expect("a caller");
         assert_eq!(got.teams, Teams::Only(vec!["payments".into(), "search".into()]));
         let got = caller("sre,oncall").expect("ok").expect("a caller");
         assert_eq!((got.scope, got.teams), (Scope::Respond, Teams::All));
-        assert_eq!(
-            caller("nobody"),
-            Err(ProxyRefusal::NoGroup { user: "alice".into() })
-        );
+        assert_eq!(caller("nobody"), Err(ProxyRefusal::NoGroup { user: "alice".into() }));
         let mut h = header::HeaderMap::new();
-        h.insert(header::HeaderName::from_static("x-user"), header::HeaderValue::from_static("alice"));
-        assert_eq!(a.proxy_caller("192.0.2.1".parse().ok(), &h), Ok(None), "not a trusted address");
+        h.insert(
+            header::HeaderName::from_static("x-user"),
+            header::HeaderValue::from_static("alice"),
+        );
+        assert_eq!(
+            a.proxy_caller("192.0.2.1".parse().ok(), &h),
+            Ok(None),
+            "not a trusted address"
+        );
     }
-
 }

@@ -323,7 +323,11 @@ async fn act(
                     SilenceEnd::For(d)
                 }
             };
-            match ctx.pipeline.silence_incident(id, end, &by, &posted.comment, bind_team).await? {
+            match ctx
+                .pipeline
+                .silence_incident(id, end, &by, &posted.comment, bind_team)
+                .await?
+            {
                 LinkOutcome::Done(_) => {}
                 LinkOutcome::Nothing(why) | LinkOutcome::AlreadyUsed(why) => return Err(ApiError::Conflict(why)),
             }

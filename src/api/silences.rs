@@ -156,7 +156,12 @@ fn bound_teams(matchers: &[Matcher]) -> impl Iterator<Item = &str> {
 fn check_bound(caller: &Caller, matchers: &[Matcher]) -> Result<(), ApiError> {
     let mut bound = bound_teams(matchers).peekable();
     let Some(first) = bound.peek().copied() else {
-        let example = caller.teams.names().and_then(|t| t.first()).cloned().unwrap_or_default();
+        let example = caller
+            .teams
+            .names()
+            .and_then(|t| t.first())
+            .cloned()
+            .unwrap_or_default();
         return Err(ApiError::Forbidden(format!(
             "credential {:?} acts on {}: its silence must carry a team matcher naming one of them, written out \
              (e.g. {{\"name\": \"team\", \"value\": \"{example}\"}}); nothing was created",

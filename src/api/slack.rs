@@ -57,7 +57,10 @@ pub(super) async fn interaction(
         return Err(refused(SignatureRefusal::Missing("X-Slack-Signature")));
     };
     let body = read_body(&req, payload, MAX_BODY).await?;
-    let keys: Vec<&[u8]> = apps.iter().map(|a| a.signing_secret.expose_secret().as_bytes()).collect();
+    let keys: Vec<&[u8]> = apps
+        .iter()
+        .map(|a| a.signing_secret.expose_secret().as_bytes())
+        .collect();
     let k = slack_interaction::signed_by(&keys, timestamp.unwrap_or_default().trim(), Some(signature), &body)
         .map_err(refused)?;
     // One Slack app may post through several receivers (one per channel): every receiver with the secret that

@@ -86,7 +86,11 @@ fn same_prefix(a: &[u8], b: &[u8], prefix: u8) -> bool {
 
 /// Whether `name` is an HTTP header name (a token: letters, digits and `!#$%&'*+-.^_`|~`).
 fn is_header_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 128 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl ProxySettings {
@@ -97,19 +101,33 @@ impl ProxySettings {
 
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
         let at = "server.auth.proxy";
-        for (key, name) in [("user_header", &self.user_header), ("groups_header", &self.groups_header)] {
+        for (key, name) in [
+            ("user_header", &self.user_header),
+            ("groups_header", &self.groups_header),
+        ] {
             if name.trim().is_empty() {
-                errors.push(invalid(format!("{at}.{key}"), "must not be empty: name the header the proxy sets"));
+                errors.push(invalid(
+                    format!("{at}.{key}"),
+                    "must not be empty: name the header the proxy sets",
+                ));
             } else if !is_header_name(name.trim()) {
                 errors.push(invalid(
                     format!("{at}.{key}"),
-                    format!("{:?} is not an HTTP header name (such as X-Forwarded-User)", name.chars().take(64).collect::<String>()),
+                    format!(
+                        "{:?} is not an HTTP header name (such as X-Forwarded-User)",
+                        name.chars().take(64).collect::<String>()
+                    ),
                 ));
             } else if name.trim().eq_ignore_ascii_case("authorization") || name.trim().eq_ignore_ascii_case("cookie") {
-                errors.push(invalid(format!("{at}.{key}"), "must be a header of its own, not Authorization or Cookie"));
+                errors.push(invalid(
+                    format!("{at}.{key}"),
+                    "must be a header of its own, not Authorization or Cookie",
+                ));
             }
         }
-        if self.user_header.trim().eq_ignore_ascii_case(self.groups_header.trim()) && !self.user_header.trim().is_empty() {
+        if self.user_header.trim().eq_ignore_ascii_case(self.groups_header.trim())
+            && !self.user_header.trim().is_empty()
+        {
             errors.push(invalid(format!("{at}.groups_header"), "must differ from user_header"));
         }
         if self.trusted_proxies.is_empty() {
@@ -130,7 +148,9 @@ impl ProxySettings {
                 )),
                 Some(cidr) if cidr.prefix == 0 => errors.push(invalid(
                     format!("{at}.trusted_proxies[{i}]"),
-                    format!("{c} is every address: anyone could name themselves in the header; name the proxy's addresses"),
+                    format!(
+                        "{c} is every address: anyone could name themselves in the header; name the proxy's addresses"
+                    ),
                 )),
                 Some(_) => {}
             }
@@ -144,7 +164,10 @@ impl ProxySettings {
         }
         for (name, g) in &self.groups {
             if name.trim().is_empty() || name.chars().any(char::is_control) || name.contains(',') {
-                errors.push(invalid(format!("{at}.groups.{name}"), "a group name is one line without a comma"));
+                errors.push(invalid(
+                    format!("{at}.groups.{name}"),
+                    "a group name is one line without a comma",
+                ));
             }
             if g.scope == Scope::Ingest {
                 errors.push(invalid(
@@ -173,7 +196,15 @@ mod tests {
         assert!(odd.contains("192.0.2.127".parse().expect("ip")) && !odd.contains("192.0.2.128".parse().expect("ip")));
         let v6 = Cidr::parse("fd00::/8").expect("v6");
         assert!(v6.contains("fd12::1".parse().expect("ip")) && !v6.contains("fe80::1".parse().expect("ip")));
-        for bad in ["10.0.0.0/33", "10.0.0/8", "10.0.0.0/", "10.0.0.0/+8", "::/129", "proxy", ""] {
+        for bad in [
+            "10.0.0.0/33",
+            "10.0.0/8",
+            "10.0.0.0/",
+            "10.0.0.0/+8",
+            "::/129",
+            "proxy",
+            "",
+        ] {
             assert_eq!(Cidr::parse(bad), None, "{bad:?}");
         }
     }

@@ -366,7 +366,11 @@ impl AuthSettings {
         for (key, list, list_scope) in self.token_lists() {
             for (i, entry) in list.iter().enumerate() {
                 if let TokenEntry::Named(n) = entry {
-                    each(format!("server.auth.{key}[{i}]"), n.scope.unwrap_or(list_scope), n.teams.as_ref());
+                    each(
+                        format!("server.auth.{key}[{i}]"),
+                        n.scope.unwrap_or(list_scope),
+                        n.teams.as_ref(),
+                    );
                 }
             }
         }
@@ -925,8 +929,14 @@ mod tests {
         }
         // Wrong types: named by serde with the key path.
         for (yaml, path) in [
-            ("server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: payments}]}}", "server.auth.basic[0].teams"),
-            ("server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: [{a: 1}]}]}}", "server.auth.basic[0].teams"),
+            (
+                "server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: payments}]}}",
+                "server.auth.basic[0].teams",
+            ),
+            (
+                "server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: [{a: 1}]}]}}",
+                "server.auth.basic[0].teams",
+            ),
         ] {
             let e = refused(&format!("{teams}{yaml}"));
             assert!(e.contains(path), "{yaml}: {e}");
@@ -947,25 +957,83 @@ mod tests {
                 "server.auth.proxy.trusted_proxies[0]",
                 "not an address range",
             ),
-            (good.replace("10.0.0.0/8", "proxy.internal"), "server.auth.proxy.trusted_proxies[0]", "not an address range"),
-            (good.replace("10.0.0.0/8", "0.0.0.0/0"), "server.auth.proxy.trusted_proxies[0]", "every address"),
-            (good.replace("[10.0.0.0/8]", "[]"), "server.auth.proxy.trusted_proxies", "must name the addresses"),
-            (good.replace("X-Forwarded-User", "''"), "server.auth.proxy.user_header", "must not be empty"),
-            (good.replace("X-Forwarded-Groups", "'X Groups'"), "server.auth.proxy.groups_header", "not an HTTP header name"),
-            (good.replace("X-Forwarded-User", "Authorization"), "server.auth.proxy.user_header", "not Authorization"),
-            (good.replace("X-Forwarded-Groups", "x-forwarded-user"), "server.auth.proxy.groups_header", "must differ"),
-            (good.replace("scope: respond", "scope: root"), "server.auth.proxy.groups.oncall.scope", "unknown variant"),
-            (good.replace("scope: respond", "scope: ingest"), "server.auth.proxy.groups.oncall.scope", "read, respond or admin"),
-            (good.replace("[payments]", "[ghost]"), "server.auth.proxy.groups.oncall.teams[0]", "\"ghost\" is not a team"),
-            (good.replace("{scope: read}", "{scope: read, teams: [payments]}"), "server.auth.proxy.groups.sre.teams", "acts on no incident"),
-            (good.replace(", groups: {oncall: {scope: respond, teams: [payments]}, sre: {scope: read}}", ", groups: {}"), "server.auth.proxy.groups", "at least one group"),
-            (good.replace("trusted_proxies: [10.0.0.0/8]", "trusted_proxies: 10.0.0.0/8"), "server.auth.proxy.trusted_proxies", ""),
-            (good.replace("user_header: X-Forwarded-User, ", ""), "server.auth.proxy", "user_header"),
+            (
+                good.replace("10.0.0.0/8", "proxy.internal"),
+                "server.auth.proxy.trusted_proxies[0]",
+                "not an address range",
+            ),
+            (
+                good.replace("10.0.0.0/8", "0.0.0.0/0"),
+                "server.auth.proxy.trusted_proxies[0]",
+                "every address",
+            ),
+            (
+                good.replace("[10.0.0.0/8]", "[]"),
+                "server.auth.proxy.trusted_proxies",
+                "must name the addresses",
+            ),
+            (
+                good.replace("X-Forwarded-User", "''"),
+                "server.auth.proxy.user_header",
+                "must not be empty",
+            ),
+            (
+                good.replace("X-Forwarded-Groups", "'X Groups'"),
+                "server.auth.proxy.groups_header",
+                "not an HTTP header name",
+            ),
+            (
+                good.replace("X-Forwarded-User", "Authorization"),
+                "server.auth.proxy.user_header",
+                "not Authorization",
+            ),
+            (
+                good.replace("X-Forwarded-Groups", "x-forwarded-user"),
+                "server.auth.proxy.groups_header",
+                "must differ",
+            ),
+            (
+                good.replace("scope: respond", "scope: root"),
+                "server.auth.proxy.groups.oncall.scope",
+                "unknown variant",
+            ),
+            (
+                good.replace("scope: respond", "scope: ingest"),
+                "server.auth.proxy.groups.oncall.scope",
+                "read, respond or admin",
+            ),
+            (
+                good.replace("[payments]", "[ghost]"),
+                "server.auth.proxy.groups.oncall.teams[0]",
+                "\"ghost\" is not a team",
+            ),
+            (
+                good.replace("{scope: read}", "{scope: read, teams: [payments]}"),
+                "server.auth.proxy.groups.sre.teams",
+                "acts on no incident",
+            ),
+            (
+                good.replace(
+                    ", groups: {oncall: {scope: respond, teams: [payments]}, sre: {scope: read}}",
+                    ", groups: {}",
+                ),
+                "server.auth.proxy.groups",
+                "at least one group",
+            ),
+            (
+                good.replace("trusted_proxies: [10.0.0.0/8]", "trusted_proxies: 10.0.0.0/8"),
+                "server.auth.proxy.trusted_proxies",
+                "",
+            ),
+            (
+                good.replace("user_header: X-Forwarded-User, ", ""),
+                "server.auth.proxy",
+                "user_header",
+            ),
             (format!("{good}, extra: 1"), "server.auth.proxy", "extra"),
         ] {
             let e = refused(&proxy(&body));
             assert!(e.contains(path) && e.contains(words), "{body}: {e}");
         }
     }
-
 }

@@ -231,9 +231,17 @@ async fn a_link_for_one_teams_incident_altered_to_another_teams_is_refused() {
 
     // Each link's page names the Application it acts on.
     for (message, name) in [(pay, "pay-api"), (search, "search-api")] {
-        let r = app.client.get(url(&link(message, "Silence 1 h"))).send().await.expect("get");
+        let r = app
+            .client
+            .get(url(&link(message, "Silence 1 h")))
+            .send()
+            .await
+            .expect("get");
         let html = r.text().await.expect("html");
-        assert!(html.contains(&format!("<a href=\"/apps/argocd/{name}\">{name}</a> (Degraded)")), "{html}");
+        assert!(
+            html.contains(&format!("<a href=\"/apps/argocd/{name}\">{name}</a> (Degraded)")),
+            "{html}"
+        );
     }
     app.stop().await;
 }

@@ -339,7 +339,9 @@ teams: {{payments: {{receivers: [console]}}, search: {{receivers: [console]}}}}
             req = req.bearer_auth(t);
         }
         if let Some(u) = user {
-            req = req.header("X-Forwarded-User", u).header("X-Forwarded-Groups", "search-oncall");
+            req = req
+                .header("X-Forwarded-User", u)
+                .header("X-Forwarded-Groups", "search-oncall");
         }
         async move { req.send().await.expect("req").status().as_u16() }
     };
@@ -366,7 +368,11 @@ teams: {{payments: {{receivers: [console]}}, search: {{receivers: [console]}}}}
     write(", teams: [paymnets]", "");
     hangup(&bin);
     logged(&bin, "configuration reload refused", 1).await;
-    assert!(bin.logs().contains("server.auth.bearer_tokens[1].teams[0]"), "{}", bin.logs());
+    assert!(
+        bin.logs().contains("server.auth.bearer_tokens[1].teams[0]"),
+        "{}",
+        bin.logs()
+    );
     assert_eq!(ack(Some(ONCALL), None).await, 403);
     assert!(bin.terminate().await.success());
 }

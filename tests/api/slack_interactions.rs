@@ -489,13 +489,21 @@ async fn one_teams_slack_app_acts_only_on_the_incidents_it_was_sent_and_names_kn
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let d = dir.path().to_path_buf();
     let app = TestApp::spawn_in(dir, &three_teams_config(&server.uri(), &d), Arc::new(clock.clone())).await;
-    for (name, team) in [("pay-api", "payments"), ("search-api", "search"), ("ledger-api", "ledger")] {
+    for (name, team) in [
+        ("pay-api", "payments"),
+        ("search-api", "search"),
+        ("ledger-api", "ledger"),
+    ] {
         let body = envelope(name, team, "Synced", "Degraded", &clock.now().to_rfc3339());
         assert_eq!(app.post_as(ARGOCD, body).await.status(), 202);
     }
     wait_for(&d.join("ledger.jsonl"), 1).await;
     app.settle().await;
-    assert_eq!(calls(&server, "chat.postMessage").await.len(), 2, "payments' and search's");
+    assert_eq!(
+        calls(&server, "chat.postMessage").await.len(),
+        2,
+        "payments' and search's"
+    );
     let list = get(&app, "/v1/incidents?state=firing").await;
     let id_of = |team: &str| {
         (list["items"].as_array().expect("items").iter())
@@ -519,9 +527,13 @@ async fn one_teams_slack_app_acts_only_on_the_incidents_it_was_sent_and_names_kn
     // nothing is done, and the person who clicked is told why.
     for other in [search, ledger] {
         for action in ["herald_ack", "herald_silence_1h"] {
-            let (status, text) =
-                post_signed_with(&app, &clock, SECRET_A, &click_by(action, &other.to_string(), "U0EVE0001", "eve"))
-                    .await;
+            let (status, text) = post_signed_with(
+                &app,
+                &clock,
+                SECRET_A,
+                &click_by(action, &other.to_string(), "U0EVE0001", "eve"),
+            )
+            .await;
             assert_eq!(status, 200, "{text}");
             let v: Value = serde_json::from_str(&text).expect("json");
             assert_eq!(v["response_type"], "ephemeral");
@@ -538,9 +550,13 @@ async fn one_teams_slack_app_acts_only_on_the_incidents_it_was_sent_and_names_kn
     assert_eq!(get(&app, "/v1/silences").await["count"], 0, "nothing silenced");
 
     // On its own incident: acknowledged, by alice as Herald knows her (her Slack user id is in people).
-    let (status, text) =
-        post_signed_with(&app, &clock, SECRET_A, &click_by("herald_ack", &pay.to_string(), "U0ALICE01", "al"))
-            .await;
+    let (status, text) = post_signed_with(
+        &app,
+        &clock,
+        SECRET_A,
+        &click_by("herald_ack", &pay.to_string(), "U0ALICE01", "al"),
+    )
+    .await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(acked(pay).await.as_deref(), Some("alice"));
 

@@ -111,7 +111,12 @@ async fn a_team_bound_credential_acknowledges_its_teams_incidents_only_and_the_4
     );
     assert_eq!(acknowledged_by(&app, search).await, None, "nothing was changed");
     // Nor give back another team's acknowledgement.
-    assert_eq!(call(&app, ROOT, "POST", &format!("/v1/incidents/{search}/ack"), None).await.0, 200);
+    assert_eq!(
+        call(&app, ROOT, "POST", &format!("/v1/incidents/{search}/ack"), None)
+            .await
+            .0,
+        200
+    );
     let (status, _) = call(&app, PAY_ONCALL, "POST", &format!("/v1/incidents/{search}/unack"), None).await;
     assert_eq!(status, 403);
     assert_eq!(acknowledged_by(&app, search).await.as_deref(), Some("root"));
@@ -120,7 +125,10 @@ async fn a_team_bound_credential_acknowledges_its_teams_incidents_only_and_the_4
     assert_eq!(status, 200, "{body}");
     assert_eq!(acknowledged_by(&app, pay).await.as_deref(), Some("pay-oncall"));
     // An incident that is not there is still a 404, not a 403.
-    assert_eq!(call(&app, PAY_ONCALL, "POST", "/v1/incidents/999/ack", None).await.0, 404);
+    assert_eq!(
+        call(&app, PAY_ONCALL, "POST", "/v1/incidents/999/ack", None).await.0,
+        404
+    );
     // Reading is not limited by team.
     let (status, list) = call(&app, PAY_ONCALL, "GET", "/v1/incidents?state=firing", None).await;
     assert_eq!((status, list["count"].as_i64()), (200, Some(2)), "{list}");
@@ -143,7 +151,10 @@ async fn a_team_bound_admin_silences_and_expires_only_silences_bound_to_its_team
     .await;
     assert_eq!(status, 403, "{body}");
     let error = body["error"].as_str().expect("error");
-    assert!(error.contains("team matcher") && error.contains("\"value\": \"payments\""), "{error}");
+    assert!(
+        error.contains("team matcher") && error.contains("\"value\": \"payments\""),
+        "{error}"
+    );
     // Another team's, or a glob that could reach other teams: refused.
     let (status, body) = call(
         &app,
@@ -171,7 +182,9 @@ async fn a_team_bound_admin_silences_and_expires_only_silences_bound_to_its_team
         PAY_LEAD,
         "POST",
         "/v1/silences",
-        Some(silence(json!([{"name": "team", "value": "payments"}, {"name": "app", "value": "pay-*"}]))),
+        Some(silence(
+            json!([{"name": "team", "value": "payments"}, {"name": "app", "value": "pay-*"}]),
+        )),
     )
     .await;
     assert_eq!(status, 201, "{own}");
@@ -208,9 +221,18 @@ async fn a_team_bound_admin_silences_and_expires_only_silences_bound_to_its_team
     )
     .await;
     assert_eq!(body["team"], "search", "{body}");
-    assert_eq!(call(&app, READER, "GET", "/v1/silences", None).await.1["count"], 3, "none expired");
+    assert_eq!(
+        call(&app, READER, "GET", "/v1/silences", None).await.1["count"],
+        3,
+        "none expired"
+    );
     let id = own["id"].as_str().expect("id");
-    assert_eq!(call(&app, PAY_LEAD, "DELETE", &format!("/v1/silences/{id}"), None).await.0, 200);
+    assert_eq!(
+        call(&app, PAY_LEAD, "DELETE", &format!("/v1/silences/{id}"), None)
+            .await
+            .0,
+        200
+    );
     // Retrying a delivery (which may be about any team) needs a credential of every team.
     let (status, body) = call(&app, PAY_LEAD, "POST", "/v1/outbox/1/retry", None).await;
     assert_eq!(status, 403, "{body}");
@@ -242,7 +264,13 @@ async fn post_form(app: &TestApp, token: &str, path: &str, fields: &[(&str, &str
 fn token_of(html: &str, action: &str) -> Option<String> {
     let form = html.split(&format!("action=\"{action}\"")).nth(1)?;
     let form = &form[..form.find("</form>")?];
-    Some(form.split("name=\"csrf\" value=\"").nth(1)?.split('"').next()?.to_string())
+    Some(
+        form.split("name=\"csrf\" value=\"")
+            .nth(1)?
+            .split('"')
+            .next()?
+            .to_string(),
+    )
 }
 
 #[tokio::test]
@@ -252,20 +280,50 @@ async fn the_pages_show_a_team_bound_reader_the_forms_of_its_teams_incidents_and
     let page = move |token: &'static str| {
         let app = app_ref;
         async move {
-            let r = app.client.get(format!("{}/", app.address)).bearer_auth(token).send().await.expect("get");
+            let r = app
+                .client
+                .get(format!("{}/", app.address))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("get");
             assert_eq!(r.status(), 200);
             r.text().await.expect("html")
         }
     };
     let html = page(PAY_LEAD).await;
     for action in ["ack", "silence"] {
-        assert!(html.contains(&format!("action=\"/incidents/{pay}/{action}\"")), "{action}: {html}");
-        assert!(!html.contains(&format!("action=\"/incidents/{search}/{action}\"")), "{action}: {html}");
+        assert!(
+            html.contains(&format!("action=\"/incidents/{pay}/{action}\"")),
+            "{action}: {html}"
+        );
+        assert!(
+            !html.contains(&format!("action=\"/incidents/{search}/{action}\"")),
+            "{action}: {html}"
+        );
     }
     let root = page(ROOT).await;
-    assert!(root.contains(&format!("action=\"/incidents/{search}/ack\"")), "every team's");
+    assert!(
+        root.contains(&format!("action=\"/incidents/{search}/ack\"")),
+        "every team's"
+    );
     // Both incidents are still shown: reading is not limited.
     assert!(html.contains("search-api") && html.contains("pay-api"));
+    // The Applications' pages alike.
+    for (name, id, shown) in [("pay-api", pay, true), ("search-api", search, false)] {
+        let r = (app.client.get(format!("{}/apps/argocd/{name}", app.address)))
+            .bearer_auth(PAY_LEAD)
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(r.status(), 200);
+        let html = r.text().await.expect("html");
+        assert_eq!(
+            html.contains(&format!("action=\"/incidents/{id}/ack\"")),
+            shown,
+            "{name}: {html}"
+        );
+    }
 
     // A form posted for another team's incident (with a token made for root): a 403 page, nothing changed.
     let csrf = token_of(&root, &format!("/incidents/{search}/ack")).expect("root's form");
@@ -277,7 +335,10 @@ async fn the_pages_show_a_team_bound_reader_the_forms_of_its_teams_incidents_and
     )
     .await;
     assert_eq!(status, 403, "{page_403}");
-    assert!(page_403.contains("Not allowed") && page_403.contains("the team search"), "{page_403}");
+    assert!(
+        page_403.contains("Not allowed") && page_403.contains("the team search"),
+        "{page_403}"
+    );
     let (status, _) = post_form(
         &app,
         PAY_LEAD,
@@ -301,11 +362,19 @@ async fn the_pages_show_a_team_bound_reader_the_forms_of_its_teams_incidents_and
     let silences = call(&app, READER, "GET", "/v1/silences", None).await.1;
     let matchers = &silences["items"][0]["matchers"];
     assert!(
-        matchers.as_array().expect("matchers").contains(&json!({"name": "team", "value": "payments"})),
+        matchers
+            .as_array()
+            .expect("matchers")
+            .contains(&json!({"name": "team", "value": "payments"})),
         "{silences}"
     );
     let id = silences["items"][0]["id"].as_str().expect("id");
-    assert_eq!(call(&app, PAY_LEAD, "DELETE", &format!("/v1/silences/{id}"), None).await.0, 200);
+    assert_eq!(
+        call(&app, PAY_LEAD, "DELETE", &format!("/v1/silences/{id}"), None)
+            .await
+            .0,
+        200
+    );
     app.stop().await;
 }
 
@@ -330,7 +399,12 @@ async fn herald_ack_and_herald_silence_show_why_another_teams_incident_is_refuse
     let (app, _clock, pay, search) = two_teams("").await;
     let cli = |token: &str, args: &[&str]| {
         let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        all.extend(["--url".to_string(), app.address.clone(), "--token".to_string(), token.to_string()]);
+        all.extend([
+            "--url".to_string(),
+            app.address.clone(),
+            "--token".to_string(),
+            token.to_string(),
+        ]);
         tokio::task::spawn_blocking(move || herald(all))
     };
     let (code, out, err) = cli(PAY_ONCALL, &["ack", &search.to_string()]).await.expect("cli");
@@ -342,19 +416,34 @@ async fn herald_ack_and_herald_silence_show_why_another_teams_incident_is_refuse
     let (code, out, err) = cli(PAY_ONCALL, &["ack", &pay.to_string()]).await.expect("cli");
     assert_eq!(code, 0, "{out}{err}");
 
-    let (code, _, err) = cli(PAY_LEAD, &["silence", "add", "team=search", "--duration", "1h", "--comment", "x"])
-        .await
-        .expect("cli");
+    let (code, _, err) = cli(
+        PAY_LEAD,
+        &["silence", "add", "team=search", "--duration", "1h", "--comment", "x"],
+    )
+    .await
+    .expect("cli");
     assert_eq!(code, 1);
     assert!(err.contains("403") && err.contains("the team search's"), "{err}");
-    let (code, _, err) = cli(PAY_LEAD, &["silence", "add", "app=pay-*", "--duration", "1h", "--comment", "x"])
-        .await
-        .expect("cli");
+    let (code, _, err) = cli(
+        PAY_LEAD,
+        &["silence", "add", "app=pay-*", "--duration", "1h", "--comment", "x"],
+    )
+    .await
+    .expect("cli");
     assert_eq!(code, 1);
     assert!(err.contains("403") && err.contains("team matcher"), "{err}");
     let (code, out, err) = cli(
         PAY_LEAD,
-        &["silence", "add", "team=payments", "app=pay-*", "--duration", "1h", "--comment", "x"],
+        &[
+            "silence",
+            "add",
+            "team=payments",
+            "app=pay-*",
+            "--duration",
+            "1h",
+            "--comment",
+            "x",
+        ],
     )
     .await
     .expect("cli");
@@ -392,12 +481,27 @@ async fn as_proxy_user(app: &TestApp, user: &str, groups: &str, method: &str, pa
 async fn a_proxy_user_from_a_trusted_address_acts_as_their_groups_allow_and_is_named_as_who_acknowledged() {
     let (app, _clock, pay, search) = two_teams(PROXY).await;
     // In pay-oncall only: payments' incident, not search's.
-    let (status, body) =
-        as_proxy_user(&app, "alice@example.com", "sre, pay-oncall", "POST", &format!("/v1/incidents/{search}/ack"))
-            .await;
-    assert_eq!((status, body["credential"].as_str()), (403, Some("alice@example.com")), "{body}");
-    let (status, body) =
-        as_proxy_user(&app, "alice@example.com", "sre,pay-oncall", "POST", &format!("/v1/incidents/{pay}/ack")).await;
+    let (status, body) = as_proxy_user(
+        &app,
+        "alice@example.com",
+        "sre, pay-oncall",
+        "POST",
+        &format!("/v1/incidents/{search}/ack"),
+    )
+    .await;
+    assert_eq!(
+        (status, body["credential"].as_str()),
+        (403, Some("alice@example.com")),
+        "{body}"
+    );
+    let (status, body) = as_proxy_user(
+        &app,
+        "alice@example.com",
+        "sre,pay-oncall",
+        "POST",
+        &format!("/v1/incidents/{pay}/ack"),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(acknowledged_by(&app, pay).await.as_deref(), Some("alice@example.com"));
     // In both on-call groups: both teams.
@@ -419,12 +523,18 @@ async fn a_proxy_user_from_a_trusted_address_acts_as_their_groups_allow_and_is_n
     // In no configured group: refused, saying so.
     let (status, body) = as_proxy_user(&app, "mallory", "everyone", "GET", "/v1/incidents").await;
     assert_eq!(status, 403, "{body}");
-    assert!(body["error"].as_str().expect("error").contains("none of the groups"), "{body}");
+    assert!(
+        body["error"].as_str().expect("error").contains("none of the groups"),
+        "{body}"
+    );
     // Hostile header values: too long, a control character.
     let long = "a".repeat(300);
     let (status, body) = as_proxy_user(&app, &long, "sre", "GET", "/v1/incidents").await;
     assert_eq!(status, 400, "{body}");
-    assert!(body["error"].as_str().expect("error").contains("X-Forwarded-User"), "{body}");
+    assert!(
+        body["error"].as_str().expect("error").contains("X-Forwarded-User"),
+        "{body}"
+    );
     let (status, _) = as_proxy_user(&app, "eve\tadmin", "sre", "GET", "/v1/incidents").await;
     assert_eq!(status, 400);
     // Credentials still work beside the proxy.
