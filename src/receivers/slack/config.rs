@@ -31,14 +31,30 @@ pub struct Config {
 }
 
 /// `slack.slack_users`: whose clicks on the buttons act.
+// Read through a string so an error names the key: a receiver's kind is read whole, and serde's path stops there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "serde_json::Value")]
 pub enum SlackUsers {
     /// Anyone in the channel (Slack shows the channel only to its members).
     #[default]
     Any,
     /// Only the Slack users `people` maps to a person.
     Known,
+}
+
+impl TryFrom<serde_json::Value> for SlackUsers {
+    type Error = String;
+
+    fn try_from(v: serde_json::Value) -> Result<Self, String> {
+        match v.as_str() {
+            Some("any") => Ok(SlackUsers::Any),
+            Some("known") => Ok(SlackUsers::Known),
+            _ => Err(format!(
+                "slack_users is `any` or `known`, not {}",
+                v.to_string().chars().take(64).collect::<String>()
+            )),
+        }
+    }
 }
 
 impl Config {
