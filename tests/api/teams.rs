@@ -233,6 +233,11 @@ async fn a_team_bound_admin_silences_and_expires_only_silences_bound_to_its_team
             .0,
         200
     );
+    // The bodies as received (often with secrets): its teams' Applications only.
+    let (status, body) = call(&app, PAY_LEAD, "GET", "/v1/apps/argocd/search-api/raw", None).await;
+    assert_eq!((status, body["team"].as_str()), (403, Some("search")), "{body}");
+    let (status, body) = call(&app, PAY_LEAD, "GET", "/v1/apps/argocd/pay-api/raw", None).await;
+    assert_eq!((status, body["count"].as_i64()), (200, Some(1)), "{body}");
     // Retrying a delivery (which may be about any team) needs a credential of every team.
     let (status, body) = call(&app, PAY_LEAD, "POST", "/v1/outbox/1/retry", None).await;
     assert_eq!(status, 403, "{body}");
