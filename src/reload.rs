@@ -120,8 +120,9 @@ impl Reloader {
 /// Refuses `new` when it would take every credential away from a running configuration that has some, unless it
 /// says `allow_reload_to_lower`.
 fn check_not_lowered(running: &Settings, new: &Settings) -> Result<(), ReloadError> {
-    let in_force = running.server.auth.credentials().len();
-    if in_force > 0 && new.server.auth.credentials().is_empty() {
+    // An authenticating proxy counts as one: a reload that drops it and every credential opens Herald too.
+    let in_force = running.server.auth.credentials().len() + usize::from(running.server.auth.proxy.is_some());
+    if in_force > 0 && !new.server.auth.has_authentication() {
         if !new.server.auth.allow_reload_to_lower {
             return Err(ReloadError::LowersAuth(in_force));
         }

@@ -1,7 +1,8 @@
 //! `POST /v1/incidents/{id}/ack` and `/unack` (scope `respond`, which `admin` implies): someone takes an incident
 //! — until it resolves, until a time (`until`) or for a while (`for: "2h"`), with a comment — or gives it back.
 //! Who took it is the caller's credential name (a person's name, never a token); only without credentials (no
-//! `server.auth`) does the body's `by` say it.
+//! `server.auth`) does the body's `by` say it. A credential bound to teams (`teams:`) acts on its teams' incidents
+//! only: another team's is a 403 that names both.
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
@@ -36,6 +37,7 @@ pub(super) async fn acknowledge(
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
     let id = incident_id(&path)?;
+    super::auth::may_act_on_incident(&req, &ctx, id).await?;
     let body = read_body(&req, payload, 16 * 1024).await?;
     let ask: AckBody = if body.iter().all(u8::is_ascii_whitespace) {
         AckBody::default()
@@ -54,10 +56,12 @@ pub(super) async fn acknowledge(
 }
 
 pub(super) async fn unacknowledge(
+    req: HttpRequest,
     path: web::Path<String>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
     let id = incident_id(&path)?;
+    super::auth::may_act_on_incident(&req, &ctx, id).await?;
     answer(id, ctx.pipeline.unacknowledge(id).await?)
 }
 

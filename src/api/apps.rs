@@ -195,6 +195,12 @@ struct RawQuery {
 /// `herald replay`.
 async fn raw_answer(req: &HttpRequest, id: AppId, ctx: &AppContext) -> Result<HttpResponse, ApiError> {
     let q: RawQuery = query(req)?;
+    // The bodies carry the Application's secrets, often: an admin bound to teams reads its teams' only.
+    if let Some(caller) = super::auth::team_bound(req)
+        && let Some(app) = ctx.pipeline.app(&id).await?
+    {
+        caller.may_act_on(&app.team, &format!("the Application {}/{}", id.namespace, id.name))?;
+    }
     let bodies = ctx.pipeline.raw_bodies(&id, limit(q.limit)?).await?;
     let items: Vec<_> = bodies
         .into_iter()

@@ -24,7 +24,7 @@ use subtle::ConstantTimeEq;
 
 use super::throttle::{self, FailureThrottle};
 use super::{ApiError, AppContext};
-use crate::configuration::{AuthSettings, CredentialSecret, Scope};
+use crate::configuration::{AuthSettings, Cidr, CredentialSecret, ProxySettings, Scope, Teams};
 use crate::live::Live;
 
 /// The authenticated credential of a request: its name (a basic username, a named token, or the key path of a
@@ -35,6 +35,52 @@ pub struct Caller {
     pub scope: Scope,
     /// The Argo CD instance an ingest token speaks for (`instance:` on the token).
     pub instance: Option<String>,
+    /// The teams whose incidents it acts on (`teams:` on the credential, or its proxy groups').
+    pub teams: Teams,
+}
+
+impl Caller {
+    /// Whether this caller may act on an incident or Application of `team`; a 403 saying why not (which teams the
+    /// credential has, which team the incident is) otherwise. `what` is the incident or Application in words.
+    pub fn may_act_on(&self, team: &str, what: &str) -> Result<(), ApiError> {
+        if self.teams.allows(team) {
+            return Ok(());
+        }
+        Err(ApiError::OtherTeam {
+            message: format!(
+                "credential {:?} acts on {}; {what} is the team {team}'s: nothing was changed",
+                self.name,
+                self.teams.words()
+            ),
+            credential: self.name.clone(),
+            teams: self.teams.names().map(<[String]>::to_vec).unwrap_or_default(),
+            team: team.to_string(),
+        })
+    }
+}
+
+/// The caller of `req`, when it is bound to teams (none on an open Herald, nor for a credential of every team).
+pub(super) fn team_bound(req: &actix_web::HttpRequest) -> Option<Caller> {
+    req.extensions()
+        .get::<Caller>()
+        .filter(|c| c.teams != Teams::All)
+        .cloned()
+}
+
+/// The caller of `req` may act on incident `id`: a 403 saying why when it is another team's. An incident that is
+/// not kept passes (the action then answers 404).
+pub(super) async fn may_act_on_incident(
+    req: &actix_web::HttpRequest,
+    ctx: &AppContext,
+    id: i64,
+) -> Result<(), ApiError> {
+    let Some(caller) = team_bound(req) else {
+        return Ok(());
+    };
+    match ctx.pipeline.incident_team(id).await? {
+        Some(team) => caller.may_act_on(&team, &format!("incident {id}")),
+        None => Ok(()),
+    }
 }
 
 /// Why a request was refused; the `reason` label of `herald_auth_failures_total`.
@@ -72,10 +118,112 @@ impl Refusal {
 
 type Digest32 = [u8; 32];
 
-/// The configured credentials, as digests.
+/// The configured credentials, as digests, and the authenticating proxy.
 struct Keys {
     tokens: Vec<(Digest32, Caller)>,
     basic: Vec<(Digest32, Caller)>,
+    proxy: Option<Proxy>,
+}
+
+/// `server.auth.proxy` as requests are checked against it.
+struct Proxy {
+    settings: ProxySettings,
+    trusted: Vec<Cidr>,
+}
+
+/// The longest user name a proxy header may carry, and the longest groups list.
+pub const MAX_PROXY_USER: usize = 256;
+pub const MAX_PROXY_GROUPS: usize = 4096;
+
+/// Why a proxy's headers were refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyRefusal {
+    /// A header value too long, not UTF-8, with a control character, or empty.
+    BadHeader(String),
+    /// The user is in none of the configured groups.
+    NoGroup { user: String },
+}
+
+impl Proxy {
+    /// The caller the proxy's headers name, when the request came from a trusted proxy and carries the user
+    /// header; `None` otherwise (the request then needs a credential of its own).
+    fn caller(&self, remote: Option<IpAddr>, headers: &header::HeaderMap) -> Result<Option<Caller>, ProxyRefusal> {
+        let Some(remote) = remote else { return Ok(None) };
+        if !self.trusted.iter().any(|c| c.contains(remote)) {
+            return Ok(None);
+        }
+        let s = &self.settings;
+        let Some(user) = headers.get(s.user_header.trim()) else {
+            return Ok(None);
+        };
+        let user = header_text(&s.user_header, user, MAX_PROXY_USER)?.trim().to_string();
+        if user.is_empty() {
+            return Err(ProxyRefusal::BadHeader(format!(
+                "the header {} is empty",
+                s.user_header.trim()
+            )));
+        }
+        let mut groups = Vec::new();
+        for v in headers.get_all(s.groups_header.trim()) {
+            let v = header_text(&s.groups_header, v, MAX_PROXY_GROUPS)?;
+            groups.extend(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        // The widest scope of the user's groups, with the teams of the groups that give it: a lesser group's teams
+        // never widen what the wider scope acts on (an admin of payments who is also in a respond group of every
+        // team is not an admin of every team).
+        let mut found: Option<(Scope, Teams)> = None;
+        for g in groups.iter().filter_map(|g| s.groups.get(g)) {
+            let teams = Teams::of(g.teams.as_ref());
+            found = Some(match found {
+                None => (g.scope, teams),
+                Some((scope, _)) if rank(g.scope) > rank(scope) => (g.scope, teams),
+                Some((scope, t)) if rank(g.scope) == rank(scope) => (scope, t.union(&teams)),
+                Some(kept) => kept,
+            });
+        }
+        let Some((scope, teams)) = found else {
+            return Err(ProxyRefusal::NoGroup { user });
+        };
+        Ok(Some(Caller {
+            name: user,
+            scope,
+            instance: None,
+            teams,
+        }))
+    }
+}
+
+/// How wide a proxy group's scope is (`read` < `respond` < `admin`).
+fn rank(s: Scope) -> u8 {
+    match s {
+        Scope::Admin => 3,
+        Scope::Respond => 2,
+        Scope::Read => 1,
+        Scope::Ingest => 0,
+    }
+}
+
+/// A proxy header's value as text: UTF-8, at most `max` bytes, no control character.
+fn header_text<'a>(name: &str, v: &'a header::HeaderValue, max: usize) -> Result<&'a str, ProxyRefusal> {
+    let name = name.trim();
+    if v.len() > max {
+        return Err(ProxyRefusal::BadHeader(format!(
+            "the header {name} is longer than {max} bytes"
+        )));
+    }
+    let text = std::str::from_utf8(v.as_bytes())
+        .map_err(|_| ProxyRefusal::BadHeader(format!("the header {name} is not UTF-8")))?;
+    if text.chars().any(char::is_control) {
+        return Err(ProxyRefusal::BadHeader(format!(
+            "the header {name} contains a control character"
+        )));
+    }
+    Ok(text)
 }
 
 impl Keys {
@@ -83,12 +231,17 @@ impl Keys {
         let mut keys = Keys {
             tokens: Vec::new(),
             basic: Vec::new(),
+            proxy: s.proxy.as_ref().map(|p| Proxy {
+                trusted: p.trusted(),
+                settings: p.clone(),
+            }),
         };
         for c in s.credentials() {
             let caller = Caller {
                 name: c.name,
                 scope: c.scope,
                 instance: c.instance,
+                teams: c.teams,
             };
             match c.secret {
                 CredentialSecret::Bearer(t) => keys.tokens.push((digest(t.expose_secret().as_bytes()), caller)),
@@ -102,7 +255,7 @@ impl Keys {
     }
 
     fn enabled(&self) -> bool {
-        !self.tokens.is_empty() || !self.basic.is_empty()
+        !self.tokens.is_empty() || !self.basic.is_empty() || self.proxy.is_some()
     }
 }
 
@@ -160,6 +313,19 @@ impl Auth {
             _ => {}
         }
         result
+    }
+
+    /// The caller an authenticating proxy names in `headers`, when `remote` is a trusted proxy and the user header
+    /// is there (see `configuration::proxy`); `None` otherwise.
+    pub fn proxy_caller(
+        &self,
+        remote: Option<IpAddr>,
+        headers: &header::HeaderMap,
+    ) -> Result<Option<Caller>, ProxyRefusal> {
+        match &self.keys.get().proxy {
+            Some(p) => p.caller(remote, headers),
+            None => Ok(None),
+        }
     }
 
     /// Takes the credentials of reloaded settings (already validated).
@@ -363,6 +529,35 @@ pub(super) async fn authorize(
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
     let remote = req.peer_addr().map(|a| a.ip());
+    match ctx.auth.proxy_caller(remote, req.headers()) {
+        Ok(Some(caller)) if caller.scope.allows(needed) => {
+            req.extensions_mut().insert(caller);
+            return next.call(req).await;
+        }
+        Ok(Some(caller)) => {
+            let e = forbidden(&caller, needed);
+            ctx.auth.record(
+                &Refusal::Scope { caller, needed },
+                remote,
+                req.method().as_str(),
+                req.path(),
+            );
+            return Err(e.into());
+        }
+        Ok(None) => {}
+        Err(ProxyRefusal::BadHeader(why)) => {
+            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_header").increment(1);
+            return Err(ApiError::BadRequest(format!("{why}: the authenticating proxy's headers are refused")).into());
+        }
+        Err(ProxyRefusal::NoGroup { user }) => {
+            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_no_group").increment(1);
+            return Err(ApiError::Forbidden(format!(
+                "user {user:?} is in none of the groups server.auth.proxy.groups names: ask for one of them in the \
+                 identity provider"
+            ))
+            .into());
+        }
+    }
     match ctx.auth.admit_from(remote, authorization, needed, Instant::now()) {
         Ok(caller) => {
             if let Some(caller) = caller {
@@ -416,6 +611,7 @@ mod tests {
                 name: "ingest_tokens[0]".into(),
                 scope: Scope::Ingest,
                 instance: None,
+                teams: Teams::All,
             }))
         );
         assert!(matches!(
@@ -524,5 +720,47 @@ mod tests {
         assert!(!log.should_log(a, t0 + Duration::from_secs(59)));
         assert!(log.should_log(b, t0 + Duration::from_secs(1)));
         assert!(log.should_log(a, t0 + Duration::from_secs(61)));
+    }
+
+    #[test]
+    fn a_proxy_user_has_the_widest_scope_of_their_groups_with_only_those_groups_teams() {
+        let a = auth(
+            "teams: {payments: {}, search: {}}\n\
+             server: {auth: {proxy: {user_header: X-User, groups_header: X-Groups, trusted_proxies: [10.0.0.0/8],
+                              groups: {pay-admin: {scope: admin, teams: [payments]}, oncall: {scope: respond},
+                                       search-admin: {scope: admin, teams: [search]}, sre: {scope: read}}}}}",
+        );
+        let caller = |groups: &str| {
+            let mut h = header::HeaderMap::new();
+            h.insert(
+                header::HeaderName::from_static("x-user"),
+                header::HeaderValue::from_static("alice"),
+            );
+            h.insert(
+                header::HeaderName::from_static("x-groups"),
+                header::HeaderValue::from_str(groups).expect("value"),
+            );
+            a.proxy_caller("10.1.2.3".parse().ok(), &h)
+        };
+        let got = caller("pay-admin, oncall, sre").expect("ok").expect("a caller");
+        assert_eq!(
+            (got.scope, got.teams),
+            (Scope::Admin, Teams::Only(vec!["payments".into()]))
+        );
+        let got = caller("pay-admin,search-admin").expect("ok").expect("a caller");
+        assert_eq!(got.teams, Teams::Only(vec!["payments".into(), "search".into()]));
+        let got = caller("sre,oncall").expect("ok").expect("a caller");
+        assert_eq!((got.scope, got.teams), (Scope::Respond, Teams::All));
+        assert_eq!(caller("nobody"), Err(ProxyRefusal::NoGroup { user: "alice".into() }));
+        let mut h = header::HeaderMap::new();
+        h.insert(
+            header::HeaderName::from_static("x-user"),
+            header::HeaderValue::from_static("alice"),
+        );
+        assert_eq!(
+            a.proxy_caller("192.0.2.1".parse().ok(), &h),
+            Ok(None),
+            "not a trusted address"
+        );
     }
 }

@@ -32,6 +32,15 @@ pub enum ApiError {
     /// A valid credential without the scope this needs.
     #[error("{0}")]
     Forbidden(String),
+    /// A credential bound to teams (`teams:`) asked to act on another team's incident, Application or silence: 403
+    /// with which teams it has and which team that is.
+    #[error("{message}")]
+    OtherTeam {
+        message: String,
+        credential: String,
+        teams: Vec<String>,
+        team: String,
+    },
     /// A state-changing request whose body is not JSON (a browser form cannot send JSON across sites).
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -80,7 +89,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized { .. } | ApiError::Unsigned(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::OtherTeam { .. } => StatusCode::FORBIDDEN,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -111,6 +120,21 @@ impl ResponseError for ApiError {
                 resp.insert_header((header::ALLOW, "POST, PUT"));
             }
             _ => {}
+        }
+        if let ApiError::OtherTeam {
+            credential,
+            teams,
+            team,
+            ..
+        } = self
+        {
+            return resp.json(json!({
+                "error": capped(&self.to_string()),
+                "status": 403,
+                "credential": credential,
+                "teams": teams,
+                "team": team,
+            }));
         }
         resp.json(json!({"error": capped(&self.to_string()), "status": self.status_code().as_u16()}))
     }

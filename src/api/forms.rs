@@ -6,9 +6,11 @@
 //! Each form carries a token, HMAC-SHA256(key, action, caller's name, incident id, hour): a form is good for the
 //! hour it was made in and the next. The key is `server.link_signing_key` when set, else random per process — so
 //! with several replicas the key must be set, or a form made by one is refused by another. A POST without the
-//! token, with a wrong or old one, or from a caller whose scope does not allow it gets a 403 page and changes
-//! nothing. Without `server.auth` (an open Herald, where anyone may do anything through the API) the forms are
-//! shown to everyone, bound to no name, and ask who you are.
+//! token, with a wrong or old one, or from a caller whose scope does not allow it — or bound to teams (`teams:`)
+//! the incident is not of: its forms are shown on its teams' incidents only — gets a 403 page and changes nothing.
+//! A team-bound caller's silence also matches the incident's team, so it is that team's. Without `server.auth` (an
+//! open Herald, where anyone may do anything through the API) the forms are shown to everyone, bound to no name,
+//! and ask who you are.
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
@@ -24,7 +26,7 @@ use subtle::ConstantTimeEq;
 use super::events::read_body;
 use super::html::{error_page, or_error_page};
 use super::{ApiError, AppContext, Caller};
-use crate::configuration::Scope;
+use crate::configuration::{Scope, Teams};
 use crate::domain::{Acknowledgement, IncidentState};
 use crate::pipeline::{AckOutcome, IncidentRecord, LinkOutcome, SilenceEnd};
 
@@ -102,6 +104,8 @@ pub struct Forms<'a> {
     open: bool,
     can_ack: bool,
     can_silence: bool,
+    /// The teams whose incidents the reader acts on: the forms are shown on those only.
+    teams: Teams,
     now: DateTime<Utc>,
 }
 
@@ -117,13 +121,15 @@ impl<'a> Forms<'a> {
             open,
             can_ack: allows(Scope::Respond),
             can_silence: allows(Scope::Admin),
+            teams: caller.as_ref().map(|c| c.teams.clone()).unwrap_or_default(),
             now: ctx.pipeline.now(),
         }
     }
 
     /// The forms for one incident (none once it resolved, or for an event told once), coming back to `back`.
     pub fn for_incident(&self, i: &IncidentRecord, back: &str) -> Markup {
-        let open_incident = i.state != IncidentState::Resolved && !i.kind.is_informational();
+        let open_incident =
+            i.state != IncidentState::Resolved && !i.kind.is_informational() && self.teams.allows(&i.team);
         let token = |a: FormAction| {
             self.key
                 .token(a, &self.caller, i.id, self.now.timestamp().div_euclid(BUCKET_SECS))
@@ -250,7 +256,9 @@ async fn act(
         .ok_or_else(|| ApiError::BadRequest("the incident id in the address must be a positive number".into()))?;
     // Refused before the body is read: a caller that may not do this learns nothing more.
     super::auth::also_needs(req, ctx, action.scope())?;
+    super::auth::may_act_on_incident(req, ctx, id).await?;
     let caller = req.extensions().get::<Caller>().cloned();
+    let bind_team = caller.as_ref().is_some_and(|c| c.teams != Teams::All);
     let body = read_body(req, payload, 16 * 1024).await?;
     let posted = Posted::parse(&body)?;
     let now = ctx.pipeline.now();
@@ -315,7 +323,11 @@ async fn act(
                     SilenceEnd::For(d)
                 }
             };
-            match ctx.pipeline.silence_incident(id, end, &by, &posted.comment).await? {
+            match ctx
+                .pipeline
+                .silence_incident(id, end, &by, &posted.comment, bind_team)
+                .await?
+            {
                 LinkOutcome::Done(_) => {}
                 LinkOutcome::Nothing(why) | LinkOutcome::AlreadyUsed(why) => return Err(ApiError::Conflict(why)),
             }

@@ -51,9 +51,19 @@ fn delivery_json(r: &ListedDelivery) -> Listed<'_> {
 }
 
 pub(super) async fn retry_outbox(
+    req: HttpRequest,
     path: web::Path<String>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(caller) = super::auth::team_bound(&req) {
+        // A message may be about several teams' incidents (a digest, a group): retrying is everyone's business.
+        return Err(ApiError::Forbidden(format!(
+            "credential {:?} acts on {}; retrying a delivery (which may be about any team's incidents) needs an \
+             admin credential without teams",
+            caller.name,
+            caller.teams.words()
+        )));
+    }
     let raw = path.into_inner();
     let id: i64 = raw
         .parse()

@@ -1,5 +1,10 @@
 //! `/v1/silences`: create (matchers checked here, so a bad one is a 422 that says why; `ends_at` or `duration`;
 //! `created_by` defaults to the caller's credential name), list, expire.
+//!
+//! A credential bound to teams (`teams:`) silences only its teams: its silence must carry a `team` matcher whose
+//! value is one of its teams, written out (no glob) — matchers all have to match, so such a silence can never
+//! hold another team's incident. It expires only silences bound that way to one of its teams. Anything else is a
+//! 403 that says why.
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
 use serde::Deserialize;
@@ -36,6 +41,9 @@ pub(super) async fn create_silence(
 ) -> Result<HttpResponse, ApiError> {
     let body = read_body(&req, payload, 64 * 1024).await?;
     let new = NewSilence::parse(&body)?;
+    if let Some(caller) = super::auth::team_bound(&req) {
+        check_bound(&caller, &new.matchers)?;
+    }
     let caller = req.extensions().get::<Caller>().map(|c| c.name.clone());
     let silence = new.into_silence(caller, ctx.pipeline.now())?;
     ctx.pipeline.add_silence(&silence).await?;
@@ -136,6 +144,37 @@ fn check_matchers(matchers: &[Matcher]) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The teams a silence is bound to: the values of its `team` matchers that name one team (no glob character).
+fn bound_teams(matchers: &[Matcher]) -> impl Iterator<Item = &str> {
+    matchers
+        .iter()
+        .filter(|m| m.name == "team" && !m.value.contains(['*', '?', '[', ']', '{', '}', '\\', ',']))
+        .map(|m| m.value.as_str())
+}
+
+/// A silence a team-bound `caller` creates is bound to one of its teams.
+fn check_bound(caller: &Caller, matchers: &[Matcher]) -> Result<(), ApiError> {
+    let mut bound = bound_teams(matchers).peekable();
+    let Some(first) = bound.peek().copied() else {
+        let example = caller
+            .teams
+            .names()
+            .and_then(|t| t.first())
+            .cloned()
+            .unwrap_or_default();
+        return Err(ApiError::Forbidden(format!(
+            "credential {:?} acts on {}: its silence must carry a team matcher naming one of them, written out \
+             (e.g. {{\"name\": \"team\", \"value\": \"{example}\"}}); nothing was created",
+            caller.name,
+            caller.teams.words()
+        )));
+    };
+    if bound.any(|t| caller.teams.allows(t)) {
+        return Ok(());
+    }
+    caller.may_act_on(first, "this silence")
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SilenceQuery {
@@ -160,10 +199,33 @@ pub(super) async fn list_silences(req: HttpRequest, ctx: web::Data<AppContext>) 
 }
 
 pub(super) async fn expire_silence(
+    req: HttpRequest,
     path: web::Path<String>,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
     let id = path.into_inner();
+    if let Some(caller) = super::auth::team_bound(&req) {
+        let now = ctx.pipeline.now();
+        let silences = ctx.pipeline.silences(false, now).await?;
+        if let Some(s) = silences.iter().find(|s| s.id == id) {
+            let mut bound = bound_teams(&s.matchers);
+            let what = format!("silence {id:?}");
+            match bound.next() {
+                None => {
+                    return Err(ApiError::Forbidden(format!(
+                        "credential {:?} acts on {}; {what} is bound to no team (it has no team matcher): only a \
+                         credential of every team expires it; nothing was changed",
+                        caller.name,
+                        caller.teams.words()
+                    )));
+                }
+                Some(first) if !caller.teams.allows(first) && !bound.any(|t| caller.teams.allows(t)) => {
+                    caller.may_act_on(first, &what)?;
+                }
+                Some(_) => {}
+            }
+        }
+    }
     match ctx.pipeline.expire_silence(&id).await? {
         Some(expired_at) => Ok(HttpResponse::Ok().json(json!({"id": id, "expired_at": expired_at}))),
         None => Err(ApiError::NotFound(format!("no active silence {id:?}"))),

@@ -5,8 +5,11 @@
 //! be signed with the signing secret of a Slack receiver (`slack.signing_secret`, compared in constant time) and
 //! never seen before (remembered in the store for the window, so a replay to any replica is refused: 401). Only
 //! then is the payload read: one that is not a click on Herald's buttons gets 400 with what is wrong (Slack shows
-//! the person who clicked that it failed). A click acts through the same pipeline calls as the one-click links, as
-//! `@name (Slack)`, and is answered 200 at once; the message is edited by the outbox like any acknowledgement
+//! the person who clicked that it failed). A click acts only on an incident that was sent to the receiver whose
+//! secret signed it (a delivery about it in the outbox), and — with `slack_users: known` — only for a Slack user
+//! `people` maps to a person; otherwise it is answered 200 with an ephemeral text saying why nothing was done. It
+//! acts through the same pipeline calls as the one-click links, as the person `people.<name>.slack` names (else
+//! `@name (Slack)`), and is answered 200 at once; the message is edited by the outbox like any acknowledgement
 //! (`chat.update` to the configured `api_url`). Slack's `response_url` is never called: nothing in the body decides
 //! where Herald sends anything. An incident that is gone or resolved is a 200 whose ephemeral text says so.
 
@@ -18,7 +21,8 @@ use serde_json::json;
 use super::events::read_body;
 use super::{ApiError, AppContext};
 use crate::domain::slack_interaction::{self, MAX_AGE, SignatureRefusal};
-use crate::pipeline::LinkOutcome;
+use crate::pipeline::{LinkOutcome, SlackApp};
+use crate::receivers::slack::SlackUsers;
 
 /// The largest body taken. Slack's `block_actions` payload carries the message clicked, which Herald keeps under
 /// about 150 KB of Block Kit text; form encoding can double that.
@@ -39,8 +43,8 @@ pub(super) async fn interaction(
     payload: web::Payload,
     ctx: web::Data<AppContext>,
 ) -> Result<HttpResponse, ApiError> {
-    let secrets = ctx.pipeline.slack_signing_secrets();
-    if secrets.is_empty() {
+    let apps = ctx.pipeline.slack_apps();
+    if apps.is_empty() {
         return Err(ApiError::NotFound(
             "Slack interactivity is off: no Slack receiver has a `signing_secret`".into(),
         ));
@@ -53,10 +57,20 @@ pub(super) async fn interaction(
         return Err(refused(SignatureRefusal::Missing("X-Slack-Signature")));
     };
     let body = read_body(&req, payload, MAX_BODY).await?;
-    let keys: Vec<&[u8]> = secrets.iter().map(|(_, s)| s.expose_secret().as_bytes()).collect();
+    let keys: Vec<&[u8]> = apps
+        .iter()
+        .map(|a| a.signing_secret.expose_secret().as_bytes())
+        .collect();
     let k = slack_interaction::signed_by(&keys, timestamp.unwrap_or_default().trim(), Some(signature), &body)
         .map_err(refused)?;
-    let receiver = &secrets[k].0;
+    // One Slack app may post through several receivers (one per channel): every receiver with the secret that
+    // signed the click is that app.
+    let secret = apps[k].signing_secret.expose_secret();
+    let same_app: Vec<&SlackApp> = apps
+        .iter()
+        .filter(|a| a.signing_secret.expose_secret() == secret)
+        .collect();
+    let receiver = &apps[k].receiver;
     let expires = chrono::DateTime::from_timestamp(ts, 0).unwrap_or(now) + MAX_AGE;
     if !(ctx.pipeline)
         .claim_slack_request(&slack_interaction::replay_key(signature), expires)
@@ -68,7 +82,46 @@ pub(super) async fn interaction(
         tracing::info!(receiver = %receiver, error = %e, "a signed Slack interaction Herald cannot act on");
         ApiError::BadRequest(format!("{e}"))
     })?;
-    let by = click.by();
+    // The receiver whose secret signed the click is the Slack app it came from: it acts only on what that app was
+    // sent (ids are small integers: any other would let one team's app act on every team's incidents).
+    let mut told = None;
+    for a in &same_app {
+        if ctx.pipeline.sent_to(&a.receiver, click.incident).await? {
+            told = Some(*a);
+            break;
+        }
+    }
+    let Some(app) = told else {
+        tracing::warn!(
+            receiver = %receiver,
+            incident = click.incident,
+            slack_user = %click.user_id,
+            "a Slack click on an incident that was not sent to this Slack app was refused"
+        );
+        metrics::counter!("herald_requests_refused_total", "reason" => "slack_other_incident").increment(1);
+        return Ok(ephemeral(&format!(
+            "Nothing was done: incident {} was not sent to this Slack app (Herald's receiver {receiver}), so it \
+             cannot act on it",
+            click.incident
+        )));
+    };
+    let receiver = &app.receiver;
+    let person = ctx.pipeline.slack_person(&click.user_id);
+    if app.users == SlackUsers::Known && person.is_none() {
+        tracing::info!(
+            receiver = %receiver,
+            slack_user = %click.user_id,
+            "a Slack click by a user not in people was refused (slack_users: known)"
+        );
+        metrics::counter!("herald_requests_refused_total", "reason" => "slack_unknown_user").increment(1);
+        return Ok(ephemeral(&format!(
+            "Nothing was done: this Slack app takes clicks only from people Herald knows, and your Slack user id \
+             {} is not in Herald's people (people.<name>.slack); ask whoever runs Herald to add it",
+            click.user_id
+        )));
+    }
+    // A person Herald knows is named as Herald knows them; anyone else as Slack names them.
+    let by = person.unwrap_or_else(|| click.by());
     let outcome = ctx
         .pipeline
         .act_on_incident(
@@ -91,10 +144,15 @@ pub(super) async fn interaction(
         outcome = %words,
         "a Slack button was clicked"
     );
-    // Slack takes any 200 as the click received; the text is what an ephemeral reply would say.
-    Ok(HttpResponse::build(StatusCode::OK).json(json!({
+    Ok(ephemeral(&super::actions::capitalised(&words)))
+}
+
+/// Slack takes any 200 as the click received; the text is what an ephemeral reply (shown only to the person who
+/// clicked) would say.
+fn ephemeral(text: &str) -> HttpResponse {
+    HttpResponse::build(StatusCode::OK).json(json!({
         "response_type": "ephemeral",
         "replace_original": false,
-        "text": super::actions::capitalised(&words),
-    })))
+        "text": text,
+    }))
 }

@@ -11,6 +11,7 @@ mod delivery;
 pub mod duration;
 mod links;
 mod people;
+mod proxy;
 mod receivers;
 mod routing;
 mod rules;
@@ -25,6 +26,7 @@ pub use argocd::*;
 pub use delivery::*;
 pub use links::*;
 pub use people::*;
+pub use proxy::*;
 pub use receivers::*;
 pub use routing::*;
 pub use rules::*;
@@ -239,6 +241,13 @@ impl Settings {
             }
         }
         self.server.validate(&mut errors);
+        let mut team_names: Vec<&str> = self.teams.keys().map(String::as_str).collect();
+        if !self.teams.contains_key(&self.ownership.default_team) {
+            team_names.push(&self.ownership.default_team);
+        }
+        let known_team = |t: &str| team_names.contains(&t);
+        let team_list = format!("teams: {}", team_names.join(", "));
+        self.server.auth.validate_teams(&known_team, &team_list, &mut errors);
         self.storage.validate(&mut errors);
         self.outbox.validate(&mut errors);
         self.scheduler.validate(&mut errors);
@@ -257,7 +266,7 @@ impl Settings {
             .parse()
             .map_err(|_| invalid("server.listen", "not an address:port"))?;
         let auth = &self.server.auth;
-        if !addr.ip().is_loopback() && auth.credentials().is_empty() && !auth.allow_anonymous {
+        if !addr.ip().is_loopback() && !auth.has_authentication() && !auth.allow_anonymous {
             return Err(invalid(
                 "server.auth",
                 format!(

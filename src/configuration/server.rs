@@ -139,6 +139,9 @@ pub struct AuthSettings {
     pub allow_anonymous: bool,
     /// A reload (SIGHUP) may remove every credential only when the new file says this (see `crate::reload`).
     pub allow_reload_to_lower: bool,
+    /// People signed in by an authenticating proxy in front (oauth2-proxy, an ingress with SSO): see
+    /// [`super::proxy`].
+    pub proxy: Option<super::ProxySettings>,
 }
 
 /// One token: a plain string (its scope is its list's, its name the key path), or `{name, token, scope}`.
@@ -158,6 +161,8 @@ pub struct NamedToken {
     /// The Argo CD instance (`argocd.instances[].name`, or `default`) whose bodies this ingest token sends: the
     /// natural setup with several Argo CDs, one Secret each.
     pub instance: Option<String>,
+    /// The teams whose incidents this credential acts on (acknowledge; with `admin`, silence); unset: every team.
+    pub teams: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -169,6 +174,8 @@ pub struct BasicCredential {
     /// `read` unless given: a forgotten scope must not give everything (it once meant `admin`).
     #[serde(default = "Scope::read")]
     pub scope: Scope,
+    /// The teams whose incidents this user acts on; unset: every team.
+    pub teams: Option<Vec<String>>,
 }
 
 /// A credential as the server checks it: trimmed, named, scoped.
@@ -179,6 +186,67 @@ pub struct Credential {
     pub secret: CredentialSecret,
     /// The Argo CD instance an ingest token speaks for.
     pub instance: Option<String>,
+    /// The teams whose incidents it acts on.
+    pub teams: Teams,
+}
+
+/// The teams whose incidents and Applications a credential acts on (acknowledges; with `admin`, silences): every
+/// team (no `teams:` key, as before teams existed), or only those named. Reading is not limited by team.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Teams {
+    #[default]
+    All,
+    Only(Vec<String>),
+}
+
+impl Teams {
+    /// `teams:` as configured (unset: every team).
+    pub fn of(list: Option<&Vec<String>>) -> Self {
+        match list {
+            None => Teams::All,
+            Some(l) => Teams::Only(l.iter().map(|t| t.trim().to_string()).collect()),
+        }
+    }
+
+    /// Whether an incident or Application of `team` is within these teams.
+    pub fn allows(&self, team: &str) -> bool {
+        match self {
+            Teams::All => true,
+            Teams::Only(l) => l.iter().any(|t| t == team),
+        }
+    }
+
+    /// The union of two (every team when either is).
+    pub fn union(self, other: &Teams) -> Teams {
+        match (self, other) {
+            (Teams::Only(mut a), Teams::Only(b)) => {
+                for t in b {
+                    if !a.contains(t) {
+                        a.push(t.clone());
+                    }
+                }
+                Teams::Only(a)
+            }
+            _ => Teams::All,
+        }
+    }
+
+    /// The team names, or `None` for every team.
+    pub fn names(&self) -> Option<&[String]> {
+        match self {
+            Teams::All => None,
+            Teams::Only(l) => Some(l.as_slice()),
+        }
+    }
+
+    /// In words, for an error message: `every team`, `the team payments`, `the teams payments, search`.
+    pub fn words(&self) -> String {
+        match self {
+            Teams::All => "every team".into(),
+            Teams::Only(l) if l.len() == 1 => format!("the team {}", l[0]),
+            Teams::Only(l) => format!("the teams {}", l.join(", ")),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -203,13 +271,14 @@ impl AuthSettings {
         let mut out = Vec::new();
         for (key, list, list_scope) in self.token_lists() {
             for (i, entry) in list.iter().enumerate() {
-                let (name, token, scope, instance) = match entry {
-                    TokenEntry::Plain(t) => (format!("{key}[{i}]"), t, list_scope, None),
+                let (name, token, scope, instance, teams) = match entry {
+                    TokenEntry::Plain(t) => (format!("{key}[{i}]"), t, list_scope, None, Teams::All),
                     TokenEntry::Named(n) => (
                         n.name.trim().to_string(),
                         &n.token,
                         n.scope.unwrap_or(list_scope),
                         n.instance.clone(),
+                        Teams::of(n.teams.as_ref()),
                     ),
                 };
                 let token = token.expose_secret().trim();
@@ -219,6 +288,7 @@ impl AuthSettings {
                         scope,
                         secret: CredentialSecret::Bearer(SecretString::from(token.to_string())),
                         instance,
+                        teams,
                     });
                 }
             }
@@ -233,6 +303,7 @@ impl AuthSettings {
                         password: b.password.clone(),
                     },
                     instance: None,
+                    teams: Teams::of(b.teams.as_ref()),
                 });
             }
         }
@@ -273,6 +344,83 @@ impl AuthSettings {
             if let Some((field, problem)) = basic_problem(b) {
                 errors.push(invalid(format!("server.auth.basic[{i}].{field}"), problem));
             }
+        }
+        if let Some(p) = &self.proxy {
+            p.validate(errors);
+        }
+    }
+}
+
+impl AuthSettings {
+    /// Whether requests need a credential: some credential is configured, or an authenticating proxy.
+    pub fn has_authentication(&self) -> bool {
+        !self.credentials().is_empty() || self.proxy.is_some()
+    }
+
+    /// The `teams:` of every credential (and proxy group) name teams Herald knows (`known`: a key of `teams:` or
+    /// `ownership.default_team`), and only credentials that act on incidents (`respond`, `admin`) carry them.
+    pub(super) fn validate_teams(&self, known: &dyn Fn(&str) -> bool, known_list: &str, errors: &mut Vec<ConfigError>) {
+        let mut each = |at: String, scope: Scope, teams: Option<&Vec<String>>| {
+            validate_team_list(&at, scope, teams, known, known_list, errors)
+        };
+        for (key, list, list_scope) in self.token_lists() {
+            for (i, entry) in list.iter().enumerate() {
+                if let TokenEntry::Named(n) = entry {
+                    each(
+                        format!("server.auth.{key}[{i}]"),
+                        n.scope.unwrap_or(list_scope),
+                        n.teams.as_ref(),
+                    );
+                }
+            }
+        }
+        for (i, b) in self.basic.iter().enumerate() {
+            each(format!("server.auth.basic[{i}]"), b.scope, b.teams.as_ref());
+        }
+        if let Some(p) = &self.proxy {
+            for (name, g) in &p.groups {
+                each(format!("server.auth.proxy.groups.{name}"), g.scope, g.teams.as_ref());
+            }
+        }
+    }
+}
+
+/// One credential's `teams:` at `at`: not empty, known team names, on a scope that acts on incidents.
+fn validate_team_list(
+    at: &str,
+    scope: Scope,
+    teams: Option<&Vec<String>>,
+    known: &dyn Fn(&str) -> bool,
+    known_list: &str,
+    errors: &mut Vec<ConfigError>,
+) {
+    let Some(teams) = teams else { return };
+    if !matches!(scope, Scope::Respond | Scope::Admin) {
+        errors.push(invalid(
+            format!("{at}.teams"),
+            format!(
+                "teams limit what a credential acts on (acknowledge, silence), and the {} scope acts on no \
+                 incident (reading is not limited by team): remove teams, or give it scope respond or admin",
+                scope.as_str()
+            ),
+        ));
+        return;
+    }
+    if teams.is_empty() {
+        errors.push(invalid(
+            format!("{at}.teams"),
+            "an empty list would act on no team: name at least one, or leave teams out to act on every team",
+        ));
+    }
+    for (j, t) in teams.iter().enumerate() {
+        let t = t.trim();
+        if t.is_empty() || has_control(t) {
+            errors.push(invalid(format!("{at}.teams[{j}]"), "must be a team name"));
+        } else if !known(t) {
+            errors.push(invalid(
+                format!("{at}.teams[{j}]"),
+                format!("{t:?} is not a team Herald knows ({known_list})"),
+            ));
         }
     }
 }
@@ -725,6 +873,167 @@ mod tests {
             (Read, Admin, false),
         ] {
             assert_eq!(has.allows(needs), ok, "{has:?} needs {needs:?}");
+        }
+    }
+
+    #[test]
+    fn a_credentials_teams_must_be_known_non_empty_and_on_a_scope_that_acts() {
+        let teams = "teams: {payments: {}, search: {}}\n";
+        let ok = Settings::from_yaml(&format!(
+            "{teams}server: {{auth: {{bearer_tokens: [{{name: pay, token: pay-token-0123456789, scope: respond, teams: [payments]}}],
+                                     basic: [{{username: lead, password: lead-password-0123, scope: admin, teams: [payments, search]}}]}}}}"
+        ))
+        .expect("valid");
+        let got: Vec<Teams> = ok.server.auth.credentials().into_iter().map(|c| c.teams).collect();
+        assert_eq!(
+            got,
+            [
+                Teams::Only(vec!["payments".into()]),
+                Teams::Only(vec!["payments".into(), "search".into()])
+            ]
+        );
+        for (yaml, path, words) in [
+            (
+                "server: {auth: {bearer_tokens: [{name: pay, token: pay-token-0123456789, scope: respond, teams: [paymnets]}]}}",
+                "server.auth.bearer_tokens[0].teams[0]",
+                "\"paymnets\" is not a team Herald knows (teams: payments, search, platform)",
+            ),
+            (
+                "server: {auth: {basic: [{username: lead, password: lead-password-0123, scope: admin, teams: [search, ghost]}]}}",
+                "server.auth.basic[0].teams[1]",
+                "\"ghost\"",
+            ),
+            (
+                "server: {auth: {bearer_tokens: [{name: pay, token: pay-token-0123456789, teams: []}]}}",
+                "server.auth.bearer_tokens[0].teams",
+                "an empty list would act on no team",
+            ),
+            (
+                "server: {auth: {read_tokens: [{name: dash, token: dash-token-0123456789, teams: [payments]}]}}",
+                "server.auth.read_tokens[0].teams",
+                "the read scope acts on no incident",
+            ),
+            (
+                "server: {auth: {ingest_tokens: [{name: cd, token: cd-token-0123456789, teams: [payments]}]}}",
+                "server.auth.ingest_tokens[0].teams",
+                "the ingest scope acts on no incident",
+            ),
+            (
+                "server: {auth: {bearer_tokens: [{name: pay, token: pay-token-0123456789, teams: ['']}]}}",
+                "server.auth.bearer_tokens[0].teams[0]",
+                "must be a team name",
+            ),
+        ] {
+            let e = refused(&format!("{teams}{yaml}"));
+            assert!(e.contains(path) && e.contains(words), "{yaml}: {e}");
+        }
+        // Wrong types: named by serde with the key path.
+        for (yaml, path) in [
+            (
+                "server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: payments}]}}",
+                "server.auth.basic[0].teams",
+            ),
+            (
+                "server: {auth: {basic: [{username: lead, password: lead-password-0123, teams: [{a: 1}]}]}}",
+                "server.auth.basic[0].teams",
+            ),
+        ] {
+            let e = refused(&format!("{teams}{yaml}"));
+            assert!(e.contains(path), "{yaml}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_authenticating_proxy_is_checked_at_load_and_each_error_names_its_key() {
+        let teams = "teams: {payments: {}}\n";
+        let proxy = |body: &str| format!("{teams}server: {{auth: {{proxy: {{{body}}}}}}}");
+        let good = "user_header: X-Forwarded-User, groups_header: X-Forwarded-Groups, trusted_proxies: [10.0.0.0/8], \
+                    groups: {oncall: {scope: respond, teams: [payments]}, sre: {scope: read}}";
+        let s = Settings::from_yaml(&proxy(good)).expect("valid");
+        assert!(s.server.auth.has_authentication(), "a proxy alone is authentication");
+        for (body, path, words) in [
+            (
+                good.replace("10.0.0.0/8", "10.0.0.0/33"),
+                "server.auth.proxy.trusted_proxies[0]",
+                "not an address range",
+            ),
+            (
+                good.replace("10.0.0.0/8", "proxy.internal"),
+                "server.auth.proxy.trusted_proxies[0]",
+                "not an address range",
+            ),
+            (
+                good.replace("10.0.0.0/8", "0.0.0.0/0"),
+                "server.auth.proxy.trusted_proxies[0]",
+                "every address",
+            ),
+            (
+                good.replace("[10.0.0.0/8]", "[]"),
+                "server.auth.proxy.trusted_proxies",
+                "must name the addresses",
+            ),
+            (
+                good.replace("X-Forwarded-User", "''"),
+                "server.auth.proxy.user_header",
+                "must not be empty",
+            ),
+            (
+                good.replace("X-Forwarded-Groups", "'X Groups'"),
+                "server.auth.proxy.groups_header",
+                "not an HTTP header name",
+            ),
+            (
+                good.replace("X-Forwarded-User", "Authorization"),
+                "server.auth.proxy.user_header",
+                "not Authorization",
+            ),
+            (
+                good.replace("X-Forwarded-Groups", "x-forwarded-user"),
+                "server.auth.proxy.groups_header",
+                "must differ",
+            ),
+            (
+                good.replace("scope: respond", "scope: root"),
+                "server.auth.proxy.groups.oncall.scope",
+                "unknown variant",
+            ),
+            (
+                good.replace("scope: respond", "scope: ingest"),
+                "server.auth.proxy.groups.oncall.scope",
+                "read, respond or admin",
+            ),
+            (
+                good.replace("[payments]", "[ghost]"),
+                "server.auth.proxy.groups.oncall.teams[0]",
+                "\"ghost\" is not a team",
+            ),
+            (
+                good.replace("{scope: read}", "{scope: read, teams: [payments]}"),
+                "server.auth.proxy.groups.sre.teams",
+                "acts on no incident",
+            ),
+            (
+                good.replace(
+                    ", groups: {oncall: {scope: respond, teams: [payments]}, sre: {scope: read}}",
+                    ", groups: {}",
+                ),
+                "server.auth.proxy.groups",
+                "at least one group",
+            ),
+            (
+                good.replace("trusted_proxies: [10.0.0.0/8]", "trusted_proxies: 10.0.0.0/8"),
+                "server.auth.proxy.trusted_proxies",
+                "",
+            ),
+            (
+                good.replace("user_header: X-Forwarded-User, ", ""),
+                "server.auth.proxy",
+                "user_header",
+            ),
+            (format!("{good}, extra: 1"), "server.auth.proxy", "extra"),
+        ] {
+            let e = refused(&proxy(&body));
+            assert!(e.contains(path) && e.contains(words), "{body}: {e}");
         }
     }
 }

@@ -146,6 +146,15 @@ impl Pipeline {
         Some(ActionLink::verify(token, key, core.clock.now()))
     }
 
+    /// The team of incident `id`, while it is kept: what a credential bound to teams may act on.
+    pub async fn incident_team(&self, id: i64) -> Result<Option<String>, PipelineError> {
+        let core = self.core();
+        let mut tx = core.store.begin().await?;
+        let rec = Store::incident(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(rec.map(|r| r.team))
+    }
+
     /// What the link `nonce` did, if it was used.
     pub async fn link_used(&self, nonce: &str) -> Result<Option<String>, PipelineError> {
         Ok(self.core().store.link_outcome(nonce).await?)
@@ -262,18 +271,21 @@ impl Pipeline {
                     "" => format!("{origin} about incident {}", rec.id),
                     c => format!("{origin} about incident {} ({c})", rec.id),
                 };
-                self.silence(&core, &rec, end, by, comment, now).await
+                self.silence(&core, &rec, end, by, comment, now, false).await
             }
         }
     }
 
-    /// Silences an open incident's Application and kind (in its own Argo CD instance) from a page's form, as `by`.
+    /// Silences an open incident's Application and kind (in its own Argo CD instance) from a page's form, as `by`;
+    /// with `bind_team` (a caller bound to teams) also its team, so the silence is that team's (see
+    /// `api::silences`).
     pub async fn silence_incident(
         &self,
         id: i64,
         end: SilenceEnd,
         by: &str,
         comment: &str,
+        bind_team: bool,
     ) -> Result<LinkOutcome, PipelineError> {
         let core = self.core();
         let now = core.clock.now();
@@ -290,9 +302,10 @@ impl Pipeline {
         } else {
             comment.trim().to_string()
         };
-        self.silence(&core, &rec, end, by, comment, now).await
+        self.silence(&core, &rec, end, by, comment, now, bind_team).await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn silence(
         &self,
         core: &Core,
@@ -301,6 +314,7 @@ impl Pipeline {
         by: &str,
         comment: String,
         now: DateTime<Utc>,
+        bind_team: bool,
     ) -> Result<LinkOutcome, PipelineError> {
         let ends_at = match end {
             SilenceEnd::For(d) => now.checked_add_signed(d).unwrap_or(DateTime::<Utc>::MAX_UTC),
@@ -314,7 +328,10 @@ impl Pipeline {
                 Matcher::new("app_namespace", &rec.app.namespace),
                 Matcher::new("app", &rec.app.name),
                 Matcher::new("kind", rec.kind.as_str()),
-            ],
+            ]
+            .into_iter()
+            .chain(bind_team.then(|| Matcher::new("team", &rec.team)))
+            .collect(),
             starts_at: now,
             ends_at,
             created_by: by.to_string(),

@@ -25,6 +25,7 @@ pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
 pub use on_call::{CalendarState, ScheduleNow, UnknownSchedule, refresh_loop};
+pub use slack::SlackApp;
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 pub use storms::StormView;
 pub use windows::{ProjectWindows, window_hold};

@@ -491,6 +491,20 @@ impl Store {
         rows.iter().map(about_from_row).collect()
     }
 
+    /// Whether a delivery about `incident` was queued for `receiver` (and is still kept): what a Slack click on
+    /// that incident, signed with that receiver's secret, must find.
+    pub async fn was_told(&self, receiver: &str, incident: i64) -> Result<bool, StoreError> {
+        let row = q!(
+            "SELECT COUNT(*) AS n FROM outbox_apps a JOIN outbox o ON o.id = a.outbox_id \
+             WHERE a.incident_id = $1 AND o.receiver = $2"
+        )
+        .bind(incident)
+        .bind(receiver)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>("n")? > 0)
+    }
+
     /// When the oldest delivery still waiting was queued, if one is.
     pub async fn oldest_pending_delivery(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
         let row = q!("SELECT MIN(created_at) AS t FROM outbox WHERE state = 'pending'")

@@ -307,3 +307,72 @@ grouping: {{group_wait: 30s, group_interval: 1m, repeat_interval: 1h}}
     );
     app.stop().await;
 }
+
+/// A link made for one team's incident cannot act on another's: its token with the other incident's id put in is
+/// refused (403) and nothing is done; each link's page says what it acts on.
+#[tokio::test]
+async fn a_link_for_one_teams_incident_altered_to_another_teams_is_refused() {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    let clock = ManualClock::new(chrono::Utc::now());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let config = config(&d).replace(
+        "teams: {payments: {receivers: [chat]}}",
+        "teams: {payments: {receivers: [chat]}, search: {receivers: [chat]}}",
+    );
+    let app = TestApp::spawn_in(dir.clone(), &config, Arc::new(clock.clone())).await;
+    for (name, team) in [("pay-api", "payments"), ("search-api", "search")] {
+        let body = envelope(name, team, "Synced", "Degraded", &clock.now().to_rfc3339());
+        assert_eq!(app.post(body).await.status(), 202);
+    }
+    let messages = wait_for(&d.join("chat.jsonl"), 2).await;
+    let message_of = |app_name: &str| {
+        messages
+            .iter()
+            .find(|m| m["incidents"][0]["app_name"] == app_name)
+            .unwrap_or_else(|| panic!("no message about {app_name}: {messages:?}"))
+    };
+    let (pay, search) = (message_of("pay-api"), message_of("search-api"));
+    let search_id = search["incidents"][0]["id"].as_i64().expect("id");
+    let pay_id = pay["incidents"][0]["id"].as_i64().expect("id");
+    let url = |p: &str| format!("{}{p}", app.address);
+
+    // Payments' Acknowledge link, its incident id replaced by search's, the signature kept.
+    let ack = link(pay, "Acknowledge");
+    let token = ack.strip_prefix("/act/").expect("/act/");
+    let (payload, mac) = token.split_once('.').expect("payload.mac");
+    let payload = String::from_utf8(B64.decode(payload).expect("base64")).expect("utf-8");
+    let altered = payload.replacen(&format!("|{pay_id}|"), &format!("|{search_id}|"), 1);
+    assert_ne!(altered, payload, "{payload}");
+    let altered = format!("/act/{}.{mac}", B64.encode(altered));
+    for r in [
+        app.client.get(url(&altered)).send().await.expect("get"),
+        confirm(&app, &url(&altered), "name=mallory").await,
+    ] {
+        assert_eq!(r.status(), 403);
+        let html = r.text().await.expect("html");
+        assert!(html.contains("signature does not match"), "{html}");
+    }
+    let firing = app.get_json("/v1/incidents?state=firing").await;
+    assert!(
+        (firing["items"].as_array().expect("items").iter()).all(|i| i.get("acknowledged").is_none()),
+        "nothing acknowledged: {firing}"
+    );
+
+    // Each link's page names the Application it acts on.
+    for (message, name) in [(pay, "pay-api"), (search, "search-api")] {
+        let r = app
+            .client
+            .get(url(&link(message, "Silence 1 h")))
+            .send()
+            .await
+            .expect("get");
+        let html = r.text().await.expect("html");
+        assert!(
+            html.contains(&format!("<a href=\"/apps/argocd/{name}\">{name}</a> (Degraded)")),
+            "{html}"
+        );
+    }
+    app.stop().await;
+}

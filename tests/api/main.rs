@@ -45,6 +45,7 @@ mod status_page;
 mod store;
 mod storms;
 mod sync_statuses;
+mod teams;
 mod telegram;
 mod three_incidents;
 mod time_intervals;

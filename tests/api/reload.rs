@@ -294,3 +294,85 @@ async fn a_reload_never_takes_a_token_file_caught_half_written() {
     assert_eq!(apps(READER).await, 200);
     assert!(bin.terminate().await.success());
 }
+
+/// A reload carries `teams:` and `server.auth.proxy` as it carries the credentials: a token given teams by a SIGHUP
+/// is refused on another team's incident at once, and a proxy added by it is believed.
+#[tokio::test]
+async fn a_reload_binds_a_credential_to_its_teams_and_adds_the_proxy_at_once() {
+    const ONCALL: &str = "oncall-respond-token-0123456789";
+    let dir = tempfile::tempdir().expect("tmp");
+    let sink = dir.path().join("sink.jsonl");
+    let cfg = dir.path().join("herald.yaml");
+    let write = |oncall_teams: &str, proxy: &str| {
+        let text = format!(
+            r#"{base}
+server:
+  listen: "127.0.0.1:0"
+  auth:
+    bearer_tokens: [{ADMIN}, {{name: oncall, token: {ONCALL}, scope: respond{oncall_teams}}}]
+{proxy}
+grouping: {{group_wait: 0s, group_by: [app]}}
+rules: {{degraded: {{for: 0s}}}}
+receivers: [{{name: console, console: {{file: "{sink}"}}}}]
+teams: {{payments: {{receivers: [console]}}, search: {{receivers: [console]}}}}
+"#,
+            base = base_yaml(dir.path()).replace("server: {listen: \"127.0.0.1:0\"}\n", ""),
+            sink = sink.display()
+        );
+        std::fs::write(&cfg, text).expect("write");
+    };
+    write("", "");
+    let mut bin = Binary::start(&cfg, &[]);
+    let client = reqwest::Client::new();
+    let r = client
+        .post(format!("{}/v1/argocd/events", bin.address))
+        .bearer_auth(ADMIN)
+        .body(envelope("search-api", "search", "Synced", "Degraded", &now_rfc3339()))
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(r.status(), 202);
+    wait_for(&sink, 1).await;
+    let ack = |token: Option<&str>, user: Option<&str>| {
+        let mut req = client.post(format!("{}/v1/incidents/1/ack", bin.address));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(u) = user {
+            req = req
+                .header("X-Forwarded-User", u)
+                .header("X-Forwarded-Groups", "search-oncall");
+        }
+        async move { req.send().await.expect("req").status().as_u16() }
+    };
+    assert_eq!(ack(Some(ONCALL), None).await, 200, "every team before the reload");
+    let unack = client
+        .post(format!("{}/v1/incidents/1/unack", bin.address))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(unack.status(), 200);
+    assert_eq!(ack(None, Some("alice")).await, 401, "no proxy yet");
+
+    write(
+        ", teams: [payments]",
+        "    proxy: {user_header: X-Forwarded-User, groups_header: X-Forwarded-Groups, trusted_proxies: [127.0.0.1/32], groups: {search-oncall: {scope: respond, teams: [search]}}}",
+    );
+    hangup(&bin);
+    logged(&bin, "configuration reloaded", 1).await;
+    assert_eq!(ack(Some(ONCALL), None).await, 403, "bound to payments by the reload");
+    assert_eq!(ack(None, Some("alice")).await, 200, "the proxy added by the reload");
+
+    // A reload naming a team Herald does not know is refused with the key path; the running teams stay.
+    write(", teams: [paymnets]", "");
+    hangup(&bin);
+    logged(&bin, "configuration reload refused", 1).await;
+    assert!(
+        bin.logs().contains("server.auth.bearer_tokens[1].teams[0]"),
+        "{}",
+        bin.logs()
+    );
+    assert_eq!(ack(Some(ONCALL), None).await, 403);
+    assert!(bin.terminate().await.success());
+}

@@ -338,8 +338,8 @@ async fn a_replay_is_refused_after_a_restart_too() {
     let ts = clock.now().timestamp().to_string();
     let sig = sign(SIGNING_SECRET, &ts, &body);
     let (status, text) = post(&app, &body, Some(&ts), Some(&sig)).await;
-    assert_eq!(status, 200, "an unknown incident: nothing to do, said: {text}");
-    assert!(text.contains("nothing to do"), "{text}");
+    assert_eq!(status, 200, "an unknown incident: nothing done, said: {text}");
+    assert!(text.contains("was not sent to this Slack app"), "{text}");
     let dir = app.stop().await;
     let app = TestApp::spawn_in(dir, &config(&server.uri()), Arc::new(clock.clone())).await;
     let (status, text) = post(&app, &body, Some(&ts), Some(&sig)).await;
@@ -438,4 +438,148 @@ async fn neither_the_signing_secret_nor_a_signature_reaches_the_log() {
     for sig in signatures {
         assert!(!logs.contains(sig.trim_start_matches("v0=")), "{logs}");
     }
+}
+
+const SECRET_A: &str = "slack-signing-secret-of-team-a-0123456789";
+const SECRET_B: &str = "slack-signing-secret-of-team-b-0123456789";
+
+/// Three teams: payments with its Slack app (A), search with its own (B, `slack_users: known`), ledger with no Slack
+/// receiver at all; alice is a person Herald knows by her Slack user id.
+fn three_teams_config(slack_api: &str, dir: &std::path::Path) -> String {
+    format!(
+        r##"
+server:
+  auth:
+    read_tokens: [{{name: dashboard, token: {READER}}}]
+    ingest_tokens: [{ARGOCD}]
+receivers:
+  - name: slack-a
+    rate_limit_per_second: 100
+    slack: {{token: {BOT_TOKEN}, channel: "#payments", api_url: "{slack_api}/api", signing_secret: {SECRET_A}}}
+  - name: slack-b
+    rate_limit_per_second: 100
+    slack: {{token: {BOT_TOKEN}, channel: "#search", api_url: "{slack_api}/api", signing_secret: {SECRET_B}, slack_users: known}}
+  - {{name: ledger-chat, console: {{file: "{d}/ledger.jsonl"}}}}
+people: {{alice: {{slack: U0ALICE01}}}}
+ownership: {{default_team: payments}}
+teams: {{payments: {{receivers: [slack-a]}}, search: {{receivers: [slack-b]}}, ledger: {{receivers: [ledger-chat]}}}}
+rules: {{degraded: {{for: 0s}}}}
+grouping: {{group_wait: 0s, group_interval: 1m, repeat_interval: 30m}}
+"##,
+        d = dir.display()
+    )
+}
+
+/// A click on `action_id` for incident `value` by the Slack user `user_id` (`username`).
+fn click_by(action_id: &str, value: &str, user_id: &str, username: &str) -> String {
+    let body = click(action_id, value, username);
+    body.replace("U0123ABCD", user_id)
+}
+
+/// Posts `body` signed now with `secret`.
+async fn post_signed_with(app: &TestApp, clock: &ManualClock, secret: &str, body: &str) -> (u16, String) {
+    let ts = clock.now().timestamp().to_string();
+    post(app, body, Some(&ts), Some(&sign(secret, &ts, body))).await
+}
+
+#[tokio::test]
+async fn one_teams_slack_app_acts_only_on_the_incidents_it_was_sent_and_names_known_people() {
+    let server = slack().await;
+    let clock = ManualClock::new(t0());
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let d = dir.path().to_path_buf();
+    let app = TestApp::spawn_in(dir, &three_teams_config(&server.uri(), &d), Arc::new(clock.clone())).await;
+    for (name, team) in [
+        ("pay-api", "payments"),
+        ("search-api", "search"),
+        ("ledger-api", "ledger"),
+    ] {
+        let body = envelope(name, team, "Synced", "Degraded", &clock.now().to_rfc3339());
+        assert_eq!(app.post_as(ARGOCD, body).await.status(), 202);
+    }
+    wait_for(&d.join("ledger.jsonl"), 1).await;
+    app.settle().await;
+    assert_eq!(
+        calls(&server, "chat.postMessage").await.len(),
+        2,
+        "payments' and search's"
+    );
+    let list = get(&app, "/v1/incidents?state=firing").await;
+    let id_of = |team: &str| {
+        (list["items"].as_array().expect("items").iter())
+            .find(|i| i["team"] == team)
+            .and_then(|i| i["id"].as_i64())
+            .unwrap_or_else(|| panic!("no incident of {team}: {list}"))
+    };
+    let (pay, search, ledger) = (id_of("payments"), id_of("search"), id_of("ledger"));
+    let app_ref = &app;
+    let acked = move |id: i64| {
+        let app = app_ref;
+        async move {
+            let list = get(app, "/v1/incidents?state=firing").await;
+            (list["items"].as_array().expect("items").iter())
+                .find(|i| i["id"] == id)
+                .and_then(|i| i["acknowledged"]["by"].as_str().map(str::to_string))
+        }
+    };
+
+    // Team A's app, signed with its own secret, on team B's incident and on team C's (no Slack receiver at all):
+    // nothing is done, and the person who clicked is told why.
+    for other in [search, ledger] {
+        for action in ["herald_ack", "herald_silence_1h"] {
+            let (status, text) = post_signed_with(
+                &app,
+                &clock,
+                SECRET_A,
+                &click_by(action, &other.to_string(), "U0EVE0001", "eve"),
+            )
+            .await;
+            assert_eq!(status, 200, "{text}");
+            let v: Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(v["response_type"], "ephemeral");
+            assert!(
+                v["text"].as_str().unwrap_or_default().contains(&format!(
+                    "incident {other} was not sent to this Slack app (Herald's receiver slack-a)"
+                )),
+                "{text}"
+            );
+            assert_eq!(acked(other).await, None, "incident {other}");
+            clock.advance(Duration::from_secs(1));
+        }
+    }
+    assert_eq!(get(&app, "/v1/silences").await["count"], 0, "nothing silenced");
+
+    // On its own incident: acknowledged, by alice as Herald knows her (her Slack user id is in people).
+    let (status, text) = post_signed_with(
+        &app,
+        &clock,
+        SECRET_A,
+        &click_by("herald_ack", &pay.to_string(), "U0ALICE01", "al"),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(acked(pay).await.as_deref(), Some("alice"));
+
+    // Team B's app takes only people Herald knows: eve is refused, saying why; alice acknowledges.
+    let (status, text) = post_signed_with(
+        &app,
+        &clock,
+        SECRET_B,
+        &click_by("herald_ack", &search.to_string(), "U0EVE0001", "eve"),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("U0EVE0001 is not in Herald's people"), "{text}");
+    assert_eq!(acked(search).await, None);
+    clock.advance(Duration::from_secs(1));
+    let (status, text) = post_signed_with(
+        &app,
+        &clock,
+        SECRET_B,
+        &click_by("herald_ack", &search.to_string(), "U0ALICE01", "al"),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(acked(search).await.as_deref(), Some("alice"));
+    app.stop().await;
 }

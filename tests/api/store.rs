@@ -224,6 +224,16 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
         .collect();
     assert_eq!(about_one, [ids[1], ids[0]]);
     assert!(store.incident_deliveries(&[], 10).await.expect("none").is_empty());
+    // What a Slack click is checked against: a delivery about the incident to that receiver.
+    assert!(store.was_told("r", 2).await.expect("told"), "incident 2 was sent to r");
+    assert!(
+        !store.was_told("r", 4).await.expect("told"),
+        "incident 4 was sent nowhere"
+    );
+    assert!(
+        !store.was_told("other", 1).await.expect("told"),
+        "nothing was sent to another receiver"
+    );
 
     let (step, due) = store.next_escalation(1).await.expect("read").expect("a step");
     assert_eq!(

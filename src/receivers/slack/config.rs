@@ -1,4 +1,4 @@
-//! `slack: {webhook_url, token, channel, api_url, signing_secret}`: an incoming webhook, or a bot token and the
+//! `slack: {webhook_url, token, channel, api_url, signing_secret, slack_users}`: an incoming webhook, or a bot token and the
 //! channel it posts to; with the Slack app's signing secret, the bot's messages carry buttons (interactivity).
 
 use std::sync::Arc;
@@ -24,6 +24,37 @@ pub struct Config {
     /// "Acknowledge" and "Silence 1 h", whose clicks Slack signs with it and posts to `/v1/slack/interactions`.
     /// Needs a bot `token` (only the bot's own message can be edited to show who acknowledged).
     pub signing_secret: Option<SecretString>,
+    /// Who may click the buttons: `any` Slack user of the workspace (default), or only those `known` in `people`
+    /// (`people.<name>.slack`); anyone else is answered, only to them, why nothing was done.
+    #[serde(default)]
+    pub slack_users: SlackUsers,
+}
+
+/// `slack.slack_users`: whose clicks on the buttons act.
+// Read through a string so an error names the key: a receiver's kind is read whole, and serde's path stops there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub enum SlackUsers {
+    /// Anyone in the channel (Slack shows the channel only to its members).
+    #[default]
+    Any,
+    /// Only the Slack users `people` maps to a person.
+    Known,
+}
+
+impl TryFrom<serde_json::Value> for SlackUsers {
+    type Error = String;
+
+    fn try_from(v: serde_json::Value) -> Result<Self, String> {
+        match v.as_str() {
+            Some("any") => Ok(SlackUsers::Any),
+            Some("known") => Ok(SlackUsers::Known),
+            _ => Err(format!(
+                "slack_users is `any` or `known`, not {}",
+                v.to_string().chars().take(64).collect::<String>()
+            )),
+        }
+    }
 }
 
 impl Config {
@@ -72,6 +103,12 @@ impl Integration for Config {
                     "must not be empty (the Slack app's Basic Information → Signing Secret)",
                 ));
             }
+        }
+        if self.slack_users == SlackUsers::Known && self.signing_secret.is_none() {
+            errors.push(invalid(
+                format!("{path}.slack_users"),
+                "is about who may click the buttons, and without a `signing_secret` there are none",
+            ));
         }
         if let Some(u) = &self.webhook_url {
             crate::configuration::check_secret_url(errors, &format!("{path}.webhook_url"), u);

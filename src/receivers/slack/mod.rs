@@ -24,7 +24,7 @@ use crate::receivers::render;
 use crate::receivers::render::truncate;
 use api::{ApiError, MESSAGE_GONE, Posted, cannot_edit};
 use blocks::{MAX_TEMPLATE_TEXT, Message, blocks, fallback_text, resolved_reply};
-pub use config::Config;
+pub use config::{Config, SlackUsers};
 
 enum Mode {
     Webhook(SecretString),

@@ -47,6 +47,7 @@ fn webhook_settings(base: &str) -> Config {
         channel: None,
         api_url: "http://127.0.0.1:9/unused".into(),
         signing_secret: None,
+        slack_users: Default::default(),
     }
 }
 
@@ -58,6 +59,7 @@ fn bot_settings(api_url: String, channel: Option<&str>) -> Config {
         channel: channel.map(str::to_string),
         api_url,
         signing_secret: None,
+        slack_users: Default::default(),
     }
 }
 
@@ -752,4 +754,33 @@ fn a_signing_secret_needs_a_bot_token_and_is_not_empty() {
         errors("receivers: [{name: s, slack: {token: xoxb-1, channel: '#c', signing_secret: abc}}]"),
         ""
     );
+}
+
+#[test]
+fn slack_users_is_any_or_known_and_known_needs_a_signing_secret() {
+    let errors = |yaml: &str| {
+        crate::configuration::Settings::from_yaml(yaml)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let without = errors("receivers: [{name: s, slack: {token: xoxb-1, channel: '#c', slack_users: known}}]");
+    assert!(
+        without.contains("receivers[\"s\"].slack.slack_users: is about who may click the buttons"),
+        "{without}"
+    );
+    for bad in ["someone", "[known]", "1"] {
+        let e = errors(&format!(
+            "receivers: [{{name: s, slack: {{token: xoxb-1, channel: '#c', signing_secret: abc, slack_users: {bad}}}}}]"
+        ));
+        assert!(e.contains("slack_users"), "{bad}: {e}");
+    }
+    for ok in ["any", "known"] {
+        assert_eq!(
+            errors(&format!(
+                "receivers: [{{name: s, slack: {{token: xoxb-1, channel: '#c', signing_secret: abc, slack_users: {ok}}}}}]"
+            )),
+            ""
+        );
+    }
 }
