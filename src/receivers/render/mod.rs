@@ -183,6 +183,9 @@ impl AppView<'_> {
         if let Some(r) = previous.filter(|r| !r.trim().is_empty()) {
             out.push(fact("Previous revision", short_rev(r).to_string()));
         }
+        if let Some(d) = self.incidents.iter().find_map(|i| i.deployment.as_ref()) {
+            out.extend(deployment_facts(d));
+        }
         let by = self.incidents.iter().find_map(|i| i.initiated_by.as_deref());
         if let Some(by) = by.filter(|b| !b.trim().is_empty()) {
             out.push(fact("Initiated by", by.to_string()));
@@ -237,6 +240,50 @@ fn sources(i: &Incident) -> Vec<Fact> {
             }
         })
         .collect()
+}
+
+/// Images listed in a message; more are counted (`… and 3 more`).
+pub const SHOWN_IMAGES: usize = 3;
+
+/// What the deployment changed, as facts: `Images: ghcr.io/acme/api:1.0 → 1.1, … and 2 more`, `Revisions:
+/// 3de5b39dd542 → 9b2f1c0d7e6a` (linked to the comparison on a trusted host), `Chart: podinfo 6.9.0 → 6.9.2`,
+/// `Sync: 1 created, 2 changed, 1 pruned`. Only what changed.
+pub fn deployment_facts(d: &crate::domain::Deployment) -> Vec<Fact> {
+    let mut out = Vec::new();
+    if !d.images.is_empty() {
+        let mut value: Vec<String> = d.images.iter().take(SHOWN_IMAGES).map(|c| c.describe()).collect();
+        let more = d.images.len().saturating_sub(SHOWN_IMAGES) + d.more_images;
+        if more > 0 {
+            value.push(format!("… and {more} more"));
+        }
+        out.push(fact("Images", value.join(", ")));
+    }
+    let git = d.sources.iter().filter(|c| c.chart.is_none()).count();
+    for c in &d.sources {
+        let (label, value) = match &c.chart {
+            Some(_) => ("Chart", c.describe()),
+            // Several repositories changed: say which is which.
+            None if git > 1 => ("Revisions", format!("{}: {}", short_repo(&c.repo_url), c.describe())),
+            None => ("Revisions", c.describe()),
+        };
+        out.push(Fact {
+            label: label.into(),
+            value,
+            link: c.compare_url.clone(),
+        });
+    }
+    if !d.resources.is_empty() {
+        out.push(fact("Sync", d.resources.describe()));
+    }
+    out
+}
+
+/// `github.com/acme/apps` for `https://github.com/acme/apps.git`.
+fn short_repo(repo_url: &str) -> &str {
+    repo_url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches(".git")
 }
 
 /// The status of one incident in a message: FIRING, RESOLVED, or EVENT for what happened once (a prune, a
@@ -342,6 +389,17 @@ pub fn facts(i: &Incident) -> Vec<(&'static str, String)> {
     }
     if let Some(r) = &i.previous_revision {
         out.push(("Previous revision", short_rev(r).to_string()));
+    }
+    if let Some(d) = &i.deployment {
+        for f in deployment_facts(d) {
+            let label = match f.label.as_str() {
+                "Images" => "Images",
+                "Chart" => "Chart",
+                "Sync" => "Sync",
+                _ => "Revisions",
+            };
+            out.push((label, f.value));
+        }
     }
     if let Some(by) = &i.initiated_by {
         out.push(("Initiated by", by.clone()));
