@@ -115,7 +115,7 @@ fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
                 out.push((part, false));
             }
         }
-        for d in &mut i.deployment {
+        if let Some(d) = &mut i.deployment {
             for image in &mut d.images {
                 out.push((&mut image.image, false));
                 out.extend(
