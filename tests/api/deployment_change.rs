@@ -153,3 +153,27 @@ async fn an_untrusted_hosts_revisions_are_told_as_text_without_a_comparison_link
         "no link to the untrusted host: {page}"
     );
 }
+
+#[tokio::test]
+async fn an_image_that_is_not_a_string_is_refused_naming_where_it_is() {
+    let app = TestApp::spawn("").await;
+    let mut body = captured("022_remove_podinfo_2_1.json");
+    body["app"]["status"]["summary"]["images"] = json!(["ghcr.io/a:1", {"name": "b"}]);
+    let r = app.post(body.to_string()).await;
+    assert_eq!(r.status(), 422);
+    let v: Value = r.json().await.expect("json");
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(error.contains("app.status.summary.images[1] must be a string"), "{v}");
+    body["app"]["status"]["summary"]["images"] = json!("ghcr.io/a:1");
+    let r = app.post(body.to_string()).await;
+    assert_eq!(r.status(), 422);
+    let v: Value = r.json().await.expect("json");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("app.status.summary.images must be an array"),
+        "{v}"
+    );
+    app.stop().await;
+}
