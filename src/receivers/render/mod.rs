@@ -446,6 +446,65 @@ pub fn status_emoji(n: &Notification) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use crate::domain::{Deployment, ImageChange, SourceChange, SyncCounts};
+
+    #[test]
+    fn a_deployment_is_told_in_facts_images_capped_with_a_count() {
+        let image = |k: usize| ImageChange {
+            image: format!("ghcr.io/acme/svc{k}"),
+            from: Some("1.0".into()),
+            to: Some("1.1".into()),
+        };
+        let d = Deployment {
+            images: (1..=5).map(image).collect(),
+            more_images: 2,
+            sources: vec![
+                SourceChange {
+                    repo_url: "https://github.com/acme/apps.git".into(),
+                    from: Some("9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c".into()),
+                    to: Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5".into()),
+                    compare_url: Some("https://github.com/acme/apps/compare/9b2f...3de5".into()),
+                    ..Default::default()
+                },
+                SourceChange {
+                    repo_url: "https://charts.acme.example".into(),
+                    chart: Some("redis".into()),
+                    from: Some("18.1.0".into()),
+                    to: Some("18.2.1".into()),
+                    ..Default::default()
+                },
+            ],
+            resources: SyncCounts {
+                created: 1,
+                changed: 2,
+                applied: 0,
+                pruned: 1,
+            },
+        };
+        let facts: Vec<(String, String, Option<String>)> = (deployment_facts(&d).into_iter())
+            .map(|f| (f.label, f.value, f.link))
+            .collect();
+        let own = |l: &str, v: &str, u: Option<&str>| (l.to_string(), v.to_string(), u.map(str::to_string));
+        assert_eq!(
+            facts,
+            [
+                own(
+                    "Images",
+                    "ghcr.io/acme/svc1:1.0 → 1.1, ghcr.io/acme/svc2:1.0 → 1.1, ghcr.io/acme/svc3:1.0 → 1.1, … and 4 more",
+                    None
+                ),
+                own(
+                    "Revisions",
+                    "9b2f1c0d7e6a → 3de5b39dd542",
+                    Some("https://github.com/acme/apps/compare/9b2f...3de5")
+                ),
+                own("Chart", "redis 18.1.0 → 18.2.1", None),
+                own("Sync", "1 created, 2 changed, 1 pruned", None),
+            ]
+        );
+        assert!(deployment_facts(&Deployment::default()).is_empty());
+    }
+
     use super::*;
 
     #[test]
