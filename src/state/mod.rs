@@ -48,9 +48,10 @@ pub struct AppState {
     /// twice and an older sync arriving late never reads as a rollback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed: Option<(String, Option<DateTime<Utc>>)>,
-    /// What ran before the last operation that changed what runs (images, revisions, chart versions): what a
-    /// problem after a deployment is told it changed ([`AppState::release_change`]). An operation that changes
-    /// nothing (a self-heal, a sync of the same commit) leaves it, so the deployment before stays the one told.
+    /// What ran before the last operation that changed what runs (images, revisions, chart versions): a problem
+    /// after a deployment is told what changed from it to now (`incidents::view::deployment`). An operation that
+    /// changes nothing (a self-heal, a sync of the same commit) leaves it, so the deployment before stays the one
+    /// told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<Before>,
     /// What ran just before the current operation started, until that operation changes something (then it

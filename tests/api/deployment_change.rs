@@ -50,7 +50,8 @@ fn with_values(mut body: Value, repo: &str, chart: &str, commit: &str) -> Value 
     body
 }
 
-/// 022 derived: not being deleted (it was captured while Argo CD deleted it), Degraded, its sync's results in kubectl's client-side words, one resource pruned.
+/// 022 derived: not being deleted (it was captured while Argo CD deleted it), Degraded, its sync's results in
+/// kubectl's client-side words, one resource pruned.
 fn degraded(mut body: Value) -> Value {
     let app = &mut body["app"];
     app["metadata"]
