@@ -137,6 +137,7 @@ async fn answer(
         }
         p { "As of " span #now { (zone.time(now)) } ". Times in " (zone.tz.name()) "." }
         (now_section(s, &zone, now))
+        (deployment_section(s, &settings.links))
         (incidents_section(&open, &told, &escalations, &forms, &here, &zone, now))
         (history_section(&id, &history, before.is_some(), &zone, now))
     };
@@ -175,6 +176,29 @@ fn now_section(s: &crate::state::AppState, zone: &Zone, now: DateTime<Utc>) -> M
                     }
                 }
             } }
+        }
+    }
+}
+
+/// What the last deployment that changed something changed: images, revisions (linked to the comparison on a
+/// trusted Git host), chart versions, and what its sync did to the resources.
+fn deployment_section(s: &crate::state::AppState, links: &crate::configuration::LinksSettings) -> Markup {
+    let Some(d) = crate::incidents::last_deployment(s, links) else {
+        return html! {};
+    };
+    let facts = crate::receivers::render::deployment_facts(&d);
+    html! {
+        h2 #deployment { "Last deployment" }
+        ul #deployment-changes {
+            @for f in &facts {
+                li {
+                    (f.label) ": "
+                    @match f.link.as_deref().filter(|l| crate::domain::link::is_safe(l)) {
+                        Some(l) => a href=(l) { (f.value) },
+                        None => (f.value),
+                    }
+                }
+            }
         }
     }
 }

@@ -74,6 +74,7 @@ pub const LIST_FIELDS: &[&str] = &[
     "items.status.operationState.finishedAt",
     "items.status.operationState.operation.sync",
     "items.status.resources",
+    "items.status.summary",
 ];
 
 /// One entry of a listing, as it is read.

@@ -18,6 +18,8 @@ pub const MAX_CONDITIONS: usize = 50;
 pub const MAX_LABELS: usize = 64;
 /// Sources of a multi-source Application.
 pub const MAX_SOURCES: usize = 20;
+/// Images of `status.summary.images` (an Application running more is told about its first ones).
+pub const MAX_IMAGES: usize = 200;
 /// A whole state, as stored and answered: past it, the resource lists are halved until it fits.
 pub const MAX_SNAPSHOT_BYTES: usize = 1 << 20;
 /// The condition type that says what was left out.
@@ -100,6 +102,8 @@ pub fn bound(snap: &mut Snapshot) {
     first(&mut snap.revisions, MAX_SOURCES, "revisions", &mut notes);
     snap.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
     cut_opt(&mut snap.previous_revision, MAX_FIELD_BYTES);
+    first(&mut snap.images, MAX_IMAGES, "images", &mut notes);
+    snap.images.iter_mut().for_each(|i| cut(i, MAX_FIELD_BYTES));
     first(&mut snap.sources, MAX_SOURCES, "sources", &mut notes);
     for s in &mut snap.sources {
         cut(&mut s.repo_url, MAX_FIELD_BYTES);

@@ -202,6 +202,10 @@ pub struct Snapshot {
     pub sources: Vec<SourceRef>,
     /// The revision deployed before the current one (from `status.history`), for recovery steps.
     pub previous_revision: Option<String>,
+    /// The images the Application's live resources run (`status.summary.images`, `ghcr.io/acme/api:1.1`), each
+    /// once, in Argo CD's order: what a deployment changed is told from them ([`crate::state::Release`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
     /// `metadata.deletionTimestamp` is set: Argo CD is deleting the Application.
     pub deleting: bool,
     /// `status.health.lastTransitionTime` (Argo CD 2.14+): Argo CD's own time of the last health change.
@@ -260,6 +264,9 @@ impl Snapshot {
         }
         if self.argocd_url.is_none() {
             self.argocd_url.clone_from(&stored.argocd_url);
+        }
+        if self.images.is_empty() {
+            self.images.clone_from(&stored.images);
         }
         if let (Some(op), Some(old)) = (&mut self.operation, &stored.operation)
             && op.started_at == old.started_at

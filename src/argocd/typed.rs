@@ -20,7 +20,7 @@ mod shapes;
 
 use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
 
-use super::caps::{MAX_CONDITIONS, MAX_RESOURCES, MAX_SOURCES};
+use super::caps::{MAX_CONDITIONS, MAX_IMAGES, MAX_RESOURCES, MAX_SOURCES};
 
 use super::{
     AppId, Condition, Destination, HealthStatus, Initiator, Operation, ResourceStatus, ResultResource, Snapshot,
@@ -135,6 +135,17 @@ impl<T> Pick<T> for Last {
 /// Every item once, the first ones (revisions).
 pub(super) struct Distinct;
 impl Pick<Str<'_>> for Distinct {
+    fn same(kept: &Str<'_>, item: &Str<'_>) -> bool {
+        kept.0 == item.0
+    }
+}
+
+/// Every non-empty item once, the first ones (`status.summary.images`).
+pub(super) struct Images;
+impl Pick<Str<'_>> for Images {
+    fn keep(item: &Str<'_>) -> bool {
+        !item.0.is_empty()
+    }
     fn same(kept: &Str<'_>, item: &Str<'_>) -> bool {
         kept.0 == item.0
     }
@@ -304,6 +315,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         sync_policy,
         sources,
         previous_revision: None,
+        images: Vec::new(),
         deleting: metadata.deletion_timestamp.is_some(),
         health_changed_at: None,
         source: Source::Webhook,
@@ -429,6 +441,9 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
             message: owned_or_default(c.message),
         })
         .collect();
+    if let Some(Obj(summary)) = status.summary {
+        snap.images = (summary.images.into_iter().flatten()).map(|i| i.owned()).collect();
+    }
     let history = status.history.unwrap_or_default();
     if history.len() >= 2 {
         snap.previous_revision = history.into_iter().rev().nth(1).and_then(|Obj(h)| owned(h.revision));

@@ -50,6 +50,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     let resources = r.resources(app)?;
     let conditions = r.conditions(app)?;
     let previous_revision = r.previous_revision(app)?;
+    let images = r.images(app)?;
     // Read after the status lists rather than with the health, so that the first wrong field named stays the same.
     let health_changed_at = r.health_changed_at(app)?;
     let observed_at = r.observed_at(app, envelope, operation.as_ref(), health_changed_at)?;
@@ -70,6 +71,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
         sync_policy: spec.sync_policy,
         sources: spec.sources,
         previous_revision,
+        images,
         deleting: meta.deleting,
         health_changed_at,
         source: Source::Webhook,
@@ -357,6 +359,19 @@ impl Reader {
             );
         }
         Ok(conditions)
+    }
+
+    /// `status.summary.images`: each non-empty one once; past the cap one more is kept (the caps say there were
+    /// more), the rest checked only.
+    fn images(&self, app: &Value) -> Result<Vec<String>, PayloadError> {
+        let mut images: Vec<String> = Vec::new();
+        for (i, v) in self.array(app, &["status", "summary", "images"])?.iter().enumerate() {
+            let s = entry_str(v, || format!("{}status.summary.images[{i}]", self.prefix))?;
+            if !s.is_empty() && images.len() <= super::caps::MAX_IMAGES && !images.iter().any(|k| k == s) {
+                images.push(s.to_string());
+            }
+        }
+        Ok(images)
     }
 
     /// The revision deployed before the current one, from `status.history`.

@@ -24,6 +24,17 @@ impl GitHostKind {
             GitHostKind::Bitbucket => format!("{web}/commits/{revision}"),
         }
     }
+
+    /// The page comparing commit `old` with `new` (what `new` adds) in the repository whose web address is `web`.
+    /// Bitbucket Cloud names the newer first, the two separated by a carriage return (`%0D`), and shows the diff
+    /// under `#diff`.
+    pub fn compare_page(self, web: &str, old: &str, new: &str) -> String {
+        match self {
+            GitHostKind::Github | GitHostKind::Gitea => format!("{web}/compare/{old}...{new}"),
+            GitHostKind::Gitlab => format!("{web}/-/compare/{old}...{new}"),
+            GitHostKind::Bitbucket => format!("{web}/branches/compare/{new}%0D{old}#diff"),
+        }
+    }
 }
 
 /// One host an operator trusts with commit links (a GitHub Enterprise, a self-hosted GitLab or Gitea).

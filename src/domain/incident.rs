@@ -255,6 +255,138 @@ impl SourceRevision {
     }
 }
 
+/// What the deployment before a problem changed, from what Herald stores about the Application: the images whose
+/// tag or digest changed, each source whose revision changed (a Helm source's revision is its chart version), and
+/// what the sync did to the resources. Only what changed is listed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Deployment {
+    /// The images that changed, the first [`Deployment::MAX_IMAGES`] in Argo CD's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageChange>,
+    /// How many more images changed than `images` lists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_images: usize,
+    /// The sources whose revision changed, in the Application's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceChange>,
+    /// What the last sync did to the resources (`syncResult.resources`), hooks left out.
+    #[serde(default, skip_serializing_if = "SyncCounts::is_empty")]
+    pub resources: SyncCounts,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Deployment {
+    /// Image changes kept with an incident; the rest are counted in `more_images`.
+    pub const MAX_IMAGES: usize = 20;
+
+    pub fn is_empty(&self) -> bool {
+        self.images.is_empty() && self.sources.is_empty() && self.resources.is_empty()
+    }
+}
+
+/// One image of the Application that a deployment changed: `ghcr.io/acme/api` from `1.0` to `1.1`. A tag, or a
+/// digest (`@sha256:…`); `from` absent: the image is new; `to` absent: no resource runs it any more.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageChange {
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+impl ImageChange {
+    /// `ghcr.io/acme/api:1.0 → 1.1`, `ghcr.io/acme/api:1.1 (new)`, `ghcr.io/acme/old:2.0 (removed)`.
+    pub fn describe(&self) -> String {
+        let full = |v: &str| {
+            if v.starts_with('@') {
+                format!("{}{v}", self.image)
+            } else {
+                format!("{}:{v}", self.image)
+            }
+        };
+        match (&self.from, &self.to) {
+            (Some(from), Some(to)) => format!("{} → {}", full(from), to.trim_start_matches('@')),
+            (None, Some(to)) => format!("{} (new)", full(to)),
+            (Some(from), None) => format!("{} (removed)", full(from)),
+            (None, None) => self.image.clone(),
+        }
+    }
+}
+
+/// A source whose revision a deployment changed: a commit (linked to the comparison on a trusted Git host) or, for
+/// a Helm source, the chart's version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceChange {
+    pub repo_url: String,
+    /// The Helm chart, for a Helm source: `from` and `to` are its versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The comparison of the two commits, on a host `links` trusts (github.com, gitlab.com, bitbucket.org,
+    /// `links.git_hosts`); never for another host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_url: Option<String>,
+}
+
+impl SourceChange {
+    /// `3de5b39dd542 → 9b2f1c0d7e6a`, `podinfo 6.9.0 → 6.9.2`.
+    pub fn describe(&self) -> String {
+        let short = |r: &Option<String>| match r.as_deref() {
+            Some(r) if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) => r[..12].to_string(),
+            Some(r) => r.to_string(),
+            None => "none".into(),
+        };
+        let change = format!("{} → {}", short(&self.from), short(&self.to));
+        match &self.chart {
+            Some(chart) => format!("{chart} {change}"),
+            None => change,
+        }
+    }
+}
+
+/// What a sync did to its resources, from each result's message: `created`, `configured` (changed),
+/// `serverside-applied` (applied with server-side apply, which does not say whether anything changed) and the
+/// `Pruned` status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncCounts {
+    #[serde(default)]
+    pub created: usize,
+    #[serde(default)]
+    pub changed: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub applied: usize,
+    #[serde(default)]
+    pub pruned: usize,
+}
+
+impl SyncCounts {
+    pub fn is_empty(&self) -> bool {
+        self.created + self.changed + self.applied + self.pruned == 0
+    }
+
+    /// `1 created, 2 changed, 1 pruned` (the counts that are not zero; `3 applied` for server-side apply).
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            (self.created, "created"),
+            (self.changed, "changed"),
+            (self.applied, "applied"),
+            (self.pruned, "pruned"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+        parts.join(", ")
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hint {
     /// Stable id (`missing_crd`, `prune_disabled`, …).
@@ -313,6 +445,11 @@ pub struct Incident {
     /// The Application's sources and the revision of each (one for most Applications).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceRevision>,
+    /// What the deployment before the problem changed (images, revisions, chart versions, resources), for a
+    /// problem that can follow one (a failed sync, a prune, Degraded, Progressing, a running sync); absent when it
+    /// changed nothing Herald can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<Deployment>,
     /// The receivers the Application's annotation (`ownership.receivers_annotation`) asks for, as written; routing
     /// uses those the owning team allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

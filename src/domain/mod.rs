@@ -14,7 +14,8 @@ pub mod time;
 
 pub use digest::Digest;
 pub use incident::{
-    Acknowledgement, Hint, Hold, Incident, IncidentState, Kind, Occurrence, ResourceRef, Severity, SyncWindowHold,
+    Acknowledgement, Deployment, Hint, Hold, ImageChange, Incident, IncidentState, Kind, Occurrence, ResourceRef,
+    Severity, SourceChange, SyncCounts, SyncWindowHold,
 };
 pub use labels::Labels;
 pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};

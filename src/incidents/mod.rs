@@ -20,8 +20,8 @@ use crate::configuration::RulesSettings;
 use crate::domain::{Incident, ResourceRef, Severity};
 use crate::state::AppState;
 pub use view::link_commits;
+use view::{deployment, resource_ref, resource_url, sources};
 pub use view::{first_sentence, plural};
-use view::{resource_ref, resource_url, sources};
 
 /// A condition the Application is in now, with what a person needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,8 +90,33 @@ fn base_view(state: &AppState, kind: Kind, severity: Severity, team: &str, argoc
         labels: s.labels.clone(),
         initiated_by: s.operation.as_ref().map(|o| o.initiator.describe()),
         sources: sources(s, matches!(kind, Kind::SyncFailed | Kind::Pruned)),
+        deployment: follows_deployment(kind).then(|| deployment(state)).flatten(),
         ..Default::default()
     }
+}
+
+/// What the Application's last deployment that changed something changed (images, revisions with their comparison
+/// on a host `links` trusts, chart versions, what its sync did to the resources), for its page.
+pub fn last_deployment(
+    state: &AppState,
+    links: &crate::configuration::LinksSettings,
+) -> Option<crate::domain::Deployment> {
+    let mut view = Incident {
+        deployment: deployment(state),
+        ..Default::default()
+    };
+    link_commits(&mut view, links);
+    view.deployment
+}
+
+/// Whether a problem of `kind` can follow a deployment, so that what the deployment changed is told with it: a sync
+/// that failed, ran long or pruned, an Application Degraded or Progressing. Not OutOfSync or a prune waiting: they
+/// come before the next deployment.
+fn follows_deployment(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::SyncFailed | Kind::Pruned | Kind::Degraded | Kind::Progressing | Kind::SyncRunning
+    )
 }
 
 /// Resources waiting to be pruned: `requiresPruning` in `status.resources`, or `PruneSkipped` "requires pruning"

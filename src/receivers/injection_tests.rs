@@ -115,6 +115,26 @@ fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
                 out.push((part, false));
             }
         }
+        if let Some(d) = &mut i.deployment {
+            for image in &mut d.images {
+                out.push((&mut image.image, false));
+                out.extend(
+                    [&mut image.from, &mut image.to]
+                        .into_iter()
+                        .flatten()
+                        .map(|s| (s, false)),
+                );
+            }
+            for c in &mut d.sources {
+                out.push((&mut c.repo_url, false));
+                out.extend(
+                    [&mut c.chart, &mut c.from, &mut c.to]
+                        .into_iter()
+                        .flatten()
+                        .map(|s| (s, false)),
+                );
+            }
+        }
     }
     out
 }
@@ -136,6 +156,28 @@ fn notification(values: &[String]) -> Notification {
         chart: Some(String::new()),
         target_revision: Some(String::new()),
         revision: Some(String::new()),
+        ..Default::default()
+    });
+    // What a deployment changed: an image, a Git source and a chart, each text from Argo CD.
+    i.deployment = Some(crate::domain::Deployment {
+        images: vec![crate::domain::ImageChange {
+            from: Some(String::new()),
+            to: Some(String::new()),
+            ..Default::default()
+        }],
+        sources: vec![
+            crate::domain::SourceChange {
+                from: Some(String::new()),
+                to: Some(String::new()),
+                ..Default::default()
+            },
+            crate::domain::SourceChange {
+                chart: Some(String::new()),
+                from: Some(String::new()),
+                to: Some(String::new()),
+                ..Default::default()
+            },
+        ],
         ..Default::default()
     });
     n.incidents = vec![i.clone(), Incident { id: 8, ..i }];

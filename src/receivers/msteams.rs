@@ -135,6 +135,21 @@ fn teams_app(app: &AppView<'_>, now: chrono::DateTime<chrono::Utc>, zone: crate:
         .map(|f| json!({"title": f.label, "value": truncate(&escape::teams(&f.value), 500)}))
         .collect();
     let mut items = vec![json!({"type": "FactSet", "facts": facts})];
+    // A deployment's comparison links, which the FactSet cannot carry, as a line of links below it.
+    let compares: Vec<String> = (app.incidents.iter().find_map(|i| i.deployment.as_ref()).into_iter())
+        .flat_map(|d| d.sources.iter())
+        .filter_map(|c| {
+            let url = c.compare_url.as_deref().filter(|u| crate::domain::link::is_safe(u))?;
+            Some(link(&c.describe(), url))
+        })
+        .collect();
+    if !compares.is_empty() {
+        items.push(json!({
+            "type": "TextBlock",
+            "text": truncate(&format!("Compare: {}", compares.join(", ")), TEAMS_MAX_TEXT),
+            "wrap": true,
+        }));
+    }
     for i in &app.incidents {
         items.extend(teams_incident(i, now, zone));
     }

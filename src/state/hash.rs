@@ -40,6 +40,7 @@ pub fn content_hash(s: &Snapshot) -> String {
         sync_policy,
         sources,
         previous_revision,
+        images,
         deleting,
         health_changed_at,
         source: _,
@@ -116,6 +117,11 @@ pub fn content_hash(s: &Snapshot) -> String {
         h.opt(target_revision.as_deref());
     }
     h.opt(previous_revision.as_deref());
+    // Fed only when present, so the hash of every Application stored before images were read stays what it was.
+    if !images.is_empty() {
+        h.tag(3);
+        h.strs(images);
+    }
     h.tag(u8::from(*deleting));
     h.time(*health_changed_at);
     hex::encode(&h.0.finalize()[..16])

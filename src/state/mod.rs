@@ -48,6 +48,56 @@ pub struct AppState {
     /// twice and an older sync arriving late never reads as a rollback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed: Option<(String, Option<DateTime<Utc>>)>,
+    /// What ran before the last operation that changed what runs (images, revisions, chart versions): a problem
+    /// after a deployment is told what changed from it to now (`incidents::view::deployment`). An operation that
+    /// changes nothing (a self-heal, a sync of the same commit) leaves it, so the deployment before stays the one
+    /// told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Before>,
+    /// What ran just before the current operation started, until that operation changes something (then it
+    /// becomes [`AppState::before`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_operation: Option<Before>,
+}
+
+/// What an Application runs, as far as a deployment changes it: the images of its live resources and the revision
+/// of each source (a Helm source's revision is its chart's version). Kept in the stored state (a document: no
+/// column, no migration).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Release {
+    /// `status.summary.images`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    /// One per source, in order: what the last operation synced (`syncResult.revision(s)`, else the operation's
+    /// `sync.revision`), else what Argo CD compares with (`status.sync.revision(s)`). Empty: unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+}
+
+impl Release {
+    pub fn of(s: &Snapshot) -> Self {
+        let synced = s.operation.as_ref().map(|op| {
+            if op.revisions.is_empty() {
+                op.revision.iter().cloned().collect()
+            } else {
+                op.revisions.clone()
+            }
+        });
+        Self {
+            images: s.images.clone(),
+            revisions: synced
+                .filter(|r: &Vec<String>| !r.is_empty())
+                .unwrap_or_else(|| s.revisions.clone()),
+        }
+    }
+}
+
+/// A [`Release`] and the operation (its start) that replaced it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Before {
+    pub release: Release,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<DateTime<Utc>>,
 }
 
 /// Where an Application is in its life, as `/v1/apps` and the timeline's `lifecycle` transitions name it.
@@ -288,6 +338,8 @@ fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: Da
             deleted_at: None,
             awaited_prunes: Default::default(),
             deployed,
+            before: None,
+            before_operation: None,
         }),
         transitions,
     }
@@ -391,6 +443,7 @@ fn next_state(
     } else {
         prev.prune_since.keys().cloned().collect()
     };
+    let (before, before_operation) = befores(prev, &snap);
     let same_health = prev.snapshot.health_status == snap.health_status;
     let prune_since = snap
         .resources
@@ -416,7 +469,38 @@ fn next_state(
         deleted_at: None,
         awaited_prunes,
         deployed,
+        before,
+        before_operation,
     }
+}
+
+/// [`AppState::before`] and [`AppState::before_operation`] once `snap` follows `prev`: a new operation (another
+/// start) remembers what ran just before it; once what runs differs from that within the same operation, the
+/// operation changed something and what ran before it is the deployment's "before". Changes seen without a new
+/// operation (drift, or the only body of an operation Herald saw) count against the last operation's "before".
+fn befores(prev: &AppState, snap: &Snapshot) -> (Option<Before>, Option<Before>) {
+    let started = |s: &Snapshot| s.operation.as_ref().and_then(|o| o.started_at);
+    let now = Release::of(snap);
+    let pending = if started(snap) != started(&prev.snapshot) {
+        Some(Before {
+            release: Release::of(&prev.snapshot),
+            operation: started(snap),
+        })
+    } else {
+        prev.before_operation.clone()
+    };
+    let pending = pending.or_else(|| {
+        // Stored before these were kept: the previous snapshot is the best "before" there is.
+        Some(Before {
+            release: Release::of(&prev.snapshot),
+            operation: started(snap),
+        })
+    });
+    let before = match &pending {
+        Some(p) if p.operation == started(snap) && p.release != now => pending.clone(),
+        _ => prev.before.clone(),
+    };
+    (before, pending)
 }
 
 /// Whether `snap` is about another Application than `prev` under the same name: a different `metadata.uid`, or —
@@ -468,6 +552,73 @@ mod tests {
     /// The state an Application's first snapshot creates (always a change).
     fn first(s: Snapshot, now: DateTime<Utc>) -> AppState {
         changed(None, s, now, "the first snapshot is a change")
+    }
+
+    /// A captured body of `tests/fixtures/argocd/captured/`.
+    fn captured(name: &str) -> Snapshot {
+        let path = format!("{}/tests/fixtures/argocd/captured/{name}", env!("CARGO_MANIFEST_DIR"));
+        parse_body(&std::fs::read(path).expect("a captured body"), 64).expect("valid")
+    }
+
+    #[test]
+    fn what_ran_before_a_deployment_is_kept_through_its_running_state() {
+        // 017: chart 6.9.0 running image 6.9.0; 020: the sync to 6.9.2 running (image still 6.9.0); 022: done.
+        let (s017, s020, s022) = (
+            captured("017_sync_podinfo_3_4.json"),
+            captured("020_sync_podinfo_4_3.json"),
+            captured("022_remove_podinfo_2_1.json"),
+        );
+        let ran = Release {
+            images: vec!["ghcr.io/stefanprodan/aaaaaaa:6.9.0".into()],
+            revisions: vec!["6.9.0".into()],
+        };
+        assert_eq!(Release::of(&s017), ran);
+        let now = t("2025-10-02T17:10:00Z");
+        let state = first(s017.clone(), now);
+        assert_eq!(state.before, None, "nothing was deployed while Herald watched");
+        let running = changed(Some(&state), s020, now, "the sync started");
+        assert_eq!(running.before.as_ref().map(|b| &b.release), Some(&ran));
+        let done = changed(Some(&running), s022.clone(), now, "the sync ended");
+        assert_eq!(done.before.as_ref().map(|b| &b.release), Some(&ran));
+        assert_eq!(
+            Release::of(&done.snapshot),
+            Release {
+                images: vec!["ghcr.io/stefanprodan/aaaaaaa:6.9.2".into()],
+                revisions: vec!["6.9.2".into()],
+            }
+        );
+        // Without the running state (017 then 022): the same.
+        let direct = changed(Some(&state), s022.clone(), now, "the sync ended");
+        assert_eq!(direct.before, done.before);
+        // A later sync that changes nothing (a self-heal) leaves the deployment before it told.
+        let mut heal = s022;
+        let op = heal.operation.as_mut().expect("an operation");
+        op.started_at = Some(t("2025-10-02T17:20:00Z"));
+        op.finished_at = Some(t("2025-10-02T17:20:05Z"));
+        heal.observed_at = Some(t("2025-10-02T17:20:05Z"));
+        let healed = changed(Some(&done), heal, now, "another sync");
+        assert_eq!(healed.before, done.before);
+        assert_ne!(healed.before_operation, done.before_operation);
+    }
+
+    #[test]
+    fn a_state_stored_before_releases_were_kept_reads_and_learns_them() {
+        let now = t("2025-10-02T17:10:00Z");
+        let state = first(captured("017_sync_podinfo_3_4.json"), now);
+        let mut stored = serde_json::to_value(&state).expect("a state");
+        assert!(stored.get("before").is_none() && stored.get("before_operation").is_none());
+        stored.as_object_mut().expect("an object").remove("before");
+        let read: AppState = serde_json::from_value(stored).expect("an older state reads");
+        let done = changed(
+            Some(&read),
+            captured("022_remove_podinfo_2_1.json"),
+            now,
+            "the sync ended",
+        );
+        assert_eq!(
+            done.before.map(|b| b.release.images),
+            Some(vec!["ghcr.io/stefanprodan/aaaaaaa:6.9.0".to_string()])
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod connections;
 mod contract;
 mod data_files;
 mod delivery;
+mod deployment_change;
 mod digest;
 #[path = "../common/fake_argocd.rs"]
 mod fake_argocd;

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    Annotations, AnyStr, Capped, Distinct, First, Last, MAX_CONDITIONS, MAX_RESOURCES, MAX_SOURCES, NotFine, Obj, Str,
-    present,
+    Annotations, AnyStr, Capped, Distinct, First, Images, Last, MAX_CONDITIONS, MAX_IMAGES, MAX_RESOURCES, MAX_SOURCES,
+    NotFine, Obj, Str, present,
 };
 
 /// Declares a shape: a struct whose fields are all optional (`Option<…>` is added), read with serde. A field typed
@@ -134,8 +134,17 @@ shape! {
         conditions: Capped<Obj<ConditionDoc<'a>>, First, MAX_CONDITIONS>,
         #[serde(borrow)]
         history: Capped<Obj<HistoryDoc<'a>>, Last, 2>,
+        #[serde(borrow)]
+        summary: Obj<SummaryDoc<'a>>,
         #[serde(rename = "reconciledAt")]
         reconciled_at: str,
+    }
+}
+
+shape! {
+    SummaryDoc<'a> {
+        #[serde(borrow)]
+        images: Capped<Str<'a>, Images, MAX_IMAGES>,
     }
 }
 

@@ -63,6 +63,8 @@ fn shapes_the_tolerant_reader_refuses_get_no_typed_answer() {
         r#"{"app":{"metadata":{"name":"x"},"status":[]}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"resources":{"a":1}}}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"sync":{"revisions":[null]}}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":{"images":[1]}}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":{"images":"ghcr.io/a:1"}}}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"operationState":{"startedAt":"yesterday"}}}}"#,
         r#"{"app":{"metadata":{"name":"x","annotations":{"notified.notifications.argoproj.io":1}}}}"#,
         r#"{"app":{"metadata":{"name":"x","labels":{"team":null}}}}"#,
@@ -96,6 +98,10 @@ fn odd_but_valid_shapes_agree_or_defer() {
         r#"{"app":{"metadata":{"name":"x"},"status":{"operationState":{"retryCount":"3","operation":{"retry":{"limit":2.5}}}}}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"operationState":{"retryCount":4,"operation":{"retry":{"limit":7}}}}}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"sync":{"revision":"","revisions":["a","a",""]}}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":{"images":["a:1","a:1","","b@sha256:0"]}}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":{"images":null,"externalURLs":["https://x"]}}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":null}}}"#,
+        r#"{"app":{"metadata":{"name":"x"},"status":{"summary":[]}}}"#,
         r#"{"app":{"metadata":{"name":"x"},"status":{"reconciledAt":"2025-01-01T00:00:00Z","health":{"lastTransitionTime":"2025-01-02T00:00:00Z"}}}}"#,
         r#"{"timestamp":"not a time","context":{"argocdUrl":"https://cd/"},"app":{"metadata":{"name":"x"}}}"#,
         r#"{"metadata":{"name":"x"},"timestamp":"2025-01-01T00:00:00Z"}"#,
@@ -105,6 +111,22 @@ fn odd_but_valid_shapes_agree_or_defer() {
     }
     let both = r#"{"app":{"metadata":{"name":"x","namespace":null,"labels":null},"spec":null,"status":null}}"#;
     assert!(parse(both).is_some(), "null where an object may be is read typed");
+}
+
+#[test]
+fn images_are_read_each_once_without_empties_and_capped_the_same_by_both() {
+    let text = r#"{"app":{"metadata":{"name":"x"},"status":{"summary":{"images":["a:1","a:1","","b@sha256:0"]}}}}"#;
+    assert_eq!(tolerant(text).expect("valid").images, ["a:1", "b@sha256:0"]);
+    let many: Vec<String> = (0..250).map(|k| format!("r/app{k}:1")).collect();
+    let text = serde_json::json!({"app": {"metadata": {"name": "x"}, "status": {"summary": {"images": many}}}});
+    assert_agrees(&text.to_string());
+    let snap = crate::argocd::parse_body(text.to_string().as_bytes(), 64).expect("valid");
+    assert_eq!(snap.images.len(), crate::argocd::caps::MAX_IMAGES);
+    assert!(
+        (snap.conditions.iter()).any(|c| c.r#type == crate::argocd::caps::TRUNCATED && c.message.contains("images")),
+        "{:?}",
+        snap.conditions
+    );
 }
 
 /// Every JSON pointer in `v`, depth first.

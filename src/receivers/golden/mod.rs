@@ -163,6 +163,70 @@ async fn a_multi_source_application() -> Vec<Notification> {
     Run::notifications_after(&body, Duration::from_secs(300 + 40)).await
 }
 
+/// The values commit before and after the deployment of [`degraded_after_a_deployment`].
+const VALUES_BEFORE: &str = "9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c";
+const VALUES_AFTER: &str = "3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5";
+
+/// 017 then 022 (`argocd/aaaaaaa`: chart podinfo 6.9.0 and image `ghcr.io/stefanprodan/aaaaaaa:6.9.0`, then the
+/// sync to 6.9.2, which ran the image 6.9.2), both derived with a second source holding the values (a Git
+/// repository, one commit before and another after), and 022 not being deleted, Degraded (the Deployment's health as Argo CD keeps it
+/// before 3.0) with its sync's results as kubectl's client-side apply words them (`created`, `configured`) and one
+/// resource pruned. Five minutes later: Degraded, with what the deployment changed.
+async fn degraded_after_a_deployment() -> Vec<Notification> {
+    let values = |commit: &str| {
+        let source = json!({"repoURL": "https://github.com/cdviz-dev/demo-cluster", "path": "values/podinfo",
+                            "targetRevision": "HEAD", "ref": "values"});
+        (source, commit.to_string())
+    };
+    let with_values = |mut body: Value, chart: &str, commit: &str| {
+        let (source, commit) = values(commit);
+        let app = &mut body["app"];
+        app["spec"]["sources"].as_array_mut().expect("sources").push(source);
+        app["status"]["sync"]["revisions"] = json!([chart, commit]);
+        app["status"]["operationState"]["operation"]["sync"]["revisions"] = json!([chart, commit]);
+        app["status"]["operationState"]["syncResult"]["revisions"] = json!([chart, commit]);
+        body
+    };
+    let before = with_values(captured("017_sync_podinfo_3_4.json"), "6.9.0", VALUES_BEFORE);
+    let mut after = with_values(captured("022_remove_podinfo_2_1.json"), "6.9.2", VALUES_AFTER);
+    let app = &mut after["app"];
+    // 022 was captured while Argo CD deleted the Application: here it lives on.
+    app["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("deletionTimestamp");
+    app["status"]["health"] = json!({"status": "Degraded"});
+    app["status"]["resources"][1]["health"] = json!({
+        "status": "Degraded",
+        "message": "Deployment \"aaaaaaa\" exceeded its progress deadline",
+    });
+    let results = &mut app["status"]["operationState"]["syncResult"]["resources"];
+    results[0]["message"] = json!("service/aaaaaaa configured");
+    results[1]["message"] = json!("deployment.apps/aaaaaaa configured");
+    let results = results.as_array_mut().expect("sync results");
+    results.push(json!({"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "aaaaaaa",
+        "name": "aaaaaaa-config", "status": "Synced", "syncPhase": "Sync", "message": "configmap/aaaaaaa-config created"}));
+    results.push(
+        json!({"group": "", "version": "v1", "kind": "ConfigMap", "namespace": "aaaaaaa",
+        "name": "aaaaaaa-old", "status": "Pruned", "syncPhase": "Sync", "message": "pruned"}),
+    );
+    let run = Run::start(time(&before)).await;
+    run.post(&before).await;
+    run.clock.set(time(&after));
+    run.post(&after).await;
+    run.wait(Duration::from_secs(300 + 40)).await;
+    // The prune is news of its own, told at once (with the same lines): the message here is the Degraded one.
+    let all = run.notifications().await;
+    assert!(all.iter().any(|n| {
+        n.incidents
+            .iter()
+            .any(|i| i.kind == crate::domain::Kind::Pruned && i.deployment.is_some())
+    }));
+    all.into_iter()
+        .filter(|n| n.incidents.iter().all(|i| i.kind == crate::domain::Kind::Degraded))
+        .collect()
+}
+
 /// 021 for an hour, then Synced with nothing to prune (derived) 1 h 12 min after it went OutOfSync: the resolve.
 async fn a_resolve_after_1_h_12_min() -> Vec<Notification> {
     let body = captured("021_remove_podinfo_1_1.json");
@@ -343,6 +407,26 @@ async fn a_multi_source_application_names_each_source_with_its_revision() {
         [Some("6.9.0"), Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5")]
     );
     assert!(sources[1].commit_url.is_some());
+}
+
+#[tokio::test]
+async fn degraded_after_a_deployment_says_what_the_deployment_changed() {
+    let n = degraded_after_a_deployment().await;
+    golden("degraded-after-a-deployment", &n);
+    let d = n[0].incidents[0]
+        .deployment
+        .as_ref()
+        .expect("what the deployment changed");
+    let images: Vec<String> = d.images.iter().map(|i| i.describe()).collect();
+    assert_eq!(images, ["ghcr.io/stefanprodan/aaaaaaa:6.9.0 → 6.9.2"]);
+    let sources: Vec<String> = d.sources.iter().map(|s| s.describe()).collect();
+    assert_eq!(sources, ["aaaaaaa 6.9.0 → 6.9.2", "9b2f1c0d7e6a → 3de5b39dd542"]);
+    assert_eq!(d.sources[0].compare_url, None, "a chart version has no comparison");
+    assert_eq!(
+        d.sources[1].compare_url.as_deref(),
+        Some(format!("https://github.com/cdviz-dev/demo-cluster/compare/{VALUES_BEFORE}...{VALUES_AFTER}").as_str())
+    );
+    assert_eq!(d.resources.describe(), "1 created, 2 changed, 1 pruned");
 }
 
 #[tokio::test]

@@ -116,6 +116,7 @@ async fn every_outgoing_body_stays_under_the_email_limit_and_links_only_to_heral
         ("sync-failed-by-a-user", a_sync_failed_by_a_user().await),
         ("degraded-two-resources", degraded_with_two_unhealthy_resources().await),
         ("multi-source", a_multi_source_application().await),
+        ("degraded-after-a-deployment", degraded_after_a_deployment().await),
         ("resolved-after-1h12", a_resolve_after_1_h_12_min().await),
         ("group-of-40", a_group_of_40_applications().await),
         ("group-of-40-with-links", with_links),
@@ -150,6 +151,6 @@ async fn every_outgoing_body_stays_under_the_email_limit_and_links_only_to_heral
     assert!(bodies > 250, "{bodies} bodies read");
     assert!(failures.is_empty(), "{failures:#?}");
     // The unlisted host's repository is named as text, not linked.
-    let text = crate::receivers::render::text(&situations[8].1[0]);
+    let text = crate::receivers::render::text(&situations[9].1[0]);
     assert!(text.contains("gitlab.evil.example/acme/app"), "{text}");
 }

@@ -190,6 +190,9 @@ impl AppView<'_> {
         if let Some(r) = previous.filter(|r| !r.trim().is_empty()) {
             out.push(fact("Previous revision", short_rev(r).to_string()));
         }
+        if let Some(d) = self.incidents.iter().find_map(|i| i.deployment.as_ref()) {
+            out.extend(deployment_facts(d));
+        }
         let by = self.incidents.iter().find_map(|i| i.initiated_by.as_deref());
         if let Some(by) = by.filter(|b| !b.trim().is_empty()) {
             out.push(fact("Initiated by", by.to_string()));
@@ -244,6 +247,50 @@ fn sources(i: &Incident) -> Vec<Fact> {
             }
         })
         .collect()
+}
+
+/// Images listed in a message; more are counted (`… and 3 more`).
+pub const SHOWN_IMAGES: usize = 3;
+
+/// What the deployment changed, as facts: `Images: ghcr.io/acme/api:1.0 → 1.1, … and 2 more`, `Revisions:
+/// 3de5b39dd542 → 9b2f1c0d7e6a` (linked to the comparison on a trusted host), `Chart: podinfo 6.9.0 → 6.9.2`,
+/// `Sync: 1 created, 2 changed, 1 pruned`. Only what changed.
+pub fn deployment_facts(d: &crate::domain::Deployment) -> Vec<Fact> {
+    let mut out = Vec::new();
+    if !d.images.is_empty() {
+        let mut value: Vec<String> = d.images.iter().take(SHOWN_IMAGES).map(|c| c.describe()).collect();
+        let more = d.images.len().saturating_sub(SHOWN_IMAGES) + d.more_images;
+        if more > 0 {
+            value.push(format!("… and {more} more"));
+        }
+        out.push(fact("Images", value.join(", ")));
+    }
+    let git = d.sources.iter().filter(|c| c.chart.is_none()).count();
+    for c in &d.sources {
+        let (label, value) = match &c.chart {
+            Some(_) => ("Chart", c.describe()),
+            // Several repositories changed: say which is which.
+            None if git > 1 => ("Revisions", format!("{}: {}", short_repo(&c.repo_url), c.describe())),
+            None => ("Revisions", c.describe()),
+        };
+        out.push(Fact {
+            label: label.into(),
+            value,
+            link: c.compare_url.clone(),
+        });
+    }
+    if !d.resources.is_empty() {
+        out.push(fact("Sync", d.resources.describe()));
+    }
+    out
+}
+
+/// `github.com/acme/apps` for `https://github.com/acme/apps.git`.
+fn short_repo(repo_url: &str) -> &str {
+    repo_url
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches(".git")
 }
 
 /// The status of one incident in a message: FIRING, RESOLVED, or EVENT for what happened once (a prune, a
@@ -346,6 +393,17 @@ pub fn facts(i: &Incident, zone: crate::domain::Zone) -> Vec<(&'static str, Stri
     if let Some(r) = &i.previous_revision {
         out.push(("Previous revision", short_rev(r).to_string()));
     }
+    if let Some(d) = &i.deployment {
+        for f in deployment_facts(d) {
+            let label = match f.label.as_str() {
+                "Images" => "Images",
+                "Chart" => "Chart",
+                "Sync" => "Sync",
+                _ => "Revisions",
+            };
+            out.push((label, f.value));
+        }
+    }
     if let Some(by) = &i.initiated_by {
         out.push(("Initiated by", by.clone()));
     }
@@ -391,6 +449,65 @@ pub fn status_emoji(n: &Notification) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use crate::domain::{Deployment, ImageChange, SourceChange, SyncCounts};
+
+    #[test]
+    fn a_deployment_is_told_in_facts_images_capped_with_a_count() {
+        let image = |k: usize| ImageChange {
+            image: format!("ghcr.io/acme/svc{k}"),
+            from: Some("1.0".into()),
+            to: Some("1.1".into()),
+        };
+        let d = Deployment {
+            images: (1..=5).map(image).collect(),
+            more_images: 2,
+            sources: vec![
+                SourceChange {
+                    repo_url: "https://github.com/acme/apps.git".into(),
+                    from: Some("9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c".into()),
+                    to: Some("3de5b39dd5428af1ba8ec0a0b41fd7a1c528e7e5".into()),
+                    compare_url: Some("https://github.com/acme/apps/compare/9b2f...3de5".into()),
+                    ..Default::default()
+                },
+                SourceChange {
+                    repo_url: "https://charts.acme.example".into(),
+                    chart: Some("redis".into()),
+                    from: Some("18.1.0".into()),
+                    to: Some("18.2.1".into()),
+                    ..Default::default()
+                },
+            ],
+            resources: SyncCounts {
+                created: 1,
+                changed: 2,
+                applied: 0,
+                pruned: 1,
+            },
+        };
+        let facts: Vec<(String, String, Option<String>)> = (deployment_facts(&d).into_iter())
+            .map(|f| (f.label, f.value, f.link))
+            .collect();
+        let own = |l: &str, v: &str, u: Option<&str>| (l.to_string(), v.to_string(), u.map(str::to_string));
+        assert_eq!(
+            facts,
+            [
+                own(
+                    "Images",
+                    "ghcr.io/acme/svc1:1.0 → 1.1, ghcr.io/acme/svc2:1.0 → 1.1, ghcr.io/acme/svc3:1.0 → 1.1, … and 4 more",
+                    None
+                ),
+                own(
+                    "Revisions",
+                    "9b2f1c0d7e6a → 3de5b39dd542",
+                    Some("https://github.com/acme/apps/compare/9b2f...3de5")
+                ),
+                own("Chart", "redis 18.1.0 → 18.2.1", None),
+                own("Sync", "1 created, 2 changed, 1 pruned", None),
+            ]
+        );
+        assert!(deployment_facts(&Deployment::default()).is_empty());
+    }
+
     use super::*;
 
     #[test]

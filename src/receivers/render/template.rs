@@ -11,8 +11,8 @@ use crate::domain::action_link::MessageLink;
 use crate::domain::digest::{DeadDelivery, FiringIncident, OutOfSyncApp, PendingPrune, SilenceLine};
 use crate::domain::incident::SourceRevision;
 use crate::domain::{
-    Acknowledgement, Action, Change, Digest, Hint, Incident, IncidentState, Kind, Notification, Recipient, ResourceRef,
-    Severity,
+    Acknowledgement, Action, Change, Deployment, Digest, Hint, ImageChange, Incident, IncidentState, Kind,
+    Notification, Recipient, ResourceRef, Severity, SourceChange, SyncCounts,
 };
 
 /// How a receiver's template writes values into its target's markup: each value's lines escaped by the target's
@@ -221,6 +221,38 @@ pub fn complete_sample(now: DateTime<Utc>) -> Notification {
             revision: Some(commit.into()),
             commit_url: Some(format!("https://github.com/acme/apps/commit/{commit}")),
         }],
+        deployment: Some(Deployment {
+            images: vec![ImageChange {
+                image: "ghcr.io/acme/payments-api".into(),
+                from: Some("1.4.2".into()),
+                to: Some("1.5.0".into()),
+            }],
+            more_images: 2,
+            sources: vec![
+                SourceChange {
+                    repo_url: "https://github.com/acme/apps.git".into(),
+                    chart: None,
+                    from: Some("9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c".into()),
+                    to: Some(commit.into()),
+                    compare_url: Some(format!(
+                        "https://github.com/acme/apps/compare/9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c...{commit}"
+                    )),
+                },
+                SourceChange {
+                    repo_url: "https://charts.acme.example".into(),
+                    chart: Some("redis".into()),
+                    from: Some("18.1.0".into()),
+                    to: Some("18.2.1".into()),
+                    compare_url: None,
+                },
+            ],
+            resources: SyncCounts {
+                created: 1,
+                changed: 2,
+                applied: 3,
+                pruned: 1,
+            },
+        }),
         asked_receivers: vec!["payments-pager".into()],
         // Never in a message: filled in only when incidents are read (the API, `herald incidents`, the pages).
         held: None,
@@ -394,6 +426,11 @@ mod tests {
             resources: vec![ResourceRef::default()],
             hints: vec![Hint::default()],
             sources: vec![SourceRevision::default()],
+            deployment: Some(Deployment {
+                images: vec![ImageChange::default()],
+                sources: vec![SourceChange::default()],
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let sparse = Notification {
