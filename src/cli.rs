@@ -644,14 +644,14 @@ fn route(
             );
         }
         if let Some(w) = &h.view.sync_window {
-            let until = crate::domain::Zone(settings.server.zone()).stamp(w.until);
+            let until = settings.server.reader_zone().stamp(w.until);
             println!(
                 "  in a sync window: Argo CD may not sync it{} until {until}; its `for` starts then",
                 if w.manual_sync { " (a person may, by hand)" } else { "" }
             );
         }
         if let Some(hold) = &i.hold {
-            let zone = crate::domain::Zone(settings.server.zone());
+            let zone = settings.server.reader_zone();
             println!("  held back: {} — not sent while it holds", hold.describe(zone));
         }
         println!(

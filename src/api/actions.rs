@@ -55,13 +55,7 @@ fn verified(ctx: &AppContext, token: &str) -> Result<ActionLink, Box<HttpRespons
                 LinkRefusal::Forged => StatusCode::FORBIDDEN,
                 LinkRefusal::Malformed => StatusCode::BAD_REQUEST,
             };
-            let why = match e {
-                LinkRefusal::Expired(at) => format!(
-                    "this link expired at {}: use a newer message's link, or Herald itself",
-                    crate::domain::Zone(ctx.pipeline.settings().server.zone()).stamp(at)
-                ),
-                other => other.to_string(),
-            };
+            let why = e.words(ctx.pipeline.settings().server.reader_zone());
             Err(Box::new(refused(status, &why)))
         }
     }
@@ -119,7 +113,12 @@ async fn what_it_acts_on(ctx: &AppContext, id: i64) -> Result<Markup, ApiError> 
     let Some(rec) = ctx.pipeline.incident(id).await? else {
         return Ok(html! { "incident " (id) " (no longer kept)." });
     };
-    let since = crate::domain::Zone(ctx.pipeline.settings().server.zone()).stamp(rec.fired_at.unwrap_or(rec.since));
+    let since = ctx
+        .pipeline
+        .settings()
+        .server
+        .reader_zone()
+        .stamp(rec.fired_at.unwrap_or(rec.since));
     Ok(html! {
         a href=(super::html::app_path(&rec.app)) { (rec.app.name) }
         " (" (rec.kind.words()) "), Argo CD instance " (rec.app.instance) ", "

@@ -8,7 +8,7 @@ use super::AppContext;
 
 pub(super) async fn sources(ctx: web::Data<AppContext>) -> HttpResponse {
     // The summary is for people (the status page shows it): in `server.time_zone`; `since` stays RFC 3339.
-    let zone = crate::domain::Zone(ctx.pipeline.settings().server.zone());
+    let zone = ctx.pipeline.settings().server.reader_zone();
     let instances: Vec<serde_json::Value> = (ctx.pipeline.argocd_apis().iter())
         .map(|s| {
             let r = s.status.report();

@@ -67,6 +67,23 @@ impl Settings {
             None => self.receivers.iter().find(|r| reaches(r, contact)),
         }
     }
+
+    /// The ways Herald can reach `people.<username>` directly: for each contact it gives that a people receiver
+    /// can use, that receiver and the recipient. Empty for someone not in `people`.
+    pub fn ways_to_reach(&self, username: &str) -> Vec<(&ReceiverSettings, crate::domain::Recipient)> {
+        let Some((name, person)) = self.people.get_key_value(username) else {
+            return Vec::new();
+        };
+        (Contact::ALL.into_iter())
+            .filter_map(|contact| {
+                let receiver = self.people_receiver(contact)?;
+                Some((
+                    receiver,
+                    crate::domain::Recipient::by(name, contact, person.address(contact)?),
+                ))
+            })
+            .collect()
+    }
 }
 
 /// A Slack user id: `U` or `W` then upper-case letters and digits (channel ids start with `C`, `G` or `D`).

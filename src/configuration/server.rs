@@ -572,6 +572,11 @@ impl ServerSettings {
         crate::domain::digest::time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
     }
 
+    /// [`ServerSettings::zone`] as people read times in it (pages, link pages, `herald route`).
+    pub fn reader_zone(&self) -> crate::domain::Zone {
+        crate::domain::Zone(self.zone())
+    }
+
     /// Why messages carry no one-click links, when they do not (for `herald check-config`).
     pub fn links_missing(&self) -> Option<&'static str> {
         match (&self.public_url, &self.link_signing_key) {

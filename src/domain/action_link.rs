@@ -75,8 +75,21 @@ pub enum LinkRefusal {
     Malformed,
     #[error("this link's signature does not match: it was changed, or not made by this Herald")]
     Forged,
-    #[error("this link expired at {}: use a newer message's link, or Herald itself", .0.format("%Y-%m-%d %H:%M UTC"))]
+    #[error("{}", self.words(super::Zone::UTC))]
     Expired(DateTime<Utc>),
+}
+
+impl LinkRefusal {
+    /// Why, in people's words, with a time in `zone`.
+    pub fn words(&self, zone: super::Zone) -> String {
+        match self {
+            LinkRefusal::Expired(at) => format!(
+                "this link expired at {}: use a newer message's link, or Herald itself",
+                zone.stamp(*at)
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 type HmacSha256 = Hmac<Sha256>;

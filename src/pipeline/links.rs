@@ -102,22 +102,17 @@ impl Core {
     /// A link's words: "Silence until Monday 09:00 (Europe/Berlin)".
     fn label(&self, action: LinkAction, team: &str) -> String {
         match action {
-            LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), self.team_zone(team).name()),
+            LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), self.zone_of(team).0.name()),
             _ => action.label().into(),
         }
     }
 
     /// The time zone `team` reads times in: its digest's, else `server.time_zone` (UTC unless set).
     pub(super) fn zone_of(&self, team: &str) -> Zone {
-        Zone(self.team_zone(team))
-    }
-
-    /// The team's time zone: its digest's, else `server.time_zone` (UTC unless set).
-    fn team_zone(&self, team: &str) -> chrono_tz::Tz {
         (self.settings.teams.get(team))
             .and_then(|t| t.digest.as_ref())
             .and_then(|d| crate::digest::schedule::time_zone(&d.timezone).ok())
-            .unwrap_or_else(|| self.settings.server.zone())
+            .map_or_else(|| self.settings.server.reader_zone(), Zone)
     }
 }
 
@@ -318,7 +313,7 @@ impl Pipeline {
     ) -> Result<LinkOutcome, PipelineError> {
         let ends_at = match end {
             SilenceEnd::For(d) => now.checked_add_signed(d).unwrap_or(DateTime::<Utc>::MAX_UTC),
-            SilenceEnd::UntilMonday => next_monday_nine(now, core.team_zone(&rec.team)),
+            SilenceEnd::UntilMonday => next_monday_nine(now, core.zone_of(&rec.team).0),
         };
         let silence = Silence {
             id: uuid::Uuid::new_v4().to_string(),

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{ReceiverSettings, Settings};
-use crate::domain::{Action, Contact, Incident, Notification, Recipient, Thread};
+use crate::domain::{Action, Incident, Notification, Recipient, Thread};
 
 /// The Argo CD username of the person who started the incident's sync; none for an automated sync. The view keeps
 /// the initiator in `argocd::Initiator::describe`'s words, `user <name>`.
@@ -38,16 +38,12 @@ pub fn direct(settings: &Settings, i: &Incident, now: DateTime<Utc>) -> Vec<(Thr
     if !settings.rules.notify_initiator(i.kind) || i.severity == crate::domain::Severity::Info {
         return Vec::new();
     }
-    let Some((user, person)) = started_by(i).and_then(|u| settings.people.get_key_value(u)) else {
+    let Some(user) = started_by(i) else {
         return Vec::new();
     };
     // One message per way to reach them that a receiver can use.
-    (Contact::ALL.into_iter())
-        .filter_map(|contact| {
-            let receiver = settings.people_receiver(contact)?;
-            let to = Recipient::by(user, contact, person.address(contact)?);
-            Some(to_person(receiver, to, i, now))
-        })
+    (settings.ways_to_reach(user).into_iter())
+        .map(|(receiver, to)| to_person(receiver, to, i, now))
         .collect()
 }
 

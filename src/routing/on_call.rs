@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::configuration::Settings;
-use crate::domain::{Action, Contact, Incident, Notification, Recipient, Thread};
+use crate::domain::{Action, Incident, Notification, Thread};
 use crate::oncall::{Calendar, OnCall};
 
 /// One escalation step about to be sent.
@@ -84,13 +84,8 @@ fn to_person(
     still: &str,
     now: DateTime<Utc>,
 ) -> Vec<(Thread, Notification)> {
-    let Some(p) = settings.people.get(person) else {
-        return Vec::new();
-    };
-    (Contact::ALL.into_iter())
-        .filter_map(|contact| {
-            let receiver = settings.people_receiver(contact)?;
-            let to = Recipient::by(person, contact, p.address(contact)?);
+    (settings.ways_to_reach(person).into_iter())
+        .map(|(receiver, to)| {
             let thread = Thread::OnCall {
                 receiver: receiver.name.clone(),
                 incident: view.id,
@@ -105,7 +100,7 @@ fn to_person(
                 now,
             );
             n.recipient = Some(to);
-            Some((thread, n))
+            (thread, n)
         })
         .collect()
 }
@@ -113,6 +108,7 @@ fn to_person(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Recipient;
 
     const CONFIG: &str = "
 receivers:
