@@ -185,6 +185,10 @@ pub struct Condition {
 pub struct Snapshot {
     pub app: AppId,
     pub uid: Option<String>,
+    /// `metadata.creationTimestamp`: when this incarnation of the Application (this uid) was created. Of two
+    /// Applications under one name, the one created later is the newer, whatever their bodies' times say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
     pub project: String,
     pub destination: Destination,
     pub labels: BTreeMap<String, String>,
@@ -256,6 +260,9 @@ impl Snapshot {
         let Some(stored) = stored else { return };
         if self.uid.is_none() {
             self.uid.clone_from(&stored.uid);
+        }
+        if self.created_at.is_none() && self.uid == stored.uid {
+            self.created_at = stored.created_at;
         }
         self.conditions.clone_from(&stored.conditions);
         self.previous_revision.clone_from(&stored.previous_revision);

@@ -301,6 +301,7 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
     let mut snap = Snapshot {
         app: AppId::new(namespace, name),
         uid: owned(metadata.uid),
+        created_at: metadata.creation_timestamp.as_ref().and_then(|t| parse_time(&t.0)),
         project,
         destination,
         labels: metadata.labels.unwrap_or_default(),

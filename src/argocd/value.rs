@@ -57,6 +57,7 @@ pub fn from_value(value: &Value) -> Result<Snapshot, PayloadError> {
     Ok(Snapshot {
         app: meta.id,
         uid: meta.uid,
+        created_at: meta.created_at,
         project: spec.project,
         destination: spec.destination,
         labels: meta.labels,
@@ -125,6 +126,7 @@ fn argocd_url(envelope: Option<&Envelope>) -> Option<String> {
 struct Metadata {
     id: AppId,
     uid: Option<String>,
+    created_at: Option<DateTime<Utc>>,
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     deleting: bool,
@@ -176,6 +178,10 @@ impl Reader {
         validate_name(&format!("{}metadata.name", self.prefix), &name)?;
         validate_namespace(&format!("{}metadata.namespace", self.prefix), &namespace)?;
         let uid = self.opt_str(app, &["metadata", "uid"])?;
+        // One that is not RFC 3339 is left out, as the health's time is.
+        let created_at = (self.opt_str(app, &["metadata", "creationTimestamp"])?)
+            .as_deref()
+            .and_then(parse_time);
         let labels = self.str_map(app, &["metadata", "labels"])?;
         let mut annotations = self.str_map(app, &["metadata", "annotations"])?;
         // Large and of no use to Herald: kubectl's copy of the manifest and the notifications controller's bookkeeping.
@@ -185,6 +191,7 @@ impl Reader {
         Ok(Metadata {
             id: AppId::new(namespace, name),
             uid,
+            created_at,
             labels,
             annotations,
             deleting,

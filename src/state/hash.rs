@@ -26,6 +26,8 @@ pub fn content_hash(s: &Snapshot) -> String {
             name,
         },
         uid,
+        // Not part of the state: an incarnation's creation never changes, and another one has another uid.
+        created_at: _,
         project,
         destination,
         labels,

@@ -224,15 +224,17 @@ fn compared_with<'a>(
     snap: &Snapshot,
     observed_at: DateTime<Utc>,
 ) -> Result<Option<&'a AppState>, Outcome> {
-    match prev {
-        Some(p) if is_another_application(p, snap, observed_at) => Ok(None),
-        Some(p) if p.deleted_at.is_some() => {
-            // A late body about an Application that is gone does not bring it back.
-            Err(Outcome::Stale {
-                stored_at: p.observed_at.max(p.deleted_at.unwrap_or(p.observed_at)),
-            })
-        }
-        other => Ok(other),
+    let Some(p) = prev else { return Ok(None) };
+    let stale = || Outcome::Stale {
+        stored_at: p.observed_at.max(p.deleted_at.unwrap_or(p.observed_at)),
+    };
+    match incarnation(p, snap, observed_at) {
+        Incarnation::Newer => Ok(None),
+        // A late body of an earlier incarnation does not replace the later one.
+        Incarnation::Earlier => Err(stale()),
+        // A late body about an Application that is gone does not bring it back.
+        Incarnation::Same if p.deleted_at.is_some() => Err(stale()),
+        Incarnation::Same => Ok(Some(p)),
     }
 }
 
@@ -503,15 +505,50 @@ fn befores(prev: &AppState, snap: &Snapshot) -> (Option<Before>, Option<Before>)
     (before, pending)
 }
 
-/// Whether `snap` is about another Application than `prev` under the same name: a different `metadata.uid`, or —
-/// when the body carries no uid — a body newer than the deletion of the stored one.
-fn is_another_application(prev: &AppState, snap: &Snapshot, observed_at: DateTime<Utc>) -> bool {
+/// Which Application under the stored one's name a body is about.
+#[derive(Debug, PartialEq, Eq)]
+enum Incarnation {
+    /// The stored one.
+    Same,
+    /// One created after it (the name deleted and created again): a new Application.
+    Newer,
+    /// One created before it: a late body of an Application that is no more.
+    Earlier,
+}
+
+/// Which incarnation `snap` is of, against `prev`: a different `metadata.uid` is another one, ordered by
+/// [`created_later`]; a body without a uid newer than the stored one's deletion is a new one.
+fn incarnation(prev: &AppState, snap: &Snapshot, observed_at: DateTime<Utc>) -> Incarnation {
     match (&prev.snapshot.uid, &snap.uid) {
-        // A late body of an earlier incarnation (older than what is stored) does not replace the newer one: it is
-        // stale like any older body.
-        (Some(a), Some(b)) => a != b && second(observed_at) >= second(ordering_time(prev)),
-        _ => prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting,
+        (Some(a), Some(b)) if a != b => {
+            if created_later(prev, snap, observed_at) {
+                Incarnation::Newer
+            } else {
+                Incarnation::Earlier
+            }
+        }
+        (Some(_), Some(_)) => Incarnation::Same,
+        _ if prev.deleted_at.is_some_and(|d| observed_at > d) && !snap.deleting => Incarnation::Newer,
+        _ => Incarnation::Same,
     }
+}
+
+/// Whether `snap`'s Application was created after `prev`'s (another uid under the same name). Kubernetes' own
+/// order first: the later `metadata.creationTimestamp`, whatever the bodies' times say. Without it (or in the same
+/// second), the bodies' times to the fraction, and last the uids: a strict order, so that of two incarnations'
+/// bodies arriving in turn one stays and the other is stale — never each replacing the other back and forth (at
+/// whole seconds, two bodies of one second would each have been the newer).
+fn created_later(prev: &AppState, snap: &Snapshot, observed_at: DateTime<Utc>) -> bool {
+    if let (Some(stored), Some(new)) = (prev.snapshot.created_at, snap.created_at)
+        && stored != new
+    {
+        return new > stored;
+    }
+    let stored = ordering_time(prev);
+    if observed_at != stored {
+        return observed_at > stored;
+    }
+    snap.uid > prev.snapshot.uid
 }
 
 /// Argo CD confirmed the Application is gone: the state to store, or `None` when it was already deleted.
@@ -832,6 +869,80 @@ mod tests {
             matches!(apply(Some(&state), old, now), Outcome::Stale { .. }),
             "the earlier incarnation's late body is stale by its time"
         );
+    }
+
+    /// Replays bodies in turn, `rounds` times, as a busy receiver gets Argo CD's re-sends; returns how many of the
+    /// last round were changes, and the uid stored at the end.
+    fn in_turn(bodies: &[Snapshot], rounds: usize) -> (usize, Option<String>) {
+        let now = t("2025-10-02T17:00:00Z");
+        let mut state: Option<AppState> = None;
+        let mut changes = 0;
+        for _ in 0..rounds {
+            changes = 0;
+            for body in bodies {
+                if let Outcome::Changed { state: s, .. } = apply(state.as_ref(), body.clone(), now) {
+                    state = Some(*s);
+                    changes += 1;
+                }
+            }
+        }
+        (changes, state.and_then(|s| s.snapshot.uid))
+    }
+
+    #[test]
+    fn three_incarnations_bodies_of_one_second_settle_on_the_one_created_last() {
+        // As the side-by-side benchmark sends them: three captured Applications under one name, their bodies
+        // dated within one second (16:06:22.5, .6, .7), each arriving again and again. Compared at whole seconds,
+        // each was the newer and every body was a change, for ever.
+        let body = |uid: &str, created: &str, at: &str| {
+            let mut s = out_of_sync_as(uid, at);
+            s.created_at = Some(t(created));
+            s
+        };
+        let bodies = [
+            body("uid-a", "2025-10-02T15:30:00Z", "2025-10-02T16:06:22.773035Z"),
+            body("uid-b", "2025-10-02T15:20:00Z", "2025-10-02T16:06:22.517138Z"),
+            body("uid-c", "2025-10-02T15:32:45Z", "2025-10-02T16:06:22.646120Z"),
+        ];
+        assert_eq!(
+            in_turn(&bodies, 3),
+            (0, Some("uid-c".into())),
+            "the one created last stays, in every order"
+        );
+        let mut reversed = bodies.clone();
+        reversed.reverse();
+        assert_eq!(in_turn(&reversed, 3), (0, Some("uid-c".into())));
+    }
+
+    #[test]
+    fn of_two_incarnations_the_one_created_later_is_newer_whatever_the_bodies_times_say() {
+        let now = t("2025-01-01T02:00:00Z");
+        let mut earlier = out_of_sync_as("uid-1", "2025-01-01T01:00:00Z");
+        earlier.created_at = Some(t("2024-06-01T00:00:00Z"));
+        // The name deleted and created again; its first body is dated before the late body of the first.
+        let mut later = snap("Synced", "2025-01-01T00:59:59Z");
+        later.uid = Some("uid-2".into());
+        later.created_at = Some(t("2025-01-01T00:59:00Z"));
+        let state = first(earlier.clone(), now);
+        let state = changed(Some(&state), later, now, "the one created later replaces");
+        assert_eq!(state.snapshot.uid.as_deref(), Some("uid-2"));
+        assert!(
+            matches!(apply(Some(&state), earlier, now), Outcome::Stale { .. }),
+            "a late body of the one created before is stale, however new its time"
+        );
+    }
+
+    #[test]
+    fn without_creation_times_two_incarnations_are_ordered_strictly() {
+        // The same second: the fraction decides; the very same time: the uids. Never both ways.
+        let a = out_of_sync_as("uid-a", "2025-01-01T00:00:00.250Z");
+        let b = out_of_sync_as("uid-b", "2025-01-01T00:00:00.500Z");
+        assert_eq!(in_turn(&[a.clone(), b.clone()], 3), (0, Some("uid-b".into())));
+        assert_eq!(in_turn(&[b, a], 3), (0, Some("uid-b".into())));
+        let c = out_of_sync_as("uid-c", "2025-01-01T00:00:00Z");
+        let d = out_of_sync_as("uid-d", "2025-01-01T00:00:00Z");
+        assert_eq!(in_turn(&[c.clone(), d.clone()], 3), (0, Some("uid-d".into())));
+        assert_eq!(in_turn(&[d, c], 3), (0, Some("uid-d".into())));
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod forgery;
 #[path = "../common/fresh_db.rs"]
 mod fresh_db;
 mod helpers;
+mod incarnations;
 mod ingest;
 mod initiator;
 mod instances;

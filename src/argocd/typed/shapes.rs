@@ -66,6 +66,8 @@ shape! {
         name: str,
         namespace: str,
         uid: str,
+        #[serde(rename = "creationTimestamp")]
+        creation_timestamp: str,
         labels: BTreeMap<String, String>,
         annotations: Annotations,
         #[serde(rename = "deletionTimestamp")]

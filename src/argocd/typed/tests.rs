@@ -40,6 +40,28 @@ fn every_captured_body_is_read_typed_to_the_same_snapshot() {
 }
 
 #[test]
+fn both_readers_read_when_the_application_was_created() {
+    let text = fixtures("captured")
+        .into_iter()
+        .find(|(name, _)| name.ends_with("003.json"))
+        .expect("003")
+        .1;
+    let when = chrono::DateTime::parse_from_rfc3339("2025-10-02T15:32:45Z").expect("a time");
+    assert_eq!(parse(&text).and_then(|s| s.created_at), Some(when.into()));
+    assert_eq!(tolerant(&text).ok().and_then(|s| s.created_at), Some(when.into()));
+    let unreadable = text.replace(
+        "\"creationTimestamp\": \"2025-10-02T15:32:45Z\"",
+        "\"creationTimestamp\": \"soon\"",
+    );
+    assert_ne!(unreadable, text, "the fixture names its creation time");
+    assert_eq!(
+        tolerant(&unreadable).ok().map(|s| s.created_at),
+        Some(None),
+        "a time that does not read is left out"
+    );
+}
+
+#[test]
 fn the_captured_applications_read_bare_agree_too() {
     for (name, text) in fixtures("objects") {
         let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
