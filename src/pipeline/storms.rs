@@ -14,7 +14,7 @@ use super::Core;
 use crate::argocd::AppId;
 use crate::domain::{Incident, IncidentState, Kind};
 use crate::incidents::storm::{self, Candidate, OpenStorm, Scope, Verdict};
-use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
+use crate::store::{IncidentRecord, Store, StoreError, StormMember, WriteTx};
 
 /// What a batch did that a storm may follow from: the instances where an incident of [`storm::KINDS`] opened, the
 /// storms whose members resolved.
@@ -139,9 +139,10 @@ impl Core {
         if rec.state == IncidentState::Resolved {
             return Ok(());
         }
-        let members: Vec<IncidentRecord> = Store::storm_members(tx, storm.id).await?;
+        let members: Vec<StormMember> = Store::storm_members(tx, storm.id).await?;
         let firing = members.iter().any(|m| m.state == IncidentState::Firing);
-        let views: Vec<Incident> = members.into_iter().map(IncidentRecord::into_full_view).collect();
+        let shared = shared_message(tx, &members).await?;
+        let views: Vec<Incident> = members.iter().map(|m| member_view(m, shared.as_deref())).collect();
         let recovered = views.iter().filter(|v| v.state == IncidentState::Resolved).count();
         let over = storm::over(views.len(), recovered);
         let zone = self.zone_of(&self.settings.ownership.default_team);
@@ -201,13 +202,42 @@ impl Core {
 }
 
 /// An open incident as a storm's candidate.
-fn candidate(r: &IncidentRecord) -> Candidate {
+fn candidate(m: &StormMember) -> Candidate {
     Candidate {
-        id: r.id,
-        instance: r.app.instance.clone(),
-        cluster: r.view.destination_cluster.clone(),
-        kind: r.kind,
-        since: r.since,
+        id: m.id,
+        instance: m.app.instance.clone(),
+        cluster: m.cluster.clone(),
+        kind: m.kind,
+        since: m.since,
+    }
+}
+
+/// The first message all of `members` share, read from the first one's view alone: the only one read whole.
+async fn shared_message(tx: &mut WriteTx, members: &[StormMember]) -> Result<Option<String>, StoreError> {
+    let Some(first) = members.first() else { return Ok(None) };
+    if first.message_key.is_empty() || members.iter().any(|m| m.message_key != first.message_key) {
+        return Ok(None);
+    }
+    Ok(Store::incident(tx, first.id)
+        .await?
+        .and_then(|rec| rec.view.messages.into_iter().next()))
+}
+
+/// A member as [`storm::describe`] reads it: what its row's columns say, with the message all members share as
+/// its first (none when they do not all share one — which is all `describe` asks of the messages).
+fn member_view(m: &StormMember, shared: Option<&str>) -> Incident {
+    Incident {
+        id: m.id,
+        kind: m.kind,
+        instance: m.app.instance.clone(),
+        app_namespace: m.app.namespace.clone(),
+        app_name: m.app.name.clone(),
+        team: m.team.clone(),
+        state: m.state,
+        since: m.since,
+        destination_cluster: m.cluster.clone(),
+        messages: shared.map(str::to_string).into_iter().collect(),
+        ..Default::default()
     }
 }
 

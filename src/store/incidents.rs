@@ -152,6 +152,20 @@ fn cap(s: &mut String) {
     }
 }
 
+/// What storms read of an incident without its view (`incidents.cluster`, `incidents.message_key`, migration
+/// 0022): its destination cluster, and a key of its first message as stored (capped, trimmed; empty when it has none).
+pub(super) fn storm_columns(view: &Incident) -> (String, String) {
+    let key = view.messages.first().map_or_else(String::new, |first| {
+        let mut stored = first.clone();
+        cap(&mut stored);
+        match stored.trim() {
+            "" => String::new(),
+            text => format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())),
+        }
+    });
+    (view.destination_cluster.clone(), key)
+}
+
 /// The incident as stored (`view_doc`): [`capped_view`] without what the row's columns hold, zstd-compressed.
 fn stored_view(view: &Incident) -> Vec<u8> {
     compress_doc(capped_view(&without_columns(view)).as_bytes(), Effort::Kept)
@@ -287,10 +301,11 @@ impl Store {
         fire_at: DateTime<Utc>,
         fired_at: Option<DateTime<Utc>>,
     ) -> Result<i64, StoreError> {
+        let (cluster, message_key) = storm_columns(view);
         let row = q!(
             "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
-                      fire_at, fired_at, view_json, view_doc) \
-                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', $12) RETURNING id"
+                      fire_at, fired_at, view_json, view_doc, cluster, message_key) \
+                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', $12, $13, $14) RETURNING id"
         )
         .bind(&view.fingerprint)
         .bind(view.kind.as_str())
@@ -304,6 +319,8 @@ impl Store {
         .bind(to_millis(fire_at))
         .bind(fired_at.map(to_millis))
         .bind(stored_view(view))
+        .bind(cluster)
+        .bind(message_key)
         .fetch_one(&mut *tx.tx)
         .await?;
         Ok(row.try_get("id")?)
@@ -314,10 +331,11 @@ impl Store {
         let sql = |values: &str| {
             format!(
                 "INSERT INTO incidents (fingerprint, kind, instance, namespace, name, team, severity, state, since, \
-                 fire_at, view_json, view_doc) VALUES {values}"
+                 fire_at, view_json, view_doc, cluster, message_key) VALUES {values}"
             )
         };
-        execute_in_chunks(tx, rows, 32, 12, sql, |query, r| {
+        execute_in_chunks(tx, rows, 32, 14, sql, |query, r| {
+            let (cluster, message_key) = storm_columns(&r.view);
             query
                 .bind(&r.fingerprint)
                 .bind(r.kind.as_str())
@@ -331,6 +349,8 @@ impl Store {
                 .bind(to_millis(r.fire_at))
                 .bind("")
                 .bind(stored_view(&r.view))
+                .bind(cluster)
+                .bind(message_key)
         })
         .await?;
         Ok(())
@@ -356,11 +376,17 @@ impl Store {
     }
 
     pub async fn refresh_incident(tx: &mut WriteTx, id: i64, view: &Incident) -> Result<(), StoreError> {
-        let query = q!("UPDATE incidents SET view_json = '', view_doc = $1, severity = $2, team = $3 WHERE id = $4")
-            .bind(stored_view(view))
-            .bind(view.severity.as_str())
-            .bind(&view.team)
-            .bind(id);
+        let (cluster, message_key) = storm_columns(view);
+        let query = q!(
+            "UPDATE incidents SET view_json = '', view_doc = $1, severity = $2, team = $3, cluster = $4, \
+                        message_key = $5 WHERE id = $6"
+        )
+        .bind(stored_view(view))
+        .bind(view.severity.as_str())
+        .bind(&view.team)
+        .bind(cluster)
+        .bind(message_key)
+        .bind(id);
         tx.exec(query).await?;
         Ok(())
     }

@@ -65,7 +65,7 @@ pub use incidents::{IncidentFilter, IncidentRecord};
 pub use listing_guard::HeldDropRow;
 pub use outbox::{AboutDelivery, Headline, HistoryBound, ListedDelivery, NewDelivery, OutboxRecord};
 pub use raws::{Dictionaries, DictionaryUse, MAX_CHAIN, RawChain, chain_gap};
-pub use storms::StormCount;
+pub use storms::{StormCount, StormMember};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -487,7 +487,7 @@ macro_rules! migration {
 }
 
 /// Every migration, oldest first; each engine runs its own SQL of each.
-const MIGRATIONS: [MigrationFile; 21] = [
+const MIGRATIONS: [MigrationFile; 22] = [
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "lifecycle", "0002_lifecycle.sql"),
     migration!(3, "compact", "0003_compact.sql"),
@@ -509,6 +509,7 @@ const MIGRATIONS: [MigrationFile; 21] = [
     migration!(19, "argocd_access", "0019_argocd_access.sql"),
     migration!(20, "storms", "0020_storms.sql"),
     migration!(21, "on_call", "0021_on_call.sql"),
+    migration!(22, "storm_columns", "0022_storm_columns.sql"),
 ];
 
 fn migrator(engine: Engine) -> Migrator {

@@ -6,10 +6,11 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::incidents::{INCIDENT_COLUMNS, incident_from_row};
-use super::{IncidentRecord, Store, StoreError, WriteTx, parse_column, values};
+use super::incidents::{INCIDENT_COLUMNS, incident_from_row, storm_columns};
+use super::{IncidentRecord, Store, StoreError, WriteTx, decode, decode_doc, parse_column, values};
+use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
-use crate::domain::Kind;
+use crate::domain::{Incident, IncidentState, Kind};
 use crate::incidents::storm::{KINDS, OpenStorm, Scope};
 
 /// The storms open, or ended after `$1`.
@@ -26,6 +27,58 @@ fn storm_from_row(r: &AnyRow) -> Result<OpenStorm, StoreError> {
         },
         since: from_millis(r.try_get("since")?),
         ended_at: r.try_get::<Option<i64>, _>("ended_at")?.map(from_millis),
+    })
+}
+
+/// What storms read of an incident: its columns, never its compressed view — a storm of 2,000 Applications is
+/// judged and described again with each batch that touches it, and reading every member's view cost most of the
+/// writer's time then. Rows written before migration 0022 (no `cluster`) are read whole, once each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StormMember {
+    pub id: i64,
+    pub kind: Kind,
+    pub app: AppId,
+    pub team: String,
+    pub state: IncidentState,
+    pub since: DateTime<Utc>,
+    /// The Application's destination cluster (the view's `destination_cluster`).
+    pub cluster: String,
+    /// A key of its first message as stored; empty when it has none (see `incidents::storm_columns`).
+    pub message_key: String,
+}
+
+/// The columns [`member_from_row`] reads: a row's view only where the row predates its storm columns.
+const MEMBER_COLUMNS: &str = "id, kind, instance, namespace, name, team, state, since, cluster, message_key, \
+                              CASE WHEN cluster IS NULL THEN view_doc END AS old_doc, \
+                              CASE WHEN cluster IS NULL THEN view_json END AS old_json";
+
+fn member_from_row(r: &AnyRow) -> Result<StormMember, StoreError> {
+    let (cluster, message_key) = match r.try_get::<Option<String>, _>("cluster")? {
+        Some(cluster) => (
+            cluster,
+            r.try_get::<Option<String>, _>("message_key")?.unwrap_or_default(),
+        ),
+        None => {
+            let view: Incident = match r.try_get::<Option<Vec<u8>>, _>("old_doc")? {
+                Some(doc) => decode_doc(&doc)?,
+                None => decode(&r.try_get::<Option<String>, _>("old_json")?.unwrap_or_default())?,
+            };
+            storm_columns(&view)
+        }
+    };
+    Ok(StormMember {
+        id: r.try_get("id")?,
+        kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
+        app: AppId {
+            instance: r.try_get("instance")?,
+            namespace: r.try_get("namespace")?,
+            name: r.try_get("name")?,
+        },
+        team: r.try_get("team")?,
+        state: parse_column("incident state", r.try_get("state")?, IncidentState::parse)?,
+        since: from_millis(r.try_get("since")?),
+        cluster,
+        message_key,
     })
 }
 
@@ -61,13 +114,13 @@ impl Store {
     }
 
     /// The open incidents of `instance` that may make or join a storm (of [`KINDS`], in no storm).
-    pub async fn storm_candidates(tx: &mut WriteTx, instance: &str) -> Result<Vec<IncidentRecord>, StoreError> {
+    pub async fn storm_candidates(tx: &mut WriteTx, instance: &str) -> Result<Vec<StormMember>, StoreError> {
         let kinds = KINDS.map(|k| format!("'{}'", k.as_str())).join(", ");
         let sql = format!(
-            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE state IN ('pending', 'firing') AND storm_id IS NULL \
+            "SELECT {MEMBER_COLUMNS} FROM incidents WHERE state IN ('pending', 'firing') AND storm_id IS NULL \
              AND instance = $1 AND kind IN ({kinds}) ORDER BY id"
         );
-        tx.rows(q!(sql).bind(instance), incident_from_row).await
+        tx.rows(q!(sql).bind(instance), member_from_row).await
     }
 
     /// Opens the storm whose incident is `incident_id`.
@@ -103,9 +156,9 @@ impl Store {
     }
 
     /// The storm `storm_id`'s members, resolved ones too, oldest first.
-    pub async fn storm_members(tx: &mut WriteTx, storm_id: i64) -> Result<Vec<IncidentRecord>, StoreError> {
-        let sql = format!("SELECT {INCIDENT_COLUMNS} FROM incidents WHERE storm_id = $1 ORDER BY id");
-        tx.rows(q!(sql).bind(storm_id), incident_from_row).await
+    pub async fn storm_members(tx: &mut WriteTx, storm_id: i64) -> Result<Vec<StormMember>, StoreError> {
+        let sql = format!("SELECT {MEMBER_COLUMNS} FROM incidents WHERE storm_id = $1 ORDER BY id");
+        tx.rows(q!(sql).bind(storm_id), member_from_row).await
     }
 
     /// The incidents `ids` (the storms' own).

@@ -45,6 +45,7 @@ mod send_test;
 mod slack_interactions;
 mod status_page;
 mod store;
+mod storm_rows;
 mod storms;
 mod sync_statuses;
 mod teams;
