@@ -339,8 +339,7 @@ impl SourceChange {
     /// `3de5b39dd542 → 9b2f1c0d7e6a`, `podinfo 6.9.0 → 6.9.2`.
     pub fn describe(&self) -> String {
         let short = |r: &Option<String>| match r.as_deref() {
-            Some(r) if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) => r[..12].to_string(),
-            Some(r) => r.to_string(),
+            Some(r) => super::revision::short_revision(r, super::revision::SHOWN).to_string(),
             None => "none".into(),
         };
         let change = format!("{} → {}", short(&self.from), short(&self.to));

@@ -8,6 +8,7 @@ pub mod incident;
 pub mod labels;
 pub mod link;
 pub mod notification;
+pub mod revision;
 pub mod slack_interaction;
 pub mod thread;
 pub mod time;
