@@ -681,12 +681,12 @@ impl SyncWindowHold {
 
 impl Incident {
     /// The Application it is about, in its Argo CD instance (the default one for a view stored before instances).
-    pub fn app_id(&self) -> crate::argocd::AppId {
+    pub fn app_id(&self) -> crate::domain::AppId {
         let instance = match super::is_default_instance(&self.instance) {
-            true => crate::argocd::DEFAULT_INSTANCE,
+            true => crate::domain::DEFAULT_INSTANCE,
             false => self.instance.as_str(),
         };
-        crate::argocd::AppId::of(instance, &self.app_namespace, &self.app_name)
+        crate::domain::AppId::of(instance, &self.app_namespace, &self.app_name)
     }
 
     /// The Application's name as people read it in a title: `payments-api`, or `us/payments-api` for an

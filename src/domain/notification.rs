@@ -638,7 +638,7 @@ impl Notification {
 /// The Argo CD instance of `i`'s Application, the default one for an empty name.
 fn instance_of(i: &Incident) -> &str {
     match super::is_default_instance(&i.instance) {
-        true => crate::argocd::DEFAULT_INSTANCE,
+        true => crate::domain::DEFAULT_INSTANCE,
         false => &i.instance,
     }
 }
