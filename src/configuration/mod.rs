@@ -65,7 +65,7 @@ pub struct Settings {
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
     /// Named moments in Alertmanager's shape, which teams and routes name in `mute_time_intervals` and
-    /// `active_time_intervals` (see `routing::time_interval`).
+    /// `active_time_intervals` (see `domain::time_interval`).
     #[serde(default)]
     pub time_intervals: Vec<TimeIntervalSettings>,
     /// Alertmanager-shaped inhibition rules, added to the built-in ones (see `pipeline::delivery`).
@@ -265,7 +265,7 @@ impl Settings {
     }
 
     /// `time_intervals` parsed (what does not parse is left out, its error added to `errors`).
-    pub fn intervals(&self, errors: &mut Vec<ConfigError>) -> crate::routing::time_interval::TimeIntervals {
+    pub fn intervals(&self, errors: &mut Vec<ConfigError>) -> crate::domain::time_interval::TimeIntervals {
         time_intervals::compile(&self.time_intervals, errors)
     }
 

@@ -14,6 +14,7 @@ pub mod revision;
 pub mod slack_interaction;
 pub mod thread;
 pub mod time;
+pub mod time_interval;
 
 pub use app::{AppId, DEFAULT_INSTANCE, default_instance, is_default_instance};
 pub use digest::Digest;
