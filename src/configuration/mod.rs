@@ -201,6 +201,21 @@ impl Settings {
         people::validate(self, &mut errors);
         schedules::validate(self, &mut errors);
         self.argocd.validate(&mut errors);
+        self.validate_instance_names(&mut errors);
+        self.server.validate(&mut errors);
+        self.validate_auth_teams(&mut errors);
+        self.storage.validate(&mut errors);
+        self.outbox.validate(&mut errors);
+        self.scheduler.validate(&mut errors);
+        self.storm.validate(&mut errors);
+        match errors.len() {
+            0 => Ok(()),
+            _ => Err(many(errors)),
+        }
+    }
+
+    /// Each route's and each ingest token's `instance` names a configured Argo CD instance.
+    fn validate_instance_names(&self, errors: &mut Vec<ConfigError>) {
         for (i, route) in self.routes.iter().enumerate() {
             if let Some(name) = &route.instance
                 && self.argocd.instance(name).is_none()
@@ -225,22 +240,17 @@ impl Settings {
                 ));
             }
         }
-        self.server.validate(&mut errors);
+    }
+
+    /// The teams `server.auth` gives credentials to are known (`teams`, or `ownership.default_team`).
+    fn validate_auth_teams(&self, errors: &mut Vec<ConfigError>) {
         let mut team_names: Vec<&str> = self.teams.keys().map(String::as_str).collect();
         if !self.teams.contains_key(&self.ownership.default_team) {
             team_names.push(&self.ownership.default_team);
         }
         let known_team = |t: &str| team_names.contains(&t);
         let team_list = format!("teams: {}", team_names.join(", "));
-        self.server.auth.validate_teams(&known_team, &team_list, &mut errors);
-        self.storage.validate(&mut errors);
-        self.outbox.validate(&mut errors);
-        self.scheduler.validate(&mut errors);
-        self.storm.validate(&mut errors);
-        match errors.len() {
-            0 => Ok(()),
-            _ => Err(many(errors)),
-        }
+        self.server.auth.validate_teams(&known_team, &team_list, errors);
     }
 
     /// Listening beyond loopback with no usable credentials is refused unless explicitly allowed.
