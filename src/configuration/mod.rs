@@ -10,6 +10,7 @@ mod argocd;
 mod delivery;
 pub mod duration;
 mod links;
+mod parsed;
 mod people;
 mod proxy;
 mod receivers;
@@ -25,6 +26,7 @@ mod time_intervals;
 pub use argocd::*;
 pub use delivery::*;
 pub use links::*;
+pub use parsed::{FromSetting, Parsed};
 pub use people::*;
 pub use proxy::*;
 pub use receivers::*;
@@ -409,11 +411,50 @@ mod tests {
                 "teams: {pay: {escalation: [{after: 4h, receivers: [console]}, {after: 1h, receivers: [console]}]}}",
                 "teams.pay.escalation[1].after",
             ),
+            // Parsed at load: a zone, a schedule or a URL that does not parse is refused, never read as a default.
+            (
+                "server: {time_zone: Europe/Atlantis}",
+                "server.time_zone: unknown time zone",
+            ),
+            (
+                "server: {public_url: 'herald.example.com'}",
+                "server.public_url: \"herald.example.com\" is not",
+            ),
+            (
+                "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Mars/Olympus}}}",
+                "teams.pay.digest.timezone: unknown time zone \"Mars/Olympus\"",
+            ),
+            (
+                "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fry 09:00'}}}",
+                "teams.pay.digest.schedule: bad schedule: unknown day \"Fry\"",
+            ),
         ];
         for (yaml, path) in cases {
             let err = Settings::from_yaml(yaml).expect_err(yaml).to_string();
             assert!(err.contains(path), "{yaml}: expected {path} in {err}");
         }
+    }
+
+    #[test]
+    fn zones_schedules_and_the_public_url_are_carried_parsed() {
+        let s = Settings::from_yaml(
+            "server: {time_zone: Europe/Berlin, public_url: 'https://herald.example.com/'}\n\
+             teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Europe/Paris}}}",
+        )
+        .expect("valid");
+        assert_eq!(s.server.zone(), chrono_tz::Europe::Berlin);
+        let url = s.server.public_url.as_ref().expect("set");
+        assert_eq!(
+            (url.as_str(), url.get().host_str()),
+            ("https://herald.example.com/", Some("herald.example.com"))
+        );
+        let digest = s.teams["pay"].digest.as_ref().expect("a digest");
+        assert_eq!(digest.timezone.tz(), chrono_tz::Europe::Paris);
+        assert_eq!(
+            digest.schedule.get(),
+            &"Mon-Fri 09:00".parse::<crate::domain::Schedule>().expect("parses")
+        );
+        assert_eq!(Settings::from_yaml("").expect("defaults").server.zone(), chrono_tz::UTC);
     }
 
     #[test]

@@ -5,12 +5,15 @@
 
 pub mod action_link;
 pub mod app;
+pub mod calendar;
 pub mod digest;
 pub mod incident;
 pub mod labels;
 pub mod link;
 pub mod notification;
 pub mod revision;
+pub mod rotation;
+pub mod schedule;
 pub mod slack_interaction;
 pub mod thread;
 pub mod time;
@@ -24,5 +27,6 @@ pub use incident::{
 };
 pub use labels::Labels;
 pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};
+pub use schedule::Schedule;
 pub use thread::Thread;
 pub use time::Zone;
