@@ -1,7 +1,9 @@
 //! The domain model every stage shares: an Application's identity ([`AppId`]), the incident ([`Incident`] with
 //! typed [`Kind`], [`Severity`] and [`IncidentState`]), the notification a receiver is asked to deliver
-//! ([`Notification`]), and the label fields routes, groups and silences match on ([`Labels`]). Types only: no I/O,
-//! no settings; it imports no other module of Herald.
+//! ([`Notification`]), and the label fields routes, groups and silences match on ([`Labels`]); and the values the
+//! settings are parsed into at load, each with its own rules: time zones and wall-clock times ([`time`]), a digest's
+//! [`Schedule`], a rotation ([`rotation`]), an on-call calendar ([`calendar`]), Alertmanager's time intervals
+//! ([`time_interval`]). Types only: no I/O, no settings; it imports no other module of Herald.
 
 pub mod action_link;
 pub mod app;

@@ -2,6 +2,9 @@
 //! team's digest zone, else `server.time_zone`), a page in the one its reader chose (`?tz=`, else
 //! `server.time_zone`) — with the zone's abbreviation (`09:00 CET`, `2026-03-09 09:00 CEST`, `17:01 UTC`).
 //! Machine-readable fields (the webhook's JSON, the API) stay RFC 3339 in UTC and never come through here.
+//!
+//! And how people write one to Herald: a zone's name ([`time_zone`]), a time with its offset or on a zone's wall
+//! clock ([`parse_time`], [`local_instant`]) — for the settings, the API and the CLI alike.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
