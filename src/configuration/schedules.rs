@@ -1,18 +1,18 @@
 //! `schedules`: who is on call, by name — a rotation of `people` or an iCalendar kept elsewhere (`ical`), with
 //! overrides — for the escalation steps that say `on_call` (see `crate::oncall`, which answers who at an instant).
-//! Time zones, a rotation's start and hand-off are parsed at load; a calendar file is read once to refuse a broken
+//! Time zones, a rotation's start and hand-off, the overrides' times are parsed at load; a calendar file is read once to refuse a broken
 //! one.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chrono::{NaiveDate, NaiveTime};
+use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 
 use super::{ConfigError, FromSetting, Parsed, Settings, invalid};
 use crate::domain::calendar::Calendar;
 use crate::domain::rotation::Rotation;
-use crate::domain::time::parse_time;
+use crate::domain::time::WrittenTime;
 
 /// `schedules.<name>`.
 #[derive(Debug, Clone, Deserialize)]
@@ -91,8 +91,22 @@ pub struct IcalSettings {
 #[serde(deny_unknown_fields)]
 pub struct OverrideSettings {
     pub person: String,
-    pub from: String,
-    pub until: String,
+    pub from: Parsed<WrittenTime>,
+    pub until: Parsed<WrittenTime>,
+}
+
+impl OverrideSettings {
+    /// When it begins and ends, its wall-clock times read in the schedule's zone `tz`.
+    pub fn span(&self, tz: chrono_tz::Tz) -> (DateTime<Utc>, DateTime<Utc>) {
+        (self.from.get().at(tz), self.until.get().at(tz))
+    }
+}
+
+/// An override's `from` or `until`: RFC 3339, or a wall-clock time of the schedule's zone.
+impl FromSetting for WrittenTime {
+    fn from_setting(text: &str) -> Result<Self, String> {
+        WrittenTime::parse(text)
+    }
 }
 
 fn nine() -> Parsed<NaiveTime> {
@@ -178,13 +192,8 @@ fn validate_schedule(s: &Settings, path: &str, schedule: &ScheduleSettings, erro
     for (i, o) in schedule.overrides.iter().enumerate() {
         let at = format!("{path}.overrides[{i}]");
         check_person(s, format!("{at}.person"), &o.person, errors);
-        let time = |key: &str, text: &str, errors: &mut Vec<ConfigError>| {
-            parse_time(text, tz).map_err(|e| errors.push(invalid(format!("{at}.{key}"), e)))
-        };
-        let (from, until) = (time("from", &o.from, errors), time("until", &o.until, errors));
-        if let (Ok(from), Ok(until)) = (from, until)
-            && until <= from
-        {
+        let (from, until) = o.span(tz);
+        if until <= from {
             errors.push(invalid(
                 format!("{at}.until"),
                 format!("is not after `from` ({})", o.from),

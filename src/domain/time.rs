@@ -79,27 +79,49 @@ pub fn local_instant(tz: Tz, t: NaiveDateTime) -> DateTime<Utc> {
 /// A time as the configuration, the API and the CLI take it: RFC 3339 with its offset (`2026-03-29T09:00:00Z`,
 /// `…+02:00`), or a wall-clock time in `tz` (`2026-03-29 09:00`, `2026-03-29T09:00`, a day alone is its midnight).
 pub fn parse_time(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
-    let t = text.trim();
-    if let Ok(x) = DateTime::parse_from_rfc3339(t) {
-        return Ok(x.with_timezone(&Utc));
+    Ok(WrittenTime::parse(text)?.at(tz))
+}
+
+/// A time as people write one ([`parse_time`]'s forms), parsed before its zone is known: an instant when written
+/// with its offset, else a wall-clock time read in a zone later ([`WrittenTime::at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrittenTime {
+    Instant(DateTime<Utc>),
+    WallClock(NaiveDateTime),
+}
+
+impl WrittenTime {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        if let Ok(x) = DateTime::parse_from_rfc3339(t) {
+            return Ok(Self::Instant(x.with_timezone(&Utc)));
+        }
+        for format in [
+            "%Y-%m-%d %H:%M",
+            "%Y-%m-%dT%H:%M",
+            "%Y-%m-%d %H:%M:%S",
+            "%Y-%m-%dT%H:%M:%S",
+        ] {
+            if let Ok(local) = NaiveDateTime::parse_from_str(t, format) {
+                return Ok(Self::WallClock(local));
+            }
+        }
+        if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+            return Ok(Self::WallClock(day.and_time(NaiveTime::MIN)));
+        }
+        Err(format!(
+            "{t:?} is not a time: write 2026-03-29T09:00:00Z (RFC 3339, with its offset) or 2026-03-29 09:00 (in the \
+             schedule's time zone)"
+        ))
     }
-    for format in [
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%dT%H:%M:%S",
-    ] {
-        if let Ok(local) = NaiveDateTime::parse_from_str(t, format) {
-            return Ok(local_instant(tz, local));
+
+    /// The instant it names, a wall-clock time read in `tz` ([`local_instant`]).
+    pub fn at(self, tz: Tz) -> DateTime<Utc> {
+        match self {
+            Self::Instant(t) => t,
+            Self::WallClock(local) => local_instant(tz, local),
         }
     }
-    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Ok(local_instant(tz, day.and_time(NaiveTime::MIN)));
-    }
-    Err(format!(
-        "{t:?} is not a time: write 2026-03-29T09:00:00Z (RFC 3339, with its offset) or 2026-03-29 09:00 (in the \
-         schedule's time zone)"
-    ))
 }
 
 impl Serialize for Zone {

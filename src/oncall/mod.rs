@@ -50,12 +50,9 @@ pub fn zone(schedule: &ScheduleSettings) -> Tz {
 pub fn who(schedule: &ScheduleSettings, calendar: Option<&Calendar>, at: DateTime<Utc>) -> Option<OnCall> {
     let tz = zone(schedule);
     let overrides: Vec<(String, DateTime<Utc>, DateTime<Utc>)> = (schedule.overrides.iter())
-        .filter_map(|o| {
-            Some((
-                o.person.clone(),
-                parse_time(&o.from, tz).ok()?,
-                parse_time(&o.until, tz).ok()?,
-            ))
+        .map(|o| {
+            let (from, until) = o.span(tz);
+            (o.person.clone(), from, until)
         })
         .collect();
     // An override beginning later cuts whoever is on call now short.
