@@ -8,6 +8,7 @@ pub mod argocd;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod config_error;
 pub mod configuration;
 pub mod digest;
 pub mod domain;

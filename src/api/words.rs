@@ -10,6 +10,7 @@ use chrono_tz::Tz;
 use crate::domain::notification::{duration_words, for_how_long};
 use crate::domain::{Acknowledgement, Action, DeliveryState, Hold, IncidentState};
 use crate::pipeline::{IncidentRecord, TimelineEntry};
+use crate::state::Field;
 
 /// The time zone a page shows times in, and whether the reader chose it (so links keep `?tz=`).
 #[derive(Debug, Clone, Copy)]
@@ -134,14 +135,17 @@ pub fn fires_in(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
 
 /// One change of an Application: `Sync: Synced → OutOfSync`, `Health: Degraded` (its first state).
 pub fn transition(t: &TimelineEntry) -> String {
-    let field = match t.field.as_str() {
-        "sync" => "Sync",
-        "health" => "Health",
-        "operation" => "Sync operation",
-        "revision" => "Revision",
-        "conditions" => "Conditions",
-        "requires_pruning" => "Resources requiring pruning",
-        other => other,
+    let field = match Field::from_stored(&t.field) {
+        Some(Field::Sync) => "Sync",
+        Some(Field::Health) => "Health",
+        Some(Field::Operation) => "Sync operation",
+        Some(Field::Revision) => "Revision",
+        Some(Field::Conditions) => "Conditions",
+        Some(Field::RequiresPruning) => "Resources requiring pruning",
+        // Written as stored, as it always was (`lifecycle: active → deleting`).
+        Some(Field::Lifecycle) => Field::Lifecycle.as_str(),
+        // A name an older or newer Herald stored.
+        None => t.field.as_str(),
     };
     let value = |v: &str| {
         if v.is_empty() {

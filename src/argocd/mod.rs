@@ -19,68 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The Argo CD instance of an Application when only one is configured, and of everything stored before instances
-/// existed (`argocd.url` / `argocd.api` describe it).
-pub const DEFAULT_INSTANCE: &str = "default";
-
-/// An Application's identity: the Argo CD instance that holds it (`argocd.instances[].name`, or
-/// [`DEFAULT_INSTANCE`]), and its namespace and name there. Two instances may each hold an `argocd/payments-api`:
-/// they are two Applications.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct AppId {
-    /// Stored snapshots and held drops written before instances existed have none: they are the default's.
-    #[serde(default = "default_instance")]
-    pub instance: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-fn default_instance() -> String {
-    DEFAULT_INSTANCE.to_string()
-}
-
-impl AppId {
-    /// An Application of the default instance.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self::of(DEFAULT_INSTANCE, namespace, name)
-    }
-
-    pub fn of(instance: impl Into<String>, namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            instance: instance.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-
-    /// What [`Display`](std::fmt::Display) writes, read back: `namespace/name` or `instance/namespace/name`.
-    pub fn parse_path(text: &str) -> Option<Self> {
-        let parts: Vec<&str> = text.split('/').collect();
-        if parts.iter().any(|p| p.is_empty()) {
-            return None;
-        }
-        match parts.as_slice() {
-            [namespace, name] => Some(Self::new(*namespace, *name)),
-            [instance, namespace, name] => Some(Self::of(*instance, *namespace, *name)),
-            _ => None,
-        }
-    }
-
-    /// An empty instance (a value built in code with `Default`) counts as the default.
-    pub fn is_default_instance(&self) -> bool {
-        crate::domain::is_default_instance(&self.instance)
-    }
-}
-
-/// `namespace/name`, or `instance/namespace/name` outside the default instance (the API's path for it).
-impl std::fmt::Display for AppId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if !self.is_default_instance() {
-            write!(f, "{}/", self.instance)?;
-        }
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use crate::domain::{AppId, DEFAULT_INSTANCE};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Destination {

@@ -87,7 +87,7 @@ impl ArgoCdSettings {
         let mut out = Vec::with_capacity(self.instances.len() + 1);
         if self.has_default() {
             out.push(Instance {
-                name: crate::argocd::DEFAULT_INSTANCE,
+                name: crate::domain::DEFAULT_INSTANCE,
                 url: self.url.as_deref(),
                 api: self.api.as_ref(),
             });
@@ -101,9 +101,9 @@ impl ArgoCdSettings {
     }
 
     pub fn instance(&self, name: &str) -> Option<Instance<'_>> {
-        if name == crate::argocd::DEFAULT_INSTANCE && self.has_default() {
+        if name == crate::domain::DEFAULT_INSTANCE && self.has_default() {
             return Some(Instance {
-                name: crate::argocd::DEFAULT_INSTANCE,
+                name: crate::domain::DEFAULT_INSTANCE,
                 url: self.url.as_deref(),
                 api: self.api.as_ref(),
             });
@@ -166,7 +166,7 @@ impl ArgoCdSettings {
         if !self.several() {
             let only = match self.instances.first() {
                 Some(i) if !self.has_default() => i.name.as_str(),
-                _ => crate::argocd::DEFAULT_INSTANCE,
+                _ => crate::domain::DEFAULT_INSTANCE,
             };
             return Ok(only.to_string());
         }
@@ -201,7 +201,7 @@ impl ArgoCdSettings {
         }
         let mut seen = std::collections::HashSet::new();
         if self.has_default() {
-            seen.insert(crate::argocd::DEFAULT_INSTANCE);
+            seen.insert(crate::domain::DEFAULT_INSTANCE);
         }
         for (i, inst) in self.instances.iter().enumerate() {
             let at = format!("argocd.instances[{i}]");
@@ -215,7 +215,7 @@ impl ArgoCdSettings {
                     ),
                 ));
             } else if !seen.insert(&inst.name) {
-                let why = if inst.name == crate::argocd::DEFAULT_INSTANCE {
+                let why = if inst.name == crate::domain::DEFAULT_INSTANCE {
                     "is the instance the top-level argocd.url / argocd.api describe: name this one differently, or \
                      move those keys here"
                 } else {

@@ -10,6 +10,7 @@ mod argocd;
 mod delivery;
 pub mod duration;
 mod links;
+mod parsed;
 mod people;
 mod proxy;
 mod receivers;
@@ -25,6 +26,7 @@ mod time_intervals;
 pub use argocd::*;
 pub use delivery::*;
 pub use links::*;
+pub use parsed::{FromSetting, Parsed};
 pub use people::*;
 pub use proxy::*;
 pub use receivers::*;
@@ -35,6 +37,9 @@ pub use server::*;
 pub use storage::*;
 pub use storm::*;
 pub use time_intervals::{RangeValue, TimeIntervalSettings, TimeIntervalSpec, TimeRangeSpec};
+
+pub use crate::config_error::ConfigError;
+pub(crate) use crate::config_error::{check_secret_url, check_url, invalid, shown_url};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,7 +67,7 @@ pub struct Settings {
     #[serde(default)]
     pub routes: Vec<RouteSettings>,
     /// Named moments in Alertmanager's shape, which teams and routes name in `mute_time_intervals` and
-    /// `active_time_intervals` (see `routing::time_interval`).
+    /// `active_time_intervals` (see `domain::time_interval`).
     #[serde(default)]
     pub time_intervals: Vec<TimeIntervalSettings>,
     /// Alertmanager-shaped inhibition rules, added to the built-in ones (see `pipeline::delivery`).
@@ -96,24 +101,6 @@ pub fn environment_overrides() -> Vec<String> {
     let mut names: Vec<String> = sources::environment_keys().into_iter().map(|v| v.name).collect();
     names.sort();
     names
-}
-
-/// A configuration error; the message names the key path.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read configuration: {0}")]
-    Load(String),
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
-    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
-    Many(Vec<ConfigError>),
-}
-
-pub(crate) fn invalid(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        path: path.into(),
-        message: message.into(),
-    }
 }
 
 impl Settings {
@@ -216,6 +203,21 @@ impl Settings {
         people::validate(self, &mut errors);
         schedules::validate(self, &mut errors);
         self.argocd.validate(&mut errors);
+        self.validate_instance_names(&mut errors);
+        self.server.validate(&mut errors);
+        self.validate_auth_teams(&mut errors);
+        self.storage.validate(&mut errors);
+        self.outbox.validate(&mut errors);
+        self.scheduler.validate(&mut errors);
+        self.storm.validate(&mut errors);
+        match errors.len() {
+            0 => Ok(()),
+            _ => Err(many(errors)),
+        }
+    }
+
+    /// Each route's and each ingest token's `instance` names a configured Argo CD instance.
+    fn validate_instance_names(&self, errors: &mut Vec<ConfigError>) {
         for (i, route) in self.routes.iter().enumerate() {
             if let Some(name) = &route.instance
                 && self.argocd.instance(name).is_none()
@@ -240,22 +242,17 @@ impl Settings {
                 ));
             }
         }
-        self.server.validate(&mut errors);
+    }
+
+    /// The teams `server.auth` gives credentials to are known (`teams`, or `ownership.default_team`).
+    fn validate_auth_teams(&self, errors: &mut Vec<ConfigError>) {
         let mut team_names: Vec<&str> = self.teams.keys().map(String::as_str).collect();
         if !self.teams.contains_key(&self.ownership.default_team) {
             team_names.push(&self.ownership.default_team);
         }
         let known_team = |t: &str| team_names.contains(&t);
         let team_list = format!("teams: {}", team_names.join(", "));
-        self.server.auth.validate_teams(&known_team, &team_list, &mut errors);
-        self.storage.validate(&mut errors);
-        self.outbox.validate(&mut errors);
-        self.scheduler.validate(&mut errors);
-        self.storm.validate(&mut errors);
-        match errors.len() {
-            0 => Ok(()),
-            _ => Err(many(errors)),
-        }
+        self.server.auth.validate_teams(&known_team, &team_list, errors);
     }
 
     /// Listening beyond loopback with no usable credentials is refused unless explicitly allowed.
@@ -280,7 +277,7 @@ impl Settings {
     }
 
     /// `time_intervals` parsed (what does not parse is left out, its error added to `errors`).
-    pub fn intervals(&self, errors: &mut Vec<ConfigError>) -> crate::routing::time_interval::TimeIntervals {
+    pub fn intervals(&self, errors: &mut Vec<ConfigError>) -> crate::domain::time_interval::TimeIntervals {
         time_intervals::compile(&self.time_intervals, errors)
     }
 
@@ -359,99 +356,11 @@ fn section_errors(value: &serde_json::Value) -> Vec<ConfigError> {
         .collect()
 }
 
-pub(crate) fn check_url(errors: &mut Vec<ConfigError>, path: &str, u: &str) {
-    match url::Url::parse(u) {
-        Ok(p) if p.scheme() == "http" || p.scheme() == "https" => {}
-        _ => errors.push(invalid(path, format!("{} is not an http(s) URL", shown_url(u)))),
-    }
-}
-
-/// A URL as an error may repeat it (quoted): without the user and password it may carry and with the value of each
-/// query parameter hidden (`ftp://alice:s3cret@host/x?token=abc` is shown as `"ftp://***@host/x?token=***"`); a
-/// value that is no URL but holds an `@` or a `?` is not shown at all. Every configuration error that names a URL
-/// goes through here.
-pub(crate) fn shown_url(u: &str) -> String {
-    let hidden = || "the value (not shown: it may carry credentials)".to_string();
-    let Ok(mut p) = url::Url::parse(u) else {
-        return if u.contains(['@', '?']) {
-            hidden()
-        } else {
-            format!("{u:?}")
-        };
-    };
-    if (!p.username().is_empty() || p.password().is_some())
-        && (p.set_username("***").is_err() || p.set_password(None).is_err())
-    {
-        return format!("a {:?} URL (not shown: it carries credentials)", p.scheme());
-    }
-    if p.query().is_some() {
-        let names: Vec<String> = p.query_pairs().map(|(k, _)| format!("{k}=***")).collect();
-        p.set_query(Some(&names.join("&")));
-    }
-    // `alice:s3cret@host` parses as the scheme `alice` with a path: an `@` left is no URL's user part.
-    match p.as_str().replace("***@", "") {
-        rest if rest.contains('@') => hidden(),
-        _ => format!("{:?}", p.as_str()),
-    }
-}
-
-/// [`check_url`] for a URL that carries a secret (a webhook's path or key): the error does not repeat it.
-pub(crate) fn check_secret_url(errors: &mut Vec<ConfigError>, path: &str, u: &secrecy::SecretString) {
-    use secrecy::ExposeSecret;
-    match url::Url::parse(u.expose_secret()) {
-        Ok(p) if (p.scheme() == "http" || p.scheme() == "https") && p.host().is_some() => {}
-        Ok(p) => errors.push(invalid(
-            path,
-            format!(
-                "is not an http(s) URL (scheme {:?}; value not shown, it is a secret)",
-                p.scheme()
-            ),
-        )),
-        Err(e) => errors.push(invalid(
-            path,
-            format!("is not a URL: {e} (value not shown, it is a secret)"),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::Kind;
     use std::time::Duration;
-
-    #[test]
-    fn a_url_refused_is_never_repeated_with_its_credentials() {
-        for (u, shown) in [
-            (
-                "ftp://alice:s3cret-pass@matrix.example/x",
-                "\"ftp://***@matrix.example/x\"",
-            ),
-            (
-                "matrix://alice:s3cret-pass@matrix.example",
-                "\"matrix://***@matrix.example\"",
-            ),
-            ("alice:s3cret-pass@matrix.example", "not shown"),
-            (
-                "ftp://matrix.example/x?token=s3cret-tok&room=s3cret-room",
-                "\"ftp://matrix.example/x?token=***&room=***\"",
-            ),
-            ("matrix.example?token=s3cret-tok", "not shown"),
-            ("not a url", "\"not a url\""),
-        ] {
-            let mut errors = Vec::new();
-            check_url(&mut errors, "receivers[0].matrix.homeserver", u);
-            let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-            assert!(text.contains(shown), "{u}: {text}");
-            assert!(!text.contains("s3cret"), "{u}: {text}");
-        }
-        let mut errors = Vec::new();
-        check_url(&mut errors, "x", "https://alice:s3cret@matrix.example");
-        assert!(
-            errors.is_empty(),
-            "credentials in an http(s) URL are the receiver's business"
-        );
-    }
 
     #[test]
     fn an_empty_file_means_every_default() {
@@ -502,11 +411,50 @@ mod tests {
                 "teams: {pay: {escalation: [{after: 4h, receivers: [console]}, {after: 1h, receivers: [console]}]}}",
                 "teams.pay.escalation[1].after",
             ),
+            // Parsed at load: a zone, a schedule or a URL that does not parse is refused, never read as a default.
+            (
+                "server: {time_zone: Europe/Atlantis}",
+                "server.time_zone: unknown time zone",
+            ),
+            (
+                "server: {public_url: 'herald.example.com'}",
+                "server.public_url: \"herald.example.com\" is not",
+            ),
+            (
+                "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Mars/Olympus}}}",
+                "teams.pay.digest.timezone: unknown time zone \"Mars/Olympus\"",
+            ),
+            (
+                "teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fry 09:00'}}}",
+                "teams.pay.digest.schedule: bad schedule: unknown day \"Fry\"",
+            ),
         ];
         for (yaml, path) in cases {
             let err = Settings::from_yaml(yaml).expect_err(yaml).to_string();
             assert!(err.contains(path), "{yaml}: expected {path} in {err}");
         }
+    }
+
+    #[test]
+    fn zones_schedules_and_the_public_url_are_carried_parsed() {
+        let s = Settings::from_yaml(
+            "server: {time_zone: Europe/Berlin, public_url: 'https://herald.example.com/'}\n\
+             teams: {pay: {receivers: [console], digest: {schedule: 'Mon-Fri 09:00', timezone: Europe/Paris}}}",
+        )
+        .expect("valid");
+        assert_eq!(s.server.zone(), chrono_tz::Europe::Berlin);
+        let url = s.server.public_url.as_ref().expect("set");
+        assert_eq!(
+            (url.as_str(), url.get().host_str()),
+            ("https://herald.example.com/", Some("herald.example.com"))
+        );
+        let digest = s.teams["pay"].digest.as_ref().expect("a digest");
+        assert_eq!(digest.timezone.tz(), chrono_tz::Europe::Paris);
+        assert_eq!(
+            digest.schedule.get(),
+            &"Mon-Fri 09:00".parse::<crate::domain::Schedule>().expect("parses")
+        );
+        assert_eq!(Settings::from_yaml("").expect("defaults").server.zone(), chrono_tz::UTC);
     }
 
     #[test]

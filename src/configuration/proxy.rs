@@ -100,6 +100,13 @@ impl ProxySettings {
     }
 
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
+        self.validate_headers(errors);
+        self.validate_trusted(errors);
+        self.validate_groups(errors);
+    }
+
+    /// `user_header` and `groups_header`: two different header names, neither Authorization nor Cookie.
+    fn validate_headers(&self, errors: &mut Vec<ConfigError>) {
         let at = "server.auth.proxy";
         for (key, name) in [
             ("user_header", &self.user_header),
@@ -130,6 +137,11 @@ impl ProxySettings {
         {
             errors.push(invalid(format!("{at}.groups_header"), "must differ from user_header"));
         }
+    }
+
+    /// `trusted_proxies`: at least one address range, none of them every address.
+    fn validate_trusted(&self, errors: &mut Vec<ConfigError>) {
+        let at = "server.auth.proxy";
         if self.trusted_proxies.is_empty() {
             errors.push(invalid(
                 format!("{at}.trusted_proxies"),
@@ -155,6 +167,11 @@ impl ProxySettings {
                 Some(_) => {}
             }
         }
+    }
+
+    /// `groups`: at least one, each a one-line name with a person's scope (never `ingest`).
+    fn validate_groups(&self, errors: &mut Vec<ConfigError>) {
+        let at = "server.auth.proxy";
         if self.groups.is_empty() {
             errors.push(invalid(
                 format!("{at}.groups"),

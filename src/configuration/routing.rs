@@ -5,9 +5,9 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::domain::{Kind, Severity, labels};
+use crate::domain::{Kind, Schedule, Severity, labels};
 
-use super::{ConfigError, invalid};
+use super::{ConfigError, Parsed, invalid};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,10 +55,10 @@ pub struct TeamSettings {
 #[serde(deny_unknown_fields)]
 pub struct DigestSettings {
     /// `Mon-Fri 09:00`: days (`daily`, `Mon-Fri`, `Mon,Wed,Fri`, `Sat`) then one or more `HH:MM`.
-    pub schedule: String,
+    pub schedule: Parsed<Schedule>,
     /// An IANA time zone (`Europe/Berlin`); the schedule's times are read in it.
-    #[serde(default = "utc")]
-    pub timezone: String,
+    #[serde(default = "Parsed::utc")]
+    pub timezone: Parsed<chrono_tz::Tz>,
     /// Where the digest goes (default: the team's receivers that take digests: chat, e-mail, webhook, console;
     /// its ticket and paging receivers are left out).
     pub receivers: Option<Vec<String>>,
@@ -67,10 +67,6 @@ pub struct DigestSettings {
     pub catch_up: Duration,
     #[serde(default)]
     pub when_empty: WhenEmpty,
-}
-
-fn utc() -> String {
-    "UTC".into()
 }
 
 fn six_hours() -> Duration {
@@ -89,11 +85,10 @@ pub enum WhenEmpty {
 }
 
 impl DigestSettings {
-    /// The parsed schedule and time zone; an error says what is wrong (check-config reports it at load).
-    pub fn plan(&self) -> Result<(crate::digest::Schedule, chrono_tz::Tz), String> {
-        let schedule = self.schedule.parse()?;
-        let tz = crate::digest::schedule::time_zone(&self.timezone)?;
-        Ok((schedule, tz))
+    /// The schedule and time zone, both parsed at load (so never an error: the `Result` is the shape callers
+    /// were written for when each slot parsed them again).
+    pub fn plan(&self) -> Result<(Schedule, chrono_tz::Tz), String> {
+        Ok((self.schedule.get().clone(), self.timezone.tz()))
     }
 
     /// The digest's receivers: its own, else those of the team's that take a digest (`gets_digest`).
@@ -283,7 +278,7 @@ pub(super) fn validate_teams(
     }
 }
 
-/// Each team's `digest`: a schedule and time zone that parse, known receivers that get digests (ticket, paging
+/// Each team's `digest` (its schedule and time zone were parsed at load): known receivers that get digests (ticket, paging
 /// and sync-only receivers do not: `digestless` says which one a receiver is), a positive `catch_up`.
 pub(super) fn validate_digests(
     teams: &BTreeMap<String, TeamSettings>,
@@ -295,12 +290,6 @@ pub(super) fn validate_digests(
     for (team, t) in teams {
         let Some(d) = &t.digest else { continue };
         let path = format!("teams.{team}.digest");
-        if let Err(e) = d.schedule.parse::<crate::digest::Schedule>() {
-            errors.push(invalid(format!("{path}.schedule"), format!("bad schedule: {e}")));
-        }
-        if let Err(e) = crate::digest::schedule::time_zone(&d.timezone) {
-            errors.push(invalid(format!("{path}.timezone"), e));
-        }
         if d.catch_up.is_zero() {
             errors.push(invalid(format!("{path}.catch_up"), "must be greater than 0"));
         }

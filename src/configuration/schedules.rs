@@ -1,19 +1,26 @@
 //! `schedules`: who is on call, by name — a rotation of `people` or an iCalendar kept elsewhere (`ical`), with
 //! overrides — for the escalation steps that say `on_call` (see `crate::oncall`, which answers who at an instant).
+//! Time zones, a rotation's start and hand-off, the overrides' times are parsed at load; a calendar file is read once to refuse a broken
+//! one.
 
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{ConfigError, Settings, invalid};
+use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
+
+use super::{ConfigError, FromSetting, Parsed, Settings, invalid};
+use crate::domain::calendar::Calendar;
+use crate::domain::rotation::Rotation;
+use crate::domain::time::WrittenTime;
 
 /// `schedules.<name>`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSettings {
     /// An IANA time zone: hand-offs, overrides and calendar times without their own zone are read in it.
-    #[serde(default = "utc")]
-    pub timezone: String,
+    #[serde(default = "Parsed::utc")]
+    pub timezone: Parsed<chrono_tz::Tz>,
     pub rotation: Option<RotationSettings>,
     /// Instead of `rotation`: a calendar whose events' summaries name the person on call.
     pub ical: Option<IcalSettings>,
@@ -32,10 +39,32 @@ pub struct RotationSettings {
     #[serde(with = "crate::configuration::duration")]
     pub every: Duration,
     /// The first hand-off's day, `YYYY-MM-DD` (the first person's turn begins then).
-    pub start: String,
+    pub start: Parsed<NaiveDate>,
     /// The hand-off's wall-clock time, `HH:MM` in the schedule's time zone.
     #[serde(default = "nine")]
-    pub handoff: String,
+    pub handoff: Parsed<NaiveTime>,
+}
+
+impl RotationSettings {
+    /// The rotation in the schedule's time zone `tz`; an error names the key that is wrong (`validate` reports it
+    /// at load).
+    pub fn rotation(&self, tz: chrono_tz::Tz) -> Result<Rotation<'_>, (&'static str, String)> {
+        Rotation::new(&self.people, self.every, *self.start.get(), *self.handoff.get(), tz)
+    }
+}
+
+/// A rotation's `start`: `YYYY-MM-DD`.
+impl FromSetting for NaiveDate {
+    fn from_setting(text: &str) -> Result<Self, String> {
+        crate::domain::rotation::parse_start(text)
+    }
+}
+
+/// A rotation's `handoff`: `HH:MM`.
+impl FromSetting for NaiveTime {
+    fn from_setting(text: &str) -> Result<Self, String> {
+        crate::domain::rotation::parse_handoff(text)
+    }
 }
 
 /// `schedules.<name>.ical`: exactly one of `url` and `file`.
@@ -62,15 +91,26 @@ pub struct IcalSettings {
 #[serde(deny_unknown_fields)]
 pub struct OverrideSettings {
     pub person: String,
-    pub from: String,
-    pub until: String,
+    pub from: Parsed<WrittenTime>,
+    pub until: Parsed<WrittenTime>,
 }
 
-fn utc() -> String {
-    "UTC".into()
+impl OverrideSettings {
+    /// When it begins and ends, its wall-clock times read in the schedule's zone `tz`.
+    pub fn span(&self, tz: chrono_tz::Tz) -> (DateTime<Utc>, DateTime<Utc>) {
+        (self.from.get().at(tz), self.until.get().at(tz))
+    }
 }
-fn nine() -> String {
-    "09:00".into()
+
+/// An override's `from` or `until`: RFC 3339, or a wall-clock time of the schedule's zone.
+impl FromSetting for WrittenTime {
+    fn from_setting(text: &str) -> Result<Self, String> {
+        WrittenTime::parse(text)
+    }
+}
+
+fn nine() -> Parsed<NaiveTime> {
+    Parsed::known("09:00", NaiveTime::from_hms_opt(9, 0, 0).unwrap_or(NaiveTime::MIN))
 }
 fn fifteen_minutes() -> Duration {
     Duration::from_secs(15 * 60)
@@ -112,91 +152,91 @@ impl Settings {
     }
 }
 
+/// Every schedule (a rotation or a calendar of known people, overrides that end after they begin) and every
+/// escalation step's `on_call` naming one.
 pub(super) fn validate(s: &Settings, errors: &mut Vec<ConfigError>) {
     for (name, schedule) in &s.schedules {
-        let path = format!("schedules.{name}");
-        let tz = match crate::digest::schedule::time_zone(&schedule.timezone) {
-            Ok(tz) => tz,
-            Err(e) => {
-                errors.push(invalid(format!("{path}.timezone"), e));
-                chrono_tz::Tz::UTC
-            }
-        };
-        let person = |key: String, who: &str, errors: &mut Vec<ConfigError>| {
-            if !s.people.contains_key(who) {
-                errors.push(invalid(
-                    key,
-                    format!("{who:?} is no person of `people` (define them there, with an email or slack)"),
-                ));
-            }
-        };
-        match (&schedule.rotation, &schedule.ical) {
-            (Some(_), Some(_)) => errors.push(invalid(&path, "has both `rotation` and `ical`: give one")),
-            (None, None) => errors.push(invalid(&path, "needs a `rotation` or an `ical` calendar")),
-            _ => {}
+        validate_schedule(s, &format!("schedules.{name}"), schedule, errors);
+    }
+    validate_steps(s, errors);
+}
+
+/// `key` names `who`, who must be a person of `people`.
+fn check_person(s: &Settings, key: String, who: &str, errors: &mut Vec<ConfigError>) {
+    if !s.people.contains_key(who) {
+        errors.push(invalid(
+            key,
+            format!("{who:?} is no person of `people` (define them there, with an email or slack)"),
+        ));
+    }
+}
+
+fn validate_schedule(s: &Settings, path: &str, schedule: &ScheduleSettings, errors: &mut Vec<ConfigError>) {
+    let tz = schedule.timezone.tz();
+    match (&schedule.rotation, &schedule.ical) {
+        (Some(_), Some(_)) => errors.push(invalid(path, "has both `rotation` and `ical`: give one")),
+        (None, None) => errors.push(invalid(path, "needs a `rotation` or an `ical` calendar")),
+        _ => {}
+    }
+    if let Some(r) = &schedule.rotation {
+        if let Err((key, e)) = r.rotation(tz) {
+            errors.push(invalid(format!("{path}.rotation.{key}"), e));
         }
-        if let Some(r) = &schedule.rotation {
-            if let Err((key, e)) = crate::oncall::Rotation::of(r, tz) {
-                errors.push(invalid(format!("{path}.rotation.{key}"), e));
-            }
-            for (i, who) in r.people.iter().enumerate() {
-                person(format!("{path}.rotation.people[{i}]"), who, errors);
-            }
+        for (i, who) in r.people.iter().enumerate() {
+            check_person(s, format!("{path}.rotation.people[{i}]"), who, errors);
         }
-        if let Some(ical) = &schedule.ical {
-            let at = format!("{path}.ical");
-            match (&ical.url, &ical.file) {
-                (Some(_), Some(_)) => errors.push(invalid(&at, "has both `url` and `file`: give one")),
-                (None, None) => errors.push(invalid(&at, "needs a `url` or a `file`")),
-                (Some(url), None) => super::check_url(errors, &format!("{at}.url"), url),
-                (None, Some(file)) => {
-                    let read = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()));
-                    let parsed = read.and_then(|bytes| {
-                        if bytes.len() > ical.max_bytes {
-                            return Err(format!(
-                                "{} is larger than max_bytes ({})",
-                                file.display(),
-                                ical.max_bytes
-                            ));
-                        }
-                        let text =
-                            String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", file.display()))?;
-                        crate::oncall::Calendar::parse(&text, tz, &|summary| {
-                            s.person_named(summary).map(str::to_string)
-                        })
-                    });
-                    if let Err(e) = parsed {
-                        errors.push(invalid(format!("{at}.file"), e));
-                    }
-                }
-            }
-            if ical.refresh < Duration::from_secs(10) {
-                errors.push(invalid(format!("{at}.refresh"), "must be at least 10s"));
-            }
-            if ical.timeout.is_zero() {
-                errors.push(invalid(format!("{at}.timeout"), "must be greater than 0"));
-            }
-            if ical.max_bytes == 0 {
-                errors.push(invalid(format!("{at}.max_bytes"), "must be greater than 0"));
-            }
+    }
+    if let Some(ical) = &schedule.ical {
+        validate_ical(s, &format!("{path}.ical"), ical, tz, errors);
+    }
+    for (i, o) in schedule.overrides.iter().enumerate() {
+        let at = format!("{path}.overrides[{i}]");
+        check_person(s, format!("{at}.person"), &o.person, errors);
+        let (from, until) = o.span(tz);
+        if until <= from {
+            errors.push(invalid(
+                format!("{at}.until"),
+                format!("is not after `from` ({})", o.from),
+            ));
         }
-        for (i, o) in schedule.overrides.iter().enumerate() {
-            let at = format!("{path}.overrides[{i}]");
-            person(format!("{at}.person"), &o.person, errors);
-            let from =
-                crate::oncall::parse_time(&o.from, tz).map_err(|e| errors.push(invalid(format!("{at}.from"), e)));
-            let until =
-                crate::oncall::parse_time(&o.until, tz).map_err(|e| errors.push(invalid(format!("{at}.until"), e)));
-            if let (Ok(from), Ok(until)) = (from, until)
-                && until <= from
-            {
-                errors.push(invalid(
-                    format!("{at}.until"),
-                    format!("is not after `from` ({})", o.from),
-                ));
+    }
+}
+
+/// `schedules.<name>.ical` (at `at`): one source, a `file` that reads as a calendar now, sane bounds.
+fn validate_ical(s: &Settings, at: &str, ical: &IcalSettings, tz: chrono_tz::Tz, errors: &mut Vec<ConfigError>) {
+    match (&ical.url, &ical.file) {
+        (Some(_), Some(_)) => errors.push(invalid(at, "has both `url` and `file`: give one")),
+        (None, None) => errors.push(invalid(at, "needs a `url` or a `file`")),
+        (Some(url), None) => super::check_url(errors, &format!("{at}.url"), url),
+        (None, Some(file)) => {
+            if let Err(e) = read_calendar_file(s, file, ical.max_bytes, tz) {
+                errors.push(invalid(format!("{at}.file"), e));
             }
         }
     }
+    if ical.refresh < Duration::from_secs(10) {
+        errors.push(invalid(format!("{at}.refresh"), "must be at least 10s"));
+    }
+    if ical.timeout.is_zero() {
+        errors.push(invalid(format!("{at}.timeout"), "must be greater than 0"));
+    }
+    if ical.max_bytes == 0 {
+        errors.push(invalid(format!("{at}.max_bytes"), "must be greater than 0"));
+    }
+}
+
+/// A calendar `file` read and parsed as it will be at start, so a broken one refuses the configuration.
+fn read_calendar_file(s: &Settings, file: &Path, max_bytes: usize, tz: chrono_tz::Tz) -> Result<Calendar, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    if bytes.len() > max_bytes {
+        return Err(format!("{} is larger than max_bytes ({max_bytes})", file.display()));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", file.display()))?;
+    Calendar::parse(&text, tz, &|summary| s.person_named(summary).map(str::to_string))
+}
+
+/// Each escalation step reaches someone: `receivers`, or `on_call` naming a schedule.
+fn validate_steps(s: &Settings, errors: &mut Vec<ConfigError>) {
     for (team, t) in &s.teams {
         for (j, step) in t.escalation.iter().enumerate() {
             let at = format!("teams.{team}.escalation[{j}]");

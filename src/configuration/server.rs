@@ -6,7 +6,7 @@
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, invalid};
+use super::{ConfigError, FromSetting, Parsed, invalid};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -29,7 +29,7 @@ pub struct ServerSettings {
     pub allowed_hosts: Option<Vec<String>>,
     /// Where people reach Herald (`https://herald.example.com`): when set, a message whose list was cut links to
     /// the status page filtered to its team; unset, the cut only says how many rows are left out.
-    pub public_url: Option<String>,
+    pub public_url: Option<Parsed<url::Url>>,
     /// Signs the one-click links in messages (HMAC-SHA256; at least 32 characters; or `link_signing_key_file`).
     /// With `public_url`, every chat and e-mail message carries signed links; without either, none.
     pub link_signing_key: Option<SecretString>,
@@ -37,7 +37,7 @@ pub struct ServerSettings {
     #[serde(with = "crate::configuration::duration")]
     pub link_ttl: std::time::Duration,
     /// The time zone the pages show times in unless `?tz=` asks for another (an IANA name; default UTC).
-    pub time_zone: String,
+    pub time_zone: Parsed<chrono_tz::Tz>,
     /// Who may read `/metrics`, and whether it names teams.
     pub metrics: MetricsSettings,
 }
@@ -80,7 +80,7 @@ impl Default for ServerSettings {
             public_url: None,
             link_signing_key: None,
             link_ttl: std::time::Duration::from_secs(7 * 24 * 3600),
-            time_zone: "UTC".into(),
+            time_zone: Parsed::utc(),
             metrics: MetricsSettings::default(),
         }
     }
@@ -491,6 +491,26 @@ pub enum LogFormat {
     Json,
 }
 
+/// `server.public_url`: an http(s) URL with a host and without query or fragment (where people reach Herald).
+impl FromSetting for url::Url {
+    fn from_setting(text: &str) -> Result<Self, String> {
+        match url::Url::parse(text) {
+            Ok(p)
+                if matches!(p.scheme(), "http" | "https")
+                    && p.host().is_some()
+                    && p.query().is_none()
+                    && p.fragment().is_none() =>
+            {
+                Ok(p)
+            }
+            _ => Err(format!(
+                "{} is not an http(s) URL without query, such as https://herald.example.com",
+                super::shown_url(text)
+            )),
+        }
+    }
+}
+
 impl ServerSettings {
     pub(super) fn validate(&self, errors: &mut Vec<ConfigError>) {
         if self.max_inflight_body_bytes < 1024 {
@@ -518,23 +538,6 @@ impl ServerSettings {
                 ));
             }
         }
-        if let Some(u) = &self.public_url {
-            let ok = url::Url::parse(u).is_ok_and(|p| {
-                matches!(p.scheme(), "http" | "https")
-                    && p.host().is_some()
-                    && p.query().is_none()
-                    && p.fragment().is_none()
-            });
-            if !ok {
-                errors.push(invalid(
-                    "server.public_url",
-                    format!(
-                        "{} is not an http(s) URL without query, such as https://herald.example.com",
-                        super::shown_url(u)
-                    ),
-                ));
-            }
-        }
         if let Some(k) = &self.link_signing_key
             && k.expose_secret().trim().chars().count() < MIN_LINK_KEY_CHARS
         {
@@ -545,9 +548,6 @@ impl ServerSettings {
         }
         if self.link_ttl.is_zero() {
             errors.push(invalid("server.link_ttl", "must be greater than 0"));
-        }
-        if let Err(e) = crate::domain::digest::time_zone(&self.time_zone) {
-            errors.push(invalid("server.time_zone", e));
         }
         self.auth.validate(errors);
         let readers = self.auth.credentials().iter().any(|c| c.scope.allows(Scope::Read));
@@ -567,9 +567,9 @@ impl ServerSettings {
         Some((url.trim_end_matches('/'), key.expose_secret().trim().as_bytes()))
     }
 
-    /// The pages' time zone (`time_zone`, validated at load; UTC if it were not).
+    /// The pages' time zone (`time_zone`, parsed at load).
     pub fn zone(&self) -> chrono_tz::Tz {
-        crate::domain::digest::time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
+        self.time_zone.tz()
     }
 
     /// [`ServerSettings::zone`] as people read times in it (pages, link pages, `herald route`).

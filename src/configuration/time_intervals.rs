@@ -1,11 +1,11 @@
 //! `time_intervals`, in Alertmanager's shape, and the `mute_time_intervals` / `active_time_intervals` that teams
 //! and routes name: read as written, checked here (every value that does not parse is an error naming its key
-//! path), compiled by [`compile`] into what `routing::time_interval` asks.
+//! path), compiled by [`compile`] into what `domain::time_interval` asks.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-use crate::routing::time_interval::{self as ti, TimeInterval, TimeIntervals};
+use crate::domain::time_interval::{self as ti, TimeInterval, TimeIntervals};
 
 use super::{ConfigError, RouteSettings, TeamSettings, invalid};
 

@@ -63,7 +63,7 @@ pub fn content(frame: &Frame<'_>, inputs: &Inputs) -> Digest {
     let mut firing: Vec<FiringIncident> = firing_views
         .iter()
         .map(|i| FiringIncident {
-            app: crate::argocd::AppId::of(&i.instance, &i.app_namespace, &i.app_name).to_string(),
+            app: crate::domain::AppId::of(&i.instance, &i.app_namespace, &i.app_name).to_string(),
             problem: i.problem(),
             summary: i.summary.clone(),
             since: i.fired_at.unwrap_or(i.since),

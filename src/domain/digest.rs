@@ -2,7 +2,6 @@
 //! and decides when it is due; the receivers render it (`receivers::render::digest`).
 
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 /// What a digest says, for one team at one slot. Every text in it comes from Argo CD or the API and is escaped by
@@ -110,8 +109,4 @@ impl Digest {
     }
 }
 
-/// A `timezone` value: an IANA name (`Europe/Berlin`, `UTC`).
-pub fn time_zone(name: &str) -> Result<Tz, String> {
-    name.parse::<Tz>()
-        .map_err(|_| format!("unknown time zone {name:?} (use an IANA name such as Europe/Berlin or UTC)"))
-}
+pub use super::time::time_zone;

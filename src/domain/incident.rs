@@ -339,8 +339,7 @@ impl SourceChange {
     /// `3de5b39dd542 → 9b2f1c0d7e6a`, `podinfo 6.9.0 → 6.9.2`.
     pub fn describe(&self) -> String {
         let short = |r: &Option<String>| match r.as_deref() {
-            Some(r) if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) => r[..12].to_string(),
-            Some(r) => r.to_string(),
+            Some(r) => super::revision::short_revision(r, super::revision::SHOWN).to_string(),
             None => "none".into(),
         };
         let change = format!("{} → {}", short(&self.from), short(&self.to));
@@ -682,12 +681,12 @@ impl SyncWindowHold {
 
 impl Incident {
     /// The Application it is about, in its Argo CD instance (the default one for a view stored before instances).
-    pub fn app_id(&self) -> crate::argocd::AppId {
+    pub fn app_id(&self) -> crate::domain::AppId {
         let instance = match super::is_default_instance(&self.instance) {
-            true => crate::argocd::DEFAULT_INSTANCE,
+            true => crate::domain::DEFAULT_INSTANCE,
             false => self.instance.as_str(),
         };
-        crate::argocd::AppId::of(instance, &self.app_namespace, &self.app_name)
+        crate::domain::AppId::of(instance, &self.app_namespace, &self.app_name)
     }
 
     /// The Application's name as people read it in a title: `payments-api`, or `us/payments-api` for an

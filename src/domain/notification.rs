@@ -397,10 +397,10 @@ impl Action {
     }
 }
 
-/// A commit as people quote it (7 characters); a chart version or a tag as it is.
+/// A commit as Git hosts quote it (7 characters); a chart version or a tag as it is (the one rule:
+/// [`super::revision::short_revision`]).
 pub fn short_revision(revision: &str) -> &str {
-    let commit = revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit());
-    if commit { &revision[..7] } else { revision }
+    super::revision::short_revision(revision, super::revision::QUOTED)
 }
 
 /// How long, in people's words: `45 s`, `10 min`, `1 h`, `1 h 5 min`, `3 d 2 h`.
@@ -638,7 +638,7 @@ impl Notification {
 /// The Argo CD instance of `i`'s Application, the default one for an empty name.
 fn instance_of(i: &Incident) -> &str {
     match super::is_default_instance(&i.instance) {
-        true => crate::argocd::DEFAULT_INSTANCE,
+        true => crate::domain::DEFAULT_INSTANCE,
         false => &i.instance,
     }
 }

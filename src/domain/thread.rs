@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::argocd::AppId;
+use super::AppId;
 
 /// One conversation with one receiver.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

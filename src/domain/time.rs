@@ -2,8 +2,11 @@
 //! team's digest zone, else `server.time_zone`), a page in the one its reader chose (`?tz=`, else
 //! `server.time_zone`) — with the zone's abbreviation (`09:00 CET`, `2026-03-09 09:00 CEST`, `17:01 UTC`).
 //! Machine-readable fields (the webhook's JSON, the API) stay RFC 3339 in UTC and never come through here.
+//!
+//! And how people write one to Herald: a zone's name ([`time_zone`]), a time with its offset or on a zone's wall
+//! clock ([`parse_time`], [`local_instant`]) — for the settings, the API and the CLI alike.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -52,6 +55,72 @@ impl Zone {
     /// `Mon 2026-03-09 09:00 CET`.
     pub fn day_stamp(&self, t: DateTime<Utc>) -> String {
         t.with_timezone(&self.0).format("%a %Y-%m-%d %H:%M %Z").to_string()
+    }
+}
+
+/// A `timezone` value: an IANA name (`Europe/Berlin`, `UTC`).
+pub fn time_zone(name: &str) -> Result<Tz, String> {
+    name.parse::<Tz>()
+        .map_err(|_| format!("unknown time zone {name:?} (use an IANA name such as Europe/Berlin or UTC)"))
+}
+
+/// The instant a wall-clock time of `tz` names: the earlier of the two in the hour a clock goes back, and the time
+/// an hour later in the hour a clock skips (02:30 on the night clocks go forward is 03:30).
+pub fn local_instant(tz: Tz, t: NaiveDateTime) -> DateTime<Utc> {
+    match tz.from_local_datetime(&t).earliest() {
+        Some(x) => x.with_timezone(&Utc),
+        None => (t.checked_add_signed(chrono::Duration::hours(1)))
+            .and_then(|later| tz.from_local_datetime(&later).earliest())
+            .map(|x| x.with_timezone(&Utc))
+            .unwrap_or_else(|| t.and_utc()),
+    }
+}
+
+/// A time as the configuration, the API and the CLI take it: RFC 3339 with its offset (`2026-03-29T09:00:00Z`,
+/// `…+02:00`), or a wall-clock time in `tz` (`2026-03-29 09:00`, `2026-03-29T09:00`, a day alone is its midnight).
+pub fn parse_time(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
+    Ok(WrittenTime::parse(text)?.at(tz))
+}
+
+/// A time as people write one ([`parse_time`]'s forms), parsed before its zone is known: an instant when written
+/// with its offset, else a wall-clock time read in a zone later ([`WrittenTime::at`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrittenTime {
+    Instant(DateTime<Utc>),
+    WallClock(NaiveDateTime),
+}
+
+impl WrittenTime {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        if let Ok(x) = DateTime::parse_from_rfc3339(t) {
+            return Ok(Self::Instant(x.with_timezone(&Utc)));
+        }
+        for format in [
+            "%Y-%m-%d %H:%M",
+            "%Y-%m-%dT%H:%M",
+            "%Y-%m-%d %H:%M:%S",
+            "%Y-%m-%dT%H:%M:%S",
+        ] {
+            if let Ok(local) = NaiveDateTime::parse_from_str(t, format) {
+                return Ok(Self::WallClock(local));
+            }
+        }
+        if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+            return Ok(Self::WallClock(day.and_time(NaiveTime::MIN)));
+        }
+        Err(format!(
+            "{t:?} is not a time: write 2026-03-29T09:00:00Z (RFC 3339, with its offset) or 2026-03-29 09:00 (in the \
+             schedule's time zone)"
+        ))
+    }
+
+    /// The instant it names, a wall-clock time read in `tz` ([`local_instant`]).
+    pub fn at(self, tz: Tz) -> DateTime<Utc> {
+        match self {
+            Self::Instant(t) => t,
+            Self::WallClock(local) => local_instant(tz, local),
+        }
     }
 }
 

@@ -1,20 +1,21 @@
 //! Who is on call: each `schedules.<name>` answered at an instant — its overrides first, else its rotation
 //! (`rotation`, hand-offs at a local time of its time zone) or its iCalendar (`calendar` parses one, `calendars`
 //! keeps each schedule's last good copy and fetches those given by URL). Pure but for `calendars`' fetching: the
-//! escalation step `on_call`, `GET /v1/oncall`, `herald oncall` and the status page all ask [`who`].
+//! escalation step `on_call`, `GET /v1/oncall`, `herald oncall` and the status page all ask [`who`]. A rotation,
+//! a calendar and a wall-clock time are domain types ([`crate::domain::rotation`], [`crate::domain::calendar`],
+//! [`crate::domain::time`], re-exported here), so the configuration checks them at load without importing this.
 
-pub mod calendar;
 pub mod calendars;
-pub mod rotation;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::configuration::ScheduleSettings;
-pub use calendar::{Calendar, Event};
+pub use crate::domain::calendar::{self, Calendar, Event};
+pub use crate::domain::rotation::{self, Rotation};
+pub use crate::domain::time::{local_instant, parse_time};
 pub use calendars::{CalendarCopy, Calendars};
-pub use rotation::Rotation;
 
 /// Whoever a schedule has on call at an instant, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,9 +39,9 @@ pub enum Source {
     Calendar,
 }
 
-/// The schedule's time zone, parsed (validated at load: `UTC` should it ever not parse).
+/// The schedule's time zone (parsed at load).
 pub fn zone(schedule: &ScheduleSettings) -> Tz {
-    crate::digest::schedule::time_zone(&schedule.timezone).unwrap_or(Tz::UTC)
+    schedule.timezone.tz()
 }
 
 /// Who `schedule` has on call at `at`: the last override listed that covers `at`, else the rotation's person, else
@@ -49,12 +50,9 @@ pub fn zone(schedule: &ScheduleSettings) -> Tz {
 pub fn who(schedule: &ScheduleSettings, calendar: Option<&Calendar>, at: DateTime<Utc>) -> Option<OnCall> {
     let tz = zone(schedule);
     let overrides: Vec<(String, DateTime<Utc>, DateTime<Utc>)> = (schedule.overrides.iter())
-        .filter_map(|o| {
-            Some((
-                o.person.clone(),
-                parse_time(&o.from, tz).ok()?,
-                parse_time(&o.until, tz).ok()?,
-            ))
+        .map(|o| {
+            let (from, until) = o.span(tz);
+            (o.person.clone(), from, until)
         })
         .collect();
     // An override beginning later cuts whoever is on call now short.
@@ -76,7 +74,7 @@ pub fn who(schedule: &ScheduleSettings, calendar: Option<&Calendar>, at: DateTim
         });
     }
     if let Some(r) = &schedule.rotation {
-        let rotation = Rotation::of(r, tz).ok()?;
+        let rotation = r.rotation(tz).ok()?;
         let shift = rotation.at(at)?;
         return Some(OnCall {
             person: shift.person.to_string(),
@@ -92,44 +90,6 @@ pub fn who(schedule: &ScheduleSettings, calendar: Option<&Calendar>, at: DateTim
         until: cut(Some(event.end)),
         by: Source::Calendar,
     })
-}
-
-/// The instant a wall-clock time of `tz` names: the earlier of the two in the hour a clock goes back, and the time
-/// an hour later in the hour a clock skips (02:30 on the night clocks go forward is 03:30).
-pub fn local_instant(tz: Tz, t: NaiveDateTime) -> DateTime<Utc> {
-    match tz.from_local_datetime(&t).earliest() {
-        Some(x) => x.with_timezone(&Utc),
-        None => (t.checked_add_signed(chrono::Duration::hours(1)))
-            .and_then(|later| tz.from_local_datetime(&later).earliest())
-            .map(|x| x.with_timezone(&Utc))
-            .unwrap_or_else(|| t.and_utc()),
-    }
-}
-
-/// A time as the configuration, the API and the CLI take it: RFC 3339 with its offset (`2026-03-29T09:00:00Z`,
-/// `…+02:00`), or a wall-clock time in `tz` (`2026-03-29 09:00`, `2026-03-29T09:00`, a day alone is its midnight).
-pub fn parse_time(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
-    let t = text.trim();
-    if let Ok(x) = DateTime::parse_from_rfc3339(t) {
-        return Ok(x.with_timezone(&Utc));
-    }
-    for format in [
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%dT%H:%M:%S",
-    ] {
-        if let Ok(local) = NaiveDateTime::parse_from_str(t, format) {
-            return Ok(local_instant(tz, local));
-        }
-    }
-    if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Ok(local_instant(tz, day.and_time(NaiveTime::MIN)));
-    }
-    Err(format!(
-        "{t:?} is not a time: write 2026-03-29T09:00:00Z (RFC 3339, with its offset) or 2026-03-29 09:00 (in the \
-         schedule's time zone)"
-    ))
 }
 
 #[cfg(test)]

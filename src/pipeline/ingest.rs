@@ -528,7 +528,7 @@ impl Core {
         }
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {
-                field: "lifecycle".into(),
+                field: state::Field::Lifecycle,
                 from: was.map(|w| w.to_string()),
                 to: state.lifecycle().to_string(),
             });
@@ -599,7 +599,7 @@ impl Core {
         };
         summary.outcome = IngestOutcome::Deleted;
         let transition = state::Transition {
-            field: "lifecycle".into(),
+            field: state::Field::Lifecycle,
             from: Some(prev.state.lifecycle().to_string()),
             to: state.lifecycle().to_string(),
         };

@@ -111,8 +111,7 @@ impl Core {
     pub(super) fn zone_of(&self, team: &str) -> Zone {
         (self.settings.teams.get(team))
             .and_then(|t| t.digest.as_ref())
-            .and_then(|d| crate::digest::schedule::time_zone(&d.timezone).ok())
-            .map_or_else(|| self.settings.server.reader_zone(), Zone)
+            .map_or_else(|| self.settings.server.reader_zone(), |d| Zone(d.timezone.tz()))
     }
 }
 

@@ -73,7 +73,7 @@ impl Pipeline {
                 let calendar = copy.as_ref().and_then(|c| c.calendar.as_deref());
                 ScheduleNow {
                     schedule: name.clone(),
-                    timezone: s.timezone.clone(),
+                    timezone: s.timezone.to_string(),
                     on_call: oncall::who(s, calendar, at),
                     teams: (settings.teams.keys())
                         .filter(|t| settings.schedules_of(t).contains(&name.as_str()))

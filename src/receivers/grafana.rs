@@ -124,7 +124,7 @@ pub fn text(c: &Change) -> String {
 /// `team:<team>` (when known), `revision:<short revision>`.
 pub fn tags(c: &Change) -> Vec<String> {
     let instance = match crate::domain::is_default_instance(&c.instance) {
-        true => crate::argocd::DEFAULT_INSTANCE,
+        true => crate::domain::DEFAULT_INSTANCE,
         false => c.instance.as_str(),
     };
     let mut tags = vec![

@@ -8,7 +8,8 @@ pub mod inhibit;
 pub mod initiator;
 pub mod on_call;
 pub mod sync_status;
-pub mod time_interval;
+/// Alertmanager's `time_intervals` are a domain type (the settings hold them compiled): asked here.
+pub use crate::domain::time_interval;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

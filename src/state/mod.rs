@@ -148,9 +148,60 @@ impl AppState {
 /// One change Herald records in the Application's timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transition {
-    pub field: String,
+    pub field: Field,
     pub from: Option<String>,
     pub to: String,
+}
+
+/// What a [`Transition`] is a change of; stored (in the timeline, in recorded events) by its name, `sync`…
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Sync,
+    Health,
+    /// The sync operation's phase.
+    Operation,
+    Revision,
+    Conditions,
+    RequiresPruning,
+    /// Active, being deleted, deleted (see [`AppState::lifecycle`]).
+    Lifecycle,
+}
+
+impl Field {
+    const ALL: [Field; 7] = [
+        Field::Sync,
+        Field::Health,
+        Field::Operation,
+        Field::Revision,
+        Field::Conditions,
+        Field::RequiresPruning,
+        Field::Lifecycle,
+    ];
+
+    /// The name it is stored by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Field::Sync => "sync",
+            Field::Health => "health",
+            Field::Operation => "operation",
+            Field::Revision => "revision",
+            Field::Conditions => "conditions",
+            Field::RequiresPruning => "requires_pruning",
+            Field::Lifecycle => "lifecycle",
+        }
+    }
+
+    /// The field a stored name is ([`Field::as_str`] read back); `None` for a name this Herald does not know.
+    pub fn from_stored(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -294,19 +345,19 @@ fn later_operation(stored: &Snapshot, new: &Snapshot) -> bool {
 fn first_state(snap: Snapshot, hash: String, now: DateTime<Utc>, observed_at: DateTime<Utc>) -> Outcome {
     let mut transitions = vec![
         Transition {
-            field: "sync".into(),
+            field: Field::Sync,
             from: None,
             to: snap.sync_status.to_string(),
         },
         Transition {
-            field: "health".into(),
+            field: Field::Health,
             from: None,
             to: snap.health_status.to_string(),
         },
     ];
     if let Some(op) = &snap.operation {
         transitions.push(Transition {
-            field: "operation".into(),
+            field: Field::Operation,
             from: None,
             to: op.phase.to_string(),
         });
@@ -365,15 +416,15 @@ pub fn change(prev: Option<&AppState>, snap: Snapshot, hash: String, now: DateTi
 
 /// A field of the Application's timeline: its name and its value in a snapshot, as text.
 /// Borrowed where the snapshot holds it as it is, so an unchanged field costs no copy.
-type TimelineField = (&'static str, fn(&Snapshot) -> Cow<'_, str>);
+type TimelineField = (Field, fn(&Snapshot) -> Cow<'_, str>);
 
 /// The fields whose changes the timeline records, besides the operation.
 const TIMELINE_FIELDS: [TimelineField; 5] = [
-    ("sync", |s| Cow::Borrowed(s.sync_status.as_str())),
-    ("health", |s| Cow::Borrowed(s.health_status.as_str())),
-    ("revision", |s| Cow::Owned(s.revisions.join(","))),
-    ("conditions", condition_types),
-    ("requires_pruning", requiring_pruning),
+    (Field::Sync, |s| Cow::Borrowed(s.sync_status.as_str())),
+    (Field::Health, |s| Cow::Borrowed(s.health_status.as_str())),
+    (Field::Revision, |s| Cow::Owned(s.revisions.join(","))),
+    (Field::Conditions, condition_types),
+    (Field::RequiresPruning, requiring_pruning),
 ];
 
 /// What changed from `old` to `new`, field by field, for the Application's timeline.
@@ -383,7 +434,7 @@ fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
         .filter_map(|(field, value)| {
             let (from, to) = (value(old), value(new));
             (from != to).then(|| Transition {
-                field: (*field).into(),
+                field: *field,
                 from: Some(from.into_owned()),
                 to: to.into_owned(),
             })
@@ -393,7 +444,7 @@ fn transitions(old: &Snapshot, new: &Snapshot) -> Vec<Transition> {
         && let Some(op) = &new.operation
     {
         out.push(Transition {
-            field: "operation".into(),
+            field: Field::Operation,
             from: old.operation.as_ref().map(|o| o.phase.to_string()),
             to: op.phase.to_string(),
         });
@@ -677,7 +728,7 @@ mod tests {
             "another revision while OutOfSync does not restart the clock"
         );
         assert_eq!(transitions.len(), 1);
-        assert_eq!(transitions[0].field, "revision");
+        assert_eq!(transitions[0].field, Field::Revision);
     }
 
     /// An OutOfSync snapshot of the Application with `uid` (a new uid under the same name is a new Application).

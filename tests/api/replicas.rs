@@ -80,7 +80,7 @@ async fn alternating_bodies_on_two_replicas_each_see_what_the_other_wrote() {
         let sync_change = summary
             .transitions
             .iter()
-            .find(|t| t.field == "sync")
+            .find(|t| t.field.as_str() == "sync")
             .expect("a sync transition");
         assert_eq!(sync_change.from.as_deref(), expected_from, "body {i}");
         assert_eq!(sync_change.to, sync);

@@ -10,7 +10,7 @@ use herald::configuration::StorageSettings;
 use herald::domain::Incident;
 use herald::domain::{Action, DeliveryState, IncidentState, Kind, Severity};
 use herald::routing::{Matcher, Silence};
-use herald::state::Transition;
+use herald::state::{Field, Transition};
 use herald::state::{Outcome, apply};
 use herald::store::{
     AppFilter, Dictionaries, DictionaryUse, Headline, HeldDropRow, HistoryBound, IncidentFilter, MAX_CHAIN,
@@ -132,7 +132,7 @@ async fn an_applications_history_pages_newest_first_and_its_deliveries_go_with_t
     let at = |m: i64| t("2026-01-01T00:00:00Z") + chrono::Duration::minutes(m);
     let mut tx = store.begin().await.expect("tx");
     let change = |field: &str, to: &str| Transition {
-        field: field.into(),
+        field: Field::from_stored(field).expect("a timeline field"),
         from: None,
         to: to.into(),
     };
@@ -1558,7 +1558,7 @@ async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retent
         ids.push(id);
     }
     let change = |to: &str| Transition {
-        field: "sync".into(),
+        field: Field::Sync,
         from: None,
         to: to.into(),
     };

@@ -43,7 +43,7 @@ fn since(d: &Digest, t: DateTime<Utc>) -> String {
 }
 
 fn short_rev(r: &str) -> String {
-    r.chars().take(12).collect()
+    crate::domain::revision::short_revision(r, crate::domain::revision::SHOWN).to_string()
 }
 
 /// The parts of `d` that have something in them, in reading order.

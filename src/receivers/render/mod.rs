@@ -361,11 +361,7 @@ pub fn age(since: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::U
 }
 
 fn short_rev(r: &str) -> &str {
-    if r.len() > 12 && r.chars().all(|c| c.is_ascii_hexdigit()) {
-        &r[..12]
-    } else {
-        r
-    }
+    crate::domain::revision::short_revision(r, crate::domain::revision::SHOWN)
 }
 
 /// Facts about one incident as `(label, value)` lines, in the order people read them.

@@ -1,4 +1,4 @@
-//! When a team's digest is due: the schedule grammar (`Mon-Fri 09:00`, `daily 08:30 17:00`) and its slots, the
+//! When a team's digest is due (`teams.<t>.digest.schedule`, parsed once at load): the schedule grammar (`Mon-Fri 09:00`, `daily 08:30 17:00`) and its slots, the
 //! instants in UTC at which a digest is sent, read in the team's time zone with daylight-saving changes handled.
 //!
 //! A slot in a skipped hour (02:30 on the spring-forward day) is sent at the first valid instant after it (03:00
@@ -138,7 +138,7 @@ impl Schedule {
     }
 }
 
-pub use crate::domain::digest::time_zone;
+pub use super::time::time_zone;
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, NaiveTime, Utc};
 use chrono_tz::Tz;
 
-use super::local_instant;
-use crate::configuration::RotationSettings;
+use super::time::local_instant;
 
 const DAY: u64 = 86_400;
 
@@ -45,22 +44,27 @@ pub fn parse_start(text: &str) -> Result<NaiveDate, String> {
 }
 
 impl<'a> Rotation<'a> {
-    /// The rotation `r` in `tz`; an error says which key is wrong (`validate` reports them at load).
-    pub fn of(r: &'a RotationSettings, tz: Tz) -> Result<Self, (&'static str, String)> {
-        if r.people.is_empty() {
+    /// `people` taking turns of `every` from `start`, handing off at `handoff` in `tz`; an error names the key that
+    /// is wrong (`people` or `every`: the configuration reports it at load, with the rest of the key path).
+    pub fn new(
+        people: &'a [String],
+        every: Duration,
+        start: NaiveDate,
+        handoff: NaiveTime,
+        tz: Tz,
+    ) -> Result<Self, (&'static str, String)> {
+        if people.is_empty() {
             return Err(("people", "must name at least one person".into()));
         }
-        if r.every < Duration::from_secs(60) {
+        if every < Duration::from_secs(60) {
             return Err(("every", "must be at least 1m (a turn of 0 never hands off)".into()));
         }
-        if r.every > Duration::from_secs(365 * DAY) {
+        if every > Duration::from_secs(365 * DAY) {
             return Err(("every", "must be at most a year".into()));
         }
-        let start = parse_start(&r.start).map_err(|e| ("start", e))?;
-        let handoff = parse_handoff(&r.handoff).map_err(|e| ("handoff", e))?;
         Ok(Self {
-            people: &r.people,
-            every: r.every,
+            people,
+            every,
             start,
             handoff,
             tz,
@@ -111,16 +115,17 @@ impl<'a> Rotation<'a> {
 mod tests {
     use super::*;
 
-    fn rotation(every: &str, tz: &str) -> (RotationSettings, Tz) {
-        (
-            RotationSettings {
-                people: vec!["alice".into(), "bob".into(), "carol".into()],
-                every: crate::configuration::duration::parse(every).expect("duration"),
-                start: "2026-03-23".into(),
-                handoff: "09:00".into(),
-            },
-            tz.parse().expect("zone"),
-        )
+    const PEOPLE: [&str; 3] = ["alice", "bob", "carol"];
+
+    fn people() -> Vec<String> {
+        PEOPLE.map(String::from).to_vec()
+    }
+
+    fn rotation<'a>(people: &'a [String], every_hours: u64, tz: &str) -> Rotation<'a> {
+        let every = Duration::from_secs(every_hours * 3600);
+        let start = parse_start("2026-03-23").expect("a day");
+        let handoff = parse_handoff("09:00").expect("a time");
+        Rotation::new(people, every, start, handoff, tz.parse().expect("zone")).expect("valid")
     }
 
     fn utc(t: &str) -> DateTime<Utc> {
@@ -129,8 +134,8 @@ mod tests {
 
     #[test]
     fn a_weekly_rotation_hands_off_at_nine_in_berlin_on_both_sides_of_the_clocks_going_forward() {
-        let (r, tz) = rotation("1w", "Europe/Berlin");
-        let r = Rotation::of(&r, tz).expect("valid");
+        let people = people();
+        let r = rotation(&people, 7 * 24, "Europe/Berlin");
         // 23 March 2026 is CET (+01:00); 29 March the clocks go forward; 30 March is CEST (+02:00).
         let first = r.at(utc("2026-03-23T08:00:00Z")).expect("alice");
         assert_eq!((first.person, first.until), ("alice", utc("2026-03-30T07:00:00Z")));
@@ -144,8 +149,8 @@ mod tests {
 
     #[test]
     fn a_twelve_hour_rotation_counts_elapsed_time() {
-        let (r, tz) = rotation("12h", "UTC");
-        let r = Rotation::of(&r, tz).expect("valid");
+        let people = people();
+        let r = rotation(&people, 12, "UTC");
         assert_eq!(r.at(utc("2026-03-23T20:59:00Z")).expect("alice").person, "alice");
         assert_eq!(r.at(utc("2026-03-23T21:00:00Z")).expect("bob").person, "bob");
         assert_eq!(r.at(utc("2026-03-24T09:00:00Z")).expect("carol").person, "carol");
@@ -156,18 +161,17 @@ mod tests {
     }
 
     #[test]
-    fn wrong_keys_are_named() {
-        for (every, start, handoff, key) in [
-            ("0s", "2026-03-23", "09:00", "every"),
-            ("1w", "23/03/2026", "09:00", "start"),
-            ("1w", "2026-03-23", "9am", "handoff"),
-            ("1w", "2026-03-23", "25:00", "handoff"),
-        ] {
-            let (mut r, tz) = rotation(every, "UTC");
-            r.start = start.into();
-            r.handoff = handoff.into();
-            let err = Rotation::of(&r, tz).expect_err(key);
-            assert_eq!(err.0, key, "{err:?}");
-        }
+    fn a_wrong_rotation_says_what_is_wrong() {
+        let (start, handoff) = (
+            parse_start("2026-03-23").expect("a day"),
+            parse_handoff("09:00").expect("a time"),
+        );
+        let none = Rotation::new(&[], Duration::from_secs(3600), start, handoff, Tz::UTC).expect_err("nobody");
+        assert_eq!(none.0, "people");
+        let zero = Rotation::new(&people(), Duration::ZERO, start, handoff, Tz::UTC).expect_err("no turn");
+        assert_eq!(zero.0, "every");
+        assert!(parse_start("23/03/2026").is_err());
+        assert!(parse_handoff("9am").is_err());
+        assert!(parse_handoff("25:00").is_err());
     }
 }

@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use super::local_instant;
+use super::time::local_instant;
 
 /// An event naming a person on call.
 #[derive(Debug, Clone, PartialEq, Eq)]
