@@ -8,7 +8,6 @@ pub mod incident;
 pub mod labels;
 pub mod link;
 pub mod notification;
-pub mod slack_interaction;
 pub mod thread;
 pub mod time;
 
