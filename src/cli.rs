@@ -13,6 +13,7 @@ use crate::client::commands::{AckArgs, Remote, SilenceAction, ack, incidents, on
 use crate::clock::{Clock, ManualClock};
 use crate::configuration::{ConfigError, Settings};
 use crate::domain::{IncidentState, Kind};
+use crate::pipeline::explain::ExplainedIncident;
 use crate::receivers::ReceiverType;
 use crate::reload::ConfigSource;
 
@@ -278,32 +279,7 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve { config } => {
-            let source = match config {
-                Some(file) => ConfigSource { file, optional: false },
-                None => ConfigSource {
-                    file: DEFAULT_CONFIG.into(),
-                    optional: true,
-                },
-            };
-            let settings = Settings::load(Some(&source.file), source.optional)?;
-            crate::telemetry::init_logs(&settings.log);
-            let receivers: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
-            // The variables' names only: their values may be credentials.
-            let overrides = crate::configuration::environment_overrides();
-            tracing::info!(
-                config = %if source.file.exists() { source.file.display().to_string() } else { "none: the built-in defaults".into() },
-                environment = %if overrides.is_empty() { "none".into() } else { overrides.join(", ") },
-                store = %settings.storage.describe(),
-                receivers = %receivers.join(", "),
-                "starting"
-            );
-            let app = crate::startup::Application::build(settings)
-                .await?
-                .reloading_from(source);
-            app.run_until_stopped().await?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve { config } => serve(config).await,
         Command::CheckConfig { file, config } => match file.or(config) {
             Some(f) => Ok(check_config(&f)),
             None => {
@@ -341,14 +317,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             config,
             receiver,
             render,
-        } => match (receiver, render) {
-            (_, Some(name)) => Ok(render_test(&load(config)?, &name)),
-            (Some(name), None) => send_test(load(config)?, name).await,
-            (None, None) => {
-                eprintln!("send-test: name the receiver: --receiver NAME (or --render NAME to send nothing)");
-                Ok(ExitCode::from(2))
-            }
-        },
+        } => send_or_render_test(config, receiver, render).await,
         Command::Digest { config, team, json } => digest(load(config)?, &team, json).await,
         Command::Silence { remote, action } => silence(remote, action).await,
         Command::Ack { remote, args } => ack(remote, args).await,
@@ -362,6 +331,51 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
         } => incidents(remote, state, team, kind, instance, limit).await,
         Command::Oncall { remote, schedule, at } => on_call(remote, schedule, at).await,
+    }
+}
+
+/// `herald serve`: the settings from `config` (else the default file, if there is one) and the environment, then
+/// Herald until it is stopped.
+async fn serve(config: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let source = match config {
+        Some(file) => ConfigSource { file, optional: false },
+        None => ConfigSource {
+            file: DEFAULT_CONFIG.into(),
+            optional: true,
+        },
+    };
+    let settings = Settings::load(Some(&source.file), source.optional)?;
+    crate::telemetry::init_logs(&settings.log);
+    let receivers: Vec<&str> = settings.receivers.iter().map(|r| r.name.as_str()).collect();
+    // The variables' names only: their values may be credentials.
+    let overrides = crate::configuration::environment_overrides();
+    tracing::info!(
+        config = %if source.file.exists() { source.file.display().to_string() } else { "none: the built-in defaults".into() },
+        environment = %if overrides.is_empty() { "none".into() } else { overrides.join(", ") },
+        store = %settings.storage.describe(),
+        receivers = %receivers.join(", "),
+        "starting"
+    );
+    let app = crate::startup::Application::build(settings)
+        .await?
+        .reloading_from(source);
+    app.run_until_stopped().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `herald send-test`: renders the test message for `--render NAME`, else sends it to `--receiver NAME`.
+async fn send_or_render_test(
+    config: Option<PathBuf>,
+    receiver: Option<String>,
+    render: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    match (receiver, render) {
+        (_, Some(name)) => Ok(render_test(&load(config)?, &name)),
+        (Some(name), None) => send_test(load(config)?, name).await,
+        (None, None) => {
+            eprintln!("send-test: name the receiver: --receiver NAME (or --render NAME to send nothing)");
+            Ok(ExitCode::from(2))
+        }
     }
 }
 
@@ -611,73 +625,91 @@ fn route(
         println!("incidents:   none (the Application is in no alerting condition)");
     }
     for i in &e.incidents {
-        let (h, d) = (&i.held, &i.delivery);
-        println!(
-            "incident:    {} (severity {}, fires after {}): {}",
-            h.kind,
-            h.severity.as_str(),
-            humantime::format_duration(i.fires_after),
-            h.view.summary
-        );
-        if d.route.matched_routes.is_empty() {
-            println!("  routes:    none matched → team {team}'s receivers");
-        } else {
-            println!(
-                "  routes:    {}{}",
-                d.route
-                    .matched_routes
-                    .iter()
-                    .map(|i| format!("routes[{i}]"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if d.route.owner_kept {
-                    format!(" (continue: true) + team {team}'s receivers")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if !d.route.refused.is_empty() {
-            println!(
-                "  refused:   {} (asked for by the Application's annotation; not in teams.{team}.allowed_receivers)",
-                d.route.refused.join(", ")
-            );
-        }
-        if let Some(w) = &h.view.sync_window {
-            let until = settings.server.reader_zone().stamp(w.until);
-            println!(
-                "  in a sync window: Argo CD may not sync it{} until {until}; its `for` starts then",
-                if w.manual_sync { " (a person may, by hand)" } else { "" }
-            );
-        }
-        if let Some(hold) = &i.hold {
-            let zone = settings.server.reader_zone();
-            println!("  held back: {} — not sent while it holds", hold.describe(zone));
-        }
-        println!(
-            "  receivers: {}",
-            if d.route.receivers.is_empty() {
-                "(none)".into()
-            } else {
-                d.route.receivers.join(", ")
-            }
-        );
-        for g in &d.groups {
-            println!("  group:     {} by {}", g.receiver, g.key);
-        }
-        for (n, s) in d.escalation.iter().enumerate() {
-            println!(
-                "  escalation step {}: after {} → {}",
-                n + 1,
-                humantime::format_duration(s.after),
-                crate::configuration::step_reaches(&s.receivers, s.on_call.as_deref())
-            );
-        }
-        for hint in &h.view.hints {
-            println!("  hint:      {}: {}", hint.title, hint.text);
-        }
+        print_explained(&settings, team, i);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One incident of `herald route`'s answer: what it is, where it goes, what holds it back, its hints.
+fn print_explained(settings: &Settings, team: &str, i: &ExplainedIncident) {
+    let h = &i.held;
+    println!(
+        "incident:    {} (severity {}, fires after {}): {}",
+        h.kind,
+        h.severity.as_str(),
+        humantime::format_duration(i.fires_after),
+        h.view.summary
+    );
+    print_routes(team, i);
+    if let Some(w) = &h.view.sync_window {
+        let until = settings.server.reader_zone().stamp(w.until);
+        println!(
+            "  in a sync window: Argo CD may not sync it{} until {until}; its `for` starts then",
+            if w.manual_sync { " (a person may, by hand)" } else { "" }
+        );
+    }
+    if let Some(hold) = &i.hold {
+        let zone = settings.server.reader_zone();
+        println!("  held back: {} — not sent while it holds", hold.describe(zone));
+    }
+    print_delivery(i);
+    for hint in &h.view.hints {
+        println!("  hint:      {}: {}", hint.title, hint.text);
+    }
+}
+
+/// The routes an incident matched (or the owning team's receivers) and the receivers its annotation asked for that
+/// the team does not allow.
+fn print_routes(team: &str, i: &ExplainedIncident) {
+    let route = &i.delivery.route;
+    if route.matched_routes.is_empty() {
+        println!("  routes:    none matched → team {team}'s receivers");
+    } else {
+        println!(
+            "  routes:    {}{}",
+            route
+                .matched_routes
+                .iter()
+                .map(|i| format!("routes[{i}]"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if route.owner_kept {
+                format!(" (continue: true) + team {team}'s receivers")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !route.refused.is_empty() {
+        println!(
+            "  refused:   {} (asked for by the Application's annotation; not in teams.{team}.allowed_receivers)",
+            route.refused.join(", ")
+        );
+    }
+}
+
+/// Who an incident is sent to: its receivers, their groups, its escalation steps.
+fn print_delivery(i: &ExplainedIncident) {
+    let d = &i.delivery;
+    println!(
+        "  receivers: {}",
+        if d.route.receivers.is_empty() {
+            "(none)".into()
+        } else {
+            d.route.receivers.join(", ")
+        }
+    );
+    for g in &d.groups {
+        println!("  group:     {} by {}", g.receiver, g.key);
+    }
+    for (n, s) in d.escalation.iter().enumerate() {
+        println!(
+            "  escalation step {}: after {} → {}",
+            n + 1,
+            humantime::format_duration(s.after),
+            crate::configuration::step_reaches(&s.receivers, s.on_call.as_deref())
+        );
+    }
 }
 
 /// How `replay` runs: its clock, how long, what it shows, which instance the bodies are from.

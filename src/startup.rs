@@ -61,33 +61,8 @@ impl Application {
             form_key: api::FormKey::of(&settings.server),
             metrics_settings: settings.server.metrics,
         });
-        let budget = web::Data::new(api::BodyBudget::of(&settings.server));
         let api = data.clone();
-        let mut server = HttpServer::new(move || {
-            App::new()
-                .app_data(data.clone())
-                .app_data(budget.clone())
-                .app_data(
-                    web::PathConfig::default()
-                        .error_handler(|e, _| api::ApiError::BadRequest(format!("bad path: {e}")).into()),
-                )
-                .configure(api::configure)
-                .wrap(actix_web::middleware::from_fn(api::refuse_forgeries))
-                .wrap(actix_web::middleware::from_fn(api::close_refused))
-                // No page of Herald's may be framed by another site (its forms act on incidents: clickjacking).
-                .wrap(
-                    actix_web::middleware::DefaultHeaders::new()
-                        .add(("X-Frame-Options", "DENY"))
-                        .add(("Content-Security-Policy", "frame-ancestors 'none'"))
-                        .add(("X-Content-Type-Options", "nosniff")),
-                )
-        })
-        .shutdown_timeout(10)
-        .disable_signals();
-        if let Some(w) = settings.server.workers {
-            server = server.workers(w.max(1));
-        }
-        let server = server.listen(listener)?.run();
+        let server = http_server(data, &settings, listener)?;
         Ok(Self {
             port,
             server,
@@ -292,3 +267,38 @@ pub async fn scheduler_loop(
 }
 
 const WAKE_DEBOUNCE: Duration = Duration::from_millis(20);
+
+/// The HTTP server of the API and the pages on `listener`, with `data`; none of its pages may be framed by another
+/// site (their forms act on incidents: clickjacking).
+fn http_server(
+    data: web::Data<AppContext>,
+    settings: &Settings,
+    listener: TcpListener,
+) -> anyhow::Result<actix_web::dev::Server> {
+    let budget = web::Data::new(api::BodyBudget::of(&settings.server));
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(budget.clone())
+            .app_data(
+                web::PathConfig::default()
+                    .error_handler(|e, _| api::ApiError::BadRequest(format!("bad path: {e}")).into()),
+            )
+            .configure(api::configure)
+            .wrap(actix_web::middleware::from_fn(api::refuse_forgeries))
+            .wrap(actix_web::middleware::from_fn(api::close_refused))
+            // No page of Herald's may be framed by another site (its forms act on incidents: clickjacking).
+            .wrap(
+                actix_web::middleware::DefaultHeaders::new()
+                    .add(("X-Frame-Options", "DENY"))
+                    .add(("Content-Security-Policy", "frame-ancestors 'none'"))
+                    .add(("X-Content-Type-Options", "nosniff")),
+            )
+    })
+    .shutdown_timeout(10)
+    .disable_signals();
+    if let Some(w) = settings.server.workers {
+        server = server.workers(w.max(1));
+    }
+    Ok(server.listen(listener)?.run())
+}

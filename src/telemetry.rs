@@ -293,20 +293,8 @@ fn known<T: ToString>(value: Option<T>) -> String {
 /// left, a team renamed) is simply not there, rather than lingering at 0.
 pub fn render_gauges(readings: &GaugeReadings) -> String {
     use std::collections::BTreeMap;
-    use std::fmt::Write;
     let mut out = String::new();
-    let mut family = |name: &str, help: &str, rows: BTreeMap<Vec<(&str, String)>, i64>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for (labels, n) in rows {
-            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
-            if labels.is_empty() {
-                let _ = writeln!(out, "{name} {n}");
-            } else {
-                let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
-            }
-        }
-        out.push('\n');
-    };
+    let mut family = |name: &str, help: &str, rows: GaugeRows| write_family(&mut out, name, help, rows);
     let mut apps = BTreeMap::new();
     for (sync, health, n) in &readings.applications {
         let key = vec![
@@ -351,6 +339,24 @@ pub fn render_gauges(readings: &GaugeReadings) -> String {
         oldest,
     );
     out
+}
+
+/// One gauge's values, by their labels (name, value).
+type GaugeRows<'a> = std::collections::BTreeMap<Vec<(&'a str, String)>, i64>;
+
+/// One gauge family in the text format: its help and type lines, a line per label set, a blank line.
+fn write_family(out: &mut String, name: &str, help: &str, rows: GaugeRows) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for (labels, n) in rows {
+        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {n}");
+        } else {
+            let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+        }
+    }
+    out.push('\n');
 }
 
 /// A label value as the text format wants it: backslash, double quote and new line escaped.

@@ -18,7 +18,9 @@ use super::words::{self, Zone, capitalised};
 use super::{ApiError, AppContext, query};
 use crate::argocd::{AppId, DEFAULT_INSTANCE};
 use crate::domain::IncidentState;
-use crate::pipeline::{AboutDelivery, HistoryCursor, HistoryItem, HistoryPage, IncidentFilter, IncidentRecord};
+use crate::pipeline::{
+    AboutDelivery, HistoryCursor, HistoryItem, HistoryPage, IncidentFilter, IncidentRecord, Pipeline,
+};
 
 /// Lines of history a page.
 pub const PAGE: i64 = 50;
@@ -77,17 +79,8 @@ async fn answer(
     name: &str,
     ctx: &AppContext,
 ) -> Result<HttpResponse, ApiError> {
-    let instance = segment("instance", instance)?;
-    let (namespace, name) = (segment("namespace", namespace)?, segment("name", name)?);
+    let id = app_id(ctx, instance, namespace, name)?;
     let settings = ctx.pipeline.settings();
-    if settings.argocd.instance(instance).is_none() {
-        return Err(ApiError::NotFound(format!(
-            "no Argo CD instance named {instance:?} is configured ({}): /apps/{{instance}}/{{namespace}}/{{name}}, \
-             or /apps/{{namespace}}/{{name}} for the default instance",
-            settings.argocd.names()
-        )));
-    }
-    let id = AppId::of(instance, namespace, name);
     let q: PageQuery = query(req)?;
     let zone = zone(ctx, q.tz.as_deref())?;
     let before = match q.before.as_deref() {
@@ -101,26 +94,10 @@ async fn answer(
         return Err(ApiError::NotFound(format!("no Application {id} has been seen")));
     };
     let now = p.now();
-    let mut open = Vec::new();
-    for state in [IncidentState::Firing, IncidentState::Pending] {
-        open.extend(
-            p.incidents(&IncidentFilter {
-                app: Some(id.clone()),
-                state: Some(state),
-                limit: OPEN_SHOWN,
-                ..Default::default()
-            })
-            .await?,
-        );
-    }
+    let open = open_incidents(p, &id).await?;
     let ids: Vec<i64> = open.iter().map(|i| i.id).collect();
     let told = p.told(&ids, TOLD_SHOWN).await?;
-    let mut escalations = Vec::new();
-    for i in open.iter().filter(|i| i.state == IncidentState::Firing) {
-        if let Some(next) = p.next_escalation(i.id).await? {
-            escalations.push((i.id, next));
-        }
-    }
+    let escalations = next_escalations(p, &open).await?;
     let history = p.history(&id, before.as_ref(), PAGE).await?;
     let forms = Forms::for_request(req, ctx);
     let here = link(&app_path(&id), &[], &zone);
@@ -142,6 +119,52 @@ async fn answer(
         (history_section(&id, &history, before.is_some(), &zone, now))
     };
     Ok(respond(StatusCode::OK, document(&id.to_string(), false, body)))
+}
+
+/// The Application the path names: each segment a name, the instance a configured one.
+fn app_id(ctx: &AppContext, instance: &str, namespace: &str, name: &str) -> Result<AppId, ApiError> {
+    let instance = segment("instance", instance)?;
+    let (namespace, name) = (segment("namespace", namespace)?, segment("name", name)?);
+    let settings = ctx.pipeline.settings();
+    if settings.argocd.instance(instance).is_none() {
+        return Err(ApiError::NotFound(format!(
+            "no Argo CD instance named {instance:?} is configured ({}): /apps/{{instance}}/{{namespace}}/{{name}}, \
+             or /apps/{{namespace}}/{{name}} for the default instance",
+            settings.argocd.names()
+        )));
+    }
+    Ok(AppId::of(instance, namespace, name))
+}
+
+/// The Application's firing incidents, then its pending ones (the first [`OPEN_SHOWN`] of each).
+async fn open_incidents(p: &Pipeline, id: &AppId) -> Result<Vec<IncidentRecord>, ApiError> {
+    let mut open = Vec::new();
+    for state in [IncidentState::Firing, IncidentState::Pending] {
+        open.extend(
+            p.incidents(&IncidentFilter {
+                app: Some(id.clone()),
+                state: Some(state),
+                limit: OPEN_SHOWN,
+                ..Default::default()
+            })
+            .await?,
+        );
+    }
+    Ok(open)
+}
+
+/// The next escalation step of each firing incident of `open` that has one.
+async fn next_escalations(
+    p: &Pipeline,
+    open: &[IncidentRecord],
+) -> Result<Vec<(i64, (crate::store::EscalationRecord, DateTime<Utc>))>, ApiError> {
+    let mut escalations = Vec::new();
+    for i in open.iter().filter(|i| i.state == IncidentState::Firing) {
+        if let Some(next) = p.next_escalation(i.id).await? {
+            escalations.push((i.id, next));
+        }
+    }
+    Ok(escalations)
 }
 
 /// Sync and health, since when, the last operation when it did not succeed, and the resources not in sync.

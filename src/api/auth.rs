@@ -529,34 +529,9 @@ pub(super) async fn authorize(
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or(""));
     let remote = req.peer_addr().map(|a| a.ip());
-    match ctx.auth.proxy_caller(remote, req.headers()) {
-        Ok(Some(caller)) if caller.scope.allows(needed) => {
-            req.extensions_mut().insert(caller);
-            return next.call(req).await;
-        }
-        Ok(Some(caller)) => {
-            let e = forbidden(&caller, needed);
-            ctx.auth.record(
-                &Refusal::Scope { caller, needed },
-                remote,
-                req.method().as_str(),
-                req.path(),
-            );
-            return Err(e.into());
-        }
-        Ok(None) => {}
-        Err(ProxyRefusal::BadHeader(why)) => {
-            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_header").increment(1);
-            return Err(ApiError::BadRequest(format!("{why}: the authenticating proxy's headers are refused")).into());
-        }
-        Err(ProxyRefusal::NoGroup { user }) => {
-            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_no_group").increment(1);
-            return Err(ApiError::Forbidden(format!(
-                "user {user:?} is in none of the groups server.auth.proxy.groups names: ask for one of them in the \
-                 identity provider"
-            ))
-            .into());
-        }
+    if let Some(caller) = proxy_admits(&ctx.auth, &req, remote, needed)? {
+        req.extensions_mut().insert(caller);
+        return next.call(req).await;
     }
     match ctx.auth.admit_from(remote, authorization, needed, Instant::now()) {
         Ok(caller) => {
@@ -567,20 +542,61 @@ pub(super) async fn authorize(
         }
         Err(refusal) => {
             ctx.auth.record(&refusal, remote, req.method().as_str(), req.path());
-            Err(match refusal {
-                Refusal::Throttled(wait) => ApiError::TooManyRequests {
-                    message: "too many failed authentications from this address (or from all together); \
-                              try again after Retry-After seconds"
-                        .into(),
-                    retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
-                },
-                Refusal::Scope { caller, needed } => forbidden(&caller, needed),
-                _ => ApiError::Unauthorized {
-                    basic: ctx.auth.challenge_basic(),
-                },
-            }
-            .into())
+            Err(refused(&ctx.auth, refusal).into())
         }
+    }
+}
+
+/// The caller an authenticating proxy's headers name, when they allow `needed`; `None` without such headers (a
+/// credential then decides); an error when the headers are refused or do not allow `needed`.
+fn proxy_admits(
+    auth: &Auth,
+    req: &ServiceRequest,
+    remote: Option<IpAddr>,
+    needed: Scope,
+) -> Result<Option<Caller>, ApiError> {
+    match auth.proxy_caller(remote, req.headers()) {
+        Ok(Some(caller)) if caller.scope.allows(needed) => Ok(Some(caller)),
+        Ok(Some(caller)) => {
+            let e = forbidden(&caller, needed);
+            auth.record(
+                &Refusal::Scope { caller, needed },
+                remote,
+                req.method().as_str(),
+                req.path(),
+            );
+            Err(e)
+        }
+        Ok(None) => Ok(None),
+        Err(ProxyRefusal::BadHeader(why)) => {
+            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_header").increment(1);
+            Err(ApiError::BadRequest(format!(
+                "{why}: the authenticating proxy's headers are refused"
+            )))
+        }
+        Err(ProxyRefusal::NoGroup { user }) => {
+            metrics::counter!("herald_auth_failures_total", "reason" => "proxy_no_group").increment(1);
+            Err(ApiError::Forbidden(format!(
+                "user {user:?} is in none of the groups server.auth.proxy.groups names: ask for one of them in the \
+                 identity provider"
+            )))
+        }
+    }
+}
+
+/// What a refused credential is answered: 429 when throttled, 403 for a scope too low, else 401.
+fn refused(auth: &Auth, refusal: Refusal) -> ApiError {
+    match refusal {
+        Refusal::Throttled(wait) => ApiError::TooManyRequests {
+            message: "too many failed authentications from this address (or from all together); \
+                      try again after Retry-After seconds"
+                .into(),
+            retry_after: wait.as_secs_f64().ceil().max(1.0) as u64,
+        },
+        Refusal::Scope { caller, needed } => forbidden(&caller, needed),
+        _ => ApiError::Unauthorized {
+            basic: auth.challenge_basic(),
+        },
     }
 }
 

@@ -281,48 +281,9 @@ async fn act(
     };
     super::acks::check_words(&by, &posted.comment)?;
     match action {
-        FormAction::Acknowledge => {
-            let for_ = match posted.for_.trim() {
-                "" => None,
-                d => Some(
-                    crate::configuration::duration::parse(d)
-                        .map_err(|e| ApiError::BadRequest(format!("for must be a duration such as 1h or 4h: {e}")))?,
-                ),
-            };
-            let until = super::acks::acknowledged_until(None, for_, now)?;
-            let ack = Acknowledgement {
-                by,
-                at: now,
-                until,
-                comment: posted.comment.trim().to_string(),
-            };
-            match ctx.pipeline.acknowledge(id, ack).await? {
-                AckOutcome::Done(_) => {}
-                AckOutcome::NotFound => return Err(ApiError::NotFound(format!("no incident {id}"))),
-                AckOutcome::Resolved(_) => {
-                    return Err(ApiError::Conflict(format!(
-                        "incident {id} has resolved: there is nothing to acknowledge"
-                    )));
-                }
-            }
-        }
+        FormAction::Acknowledge => acknowledge_as(ctx, id, by, &posted, now).await?,
         FormAction::Silence => {
-            let end = match posted.for_.trim() {
-                "monday" => SilenceEnd::UntilMonday,
-                d => {
-                    let why = |e: String| {
-                        ApiError::BadRequest(format!(
-                            "for must be a duration from 1m to 30d (such as 1h) or monday: {e}"
-                        ))
-                    };
-                    let d = crate::configuration::duration::parse(d).map_err(|e| why(e.to_string()))?;
-                    let d = Some(d)
-                        .filter(|d| (60..=30 * 24 * 3600).contains(&d.as_secs()))
-                        .and_then(|d| chrono::Duration::from_std(d).ok())
-                        .ok_or_else(|| why(format!("{d:?} is outside that span")))?;
-                    SilenceEnd::For(d)
-                }
-            };
+            let end = silence_end(&posted.for_)?;
             match ctx
                 .pipeline
                 .silence_incident(id, end, &by, &posted.comment, bind_team)
@@ -337,6 +298,57 @@ async fn act(
         .insert_header((header::LOCATION, back_to(&posted.back)))
         .insert_header(super::no_store())
         .finish())
+}
+
+/// The Acknowledge form's act: incident `id` acknowledged by `by` for as long as the form says.
+async fn acknowledge_as(
+    ctx: &AppContext,
+    id: i64,
+    by: String,
+    posted: &Posted,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
+    let for_ = match posted.for_.trim() {
+        "" => None,
+        d => Some(
+            crate::configuration::duration::parse(d)
+                .map_err(|e| ApiError::BadRequest(format!("for must be a duration such as 1h or 4h: {e}")))?,
+        ),
+    };
+    let until = super::acks::acknowledged_until(None, for_, now)?;
+    let ack = Acknowledgement {
+        by,
+        at: now,
+        until,
+        comment: posted.comment.trim().to_string(),
+    };
+    match ctx.pipeline.acknowledge(id, ack).await? {
+        AckOutcome::Done(_) => Ok(()),
+        AckOutcome::NotFound => Err(ApiError::NotFound(format!("no incident {id}"))),
+        AckOutcome::Resolved(_) => Err(ApiError::Conflict(format!(
+            "incident {id} has resolved: there is nothing to acknowledge"
+        ))),
+    }
+}
+
+/// When the Silence form's silence ends: `monday`, or a duration from 1 minute to 30 days.
+fn silence_end(for_: &str) -> Result<SilenceEnd, ApiError> {
+    match for_.trim() {
+        "monday" => Ok(SilenceEnd::UntilMonday),
+        d => {
+            let why = |e: String| {
+                ApiError::BadRequest(format!(
+                    "for must be a duration from 1m to 30d (such as 1h) or monday: {e}"
+                ))
+            };
+            let d = crate::configuration::duration::parse(d).map_err(|e| why(e.to_string()))?;
+            let d = Some(d)
+                .filter(|d| (60..=30 * 24 * 3600).contains(&d.as_secs()))
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .ok_or_else(|| why(format!("{d:?} is outside that span")))?;
+            Ok(SilenceEnd::For(d))
+        }
+    }
 }
 
 /// Where to go back to: the page the form was on, a path on this Herald; anything else (another site, `//host`,

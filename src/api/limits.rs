@@ -95,6 +95,47 @@ impl Reading {
         let elapsed = self.started.elapsed();
         elapsed > GRACE && (self.read as f64) < MIN_RATE * elapsed.as_secs_f64()
     }
+
+    /// The payload's next chunk. While it waits, a reading judged too slow is metered from then on: it keeps only
+    /// the permits of what it has read.
+    async fn next_read(&mut self, budget: &BodyBudget, held: &Mutex<Held>) -> Option<Result<web::Bytes, PayloadError>> {
+        loop {
+            if self.metered {
+                return self.payload.next().await;
+            }
+            match tokio::time::timeout(TICK, self.payload.next()).await {
+                Ok(next) => return next,
+                Err(_) if self.too_slow() => {
+                    keep_only(held, self.read, budget);
+                    self.metered = true;
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// Holds the permits for `read` bytes in all, taking what `held` lacks from `budget` (waiting at most [`WAIT`]);
+/// `false` when the budget stays in use that long (`held` is then marked busy).
+async fn reserve(budget: &BodyBudget, held: &Mutex<Held>, read: usize) -> bool {
+    let want = units(read, budget);
+    let have = lock(held).permit.as_ref().map_or(0, |p| p.num_permits() as u32);
+    if want > have {
+        match tokio::time::timeout(WAIT, budget.permits.clone().acquire_many_owned(want - have)).await {
+            Ok(Ok(more)) => {
+                let mut h = lock(held);
+                match &mut h.permit {
+                    Some(p) => p.merge(more),
+                    None => h.permit = Some(more),
+                }
+            }
+            _ => {
+                lock(held).busy = true;
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Permits for `read` bytes.
@@ -127,19 +168,7 @@ fn metered(budget: BodyBudget, held: Arc<Mutex<Held>>, payload: Payload) -> Payl
             if r.done {
                 return None;
             }
-            let next = loop {
-                if r.metered {
-                    break r.payload.next().await;
-                }
-                match tokio::time::timeout(TICK, r.payload.next()).await {
-                    Ok(next) => break next,
-                    Err(_) if r.too_slow() => {
-                        keep_only(&held, r.read, &budget);
-                        r.metered = true;
-                    }
-                    Err(_) => {}
-                }
-            };
+            let next = r.next_read(&budget, &held).await;
             let chunk = match next? {
                 Ok(chunk) => chunk,
                 Err(e) => {
@@ -152,24 +181,10 @@ fn metered(budget: BodyBudget, held: Arc<Mutex<Held>>, payload: Payload) -> Payl
                 keep_only(&held, r.read, &budget);
                 r.metered = true;
             }
-            let want = units(r.read, &budget);
-            let have = lock(&held).permit.as_ref().map_or(0, |p| p.num_permits() as u32);
-            if want > have {
-                match tokio::time::timeout(WAIT, budget.permits.clone().acquire_many_owned(want - have)).await {
-                    Ok(Ok(more)) => {
-                        let mut h = lock(&held);
-                        match &mut h.permit {
-                            Some(p) => p.merge(more),
-                            None => h.permit = Some(more),
-                        }
-                    }
-                    _ => {
-                        lock(&held).busy = true;
-                        r.done = true;
-                        let e = std::io::Error::other("the shared body budget is in use");
-                        return Some((Err(PayloadError::Io(e)), r));
-                    }
-                }
+            if !reserve(&budget, &held, r.read).await {
+                r.done = true;
+                let e = std::io::Error::other("the shared body budget is in use");
+                return Some((Err(PayloadError::Io(e)), r));
             }
             Some((Ok(chunk), r))
         }

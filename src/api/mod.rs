@@ -77,7 +77,14 @@ impl BodyLimits {
 /// their own signature instead; the pages' forms are routed with `read` and check the scope they need themselves,
 /// to answer with a page (see `forms`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
+    probe_routes(cfg);
+    page_routes(cfg);
+    api_routes(cfg);
+    cfg.default_service(web::to(not_found));
+}
+
+/// The probes and the metrics: no credential (the metrics' own check aside).
+fn probe_routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/healthz")
             .route(web::get().to(probes::healthz))
@@ -89,23 +96,33 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::get()
             .to(probes::metrics_endpoint)
             .wrap(actix_web::middleware::from_fn(probes::metrics_access)),
-    )
-    .route("/", needing(Read, web::get().to(status_page::page)))
-    .route("/apps/{namespace}/{name}", needing(Read, web::get().to(app_page::page)))
-    .route(
-        "/apps/{instance}/{namespace}/{name}",
-        needing(Read, web::get().to(app_page::instance_page)),
-    )
-    .route("/incidents/{id}/ack", needing(Read, web::post().to(forms::acknowledge)))
-    .route("/incidents/{id}/silence", needing(Read, web::post().to(forms::silence)))
-    .route("/incidents/{id}/ack", web::get().to(forms::not_by_get))
-    .route("/incidents/{id}/silence", web::get().to(forms::not_by_get))
-    // Signed one-click links: the signature is the credential (see `actions`).
-    .route("/act/{token}", web::get().to(actions::confirm))
-    .route("/act/{token}", web::post().to(actions::act))
-    // Slack's button clicks: Slack's signature is the credential (see `slack`).
-    .route("/v1/slack/interactions", web::post().to(slack::interaction))
-    .service(
+    );
+}
+
+/// The pages and their forms, the signed one-click links, Slack's button clicks.
+fn page_routes(cfg: &mut web::ServiceConfig) {
+    use crate::configuration::Scope::Read;
+    cfg.route("/", needing(Read, web::get().to(status_page::page)))
+        .route("/apps/{namespace}/{name}", needing(Read, web::get().to(app_page::page)))
+        .route(
+            "/apps/{instance}/{namespace}/{name}",
+            needing(Read, web::get().to(app_page::instance_page)),
+        )
+        .route("/incidents/{id}/ack", needing(Read, web::post().to(forms::acknowledge)))
+        .route("/incidents/{id}/silence", needing(Read, web::post().to(forms::silence)))
+        .route("/incidents/{id}/ack", web::get().to(forms::not_by_get))
+        .route("/incidents/{id}/silence", web::get().to(forms::not_by_get))
+        // Signed one-click links: the signature is the credential (see `actions`).
+        .route("/act/{token}", web::get().to(actions::confirm))
+        .route("/act/{token}", web::post().to(actions::act))
+        // Slack's button clicks: Slack's signature is the credential (see `slack`).
+        .route("/v1/slack/interactions", web::post().to(slack::interaction));
+}
+
+/// The API under `/v1`: events in, and what Herald knows out.
+fn api_routes(cfg: &mut web::ServiceConfig) {
+    use crate::configuration::Scope::{Admin, Ingest, Read, Respond};
+    cfg.service(
         web::resource("/v1/argocd/events")
             .wrap(actix_web::middleware::from_fn(limits::bounded))
             .route(needing(Ingest, web::post().to(events::receive_event)))
@@ -151,8 +168,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .route(
         "/v1/outbox/{id}/retry",
         needing(Admin, web::post().to(outbox::retry_outbox)),
-    )
-    .default_service(web::to(not_found));
+    );
 }
 
 /// `route`, for callers whose credential allows `scope` only.

@@ -58,19 +58,7 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
     let instance = super::apps::known_instance(ctx, q.instance.filter(|i| !i.trim().is_empty()))?;
     let p = &ctx.pipeline;
     let now = p.now();
-    let attention = Shown {
-        rows: p
-            .apps(&AppFilter {
-                team: team.clone(),
-                instance: instance.clone(),
-                needs_attention: true,
-                by_problem_since: true,
-                limit: SHOWN,
-                ..Default::default()
-            })
-            .await?,
-        total: p.count_needing_attention(team.as_deref(), instance.as_deref()).await?,
-    };
+    let attention = needing_attention(p, &team, &instance).await?;
     let storms = p.storms().await?;
     let mut firing = incidents(p, IncidentState::Firing, team.as_deref(), instance.as_deref()).await?;
     let mut pending = incidents(p, IncidentState::Pending, team.as_deref(), instance.as_deref()).await?;
@@ -102,24 +90,7 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
     let body = html! {
         h1 { "Herald" }
         p { "As of " span #now { (z.time(now)) } ". This page refreshes every 30 seconds. Times in " (z.tz.name()) "." }
-        nav #teams {
-            "Team: "
-            @if team.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
-            @for t in &teams {
-                @if team.as_deref() == Some(t.as_str()) { b { (t) } " " }
-                @else { a href=(link("/", &[("team", t)], z)) { (t) } }
-            }
-        }
-        @if instances.len() > 1 {
-            nav #instances {
-                "Argo CD: "
-                @if instance.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
-                @for i in &instances {
-                    @if instance.as_deref() == Some(*i) { b { (i) } " " }
-                    @else { a href=(link("/", &[("instance", i)], z)) { (i) } }
-                }
-            }
-        }
+        (choices_nav(team.as_deref(), &teams, instance.as_deref(), &instances, z))
         @let sources = p.argocd_apis();
         @for s in sources.iter() {
             (api_source_line(&s.status.report(), (sources.len() > 1).then(|| s.api.instance()), z))
@@ -137,6 +108,51 @@ async fn answer(req: &HttpRequest, ctx: &AppContext) -> Result<HttpResponse, Api
     };
     let title = team.as_deref().unwrap_or("status");
     Ok(respond(StatusCode::OK, document(title, true, body)))
+}
+
+/// The Applications that need attention (the longest first), of `team` and `instance` when given.
+async fn needing_attention(
+    p: &Pipeline,
+    team: &Option<String>,
+    instance: &Option<String>,
+) -> Result<Shown<AppRecord>, ApiError> {
+    Ok(Shown {
+        rows: p
+            .apps(&AppFilter {
+                team: team.clone(),
+                instance: instance.clone(),
+                needs_attention: true,
+                by_problem_since: true,
+                limit: SHOWN,
+                ..Default::default()
+            })
+            .await?,
+        total: p.count_needing_attention(team.as_deref(), instance.as_deref()).await?,
+    })
+}
+
+/// The links that choose a team (and, with several Argo CD instances, an instance): the one shown in bold.
+fn choices_nav(team: Option<&str>, teams: &[String], instance: Option<&str>, instances: &[&str], z: &Zone) -> Markup {
+    html! {
+        nav #teams {
+            "Team: "
+            @if team.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
+            @for t in teams {
+                @if team == Some(t.as_str()) { b { (t) } " " }
+                @else { a href=(link("/", &[("team", t)], z)) { (t) } }
+            }
+        }
+        @if instances.len() > 1 {
+            nav #instances {
+                "Argo CD: "
+                @if instance.is_some() { a href=(link("/", &[], z)) { "all" } } @else { b { "all" } " " }
+                @for i in instances {
+                    @if instance == Some(*i) { b { (i) } " " }
+                    @else { a href=(link("/", &[("instance", i)], z)) { (i) } }
+                }
+            }
+        }
+    }
 }
 
 async fn incidents(

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Condition, HealthStatus, Snapshot};
+use super::{Condition, HealthStatus, Operation, ResourceStatus, Snapshot};
 
 /// A message (health, operation, condition, a resource's): enough for any error Argo CD writes.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
@@ -112,44 +112,9 @@ pub fn bound(snap: &mut Snapshot) {
         }
     }
     first(&mut snap.resources, MAX_RESOURCES, "resources out of sync", &mut notes);
-    for r in &mut snap.resources {
-        let words = [
-            r.status.other_mut(),
-            r.health.as_mut().and_then(HealthStatus::other_mut),
-        ];
-        for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
-            .into_iter()
-            .chain(words.into_iter().flatten())
-        {
-            cut(part, MAX_FIELD_BYTES);
-        }
-        cut_opt(&mut r.health_message, MAX_MESSAGE_BYTES);
-    }
+    snap.resources.iter_mut().for_each(bound_resource);
     if let Some(op) = &mut snap.operation {
-        if let Some(p) = op.phase.other_mut() {
-            cut(p, MAX_FIELD_BYTES);
-        }
-        cut(&mut op.message, MAX_MESSAGE_BYTES);
-        cut_opt(&mut op.initiator.username, MAX_FIELD_BYTES);
-        cut_opt(&mut op.revision, MAX_FIELD_BYTES);
-        first(&mut op.revisions, MAX_SOURCES, "synced revisions", &mut notes);
-        op.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
-        first(
-            &mut op.resources,
-            MAX_RESOURCES,
-            "resources in the last sync",
-            &mut notes,
-        );
-        for r in &mut op.resources {
-            let words = [r.status.other_mut(), r.hook_phase.other_mut()];
-            for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
-                .into_iter()
-                .chain(words.into_iter().flatten())
-            {
-                cut(part, MAX_FIELD_BYTES);
-            }
-            cut(&mut r.message, MAX_MESSAGE_BYTES);
-        }
+        bound_operation(op, &mut notes);
     }
     first(&mut snap.conditions, MAX_CONDITIONS, "conditions", &mut notes);
     for c in &mut snap.conditions {
@@ -162,6 +127,44 @@ pub fn bound(snap: &mut Snapshot) {
             r#type: TRUNCATED.into(),
             message: format!("the Application is larger than Herald keeps: {}", notes.join("; ")),
         });
+    }
+}
+
+/// One resource out of sync: its names, unknown words and health message cut.
+fn bound_resource(r: &mut ResourceStatus) {
+    let words = [
+        r.status.other_mut(),
+        r.health.as_mut().and_then(HealthStatus::other_mut),
+    ];
+    for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
+        .into_iter()
+        .chain(words.into_iter().flatten())
+    {
+        cut(part, MAX_FIELD_BYTES);
+    }
+    cut_opt(&mut r.health_message, MAX_MESSAGE_BYTES);
+}
+
+/// The last sync: its texts cut, its revisions and resources the first ones.
+fn bound_operation(op: &mut Operation, notes: &mut Vec<String>) {
+    if let Some(p) = op.phase.other_mut() {
+        cut(p, MAX_FIELD_BYTES);
+    }
+    cut(&mut op.message, MAX_MESSAGE_BYTES);
+    cut_opt(&mut op.initiator.username, MAX_FIELD_BYTES);
+    cut_opt(&mut op.revision, MAX_FIELD_BYTES);
+    first(&mut op.revisions, MAX_SOURCES, "synced revisions", notes);
+    op.revisions.iter_mut().for_each(|r| cut(r, MAX_FIELD_BYTES));
+    first(&mut op.resources, MAX_RESOURCES, "resources in the last sync", notes);
+    for r in &mut op.resources {
+        let words = [r.status.other_mut(), r.hook_phase.other_mut()];
+        for part in [&mut r.group, &mut r.kind, &mut r.namespace, &mut r.name]
+            .into_iter()
+            .chain(words.into_iter().flatten())
+        {
+            cut(part, MAX_FIELD_BYTES);
+        }
+        cut(&mut r.message, MAX_MESSAGE_BYTES);
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 mod shapes;
 
-use shapes::{Body, Context, OperationStateDoc, SourceDoc, Spec, Status};
+use shapes::{Body, Context, OperationStateDoc, ResourceDoc, SourceDoc, Spec, Status};
 
 use super::caps::{MAX_CONDITIONS, MAX_IMAGES, MAX_RESOURCES, MAX_SOURCES};
 
@@ -277,7 +277,7 @@ impl<'de> Deserialize<'de> for Annotations {
 }
 
 /// The snapshot from the typed documents, with the tolerant reader's defaults and checks; `None` where it would
-/// refuse the body. Long because it is one flat list of fields, in the tolerant reader's order.
+/// refuse the body.
 fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Option<Snapshot> {
     if app.kind.as_ref().is_some_and(|k| k.0 != "Application") {
         return None;
@@ -334,6 +334,18 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
     if snap.sync_status.as_str().contains("<no value>") || snap.health_status.as_str().contains("<no value>") {
         return None;
     }
+    times_and_link(&mut snap, envelope, reconciled_at, health_time);
+    Some(snap)
+}
+
+/// The health's time, the envelope's Argo CD link and time, and, without the envelope's time, when the body was
+/// observed: the latest of its reconciliation, its last sync's end and start, its health's change.
+fn times_and_link(
+    snap: &mut Snapshot,
+    envelope: Option<(Option<Str>, Option<Obj<Context>>)>,
+    reconciled_at: Option<Str>,
+    health_time: Option<Str>,
+) {
     snap.health_changed_at = health_time.as_ref().and_then(|t| parse_time(&t.0));
     if let Some((timestamp, context)) = envelope {
         snap.argocd_url = context
@@ -354,7 +366,6 @@ fn build(app: Body, envelope: Option<(Option<Str>, Option<Obj<Context>>)>) -> Op
         .flatten()
         .max();
     }
-    Some(snap)
 }
 
 fn spec_parts(spec: Spec) -> (String, Destination, SyncPolicy, Vec<SourceRef>) {
@@ -386,6 +397,31 @@ fn spec_parts(spec: Spec) -> (String, Destination, SyncPolicy, Vec<SourceRef>) {
     (project, destination, sync_policy, sources)
 }
 
+/// A resource of `status.resources`, kept as by the tolerant reader: out of sync, waiting to be pruned, or
+/// unhealthy; `None` for one that is fine.
+fn resource_status(res: ResourceDoc) -> Option<ResourceStatus> {
+    let requires_pruning = res.requires_pruning.unwrap_or(false);
+    let sync_status: SyncStatus = word(res.status);
+    let (health, health_message) = match res.health {
+        Some(Obj(h)) => (h.status.map(|s| word(Some(s))), owned(h.message)),
+        None => (None, None),
+    };
+    let healthy = matches!(health, None | Some(HealthStatus::Healthy));
+    if sync_status == SyncStatus::Synced && !requires_pruning && healthy {
+        return None;
+    }
+    Some(ResourceStatus {
+        group: owned_or_default(res.group),
+        kind: owned_or_default(res.kind),
+        namespace: owned_or_default(res.namespace),
+        name: owned_or_default(res.name),
+        status: sync_status,
+        requires_pruning,
+        health,
+        health_message,
+    })
+}
+
 /// Fills what `status` says into `snap`; the health's `lastTransitionTime` is returned for the caller's times.
 /// `None`: a value the tolerant reader refuses (a bad operation time).
 fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<Str<'a>>> {
@@ -414,27 +450,9 @@ fn status_parts<'a>(snap: &mut Snapshot, status: Status<'a>) -> Option<Option<St
         snap.operation = Some(operation(op)?);
     }
     for Obj(res) in status.resources.into_iter().flatten() {
-        let requires_pruning = res.requires_pruning.unwrap_or(false);
-        let sync_status: SyncStatus = word(res.status);
-        let (health, health_message) = match res.health {
-            Some(Obj(h)) => (h.status.map(|s| word(Some(s))), owned(h.message)),
-            None => (None, None),
-        };
-        // Kept as by the tolerant reader: out of sync, waiting to be pruned, or unhealthy.
-        let healthy = matches!(health, None | Some(HealthStatus::Healthy));
-        if sync_status == SyncStatus::Synced && !requires_pruning && healthy {
-            continue;
+        if let Some(r) = resource_status(res) {
+            snap.resources.push(r);
         }
-        snap.resources.push(ResourceStatus {
-            group: owned_or_default(res.group),
-            kind: owned_or_default(res.kind),
-            namespace: owned_or_default(res.namespace),
-            name: owned_or_default(res.name),
-            status: sync_status,
-            requires_pruning,
-            health,
-            health_message,
-        });
     }
     snap.conditions = (status.conditions.into_iter().flatten())
         .map(|Obj(c)| Condition {

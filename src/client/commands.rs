@@ -123,14 +123,7 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
         } => {
             let matchers = matchers
                 .iter()
-                .map(|m| match m.split_once('=') {
-                    Some((name, value)) if !name.trim().is_empty() => {
-                        Ok(serde_json::json!({"name": name.trim(), "value": value.trim()}))
-                    }
-                    _ => Err(anyhow::anyhow!(
-                        "matcher {m:?}: write FIELD=GLOB, e.g. app=pay-* or team=payments"
-                    )),
-                })
+                .map(|m| matcher(m))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let mut body = serde_json::json!({"matchers": matchers, "comment": comment});
             if let Some(start) = start {
@@ -156,55 +149,73 @@ pub async fn silence(remote: Remote, action: SilenceAction) -> anyhow::Result<Ex
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            let rows = list
-                .iter()
-                .map(|l| {
-                    let s = &l.silence;
-                    vec![
-                        s.id.clone(),
-                        s.matchers
-                            .iter()
-                            .map(|m| format!("{}={}", m.name, m.value))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        l.state().to_string(),
-                        s.starts_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-                        s.ends_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-                        s.created_by.clone(),
-                        s.comment.clone(),
-                    ]
-                })
-                .collect();
-            print_table(
-                &[
-                    "ID",
-                    "MATCHERS",
-                    "STATE",
-                    "STARTS AT",
-                    "ENDS AT",
-                    "CREATED BY",
-                    "COMMENT",
-                ],
-                rows,
-            );
+            print_silences(&list);
         }
-        SilenceAction::Expire { ids } => {
-            let mut failed = false;
-            for id in ids {
-                match c.expire_silence(&id).await {
-                    Ok(()) => println!("expired {id}"),
-                    Err(e) => {
-                        eprintln!("{id}: {e}");
-                        failed = true;
-                    }
-                }
-            }
-            if failed {
-                return Ok(ExitCode::FAILURE);
+        SilenceAction::Expire { ids } => return expire_silences(&c, ids).await,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One `FIELD=GLOB` argument as the API's matcher.
+fn matcher(m: &str) -> anyhow::Result<serde_json::Value> {
+    match m.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok(serde_json::json!({"name": name.trim(), "value": value.trim()}))
+        }
+        _ => Err(anyhow::anyhow!(
+            "matcher {m:?}: write FIELD=GLOB, e.g. app=pay-* or team=payments"
+        )),
+    }
+}
+
+/// `herald silence list`'s table.
+fn print_silences(list: &[super::ListedSilence]) {
+    let rows = list
+        .iter()
+        .map(|l| {
+            let s = &l.silence;
+            vec![
+                s.id.clone(),
+                s.matchers
+                    .iter()
+                    .map(|m| format!("{}={}", m.name, m.value))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                l.state().to_string(),
+                s.starts_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                s.ends_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                s.created_by.clone(),
+                s.comment.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "MATCHERS",
+            "STATE",
+            "STARTS AT",
+            "ENDS AT",
+            "CREATED BY",
+            "COMMENT",
+        ],
+        rows,
+    );
+}
+
+/// `herald silence expire`: each one tried; a failure when any failed.
+async fn expire_silences(c: &Client, ids: Vec<String>) -> anyhow::Result<ExitCode> {
+    let mut failed = false;
+    for id in ids {
+        match c.expire_silence(&id).await {
+            Ok(()) => println!("expired {id}"),
+            Err(e) => {
+                eprintln!("{id}: {e}");
+                failed = true;
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// `herald oncall [SCHEDULE] [--at TIME]`: one line per schedule — who, until when, by what; a schedule whose
@@ -268,23 +279,35 @@ pub async fn incidents(
             filters.push(("state", s.as_str().to_string()));
             c.incidents(&filters).await?
         }
-        None => {
-            // What needs attention: everything firing, and what resolved in the last day after telling someone
-            // (an incident that ended while pending told nobody: `--state resolved` lists it).
-            let mut firing = filters.clone();
-            firing.push(("state", "firing".into()));
-            let mut list = c.incidents(&firing).await?;
-            let mut resolved = filters;
-            resolved.extend([("state", "resolved".to_string()), ("notified", "true".to_string())]);
-            let day_ago = chrono::Utc::now() - chrono::Duration::hours(24);
-            list.extend(
-                (c.incidents(&resolved).await?.into_iter())
-                    .filter(|i| i.resolved_at.is_none_or(|t| t >= day_ago))
-                    .take(limit as usize),
-            );
-            list
-        }
+        None => needing_attention(&c, filters, limit).await?,
     };
+    print_incidents(&list);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What needs attention: everything firing, and what resolved in the last day after telling someone (an incident
+/// that ended while pending told nobody: `--state resolved` lists it).
+async fn needing_attention(
+    c: &Client,
+    filters: Vec<(&str, String)>,
+    limit: u32,
+) -> anyhow::Result<Vec<crate::domain::Incident>> {
+    let mut firing = filters.clone();
+    firing.push(("state", "firing".into()));
+    let mut list = c.incidents(&firing).await?;
+    let mut resolved = filters;
+    resolved.extend([("state", "resolved".to_string()), ("notified", "true".to_string())]);
+    let day_ago = chrono::Utc::now() - chrono::Duration::hours(24);
+    list.extend(
+        (c.incidents(&resolved).await?.into_iter())
+            .filter(|i| i.resolved_at.is_none_or(|t| t >= day_ago))
+            .take(limit as usize),
+    );
+    Ok(list)
+}
+
+/// `herald incidents`' table.
+fn print_incidents(list: &[crate::domain::Incident]) {
     let rows = list
         .iter()
         .map(|i| {
@@ -321,7 +344,6 @@ pub async fn incidents(
         ],
         rows,
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Columns padded to their widest cell, as amtool prints; the last column is not padded.

@@ -16,7 +16,6 @@ pub mod notification;
 pub mod revision;
 pub mod rotation;
 pub mod schedule;
-pub mod slack_interaction;
 pub mod thread;
 pub mod time;
 pub mod time_interval;

@@ -170,8 +170,47 @@ impl Worker {
         let attempt = async move {
             let started = std::time::Instant::now();
             let receiver_name = row.receiver.clone();
-            let fleet = self.fleet.get();
-            let outcome = match (
+            let outcome = self.attempt(&row).await?;
+            let now = self.clock.now();
+            let label = match &outcome {
+                Ok(_) => "delivered",
+                Err(DeliveryError::Transient { .. }) => "retry",
+                Err(DeliveryError::Permanent { .. }) => "dead",
+            };
+            metrics::histogram!("herald_delivery_duration_seconds", "receiver" => receiver_name.clone())
+                .record(started.elapsed().as_secs_f64());
+            match outcome {
+                Ok(d) => {
+                    tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
+                    self.store.delivered(&row, d.memo.as_ref(), now).await?;
+                }
+                Err(DeliveryError::Transient { reason, retry_after }) => {
+                    if !self.retry_later(&row, &reason, retry_after, now).await? {
+                        metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead")
+                            .increment(1);
+                        return Ok(());
+                    }
+                }
+                Err(DeliveryError::Permanent { reason }) => {
+                    tracing::error!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed permanently: dead");
+                    self.store.failed(row.id, &reason, None).await?;
+                }
+            }
+            metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => label).increment(1);
+            Ok(())
+        };
+        tracing::Instrument::instrument(attempt, span).await
+    }
+
+    /// One call to the row's receiver (after its rate limit's wait), with the thread's memo; a permanent failure
+    /// when the receiver is no longer configured or the stored notification cannot be read.
+    async fn attempt(
+        &self,
+        row: &OutboxRecord,
+    ) -> Result<Result<crate::receivers::Delivered, DeliveryError>, crate::store::StoreError> {
+        let fleet = self.fleet.get();
+        Ok(
+            match (
                 fleet.receivers.get(&row.receiver),
                 serde_json::from_str::<Notification>(&row.payload),
             ) {
@@ -187,49 +226,36 @@ impl Worker {
                     let memo = self.store.memo(&row.receiver, &row.thread_key).await?;
                     r.deliver(&n, memo.as_ref()).await
                 }
-            };
-            let now = self.clock.now();
-            let label = match &outcome {
-                Ok(_) => "delivered",
-                Err(DeliveryError::Transient { .. }) => "retry",
-                Err(DeliveryError::Permanent { .. }) => "dead",
-            };
-            metrics::histogram!("herald_delivery_duration_seconds", "receiver" => receiver_name.clone())
-                .record(started.elapsed().as_secs_f64());
-            match outcome {
-                Ok(d) => {
-                    tracing::info!(receiver = %row.receiver, outbox = row.id, action = %row.action, detail = %d.detail, "notification delivered");
-                    self.store.delivered(&row, d.memo.as_ref(), now).await?;
-                }
-                Err(DeliveryError::Transient { reason, retry_after }) => {
-                    let delay = next_delay(
-                        row.attempts.max(1) as u32,
-                        self.settings.initial_backoff,
-                        self.settings.max_backoff,
-                        retry_after,
-                        rand::random::<f64>(),
-                    );
-                    let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
-                    let age = retry_at - row.created_at;
-                    if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
-                        tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
-                        self.store.failed(row.id, &reason, None).await?;
-                        metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => "dead")
-                            .increment(1);
-                        return Ok(());
-                    }
-                    tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, retry_in_ms = delay.as_millis() as u64, "delivery failed; will retry");
-                    self.store.failed(row.id, &reason, Some(retry_at)).await?;
-                }
-                Err(DeliveryError::Permanent { reason }) => {
-                    tracing::error!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed permanently: dead");
-                    self.store.failed(row.id, &reason, None).await?;
-                }
-            }
-            metrics::counter!("herald_deliveries_total", "receiver" => receiver_name, "outcome" => label).increment(1);
-            Ok(())
-        };
-        tracing::Instrument::instrument(attempt, span).await
+            },
+        )
+    }
+
+    /// A transient failure (`reason`) at `now`: the row is retried after the backoff (or `retry_after`), unless
+    /// that is past `outbox.max_age` from its creation: then it is dead. `false` when dead.
+    async fn retry_later(
+        &self,
+        row: &OutboxRecord,
+        reason: &str,
+        retry_after: Option<Duration>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, crate::store::StoreError> {
+        let delay = next_delay(
+            row.attempts.max(1) as u32,
+            self.settings.initial_backoff,
+            self.settings.max_backoff,
+            retry_after,
+            rand::random::<f64>(),
+        );
+        let retry_at = now + chrono::Duration::from_std(delay).unwrap_or_default();
+        let age = retry_at - row.created_at;
+        if age > chrono::Duration::from_std(self.settings.max_age).unwrap_or(chrono::Duration::MAX) {
+            tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, "delivery failed for longer than outbox.max_age: dead");
+            self.store.failed(row.id, reason, None).await?;
+            return Ok(false);
+        }
+        tracing::warn!(receiver = %row.receiver, outbox = row.id, error = %reason, retry_in_ms = delay.as_millis() as u64, "delivery failed; will retry");
+        self.store.failed(row.id, reason, Some(retry_at)).await?;
+        Ok(true)
     }
 
     /// Runs until `stop` says so; then finishes the batch in flight.

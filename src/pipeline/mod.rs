@@ -25,7 +25,7 @@ pub use acks::AckOutcome;
 pub use history::{HistoryCursor, HistoryItem, HistoryPage};
 pub use links::{LinkOutcome, SilenceEnd};
 pub use on_call::{CalendarState, ScheduleNow, UnknownSchedule, refresh_loop};
-pub use slack::SlackApp;
+pub use slack::{SignatureRefusal, SlackAnswer, SlackApp, check_headers as check_slack_headers};
 pub use source_status::{ApiSource, HeldDrop, SourceReport};
 pub use storms::StormView;
 pub use windows::{ProjectWindows, window_hold};

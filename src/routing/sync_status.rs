@@ -124,6 +124,42 @@ fn commits(s: &Snapshot) -> Vec<(GithubRepo, String)> {
     out
 }
 
+/// The notification that tells `receiver` of `status`, in its thread: the sync of `s` started at `started`.
+fn commit_status_notification(
+    receiver: &str,
+    s: &Snapshot,
+    started: Option<DateTime<Utc>>,
+    status: CommitStatus,
+    now: DateTime<Utc>,
+) -> (Thread, Notification) {
+    let state = status.state;
+    let thread = Thread::CommitStatus {
+        receiver: receiver.to_string(),
+        app: s.app.clone(),
+        sha: status.sha.clone(),
+        started,
+        state,
+    };
+    let title = format!("{}: {} on {}", status.context(), state.as_str(), status.repo);
+    let mut n = Notification::about(
+        &thread,
+        Action::Open,
+        title,
+        format!("sync {}", state.as_str()),
+        Vec::new(),
+        now,
+    );
+    n.commit_status = Some(status);
+    (thread, n)
+}
+
+/// Where a commit status links to: the Application's page on Herald (with `server.public_url`), else in Argo CD.
+fn target_url(settings: &Settings, s: &Snapshot) -> Option<String> {
+    let herald_page = (settings.server.public_url.as_deref())
+        .and_then(|base| crate::domain::link::herald_app_page(base, &s.app.instance, &s.app.namespace, &s.app.name));
+    herald_page.or_else(|| crate::argocd::app_url(settings.argocd.ui_url(&s.app.instance), s))
+}
+
 /// One notification per commit-status receiver that hears of the Application and serves its repository's host,
 /// per GitHub commit the sync is of, in the thread of (instance, Application, commit, operation, state): the
 /// outbox keeps one of each, whatever replays the body.
@@ -150,9 +186,7 @@ pub fn notifications(
         (None, true) => "automated".into(),
         (None, false) => "unknown".into(),
     };
-    let herald_page = (settings.server.public_url.as_deref())
-        .and_then(|base| crate::domain::link::herald_app_page(base, &s.app.instance, &s.app.namespace, &s.app.name));
-    let target_url = herald_page.or_else(|| crate::argocd::app_url(settings.argocd.ui_url(&s.app.instance), s));
+    let target_url = target_url(settings, s);
     let mut out = Vec::new();
     for (repo, sha) in commits(s) {
         for r in &receivers {
@@ -171,23 +205,7 @@ pub fn notifications(
                 initiator: initiator.clone(),
                 target_url: target_url.clone(),
             };
-            let thread = Thread::CommitStatus {
-                receiver: r.name.clone(),
-                app: s.app.clone(),
-                sha: sha.clone(),
-                started: op.started_at,
-                state,
-            };
-            let title = format!("{}: {} on {}", status.context(), state.as_str(), repo.repo);
-            let mut n = Notification::about(
-                &thread,
-                Action::Open,
-                title,
-                format!("sync {}", state.as_str()),
-                Vec::new(),
-                now,
-            );
-            n.commit_status = Some(status);
+            let (thread, n) = commit_status_notification(&r.name, s, op.started_at, status, now);
             out.push((thread, n));
         }
     }

@@ -5,6 +5,8 @@
 //! The encoding is Herald's own and stable across Rust versions (the hash is stored and compared after restarts);
 //! the fields are destructured exhaustively, so a new field in [`Snapshot`] does not compile until it is placed here.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
@@ -55,75 +57,21 @@ pub fn content_hash(s: &Snapshot) -> String {
     h.str(name);
     h.opt(uid.as_deref());
     h.str(project);
-    let Destination {
-        server,
-        name: destination_name,
-        namespace: destination_namespace,
-    } = destination;
-    h.opt(server.as_deref());
-    h.opt(destination_name.as_deref());
-    h.opt(destination_namespace.as_deref());
-    for map in [labels, annotations] {
-        h.len(map.len());
-        for (k, v) in map {
-            h.str(k);
-            h.str(v);
-        }
-    }
-    // Fed only when present, so the hash of every Application whose project has none stays what it was.
-    if !project_annotations.is_empty() {
-        h.tag(2);
-        h.len(project_annotations.len());
-        for (k, v) in project_annotations {
-            h.str(k);
-            h.str(v);
-        }
-    }
+    h.destination(destination);
+    h.map(labels);
+    h.map(annotations);
+    h.project_annotations(project_annotations);
     h.str(sync_status.as_str());
     h.strs(revisions);
     h.str(health_status.as_str());
     h.opt(health_message.as_deref());
-    match operation {
-        None => h.tag(0),
-        Some(op) => {
-            h.tag(1);
-            h.operation(op);
-        }
-    }
-    h.len(resources.len());
-    for r in resources {
-        h.resource(r);
-    }
-    h.len(conditions.len());
-    for Condition { r#type, message } in conditions {
-        h.str(r#type);
-        h.str(message);
-    }
-    let SyncPolicy {
-        automated,
-        prune,
-        self_heal,
-    } = sync_policy;
-    h.tag(u8::from(*automated) | u8::from(*prune) << 1 | u8::from(*self_heal) << 2);
-    h.len(sources.len());
-    for SourceRef {
-        repo_url,
-        path,
-        chart,
-        target_revision,
-    } in sources
-    {
-        h.str(repo_url);
-        h.opt(path.as_deref());
-        h.opt(chart.as_deref());
-        h.opt(target_revision.as_deref());
-    }
+    h.maybe(operation.as_ref(), Feed::operation);
+    h.list(resources, Feed::resource);
+    h.list(conditions, Feed::condition);
+    h.sync_policy(sync_policy);
+    h.list(sources, Feed::source);
     h.opt(previous_revision.as_deref());
-    // Fed only when present, so the hash of every Application stored before images were read stays what it was.
-    if !images.is_empty() {
-        h.tag(3);
-        h.strs(images);
-    }
+    h.images(images);
     h.tag(u8::from(*deleting));
     h.time(*health_changed_at);
     hex::encode(&h.0.finalize()[..16])
@@ -173,6 +121,78 @@ impl Feed {
             h.0.update(t.timestamp().to_le_bytes());
             h.0.update(t.timestamp_subsec_nanos().to_le_bytes());
         });
+    }
+
+    /// A list: its length, then each item as `feed` writes it.
+    fn list<T>(&mut self, items: &[T], feed: impl Fn(&mut Self, &T)) {
+        self.len(items.len());
+        for item in items {
+            feed(self, item);
+        }
+    }
+
+    /// Fed only when present, so the hash of every Application whose project has none stays what it was.
+    fn project_annotations(&mut self, map: &BTreeMap<String, String>) {
+        if !map.is_empty() {
+            self.tag(2);
+            self.map(map);
+        }
+    }
+
+    /// Fed only when present, so the hash of every Application stored before images were read stays what it was.
+    fn images(&mut self, images: &[String]) {
+        if !images.is_empty() {
+            self.tag(3);
+            self.strs(images);
+        }
+    }
+
+    fn condition(&mut self, condition: &Condition) {
+        let Condition { r#type, message } = condition;
+        self.str(r#type);
+        self.str(message);
+    }
+
+    fn map(&mut self, map: &BTreeMap<String, String>) {
+        self.len(map.len());
+        for (k, v) in map {
+            self.str(k);
+            self.str(v);
+        }
+    }
+
+    fn destination(&mut self, destination: &Destination) {
+        let Destination {
+            server,
+            name,
+            namespace,
+        } = destination;
+        self.opt(server.as_deref());
+        self.opt(name.as_deref());
+        self.opt(namespace.as_deref());
+    }
+
+    /// The three switches in one tag byte.
+    fn sync_policy(&mut self, policy: &SyncPolicy) {
+        let SyncPolicy {
+            automated,
+            prune,
+            self_heal,
+        } = policy;
+        self.tag(u8::from(*automated) | u8::from(*prune) << 1 | u8::from(*self_heal) << 2);
+    }
+
+    fn source(&mut self, source: &SourceRef) {
+        let SourceRef {
+            repo_url,
+            path,
+            chart,
+            target_revision,
+        } = source;
+        self.str(repo_url);
+        self.opt(path.as_deref());
+        self.opt(chart.as_deref());
+        self.opt(target_revision.as_deref());
     }
 
     fn operation(&mut self, op: &Operation) {

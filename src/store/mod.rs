@@ -592,6 +592,33 @@ fn private_file(path: &std::path::Path) -> std::io::Result<()> {
     }
 }
 
+/// A SQLite `url`, its file and directory created for Herald's user only (unless in memory or read-only), and
+/// opened read-write-create unless the URL says how.
+fn sqlite_file(url: String) -> Result<String, StoreError> {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    if path != ":memory:"
+        && let Some(dir) = std::path::Path::new(&path).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        private_dir(dir).map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    if path != ":memory:" && !path.is_empty() && !url.contains("mode=ro") && !url.contains("mode=memory") {
+        private_file(std::path::Path::new(&path))
+            .map_err(|e| StoreError::Config(format!("cannot create {path}: {e}")))?;
+    }
+    Ok(if url.contains('?') {
+        url
+    } else {
+        format!("{url}?mode=rwc")
+    })
+}
+
 impl Store {
     /// Connects (creating the SQLite file and its directory when needed, for Herald's user only) and applies
     /// migrations.
@@ -608,28 +635,7 @@ impl Store {
             ));
         };
         let url = if engine == Engine::Sqlite {
-            let path = url
-                .trim_start_matches("sqlite://")
-                .trim_start_matches("sqlite:")
-                .split('?')
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            if path != ":memory:"
-                && let Some(dir) = std::path::Path::new(&path).parent()
-                && !dir.as_os_str().is_empty()
-            {
-                private_dir(dir).map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
-            }
-            if path != ":memory:" && !path.is_empty() && !url.contains("mode=ro") && !url.contains("mode=memory") {
-                private_file(std::path::Path::new(&path))
-                    .map_err(|e| StoreError::Config(format!("cannot create {path}: {e}")))?;
-            }
-            if url.contains('?') {
-                url
-            } else {
-                format!("{url}?mode=rwc")
-            }
+            sqlite_file(url)?
         } else {
             url
         };

@@ -329,6 +329,89 @@ fn raw_from_row(r: &AnyRow) -> Result<StoredRaw, StoreError> {
     })
 }
 
+/// One body as stored: its run, its frame (the difference from the body before it, or the whole body compressed,
+/// with the dictionary's id when compressed against it).
+type EncodedRaw = (i64, Vec<u8>, Option<i64>);
+
+/// `body` of `app` received `at`, encoded: it continues its Application's run in `chains` when it may (the
+/// difference from the run's last body); when that body does not predict this one well (another variant of the
+/// Application, much changed), a new run against the dictionary if that is smaller. `chains` then holds where the
+/// run stands.
+fn encode_raw(
+    app: &AppId,
+    at: DateTime<Utc>,
+    body: &[u8],
+    chains: &mut HashMap<AppId, RawChain>,
+    gap: chrono::Duration,
+    dictionary: &mut DictionaryUse,
+) -> Result<EncodedRaw, StoreError> {
+    let run = chains.get(app).filter(|c| c.continues_at(at, gap));
+    let difference = run
+        .map(|run| compress_against(&run.last, body).map(|d| (run.id, d)))
+        .transpose()?;
+    let started = match (&dictionary.dictionary, &difference) {
+        (Some(d), None) => Some(d.compress(body)?),
+        (Some(d), Some((_, diff))) if is_novel(diff, body) => Some(d.compress(body)?),
+        _ => None,
+    };
+    let encoded = match (difference, started) {
+        (Some((id, diff)), started) if started.as_ref().is_none_or(|s| s.len() >= diff.len()) => {
+            if let Some(run) = chains.get_mut(app) {
+                run.len += 1;
+            }
+            (id, diff, None)
+        }
+        (_, started) => {
+            let (frame, dict) = match (started, &dictionary.dictionary) {
+                (Some(frame), Some(d)) => (frame, Some(d.id)),
+                _ => (compress(body), None),
+            };
+            dictionary.started(body, &frame, at);
+            (start_run(chains, app, at), frame, dict)
+        }
+    };
+    if let Some(run) = chains.get_mut(app) {
+        // A copy at its size: the request's buffer may be larger than the body.
+        run.last = Bytes::copy_from_slice(body);
+        run.at = at;
+    }
+    Ok(encoded)
+}
+
+/// A row of `raw_events` as written: the Application, when it was received, the outcome, then its encoding.
+type RawRow<'a> = (&'a AppId, DateTime<Utc>, &'a str, i64, Vec<u8>, Option<i64>);
+
+/// The encoded rows into `raw_events`, several per statement, in order.
+async fn insert_raw_rows(tx: &mut WriteTx, encoded: &[RawRow<'_>]) -> Result<(), StoreError> {
+    let sql = |values: &str| {
+        format!(
+            "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z, chain, dict) \
+             VALUES {values}"
+        )
+    };
+    execute_in_chunks(
+        tx,
+        encoded,
+        64,
+        9,
+        sql,
+        |query, (app, at, outcome, chain, frame, dict)| {
+            query
+                .bind(to_millis(*at))
+                .bind(&app.instance)
+                .bind(&app.namespace)
+                .bind(&app.name)
+                .bind(*outcome)
+                .bind("")
+                .bind(frame.clone())
+                .bind(*chain)
+                .bind(*dict)
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 const RAW_COLUMNS: &str = "id, received_at, chain, dict, body, body_z";
 
 impl Store {
@@ -344,46 +427,15 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut encoded = Vec::with_capacity(rows.len());
         for (app, at, outcome, body) in rows {
-            let body = body.as_ref();
-            // The difference from the run's last body; when that body does not predict this one well (another
-            // variant of the Application, much changed), a new run against the dictionary if that is smaller.
-            let run = chains.get(app).filter(|c| c.continues_at(*at, gap));
-            let difference = run
-                .map(|run| compress_against(&run.last, body).map(|d| (run.id, d)))
-                .transpose()?;
-            let started = match (&dictionary.dictionary, &difference) {
-                (Some(d), None) => Some(d.compress(body)?),
-                (Some(d), Some((_, diff))) if is_novel(diff, body) => Some(d.compress(body)?),
-                _ => None,
-            };
-            let (chain, frame, dict) = match (difference, started) {
-                (Some((id, diff)), started) if started.as_ref().is_none_or(|s| s.len() >= diff.len()) => {
-                    if let Some(run) = chains.get_mut(app) {
-                        run.len += 1;
-                    }
-                    (id, diff, None)
-                }
-                (_, started) => {
-                    let (frame, dict) = match (started, &dictionary.dictionary) {
-                        (Some(frame), Some(d)) => (frame, Some(d.id)),
-                        _ => (compress(body), None),
-                    };
-                    dictionary.started(body, &frame, *at);
-                    (start_run(chains, app, *at), frame, dict)
-                }
-            };
-            if let Some(run) = chains.get_mut(app) {
-                // A copy at its size: the request's buffer may be larger than the body.
-                run.last = Bytes::copy_from_slice(body);
-                run.at = *at;
-            }
+            let (chain, frame, dict) = encode_raw(app, *at, body.as_ref(), chains, gap, dictionary)?;
             encoded.push((app, *at, *outcome, chain, frame, dict));
         }
+        let uses_dictionary = encoded.iter().any(|row| row.5.is_some());
         // The dictionary is stored with the first rows that use it (again after a transaction that failed: it may
         // have been stored by then, hence the conflict clause).
         if let Some(d) = &dictionary.dictionary
             && !d.is_stored()
-            && encoded.iter().any(|row| row.5.is_some())
+            && uses_dictionary
         {
             let query = q!(
                 "INSERT INTO raw_dictionaries (id, created_at, content_z) VALUES ($1, $2, $3) \
@@ -394,35 +446,10 @@ impl Store {
             .bind(d.content_z.clone());
             tx.exec(query).await?;
         }
-        let sql = |values: &str| {
-            format!(
-                "INSERT INTO raw_events (received_at, instance, namespace, name, outcome, body, body_z, chain, dict) \
-                 VALUES {values}"
-            )
-        };
-        execute_in_chunks(
-            tx,
-            &encoded,
-            64,
-            9,
-            sql,
-            |query, (app, at, outcome, chain, frame, dict)| {
-                query
-                    .bind(to_millis(*at))
-                    .bind(&app.instance)
-                    .bind(&app.namespace)
-                    .bind(&app.name)
-                    .bind(*outcome)
-                    .bind("")
-                    .bind(frame.clone())
-                    .bind(*chain)
-                    .bind(*dict)
-            },
-        )
-        .await?;
+        insert_raw_rows(tx, &encoded).await?;
         // The dictionary's last row so far: it is in use until that row is purged.
         if let Some(d) = &dictionary.dictionary
-            && encoded.iter().any(|row| row.5.is_some())
+            && uses_dictionary
         {
             let query =
                 q!("UPDATE raw_dictionaries SET last_row = (SELECT MAX(id) FROM raw_events) WHERE id = $1").bind(d.id);

@@ -5,11 +5,15 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::slack_interaction::{ACK_ACTION_ID, SILENCE_ACTION_ID};
 use crate::domain::{Action, Incident, IncidentState, Notification};
 use crate::receivers::render;
 use crate::receivers::render::AppView;
 use crate::receivers::render::{escape, status_emoji, truncate};
+
+/// The `action_id` of the "Acknowledge" button (a click on it is read by `pipeline::slack`).
+pub const ACK_ACTION_ID: &str = "herald_ack";
+/// The `action_id` of the "Silence 1 h" button.
+pub const SILENCE_ACTION_ID: &str = "herald_silence_1h";
 
 /// Block Kit limits: 50 blocks per message, 3000 characters per section text, 150 per header.
 pub(super) const MAX_BLOCKS: usize = 50;

@@ -23,6 +23,7 @@ use crate::domain::{Action, Notification};
 use crate::receivers::render;
 use crate::receivers::render::truncate;
 use api::{ApiError, MESSAGE_GONE, Posted, cannot_edit};
+pub use blocks::{ACK_ACTION_ID, SILENCE_ACTION_ID};
 use blocks::{MAX_TEMPLATE_TEXT, Message, blocks, fallback_text, resolved_reply};
 pub use config::{Config, SlackUsers};
 

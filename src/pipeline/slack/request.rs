@@ -1,9 +1,8 @@
-//! A click on a Slack button, as Slack sends it to `POST /v1/slack/interactions`: the request's signature
-//! (`X-Slack-Signature`: `v0=` + hex HMAC-SHA256 over `v0:{X-Slack-Request-Timestamp}:{raw body}` with the app's
-//! signing secret, compared in constant time, refused beyond [`MAX_AGE`] either way of now), and the `payload` form
-//! field (a `block_actions` JSON: which of Herald's buttons, on which incident, clicked by whom). Pure: checking and
-//! reading only; acting is the pipeline's, the HTTP the API's. The buttons themselves are the Slack receiver's
-//! (`receivers/slack/blocks.rs`), with the action ids below.
+//! A Slack request read, without acting on it: its signature (`X-Slack-Signature`: `v0=` + hex HMAC-SHA256 over
+//! `v0:{X-Slack-Request-Timestamp}:{raw body}` with the app's signing secret, compared in constant time, refused
+//! beyond [`MAX_AGE`] either way of now), and the `payload` form field (a `block_actions` JSON: which of Herald's
+//! buttons, on which incident, clicked by whom). Pure: checking and reading only; what a click does is the parent
+//! module's. The buttons themselves are the Slack receiver's (`receivers/slack/blocks.rs`, with their action ids).
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
@@ -11,12 +10,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::action_link::LinkAction;
-
-/// The `action_id` of the "Acknowledge" button.
-pub const ACK_ACTION_ID: &str = "herald_ack";
-/// The `action_id` of the "Silence 1 h" button.
-pub const SILENCE_ACTION_ID: &str = "herald_silence_1h";
+use crate::domain::action_link::LinkAction;
+use crate::receivers::slack::{ACK_ACTION_ID, SILENCE_ACTION_ID};
 
 /// How far a request's timestamp may be from now, either way, as Slack advises: older ones are replays.
 pub const MAX_AGE: chrono::Duration = chrono::Duration::minutes(5);
@@ -118,6 +113,26 @@ fn short(s: &str, max: usize) -> String {
 /// The interaction in a form body `payload=<url-encoded JSON>`, which must be a `block_actions` click on one of
 /// Herald's buttons whose value is an incident id.
 pub fn parse(body: &[u8]) -> Result<Interaction, PayloadRefusal> {
+    let v = payload_json(body)?;
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != "block_actions" {
+        return Err(PayloadRefusal(format!(
+            "Herald takes `block_actions` payloads (its buttons), not {:?}",
+            short(kind, 64)
+        )));
+    }
+    let (action, incident) = button(&v)?;
+    let (user_id, user_name) = clicked_by(&v)?;
+    Ok(Interaction {
+        action,
+        incident,
+        user_id: user_id.to_string(),
+        user_name: user_name.to_string(),
+    })
+}
+
+/// The `payload` field of the form body, a JSON object.
+fn payload_json(body: &[u8]) -> Result<Value, PayloadRefusal> {
     let refuse = |s: String| PayloadRefusal(s);
     let payload = url::form_urlencoded::parse(body)
         .find(|(k, _)| k == "payload")
@@ -128,13 +143,12 @@ pub fn parse(body: &[u8]) -> Result<Interaction, PayloadRefusal> {
     if !v.is_object() {
         return Err(refuse("the `payload` field is not a JSON object".into()));
     }
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-    if kind != "block_actions" {
-        return Err(refuse(format!(
-            "Herald takes `block_actions` payloads (its buttons), not {:?}",
-            short(kind, 64)
-        )));
-    }
+    Ok(v)
+}
+
+/// Which of Herald's buttons was clicked (the first action's `action_id`), on which incident (its `value`).
+fn button(v: &Value) -> Result<(LinkAction, i64), PayloadRefusal> {
+    let refuse = |s: String| PayloadRefusal(s);
     let action = v
         .pointer("/actions/0")
         .filter(|a| a.is_object())
@@ -157,6 +171,12 @@ pub fn parse(body: &[u8]) -> Result<Interaction, PayloadRefusal> {
             short(value, 64)
         ))
     })?;
+    Ok((link_action, incident))
+}
+
+/// Who clicked: the `user` object's Slack user id and user name (`username`, else `name`, without `@`).
+fn clicked_by(v: &Value) -> Result<(&str, &str), PayloadRefusal> {
+    let refuse = |s: String| PayloadRefusal(s);
     let user = v
         .get("user")
         .filter(|u| u.is_object())
@@ -176,12 +196,7 @@ pub fn parse(body: &[u8]) -> Result<Interaction, PayloadRefusal> {
             "`user.username` must be one line of at most {MAX_USER_NAME} characters"
         )));
     }
-    Ok(Interaction {
-        action: link_action,
-        incident,
-        user_id: user_id.to_string(),
-        user_name: name.to_string(),
-    })
+    Ok((user_id, name))
 }
 
 #[cfg(test)]
