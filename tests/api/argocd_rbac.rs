@@ -401,7 +401,7 @@ async fn a_pending_incident_of_a_project_herald_may_not_see_neither_fires_nor_re
     argo.put(drift.clone());
     // No resync: the scheduler's confirming GET alone.
     let s = spawn(&argo, ", resync_interval: 0s", "{out_of_sync: {for: 1h}}").await;
-    let body = serde_json::json!({"timestamp": s.clock.now().to_rfc3339(), "app": drift.take()});
+    let body = bare_envelope(drift.take(), &s.clock.now().to_rfc3339());
     assert_eq!(s.app.post(body.to_string()).await.status(), 202);
     argo.rbac(TOKEN, Rbac::projects(&["other"]));
     s.app.advance(&s.clock, Duration::from_secs(61 * 60)).await;

@@ -20,13 +20,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-/// The Application object (no envelope) of [`envelope`].
-fn application(name: &str, sync: &str, health: &str) -> Value {
-    let v: Value =
-        serde_json::from_str(&envelope(name, "payments", sync, health, "2026-03-02T09:00:00Z")).expect("json");
-    v["app"].clone()
-}
-
 fn with_prunes(mut app: Value, names: &[&str]) -> Value {
     app["status"]["resources"] = names
         .iter()
@@ -224,7 +217,7 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     let api = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/applications"))
-        .respond_with(listing(&[application("shared", "Synced", "Healthy")]))
+        .respond_with(listing(&[application("shared", "payments", "Synced", "Healthy")]))
         .mount(&api)
         .await;
     let clock = ManualClock::new(t0());
@@ -269,7 +262,7 @@ fn fleet(prefix: &str, n: usize) -> Vec<Value> {
     (0..n)
         .map(|i| {
             let health = if i % 3 == 0 { "Degraded" } else { "Healthy" };
-            application(&format!("{prefix}-{i}"), "Synced", health)
+            application(&format!("{prefix}-{i}"), "payments", "Synced", health)
         })
         .collect()
 }
@@ -443,7 +436,7 @@ async fn endless_listing_server(first: Value) -> (String, Arc<std::sync::atomic:
                     return;
                 }
                 let _ = socket.write_all(chunk(r#"{"items": ["#).as_bytes()).await;
-                let item = application("pay-0", "Synced", "Healthy").to_string();
+                let item = application("pay-0", "payments", "Synced", "Healthy").to_string();
                 for _ in 0.. {
                     let many = format!("{item},").repeat(64);
                     if socket.write_all(chunk(&many).as_bytes()).await.is_err() {
@@ -483,7 +476,7 @@ async fn a_listing_larger_than_max_listing_bytes_is_refused_and_deletes_nothing(
 #[tokio::test]
 async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_more_than_once_per_interval() {
     let api = MockServer::start().await;
-    let one = application("cron", "Synced", "Healthy");
+    let one = application("cron", "payments", "Synced", "Healthy");
     // One event, then the server closes the stream: every time.
     Mock::given(method("GET"))
         .and(path("/api/v1/stream/applications"))
@@ -609,7 +602,7 @@ async fn an_appprojects_annotations_own_and_route_its_applications() {
         .mount(&argocd)
         .await;
     let quiet = |name: &str, labelled: bool| {
-        let mut a = application(name, "Synced", "Degraded");
+        let mut a = application(name, "payments", "Synced", "Degraded");
         a["spec"]["project"] = json!("shop");
         if !labelled {
             a["metadata"].as_object_mut().expect("metadata").remove("labels");
@@ -704,7 +697,7 @@ async fn a_resync_of_unchanged_applications_writes_nothing_and_still_sees_a_chan
     let d = dir.path().to_path_buf();
     let argocd = MockServer::start().await;
     let unlabelled = |name: &str, sync: &str| {
-        let mut a = application(name, sync, "Healthy");
+        let mut a = application(name, "payments", sync, "Healthy");
         a["metadata"].as_object_mut().expect("metadata").remove("labels");
         a
     };
@@ -822,8 +815,8 @@ async fn argo_cd(apps: &[Value]) -> FakeArgoCd {
 #[tokio::test]
 async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_a_listing() {
     let argo = argo_cd(&[
-        application("stays", "Synced", "Healthy"),
-        application("goes", "Synced", "Degraded"),
+        application("stays", "payments", "Synced", "Healthy"),
+        application("goes", "payments", "Synced", "Degraded"),
     ])
     .await;
     let clock = ManualClock::new(t0());
@@ -912,11 +905,11 @@ async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() 
 
 #[tokio::test]
 async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_due() {
-    let mut degraded = application("recently-degraded", "Synced", "Degraded");
+    let mut degraded = application("recently-degraded", "payments", "Synced", "Degraded");
     degraded["status"]["health"]["lastTransitionTime"] = json!("2026-03-02T08:58:00Z");
     let argo = argo_cd(&[
-        application("drifting", "OutOfSync", "Healthy"),
-        application("fine", "Synced", "Healthy"),
+        application("drifting", "payments", "OutOfSync", "Healthy"),
+        application("fine", "payments", "Synced", "Healthy"),
         degraded,
     ])
     .await;
@@ -961,13 +954,16 @@ async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_d
 
 #[tokio::test]
 async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch() {
-    let one = with_prunes(application("cron", "OutOfSync", "Healthy"), &["invoices-v1"]);
+    let one = with_prunes(
+        application("cron", "payments", "OutOfSync", "Healthy"),
+        &["invoices-v1"],
+    );
     let two = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
+        application("cron", "payments", "OutOfSync", "Healthy"),
         &["invoices-v1", "reminders"],
     );
     let three = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
+        application("cron", "payments", "OutOfSync", "Healthy"),
         &["invoices-v1", "reminders", "old-cfg"],
     );
     let argo = argo_cd(std::slice::from_ref(&one)).await;
@@ -1039,11 +1035,11 @@ async fn a_listing_refused_as_too_large_stores_none_of_the_items_before_the_cap(
     assert!(filled.is_some(), "the first listing");
 
     // Sorted by name: the new Application and the changed one come first, then 1.2 MB of annotations.
-    argo.put(application("aaa-new", "Synced", "Healthy"));
-    argo.put(application("pay-1", "OutOfSync", "Healthy"));
+    argo.put(application("aaa-new", "payments", "Synced", "Healthy"));
+    argo.put(application("pay-1", "payments", "OutOfSync", "Healthy"));
     let bulk: Vec<Value> = (0..12)
         .map(|i| {
-            let mut a = application(&format!("zz-bulk-{i:02}"), "Synced", "Healthy");
+            let mut a = application(&format!("zz-bulk-{i:02}"), "payments", "Synced", "Healthy");
             a["metadata"]["annotations"] = json!({"bulk": "x".repeat(100_000)});
             a
         })
