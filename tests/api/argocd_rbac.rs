@@ -445,6 +445,10 @@ async fn the_streams_error_chunk_without_a_newline_is_reported_and_the_listing_s
     argo.stream_error(Some((7, 403, "permission denied")));
     let s = spawn(&argo, ", watch: true", "{}").await;
     wait_until_listed(&s, 1).await;
+    // Once the listing is done (the resync loop and the watch both wait on the clock), the watch's backoff ends and
+    // it reconnects, and its stream fails again after the listing's success.
+    until_asleep(&s.clock, 2).await;
+    s.clock.advance(Duration::from_secs(2));
     let reported = eventually(Duration::from_secs(20), || async {
         let v: Value = s.app.get_json("/v1/argocd").await;
         let e = v["instances"][0]["last_error"].as_str()?.to_string();

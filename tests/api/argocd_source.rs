@@ -236,8 +236,15 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
         Arc::new(clock.clone()),
     )
     .await;
-    // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval).
-    let_time_pass(Duration::from_secs(6)).await;
+    // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval): each
+    // look is a pass of both resync loops, over once both sleep on the clock again.
+    let both_look_at_the_lease = || async {
+        clock.advance(Duration::from_millis(2500));
+        until_asleep(&clock, 2).await;
+    };
+    until_asleep(&clock, 2).await;
+    both_look_at_the_lease().await;
+    both_look_at_the_lease().await;
     let lists = || async {
         api.received_requests()
             .await
@@ -251,7 +258,8 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     let second = eventually(Duration::from_secs(10), || async { (lists().await == 2).then_some(()) }).await;
     assert!(second.is_some(), "the next interval lists again");
     // Both replicas look at the lease again (every 2.5 s).
-    let_time_pass(Duration::from_secs(3)).await;
+    until_asleep(&clock, 2).await;
+    both_look_at_the_lease().await;
     assert_eq!(lists().await, 2, "still once per interval");
     a.stop().await;
     b.stop().await;
@@ -500,7 +508,13 @@ async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_m
         "",
     );
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    let_time_pass(Duration::from_secs(8)).await;
+    // Eight seconds on the clock, a second at a time: after each, the resync loop and the watch (reconnected, or
+    // still waiting) sleep on the clock again.
+    until_asleep(&clock, 2).await;
+    for _ in 0..8 {
+        clock.advance(Duration::from_secs(1));
+        until_asleep(&clock, 2).await;
+    }
     let requests = api.received_requests().await.unwrap_or_default();
     let count = |p: &str| requests.iter().filter(|r| r.url.path() == p).count();
     let streams = count("/api/v1/stream/applications");
@@ -509,7 +523,7 @@ async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_m
     assert_eq!(
         count("/api/v1/applications"),
         1,
-        "the breaks asked for listings, but the interval (10 s, clock stopped) allows one"
+        "the breaks asked for listings, but the interval (10 s, 8 s on the clock) allows one"
     );
     // Once the interval has passed, the break's catch-up listing happens.
     clock.advance(Duration::from_secs(11));

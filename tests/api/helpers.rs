@@ -13,7 +13,7 @@ use herald::progress::{Passes, Progress};
 
 pub use crate::argocd_bodies::*;
 pub use crate::fixtures::*;
-pub use crate::wait::{eventually, let_time_pass, let_time_pass_blocking};
+pub use crate::wait::{eventually, let_time_pass, let_time_pass_blocking, until_asleep};
 use herald::configuration::Settings;
 use herald::startup::Application;
 use serde_json::Value;
