@@ -6,7 +6,9 @@
 //! complete is deleted, unless so many are missing at once that the drop waits for the next listing to agree
 //! ([`DropGuard`]). With `argocd.api.watch` every replica also follows the event stream, and resumes after a break
 //! (with backoff) with a listing, never more often than `resync_interval`. Webhooks work without any of this: a
-//! failing API is reported (status page, `herald_argocd_api_up`), never fatal.
+//! failing API is reported (status page, `herald_argocd_api_up`), never fatal. Both wait on the pipeline's
+//! [`Clock`](crate::clock::Clock) (the lease checks, the backoff), as they read the time from it: a manual clock
+//! moves them.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
@@ -63,7 +65,10 @@ async fn resync_loop(
     let gap = chrono::Duration::from_std(gap).unwrap_or(chrono::Duration::MAX / 2);
     let mut last_listing: Option<chrono::DateTime<chrono::Utc>> = None;
     let mut catch_up = false;
+    let clock = pipeline.clock();
     loop {
+        // The next look is `check` after this one began, however long this pass takes (or the clock moves in it).
+        let next_look = clock.now() + chrono::Duration::from_std(check).unwrap_or(chrono::Duration::MAX / 2);
         let may_list = last_listing.is_none_or(|at| pipeline.now() - at >= gap);
         let due = if !may_list {
             false
@@ -89,7 +94,7 @@ async fn resync_loop(
             tracing::debug!(instance, error = %e, "cannot read which Argo CD projects are denied");
         }
         tokio::select! {
-            _ = tokio::time::sleep(check) => {}
+            _ = clock.sleep_until(next_look) => {}
             // Listed as soon as `gap` allows: a stream that breaks every second must not list every second.
             _ = resync_now.notified() => catch_up = true,
             _ = stop.changed() => return,
@@ -410,7 +415,7 @@ impl DropGuard {
 }
 
 /// Follows the event stream; after a break, waits (1 s doubling to 60 s, back to 1 s only after a stream that
-/// stayed open a minute) and asks for a listing, so nothing that happened during the break is missed — the resync
+/// stayed open a minute; both on the pipeline's clock) and asks for a listing, so nothing that happened during the break is missed — the resync
 /// loop lists at most once per `resync_interval`, however often the stream breaks.
 async fn follow(pipeline: Pipeline, source: InstanceApi, resync_now: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     let api = &source.api;
@@ -418,8 +423,9 @@ async fn follow(pipeline: Pipeline, source: InstanceApi, resync_now: Arc<Notify>
     const FIRST: Duration = Duration::from_secs(1);
     const MOST: Duration = Duration::from_secs(60);
     let mut backoff = FIRST;
+    let clock = pipeline.clock();
     loop {
-        let opened = tokio::time::Instant::now();
+        let opened = clock.now();
         match api.watch().await {
             Ok(mut stream) => loop {
                 let event = tokio::select! {
@@ -446,12 +452,12 @@ async fn follow(pipeline: Pipeline, source: InstanceApi, resync_now: Arc<Notify>
         }
         // A stream that sends an event and closes is as broken as one that does not open: only one that stayed
         // open starts the backoff again.
-        if opened.elapsed() >= MOST {
+        if (clock.now() - opened).to_std().is_ok_and(|open| open >= MOST) {
             backoff = FIRST;
         }
         let jitter = Duration::from_millis(rand::random::<u64>() % 250);
         tokio::select! {
-            _ = tokio::time::sleep(backoff + jitter) => {}
+            _ = clock.sleep(backoff + jitter) => {}
             _ = stop.changed() => return,
         }
         backoff = (backoff * 2).min(MOST);

@@ -11,9 +11,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+#[path = "common/argocd_bodies.rs"]
+mod argocd_bodies;
 #[path = "deploy_argocd/engine.rs"]
 mod engine;
+#[path = "common/fixtures.rs"]
+mod fixtures;
+use argocd_bodies::envelope_from;
 use engine::{Engine, NOTIFIED_HISTORY_MAX, Trigger};
+use fixtures::{captured, fixture_json};
 
 const PATCH: &str = "deploy/argocd/argocd-notifications-cm.patch.yaml";
 const SECRET_EXAMPLE: &str = "deploy/argocd/argocd-notifications-secret.example.yaml";
@@ -126,17 +132,6 @@ fn triggers(data: &Map<String, Value>) -> Vec<(&str, &Vec<Value>)> {
             (name, list)
         })
         .collect()
-}
-
-/// Captured bodies, kept in the repository (`tests/fixtures/argocd/SOURCES.md` says where each comes from).
-fn captured() -> PathBuf {
-    root().join("tests/fixtures/argocd/captured")
-}
-
-fn fixture(name: &str) -> Value {
-    let path = captured().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// What Argo CD would send for `fixture` at `now`: the template's body with its three actions filled in.
@@ -338,9 +333,17 @@ fn the_service_sends_a_bearer_token_that_the_example_secret_defines() {
 #[test]
 fn the_body_argo_cd_renders_for_a_captured_application_is_accepted() {
     let body = the_body(&data());
-    let fixture = fixture("021_remove_podinfo_1_1.json");
+    let fixture = fixture_json("captured/021_remove_podinfo_1_1.json");
     let rendered = render(&body, &fixture, "2025-10-02T17:01:47.257365Z");
     let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128).expect("Herald accepts the rendered body");
+    // The very envelope the other tests build (tests/common/argocd_bodies.rs) around the same Application.
+    let sent: Value = serde_json::from_str(&rendered).expect("the rendered body is JSON");
+    let built = envelope_from(
+        Some(fixture["context"].clone()),
+        fixture["app"].clone(),
+        "2025-10-02T17:01:47.257365Z",
+    );
+    assert_eq!(sent, built, "the template's body and the tests' envelope differ");
     assert_eq!(snapshot.app.name, "aaaaaaaaa");
     assert_eq!(snapshot.sync_status.as_str(), "OutOfSync");
     assert_eq!(snapshot.argocd_url.as_deref(), Some("https://demo.cdviz.dev"));
@@ -354,16 +357,10 @@ fn the_body_argo_cd_renders_for_a_captured_application_is_accepted() {
 #[test]
 fn the_body_is_accepted_for_every_captured_application() {
     let body = the_body(&data());
-    let dir = captured();
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    names.sort();
-    assert!(!names.is_empty(), "no fixtures in {}", dir.display());
-    for name in names {
-        let fixture = fixture(&name);
+    let captured = captured();
+    assert!(!captured.is_empty(), "no captured bodies");
+    for (name, bytes) in captured {
+        let fixture: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let rendered = render(&body, &fixture, "2026-01-31T23:59:59.000001+01:00");
         let snapshot = herald::argocd::parse_body(rendered.as_bytes(), 128)
             .unwrap_or_else(|e| panic!("{name}: Herald refuses the rendered body: {e}"));
@@ -521,7 +518,7 @@ fn every_key_the_patch_adds_is_one_that_uninstall_removes() {
 #[test]
 fn the_body_is_read_the_same_whatever_the_context_notification_type() {
     let body = the_body(&data());
-    let mut fixture = fixture("021_remove_podinfo_1_1.json");
+    let mut fixture = fixture_json("captured/021_remove_podinfo_1_1.json");
     let now = "2025-10-02T17:01:47.257365Z";
     let parse = |fixture: &Value| {
         herald::argocd::parse_body(render(&body, fixture, now).as_bytes(), 128).expect("Herald accepts the body")

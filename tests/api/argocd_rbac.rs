@@ -401,7 +401,7 @@ async fn a_pending_incident_of_a_project_herald_may_not_see_neither_fires_nor_re
     argo.put(drift.clone());
     // No resync: the scheduler's confirming GET alone.
     let s = spawn(&argo, ", resync_interval: 0s", "{out_of_sync: {for: 1h}}").await;
-    let body = serde_json::json!({"timestamp": s.clock.now().to_rfc3339(), "app": drift.take()});
+    let body = bare_envelope(drift.take(), &s.clock.now().to_rfc3339());
     assert_eq!(s.app.post(body.to_string()).await.status(), 202);
     argo.rbac(TOKEN, Rbac::projects(&["other"]));
     s.app.advance(&s.clock, Duration::from_secs(61 * 60)).await;
@@ -445,6 +445,10 @@ async fn the_streams_error_chunk_without_a_newline_is_reported_and_the_listing_s
     argo.stream_error(Some((7, 403, "permission denied")));
     let s = spawn(&argo, ", watch: true", "{}").await;
     wait_until_listed(&s, 1).await;
+    // Once the listing is done (the resync loop and the watch both wait on the clock), the watch's backoff ends and
+    // it reconnects, and its stream fails again after the listing's success.
+    until_asleep(&s.clock, 2).await;
+    s.clock.advance(Duration::from_secs(2));
     let reported = eventually(Duration::from_secs(20), || async {
         let v: Value = s.app.get_json("/v1/argocd").await;
         let e = v["instances"][0]["last_error"].as_str()?.to_string();

@@ -20,13 +20,6 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
         .with_timezone(&chrono::Utc)
 }
 
-/// The Application object (no envelope) of [`envelope`].
-fn application(name: &str, sync: &str, health: &str) -> Value {
-    let v: Value =
-        serde_json::from_str(&envelope(name, "payments", sync, health, "2026-03-02T09:00:00Z")).expect("json");
-    v["app"].clone()
-}
-
 fn with_prunes(mut app: Value, names: &[&str]) -> Value {
     app["status"]["resources"] = names
         .iter()
@@ -224,7 +217,7 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     let api = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v1/applications"))
-        .respond_with(listing(&[application("shared", "Synced", "Healthy")]))
+        .respond_with(listing(&[application("shared", "payments", "Synced", "Healthy")]))
         .mount(&api)
         .await;
     let clock = ManualClock::new(t0());
@@ -243,8 +236,15 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
         Arc::new(clock.clone()),
     )
     .await;
-    // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval).
-    let_time_pass(Duration::from_secs(6)).await;
+    // Both replicas look at the lease several times within one interval (every 2.5 s for a 10 s interval): each
+    // look is a pass of both resync loops, over once both sleep on the clock again.
+    let both_look_at_the_lease = || async {
+        clock.advance(Duration::from_millis(2500));
+        until_asleep(&clock, 2).await;
+    };
+    until_asleep(&clock, 2).await;
+    both_look_at_the_lease().await;
+    both_look_at_the_lease().await;
     let lists = || async {
         api.received_requests()
             .await
@@ -258,7 +258,8 @@ async fn two_replicas_on_postgresql_list_once_per_interval() {
     let second = eventually(Duration::from_secs(10), || async { (lists().await == 2).then_some(()) }).await;
     assert!(second.is_some(), "the next interval lists again");
     // Both replicas look at the lease again (every 2.5 s).
-    let_time_pass(Duration::from_secs(3)).await;
+    until_asleep(&clock, 2).await;
+    both_look_at_the_lease().await;
     assert_eq!(lists().await, 2, "still once per interval");
     a.stop().await;
     b.stop().await;
@@ -269,7 +270,7 @@ fn fleet(prefix: &str, n: usize) -> Vec<Value> {
     (0..n)
         .map(|i| {
             let health = if i % 3 == 0 { "Degraded" } else { "Healthy" };
-            application(&format!("{prefix}-{i}"), "Synced", health)
+            application(&format!("{prefix}-{i}"), "payments", "Synced", health)
         })
         .collect()
 }
@@ -443,7 +444,7 @@ async fn endless_listing_server(first: Value) -> (String, Arc<std::sync::atomic:
                     return;
                 }
                 let _ = socket.write_all(chunk(r#"{"items": ["#).as_bytes()).await;
-                let item = application("pay-0", "Synced", "Healthy").to_string();
+                let item = application("pay-0", "payments", "Synced", "Healthy").to_string();
                 for _ in 0.. {
                     let many = format!("{item},").repeat(64);
                     if socket.write_all(chunk(&many).as_bytes()).await.is_err() {
@@ -483,7 +484,7 @@ async fn a_listing_larger_than_max_listing_bytes_is_refused_and_deletes_nothing(
 #[tokio::test]
 async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_more_than_once_per_interval() {
     let api = MockServer::start().await;
-    let one = application("cron", "Synced", "Healthy");
+    let one = application("cron", "payments", "Synced", "Healthy");
     // One event, then the server closes the stream: every time.
     Mock::given(method("GET"))
         .and(path("/api/v1/stream/applications"))
@@ -507,7 +508,13 @@ async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_m
         "",
     );
     let app = TestApp::spawn_in(dir.clone(), &cfg, Arc::new(clock.clone())).await;
-    let_time_pass(Duration::from_secs(8)).await;
+    // Eight seconds on the clock, a second at a time: after each, the resync loop and the watch (reconnected, or
+    // still waiting) sleep on the clock again.
+    until_asleep(&clock, 2).await;
+    for _ in 0..8 {
+        clock.advance(Duration::from_secs(1));
+        until_asleep(&clock, 2).await;
+    }
     let requests = api.received_requests().await.unwrap_or_default();
     let count = |p: &str| requests.iter().filter(|r| r.url.path() == p).count();
     let streams = count("/api/v1/stream/applications");
@@ -516,7 +523,7 @@ async fn a_stream_that_closes_at_once_is_reopened_with_backoff_and_never_lists_m
     assert_eq!(
         count("/api/v1/applications"),
         1,
-        "the breaks asked for listings, but the interval (10 s, clock stopped) allows one"
+        "the breaks asked for listings, but the interval (10 s, 8 s on the clock) allows one"
     );
     // Once the interval has passed, the break's catch-up listing happens.
     clock.advance(Duration::from_secs(11));
@@ -609,7 +616,7 @@ async fn an_appprojects_annotations_own_and_route_its_applications() {
         .mount(&argocd)
         .await;
     let quiet = |name: &str, labelled: bool| {
-        let mut a = application(name, "Synced", "Degraded");
+        let mut a = application(name, "payments", "Synced", "Degraded");
         a["spec"]["project"] = json!("shop");
         if !labelled {
             a["metadata"].as_object_mut().expect("metadata").remove("labels");
@@ -704,7 +711,7 @@ async fn a_resync_of_unchanged_applications_writes_nothing_and_still_sees_a_chan
     let d = dir.path().to_path_buf();
     let argocd = MockServer::start().await;
     let unlabelled = |name: &str, sync: &str| {
-        let mut a = application(name, sync, "Healthy");
+        let mut a = application(name, "payments", sync, "Healthy");
         a["metadata"].as_object_mut().expect("metadata").remove("labels");
         a
     };
@@ -822,8 +829,8 @@ async fn argo_cd(apps: &[Value]) -> FakeArgoCd {
 #[tokio::test]
 async fn an_application_gone_from_the_api_is_deleted_by_404_and_by_absence_from_a_listing() {
     let argo = argo_cd(&[
-        application("stays", "Synced", "Healthy"),
-        application("goes", "Synced", "Degraded"),
+        application("stays", "payments", "Synced", "Healthy"),
+        application("goes", "payments", "Synced", "Degraded"),
     ])
     .await;
     let clock = ManualClock::new(t0());
@@ -912,11 +919,11 @@ async fn a_pending_rule_whose_application_the_api_no_longer_has_does_not_fire() 
 
 #[tokio::test]
 async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_due() {
-    let mut degraded = application("recently-degraded", "Synced", "Degraded");
+    let mut degraded = application("recently-degraded", "payments", "Synced", "Degraded");
     degraded["status"]["health"]["lastTransitionTime"] = json!("2026-03-02T08:58:00Z");
     let argo = argo_cd(&[
-        application("drifting", "OutOfSync", "Healthy"),
-        application("fine", "Synced", "Healthy"),
+        application("drifting", "payments", "OutOfSync", "Healthy"),
+        application("fine", "payments", "Synced", "Healthy"),
         degraded,
     ])
     .await;
@@ -961,13 +968,16 @@ async fn a_wiped_store_refills_from_one_listing_and_fires_nothing_that_was_not_d
 
 #[tokio::test]
 async fn a_change_that_flips_no_trigger_is_seen_by_the_resync_and_by_the_watch() {
-    let one = with_prunes(application("cron", "OutOfSync", "Healthy"), &["invoices-v1"]);
+    let one = with_prunes(
+        application("cron", "payments", "OutOfSync", "Healthy"),
+        &["invoices-v1"],
+    );
     let two = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
+        application("cron", "payments", "OutOfSync", "Healthy"),
         &["invoices-v1", "reminders"],
     );
     let three = with_prunes(
-        application("cron", "OutOfSync", "Healthy"),
+        application("cron", "payments", "OutOfSync", "Healthy"),
         &["invoices-v1", "reminders", "old-cfg"],
     );
     let argo = argo_cd(std::slice::from_ref(&one)).await;
@@ -1039,11 +1049,11 @@ async fn a_listing_refused_as_too_large_stores_none_of_the_items_before_the_cap(
     assert!(filled.is_some(), "the first listing");
 
     // Sorted by name: the new Application and the changed one come first, then 1.2 MB of annotations.
-    argo.put(application("aaa-new", "Synced", "Healthy"));
-    argo.put(application("pay-1", "OutOfSync", "Healthy"));
+    argo.put(application("aaa-new", "payments", "Synced", "Healthy"));
+    argo.put(application("pay-1", "payments", "OutOfSync", "Healthy"));
     let bulk: Vec<Value> = (0..12)
         .map(|i| {
-            let mut a = application(&format!("zz-bulk-{i:02}"), "Synced", "Healthy");
+            let mut a = application(&format!("zz-bulk-{i:02}"), "payments", "Synced", "Healthy");
             a["metadata"]["annotations"] = json!({"bulk": "x".repeat(100_000)});
             a
         })

@@ -3,6 +3,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::argocd_bodies::{bare_envelope, envelope_from};
+use crate::fixtures::{captured, fixture, fixture_json, fixture_path};
+
 fn herald(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_herald"));
     cmd.args(args).env("NO_COLOR", "1").env_remove("RUST_LOG");
@@ -15,10 +18,6 @@ fn herald(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argocd")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -338,7 +337,7 @@ teams: {platform: {receivers: [plat-chat], escalation: [{after: 1h, receivers: [
 routes: [{kind: prune_pending, receivers: [pager], continue: true}]
 "#,
     );
-    let app = fixtures().join("captured/021_remove_podinfo_1_1.json");
+    let app = fixture_path("captured/021_remove_podinfo_1_1.json");
     let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &app.display().to_string()], &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("application: argocd/aaaaaaaaa"), "{out}");
@@ -379,7 +378,7 @@ teams: {platform: {receivers: [plat-chat], mute_time_intervals: [always]}}
 time_intervals: [{name: always, time_intervals: [{years: ["1:9999"]}]}]
 "#,
     );
-    let app = fixtures().join("captured/021_remove_podinfo_1_1.json");
+    let app = fixture_path("captured/021_remove_podinfo_1_1.json");
     let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &app.display().to_string()], &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
@@ -426,12 +425,8 @@ fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications(
         "--clock".into(),
         "recorded".into(),
     ];
-    let mut files: Vec<_> = std::fs::read_dir(fixtures().join("captured"))
-        .expect("dir")
-        .map(|e| e.expect("e").path().display().to_string())
-        .collect();
-    files.sort();
-    args.extend(files);
+    let files = (captured().into_iter()).map(|(name, _)| fixture_path(&format!("captured/{name}")));
+    args.extend(files.map(|f| f.display().to_string()));
     let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let (code, out, err) = herald(&refs, &[]);
     assert_eq!(code, 0, "{err}");
@@ -466,13 +461,11 @@ fn replay_with_the_recorded_clock_shows_transitions_incidents_and_notifications(
 fn replay_renders_what_a_receiver_would_show() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = write(dir.path(), "c.yaml", "grouping: {group_wait: 0s}\n");
-    let body = fixtures()
-        .join("captured/021_remove_podinfo_1_1.json")
+    let body = fixture_path("captured/021_remove_podinfo_1_1.json")
         .display()
         .to_string();
     // Derived from 021: the same Application a little over an hour later, still OutOfSync with podinfo to prune.
-    let mut later: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&body).expect("021")).expect("JSON");
+    let mut later = fixture_json("captured/021_remove_podinfo_1_1.json");
     later["timestamp"] = "2025-10-02T18:02:00Z".into();
     let later = write(dir.path(), "later.json", &later.to_string());
     let args = [
@@ -603,17 +596,17 @@ fn herald_with_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
 fn route_reads_kubectl_yaml_from_a_file_or_standard_input() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = write(dir.path(), "c.yaml", "ownership: {default_team: platform}\n");
-    let yaml = fixtures().join("objects/02-live-app-outofsync-sync-failed.yaml");
+    let yaml = fixture_path("objects/02-live-app-outofsync-sync-failed.yaml");
     let (code, from_file, err) = herald(&["route", "--config", &cfg, "--app", &yaml.display().to_string()], &[]);
     assert_eq!(code, 0, "{from_file}{err}");
     assert!(from_file.contains("application: argocd/jen"), "{from_file}");
     assert!(from_file.contains("incident:    out_of_sync"), "{from_file}");
-    let text = std::fs::read(&yaml).expect("yaml");
+    let text = fixture("objects/02-live-app-outofsync-sync-failed.yaml");
     let (code, from_stdin, err) = herald_with_stdin(&["route", "--config", &cfg, "--app", "-"], &text);
     assert_eq!(code, 0, "{from_stdin}{err}");
     assert_eq!(from_stdin, from_file);
     // JSON on standard input too; and what is neither says so.
-    let json = std::fs::read(fixtures().join("captured/021_remove_podinfo_1_1.json")).expect("json");
+    let json = fixture("captured/021_remove_podinfo_1_1.json");
     let (code, out, err) = herald_with_stdin(&["route", "--config", &cfg, "--app", "-"], &json);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("application: argocd/aaaaaaaaa"), "{out}");
@@ -626,7 +619,7 @@ fn route_reads_kubectl_yaml_from_a_file_or_standard_input() {
 fn route_says_when_the_applications_project_holds_it_in_a_sync_window() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = write(dir.path(), "c.yaml", "ownership: {default_team: platform}\n");
-    let yaml = fixtures().join("objects/02-live-app-outofsync-sync-failed.yaml");
+    let yaml = fixture_path("objects/02-live-app-outofsync-sync-failed.yaml");
     let yaml = yaml.display().to_string();
     // A deny window open all day, every day (Argo CD's own shape, as `kubectl get appproject -o yaml` prints it).
     let project = |name: &str, manual: bool| {
@@ -675,15 +668,12 @@ fn replay_until_runs_the_clock_on_and_summarises_fired_resolved_and_pending() {
         "rules: {degraded: {for: 10m}, out_of_sync: {for: 1h}}\ngrouping: {group_wait: 0s}\n",
     );
     let body = |sync: &str, health: &str, t: &str| {
-        serde_json::json!({
-            "timestamp": t,
-            "app": {
-                "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
-                "spec": {"project": "default", "destination": {"namespace": "pay"}},
-                "status": {"sync": {"status": sync}, "health": {"status": health}}
-            }
-        })
-        .to_string()
+        let app = serde_json::json!({
+            "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
+            "spec": {"project": "default", "destination": {"namespace": "pay"}},
+            "status": {"sync": {"status": sync}, "health": {"status": health}}
+        });
+        bare_envelope(app, t).to_string()
     };
     let a = write(
         dir.path(),
@@ -920,7 +910,7 @@ fn the_quick_start_shows_a_notification_on_the_console_within_a_minute() {
     let port = port_rx
         .recv_timeout(std::time::Duration::from_secs(30))
         .expect("herald is listening");
-    let body = root.join("tests/fixtures/argocd/captured/021_remove_podinfo_1_1.json");
+    let body = fixture_path("captured/021_remove_podinfo_1_1.json");
     let posted = std::time::Instant::now();
     let out = Command::new("curl")
         .args(["-sf", "-XPOST", "-H", "Content-Type: application/json", "--data-binary"])
@@ -1057,14 +1047,14 @@ fn incidents_are_listed_from_a_running_herald_filtered_by_state() {
     ));
     let now = chrono::Utc::now().to_rfc3339();
     for (name, health) in [("pay-api", "Degraded"), ("cart", "Healthy")] {
-        let body = serde_json::json!({
-            "timestamp": now,
-            "app": {
+        let body = bare_envelope(
+            serde_json::json!({
                 "metadata": {"name": name, "namespace": "argocd", "uid": name, "labels": {"team": "payments"}},
                 "spec": {"project": "default"},
                 "status": {"sync": {"status": "OutOfSync"}, "health": {"status": health}}
-            }
-        });
+            }),
+            &now,
+        );
         server.post_event(ADMIN, &body.to_string());
     }
     let env = [("HERALD_URL", server.url.as_str()), ("HERALD_TOKEN", READ)];
@@ -1103,9 +1093,7 @@ teams:
   shop: {receivers: [shop-chat]}
 "#,
     );
-    let mut body: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fixtures().join("captured/021_remove_podinfo_1_1.json")).expect("021"))
-            .expect("JSON");
+    let mut body = fixture_json("captured/021_remove_podinfo_1_1.json");
     body["app"]["metadata"]["annotations"]["herald.io/receivers"] = "plat-jira, shop-chat".into();
     let app = write(dir.path(), "app.json", &body.to_string());
     let (code, out, err) = herald(&["route", "--config", &cfg, "--app", &app], &[]);
@@ -1178,18 +1166,14 @@ grouping: {group_wait: 0s}
 
 /// `pay-api` OutOfSync as the Argo CD at `url` sends it (no `context` without one).
 fn out_of_sync_from(url: Option<&str>, t: &str) -> String {
-    let mut v = serde_json::json!({
-        "timestamp": t,
-        "app": {
-            "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
-            "spec": {"project": "default", "destination": {"namespace": "pay"}},
-            "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"}}
-        }
+    let app = serde_json::json!({
+        "metadata": {"name": "pay-api", "namespace": "argocd", "uid": "u1"},
+        "spec": {"project": "default", "destination": {"namespace": "pay"}},
+        "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Healthy"}}
     });
-    if let Some(url) = url {
-        v["context"] = serde_json::json!({"argocdUrl": url});
-    }
-    v.to_string()
+    // Only the URL in its `context`.
+    let context = url.map(|url| serde_json::json!({"argocdUrl": url}));
+    envelope_from(context, app, t).to_string()
 }
 
 #[test]

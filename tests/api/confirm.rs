@@ -9,11 +9,6 @@ use herald::clock::{Clock, ManualClock};
 use wiremock::matchers::{header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn object(rel: &str) -> serde_json::Value {
-    let text = String::from_utf8(fixture(rel)).expect("utf8");
-    serde_norway::from_str(&text).expect("yaml")
-}
-
 fn config(api: &str, dir: &std::path::Path) -> String {
     format!(
         r#"
@@ -37,7 +32,7 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
 #[tokio::test]
 async fn a_condition_confirmed_by_the_api_fires() {
     let api = MockServer::start().await;
-    let jen = object("objects/02-live-app-outofsync-sync-failed.yaml");
+    let jen = fixture_yaml("objects/02-live-app-outofsync-sync-failed.yaml");
     Mock::given(method("GET"))
         .and(path("/api/v1/applications/jen"))
         .and(query_param("appNamespace", "argocd"))
@@ -70,7 +65,7 @@ async fn a_condition_confirmed_by_the_api_fires() {
 async fn a_condition_gone_in_the_cluster_does_not_fire_and_is_recorded() {
     let api = MockServer::start().await;
     // What the cluster says now: the real object 01, Synced.
-    let synced = object("objects/01-argo-cd-controller-testdata-diff-cache.yaml");
+    let synced = fixture_yaml("objects/01-argo-cd-controller-testdata-diff-cache.yaml");
     Mock::given(method("GET"))
         .and(path("/api/v1/applications/velero-test"))
         .and(query_param("appNamespace", "argo-cd"))

@@ -29,10 +29,6 @@ grouping: {{group_wait: 0s, group_interval: 1s}}
     )
 }
 
-fn captured(name: &str) -> Value {
-    serde_json::from_slice(&fixture(&format!("captured/{name}"))).expect("a captured body")
-}
-
 fn time(body: &Value) -> chrono::DateTime<chrono::Utc> {
     let t = body["timestamp"].as_str().expect("a timestamp");
     chrono::DateTime::parse_from_rfc3339(t)
@@ -75,8 +71,13 @@ async fn told(repo: &str) -> (Value, String) {
         .respond_with(ResponseTemplate::new(200))
         .mount(&server)
         .await;
-    let before = with_values(captured("017_sync_podinfo_3_4.json"), repo, "6.9.0", OLD);
-    let after = degraded(with_values(captured("022_remove_podinfo_2_1.json"), repo, "6.9.2", NEW));
+    let before = with_values(fixture_json("captured/017_sync_podinfo_3_4.json"), repo, "6.9.0", OLD);
+    let after = degraded(with_values(
+        fixture_json("captured/022_remove_podinfo_2_1.json"),
+        repo,
+        "6.9.2",
+        NEW,
+    ));
     let clock = ManualClock::new(time(&before));
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let app = TestApp::spawn_in(dir.clone(), &config(&server), Arc::new(clock.clone())).await;
@@ -158,7 +159,7 @@ async fn an_untrusted_hosts_revisions_are_told_as_text_without_a_comparison_link
 #[tokio::test]
 async fn an_image_that_is_not_a_string_is_refused_naming_where_it_is() {
     let app = TestApp::spawn("").await;
-    let mut body = captured("022_remove_podinfo_2_1.json");
+    let mut body = fixture_json("captured/022_remove_podinfo_2_1.json");
     body["app"]["status"]["summary"]["images"] = json!(["ghcr.io/a:1", {"name": "b"}]);
     let r = app.post(body.to_string()).await;
     assert_eq!(r.status(), 422);

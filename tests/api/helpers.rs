@@ -1,5 +1,6 @@
 //! Test harness: the real application on a random port (in-process, like zero-to-production's `spawn_app`), or the
-//! real binary as a child process (for restarts, kill -9 and log checks). Fixtures are in tests/fixtures/argocd (see its SOURCES.md).
+//! real binary as a child process (for restarts, kill -9 and log checks). The bodies Argo CD sends are built by
+//! `tests/common/argocd_bodies.rs` and the fixtures read by `tests/common/fixtures.rs`, as in every test binary.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -10,35 +11,12 @@ use std::time::Duration;
 use herald::clock::{ManualClock, SharedClock, SystemClock};
 use herald::progress::{Passes, Progress};
 
-pub use crate::wait::{eventually, let_time_pass, let_time_pass_blocking};
+pub use crate::argocd_bodies::*;
+pub use crate::fixtures::*;
+pub use crate::wait::{eventually, let_time_pass, let_time_pass_blocking, until_asleep};
 use herald::configuration::Settings;
 use herald::startup::Application;
 use serde_json::Value;
-
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/argocd")
-}
-
-pub fn fixture(rel: &str) -> Vec<u8> {
-    std::fs::read(fixtures().join(rel)).unwrap_or_else(|e| panic!("fixture {rel}: {e}"))
-}
-
-pub fn captured() -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(fixtures().join("captured"))
-        .expect("captured fixtures")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().expect("name").to_string_lossy().into_owned();
-            let body = std::fs::read(&p).expect("read");
-            (name, body)
-        })
-        .collect()
-}
 
 /// Base settings for tests: loopback, random port, a private SQLite file, fast timers.
 pub fn base_yaml(dir: &Path) -> String {
@@ -192,36 +170,6 @@ impl TestApp {
         assert!(r.status().is_success(), "GET {path}: {}", r.status());
         r.json().await.expect("json")
     }
-}
-
-/// A minimal but real-shaped Argo CD envelope for one Application.
-pub fn envelope(name: &str, team: &str, sync: &str, health: &str, timestamp: &str) -> String {
-    serde_json::json!({
-        "timestamp": timestamp,
-        "context": {"argocdUrl": "https://argocd.example.com", "notificationType": "herald"},
-        "app": {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "Application",
-            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}"), "labels": {"team": team}},
-            "spec": {
-                "project": "default",
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": name},
-                "syncPolicy": {"automated": {"prune": false, "selfHeal": false}}
-            },
-            "status": {
-                "sync": {"status": sync, "revision": "0123456789abcdef0123456789abcdef01234567"},
-                "health": {"status": health}
-            }
-        }
-    })
-    .to_string()
-}
-
-/// Sets `app.status.operationState` on an envelope.
-pub fn with_operation(body: &str, op: Value) -> String {
-    let mut v: Value = serde_json::from_str(body).expect("json");
-    v["app"]["status"]["operationState"] = op;
-    v.to_string()
 }
 
 pub fn now_rfc3339() -> String {

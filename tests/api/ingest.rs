@@ -155,17 +155,10 @@ async fn body_012_is_unknown_with_a_comparison_error() {
     app.stop().await;
 }
 
+/// Each document of the YAML fixture `rel` as a JSON body.
 fn yaml_docs_as_json(rel: &str) -> Vec<Vec<u8>> {
-    let text = String::from_utf8(fixture(rel)).expect("utf8");
-    text.split("\n---")
-        .filter(|d| {
-            d.lines()
-                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        })
-        .map(|d| {
-            let v: serde_json::Value = serde_norway::from_str(d).expect("yaml doc");
-            serde_json::to_vec(&v).expect("json")
-        })
+    (fixture_yaml_documents(rel).iter())
+        .map(|v| serde_json::to_vec(v).expect("json"))
         .collect()
 }
 

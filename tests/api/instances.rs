@@ -22,19 +22,15 @@ fn t0() -> chrono::DateTime<chrono::Utc> {
 }
 
 /// A webhook body of `pay-api` (namespace `argocd`) as the Argo CD at `argocd_url` sends it.
+/// (No URL: an empty `context`.)
 fn body_from(argocd_url: Option<&str>, sync: &str, health: &str, at: &str) -> String {
-    let mut v: Value = serde_json::from_str(&envelope("pay-api", "payments", sync, health, at)).expect("json");
-    match argocd_url {
-        Some(u) => v["context"]["argocdUrl"] = json!(u),
-        None => v["context"] = json!({}),
-    }
-    v.to_string()
+    let from = argocd_url.map_or_else(|| json!({}), context);
+    envelope_from(Some(from), pay_api(sync, health), at).to_string()
 }
 
-fn application(sync: &str, health: &str) -> Value {
-    let v: Value =
-        serde_json::from_str(&envelope("pay-api", "payments", sync, health, "2026-03-02T09:00:00Z")).expect("json");
-    v["app"].clone()
+/// `pay-api` of `payments`, as the API lists it.
+fn pay_api(sync: &str, health: &str) -> Value {
+    application("pay-api", "payments", sync, health)
 }
 
 fn listing(apps: &[Value]) -> ResponseTemplate {
@@ -103,12 +99,12 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
         let eu = MockServer::start().await;
         Mock::given(method("GET"))
             .and(path("/api/v1/applications"))
-            .respond_with(listing(&[application("OutOfSync", "Healthy")]))
+            .respond_with(listing(&[pay_api("OutOfSync", "Healthy")]))
             .mount(&a)
             .await;
         Mock::given(method("GET"))
             .and(path("/api/v1/applications"))
-            .respond_with(listing(&[application("Synced", "Healthy")]))
+            .respond_with(listing(&[pay_api("Synced", "Healthy")]))
             .up_to_n_times(1)
             .mount(&eu)
             .await;
@@ -179,7 +175,7 @@ async fn each_instances_listing_and_404_touch_only_its_own_applications() {
         Mock::given(method("GET"))
             .and(path("/api/v1/applications/pay-api"))
             .and(query_param("appNamespace", "argocd"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(application("OutOfSync", "Healthy")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(pay_api("OutOfSync", "Healthy")))
             .mount(&a)
             .await;
         Mock::given(method("GET"))

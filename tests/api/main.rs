@@ -4,6 +4,8 @@
 mod acks;
 mod action_links;
 mod app_page;
+#[path = "../common/argocd_bodies.rs"]
+mod argocd_bodies;
 mod argocd_rbac;
 mod argocd_source;
 mod argocd_sync_windows;
@@ -23,6 +25,8 @@ mod digest;
 #[path = "../common/fake_argocd.rs"]
 mod fake_argocd;
 mod faults;
+#[path = "../common/fixtures.rs"]
+mod fixtures;
 mod forgery;
 #[path = "../common/fresh_db.rs"]
 mod fresh_db;

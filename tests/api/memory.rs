@@ -54,7 +54,7 @@ fn hostile_app(k: usize, shape: &str) -> Value {
 }
 
 fn body(k: usize, shape: &str) -> Vec<u8> {
-    let b = serde_json::to_vec(&json!({"timestamp": now_rfc3339(), "app": hostile_app(k, shape)})).expect("json");
+    let b = serde_json::to_vec(&bare_envelope(hostile_app(k, shape), &now_rfc3339())).expect("json");
     assert!(b.len() <= BODY_BYTES + 1024, "{shape}: {} bytes", b.len());
     b
 }

@@ -12,6 +12,7 @@ use herald::store::Store;
 use secrecy::SecretString;
 use sqlx::{Connection, Executor};
 
+use crate::argocd_bodies::bare_envelope;
 use crate::wait;
 
 /// A fresh database on the test PostgreSQL, and its URL.
@@ -49,14 +50,11 @@ fn body(sync: &str, second: u32) -> herald::argocd::Snapshot {
 }
 
 fn body_text(sync: &str, second: u32) -> String {
-    serde_json::json!({
-        "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60),
-        "app": {
-            "metadata": {"name": "pay", "namespace": "argocd", "uid": "uid-pay"},
-            "status": {"sync": {"status": sync}, "health": {"status": "Healthy"}}
-        }
-    })
-    .to_string()
+    let app = serde_json::json!({
+        "metadata": {"name": "pay", "namespace": "argocd", "uid": "uid-pay"},
+        "status": {"sync": {"status": sync}, "health": {"status": "Healthy"}}
+    });
+    bare_envelope(app, &format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60)).to_string()
 }
 
 fn pay() -> AppId {
@@ -225,15 +223,12 @@ async fn a_duplicates_last_seen_reaches_sqlite() {
 
 /// A body of Application `name` at `second`, its sync and health given.
 fn app_body(name: &str, sync: &str, health: &str, second: u32) -> herald::argocd::Snapshot {
-    let text = serde_json::json!({
-        "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60),
-        "app": {
-            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
-            "spec": {"project": "default"},
-            "status": {"sync": {"status": sync}, "health": {"status": health}}
-        }
-    })
-    .to_string();
+    let app = serde_json::json!({
+        "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+        "spec": {"project": "default"},
+        "status": {"sync": {"status": sync}, "health": {"status": health}}
+    });
+    let text = bare_envelope(app, &format!("2026-01-01T10:{:02}:{:02}Z", second / 60, second % 60)).to_string();
     parse_body(text.as_bytes(), 64).expect("valid body")
 }
 
@@ -344,15 +339,12 @@ async fn a_deadlock_victim_is_a_conflict_to_do_again() {
 
 /// `name` Degraded (or Healthy) on the one cluster every body of this file names (none: the default destination).
 fn health_of(name: &str, health: &str) -> herald::argocd::Snapshot {
-    let text = serde_json::json!({
-        "timestamp": "2026-01-01T10:00:00Z",
-        "app": {
-            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
-            "spec": {"destination": {"server": "https://10.20.30.40:6443", "namespace": name}},
-            "status": {"sync": {"status": "Synced"}, "health": {"status": health}}
-        }
-    })
-    .to_string();
+    let app = serde_json::json!({
+        "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+        "spec": {"destination": {"server": "https://10.20.30.40:6443", "namespace": name}},
+        "status": {"sync": {"status": "Synced"}, "health": {"status": health}}
+    });
+    let text = bare_envelope(app, "2026-01-01T10:00:00Z").to_string();
     parse_body(text.as_bytes(), 64).expect("valid body")
 }
 

@@ -19,6 +19,7 @@ use herald::store::{
 use secrecy::SecretString;
 use sqlx::Row;
 
+use crate::argocd_bodies::bare_envelope;
 use crate::fresh_db::{FreshDb, fresh_db};
 
 async fn fresh(engine: &str) -> (Store, FreshDb) {
@@ -1196,13 +1197,12 @@ fn raw_body(name: &str, k: usize) -> String {
                 "health": {"status": if k.is_multiple_of(4) { "Progressing" } else { "Healthy" }}})
         })
         .collect();
-    serde_json::json!({
-        "timestamp": format!("2026-01-01T00:{:02}:00Z", k % 60),
-        "app": {"metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
-                "status": {"sync": {"status": if k.is_multiple_of(3) { "OutOfSync" } else { "Synced" }, "revision": format!("rev-{k}")},
-                           "resources": resources}}
-    })
-    .to_string()
+    let app = serde_json::json!({
+        "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}")},
+        "status": {"sync": {"status": if k.is_multiple_of(3) { "OutOfSync" } else { "Synced" }, "revision": format!("rev-{k}")},
+                   "resources": resources}
+    });
+    bare_envelope(app, &format!("2026-01-01T00:{:02}:00Z", k % 60)).to_string()
 }
 
 /// Stores the bodies `ks` of `name` (at minute `k` each) in one transaction, continuing the runs in `chains`.

@@ -7,10 +7,6 @@ use std::path::Path;
 use crate::helpers::*;
 use serde_json::{Value, json};
 
-fn captured_body(name: &str) -> Value {
-    serde_json::from_slice(&fixture(&format!("captured/{name}"))).expect("fixture json")
-}
-
 fn start(dir: &Path, extra: &str) -> Binary {
     let cfg = dir.join("herald.yaml");
     std::fs::write(
@@ -57,7 +53,7 @@ async fn post(bin: &Binary, body: &Value) {
 async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until_it_is_gone() {
     let dir = tempfile::tempdir().expect("tmp");
     let bin = start(dir.path(), "rules: {prune_pending: {for: 2s}}");
-    let mut body = captured_body("021_remove_podinfo_1_1.json");
+    let mut body = fixture_json("captured/021_remove_podinfo_1_1.json");
     body["timestamp"] = now_rfc3339().into();
     body["app"]["metadata"]["labels"] = json!({"team": "billing"});
     let resources = body["app"]["status"]["resources"].as_array_mut().expect("resources");
@@ -156,7 +152,7 @@ async fn a_cronjob_removed_from_git_with_prune_off_is_reported_to_its_team_until
 async fn a_configmap_renamed_with_prune_on_is_a_critical_pruned_notification_with_recovery_steps() {
     let dir = tempfile::tempdir().expect("tmp");
     let bin = start(dir.path(), "rules: {pruned: {production: {namespaces: ['*-prod']}}}");
-    let mut body = captured_body("008_sync_podinfo_1_2.json");
+    let mut body = fixture_json("captured/008_sync_podinfo_1_2.json");
     body["timestamp"] = now_rfc3339().into();
     let app = &mut body["app"];
     app["metadata"]["name"] = "payments".into();
@@ -225,7 +221,7 @@ async fn a_service_monitor_without_its_crd_is_a_sync_unknown_notification_with_t
         dir.path(),
         "rules: {sync_unknown: {for: 2s}, degraded: {enabled: false}}",
     );
-    let mut body = captured_body("012_sync_podinfo_2_2.json");
+    let mut body = fixture_json("captured/012_sync_podinfo_2_2.json");
     body["timestamp"] = now_rfc3339().into();
     body["app"]["status"]["conditions"][0]["message"] = "Failed to load target state: failed to get cluster version for cluster \
         \"https://kubernetes.default.svc\": resource mapping not found for name: \"podinfo\" namespace: \"podinfo\" from \"\": \

@@ -25,6 +25,8 @@ use serde_json::{Map, Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::fixtures::fixture_text;
+
 /// What a token may `get`: every project's Applications, or those of some projects only; and whether it may
 /// `get` AppProjects.
 #[derive(Debug, Clone, PartialEq)]
@@ -401,9 +403,10 @@ fn pointer_in(v: &Value, key: &str) -> Field {
     v.get(key).cloned().map_or(Field::Null, Field::Value)
 }
 
-/// Argo CD's `appFields` table (see `tests/fixtures/argocd/SOURCES.md`).
+/// Argo CD's `appFields` table (the fixture `app_fields.txt`; see `tests/fixtures/argocd/SOURCES.md`).
 fn app_fields() -> impl Iterator<Item = &'static str> {
-    include_str!("../fixtures/argocd/app_fields.txt").lines()
+    static TABLE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| fixture_text("app_fields.txt"));
+    TABLE.lines()
 }
 
 /// `parseFieldSelection` + `selectAppFields` + `processAppFields`.

@@ -1,8 +1,11 @@
 //! How tests wait. For Herald to finish something: until a condition holds ([`eventually`], or the test app's
-//! `settle`, which waits on the loops' own count of their passes). For time itself, only where the time is what is
+//! `settle`, which waits on the loops' own count of their passes), or until the loops that sleep on a manual clock
+//! have made their pass after it moved ([`until_asleep`]). For time itself, only where the wall clock is what is
 //! tested ([`let_time_pass`]). These are the only places the tests pause.
 
 use std::time::Duration;
+
+use herald::clock::ManualClock;
 
 /// Waits until `f` returns Some, polling every 50 ms, for at most `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, mut f: F) -> Option<T>
@@ -20,6 +23,20 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits until `n` sleeps on `clock` wait for a time still to come: after the clock moved, the `n` loops that sleep
+/// on it (the Argo CD resync's, the watch's) have made the pass it woke them for and sleep again.
+pub async fn until_asleep(clock: &ManualClock, n: usize) {
+    let asleep = eventually(Duration::from_secs(20), || {
+        std::future::ready((clock.sleeping() == n).then_some(()))
+    })
+    .await;
+    assert!(
+        asleep.is_some(),
+        "{} sleeps on the clock, not {n}, after 20 s",
+        clock.sleeping()
+    );
 }
 
 /// Lets wall-clock time pass on purpose, where it is what the test is about: a real binary down across a

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::argocd_bodies::envelope_around;
 use crate::fake_argocd::{FakeArgoCd, Rbac, application};
 use crate::harness::{CONFIG, Story};
 
@@ -242,11 +243,7 @@ fn on_cluster(name: &str, team: &str, reachable: bool) -> serde_json::Value {
 async fn changes(s: &mut Story, argo: &FakeArgoCd, name: &str, team: &str, reachable: bool) {
     let app = on_cluster(name, team, reachable);
     argo.put(app.clone());
-    let body = serde_json::json!({
-        "timestamp": "",
-        "context": {"argocdUrl": "https://argocd.example.com", "notificationType": "herald"},
-        "app": app,
-    });
+    let body = envelope_around(app, "");
     let what = if reachable {
         "Synced"
     } else {

@@ -17,6 +17,7 @@ use herald::store::Store;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+use crate::argocd_bodies::{application, envelope_around};
 use crate::fresh_db::{FreshDb, fresh_db};
 
 pub struct Story {
@@ -442,27 +443,14 @@ pub fn line(at: DateTime<Utc>, n: &Notification) -> String {
     )
 }
 
-/// A real-shaped Argo CD body for Application `name` (namespace `argocd`) of `team`, deployed to `dest`.
+/// A real-shaped Argo CD body for Application `name` (namespace `argocd`) of `team`, from its folder of
+/// `acme/deploy`, deployed to `dest` (its timestamp is set when the story sends it).
 pub fn app(name: &str, team: &str, dest: &str, sync: &str, health: &str) -> Value {
-    json!({
-        "timestamp": "",
-        "context": {"argocdUrl": "https://argocd.example.com", "notificationType": "herald"},
-        "app": {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "Application",
-            "metadata": {"name": name, "namespace": "argocd", "uid": format!("uid-{name}"), "labels": {"team": team}},
-            "spec": {
-                "project": "default",
-                "source": {"repoURL": "https://github.com/acme/deploy", "path": name, "targetRevision": "HEAD"},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": dest},
-                "syncPolicy": {"automated": {"prune": false, "selfHeal": false}}
-            },
-            "status": {
-                "sync": {"status": sync, "revision": "0123456789abcdef0123456789abcdef01234567"},
-                "health": {"status": health}
-            }
-        }
-    })
+    let mut app = application(name, team, sync, health);
+    app["spec"]["destination"]["namespace"] = json!(dest);
+    app["spec"]["source"] =
+        json!({"repoURL": "https://github.com/acme/deploy", "path": name, "targetRevision": "HEAD"});
+    envelope_around(app, "")
 }
 
 /// `body` with resources waiting to be pruned (`status.resources[]` with `requiresPruning`).

@@ -5,8 +5,12 @@
 //! scripts/test) against the same golden file; `herald replay --until` must queue the same notifications as the
 //! running service.
 
+#[path = "../common/argocd_bodies.rs"]
+mod argocd_bodies;
 #[path = "../common/fake_argocd.rs"]
 mod fake_argocd;
+#[path = "../common/fixtures.rs"]
+mod fixtures;
 #[path = "../common/fresh_db.rs"]
 mod fresh_db;
 mod harness;
