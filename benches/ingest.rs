@@ -156,22 +156,29 @@ fn load_templates(dir: &PathBuf) -> Vec<Value> {
     out
 }
 
-/// A captured body, serialised once with placeholders where the timestamp, the name and the uid go: a request is
-/// the pieces and those three values put together, so the generator spends little of the CPU it shares with Herald.
+/// A captured body, serialised once with placeholders where the timestamp, the name, the uid and its creation time
+/// go: a request is the pieces and those values put together, so the generator spends little of the CPU it shares
+/// with Herald.
 struct Template {
     /// The text before the first placeholder, then after each, in order.
     pieces: Vec<Vec<u8>>,
-    /// Which value each placeholder takes: 0 the timestamp, 1 the name, 2 the uid.
+    /// Which value each placeholder takes: 0 the timestamp, 1 the name, 2 the uid, 3 its creation time.
     slots: Vec<usize>,
 }
 
-const PLACEHOLDERS: [&str; 3] = ["@@herald-bench-ts@@", "@@herald-bench-name@@", "@@herald-bench-uid@@"];
+const PLACEHOLDERS: [&str; 4] = [
+    "@@herald-bench-ts@@",
+    "@@herald-bench-name@@",
+    "@@herald-bench-uid@@",
+    "@@herald-bench-created@@",
+];
 
 fn template(v: &Value) -> Template {
     let mut v = v.clone();
     v["timestamp"] = Value::String(PLACEHOLDERS[0].into());
     v["app"]["metadata"]["name"] = Value::String(PLACEHOLDERS[1].into());
     v["app"]["metadata"]["uid"] = Value::String(PLACEHOLDERS[2].into());
+    v["app"]["metadata"]["creationTimestamp"] = Value::String(PLACEHOLDERS[3].into());
     let mut text = serde_json::to_string(&v).unwrap_or_default();
     let (mut pieces, mut slots) = (Vec::new(), Vec::new());
     while let Some((at, slot)) = PLACEHOLDERS
@@ -191,14 +198,18 @@ fn template(v: &Value) -> Template {
 /// The i-th event: a captured body for application `i % apps`, named and timed afresh. Each round through the
 /// captured bodies is another incarnation of the Application (its own uid): the last captured bodies are of an
 /// Application being deleted, and a body about a deleted one is stale (stores nothing), so the same uid would make
-/// every body after the first round stale instead of a change.
+/// every body after the first round stale instead of a change. Each incarnation is created after the one before
+/// (`metadata.creationTimestamp`), as Kubernetes would have it: the one created later is the Application.
 fn body(templates: &[Template], i: u64, apps: usize) -> Vec<u8> {
     let round = i as usize / apps;
     let t = &templates[round % templates.len()];
+    let incarnation = round / templates.len();
+    let created = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH + chrono::Duration::minutes(incarnation as i64);
     let values = [
         chrono::Utc::now().to_rfc3339(),
         format!("bench-{:05}", i as usize % apps),
-        format!("uid-{:05}-{}", i as usize % apps, round / templates.len()),
+        format!("uid-{:05}-{incarnation}", i as usize % apps),
+        created.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     ];
     let mut out = Vec::with_capacity(t.pieces.iter().map(Vec::len).sum::<usize>() + 64);
     for (piece, slot) in t.pieces.iter().zip(&t.slots) {
