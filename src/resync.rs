@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, watch};
 
-use crate::argocd::api::{ApiError, Listed, WatchEvent};
+use crate::argocd::api::{ApiError, Listed, ListingReader, WatchEvent};
 use crate::argocd::{AppId, Snapshot};
 use crate::pipeline::{HeldDropRow, InstanceApi, Pipeline, app_key};
 
@@ -124,7 +124,49 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
         Ok(r) => r,
         Err(e) => return refused(source, started, &e),
     };
-    // The listed Applications, by `app_key` (16 bytes each, whatever the names).
+    let ListedItems {
+        present,
+        unreadable,
+        failures,
+    } = ingest_items(pipeline, source, &mut reader).await;
+    let end = reader.finish().await;
+    if failures > 0 {
+        tracing::warn!(
+            instance,
+            failures,
+            "the store refused part of the Argo CD listing; the next resync repairs it"
+        );
+        (source.status).failed(started, &format!("{failures} Applications could not be stored"));
+        return;
+    }
+    if let Err(e) = end {
+        return refused(source, started, &e);
+    }
+    let listed = present.len();
+    if unreadable.0 > 0 {
+        // An Application Herald cannot read is not absent: deleting by absence would be wrong this time.
+        tracing::warn!(instance, unreadable = unreadable.0, first = ?unreadable.1, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
+    } else {
+        delete_absent(pipeline, source, &present, started).await;
+    }
+    tracing::info!(instance, listed, "Argo CD resync done");
+    source.status.succeeded(pipeline.now(), listed);
+}
+
+/// What handing a listing's items to the writer found.
+struct ListedItems {
+    /// The listed Applications, by `app_key` (16 bytes each, whatever the names).
+    present: HashSet<u128>,
+    /// How many items could not be read, the first few named.
+    unreadable: (usize, Vec<String>),
+    /// How many the store refused.
+    failures: usize,
+}
+
+/// Hands each item of the listing to the writer as it is read ([`IN_FLIGHT`] at once); an item whose bytes were
+/// read before into what is stored is only confirmed.
+async fn ingest_items(pipeline: &Pipeline, source: &InstanceApi, reader: &mut ListingReader) -> ListedItems {
+    let api = &source.api;
     let mut present = HashSet::new();
     let mut unreadable = (0usize, Vec::new());
     let failures = (reader.items())
@@ -155,28 +197,11 @@ pub async fn resync_once(pipeline: &Pipeline, source: &InstanceApi) {
         .filter(|r| std::future::ready(r.is_err()))
         .count()
         .await;
-    let end = reader.finish().await;
-    if failures > 0 {
-        tracing::warn!(
-            instance,
-            failures,
-            "the store refused part of the Argo CD listing; the next resync repairs it"
-        );
-        (source.status).failed(started, &format!("{failures} Applications could not be stored"));
-        return;
+    ListedItems {
+        present,
+        unreadable,
+        failures,
     }
-    if let Err(e) = end {
-        return refused(source, started, &e);
-    }
-    let listed = present.len();
-    if unreadable.0 > 0 {
-        // An Application Herald cannot read is not absent: deleting by absence would be wrong this time.
-        tracing::warn!(instance, unreadable = unreadable.0, first = ?unreadable.1, "some Applications in the Argo CD listing cannot be read; not deleting by absence this time");
-    } else {
-        delete_absent(pipeline, source, &present, started).await;
-    }
-    tracing::info!(instance, listed, "Argo CD resync done");
-    source.status.succeeded(pipeline.now(), listed);
 }
 
 /// The listing failed or did not prove complete: nothing is deleted by absence; the status page says why.
@@ -218,8 +243,7 @@ async fn delete_absent(
     started: chrono::DateTime<chrono::Utc>,
 ) {
     let api = &source.api;
-    let instance = api.instance();
-    let live = match pipeline.live_apps(instance, &api.settings().projects).await {
+    let live = match pipeline.live_apps(api.instance(), &api.settings().projects).await {
         Ok(l) => l,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the stored Applications to compare with the listing");
@@ -227,8 +251,29 @@ async fn delete_absent(
         }
     };
     let stored = live.len();
+    let (mut seen_projects, absent) = lacking(live, present, started);
+    let Confirmed { gone, denied, seen, .. } = confirm_absent(pipeline, source, absent).await;
+    seen_projects.extend(seen);
+    record_projects(pipeline, source, &seen_projects, &denied).await;
+    let delete = guard_drop(pipeline, source, gone, stored, started).await;
+    for app in delete {
+        match pipeline.delete(app.clone()).await {
+            Ok(s) => {
+                tracing::info!(app = %app, incidents = s.incidents.len(), "not in the Argo CD listing, and Argo CD confirms it is gone: deleted")
+            }
+            Err(e) => tracing::warn!(app = %app, error = %e, "cannot mark the Application deleted"),
+        }
+    }
+}
+
+/// Of the `live` Applications stored, the projects of those the listing holds (`present`), and those it lacks by
+/// project (each project's in a stable order) — but for any heard of after the listing `started`.
+fn lacking(
+    live: Vec<(AppId, chrono::DateTime<chrono::Utc>, String)>,
+    present: &HashSet<u128>,
+    started: chrono::DateTime<chrono::Utc>,
+) -> (BTreeSet<String>, BTreeMap<String, Vec<AppId>>) {
     let mut seen_projects: BTreeSet<String> = BTreeSet::new();
-    // The lacking ones by project, each project's in a stable order.
     let mut absent: BTreeMap<String, Vec<AppId>> = BTreeMap::new();
     for (app, last_seen, project) in live {
         if present.contains(&app_key(&app)) {
@@ -237,9 +282,18 @@ async fn delete_absent(
             absent.entry(project).or_default().push(app);
         }
     }
-    let Confirmed { gone, denied, seen, .. } = confirm_absent(pipeline, source, absent).await;
-    seen_projects.extend(seen);
-    for project in &denied {
+    (seen_projects, absent)
+}
+
+/// Records which projects the token was denied, and which it sees (again).
+async fn record_projects(
+    pipeline: &Pipeline,
+    source: &InstanceApi,
+    seen_projects: &BTreeSet<String>,
+    denied: &BTreeSet<String>,
+) {
+    let instance = source.api.instance();
+    for project in denied {
         if let Err(e) = pipeline.project_denied(source, project).await {
             tracing::warn!(instance, project, error = %e, "cannot record that the project is denied; the next listing asks again");
         }
@@ -249,7 +303,19 @@ async fn delete_absent(
             tracing::warn!(instance, project, error = %e, "cannot record that the project is seen again");
         }
     }
-    let settings = api.settings();
+}
+
+/// Of the Applications confirmed `gone`, those to delete now: a drop of many at once (against the `stored` count)
+/// is held back, recorded, until the next listing agrees ([`DropGuard`]); one the last listing held and this one
+/// agrees with is released.
+async fn guard_drop(
+    pipeline: &Pipeline,
+    source: &InstanceApi,
+    gone: Vec<AppId>,
+    stored: usize,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<AppId> {
+    let (instance, settings) = (source.api.instance(), source.api.settings());
     let guard = DropGuard {
         max_share: settings.max_drop_share,
         min_count: settings.min_drop_count,
@@ -286,14 +352,7 @@ async fn delete_absent(
     if let Err(e) = recorded {
         tracing::warn!(error = %e, "cannot record the drop held back; the next listing decides again");
     }
-    for app in delete {
-        match pipeline.delete(app.clone()).await {
-            Ok(s) => {
-                tracing::info!(app = %app, incidents = s.incidents.len(), "not in the Argo CD listing, and Argo CD confirms it is gone: deleted")
-            }
-            Err(e) => tracing::warn!(app = %app, error = %e, "cannot mark the Application deleted"),
-        }
-    }
+    delete
 }
 
 /// What the confirming GETs of one listing found.

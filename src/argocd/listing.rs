@@ -125,65 +125,11 @@ impl Scanner {
                 let Some(b) = self.skip_whitespace() else {
                     return Ok(true);
                 };
-                match (self.state, b) {
-                    (State::Start, b'{') => self.state = State::Key { first: true },
-                    (State::Start, _) => return Err(unexpected(b, "a listing object with `items`")),
-                    (State::Key { first: true }, b'}') => self.state = State::Done,
-                    (State::Key { .. }, b'"') => {
-                        let Some(end) = string_end(&self.buf, self.pos + 1) else {
-                            return Ok(true);
-                        };
-                        let key = &self.buf[self.pos + 1..end - 1];
-                        // Past the key and its colon; the colon may be in the next chunk.
-                        let Some(colon) = self.buf[end..].iter().position(|b| !b.is_ascii_whitespace()) else {
-                            return Ok(true);
-                        };
-                        if self.buf[end + colon] != b':' {
-                            return Err(unexpected(self.buf[end + colon], "`:` after a key"));
-                        }
-                        let items = key == b"items";
-                        if items && self.items_key {
-                            return Err("duplicate field `items`".into());
-                        }
-                        self.items_key |= items;
-                        self.key = key.to_vec();
-                        self.pos = end + colon + 1;
-                        self.state = State::Value { items };
-                        continue;
-                    }
-                    (State::Key { .. }, _) => return Err(unexpected(b, "a key")),
-                    (State::Value { items: true }, b'[') => {
-                        self.seen.items = Some(0);
-                        self.state = State::Item { first: true };
-                    }
-                    (State::Value { items: true }, b'n') => {
-                        if self.buf.len() < self.pos + 4 {
-                            return Ok(true);
-                        }
-                        if &self.buf[self.pos..self.pos + 4] != b"null" {
-                            return Err(unexpected(b, "`items` as an array of Applications"));
-                        }
-                        self.pos += 3;
-                        self.state = State::AfterValue;
-                    }
-                    (State::Value { items: true }, _) => {
-                        return Err(unexpected(b, "`items` as an array of Applications"));
-                    }
-                    (State::Item { first: true }, b']') | (State::AfterItem, b']') => {
-                        self.state = State::AfterValue;
-                    }
-                    (State::Item { .. } | State::Value { items: false }, _) => {
-                        self.extent = Some(Extent::new(self.pos));
-                        continue;
-                    }
-                    (State::AfterItem, b',') => self.state = State::Item { first: false },
-                    (State::AfterItem, _) => return Err(unexpected(b, "`,` or `]` after an item")),
-                    (State::AfterValue, b',') => self.state = State::Key { first: false },
-                    (State::AfterValue, b'}') => self.state = State::Done,
-                    (State::AfterValue, _) => return Err(unexpected(b, "`,` or `}` after a value")),
-                    (State::Done, _) => return Err(unexpected(b, "nothing after the listing")),
+                match self.structure(b)? {
+                    Step::Consumed => self.pos += 1,
+                    Step::Moved => {}
+                    Step::More => return Ok(true),
                 }
-                self.pos += 1;
                 continue;
             }
             // A value whose end is being looked for: an item, or another top-level key's value.
@@ -195,30 +141,112 @@ impl Scanner {
             };
             let depth = extent.deepest;
             self.extent = None;
-            let value = &self.buf[self.pos..end];
-            if let State::Item { .. } = self.state {
-                self.seen.items = self.seen.items.map(|n| n + 1);
-                if !item(value, depth)? {
-                    return Ok(false);
-                }
-                self.state = State::AfterItem;
-            } else {
-                if self.key == b"metadata" {
-                    let meta: Option<ListMeta> = serde_json::from_slice(value).map_err(|e| format!("metadata: {e}"))?;
-                    self.seen.continue_token = meta.and_then(|m| m.r#continue);
-                } else {
-                    serde_json::from_slice::<IgnoredAny>(value).map_err(|e| {
-                        format!(
-                            "{}: {e}",
-                            String::from_utf8_lossy(&self.key).chars().take(64).collect::<String>()
-                        )
-                    })?;
-                }
-                self.state = State::AfterValue;
+            if !self.value_read(end, depth, item)? {
+                return Ok(false);
             }
             self.pos = end;
         }
     }
+
+    /// The listing's structure at the byte `b` (not whitespace) outside any value: what the state moves to.
+    fn structure(&mut self, b: u8) -> Result<Step, Malformed> {
+        match (self.state, b) {
+            (State::Start, b'{') => self.state = State::Key { first: true },
+            (State::Start, _) => return Err(unexpected(b, "a listing object with `items`")),
+            (State::Key { first: true }, b'}') => self.state = State::Done,
+            (State::Key { .. }, b'"') => return self.key_read(),
+            (State::Key { .. }, _) => return Err(unexpected(b, "a key")),
+            (State::Value { items: true }, b'[') => {
+                self.seen.items = Some(0);
+                self.state = State::Item { first: true };
+            }
+            (State::Value { items: true }, b'n') => {
+                if self.buf.len() < self.pos + 4 {
+                    return Ok(Step::More);
+                }
+                if &self.buf[self.pos..self.pos + 4] != b"null" {
+                    return Err(unexpected(b, "`items` as an array of Applications"));
+                }
+                self.pos += 3;
+                self.state = State::AfterValue;
+            }
+            (State::Value { items: true }, _) => {
+                return Err(unexpected(b, "`items` as an array of Applications"));
+            }
+            (State::Item { first: true }, b']') | (State::AfterItem, b']') => {
+                self.state = State::AfterValue;
+            }
+            (State::Item { .. } | State::Value { items: false }, _) => {
+                self.extent = Some(Extent::new(self.pos));
+                return Ok(Step::Moved);
+            }
+            (State::AfterItem, b',') => self.state = State::Item { first: false },
+            (State::AfterItem, _) => return Err(unexpected(b, "`,` or `]` after an item")),
+            (State::AfterValue, b',') => self.state = State::Key { first: false },
+            (State::AfterValue, b'}') => self.state = State::Done,
+            (State::AfterValue, _) => return Err(unexpected(b, "`,` or `}` after a value")),
+            (State::Done, _) => return Err(unexpected(b, "nothing after the listing")),
+        }
+        Ok(Step::Consumed)
+    }
+
+    /// A top-level key and its colon (either may still be in the next chunk): the state moves to its value.
+    fn key_read(&mut self) -> Result<Step, Malformed> {
+        let Some(end) = string_end(&self.buf, self.pos + 1) else {
+            return Ok(Step::More);
+        };
+        let key = &self.buf[self.pos + 1..end - 1];
+        // Past the key and its colon; the colon may be in the next chunk.
+        let Some(colon) = self.buf[end..].iter().position(|b| !b.is_ascii_whitespace()) else {
+            return Ok(Step::More);
+        };
+        if self.buf[end + colon] != b':' {
+            return Err(unexpected(self.buf[end + colon], "`:` after a key"));
+        }
+        let items = key == b"items";
+        if items && self.items_key {
+            return Err("duplicate field `items`".into());
+        }
+        self.items_key |= items;
+        self.key = key.to_vec();
+        self.pos = end + colon + 1;
+        self.state = State::Value { items };
+        Ok(Step::Moved)
+    }
+
+    /// A whole value read, up to `end` (`depth` its deepest nesting): an item goes to `item` (which says whether
+    /// to go on); `metadata` gives the continue token; any other key's value is checked to be JSON.
+    fn value_read(&mut self, end: usize, depth: u32, item: &mut OnItem) -> Result<bool, Malformed> {
+        let value = &self.buf[self.pos..end];
+        if let State::Item { .. } = self.state {
+            self.seen.items = self.seen.items.map(|n| n + 1);
+            if !item(value, depth)? {
+                return Ok(false);
+            }
+            self.state = State::AfterItem;
+        } else {
+            if self.key == b"metadata" {
+                let meta: Option<ListMeta> = serde_json::from_slice(value).map_err(|e| format!("metadata: {e}"))?;
+                self.seen.continue_token = meta.and_then(|m| m.r#continue);
+            } else {
+                serde_json::from_slice::<IgnoredAny>(value).map_err(|e| {
+                    format!(
+                        "{}: {e}",
+                        String::from_utf8_lossy(&self.key).chars().take(64).collect::<String>()
+                    )
+                })?;
+            }
+            self.state = State::AfterValue;
+        }
+        Ok(true)
+    }
+}
+
+/// What one byte of the listing's structure did: consumed it, moved the position itself, or needs the next chunk.
+enum Step {
+    Consumed,
+    Moved,
+    More,
 }
 
 #[derive(Deserialize)]
