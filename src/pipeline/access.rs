@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Core, InstanceApi, Pipeline};
-use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread, Zone};
+use crate::domain::{Action, Body, Incident, IncidentState, Kind, Notification, Severity, Thread, Zone};
 use crate::store::{Store, StoreError, WriteTx};
 
 impl Core {
@@ -130,12 +130,9 @@ impl Core {
                     thread_key: thread.key(),
                     title: title.clone(),
                     reason: reason.clone(),
-                    incidents: vec![incident.clone()],
+                    body: Body::Incidents(vec![incident.clone()]),
                     created_at: now,
-                    digest: None,
                     recipient: None,
-                    change: None,
-                    commit_status: None,
                     status_url: None,
                     group_actions: Vec::new(),
                     zone: Default::default(),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::{Core, Pipeline, PipelineError};
-use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread};
+use crate::domain::{Acknowledgement, Action, Body, Incident, IncidentState, Notification, Thread};
 use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
 
 /// What an acknowledge or unacknowledge did.
@@ -144,7 +144,7 @@ impl Core {
                 ack.by,
                 Notification::title_of(Action::Update, &views, now)
             );
-            let n = Notification::about(&thread, Action::Acknowledge, title, reason, views, now);
+            let n = Notification::about(&thread, Action::Acknowledge, title, reason, Body::Incidents(views), now);
             self.send(tx, &thread, n, now).await?;
             told += 1;
         }

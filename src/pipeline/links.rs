@@ -34,7 +34,7 @@ impl Core {
         mut n: Notification,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        if let Some(team) = n.incidents.first().map(|i| i.team.clone()) {
+        if let Some(team) = n.incidents().first().map(|i| i.team.clone()) {
             n.zone = self.zone_of(&team);
         }
         self.add_links(&mut n, now);
@@ -59,7 +59,7 @@ impl Core {
         let by = n.recipient.as_ref().map(|r| r.username.clone());
         // Only a stored incident (an id) can be acted on: a test message's or an Argo CD access notice's is none.
         let actionable = |i: &&mut Incident| i.id > 0 && i.state == IncidentState::Firing && !i.kind.is_informational();
-        for i in n.incidents.iter_mut().filter(actionable) {
+        for i in n.incidents_mut().iter_mut().filter(actionable) {
             let mut links: Vec<MessageLink> = LinkAction::ALL
                 .iter()
                 .map(|a| MessageLink {
@@ -81,7 +81,7 @@ impl Core {
         // A message about a group too large to show each incident's links offers one that acknowledges them all.
         if !crate::receivers::render::detailed(n) {
             let ids: Vec<i64> = n
-                .incidents
+                .incidents()
                 .iter()
                 .filter(|i| !i.actions.is_empty())
                 .map(|i| i.id)

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::Core;
 use super::delivery::{self, Decision, DeliveryPlan, Facts, Own};
 use crate::argocd::AppId;
-use crate::domain::{Action, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
+use crate::domain::{Action, Body, Hold, IncidentState, Labels, Notification, Occurrence, Thread};
 use crate::incidents::storm::OpenStorm;
 use crate::routing::grouping::GroupView;
 use crate::routing::inhibit::Candidate;
@@ -183,7 +183,7 @@ impl Core {
                         Action::Resolve,
                         Notification::title_of(Action::Resolve, std::slice::from_ref(&view), now),
                         "resolved".into(),
-                        vec![view.clone()],
+                        Body::Incidents(vec![view.clone()]),
                         now,
                     );
                     self.send(tx, &thread, n, now).await?;
@@ -432,7 +432,7 @@ impl Core {
                     Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
                     _ => reason.as_str().into(),
                 },
-                incidents,
+                Body::Incidents(incidents),
                 now,
             );
             message = Some((thread, n));
@@ -464,8 +464,10 @@ impl Core {
             };
             match out.iter_mut().find(|(_, m)| same(m)) {
                 Some((_, m)) => {
-                    m.incidents.extend(n.incidents);
-                    m.title = Notification::title_of(m.action, &m.incidents, m.created_at);
+                    if let (Body::Incidents(more), Body::Incidents(to)) = (n.body, &mut m.body) {
+                        to.extend(more);
+                    }
+                    m.title = Notification::title_of(m.action, m.incidents(), m.created_at);
                     if m.reason != n.reason {
                         m.reason = format!("{}; {}", m.reason, n.reason);
                     }
@@ -540,7 +542,7 @@ impl Core {
                         e.step,
                         humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
                     ),
-                    vec![view.clone()],
+                    Body::Incidents(vec![view.clone()]),
                     now,
                 );
                 self.send(&mut tx, &thread, n, now).await?;
@@ -580,8 +582,8 @@ fn shared_resolution(incidents: &[crate::domain::Incident]) -> Option<&str> {
 
 /// The Application (in its Argo CD instance) every incident of `n` is about, if they are all about one.
 fn single_application(n: &Notification) -> Option<AppId> {
-    let app = n.incidents.first()?.app_id();
-    n.incidents.iter().all(|i| i.app_id() == app).then_some(app)
+    let app = n.incidents().first()?.app_id();
+    n.incidents().iter().all(|i| i.app_id() == app).then_some(app)
 }
 
 #[cfg(test)]
