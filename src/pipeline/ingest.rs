@@ -20,7 +20,6 @@ use crate::state::{self, Outcome};
 use crate::store::{DictionaryUse, Engine, IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
 
 mod decisions;
-mod direct;
 
 use decisions::Applying;
 
@@ -524,7 +523,7 @@ impl Core {
         let before = (prev.filter(|p| !replaced && p.state.is_live() && !state.is_live()))
             .map(|p| (p.state.clone(), p.team.clone()));
         if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {
-            self.tell_change(tx, &prev.state, &state, now).await?;
+            super::notify::change_told(&self.teller(), tx, &prev.state, &state, now).await?;
         }
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {

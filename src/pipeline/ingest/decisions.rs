@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use super::super::Core;
 use super::super::IncidentChange;
 use super::super::explain::Assessment;
+use super::super::notify;
 use super::Batch;
 use crate::argocd::AppId;
 use crate::domain::IncidentState;
@@ -92,7 +93,7 @@ impl Core {
             let id =
                 Store::insert_incident(at.tx, &view, at.app, IncidentState::Firing, since, fire_at, Some(now)).await?;
             let fired = record(id, IncidentState::Firing);
-            self.on_fired(at.tx, &fired, now, at.open).await?;
+            notify::fired(&self.teller(), at.tx, &fired, now, at.open).await?;
             at.batch.wake = true;
             if !held.kind.is_informational() {
                 at.open.push(fired);
@@ -144,7 +145,7 @@ impl Core {
         } else if rec.state == IncidentState::Pending {
             at.batch.resolved_pending.push(rec.id);
         } else {
-            self.resolve(at.tx, &rec, at.now).await?;
+            notify::resolved(&self.settings, at.tx, &rec, at.now).await?;
             at.batch.wake = true;
         }
         Ok(Some(IncidentChange {
