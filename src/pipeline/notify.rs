@@ -192,16 +192,7 @@ pub(super) async fn routed(
         metrics::counter!("herald_annotation_receivers_refused_total").increment(plan.route.refused.len() as u64);
     }
     for g in &plan.groups {
-        Store::add_to_group(
-            tx,
-            &g.receiver,
-            &g.key,
-            rec.id,
-            IncidentState::Firing,
-            now,
-            &settings.grouping,
-        )
-        .await?;
+        group_joined(settings, tx, (&g.receiver, &g.key), rec.id, IncidentState::Firing, now).await?;
     }
     Store::set_notified(tx, rec.id, true).await?;
     let fired = rec.fired_at.unwrap_or(now);
@@ -224,6 +215,21 @@ pub(super) async fn routed(
     Ok(())
 }
 
+/// An incident joins the (receiver, key) group as `status` (or its status there changes): the group's next flush
+/// is planned again (`routing::grouping::next_flush_at`).
+async fn group_joined(
+    settings: &Settings,
+    tx: &mut WriteTx,
+    (receiver, key): (&str, &str),
+    incident_id: i64,
+    status: IncidentState,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let existing = Store::group_schedule(tx, receiver, key).await?;
+    let next = routing::grouping::next_flush_at(existing, &settings.grouping, now);
+    Store::add_to_group(tx, receiver, key, incident_id, status, next).await
+}
+
 /// An incident resolves: its groups hear of it (receivers that send resolves), and so do the receivers an
 /// escalation step reached.
 pub(super) async fn resolved(
@@ -236,11 +242,10 @@ pub(super) async fn resolved(
     if rec.state != IncidentState::Firing || !rec.notified {
         return Ok(());
     }
-    let g = &settings.grouping;
     for (receiver, key) in Store::groups_of(tx, rec.id).await? {
         match settings.receiver(&receiver) {
             Some(rs) if rs.sends_resolved() => {
-                Store::add_to_group(tx, &receiver, &key, rec.id, IncidentState::Resolved, now, g).await?
+                group_joined(settings, tx, (&receiver, &key), rec.id, IncidentState::Resolved, now).await?
             }
             _ => Store::remove_member(tx, rec.id, &receiver).await?,
         }
