@@ -107,6 +107,35 @@ pub(super) async fn finish(
     Store::queue(tx, thread, &n, now).await
 }
 
+/// What the ingest decided that tells someone, in the order it decided it: applied by [`apply`] in the batch's
+/// transaction once every decision about the Application is made (and its firing incidents' rows written).
+pub(super) enum Effect {
+    /// A sync's change events and commit statuses (`routing::change`, `routing::sync_status`), to queue unless
+    /// their threads were queued before.
+    SyncTold(Vec<(Thread, Notification)>),
+    /// An incident fired at once; `open`: its Application's open incidents then, as inhibition's sources.
+    Fired { rec: IncidentRecord, open: Vec<Candidate> },
+    /// A firing (or pending) incident resolved.
+    Resolved(IncidentRecord),
+}
+
+/// Applies what the ingest decided for one Application, in order, in the batch's transaction.
+pub(super) async fn apply(
+    t: &Teller<'_>,
+    tx: &mut WriteTx,
+    effects: Vec<Effect>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    for effect in effects {
+        match effect {
+            Effect::SyncTold(told) => sync_told(t, tx, told, now).await?,
+            Effect::Fired { rec, open } => fired_among(t, tx, &rec, &open, now).await?,
+            Effect::Resolved(rec) => resolved(t.settings, tx, &rec, now).await?,
+        }
+    }
+    Ok(())
+}
+
 /// An incident starts firing: the delivery pipeline says whether it is held back (then it waits for the
 /// scheduler's `deliver_held`) or where it goes. `open` are the open incidents of its Application.
 pub(super) async fn fired(
@@ -116,12 +145,22 @@ pub(super) async fn fired(
     now: DateTime<Utc>,
     open: &[IncidentRecord],
 ) -> Result<(), StoreError> {
+    fired_among(t, tx, rec, &candidates(open), now).await
+}
+
+/// [`fired`], its Application's open incidents given as inhibition's sources (`candidates`).
+async fn fired_among(
+    t: &Teller<'_>,
+    tx: &mut WriteTx,
+    rec: &IncidentRecord,
+    candidates: &[Candidate],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
     let id = rec.id;
     let labels = rec.labels();
     let silences = Store::silences_tx(tx, now).await?;
     let storms = holding_storms(t.settings, tx, now).await?;
-    let candidates = candidates(open);
-    let facts = t.facts(&silences, &candidates, storm_of(&storms, rec), now);
+    let facts = t.facts(&silences, candidates, storm_of(&storms, rec), now);
     match delivery::decide(&facts, &labels, Own::of(rec)) {
         Decision::Hold(why) => {
             tracing::info!(incident = id, app = %rec.app, kind = %rec.kind, held = %why.describe(crate::domain::Zone::UTC), "incident fired while held back: tracked, not delivered");
@@ -563,20 +602,26 @@ pub(super) async fn person_told(
     queue_direct(t, tx, direct, now).await
 }
 
-/// A changed state: a sync that deployed a new revision is a change event (see `routing::change`), and each new
-/// state of a sync of a commit on GitHub a commit status (see `routing::sync_status`).
-pub(super) async fn change_told(
+/// What a changed state tells of its sync: a sync that deployed a new revision is a change event (see
+/// `routing::change`), and each new state of a sync of a commit on GitHub a commit status (see
+/// `routing::sync_status`). Pure: queued by [`Effect::SyncTold`].
+pub(super) fn sync_of(settings: &Settings, prev: &AppState, next: &AppState, now: DateTime<Utc>) -> Effect {
+    let told = routing::change::notifications(settings, prev, next, now)
+        .into_iter()
+        .chain(routing::sync_status::notifications(settings, prev, next, now))
+        .collect();
+    Effect::SyncTold(told)
+}
+
+/// A sync's change events and commit statuses queued, each once.
+async fn sync_told(
     t: &Teller<'_>,
     tx: &mut WriteTx,
-    prev: &AppState,
-    next: &AppState,
+    told: Vec<(Thread, Notification)>,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let mut changes = Vec::new();
-    let changes_and_statuses = routing::change::notifications(t.settings, prev, next, now)
-        .into_iter()
-        .chain(routing::sync_status::notifications(t.settings, prev, next, now));
-    for (thread, n) in changes_and_statuses {
+    for (thread, n) in told {
         // Queued already (by another replica, or before a restart that lost the writer's memory): once only.
         if !Store::has_thread(tx, &thread.key()).await? {
             changes.push((thread, n));
