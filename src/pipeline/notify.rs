@@ -395,28 +395,7 @@ pub(super) async fn escalation_step(
         return Store::postpone_escalation(tx, e.id, again).await;
     }
     Store::finish_escalation(tx, e.id).await?;
-    let after = std::time::Duration::from_secs(e.after_secs.max(0) as u64);
-    for receiver in &e.receivers {
-        let thread = Thread::Escalation {
-            receiver: receiver.clone(),
-            incident: rec.id,
-        };
-        let n = Notification::about(
-            &thread,
-            Action::Open,
-            format!(
-                "Escalated (step {}): {}",
-                e.step,
-                Notification::title_of(Action::Open, std::slice::from_ref(&view), now)
-            ),
-            format!(
-                "escalation step {} — still firing {} after it fired",
-                e.step,
-                humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64))
-            ),
-            Body::Incidents(vec![view.clone()]),
-            now,
-        );
+    for (thread, n) in step_messages(&e, &view, now) {
         finish(t.settings, tx, &thread, n, now).await?;
     }
     if let Some(schedule) = &e.on_call {
@@ -424,7 +403,7 @@ pub(super) async fn escalation_step(
         let copy = t.calendars.copy(schedule).and_then(|c| c.calendar);
         let step = routing::on_call::Step {
             number: e.step,
-            after,
+            after: std::time::Duration::from_secs(e.after_secs.max(0) as u64),
             schedule,
         };
         for (thread, n) in routing::on_call::reach(t.settings, copy.as_deref(), &step, &view, now) {
@@ -432,6 +411,29 @@ pub(super) async fn escalation_step(
         }
     }
     Ok(())
+}
+
+/// An escalation step's message to each of its receivers, about the incident `view`.
+fn step_messages(e: &EscalationRecord, view: &Incident, now: DateTime<Utc>) -> Vec<(Thread, Notification)> {
+    let title = Notification::title_of(Action::Open, std::slice::from_ref(view), now);
+    let still = humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64));
+    (e.receivers.iter())
+        .map(|receiver| {
+            let thread = Thread::Escalation {
+                receiver: receiver.clone(),
+                incident: e.incident_id,
+            };
+            let n = Notification::about(
+                &thread,
+                Action::Open,
+                format!("Escalated (step {}): {title}", e.step),
+                format!("escalation step {} — still firing {still} after it fired", e.step),
+                Body::Incidents(vec![view.clone()]),
+                now,
+            );
+            (thread, n)
+        })
+        .collect()
 }
 
 /// When a held escalation step looks again: when the hold ends, or after `group_interval` at the latest for a
@@ -514,24 +516,12 @@ async fn group_flushed(
         new_events: events.len(),
     };
     let plan = delivery::dedup(view, t.settings, now);
-    let mut message = None;
-    if let Some((action, reason)) = plan.send {
+    let message = plan.send.map(|(action, reason)| {
         let incidents: Vec<Incident> = (firing.iter().chain(&events).chain(&resolved))
             .map(|m| m.incident.full_view())
             .collect();
-        let thread = Thread::Group {
-            receiver: g.receiver.clone(),
-            group_key: g.group_key.clone(),
-            generation: plan.generation,
-        };
-        let reason = match shared_resolution(&incidents) {
-            Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
-            _ => reason.as_str().into(),
-        };
-        let title = Notification::title_of(action, &incidents, now);
-        let n = Notification::about(&thread, action, title, reason, Body::Incidents(incidents), now);
-        message = Some((thread, n));
-    }
+        group_message(&g, plan.generation, (action, reason), incidents, now)
+    });
     // Events are told once: whether or not this flush sent them (it always does), they leave the group.
     let told: Vec<i64> = (members.iter())
         .filter(|m| m.incident.kind.is_informational())
@@ -540,6 +530,28 @@ async fn group_flushed(
     Store::remove_members(tx, g.id, &told).await?;
     Store::finish_flush(tx, g.id, plan.active, plan.generation, now, plan.next_at).await?;
     Ok(message)
+}
+
+/// A group's message about `incidents` for the flush's `(action, reason)`, in the thread of its `generation`.
+fn group_message(
+    g: &GroupRecord,
+    generation: i64,
+    (action, reason): (Action, routing::grouping::FlushReason),
+    incidents: Vec<Incident>,
+    now: DateTime<Utc>,
+) -> (Thread, Notification) {
+    let thread = Thread::Group {
+        receiver: g.receiver.clone(),
+        group_key: g.group_key.clone(),
+        generation,
+    };
+    let reason = match shared_resolution(&incidents) {
+        Some(why) if action == Action::Resolve => format!("{}: {why}", reason.as_str()),
+        _ => reason.as_str().into(),
+    };
+    let title = Notification::title_of(action, &incidents, now);
+    let n = Notification::about(&thread, action, title, reason, Body::Incidents(incidents), now);
+    (thread, n)
 }
 
 /// Messages of one flush for one chat receiver, each about the same single Application and with the same
