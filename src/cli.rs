@@ -945,7 +945,7 @@ async fn print_outbox(
             r.receiver,
             r.action,
             n.title,
-            n.incidents.len()
+            n.incidents().len()
         );
         let kind = match render {
             Some(Render::Configured) => settings.receiver(&r.receiver).map(|rs| rs.kind.receiver_type()),

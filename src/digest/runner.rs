@@ -9,7 +9,7 @@ use super::Schedule;
 use super::content::{Frame, Inputs, content};
 use crate::configuration::{DigestSettings, Settings, TeamSettings, WhenEmpty};
 use crate::domain::Digest;
-use crate::domain::{Action, DeliveryState, IncidentState, Notification, Thread};
+use crate::domain::{Action, Body, DeliveryState, IncidentState, Notification, Thread};
 use crate::store::{AppFilter, IncidentFilter, SlotState, Store, StoreError};
 
 /// How many rows of each kind a digest reads at most: a team with more has bigger problems than a long digest.
@@ -171,15 +171,14 @@ async fn send_slot(
                 team: team.to_string(),
                 slot,
             };
-            let mut n = Notification::about(
+            let n = Notification::about(
                 &thread,
                 Action::Digest,
                 digest.title(),
                 format!("the scheduled digest ({}, {})", d.schedule, d.timezone),
-                Vec::new(),
+                Body::Digest(Box::new(digest.clone())),
                 now,
             );
-            n.digest = Some(Box::new(digest.clone()));
             Store::queue(&mut tx, &thread, &n, now).await?;
         }
     }

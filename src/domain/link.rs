@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use url::{Position, Url};
 
-use super::Notification;
+use super::{Body, Notification};
 
 /// A longer URL is no link: none Herald makes comes near it, and chat targets cut long ones.
 pub const MAX_URL_BYTES: usize = 2048;
@@ -97,15 +97,15 @@ pub fn herald_app_page(public_url: &str, instance: &str, namespace: &str, name: 
 /// Every link a notification carries: each Application's page, its resources' nodes, its sources' commits, a
 /// change's page, a commit status's target, a digest's Applications, the status page a cut list links to.
 fn links(n: &Notification) -> impl Iterator<Item = &String> {
-    let incidents = n.incidents.iter().flat_map(|i| {
+    let incidents = n.incidents().iter().flat_map(|i| {
         let resources = i.resources.iter().filter_map(|r| r.url.as_ref());
         let commits = i.sources.iter().filter_map(|s| s.commit_url.as_ref());
         let actions = i.actions.iter().map(|a| &a.url);
         i.app_url.iter().chain(resources).chain(commits).chain(actions)
     });
-    let change = n.change.iter().filter_map(|c| c.app_url.as_ref());
-    let status = n.commit_status.iter().filter_map(|c| c.target_url.as_ref());
-    let digest = n.digest.iter().flat_map(|d| {
+    let change = n.change().into_iter().filter_map(|c| c.app_url.as_ref());
+    let status = n.commit_status().into_iter().filter_map(|c| c.target_url.as_ref());
+    let digest = n.digest().into_iter().flat_map(|d| {
         let apps = d.out_of_sync.iter().filter_map(|a| a.url.as_ref());
         apps.chain(d.status_url.iter())
     });
@@ -126,21 +126,21 @@ pub fn checked(n: &Notification) -> Cow<'_, Notification> {
             *u = None;
         }
     };
-    for i in &mut n.incidents {
-        keep(&mut i.app_url);
-        i.resources.iter_mut().for_each(|r| keep(&mut r.url));
-        i.sources.iter_mut().for_each(|s| keep(&mut s.commit_url));
-        i.actions.retain(|a| is_safe(&a.url));
-    }
-    if let Some(c) = &mut n.change {
-        keep(&mut c.app_url);
-    }
-    if let Some(c) = &mut n.commit_status {
-        keep(&mut c.target_url);
-    }
-    if let Some(d) = &mut n.digest {
-        d.out_of_sync.iter_mut().for_each(|a| keep(&mut a.url));
-        keep(&mut d.status_url);
+    match &mut n.body {
+        Body::Incidents(incidents) => {
+            for i in incidents {
+                keep(&mut i.app_url);
+                i.resources.iter_mut().for_each(|r| keep(&mut r.url));
+                i.sources.iter_mut().for_each(|s| keep(&mut s.commit_url));
+                i.actions.retain(|a| is_safe(&a.url));
+            }
+        }
+        Body::Change(c) => keep(&mut c.app_url),
+        Body::CommitStatus(c) => keep(&mut c.target_url),
+        Body::Digest(d) => {
+            d.out_of_sync.iter_mut().for_each(|a| keep(&mut a.url));
+            keep(&mut d.status_url);
+        }
     }
     keep(&mut n.status_url);
     Cow::Owned(n)

@@ -27,7 +27,9 @@ pub use incident::{
     Severity, SourceChange, SyncCounts, SyncWindowHold,
 };
 pub use labels::Labels;
-pub use notification::{Action, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient};
+pub use notification::{
+    Action, Body, Change, CommitState, CommitStatus, Contact, DeliveryState, Notification, Recipient,
+};
 pub use schedule::Schedule;
 pub use thread::Thread;
 pub use time::Zone;

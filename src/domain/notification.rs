@@ -43,8 +43,11 @@ impl Action {
 }
 
 /// What a receiver is asked to deliver: one message about one group of incidents (or one incident, for ticket
-/// and paging receivers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// and paging receivers), a team's digest, a change or a commit status — its [`Body`].
+///
+/// Stored in the outbox as JSON of the shape older Herald wrote (`incidents` always, `digest`, `change` and
+/// `commit_status` beside it when set): see [`Stored`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
     pub receiver: String,
     pub action: Action,
@@ -55,33 +58,176 @@ pub struct Notification {
     pub title: String,
     /// Why this message now ("fired", "escalation step 1 (after 1h)", "still firing", "resolved").
     pub reason: String,
-    pub incidents: Vec<Incident>,
+    /// What the message is about.
+    pub body: Body,
     pub created_at: DateTime<Utc>,
-    /// A team's digest (with [`Action::Digest`]); receivers render it instead of the incidents, which are empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digest: Option<Box<super::Digest>>,
     /// A message to one person instead of the receiver's own destination (a Slack DM, an e-mail to them): the
     /// person who started a failed or pruning sync.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipient: Option<Recipient>,
-    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event,
-    /// Grafana as an annotation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change: Option<Change>,
-    /// A sync's state told as a commit status (`github_status` receivers), not a problem.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit_status: Option<CommitStatus>,
     /// Herald's status page showing the notification's team (`server.public_url`), where a list the message cuts
     /// short is seen whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_url: Option<String>,
     /// The signed links that act on all of the message's firing incidents at once ("Acknowledge all 40"): made for
     /// a chat or e-mail message about a group too large to show each incident's own links.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_actions: Vec<super::action_link::MessageLink>,
     /// The time zone its readers read times in: the team's (its digest's, else `server.time_zone`).
+    pub zone: Zone,
+}
+
+/// What a notification is about: the one thing a receiver renders.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// Incidents (a group's, or one for ticket and paging receivers); a test notification's made-up one.
+    Incidents(Vec<Incident>),
+    /// A team's digest (with [`Action::Digest`]).
+    Digest(Box<super::Digest>),
+    /// A change (a sync that deployed a new revision), not a problem: paging receivers send it as a change event,
+    /// Grafana as an annotation.
+    Change(Box<Change>),
+    /// A sync's state told as a commit status (`github_status` receivers), not a problem.
+    CommitStatus(Box<CommitStatus>),
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body::Incidents(Vec::new())
+    }
+}
+
+/// A [`Notification`] as the outbox stores it, and as a receiver's template reads it: the shape older Herald wrote,
+/// with `incidents` always and each other body beside it when set. Rows written by an older Herald read back as
+/// the same notification and write out the same JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    pub receiver: String,
+    pub action: Action,
+    pub thread_key: String,
+    pub title: String,
+    pub reason: String,
+    pub incidents: Vec<Incident>,
+    pub created_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Box<super::Digest>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient: Option<Recipient>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Box<Change>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_status: Option<Box<CommitStatus>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_actions: Vec<super::action_link::MessageLink>,
     #[serde(default, skip_serializing_if = "Zone::is_utc")]
     pub zone: Zone,
+}
+
+/// [`Stored`] borrowed from a notification, to write it without copying it.
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    receiver: &'a str,
+    action: Action,
+    thread_key: &'a str,
+    title: &'a str,
+    reason: &'a str,
+    incidents: &'a [Incident],
+    created_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest: Option<&'a super::Digest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recipient: Option<&'a Recipient>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change: Option<&'a Change>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit_status: Option<&'a CommitStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    group_actions: &'a [super::action_link::MessageLink],
+    #[serde(skip_serializing_if = "Zone::is_utc")]
+    zone: Zone,
+}
+
+impl From<Stored> for Notification {
+    /// The body is the digest when there is one, else the change, else the commit status, else the incidents: the
+    /// order receivers read them in before the body was one value (a stored row only ever held one of them).
+    fn from(s: Stored) -> Self {
+        let body = match (s.digest, s.change, s.commit_status) {
+            (Some(d), _, _) => Body::Digest(d),
+            (None, Some(c), _) => Body::Change(c),
+            (None, None, Some(c)) => Body::CommitStatus(c),
+            (None, None, None) => Body::Incidents(s.incidents),
+        };
+        Notification {
+            receiver: s.receiver,
+            action: s.action,
+            thread_key: s.thread_key,
+            title: s.title,
+            reason: s.reason,
+            body,
+            created_at: s.created_at,
+            recipient: s.recipient,
+            status_url: s.status_url,
+            group_actions: s.group_actions,
+            zone: s.zone,
+        }
+    }
+}
+
+impl From<Notification> for Stored {
+    fn from(n: Notification) -> Self {
+        let (mut incidents, mut digest, mut change, mut commit_status) = (Vec::new(), None, None, None);
+        match n.body {
+            Body::Incidents(list) => incidents = list,
+            Body::Digest(d) => digest = Some(d),
+            Body::Change(c) => change = Some(c),
+            Body::CommitStatus(c) => commit_status = Some(c),
+        }
+        Stored {
+            receiver: n.receiver,
+            action: n.action,
+            thread_key: n.thread_key,
+            title: n.title,
+            reason: n.reason,
+            incidents,
+            created_at: n.created_at,
+            digest,
+            recipient: n.recipient,
+            change,
+            commit_status,
+            status_url: n.status_url,
+            group_actions: n.group_actions,
+            zone: n.zone,
+        }
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StoredRef {
+            receiver: &self.receiver,
+            action: self.action,
+            thread_key: &self.thread_key,
+            title: &self.title,
+            reason: &self.reason,
+            incidents: self.incidents(),
+            created_at: self.created_at,
+            digest: self.digest(),
+            recipient: self.recipient.as_ref(),
+            change: self.change(),
+            commit_status: self.commit_status(),
+            status_url: self.status_url.as_deref(),
+            group_actions: &self.group_actions,
+            zone: self.zone,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Notification {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Stored::deserialize(deserializer).map(Notification::from)
+    }
 }
 
 /// One person a notification goes to, as `people.<username>` describes them.
@@ -238,14 +384,14 @@ impl CommitStatus {
 }
 
 impl Notification {
-    /// A message about `incidents` in `thread` (to its receiver): no digest, no person, no change event, no
-    /// status-page link (see [`Notification::with_status_page`]).
+    /// A message about `body` in `thread` (to its receiver): no person, no status-page link (see
+    /// [`Notification::with_status_page`]).
     pub fn about(
         thread: &super::Thread,
         action: Action,
         title: String,
         reason: String,
-        incidents: Vec<Incident>,
+        body: Body,
         now: DateTime<Utc>,
     ) -> Self {
         Self {
@@ -254,12 +400,9 @@ impl Notification {
             thread_key: thread.key(),
             title,
             reason,
-            incidents,
+            body,
             created_at: now,
-            digest: None,
             recipient: None,
-            change: None,
-            commit_status: None,
             status_url: None,
             group_actions: Vec::new(),
             zone: Default::default(),
@@ -269,10 +412,46 @@ impl Notification {
     pub fn is_resolve(&self) -> bool {
         self.action == Action::Resolve
     }
+
+    /// The incidents it tells of: none for a digest, a change or a commit status.
+    pub fn incidents(&self) -> &[Incident] {
+        match &self.body {
+            Body::Incidents(list) => list,
+            _ => &[],
+        }
+    }
+    /// The incidents it tells of, to change them in place (none for another body).
+    pub fn incidents_mut(&mut self) -> &mut [Incident] {
+        match &mut self.body {
+            Body::Incidents(list) => list,
+            _ => &mut [],
+        }
+    }
+    /// The team's digest, when that is what it tells.
+    pub fn digest(&self) -> Option<&super::Digest> {
+        match &self.body {
+            Body::Digest(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// The change, when that is what it tells.
+    pub fn change(&self) -> Option<&Change> {
+        match &self.body {
+            Body::Change(c) => Some(c),
+            _ => None,
+        }
+    }
+    /// The commit status, when that is what it tells.
+    pub fn commit_status(&self) -> Option<&CommitStatus> {
+        match &self.body {
+            Body::CommitStatus(c) => Some(c),
+            _ => None,
+        }
+    }
     /// `self` with the link to Herald's status page (`server.public_url`) showing the team its incidents share (the
     /// whole page when they belong to several), where a list a receiver cuts short is seen whole.
     pub fn with_status_page(mut self, public_url: Option<&str>) -> Self {
-        let mut teams = self.incidents.iter().map(|i| i.team.as_str());
+        let mut teams = self.incidents().iter().map(|i| i.team.as_str());
         let first = teams.next();
         let team = first.filter(|t| !t.is_empty() && teams.all(|other| other == *t));
         self.status_url = public_url.and_then(|u| super::link::status_page(u, team));
@@ -281,10 +460,10 @@ impl Notification {
 
     /// The incident for per-incident receivers (the first one).
     pub fn primary(&self) -> Option<&Incident> {
-        self.incidents.first()
+        self.incidents().first()
     }
     pub fn highest_severity(&self) -> Severity {
-        self.incidents
+        self.incidents()
             .iter()
             .map(|i| i.severity)
             .max()
@@ -299,7 +478,7 @@ impl Notification {
         n.title = "[TEST] Herald test notification: closed again".into();
         n.reason = "closed by `herald send-test`: it only checked this receiver".into();
         n.created_at = now;
-        for i in &mut n.incidents {
+        for i in n.incidents_mut() {
             i.state = IncidentState::Resolved;
             i.resolved_at = Some(now);
         }
@@ -333,12 +512,9 @@ impl Notification {
             .key(),
             title: "[TEST] Herald test notification".into(),
             reason: "sent by `herald send-test` to check this receiver".into(),
-            incidents: vec![incident],
+            body: Body::Incidents(vec![incident]),
             created_at: now,
-            digest: None,
             recipient: None,
-            change: None,
-            commit_status: None,
             status_url: None,
             group_actions: Vec::new(),
             zone: Default::default(),
@@ -571,13 +747,14 @@ impl Notification {
     /// The title of a ticket (Jira summary, GitHub title, Redmine subject, ServiceNow short description): the
     /// message's title without durations, which would be frozen at the ticket's creation for its whole life.
     pub fn ticket_title(&self) -> String {
-        if self.digest.is_some() || self.action == Action::Test || self.incidents.is_empty() {
+        let incidents = self.incidents();
+        if self.action == Action::Test || incidents.is_empty() {
             return self.title.clone();
         }
         // Only Herald's own wording is re-worded (an escalation keeps its "Escalated (step N): " in front).
-        let own = Self::title_of(self.action, &self.incidents, self.created_at);
+        let own = Self::title_of(self.action, incidents, self.created_at);
         match self.title.strip_suffix(&own) {
-            Some(head) => format!("{head}{}", Self::titled(self.action, &self.incidents, None)),
+            Some(head) => format!("{head}{}", Self::titled(self.action, incidents, None)),
             None => self.title.clone(),
         }
     }
@@ -585,7 +762,8 @@ impl Notification {
     /// Whether every incident of an update has resolved: it is then a resolve in its words ("RESOLVED", "… ended"),
     /// never "FIRING: 0 problems".
     pub fn all_resolved(&self) -> bool {
-        self.action == Action::Update && !self.incidents.is_empty() && self.incidents.iter().all(|i| i.ended())
+        let incidents = self.incidents();
+        self.action == Action::Update && !incidents.is_empty() && incidents.iter().all(|i| i.ended())
     }
 
     fn titled(action: Action, incidents: &[Incident], now: Option<DateTime<Utc>>) -> String {
@@ -653,6 +831,88 @@ mod tests {
         Utc.with_ymd_and_hms(2025, 10, 2, h, m, s).single().expect("a time")
     }
 
+    /// Which body `n` has, in words.
+    fn body_of(n: &Notification) -> &'static str {
+        match n.body {
+            Body::Incidents(_) => "incidents",
+            Body::Digest(_) => "digest",
+            Body::Change(_) => "change",
+            Body::CommitStatus(_) => "commit status",
+        }
+    }
+
+    #[test]
+    fn an_outbox_row_an_older_herald_stored_reads_back_and_writes_out_the_same() {
+        let now = at(10, 0, 0);
+        let old = |s: Stored| serde_json::to_string(&s).expect("a row");
+        let base = Stored {
+            status_url: Some("https://herald.example.com/?team=test".into()),
+            created_at: now,
+            ..Stored::from(crate::receivers::testing::notification(Action::Open))
+        };
+        let none = || Stored {
+            incidents: Vec::new(),
+            ..base.clone()
+        };
+        let status = CommitStatus {
+            instance: "default".into(),
+            app_namespace: "argocd".into(),
+            app_name: "payments".into(),
+            host: "github.com".into(),
+            repo: "acme/payments".into(),
+            sha: "2222222222222222222222222222222222222222".into(),
+            state: CommitState::Success,
+            message: String::new(),
+            initiator: "alice".into(),
+            target_url: None,
+        };
+        let rows = [
+            (old(base.clone()), "incidents"),
+            (old(none()), "incidents"),
+            (
+                old(Stored {
+                    action: Action::Digest,
+                    digest: Some(Box::default()),
+                    ..none()
+                }),
+                "digest",
+            ),
+            (
+                old(Stored {
+                    commit_status: Some(Box::new(status)),
+                    ..none()
+                }),
+                "commit status",
+            ),
+            // A change as an older Herald wrote it, word for word.
+            (
+                concat!(
+                    r#"{"receiver":"pd","action":"open","thread_key":"pd:change:argocd/payments","#,
+                    r#""title":"payments synced to 2222222 by alice","reason":"synced to a new revision","#,
+                    r#""incidents":[],"created_at":"2025-10-02T10:00:00Z","change":{"app_namespace":"argocd","#,
+                    r#""app_name":"payments","project":"shop","destination_namespace":"pay","#,
+                    r#""revision":"2222222222222222222222222222222222222222","initiator":"alice","#,
+                    r#""finished_at":"2025-10-02T10:00:00Z"}}"#
+                )
+                .to_string(),
+                "change",
+            ),
+        ];
+        for (row, what) in rows {
+            let n: Notification = serde_json::from_str(&row).expect(what);
+            assert_eq!(body_of(&n), what, "{row}");
+            assert_eq!(
+                serde_json::to_string(&n).expect("a row"),
+                row,
+                "{what}: written out as it was"
+            );
+            assert_eq!(
+                Stored::from(n.clone()),
+                serde_json::from_str::<Stored>(&row).expect(what)
+            );
+        }
+    }
+
     #[test]
     fn a_group_links_to_the_status_page_of_the_team_its_incidents_share() {
         let mut n = crate::receivers::testing::notification(Action::Open);
@@ -661,13 +921,13 @@ mod tests {
             i.team = team.into();
             i
         };
-        n.incidents = vec![one("pay ments"), one("pay ments")];
+        n.body = Body::Incidents(vec![one("pay ments"), one("pay ments")]);
         let shared = n.clone().with_status_page(Some("https://herald.example.com/ops"));
         assert_eq!(
             shared.status_url.as_deref(),
             Some("https://herald.example.com/ops/?team=pay+ments")
         );
-        n.incidents.push(one("platform"));
+        n.body = Body::Incidents(vec![one("pay ments"), one("pay ments"), one("platform")]);
         let mixed = n.clone().with_status_page(Some("https://herald.example.com/"));
         assert_eq!(mixed.status_url.as_deref(), Some("https://herald.example.com/"));
         assert_eq!(n.clone().with_status_page(None).status_url, None);
@@ -698,7 +958,7 @@ mod tests {
         };
         let n = Notification {
             action: Action::Open,
-            incidents: vec![oos.clone()],
+            body: Body::Incidents(vec![oos.clone()]),
             created_at: now,
             ..n
         };
@@ -841,11 +1101,11 @@ mod tests {
             "never an empty summary"
         );
         let mut n = crate::receivers::testing::notification(Action::Update);
-        n.incidents = two.to_vec();
+        n.body = Body::Incidents(two.to_vec());
         assert!(n.all_resolved());
         assert_eq!(crate::receivers::render::status_word(&n), "RESOLVED");
-        n.incidents
-            .push(incident("c", Kind::OutOfSync, "OutOfSync", at(16, 0, 0)));
+        let c = incident("c", Kind::OutOfSync, "OutOfSync", at(16, 0, 0));
+        n.body = Body::Incidents([two.to_vec(), vec![c]].concat());
         assert!(!n.all_resolved());
         assert_eq!(crate::receivers::render::status_word(&n), "FIRING");
     }
@@ -899,7 +1159,7 @@ mod tests {
         let n = Notification {
             action: Action::Open,
             title: title(&[of("us")]),
-            incidents: vec![of("us")],
+            body: Body::Incidents(vec![of("us")]),
             created_at: now,
             ..Notification::test("jira", now)
         };

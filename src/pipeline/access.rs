@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Core, InstanceApi, Pipeline};
-use crate::domain::{Action, Incident, IncidentState, Kind, Notification, Severity, Thread, Zone};
+use crate::domain::{Action, Body, Incident, IncidentState, Kind, Notification, Severity, Thread, Zone};
 use crate::store::{Store, StoreError, WriteTx};
 
 impl Core {
@@ -70,7 +70,7 @@ impl Core {
     /// The messages to the default team's receivers about the denial of `project` since `since`: it starts
     /// (`ended` none: an opening message) or it ended at `ended` (its resolve, in the same thread).
     /// Queues the default team's messages about the denial of `project` (its start, or with `ended` its end) in
-    /// `tx`, each on its receiver's [`Thread::Access`], the one way every notification goes ([`Core::send`]: the
+    /// `tx`, each on its receiver's [`Thread::Access`], the one way every notification goes (`notify::finish`: the
     /// status page link; no signed link, the denial being no stored incident).
     async fn tell_access(
         &self,
@@ -82,7 +82,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         for (thread, n) in self.access_notices(instance, project, since, ended, now) {
-            self.send(tx, &thread, n, now).await?;
+            super::notify::finish(&self.settings, tx, &thread, n, now).await?;
         }
         Ok(())
     }
@@ -130,12 +130,9 @@ impl Core {
                     thread_key: thread.key(),
                     title: title.clone(),
                     reason: reason.clone(),
-                    incidents: vec![incident.clone()],
+                    body: Body::Incidents(vec![incident.clone()]),
                     created_at: now,
-                    digest: None,
                     recipient: None,
-                    change: None,
-                    commit_status: None,
                     status_url: None,
                     group_actions: Vec::new(),
                     zone: Default::default(),

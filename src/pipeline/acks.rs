@@ -4,13 +4,9 @@
 //! acknowledgements in every thread the incident was told in: PagerDuty acknowledges, a ticket gets a comment, the
 //! Slack bot's message is edited — in the same transaction as the acknowledgement, so neither is lost.
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, Utc};
-
-use super::{Core, Pipeline, PipelineError};
-use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread};
-use crate::store::{IncidentRecord, Store, StoreError, WriteTx};
+use super::{Pipeline, PipelineError};
+use crate::domain::{Acknowledgement, IncidentState};
+use crate::store::{IncidentRecord, Store};
 
 /// What an acknowledge or unacknowledge did.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +32,7 @@ impl Pipeline {
         }
         Store::set_acknowledgement(&mut tx, id, Some(&ack)).await?;
         rec.ack = Some(ack);
-        let told = core.tell_acknowledged(&mut tx, std::slice::from_ref(&rec), now).await?;
+        let told = super::notify::acknowledged(&core.settings, &mut tx, std::slice::from_ref(&rec), now).await?;
         tx.commit().await?;
         tracing::info!(incident = id, app = %rec.app, by = %rec.ack.as_ref().map_or("", |a| a.by.as_str()), told, "incident acknowledged");
         if told > 0 {
@@ -68,7 +64,7 @@ impl Pipeline {
             rec.ack = Some(ack.clone());
             done.push(rec);
         }
-        let told = core.tell_acknowledged(&mut tx, &done, now).await?;
+        let told = super::notify::acknowledged(&core.settings, &mut tx, &done, now).await?;
         tx.commit().await?;
         tracing::info!(incidents = done.len(), by = %ack.by, told, "incidents acknowledged together");
         if told > 0 {
@@ -94,60 +90,5 @@ impl Pipeline {
         tracing::info!(incident = id, app = %rec.app, "incident no longer acknowledged");
         rec.ack = None;
         Ok(AckOutcome::Done(Box::new(rec)))
-    }
-}
-
-impl Core {
-    /// Queues one [`Action::Acknowledge`] for each thread the firing incidents of `recs` were told in (their
-    /// groups' messages and the escalation steps sent), about those of them told there, to the receivers that take
-    /// acknowledgements; returns how many.
-    async fn tell_acknowledged(
-        &self,
-        tx: &mut WriteTx,
-        recs: &[IncidentRecord],
-        now: DateTime<Utc>,
-    ) -> Result<usize, StoreError> {
-        let mut told_in: BTreeMap<(String, String), (Thread, Vec<Incident>)> = BTreeMap::new();
-        for rec in recs.iter().filter(|r| r.state == IncidentState::Firing && r.notified) {
-            let mut threads = Store::told_threads(tx, rec.id).await?;
-            for step in Store::sent_escalations(tx, rec.id).await? {
-                threads.extend(step.receivers.into_iter().map(|receiver| Thread::Escalation {
-                    receiver,
-                    incident: rec.id,
-                }));
-            }
-            let view = rec.full_view();
-            for thread in threads {
-                let key = (thread.receiver().to_string(), thread.key());
-                let entry = told_in.entry(key).or_insert_with(|| (thread, Vec::new()));
-                if !entry.1.iter().any(|v| v.id == view.id) {
-                    entry.1.push(view.clone());
-                }
-            }
-        }
-        let mut told = 0;
-        for (thread, views) in told_in.into_values() {
-            let Some(ack) = views.first().and_then(|v| v.acknowledged.clone()) else {
-                continue;
-            };
-            if !self
-                .settings
-                .receiver(thread.receiver())
-                .is_some_and(|r| r.kind.capabilities().acknowledgements)
-            {
-                continue;
-            }
-            let zone = self.zone_of(&views[0].team);
-            let reason = ack.words(IncidentState::Firing, now, zone);
-            let title = format!(
-                "Acknowledged by {}: {}",
-                ack.by,
-                Notification::title_of(Action::Update, &views, now)
-            );
-            let n = Notification::about(&thread, Action::Acknowledge, title, reason, views, now);
-            self.send(tx, &thread, n, now).await?;
-            told += 1;
-        }
-        Ok(told)
     }
 }

@@ -20,7 +20,6 @@ use crate::state::{self, Outcome};
 use crate::store::{DictionaryUse, Engine, IncidentRecord, RawChain, Store, StoreError, StoredApp, WriteTx, chain_gap};
 
 mod decisions;
-mod direct;
 
 use decisions::Applying;
 
@@ -191,6 +190,8 @@ struct Batch {
     /// Listing items (the key of their bytes), with the Application and the content (hash) each was read into:
     /// remembered once the batch is through, where that content is what is stored.
     listed: Vec<(u128, AppId, String)>,
+    /// What the Application being changed tells, as decided: applied by `notify::apply` once it is done.
+    effects: Vec<super::notify::Effect>,
 }
 
 impl Batch {
@@ -524,7 +525,7 @@ impl Core {
         let before = (prev.filter(|p| !replaced && p.state.is_live() && !state.is_live()))
             .map(|p| (p.state.clone(), p.team.clone()));
         if let Some(prev) = prev.filter(|_| !replaced && state.is_live()) {
-            self.tell_change(tx, &prev.state, &state, now).await?;
+            (batch.effects).push(super::notify::sync_of(&self.settings, &prev.state, &state, now));
         }
         if was != Some(state.lifecycle()) && (was.is_some() || !state.is_live()) {
             transitions.push(state::Transition {
@@ -568,7 +569,8 @@ impl Core {
         batch.open.insert(app.clone(), open);
         batch.dirty.push(app.clone());
         batch.apps.insert(app, StoredApp { team, state, version });
-        Ok(())
+        let effects = std::mem::take(&mut batch.effects);
+        super::notify::apply(&self.teller(), tx, effects, now).await
     }
 
     /// Argo CD confirmed the Application is gone: it is marked deleted (hidden from the lists, kept until
@@ -624,6 +626,8 @@ impl Core {
         batch.open.insert(app.clone(), open);
         batch.dirty.push(app.clone());
         batch.apps.insert(app.clone(), StoredApp { team, state, version });
+        let effects = std::mem::take(&mut batch.effects);
+        super::notify::apply(&self.teller(), tx, effects, now).await?;
         Ok(summary)
     }
 }

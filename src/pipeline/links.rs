@@ -1,5 +1,5 @@
 //! Signed one-click links: made for every chat and e-mail message about firing incidents when it is queued
-//! ([`Core::add_links`]), and acted on once when someone confirms one ([`Pipeline::act_on_link`]): an
+//! ([`add_links`]), and acted on once when someone confirms one ([`Pipeline::act_on_link`]): an
 //! acknowledgement, or a silence of the incident's Application and kind for an hour or until Monday 09:00 in the
 //! team's time zone (its digest's, else `server.time_zone`). The pages' Silence forms make the same silence
 //! ([`Pipeline::silence_incident`]).
@@ -7,10 +7,11 @@
 use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc, Weekday};
 
 use super::{AckOutcome, Core, Pipeline, PipelineError};
+use crate::configuration::Settings;
 use crate::domain::action_link::{ActionLink, LinkAction, LinkRefusal, MessageLink};
-use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Thread, Zone};
+use crate::domain::{Acknowledgement, Action, Incident, IncidentState, Notification, Zone};
 use crate::routing::{Matcher, Silence};
-use crate::store::{Store, StoreError, WriteTx};
+use crate::store::Store;
 
 /// What confirming a link did, in people's words.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,95 +24,82 @@ pub enum LinkOutcome {
     Nothing(String),
 }
 
+/// Gives each firing incident of `n` its signed links, when `n` is a chat or e-mail message that opens or
+/// repeats and `server.public_url` and `server.link_signing_key` are set (`notify::finish`, as it is queued).
+pub(super) fn add_links(settings: &Settings, n: &mut Notification, now: DateTime<Utc>) {
+    let Some((base, key)) = settings.server.links() else {
+        return;
+    };
+    let per_incident = settings.receiver(&n.receiver).is_none_or(|r| r.per_incident());
+    if per_incident || !matches!(n.action, Action::Open | Action::Update) {
+        return;
+    }
+    let expires = Duration::from_std(settings.server.link_ttl)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    let by = n.recipient.as_ref().map(|r| r.username.clone());
+    // Only a stored incident (an id) can be acted on: a test message's or an Argo CD access notice's is none.
+    let actionable = |i: &&mut Incident| i.id > 0 && i.state == IncidentState::Firing && !i.kind.is_informational();
+    for i in n.incidents_mut().iter_mut().filter(actionable) {
+        let mut links: Vec<MessageLink> = LinkAction::ALL
+            .iter()
+            .map(|a| MessageLink {
+                label: label(settings, *a, &i.team),
+                url: format!(
+                    "{base}/act/{}",
+                    ActionLink::new(*a, i.id, expires, by.clone()).token(key)
+                ),
+            })
+            .collect();
+        if let Some(url) = crate::domain::link::herald_app_page(base, &i.instance, &i.app_namespace, &i.app_name) {
+            links.push(MessageLink {
+                label: "Open in Herald".into(),
+                url,
+            });
+        }
+        i.actions = links;
+    }
+    // A message about a group too large to show each incident's links offers one that acknowledges them all.
+    if !crate::receivers::render::detailed(n) {
+        let ids: Vec<i64> = n
+            .incidents()
+            .iter()
+            .filter(|i| !i.actions.is_empty())
+            .map(|i| i.id)
+            .collect();
+        if ids.len() > 1
+            && let Some(link) = ActionLink::acknowledge_all(&ids, expires, by)
+            && let token = link.token(key)
+            && ActionLink::fits(&token)
+        {
+            n.group_actions = vec![MessageLink {
+                label: format!("Acknowledge all {}", ids.len()),
+                url: format!("{base}/act/{token}"),
+            }];
+        }
+    }
+}
+
+/// A link's words: "Silence until Monday 09:00 (Europe/Berlin)".
+fn label(settings: &Settings, action: LinkAction, team: &str) -> String {
+    match action {
+        LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), zone_of(settings, team).0.name()),
+        _ => action.label().into(),
+    }
+}
+
+/// The time zone `team` reads times in: its digest's, else `server.time_zone` (UTC unless set).
+pub(super) fn zone_of(settings: &Settings, team: &str) -> Zone {
+    (settings.teams.get(team))
+        .and_then(|t| t.digest.as_ref())
+        .map_or_else(|| settings.server.reader_zone(), |d| Zone(d.timezone.tz()))
+}
+
 impl Core {
-    /// Queues `n`, the notification of `thread`, finished: its signed links ([`Core::add_links`]), the link to the
-    /// status page of its team (`server.public_url`) and the time zone its times are read in (the team's). Every
-    /// notification the pipeline sends goes this way.
-    pub(super) async fn send(
-        &self,
-        tx: &mut WriteTx,
-        thread: &Thread,
-        mut n: Notification,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        if let Some(team) = n.incidents.first().map(|i| i.team.clone()) {
-            n.zone = self.zone_of(&team);
-        }
-        self.add_links(&mut n, now);
-        let n = n.with_status_page(self.settings.server.public_url.as_deref());
-        Store::queue(tx, thread, &n, now).await
-    }
-
-    /// Gives each firing incident of `n` its signed links, when `n` is a chat or e-mail message that opens or
-    /// repeats and `server.public_url` and `server.link_signing_key` are set.
-    fn add_links(&self, n: &mut Notification, now: DateTime<Utc>) {
-        let Some((base, key)) = self.settings.server.links() else {
-            return;
-        };
-        let per_incident = self.settings.receiver(&n.receiver).is_none_or(|r| r.per_incident());
-        if per_incident || !matches!(n.action, Action::Open | Action::Update) {
-            return;
-        }
-        let expires = Duration::from_std(self.settings.server.link_ttl)
-            .ok()
-            .and_then(|d| now.checked_add_signed(d))
-            .unwrap_or(DateTime::<Utc>::MAX_UTC);
-        let by = n.recipient.as_ref().map(|r| r.username.clone());
-        // Only a stored incident (an id) can be acted on: a test message's or an Argo CD access notice's is none.
-        let actionable = |i: &&mut Incident| i.id > 0 && i.state == IncidentState::Firing && !i.kind.is_informational();
-        for i in n.incidents.iter_mut().filter(actionable) {
-            let mut links: Vec<MessageLink> = LinkAction::ALL
-                .iter()
-                .map(|a| MessageLink {
-                    label: self.label(*a, &i.team),
-                    url: format!(
-                        "{base}/act/{}",
-                        ActionLink::new(*a, i.id, expires, by.clone()).token(key)
-                    ),
-                })
-                .collect();
-            if let Some(url) = crate::domain::link::herald_app_page(base, &i.instance, &i.app_namespace, &i.app_name) {
-                links.push(MessageLink {
-                    label: "Open in Herald".into(),
-                    url,
-                });
-            }
-            i.actions = links;
-        }
-        // A message about a group too large to show each incident's links offers one that acknowledges them all.
-        if !crate::receivers::render::detailed(n) {
-            let ids: Vec<i64> = n
-                .incidents
-                .iter()
-                .filter(|i| !i.actions.is_empty())
-                .map(|i| i.id)
-                .collect();
-            if ids.len() > 1
-                && let Some(link) = ActionLink::acknowledge_all(&ids, expires, by)
-                && let token = link.token(key)
-                && ActionLink::fits(&token)
-            {
-                n.group_actions = vec![MessageLink {
-                    label: format!("Acknowledge all {}", ids.len()),
-                    url: format!("{base}/act/{token}"),
-                }];
-            }
-        }
-    }
-
-    /// A link's words: "Silence until Monday 09:00 (Europe/Berlin)".
-    fn label(&self, action: LinkAction, team: &str) -> String {
-        match action {
-            LinkAction::SilenceUntilMonday => format!("{} ({})", action.label(), self.zone_of(team).0.name()),
-            _ => action.label().into(),
-        }
-    }
-
-    /// The time zone `team` reads times in: its digest's, else `server.time_zone` (UTC unless set).
+    /// The time zone `team` reads times in ([`zone_of`]).
     pub(super) fn zone_of(&self, team: &str) -> Zone {
-        (self.settings.teams.get(team))
-            .and_then(|t| t.digest.as_ref())
-            .map_or_else(|| self.settings.server.reader_zone(), |d| Zone(d.timezone.tz()))
+        zone_of(&self.settings, team)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod explain;
 mod history;
 mod ingest;
 mod links;
+mod notify;
 mod on_call;
 mod repeats;
 mod scheduler;
@@ -547,7 +548,10 @@ impl Pipeline {
             return Ok(list);
         }
         let silences = core.store.silences(false, now).await?;
-        let storms = core.store.storms(core.storms_ended_after(now)).await?;
+        let storms = core
+            .store
+            .storms(notify::storms_ended_after(&core.settings, now))
+            .await?;
         // One read for the Applications with a firing incident on the page that a rule may inhibit: their open
         // incidents, as a send would see them (inhibition's sources; no other hold needs them).
         let mut apps: Vec<AppId> = (list.iter().filter(|r| r.state == IncidentState::Firing))
@@ -556,10 +560,11 @@ impl Pipeline {
             .collect();
         apps.sort();
         apps.dedup();
-        let open = Core::candidates_by_app(&core.store.open_incidents_read(&apps, &list).await?);
+        let open = notify::candidates_by_app(&core.store.open_incidents_read(&apps, &list).await?);
+        let teller = core.teller();
         for rec in list.iter_mut().filter(|r| r.state == IncidentState::Firing) {
             let candidates = open.get(&rec.app).map_or(&[][..], Vec::as_slice);
-            let facts = core.facts(&silences, candidates, scheduler::storm_of(&storms, rec), now);
+            let facts = teller.facts(&silences, candidates, notify::storm_of(&storms, rec), now);
             rec.view.held = delivery::hold(&facts, &rec.labels(), delivery::Own::of(rec));
         }
         Ok(list)
@@ -727,6 +732,17 @@ impl Pipeline {
 }
 
 impl Core {
+    /// What the acts of `notify` read, from this core.
+    fn teller(&self) -> notify::Teller<'_> {
+        notify::Teller {
+            settings: &self.settings,
+            router: &self.router,
+            inhibitor: &self.inhibitor,
+            calendars: &self.calendars,
+            wake_outbox: &self.wake_outbox,
+        }
+    }
+
     /// `instance`'s API, when it has one.
     fn api_of(&self, instance: &str) -> Option<&InstanceApi> {
         self.argocd_apis.iter().find(|s| s.api.instance() == instance)

@@ -14,7 +14,7 @@ use super::Core;
 use crate::argocd::AppId;
 use crate::domain::{Incident, IncidentState, Kind};
 use crate::incidents::storm::{self, Candidate, OpenStorm, Scope, Verdict};
-use crate::store::{IncidentRecord, Store, StoreError, StormMember, WriteTx};
+use crate::store::{Store, StoreError, StormMember, WriteTx};
 
 /// What a batch did that a storm may follow from: the instances where an incident of [`storm::KINDS`] opened, the
 /// storms whose members resolved.
@@ -43,20 +43,6 @@ impl StormTouch {
 }
 
 impl Core {
-    /// The storms that may hold an incident at `now`: open, or ended within `storm.window`.
-    pub(super) async fn holding_storms(
-        &self,
-        tx: &mut WriteTx,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<OpenStorm>, StoreError> {
-        Store::storms_tx(tx, self.storms_ended_after(now)).await
-    }
-
-    /// Storms that ended after this may still hold their members.
-    pub(super) fn storms_ended_after(&self, now: DateTime<Utc>) -> DateTime<Utc> {
-        now - chrono::Duration::from_std(self.settings.storm.window).unwrap_or_default()
-    }
-
     /// The batch's storm step, in its transaction once its incidents are written: storms open and are joined where
     /// `touch` opened incidents, and every storm touched is counted again (and fired, or resolved). Returns whether
     /// anything changed (the scheduler then looks now).
@@ -162,42 +148,16 @@ impl Core {
                 members = views.len(),
                 "storm over: its members still firing are told after storm.window"
             );
-            return self.resolve(tx, &rec, now).await;
+            return super::notify::resolved(&self.settings, tx, &rec, now).await;
         }
         if view != rec.view {
             Store::refresh_incident(tx, rec.id, &view).await?;
             rec.view = view;
         }
         if firing && rec.state == IncidentState::Pending {
-            self.fire_pending_storm(tx, rec, now).await?;
+            super::notify::pending_storm_fired(&self.teller(), tx, rec, now).await?;
         }
         Ok(())
-    }
-
-    /// The storm `storm_id` fires now if it is pending (one of its members fired).
-    pub(super) async fn fire_storm(
-        &self,
-        tx: &mut WriteTx,
-        storm_id: i64,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        match Store::incident(tx, storm_id).await? {
-            Some(rec) if rec.state == IncidentState::Pending => self.fire_pending_storm(tx, rec, now).await,
-            _ => Ok(()),
-        }
-    }
-
-    async fn fire_pending_storm(
-        &self,
-        tx: &mut WriteTx,
-        mut rec: IncidentRecord,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        Store::set_incident_state(tx, rec.id, IncidentState::Firing, now).await?;
-        rec.state = IncidentState::Firing;
-        rec.fired_at = Some(now);
-        tracing::info!(incident = rec.id, about = %rec.view.app_name, "storm fired");
-        self.on_fired(tx, &rec, now, &[]).await
     }
 }
 
@@ -262,9 +222,13 @@ impl super::Pipeline {
     pub async fn storms(&self) -> Result<Vec<StormView>, super::PipelineError> {
         let core = self.core();
         let now = self.now();
-        let storms: Vec<OpenStorm> = (core.store.storms(core.storms_ended_after(now)).await?.into_iter())
-            .filter(|s| s.holds(core.settings.storm.window, now))
-            .collect();
+        let storms: Vec<OpenStorm> = (core
+            .store
+            .storms(super::notify::storms_ended_after(&core.settings, now))
+            .await?
+            .into_iter())
+        .filter(|s| s.holds(core.settings.storm.window, now))
+        .collect();
         if storms.is_empty() {
             return Ok(Vec::new());
         }

@@ -13,7 +13,7 @@ use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
-use crate::domain::{Action, Incident, Notification};
+use crate::domain::{Action, Body, Incident, Notification};
 use crate::receivers::render;
 
 /// How long a `herald send-test` alert stays active: long enough to see it, short enough not to linger.
@@ -102,7 +102,7 @@ pub fn labels(i: &Incident) -> BTreeMap<&'static str, String> {
 pub fn alert(n: &Notification, i: &Incident, now: DateTime<Utc>, ttl: Duration) -> serde_json::Value {
     // The description covers this incident only, even when the notification lists several.
     let single = Notification {
-        incidents: vec![i.clone()],
+        body: Body::Incidents(vec![i.clone()]),
         ..n.clone()
     };
     let mut annotations = BTreeMap::from([
@@ -147,14 +147,13 @@ pub fn alert(n: &Notification, i: &Incident, now: DateTime<Utc>, ttl: Duration) 
 #[async_trait::async_trait]
 impl Receiver for Alertmanager {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        if n.digest.is_some() {
-            return Err(super::digest_refused("alertmanager"));
-        }
-        if n.incidents.is_empty() {
-            return Err(DeliveryError::permanent("no incident to send as an alert"));
-        }
+        let incidents = match &n.body {
+            Body::Digest(_) => return Err(super::digest_refused("alertmanager")),
+            Body::Incidents(list) if !list.is_empty() => list,
+            _ => return Err(DeliveryError::permanent("no incident to send as an alert")),
+        };
         let now = self.http.clock().now();
-        let alerts: Vec<serde_json::Value> = n.incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
+        let alerts: Vec<serde_json::Value> = incidents.iter().map(|i| alert(n, i, now, self.alert_ttl)).collect();
         let request = self.http.client().post(&self.endpoint).json(&alerts);
         self.http.send(request, &self.redactor).await?;
         let verb = if n.is_resolve() { "resolved" } else { "posted" };
@@ -206,12 +205,12 @@ mod tests {
     fn notification(action: Action, app: &str) -> Notification {
         let now = Utc::now();
         let mut n = testing::notification(action);
-        n.incidents = vec![Incident {
-            state: n.incidents[0].state,
+        *crate::receivers::testing::incidents_of(&mut n) = vec![Incident {
+            state: n.incidents()[0].state,
             resolved_at: (action == Action::Resolve).then_some(now),
             ..incident(app, now)
         }];
-        n.thread_key = n.incidents[0].fingerprint.clone();
+        n.thread_key = n.incidents()[0].fingerprint.clone();
         n.title = format!("{app}: out of sync");
         n.created_at = now;
         n
@@ -351,7 +350,7 @@ mod tests {
             "https://argocd.example.com/applications/argocd/payments-api"
         );
         let starts: DateTime<Utc> = alert["startsAt"].as_str().unwrap().parse().unwrap();
-        let fired = open.incidents[0].fired_at.unwrap();
+        let fired = open.incidents()[0].fired_at.unwrap();
         assert!((starts - fired).num_milliseconds().abs() <= 1, "{starts} vs {fired}");
         let ends: DateTime<Utc> = alert["endsAt"].as_str().unwrap().parse().unwrap();
         assert!(ends > Utc::now() + chrono::Duration::hours(23), "kept firing: {ends}");
@@ -380,7 +379,7 @@ mod tests {
         bare.project = String::new();
         bare.team = "  ".into();
         bare.app_url = Some("not a url".into());
-        n.incidents.push(bare);
+        crate::receivers::testing::incidents_of(&mut n).push(bare);
 
         let delivered = receiver.deliver(&n, None).await.unwrap();
         assert_eq!(delivered.detail, "resolved 2 alert(s)");
@@ -462,7 +461,7 @@ mod tests {
     fn a_test_alert_ends_within_minutes() {
         let now = Utc::now();
         let n = Notification::test("team-am", now);
-        let a = alert(&n, &n.incidents[0], now, Duration::from_secs(24 * 3600));
+        let a = alert(&n, &n.incidents()[0], now, Duration::from_secs(24 * 3600));
         let ends: DateTime<Utc> = a["endsAt"].as_str().unwrap().parse().unwrap();
         let expected = now + chrono::Duration::minutes(5);
         assert!((ends - expected).num_milliseconds().abs() <= 1, "{ends} vs {expected}");

@@ -10,7 +10,7 @@ use wiremock::{Mock, MockServer};
 use super::testing::{self, EchoEverything, assert_no_secret, error_text};
 use super::{DeliveryError, Shared, build};
 use crate::configuration::Settings;
-use crate::domain::{Action, CommitState, Notification};
+use crate::domain::{Action, Body, CommitState, Notification};
 
 /// Builds the one receiver `yaml` configures (`{base}` is the echo server's URL, `{authority}` its host and
 /// port), delivers an open notification to a
@@ -140,11 +140,13 @@ async fn telegram_keeps_the_bot_token_in_its_urls_path_out_of_failures() {
 
 #[tokio::test]
 async fn the_github_status_and_grafana_receivers_keep_their_tokens_out_of_failures() {
-    let status = testing::sync_notification(None, Some(testing::commit_status(CommitState::Success)));
+    let status = testing::sync_notification(Body::CommitStatus(Box::new(testing::commit_status(
+        CommitState::Success,
+    ))));
     let yaml = r#"receivers: [{name: s, github_status: {api_url: "{base}", token: "ghp_st4tus"}}]"#;
     echoed_failure_of(yaml, &status, 422, &["ghp_st4tus"]).await;
 
-    let deployed = testing::sync_notification(Some(testing::change()), None);
+    let deployed = testing::sync_notification(Body::Change(Box::new(testing::change())));
     let yaml = r#"receivers: [{name: g, grafana: {url: "http://admin:pa55w0rd@{authority}", token: "glsa_t0k"}}]"#;
     let basic = STANDARD.encode("admin:pa55w0rd");
     echoed_failure_of(yaml, &deployed, 403, &["glsa_t0k", "pa55w0rd", &basic]).await;

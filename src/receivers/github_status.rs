@@ -24,7 +24,7 @@ use super::{
 };
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
 use crate::domain::notification::short_revision as short;
-use crate::domain::{Action, CommitState, CommitStatus, Notification};
+use crate::domain::{Action, Body, CommitState, CommitStatus, Notification};
 use crate::receivers::render::{escape, truncate};
 
 /// GitHub keeps at most this many characters of a status's `description`.
@@ -213,11 +213,11 @@ pub fn description(s: &CommitStatus) -> String {
 #[async_trait::async_trait]
 impl Receiver for GithubStatus {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        match (&n.commit_status, n.action) {
-            (Some(s), _) => self.post(s).await,
-            (None, Action::Test) => self.check_token().await,
-            (None, Action::Digest) => Err(digest_refused("github status")),
-            (None, _) => Err(incident_refused("github status")),
+        match (&n.body, n.action) {
+            (Body::CommitStatus(s), _) => self.post(s).await,
+            (_, Action::Test) => self.check_token().await,
+            (Body::Digest(_), _) => Err(digest_refused("github status")),
+            _ => Err(incident_refused("github status")),
         }
     }
 }

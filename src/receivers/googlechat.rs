@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::http::Http;
 use super::{Delivered, DeliveryError, Memo, Receiver, incoming_webhook};
-use crate::domain::Notification;
+use crate::domain::{Body, Notification};
 use crate::receivers::render;
 use crate::receivers::render::{escape, status_emoji, truncate};
 
@@ -103,7 +103,7 @@ fn hints(s: &mut String, hints: &[&crate::domain::Hint]) {
 /// `` `code` ``, `<url|label>`, in the shared layout; every field from Argo CD through [`escape::google_chat`],
 /// and messages in a code block (Chat shows `>` literally).
 pub(crate) fn google_chat_text(n: &Notification) -> String {
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return crate::receivers::render::digest::google_chat(d);
     }
     use escape::google_chat as gc;

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::configuration::{ConfigError, ReceiverSettings, check_url, invalid};
 use crate::domain::notification::short_revision as short;
-use crate::domain::{Action, Change, Notification};
+use crate::domain::{Action, Body, Change, Notification};
 use crate::receivers::render::escape;
 
 /// `grafana: {url, token, dashboard_uid, tags}` (`token_file` works).
@@ -80,14 +80,14 @@ pub struct Grafana {
 
 /// What `n` becomes at Grafana: the annotation of its change, or of a test; `None` for anything else.
 pub fn annotation(settings: &Config, n: &Notification) -> Option<Value> {
-    let (time, text, mut tags) = match (&n.change, n.action) {
-        (Some(c), _) => (c.finished_at.timestamp_millis(), text(c), tags(c)),
-        (None, Action::Test) => (
+    let (time, text, mut tags) = match (&n.body, n.action) {
+        (Body::Change(c), _) => (c.finished_at.timestamp_millis(), text(c), tags(c)),
+        (_, Action::Test) => (
             n.created_at.timestamp_millis(),
             "[TEST] Herald test annotation: nothing was deployed".to_string(),
             vec!["herald".to_string(), "test".to_string()],
         ),
-        (None, _) => return None,
+        _ => return None,
     };
     for t in &settings.tags {
         if !tags.contains(t) {

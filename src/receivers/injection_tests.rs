@@ -13,7 +13,7 @@ use super::preview::{Markup, Part, preview};
 use super::render::escape::{WORD_JOINER, message_lines};
 use super::testing;
 use crate::domain::digest::{Digest, OutOfSyncApp};
-use crate::domain::{Action, Hint, Incident, Notification, ResourceRef};
+use crate::domain::{Action, Body, Hint, Incident, Notification, ResourceRef};
 
 const FRAGMENTS: &[&str] = &[
     "<!channel>",
@@ -62,7 +62,11 @@ fn hostile() -> impl Strategy<Value = String> {
 /// Every text field of a notification, and whether it is a multi-line message.
 fn fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
     let mut out: Vec<(&mut String, bool)> = vec![(&mut n.title, false), (&mut n.reason, false)];
-    for i in &mut n.incidents {
+    let incidents: &mut [Incident] = match &mut n.body {
+        Body::Incidents(list) => list,
+        _ => &mut [],
+    };
+    for i in incidents {
         for s in [
             &mut i.summary,
             &mut i.app_namespace,
@@ -180,7 +184,7 @@ fn notification(values: &[String]) -> Notification {
         ],
         ..Default::default()
     });
-    n.incidents = vec![i.clone(), Incident { id: 8, ..i }];
+    *crate::receivers::testing::incidents_of(&mut n) = vec![i.clone(), Incident { id: 8, ..i }];
     for (k, (field, _)) in fields(&mut n).into_iter().enumerate() {
         *field = values[k % values.len()].clone();
     }
@@ -527,14 +531,13 @@ fn digest_notification(values: &[String]) -> Notification {
 
 fn with_digest(d: Digest) -> Notification {
     let mut n = testing::notification(Action::Digest);
-    n.incidents.clear();
     n.title = d.title();
-    n.digest = Some(Box::new(d));
+    n.body = Body::Digest(Box::new(d));
     n
 }
 
 fn plain_digest(n: &Notification) -> Notification {
-    let mut d = n.digest.as_deref().cloned().unwrap_or_default();
+    let mut d = n.digest().cloned().unwrap_or_default();
     let mut words = Words::default();
     for field in digest_fields(&mut d) {
         *field = words.plain(field, false);
@@ -585,7 +588,7 @@ fn keyed_strings<'v>(key: &'v str, v: &'v Value, out: &mut Vec<(&'v str, &'v str
 /// The fixture notification with every link (and the repository's URL, shown as text) set to `url`.
 fn with_links(url: &str) -> Notification {
     let mut n = testing::notification(Action::Open);
-    let i = &mut n.incidents[0];
+    let i = &mut n.incidents_mut()[0];
     i.app_url = Some(url.into());
     i.resources[0].url = Some(url.into());
     i.sources = vec![crate::domain::incident::SourceRevision {
@@ -661,8 +664,8 @@ fn addresses_stay_as_they_are_urls_are_not_linked_and_mentions_are_broken_in_eve
     const URL: &str = "https://git.example.com/@alice/repo";
     const MAILTO: &str = "mailto:bob@example.com";
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].initiated_by = Some(ADDRESS.into());
-    n.incidents[0].messages = vec![format!(
+    n.incidents_mut()[0].initiated_by = Some(ADDRESS.into());
+    n.incidents_mut()[0].messages = vec![format!(
         "ask {ADDRESS} or @here, see {URL} and {MAILTO}, @channel @room @all"
     )];
     for kind in [
@@ -708,38 +711,51 @@ fn addresses_stay_as_they_are_urls_are_not_linked_and_mentions_are_broken_in_eve
 /// is a multi-line message.
 fn sync_fields(n: &mut Notification) -> Vec<(&mut String, bool)> {
     let mut out: Vec<(&mut String, bool)> = Vec::new();
-    if let Some(c) = &mut n.change {
-        for s in [
-            &mut c.instance,
-            &mut c.app_namespace,
-            &mut c.app_name,
-            &mut c.project,
-            &mut c.destination_namespace,
-            &mut c.revision,
-            &mut c.initiator,
-            &mut c.team,
-        ] {
-            out.push((s, false));
+    match &mut n.body {
+        Body::Change(c) => {
+            for s in [
+                &mut c.instance,
+                &mut c.app_namespace,
+                &mut c.app_name,
+                &mut c.project,
+                &mut c.destination_namespace,
+                &mut c.revision,
+                &mut c.initiator,
+                &mut c.team,
+            ] {
+                out.push((s, false));
+            }
+            out.extend(c.previous_revision.iter_mut().map(|s| (s, false)));
         }
-        out.extend(c.previous_revision.iter_mut().map(|s| (s, false)));
-    }
-    if let Some(s) = &mut n.commit_status {
-        for f in [&mut s.instance, &mut s.app_name, &mut s.initiator] {
-            out.push((f, false));
+        Body::CommitStatus(s) => {
+            for f in [&mut s.instance, &mut s.app_name, &mut s.initiator] {
+                out.push((f, false));
+            }
+            out.push((&mut s.message, true));
         }
-        out.push((&mut s.message, true));
+        _ => {}
     }
     out
 }
 
-/// A deployment told as a change and as a commit status, each field filled from `values` in turn.
-fn sync_notification(values: &[String]) -> Notification {
-    let status = testing::commit_status(crate::domain::CommitState::Failure);
-    let mut n = testing::sync_notification(Some(testing::change()), Some(status));
+/// A deployment told as `body` (a change or a commit status), each field filled from `values` in turn.
+fn sync_notification(body: Body, values: &[String]) -> Notification {
+    let mut n = testing::sync_notification(body);
     for (k, (field, _)) in sync_fields(&mut n).into_iter().enumerate() {
         *field = values[k % values.len()].clone();
     }
     n
+}
+
+/// A deployment told as a change, each field filled from `values` in turn.
+fn change_notification(values: &[String]) -> Notification {
+    sync_notification(Body::Change(Box::new(testing::change())), values)
+}
+
+/// A deployment told as a commit status, each field filled from `values` in turn.
+fn status_notification(values: &[String]) -> Notification {
+    let status = testing::commit_status(crate::domain::CommitState::Failure);
+    sync_notification(Body::CommitStatus(Box::new(status)), values)
 }
 
 /// [`plain_words`] for a sync's fields.
@@ -754,12 +770,8 @@ fn plain_sync(n: &Notification) -> Notification {
 
 #[test]
 fn text_from_argo_cd_cannot_act_in_a_commit_status_or_a_grafana_annotation() {
-    hostile_values_act_on_nothing(
-        64,
-        sync_notification,
-        plain_sync,
-        &[ReceiverType::GithubStatus, ReceiverType::Grafana],
-    );
+    hostile_values_act_on_nothing(64, status_notification, plain_sync, &[ReceiverType::GithubStatus]);
+    hostile_values_act_on_nothing(64, change_notification, plain_sync, &[ReceiverType::Grafana]);
 }
 
 #[test]

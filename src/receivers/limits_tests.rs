@@ -52,7 +52,7 @@ pub(super) fn big_digest() -> Notification {
 pub(super) fn big_group() -> Notification {
     let mut n = testing::notification(Action::Open);
     n.title = format!("OutOfSync on {GROUP} Applications of team platform");
-    n.incidents = (0..GROUP)
+    *crate::receivers::testing::incidents_of(&mut n) = (0..GROUP)
         .map(|k| {
             let mut i = testing::incident();
             i.id = k as i64 + 1;

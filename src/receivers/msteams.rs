@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::http::Http;
 use super::{Delivered, DeliveryError, Memo, Receiver, incoming_webhook};
-use crate::domain::{Action, Incident, Notification};
+use crate::domain::{Action, Body, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::{AppView, escape, status_emoji, truncate};
 
@@ -190,7 +190,7 @@ fn teams_list(n: &Notification) -> Vec<Value> {
 /// named after its Application and problem.
 /// What does not fit is reached through "Open in Herald" or the status page.
 fn link_buttons(n: &Notification) -> Vec<Value> {
-    let with_links: Vec<&crate::domain::Incident> = n.incidents.iter().filter(|i| !i.actions.is_empty()).collect();
+    let with_links: Vec<&crate::domain::Incident> = n.incidents().iter().filter(|i| !i.actions.is_empty()).collect();
     // "Acknowledge all 40" first, then each incident's own while Teams' limit allows.
     let mut out: Vec<Value> = (n.group_actions.iter())
         .map(|a| json!({"type": "Action.OpenUrl", "title": truncate(&escape::chat_plain(&a.label), 100), "url": a.url}))
@@ -216,7 +216,7 @@ fn link_buttons(n: &Notification) -> Vec<Value> {
 
 /// The Workflows webhook message: one attachment holding an Adaptive Card 1.4.
 pub(crate) fn teams_message(n: &Notification) -> Value {
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return crate::receivers::render::digest::teams_card(d);
     }
     let mut body = vec![json!({
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn a_firing_incidents_signed_links_are_the_cards_first_buttons_not_link_less_facts() {
         let mut n = testing::notification(Action::Open);
-        n.incidents[0].actions = [
+        n.incidents_mut()[0].actions = [
             "Acknowledge",
             "Silence 1 h",
             "Silence until Monday 09:00 (UTC)",
@@ -410,8 +410,8 @@ mod tests {
     #[test]
     fn a_teams_card_with_fifty_applications_lists_every_one_and_caps_its_buttons() {
         let mut n = testing::notification(Action::Open);
-        let one = n.incidents[0].clone();
-        n.incidents = (0..50)
+        let one = n.incidents()[0].clone();
+        *crate::receivers::testing::incidents_of(&mut n) = (0..50)
             .map(|k| Incident {
                 app_name: format!("app-{k}"),
                 app_url: Some(format!("https://argocd.example.com/applications/argocd/app-{k}")),

@@ -16,7 +16,7 @@ use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings, check_url};
-use crate::domain::{Action, Incident, Notification};
+use crate::domain::{Action, Body, Incident, Notification};
 use crate::receivers::render;
 use crate::receivers::render::truncate;
 
@@ -196,7 +196,7 @@ pub fn trigger_event(n: &Notification, i: &Incident, routing_key: &str) -> Value
 #[async_trait::async_trait]
 impl Receiver for PagerDuty {
     async fn deliver(&self, n: &Notification, _memo: Option<&Memo>) -> Result<Delivered, DeliveryError> {
-        if let Some(c) = &n.change {
+        if let Body::Change(c) = &n.body {
             return self.send_change(c).await;
         }
         let i = super::primary_incident(n, "pagerduty")?;
@@ -275,10 +275,10 @@ mod tests {
     #[test]
     fn another_instances_alert_names_its_instance_where_a_responder_reads_the_application() {
         let mut n = firing_notification(Action::Open);
-        n.incidents[0].instance = "us".into();
-        n.incidents[0].summary = "us/argocd/payments is Degraded".into();
+        n.incidents_mut()[0].instance = "us".into();
+        n.incidents_mut()[0].summary = "us/argocd/payments is Degraded".into();
 
-        let event = trigger_event(&n, &n.incidents[0], ROUTING_KEY);
+        let event = trigger_event(&n, &n.incidents()[0], ROUTING_KEY);
 
         assert_eq!(event["payload"]["source"], "us/argocd/payments");
         assert_eq!(event["links"][0]["text"], "us/payments in Argo CD");
@@ -487,14 +487,14 @@ mod tests {
     fn summaries_are_one_line_of_at_most_1024_characters() {
         let server_less = PagerDuty::new(config(testing::UNREACHABLE.into(), ROUTING_KEY, false), testing::http());
         let mut n = firing_notification(Action::Open);
-        n.incidents[0].summary = format!("first\nsecond {}", "ü".repeat(2000));
-        let event = server_less.trigger(&n, &n.incidents[0]);
+        n.incidents_mut()[0].summary = format!("first\nsecond {}", "ü".repeat(2000));
+        let event = server_less.trigger(&n, &n.incidents()[0]);
         let summary = event["payload"]["summary"].as_str().unwrap();
         assert_eq!(summary.chars().count(), 1024);
         assert!(summary.starts_with("first second ü"));
 
-        n.incidents[0].summary.clear();
-        let event = server_less.trigger(&n, &n.incidents[0]);
+        n.incidents_mut()[0].summary.clear();
+        let event = server_less.trigger(&n, &n.incidents()[0]);
         assert_eq!(event["payload"]["summary"], "[FIRING] payments is Degraded");
     }
 

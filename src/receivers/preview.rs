@@ -106,14 +106,14 @@ pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<
             ]
         }
         ReceiverType::Pagerduty => n
-            .incidents
+            .incidents()
             .iter()
             .map(|i| json("json", Markup::Json, &pagerduty::trigger_event(n, i, "ROUTING_KEY")))
             .collect(),
         ReceiverType::Alertmanager => {
             let ttl = std::time::Duration::from_secs(24 * 3600);
             let alerts: Vec<Value> = n
-                .incidents
+                .incidents()
                 .iter()
                 .map(|i| alertmanager::alert(n, i, now, ttl))
                 .collect();
@@ -135,7 +135,7 @@ pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<
             ]
         }
         // Told of syncs only: an incident notification renders nothing.
-        ReceiverType::GithubStatus => (n.commit_status.iter())
+        ReceiverType::GithubStatus => (n.commit_status().into_iter())
             .map(|s| json("json", Markup::Json, &github_status::status_body(s)))
             .collect(),
         ReceiverType::Grafana => {
@@ -145,7 +145,7 @@ pub fn preview(kind: ReceiverType, n: &Notification, now: DateTime<Utc>) -> Vec<
                 dashboard_uid: None,
                 tags: Vec::new(),
             };
-            (n.change.iter())
+            (n.change().into_iter())
                 .filter_map(|_| grafana::annotation(&settings, n))
                 .map(|a| part("html", Markup::Html, a["text"].as_str().unwrap_or_default().to_string()))
                 .collect()
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn a_configured_template_replaces_herald_s_text_escaped_for_the_target() {
         let mut n = testing::notification(Action::Open);
-        n.incidents[0].app_name = "pay[ments]".into();
+        n.incidents_mut()[0].app_name = "pay[ments]".into();
         let r = configured(
             "receivers: [{name: chat, mattermost: {webhook_url: 'https://chat.example.com/hooks/abcdefghijklmnop'}, \
              template: '{{ notification.reason }}:{% for i in incidents %} {{ i.app_name }}{% endfor %} [x]'}]",

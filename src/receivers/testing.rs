@@ -13,7 +13,8 @@ use super::http::Http;
 use super::{Delivered, DeliveryError, Memo, Receiver};
 use crate::clock::{SharedClock, SystemClock};
 use crate::domain::{
-    Action, Change, CommitState, CommitStatus, Hint, Incident, IncidentState, Kind, Notification, ResourceRef, Severity,
+    Action, Body, Change, CommitState, CommitStatus, Hint, Incident, IncidentState, Kind, Notification, ResourceRef,
+    Severity,
 };
 
 pub const FINGERPRINT: &str = "argocd/payments:degraded";
@@ -91,12 +92,9 @@ pub fn notification(action: Action) -> Notification {
         thread_key: FINGERPRINT.into(),
         title: "payments is Degraded".into(),
         reason: if action == Action::Resolve { "resolved" } else { "fired" }.into(),
-        incidents: vec![i],
+        body: Body::Incidents(vec![i]),
         created_at: now(),
-        digest: None,
         recipient: None,
-        change: None,
-        commit_status: None,
         status_url: None,
         group_actions: Vec::new(),
         zone: Default::default(),
@@ -145,15 +143,24 @@ pub fn commit_status(state: CommitState) -> CommitStatus {
     }
 }
 
-/// A notification about a sync, not an incident: `change` or `commit_status` set, no incidents.
-pub fn sync_notification(change: Option<Change>, commit_status: Option<CommitStatus>) -> Notification {
+/// A notification about a sync, not an incident: its `body` a change or a commit status.
+pub fn sync_notification(body: Body) -> Notification {
     Notification {
-        incidents: Vec::new(),
+        body,
         title: "payments synced".into(),
         reason: "synced".into(),
-        change,
-        commit_status,
         ..notification(Action::Open)
+    }
+}
+
+/// The incidents `n` tells of, to add to or replace: an empty list first when it told of something else.
+pub fn incidents_of(n: &mut Notification) -> &mut Vec<Incident> {
+    if !matches!(n.body, Body::Incidents(_)) {
+        n.body = Body::Incidents(Vec::new());
+    }
+    match &mut n.body {
+        Body::Incidents(list) => list,
+        _ => unreachable!("the body was just made a list of incidents"),
     }
 }
 

@@ -204,8 +204,7 @@ async fn ticket_and_paging_receivers_refuse_a_digest_for_good() {
     let built = build_all(&Shared::new(settings, testing::clock())).expect("builds");
     let mut n = crate::domain::Notification::test("x", testing::now());
     n.action = Action::Digest;
-    n.incidents.clear();
-    n.digest = Some(Box::default());
+    n.body = crate::domain::Body::Digest(Box::default());
     for key in [
         "jira",
         "github",
@@ -501,8 +500,8 @@ receivers:
     let built = build_all(&Shared::new(settings, testing::clock())).expect("builds");
     let hostile = "https://argocd.example.com/\n<!channel> [Fix-it-now](https://evil.example)";
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].app_url = Some(hostile.into());
-    n.incidents[0].resources[0].url = Some(hostile.into());
+    n.incidents_mut()[0].app_url = Some(hostile.into());
+    n.incidents_mut()[0].resources[0].url = Some(hostile.into());
     let safe = testing::notification(Action::Open);
 
     for (name, receiver) in &built {

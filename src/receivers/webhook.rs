@@ -17,7 +17,7 @@ use super::http::Http;
 use super::redact::Redactor;
 use super::{Capabilities, Delivered, DeliveryError, Integration, Memo, Receiver, Sections, Shared};
 use crate::configuration::{ConfigError, ReceiverSettings};
-use crate::domain::Notification;
+use crate::domain::{Body, Notification};
 use crate::receivers::render;
 
 /// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`, keyed with `hmac_secret`.
@@ -122,7 +122,7 @@ pub fn body(n: &Notification) -> serde_json::Value {
         "thread_key": n.thread_key,
         "title": n.title,
         "reason": n.reason,
-        "incidents": n.incidents,
+        "incidents": n.incidents(),
         "text": render::text(n),
     });
     // "Acknowledge all 40" under a message about a large group (each incident carries its own `actions`).
@@ -130,7 +130,7 @@ pub fn body(n: &Notification) -> serde_json::Value {
         body["group_actions"] = serde_json::json!(n.group_actions);
     }
     // A digest travels as its own structured field, beside its text.
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         body["digest"] = serde_json::json!(d);
     }
     body
@@ -196,7 +196,7 @@ mod tests {
         n.receiver = "team-hook".into();
         n.thread_key = "team=payments,kind=degraded".into();
         n.title = "2 applications degraded".into();
-        n.incidents = ["payments-api", "payments-worker"]
+        *crate::receivers::testing::incidents_of(&mut n) = ["payments-api", "payments-worker"]
             .iter()
             .map(|app| Incident {
                 fingerprint: format!("argocd/{app}/degraded"),
@@ -224,7 +224,7 @@ mod tests {
             "thread_key": "team=payments,kind=degraded",
             "title": "2 applications degraded",
             "reason": "fired",
-            "incidents": serde_json::to_value(&n.incidents).unwrap(),
+            "incidents": serde_json::to_value(n.incidents()).unwrap(),
             "text": render::text(&n),
         });
         Mock::given(method("POST"))

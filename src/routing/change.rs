@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::configuration::{ReceiverSettings, Settings, TeamSettings};
 use crate::domain::notification::short_revision as short;
-use crate::domain::{Action, Change, Notification, Thread};
+use crate::domain::{Action, Body, Change, Notification, Thread};
 use crate::routing::owning_team;
 use crate::state::AppState;
 
@@ -121,15 +121,14 @@ pub fn notifications(
                 revision: change.revision.clone(),
                 started,
             };
-            let mut n = Notification::about(
+            let n = Notification::about(
                 &thread,
                 Action::Open,
                 title.clone(),
                 "synced to a new revision".into(),
-                Vec::new(),
+                Body::Change(Box::new(change.clone())),
                 now,
             );
-            n.change = Some(change.clone());
             (thread, n)
         })
         .collect()
@@ -198,7 +197,7 @@ mod tests {
             format!("pd:change:argocd/payments:{NEW}@1735689600000")
         );
         assert_eq!(out[0].title, "payments synced to 2222222 by automated");
-        let change = out[0].change.as_ref().expect("a change");
+        let change = out[0].change().expect("a change");
         assert_eq!(change.previous_revision.as_deref(), Some(OLD));
         assert_eq!(change.destination_namespace, "pay");
         assert_eq!(
@@ -261,10 +260,7 @@ mod tests {
         let next = at(state("Succeeded", "v3", &[OLD, NEW, "v3"]), "2025-01-01T18:00:00Z");
         let out = notifications(&s, &deployed, &next, now);
         assert_eq!(out.len(), 1);
-        assert_eq!(
-            out[0].change.as_ref().and_then(|c| c.previous_revision.as_deref()),
-            Some(NEW)
-        );
+        assert_eq!(out[0].change().and_then(|c| c.previous_revision.as_deref()), Some(NEW));
         assert!(
             out[0].thread_key.ends_with(":v3@1735754340000"),
             "{}",

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::configuration::{ReceiverSettings, Settings};
-use crate::domain::{Action, Incident, Notification, Recipient, Thread};
+use crate::domain::{Action, Body, Incident, Notification, Recipient, Thread};
 
 /// The Argo CD username of the person who started the incident's sync; none for an automated sync. The view keeps
 /// the initiator in `argocd::Initiator::describe`'s words, `user <name>`.
@@ -61,7 +61,7 @@ fn to_person(receiver: &ReceiverSettings, to: Recipient, i: &Incident, now: Date
             Notification::title_of(Action::Open, std::slice::from_ref(i), now)
         ),
         "you started this sync".into(),
-        vec![i.clone()],
+        Body::Incidents(vec![i.clone()]),
         now,
     );
     n.recipient = Some(to);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::configuration::Settings;
-use crate::domain::{Action, Incident, Notification, Thread};
+use crate::domain::{Action, Body, Incident, Notification, Thread};
 use crate::oncall::{Calendar, OnCall};
 
 /// One escalation step about to be sent.
@@ -66,7 +66,7 @@ pub fn reach(
                 Action::Open,
                 format!("Escalated (step {}, {why_not}): {title}", step.number),
                 format!("{still}; {why_not}, so the team is told"),
-                vec![view.clone()],
+                Body::Incidents(vec![view.clone()]),
                 now,
             );
             (thread, n)
@@ -96,7 +96,7 @@ fn to_person(
                 Action::Open,
                 format!("You are on call ({}): {title}", step.schedule),
                 format!("{still}; you are on call for {}", step.schedule),
-                vec![view.clone()],
+                Body::Incidents(vec![view.clone()]),
                 now,
             );
             n.recipient = Some(to);

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::change;
 use crate::argocd::{OperationPhase, Snapshot};
 use crate::configuration::Settings;
-use crate::domain::{Action, CommitState, CommitStatus, Notification, Thread};
+use crate::domain::{Action, Body, CommitState, CommitStatus, Notification, Thread};
 use crate::routing::owning_team;
 use crate::state::AppState;
 
@@ -141,15 +141,14 @@ fn commit_status_notification(
         state,
     };
     let title = format!("{}: {} on {}", status.context(), state.as_str(), status.repo);
-    let mut n = Notification::about(
+    let n = Notification::about(
         &thread,
         Action::Open,
         title,
         format!("sync {}", state.as_str()),
-        Vec::new(),
+        Body::CommitStatus(Box::new(status)),
         now,
     );
-    n.commit_status = Some(status);
     (thread, n)
 }
 
@@ -256,7 +255,7 @@ mod tests {
                     (thread.receiver(), thread.key()),
                     (n.receiver.as_str(), n.thread_key.clone())
                 );
-                let s = n.commit_status.expect("a commit status");
+                let s = n.commit_status().cloned().expect("a commit status");
                 (n.receiver, s.state, s.repo, s.sha)
             })
             .collect()
@@ -345,7 +344,7 @@ mod tests {
         let running = state(REPO, "Running", SHA, 5);
         let target = |s: &Settings| {
             let out = notifications(s, &idle, &running, Utc::now());
-            out[0].1.commit_status.as_ref().and_then(|c| c.target_url.clone())
+            out[0].1.commit_status().and_then(|c| c.target_url.clone())
         };
         assert_eq!(
             target(&settings("")).as_deref(),

@@ -1,5 +1,6 @@
-//! Notification groups (`notify_groups`) and their members (`group_members`): joining a group and scheduling its
-//! flush (the timing rule is `routing::grouping::next_flush_at`), claiming due groups, and recording a flush.
+//! Notification groups (`notify_groups`) and their members (`group_members`): joining a group at the flush its
+//! caller planned (the timing rule is `routing::grouping::next_flush_at`, asked by `pipeline::notify` with what
+//! [`Store::group_schedule`] reads), claiming due groups, and recording a flush.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -8,9 +9,8 @@ use sqlx::any::AnyRow;
 use super::incidents::{INCIDENT_COLUMNS, incident_from_row};
 use super::{IncidentRecord, Store, StoreError, WriteTx, parse_column};
 use crate::clock::{from_millis, to_millis};
-use crate::configuration::GroupingSettings;
 use crate::domain::{IncidentState, Thread};
-use crate::routing::grouping::{GroupSchedule, next_flush_at};
+use crate::routing::grouping::GroupSchedule;
 
 /// A notification group row.
 #[derive(Debug, Clone)]
@@ -52,17 +52,50 @@ fn member_from_row(r: &AnyRow) -> Result<MemberRecord, StoreError> {
 }
 
 impl Store {
-    /// Adds (or updates) an incident in the (receiver, key) group and schedules the group's flush.
+    /// What the (receiver, key) group says of its flushes, for `routing::grouping::next_flush_at`; `None` when
+    /// there is no such group yet.
+    pub async fn group_schedule(
+        tx: &mut WriteTx,
+        receiver: &str,
+        key: &str,
+    ) -> Result<Option<GroupSchedule>, StoreError> {
+        let row =
+            q!("SELECT active, next_flush_at, last_flush_at FROM notify_groups WHERE receiver = $1 AND group_key = $2")
+                .bind(receiver)
+                .bind(key)
+                .fetch_optional(&mut *tx.tx)
+                .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        Ok(Some(GroupSchedule {
+            active: row.try_get::<i64, _>("active")? != 0,
+            last_flush_at: row.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
+            next_flush_at: row.try_get::<Option<i64>, _>("next_flush_at")?.map(from_millis),
+        }))
+    }
+
+    /// Adds (or updates) an incident in the (receiver, key) group, creating the group if need be, and plans the
+    /// group's next flush at `next_flush_at` (the caller's, from `routing::grouping::next_flush_at` and
+    /// [`Store::group_schedule`] in the same transaction).
     pub async fn add_to_group(
         tx: &mut WriteTx,
         receiver: &str,
         key: &str,
         incident_id: i64,
         status: IncidentState,
-        now: DateTime<Utc>,
-        timing: &GroupingSettings,
+        next_flush_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let group_id = Self::schedule_flush(tx, receiver, key, now, timing).await?;
+        let row = q!(
+            "INSERT INTO notify_groups (receiver, group_key, active, generation, next_flush_at) VALUES ($1, $2, 0, 0, $3) \
+             ON CONFLICT (receiver, group_key) DO UPDATE SET next_flush_at = excluded.next_flush_at RETURNING id"
+        )
+        .bind(receiver)
+        .bind(key)
+        .bind(to_millis(next_flush_at))
+        .fetch_one(&mut *tx.tx)
+        .await?;
+        let group_id: i64 = row.try_get("id")?;
         let query = q!(
             "INSERT INTO group_members (group_id, incident_id, status, dirty) VALUES ($1, $2, $3, 1) \
             ON CONFLICT (group_id, incident_id) DO UPDATE SET status = excluded.status, dirty = 1"
@@ -72,49 +105,6 @@ impl Store {
         .bind(status.as_str());
         tx.exec(query).await?;
         Ok(())
-    }
-
-    /// Creates the (receiver, key) group, or moves its next flush as `next_flush_at` says; returns its id.
-    async fn schedule_flush(
-        tx: &mut WriteTx,
-        receiver: &str,
-        key: &str,
-        now: DateTime<Utc>,
-        timing: &GroupingSettings,
-    ) -> Result<i64, StoreError> {
-        let created = q!(
-            "INSERT INTO notify_groups (receiver, group_key, active, generation, next_flush_at) VALUES ($1, $2, 0, 0, $3) \
-             ON CONFLICT (receiver, group_key) DO NOTHING RETURNING id"
-        )
-        .bind(receiver)
-        .bind(key)
-        .bind(to_millis(next_flush_at(None, timing, now)))
-        .fetch_optional(&mut *tx.tx)
-        .await?;
-        if let Some(row) = created {
-            return Ok(row.try_get("id")?);
-        }
-        let row = q!(
-            "SELECT id, active, next_flush_at, last_flush_at FROM notify_groups WHERE receiver = $1 AND group_key = $2"
-        )
-        .bind(receiver)
-        .bind(key)
-        .fetch_one(&mut *tx.tx)
-        .await?;
-        let id: i64 = row.try_get("id")?;
-        let existing = GroupSchedule {
-            active: row.try_get::<i64, _>("active")? != 0,
-            last_flush_at: row.try_get::<Option<i64>, _>("last_flush_at")?.map(from_millis),
-            next_flush_at: row.try_get::<Option<i64>, _>("next_flush_at")?.map(from_millis),
-        };
-        let next = next_flush_at(Some(existing), timing, now);
-        tx.exec(
-            q!("UPDATE notify_groups SET next_flush_at = $1 WHERE id = $2")
-                .bind(to_millis(next))
-                .bind(id),
-        )
-        .await?;
-        Ok(id)
     }
 
     /// The groups an incident is in, with their receivers.

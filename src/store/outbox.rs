@@ -83,7 +83,7 @@ impl Headline {
     /// The headline of the notification `n` (`None` only if its fingerprints cannot be written as JSON, which a
     /// list of strings always can: the list then reads the payload, as for rows queued before headlines).
     pub fn of(n: &Notification) -> Option<Headline> {
-        let fingerprints: Vec<&str> = n.incidents.iter().map(|i| i.fingerprint.as_str()).collect();
+        let fingerprints: Vec<&str> = n.incidents().iter().map(|i| i.fingerprint.as_str()).collect();
         Self::new(n.title.clone(), &fingerprints)
     }
 
@@ -215,7 +215,7 @@ impl Store {
         };
         let id = Store::enqueue(tx, &d, now).await?;
         // What it is about, for the Applications' pages ("who was told what, when").
-        let apps: Vec<(i64, AppId)> = (n.incidents.iter())
+        let apps: Vec<(i64, AppId)> = (n.incidents().iter())
             .filter(|i| i.id > 0)
             .map(|i| (i.id, i.app_id()))
             .collect();
@@ -530,9 +530,9 @@ mod tests {
     #[test]
     fn a_notifications_headline_is_what_its_payload_says() {
         let mut n = crate::receivers::testing::firing_notification(Action::Open);
-        let mut second = n.incidents[0].clone();
+        let mut second = n.incidents()[0].clone();
         second.fingerprint = "second \"quoted\" one".into();
-        n.incidents.push(second);
+        crate::receivers::testing::incidents_of(&mut n).push(second);
         let payload = serde_json::to_string(&n).expect("json");
         let (of, read) = (
             Headline::of(&n).expect("a headline"),
@@ -545,7 +545,7 @@ mod tests {
         );
         assert_eq!(
             of.fingerprints(),
-            vec![n.incidents[0].fingerprint.clone(), "second \"quoted\" one".into()]
+            vec![n.incidents()[0].fingerprint.clone(), "second \"quoted\" one".into()]
         );
         assert!(
             Headline::of_payload("step-1").is_none(),

@@ -824,7 +824,7 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         )
         .await
         .expect("insert");
-        Store::add_to_group(&mut tx, "chat", "team=pay", id, IncidentState::Firing, now, &timing)
+        join_group(&mut tx, ("chat", "team=pay"), id, IncidentState::Firing, now, &timing)
             .await
             .expect("group");
         ids.push(id);
@@ -843,10 +843,9 @@ async fn groups_collect_members_and_schedule_flushes(engine: &str) {
         .await
         .expect("flush");
     // A resolve in an active group waits for group_interval after the last flush.
-    Store::add_to_group(
+    join_group(
         &mut tx,
-        "chat",
-        "team=pay",
+        ("chat", "team=pay"),
         ids[0],
         IncidentState::Resolved,
         now + chrono::Duration::seconds(40),
@@ -1536,10 +1535,9 @@ async fn resolved_incidents_and_the_timeline_are_purged_after_the_history_retent
         Store::set_incident_state(&mut tx, id, IncidentState::Firing, day(0))
             .await
             .expect("fire");
-        Store::add_to_group(
+        join_group(
             &mut tx,
-            "r",
-            "k",
+            ("r", "k"),
             id,
             IncidentState::Firing,
             day(0),
@@ -1685,4 +1683,19 @@ async fn payloads_live_out_of_their_rows_and_rows_queued_before_still_send_list_
         .expect("count");
     assert_eq!(left, 0);
     pool.close().await;
+}
+
+/// An incident joins the (receiver, key) group as the pipeline joins one: at the flush `next_flush_at` plans from
+/// what the group's row says.
+async fn join_group(
+    tx: &mut herald::store::WriteTx,
+    (receiver, key): (&str, &str),
+    id: i64,
+    status: IncidentState,
+    now: DateTime<Utc>,
+    timing: &herald::configuration::GroupingSettings,
+) -> Result<(), herald::store::StoreError> {
+    let existing = Store::group_schedule(tx, receiver, key).await?;
+    let next = herald::routing::grouping::next_flush_at(existing, timing, now);
+    Store::add_to_group(tx, receiver, key, id, status, next).await
 }

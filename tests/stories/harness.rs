@@ -429,7 +429,7 @@ pub fn line(at: DateTime<Utc>, n: &Notification) -> String {
         .as_ref()
         .map(|r| format!(" to {}", r.username))
         .unwrap_or_default();
-    let incidents: Vec<String> = (n.incidents.iter())
+    let incidents: Vec<String> = (n.incidents().iter())
         .map(|i| format!("{} {} {}", i.kind, i.state, i.severity))
         .collect();
     format!(

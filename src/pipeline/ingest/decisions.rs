@@ -1,11 +1,14 @@
-//! How a changed Application's incidents follow its conditions: open (pending, or firing and routed at once),
-//! refresh, resolve — each decision of `incidents::decide` applied in the batch's transaction.
+//! How a changed Application's incidents follow its conditions: open (pending, or firing at once), refresh,
+//! resolve — each decision of `incidents::decide` applied to the incidents' rows in the batch's transaction. What
+//! tells someone (an incident fired or resolved) is returned as a `notify::Effect` in the batch, which
+//! `notify::apply` carries out in the same transaction once the Application is done.
 
 use chrono::{DateTime, Utc};
 
 use super::super::Core;
 use super::super::IncidentChange;
 use super::super::explain::Assessment;
+use super::super::notify::{self, Effect};
 use super::Batch;
 use crate::argocd::AppId;
 use crate::domain::IncidentState;
@@ -92,7 +95,11 @@ impl Core {
             let id =
                 Store::insert_incident(at.tx, &view, at.app, IncidentState::Firing, since, fire_at, Some(now)).await?;
             let fired = record(id, IncidentState::Firing);
-            self.on_fired(at.tx, &fired, now, at.open).await?;
+            let open = notify::candidates(at.open);
+            (at.batch.effects).push(Effect::Fired {
+                rec: fired.clone(),
+                open,
+            });
             at.batch.wake = true;
             if !held.kind.is_informational() {
                 at.open.push(fired);
@@ -143,15 +150,17 @@ impl Core {
             at.batch.new_pending.retain(|p| p.id != rec.id);
         } else if rec.state == IncidentState::Pending {
             at.batch.resolved_pending.push(rec.id);
-        } else {
-            self.resolve(at.tx, &rec, at.now).await?;
-            at.batch.wake = true;
         }
-        Ok(Some(IncidentChange {
+        let change = IncidentChange {
             kind: rec.kind,
             fingerprint: rec.fingerprint.clone(),
             state: IncidentState::Resolved,
-        }))
+        };
+        if rec.id > 0 && rec.state != IncidentState::Pending {
+            at.batch.effects.push(Effect::Resolved(rec));
+            at.batch.wake = true;
+        }
+        Ok(Some(change))
     }
 
     /// The Application stops being live (deleted in Argo CD; `before` is its last live state): its team is told

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{Action, Hint, Notification, Severity};
+use crate::domain::{Action, Body, Hint, Notification, Severity};
 use crate::receivers::render::{self, AppView, escape, status_emoji, status_word, truncate_utf16};
 
 /// Discord's limits (Embed Limits, in the Message resource's documentation).
@@ -209,7 +209,7 @@ fn embeds(n: &Notification) -> Vec<Embed> {
         "" => String::new(),
         _ => format!("*{}*\n\n", escape::discord(&n.reason)),
     };
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return vec![Embed {
             title,
             url: None,

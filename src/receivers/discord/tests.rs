@@ -196,7 +196,7 @@ async fn text_from_argo_cd_cannot_mention_or_mask_a_link() {
     let server = testing::expecting_one_post(PATH, saved("3")).await;
     let mut n = testing::notification(Action::Open);
     n.title = "@everyone <@123456> [click](https://evil.example)".into();
-    n.incidents[0].messages = vec!["deploy failed @here <@&42> **bold** ||spoiler||".into()];
+    n.incidents_mut()[0].messages = vec!["deploy failed @here <@&42> **bold** ||spoiler||".into()];
 
     discord(&server, "", None).deliver(&n, None).await.unwrap();
 
@@ -243,7 +243,7 @@ async fn a_template_is_the_description_and_a_broken_one_sends_nothing() {
 async fn five_applications_are_five_embeds_within_the_total() {
     let server = testing::expecting_one_post(PATH, saved("5")).await;
     let mut n = testing::notification(Action::Open);
-    n.incidents = (0..5)
+    *crate::receivers::testing::incidents_of(&mut n) = (0..5)
         .map(|k| {
             let mut i = testing::incident();
             i.id = k + 1;

@@ -58,7 +58,7 @@ fn mail_settings() -> Config {
 fn notification(action: Action) -> Notification {
     let mut n = testing::notification(action);
     n.title = "payments-api: sync failed <prod>".into();
-    let i = &mut n.incidents[0];
+    let i = &mut n.incidents_mut()[0];
     i.summary = "Sync of payments-api failed: Deployment & Service invalid".into();
     i.kind = crate::domain::Kind::SyncFailed;
     i.condition = "sync failed: Deployment & Service invalid".into();
@@ -179,7 +179,7 @@ async fn a_short_message_is_never_cut() {
     let dir = tempfile::tempdir().unwrap();
     let (server, email) = plain_smtp(dir.path());
     let mut n = crate::receivers::limits_tests::big_group();
-    n.incidents.truncate(60);
+    crate::receivers::testing::incidents_of(&mut n).truncate(60);
     email.deliver(&n, None).await.unwrap();
     let m = &server.messages(1)[0];
     for part in ["text", "html"] {

@@ -31,7 +31,7 @@ fn receiver(server: &MockServer) -> GithubStatus {
 }
 
 fn status_of(state: CommitState) -> Notification {
-    sync_notification(None, Some(commit_status(state)))
+    sync_notification(Body::CommitStatus(Box::new(commit_status(state))))
 }
 
 /// GitHub's documented answer to a created status (trimmed of the creator).

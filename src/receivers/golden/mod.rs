@@ -218,12 +218,12 @@ async fn degraded_after_a_deployment() -> Vec<Notification> {
     // The prune is news of its own, told at once (with the same lines): the message here is the Degraded one.
     let all = run.notifications().await;
     assert!(all.iter().any(|n| {
-        n.incidents
+        n.incidents()
             .iter()
             .any(|i| i.kind == crate::domain::Kind::Pruned && i.deployment.is_some())
     }));
     all.into_iter()
-        .filter(|n| n.incidents.iter().all(|i| i.kind == crate::domain::Kind::Degraded))
+        .filter(|n| n.incidents().iter().all(|i| i.kind == crate::domain::Kind::Degraded))
         .collect()
 }
 
@@ -346,9 +346,9 @@ async fn out_of_sync_for_an_hour_because_of_a_prune_pending_is_one_incident_the_
     // inhibition), so people see the prune, with what to do about it.
     let n = out_of_sync_for_an_hour_with_a_prune_pending().await;
     golden("out-of-sync-with-prune-pending", &n);
-    assert_eq!(n[0].incidents.len(), 1);
+    assert_eq!(n[0].incidents().len(), 1);
     assert_eq!(n[0].title, "aaaaaaaaa: 1 resource waiting to be pruned for over 1 h");
-    let prune = hint(&n[0].incidents[0], "prune_disabled");
+    let prune = hint(&n[0].incidents()[0], "prune_disabled");
     assert!(prune.contains("--resource argoproj.io:Application:podinfo"), "{prune}");
 }
 
@@ -360,7 +360,7 @@ async fn a_sync_failed_by_a_user_is_titled_by_its_first_sentence_and_says_the_me
         n[0].title,
         "aaaaaaaaa: sync failed: one or more objects failed to apply"
     );
-    let i = &n[0].incidents[0];
+    let i = &n[0].incidents()[0];
     assert_eq!(i.messages.len(), 1, "{:?}", i.messages);
     assert_eq!(i.initiated_by.as_deref(), Some("user alice"));
     // No `people` entry for alice: the team is told who started it, and that Herald could not tell her.
@@ -371,7 +371,7 @@ async fn a_sync_failed_by_a_user_is_titled_by_its_first_sentence_and_says_the_me
 async fn degraded_says_why_with_each_unhealthy_resource_and_the_hint() {
     let n = degraded_with_two_unhealthy_resources().await;
     golden("degraded-two-resources", &n);
-    let i = &n[0].incidents[0];
+    let i = &n[0].incidents()[0];
     let statuses: Vec<(&str, &str)> = i
         .resources
         .iter()
@@ -400,7 +400,7 @@ async fn degraded_says_why_with_each_unhealthy_resource_and_the_hint() {
 async fn a_multi_source_application_names_each_source_with_its_revision() {
     let n = a_multi_source_application().await;
     golden("multi-source", &n);
-    let sources = &n[0].incidents[0].sources;
+    let sources = &n[0].incidents()[0].sources;
     let revisions: Vec<Option<&str>> = sources.iter().map(|s| s.revision.as_deref()).collect();
     assert_eq!(
         revisions,
@@ -413,7 +413,7 @@ async fn a_multi_source_application_names_each_source_with_its_revision() {
 async fn degraded_after_a_deployment_says_what_the_deployment_changed() {
     let n = degraded_after_a_deployment().await;
     golden("degraded-after-a-deployment", &n);
-    let d = n[0].incidents[0]
+    let d = n[0].incidents()[0]
         .deployment
         .as_ref()
         .expect("what the deployment changed");
@@ -451,7 +451,7 @@ async fn a_group_of_40_applications_with_one_click_links_offers_acknowledge_all(
         label: label.into(),
         url: format!("https://herald.example.com/act/{token}"),
     };
-    for i in &mut n[0].incidents {
+    for i in n[0].incidents_mut() {
         i.actions = vec![link("Acknowledge", &format!("ack-{}", i.id))];
     }
     n[0].group_actions = vec![link("Acknowledge all 40", "ack-all-40")];

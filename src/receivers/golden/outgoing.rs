@@ -99,7 +99,7 @@ async fn a_sync_failed_on_an_unlisted_host() -> Vec<Notification> {
 #[tokio::test]
 async fn every_outgoing_body_stays_under_the_email_limit_and_links_only_to_herald_argocd_and_trusted_git_hosts() {
     let mut with_links = a_group_of_40_applications().await;
-    for i in &mut with_links[0].incidents {
+    for i in with_links[0].incidents_mut() {
         i.actions = vec![crate::domain::action_link::MessageLink {
             label: "Acknowledge".into(),
             url: format!("https://herald.example.com/act/ack-{}", i.id),

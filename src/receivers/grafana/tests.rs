@@ -30,7 +30,7 @@ fn receiver(server: &MockServer) -> Grafana {
 }
 
 fn deployed() -> Notification {
-    sync_notification(Some(change()), None)
+    sync_notification(Body::Change(Box::new(change())))
 }
 
 fn added() -> ResponseTemplate {
@@ -76,7 +76,7 @@ fn without_a_dashboard_it_is_an_organization_annotation_and_another_instance_is_
     c.app_url = None;
     c.team = String::new();
 
-    let body = annotation(&settings, &sync_notification(Some(c), None)).expect("an annotation");
+    let body = annotation(&settings, &sync_notification(Body::Change(Box::new(c)))).expect("an annotation");
 
     assert_eq!(body.get("dashboardUID"), None);
     assert_eq!(body["text"], "Deployed us/payments: 4c3d2b1, started by alice");

@@ -644,9 +644,9 @@ fn jira_dates_parse_with_or_without_a_colon_in_the_offset() {
 fn empty_fields_leave_no_empty_text_nodes_in_adf() {
     let mut n = note(Action::Test);
     n.reason.clear();
-    n.incidents[0].resources[0].namespace.clear();
-    n.incidents[0].resources[0].message.clear();
-    n.incidents[0].team.clear();
+    n.incidents_mut()[0].resources[0].namespace.clear();
+    n.incidents_mut()[0].resources[0].message.clear();
+    n.incidents_mut()[0].team.clear();
     let doc = adf::document(&n);
     let mut texts = vec![];
     nodes_of_type(&doc, "text", &mut texts);

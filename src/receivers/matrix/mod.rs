@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::http::Http;
 use super::redact::Redactor;
 use super::{Delivered, DeliveryError, Memo, Receiver};
-use crate::domain::{Action, Notification};
+use crate::domain::{Action, Body, Notification};
 use crate::receivers::render;
 use crate::receivers::render::escape::break_mentions;
 use crate::receivers::render::{status_emoji, status_word, truncate};
@@ -79,12 +79,12 @@ pub fn message(n: &Notification, templated: Option<&str>) -> Value {
         return json!({"msgtype": "m.text", "body": body, "m.mentions": {}});
     }
     let (emoji, word) = (status_emoji(n), status_word(n));
-    let (text, html) = match &n.digest {
-        Some(d) => (
+    let (text, html) = match &n.body {
+        Body::Digest(d) => (
             crate::receivers::render::digest::text_within(d, MAX_BODY_CHARS - 200),
             crate::receivers::render::digest::html(d, MAX_FORMATTED_BYTES - 2000),
         ),
-        None => (
+        _ => (
             render::text_within(n, MAX_BODY_CHARS - 200),
             render::html_within(n, MAX_FORMATTED_BYTES - 2000),
         ),

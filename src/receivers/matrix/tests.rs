@@ -171,7 +171,7 @@ async fn text_from_argo_cd_cannot_inject_html() {
     expect_send(&server, sent(FIRST), 1).await;
     let mut n = testing::notification(Action::Open);
     n.title = "<script>alert(1)</script>".into();
-    n.incidents[0].messages = vec!["<a href=\"https://evil.example\">click</a>".into()];
+    n.incidents_mut()[0].messages = vec!["<a href=\"https://evil.example\">click</a>".into()];
 
     matrix(&server, None).deliver(&n, None).await.unwrap();
 
@@ -205,9 +205,9 @@ async fn nothing_from_argo_cd_mentions_the_room() {
     let server = MockServer::start().await;
     expect_send(&server, sent(FIRST), 2).await;
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].project = "@room".into();
-    n.incidents[0].messages = vec!["deploy failed, @room look".into()];
-    n.incidents[0].initiated_by = Some("@room:example.org".into());
+    n.incidents_mut()[0].project = "@room".into();
+    n.incidents_mut()[0].messages = vec!["deploy failed, @room look".into()];
+    n.incidents_mut()[0].initiated_by = Some("@room:example.org".into());
 
     matrix(&server, None).deliver(&n, None).await.unwrap();
     let template = "{{ incidents[0].project }} {{ incidents[0].initiated_by }}".to_string();
@@ -407,8 +407,8 @@ fn permitted(item: &str) -> bool {
 /// A firing group of `apps` Applications, one incident each.
 fn group(apps: usize) -> Notification {
     let mut n = testing::firing_notification(Action::Open);
-    let one = n.incidents[0].clone();
-    n.incidents = (0..apps)
+    let one = n.incidents()[0].clone();
+    *crate::receivers::testing::incidents_of(&mut n) = (0..apps)
         .map(|k| {
             let mut i = one.clone();
             i.id = k as i64;
@@ -445,8 +445,8 @@ fn the_html_uses_only_the_tags_and_attributes_the_specification_permits() {
 #[test]
 fn an_address_stays_readable_but_unlinked_and_a_mention_is_broken() {
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].initiated_by = Some("alice@example.com".into());
-    n.incidents[0].messages = vec!["@room see https://git.example.com/@alice/repo".into()];
+    n.incidents_mut()[0].initiated_by = Some("alice@example.com".into());
+    n.incidents_mut()[0].messages = vec!["@room see https://git.example.com/@alice/repo".into()];
 
     let m = message(&n, None);
 

@@ -99,8 +99,7 @@ mod tests {
             team: "payments".into(),
         };
         Notification {
-            incidents: Vec::new(),
-            change: Some(change),
+            body: crate::domain::Body::Change(Box::new(change)),
             ..testing::notification(Action::Open)
         }
     }
@@ -125,7 +124,9 @@ mod tests {
     #[test]
     fn another_instances_change_names_its_instance() {
         let mut n = synced();
-        let c = n.change.as_mut().expect("a change");
+        let crate::domain::Body::Change(c) = &mut n.body else {
+            panic!("a change")
+        };
         c.instance = "us".into();
         c.app_url = None;
 

@@ -4,7 +4,7 @@
 use super::escape::{message_lines, with_code};
 use super::plain::summary_hints;
 use super::{apps, detailed, incident_word, linked, resource_line, summary_list_within};
-use crate::domain::{Hint, Incident, Notification};
+use crate::domain::{Body, Hint, Incident, Notification};
 
 const STYLE: &str = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:14px;color:#1f2328;\
                      max-width:760px";
@@ -51,7 +51,7 @@ pub fn html(n: &Notification) -> String {
 
 /// [`html`] with a digest, or a message about many Applications, within `budget` bytes.
 pub fn html_within(n: &Notification, budget: usize) -> String {
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return crate::receivers::render::digest::html(d, budget);
     }
     let mut s = format!("<!DOCTYPE html><html><body style=\"{STYLE}\">");

@@ -4,7 +4,7 @@
 use super::escape::{commonmark as md, commonmark_code, message_lines, with_code};
 use super::plain::summary_hints;
 use super::{apps, detailed, incident_word, resource_line, summary_list_within};
-use crate::domain::{Hint, Notification};
+use crate::domain::{Body, Hint, Notification};
 
 /// A link Herald makes: escaped text, and a URL from Herald's settings or Argo CD's own names.
 fn link(text: &str, url: &str) -> String {
@@ -28,7 +28,7 @@ pub fn markdown(n: &Notification) -> String {
 
 /// [`markdown`] with a message about many Applications listing its problems within `budget` characters.
 pub fn markdown_within(n: &Notification, budget: usize) -> String {
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return crate::receivers::render::digest::markdown(d, budget);
     }
     let mut s = format!("### {}\n\n", md(&n.title));

@@ -112,7 +112,7 @@ pub struct AppView<'a> {
 /// The Applications of `n`, each once, in order.
 pub fn apps(n: &Notification) -> Vec<AppView<'_>> {
     let mut out: Vec<AppView<'_>> = Vec::new();
-    for i in &n.incidents {
+    for i in n.incidents() {
         // A storm is about a cluster (or an Argo CD instance), named in full already.
         let name = match i.kind {
             crate::domain::Kind::Storm => i.app_title(),
@@ -412,8 +412,8 @@ pub fn facts(i: &Incident, zone: crate::domain::Zone) -> Vec<(&'static str, Stri
 /// A short status word for titles: FIRING / RESOLVED / EVENT / TEST / DIGEST. A message that only tells events
 /// (a prune) says EVENT, as each of its lines does: header and body agree.
 pub fn status_word(n: &Notification) -> &'static str {
-    let only_events = !n.incidents.is_empty()
-        && (n.incidents.iter()).all(|i| i.kind.is_informational() && i.kind != crate::domain::Kind::Test);
+    let only_events = !n.incidents().is_empty()
+        && (n.incidents().iter()).all(|i| i.kind.is_informational() && i.kind != crate::domain::Kind::Test);
     match n.action {
         Action::Open | Action::Update if only_events => "EVENT",
         Action::Update if n.all_resolved() => "RESOLVED",
@@ -535,12 +535,12 @@ mod tests {
         for (incidents, word, emoji, lines) in cases {
             let n = Notification {
                 action: Action::Open,
-                incidents,
+                body: crate::domain::Body::Incidents(incidents),
                 ..Notification::test("chat", now)
             };
             assert_eq!(status_word(&n), word);
             assert_eq!(status_emoji(&n), emoji);
-            assert_eq!(n.incidents.iter().map(incident_word).collect::<Vec<_>>(), lines);
+            assert_eq!(n.incidents().iter().map(incident_word).collect::<Vec<_>>(), lines);
         }
     }
 
@@ -700,7 +700,7 @@ mod fit_tests {
             i.destination_cluster = format!("https://{instance}.k8s.example.com");
             i
         };
-        n.incidents = vec![
+        *crate::receivers::testing::incidents_of(&mut n) = vec![
             of("eu", "https://argocd.eu.example.com/applications/argocd/payments"),
             of("us", "https://argocd.us.example.com/applications/argocd/payments"),
             of("eu", "https://argocd.eu.example.com/applications/argocd/payments"),
@@ -734,7 +734,7 @@ mod fit_tests {
         }
 
         // One Application of the default instance keeps its name as before.
-        n.incidents = vec![crate::receivers::testing::incident()];
+        *crate::receivers::testing::incidents_of(&mut n) = vec![crate::receivers::testing::incident()];
         let blocks = apps(&n);
         assert_eq!(
             (blocks[0].name.as_str(), blocks[0].short_name()),

@@ -1,12 +1,12 @@
 //! Plain text (the e-mail's text part, the console, descriptions sent as JSON), in the shared layout.
 
 use super::{apps, detailed, escape, incident_word, resource_line};
-use crate::domain::{Hint, Notification};
+use crate::domain::{Body, Hint, Notification};
 
 pub fn text(n: &Notification) -> String {
-    match &n.digest {
-        Some(d) => crate::receivers::render::digest::text(d),
-        None => plain(n, text_field, usize::MAX),
+    match &n.body {
+        Body::Digest(d) => crate::receivers::render::digest::text(d),
+        _ => plain(n, text_field, usize::MAX),
     }
 }
 
@@ -18,17 +18,17 @@ fn text_field(s: &str) -> String {
 
 /// [`text`] with a digest, or a message about many Applications, within `budget` characters.
 pub fn text_within(n: &Notification, budget: usize) -> String {
-    match &n.digest {
-        Some(d) => crate::receivers::render::digest::text_within(d, budget),
-        None => plain(n, text_field, budget),
+    match &n.body {
+        Body::Digest(d) => crate::receivers::render::digest::text_within(d, budget),
+        _ => plain(n, text_field, budget),
     }
 }
 
 /// [`text`] for a terminal: control characters in what Argo CD sent are shown as escapes, not acted on.
 pub fn console_text(n: &Notification) -> String {
-    match &n.digest {
-        Some(d) => crate::receivers::render::digest::console_text(d),
-        None => plain(n, escape::console, usize::MAX),
+    match &n.body {
+        Body::Digest(d) => crate::receivers::render::digest::console_text(d),
+        _ => plain(n, escape::console, usize::MAX),
     }
 }
 
@@ -120,7 +120,7 @@ fn hints_text(s: &mut String, hints: &[&Hint], indent: &str, field: fn(&str) -> 
 /// Applications says what to do once, not forty times.
 pub(crate) fn summary_hints(n: &Notification) -> Vec<&Hint> {
     let mut out: Vec<&Hint> = Vec::new();
-    for h in n.incidents.iter().flat_map(|i| &i.hints) {
+    for h in n.incidents().iter().flat_map(|i| &i.hints) {
         if !out.iter().any(|o| o.id == h.id) {
             out.push(h);
         }

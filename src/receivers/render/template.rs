@@ -10,8 +10,9 @@ use super::{DeliveryError, escape, text};
 use crate::domain::action_link::MessageLink;
 use crate::domain::digest::{DeadDelivery, FiringIncident, OutOfSyncApp, PendingPrune, SilenceLine};
 use crate::domain::incident::SourceRevision;
+use crate::domain::notification::Stored;
 use crate::domain::{
-    Acknowledgement, Action, Change, Deployment, Digest, Hint, ImageChange, Incident, IncidentState, Kind,
+    Acknowledgement, Action, Body, Change, Deployment, Digest, Hint, ImageChange, Incident, IncidentState, Kind,
     Notification, Recipient, ResourceRef, Severity, SourceChange, SyncCounts,
 };
 
@@ -86,7 +87,7 @@ pub fn with_template(template: &str, n: &Notification, escape: TemplateEscape) -
 fn context(n: &Notification) -> minijinja::Value {
     minijinja::context! {
         notification => minijinja::value::Serde(n),
-        incidents => minijinja::value::Serde(&n.incidents),
+        incidents => minijinja::value::Serde(n.incidents()),
         text => text(n),
     }
 }
@@ -95,8 +96,18 @@ fn context(n: &Notification) -> minijinja::Value {
 pub fn context_json(n: &Notification) -> serde_json::Value {
     serde_json::json!({
         "notification": n,
-        "incidents": n.incidents,
+        "incidents": n.incidents(),
         "text": text(n),
+    })
+}
+
+/// [`context_json`] of a notification in its stored shape, which may hold every body at once (the complete sample
+/// does): its `text` is that of the notification it reads back as.
+pub fn stored_context_json(s: &Stored) -> serde_json::Value {
+    serde_json::json!({
+        "notification": s,
+        "incidents": s.incidents,
+        "text": text(&Notification::from(s.clone())),
     })
 }
 
@@ -119,32 +130,32 @@ fn sample_time() -> DateTime<Utc> {
 /// What a receiver may be sent, as `check` renders it: `(what, notification)`.
 pub fn samples(now: DateTime<Utc>, digest: bool) -> Vec<(&'static str, Notification)> {
     let complete = complete_sample(now);
+    let digest_body = complete.digest.clone().unwrap_or_default();
+    let complete = Notification::from(complete);
     let incident = Incident {
         instance: crate::domain::default_instance(),
         resolved_at: None,
         resolution: None,
         acknowledged: None,
-        ..complete.incidents[0].clone()
+        ..complete_incident(now)
     };
     let firing = Notification {
         action: Action::Open,
         reason: "fired".into(),
-        incidents: vec![incident.clone()],
-        digest: None,
+        body: Body::Incidents(vec![incident.clone()]),
         recipient: None,
-        change: None,
         ..complete.clone()
     };
     let resolved = Notification {
         action: Action::Resolve,
         title: "payments-api is Synced again".into(),
         reason: "resolved".into(),
-        incidents: vec![Incident {
+        body: Body::Incidents(vec![Incident {
             state: IncidentState::Resolved,
             resolved_at: Some(now),
             actions: vec![],
             ..incident
-        }],
+        }]),
         ..firing.clone()
     };
     let mut out = vec![("a firing incident", firing), ("a resolved incident", resolved)];
@@ -156,9 +167,8 @@ pub fn samples(now: DateTime<Utc>, digest: bool) -> Vec<(&'static str, Notificat
                 thread_key: "digest:payments".into(),
                 title: "Digest for payments: 1 OutOfSync, 1 prune pending, 1 incident firing".into(),
                 reason: "digest".into(),
-                incidents: vec![],
+                body: Body::Digest(digest_body),
                 recipient: None,
-                change: None,
                 ..complete
             },
         ));
@@ -166,14 +176,95 @@ pub fn samples(now: DateTime<Utc>, digest: bool) -> Vec<(&'static str, Notificat
     out
 }
 
-/// One notification with every field a template can read set (no empty list, no absent value): the one
-/// `docs/templates.md` lists the variables of. Written without `..Default::default()`, so a field added to any of
-/// these types does not compile until it is given a value here — and then the page's test asks for its row.
-pub fn complete_sample(now: DateTime<Utc>) -> Notification {
+/// One notification, in its stored shape, with every field a template can read set (no empty list, no absent value;
+/// every body at once, as no notification sent has them): the one `docs/templates.md` lists the variables of.
+/// Written without `..Default::default()`, so a field added to any of these types does not compile until it is
+/// given a value here — and then the page's test asks for its row.
+pub fn complete_sample(now: DateTime<Utc>) -> Stored {
+    let argocd = "https://argocd.example.com/applications/argocd/payments-api";
+    let commit = "3de5b39dd5428a9b1c8e0c6f0f9d2a1b7c4e5f60";
+    let since = now - Duration::minutes(75);
+    let incident = complete_incident(now);
+    let digest = Digest {
+        team: "payments".into(),
+        at: now,
+        timezone: "Europe/Berlin".into(),
+        out_of_sync: vec![OutOfSyncApp {
+            app: "argocd/payments-api".into(),
+            since,
+            revision: Some(commit.into()),
+            pruning: 1,
+            url: Some(argocd.into()),
+        }],
+        pending_prunes: vec![PendingPrune {
+            app: "argocd/payments-api".into(),
+            resource: "ConfigMap payments/old-settings".into(),
+            since,
+        }],
+        firing: vec![FiringIncident {
+            app: "argocd/payments-api".into(),
+            problem: "OutOfSync".into(),
+            summary: "payments-api has been OutOfSync for 1 h 15 min".into(),
+            since,
+        }],
+        silences: vec![SilenceLine {
+            id: "3f2a9c1e".into(),
+            matchers: "team=payments, app=payments-*".into(),
+            comment: "migration".into(),
+            created_by: "bob".into(),
+            ends_at: now + Duration::hours(3),
+            ends_before_next: true,
+        }],
+        dead: vec![DeadDelivery {
+            id: 9,
+            receiver: "payments-slack".into(),
+            title: "[FIRING] payments-api is OutOfSync".into(),
+            error: "slack webhook: 404 no_service".into(),
+            created_at: now - Duration::days(1),
+        }],
+        status_url: Some("https://herald.example.com/?team=payments".into()),
+    };
+    Stored {
+        receiver: "payments-slack".into(),
+        action: Action::Open,
+        thread_key: "group:payments:argocd/payments-api".into(),
+        title: "payments-api is OutOfSync".into(),
+        reason: "fired".into(),
+        incidents: vec![incident],
+        created_at: now,
+        digest: Some(Box::new(digest)),
+        recipient: Some(Recipient {
+            username: "alice".into(),
+            email: Some("alice@example.com".into()),
+            slack: Some("U024BE7LH".into()),
+        }),
+        change: Some(Box::new(Change {
+            instance: "us".into(),
+            app_namespace: "argocd".into(),
+            app_name: "payments-api".into(),
+            project: "shop".into(),
+            team: "payments".into(),
+            destination_namespace: "payments".into(),
+            revision: commit.into(),
+            previous_revision: Some("9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c".into()),
+            initiator: "alice".into(),
+            finished_at: now,
+            app_url: Some(argocd.into()),
+        })),
+        status_url: Some("https://herald.example.com/?team=payments".into()),
+        group_actions: Vec::new(),
+        zone: Default::default(),
+        // Told only to `github_status` receivers, which take no template.
+        commit_status: None,
+    }
+}
+
+/// The incident of [`complete_sample`], every field set.
+fn complete_incident(now: DateTime<Utc>) -> Incident {
     let since = now - Duration::minutes(75);
     let argocd = "https://argocd.example.com/applications/argocd/payments-api";
     let commit = "3de5b39dd5428a9b1c8e0c6f0f9d2a1b7c4e5f60";
-    let incident = Incident {
+    Incident {
         id: 42,
         fingerprint: "us/argocd/payments-api:out_of_sync".into(),
         kind: Kind::OutOfSync,
@@ -270,78 +361,6 @@ pub fn complete_sample(now: DateTime<Utc>) -> Notification {
             label: "Acknowledge".into(),
             url: "https://herald.example.com/act/eyJh…".into(),
         }],
-    };
-    let digest = Digest {
-        team: "payments".into(),
-        at: now,
-        timezone: "Europe/Berlin".into(),
-        out_of_sync: vec![OutOfSyncApp {
-            app: "argocd/payments-api".into(),
-            since,
-            revision: Some(commit.into()),
-            pruning: 1,
-            url: Some(argocd.into()),
-        }],
-        pending_prunes: vec![PendingPrune {
-            app: "argocd/payments-api".into(),
-            resource: "ConfigMap payments/old-settings".into(),
-            since,
-        }],
-        firing: vec![FiringIncident {
-            app: "argocd/payments-api".into(),
-            problem: "OutOfSync".into(),
-            summary: "payments-api has been OutOfSync for 1 h 15 min".into(),
-            since,
-        }],
-        silences: vec![SilenceLine {
-            id: "3f2a9c1e".into(),
-            matchers: "team=payments, app=payments-*".into(),
-            comment: "migration".into(),
-            created_by: "bob".into(),
-            ends_at: now + Duration::hours(3),
-            ends_before_next: true,
-        }],
-        dead: vec![DeadDelivery {
-            id: 9,
-            receiver: "payments-slack".into(),
-            title: "[FIRING] payments-api is OutOfSync".into(),
-            error: "slack webhook: 404 no_service".into(),
-            created_at: now - Duration::days(1),
-        }],
-        status_url: Some("https://herald.example.com/?team=payments".into()),
-    };
-    Notification {
-        receiver: "payments-slack".into(),
-        action: Action::Open,
-        thread_key: "group:payments:argocd/payments-api".into(),
-        title: "payments-api is OutOfSync".into(),
-        reason: "fired".into(),
-        incidents: vec![incident],
-        created_at: now,
-        digest: Some(Box::new(digest)),
-        recipient: Some(Recipient {
-            username: "alice".into(),
-            email: Some("alice@example.com".into()),
-            slack: Some("U024BE7LH".into()),
-        }),
-        change: Some(Change {
-            instance: "us".into(),
-            app_namespace: "argocd".into(),
-            app_name: "payments-api".into(),
-            project: "shop".into(),
-            team: "payments".into(),
-            destination_namespace: "payments".into(),
-            revision: commit.into(),
-            previous_revision: Some("9b2f1c0d7e6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c".into()),
-            initiator: "alice".into(),
-            finished_at: now,
-            app_url: Some(argocd.into()),
-        }),
-        status_url: Some("https://herald.example.com/?team=payments".into()),
-        group_actions: Vec::new(),
-        zone: Default::default(),
-        // Told only to `github_status` receivers, which take no template.
-        commit_status: None,
     }
 }
 
@@ -421,7 +440,7 @@ mod tests {
     /// at its default lacks it or has it none.
     fn table() -> String {
         let now = sample_time();
-        let complete = context_json(&complete_sample(now));
+        let complete = stored_context_json(&complete_sample(now));
         let sparse_incident = Incident {
             resources: vec![ResourceRef::default()],
             hints: vec![Hint::default()],
@@ -433,7 +452,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let sparse = Notification {
+        let sparse = Stored {
             incidents: vec![sparse_incident],
             digest: Some(Box::new(Digest {
                 out_of_sync: vec![OutOfSyncApp::default()],
@@ -443,14 +462,15 @@ mod tests {
                 dead: vec![DeadDelivery::default()],
                 ..Default::default()
             })),
-            ..Notification::test("r", now)
+            ..Stored::from(Notification::test("r", now))
         };
         let plain = Notification {
-            incidents: vec![Incident::default()],
+            body: Body::Incidents(vec![Incident::default()]),
             ..Notification::test("r", now)
         };
-        let present = |n: &Notification| -> std::collections::HashMap<String, serde_json::Value> {
-            (variables(&context_json(n)).into_iter())
+        let plain = Stored::from(plain);
+        let present = |n: &Stored| -> std::collections::HashMap<String, serde_json::Value> {
+            (variables(&stored_context_json(n)).into_iter())
                 .filter(|(_, v)| !v.is_null())
                 .collect()
         };
@@ -515,7 +535,7 @@ mod tests {
 
     #[test]
     fn incidents_is_the_list_notification_incidents_is() {
-        let c = context_json(&complete_sample(sample_time()));
+        let c = stored_context_json(&complete_sample(sample_time()));
         assert_eq!(c["incidents"], c["notification"]["incidents"]);
         let under = |root: &str| -> Vec<String> {
             variables(&c)
@@ -528,7 +548,7 @@ mod tests {
 
     #[test]
     fn the_complete_sample_leaves_nothing_empty() {
-        for (path, v) in variables(&context_json(&complete_sample(sample_time()))) {
+        for (path, v) in variables(&stored_context_json(&complete_sample(sample_time()))) {
             let empty = v.is_null() || v.as_str() == Some("") || v.as_array().is_some_and(Vec::is_empty);
             assert!(
                 !empty,
@@ -576,7 +596,7 @@ mod tests {
             "|safe is the operator's word that a value is markup"
         );
         let listed = "{% for i in incidents %}- {{ i.app_name }}\n{% endfor %}";
-        n.incidents[0].app_name = "a\n- <!here>".into();
+        n.incidents_mut()[0].app_name = "a\n- <!here>".into();
         assert_eq!(
             with_template(listed, &n, escape::mrkdwn).unwrap(),
             "- a\n- &lt;!here&gt;\n"

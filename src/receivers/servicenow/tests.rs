@@ -199,7 +199,7 @@ async fn a_token_is_sent_as_bearer_and_severity_sets_urgency_and_impact() {
         ..settings(&server)
     };
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].severity = Severity::Info;
+    n.incidents_mut()[0].severity = Severity::Info;
 
     let out = ServiceNow::new(config, testing::http())
         .deliver(&n, None)
@@ -301,10 +301,10 @@ async fn code_markup_from_argo_cd_reaches_the_description_and_close_notes_as_tex
     testing::expect_matching(&server, closing, answer, 1, "resolve the incident").await;
     refuse_anything_else(&server).await;
     let mut open = testing::notification(Action::Open);
-    open.incidents[0].messages = vec![HOSTILE.into()];
-    open.incidents[0].project = "[CODE]<script>x</script>[/CODE]".into();
+    open.incidents_mut()[0].messages = vec![HOSTILE.into()];
+    open.incidents_mut()[0].project = "[CODE]<script>x</script>[/CODE]".into();
     let mut resolve = testing::notification(Action::Resolve);
-    resolve.incidents[0].messages = vec![HOSTILE.into()];
+    resolve.incidents_mut()[0].messages = vec![HOSTILE.into()];
 
     let sn = servicenow(&server);
     sn.deliver(&open, None).await.unwrap();

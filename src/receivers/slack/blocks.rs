@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{Action, Incident, IncidentState, Notification};
+use crate::domain::{Action, Body, Incident, IncidentState, Notification};
 use crate::receivers::render;
 use crate::receivers::render::AppView;
 use crate::receivers::render::{escape, status_emoji, truncate};
@@ -129,8 +129,8 @@ const MAX_BUTTON_TEXT: usize = 75;
 /// The incidents of `n` that get buttons: firing problems (not informational ones) of a first message or an
 /// update. Never on a resolve, an acknowledgement's edit, a test or a digest.
 fn with_buttons(n: &Notification) -> impl Iterator<Item = &Incident> {
-    let shown = matches!(n.action, Action::Open | Action::Update) && n.digest.is_none();
-    (n.incidents.iter())
+    let shown = matches!(n.action, Action::Open | Action::Update) && n.digest().is_none();
+    (n.incidents().iter())
         .filter(move |_| shown)
         .filter(|i| i.state == IncidentState::Firing && !i.kind.is_informational())
 }
@@ -286,7 +286,7 @@ pub(super) fn chunks(text: &str, max: usize) -> Vec<String> {
 /// Header, the layout's sections (or the template's text), a context line; never more than 50 blocks. With
 /// `with_buttons` (interactivity), each firing incident's buttons.
 pub(super) fn blocks(n: &Notification, templated: Option<&str>, with_buttons: bool) -> Vec<Value> {
-    if let (Some(d), None) = (&n.digest, templated) {
+    if let (Body::Digest(d), None) = (&n.body, templated) {
         return crate::receivers::render::digest::slack_blocks(d);
     }
     let room = MAX_BLOCKS - 2; // header + context
@@ -317,7 +317,7 @@ pub(super) fn blocks(n: &Notification, templated: Option<&str>, with_buttons: bo
 
 /// The fallback `text` shown in notifications and to screen readers: title, reason and one line per incident.
 pub(super) fn fallback_text(n: &Notification) -> String {
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         return truncate(&esc(&d.title()), MAX_FALLBACK_TEXT);
     }
     let mut s = format!("{}: {}", render::status_word(n), esc(&n.title));

@@ -35,7 +35,7 @@ fn incident(k: usize) -> Incident {
 fn notification(action: Action) -> Notification {
     let mut n = testing::notification(action);
     n.title = "payments-1 is Degraded".into();
-    number(&mut n.incidents[0], 1);
+    number(&mut n.incidents_mut()[0], 1);
     n
 }
 
@@ -475,13 +475,13 @@ fn blocks_stay_within_slack_limits() {
     // One Application with 60 problems: a section each, more than a message may hold.
     let mut n = notification(Action::Open);
     n.title = "t".repeat(400);
-    n.incidents = (0..60)
+    *crate::receivers::testing::incidents_of(&mut n) = (0..60)
         .map(|k| Incident {
             fingerprint: format!("fp-{k}"),
             ..incident(1)
         })
         .collect();
-    n.incidents[0].condition = "x".repeat(5000);
+    n.incidents_mut()[0].condition = "x".repeat(5000);
 
     let b = blocks(&n, None, false);
 
@@ -501,7 +501,7 @@ fn blocks_stay_within_slack_limits() {
     assert!(fallback_text(&n).chars().count() <= MAX_FALLBACK_TEXT);
 
     // Sixty Applications: one line each, in sections within the limits.
-    n.incidents = (0..60).map(incident).collect();
+    *crate::receivers::testing::incidents_of(&mut n) = (0..60).map(incident).collect();
     let b = blocks(&n, None, false);
     assert!(b.len() < MAX_BLOCKS);
     let lines: usize = b[1..b.len() - 1]
@@ -530,7 +530,7 @@ fn a_header_of_150_code_points_with_an_emoji_stays_under_150_utf16_units() {
 #[test]
 fn text_from_argo_cd_cannot_inject_slack_markup() {
     let mut n = notification(Action::Open);
-    n.incidents[0].condition = "<!channel> & <https://evil.example|click>".into();
+    n.incidents_mut()[0].condition = "<!channel> & <https://evil.example|click>".into();
 
     let b = blocks(&n, None, false);
 
@@ -652,7 +652,7 @@ fn with_interactivity_each_firing_incident_gets_its_two_buttons_and_a_resolve_no
     let mut second = incident(1);
     second.id = 8;
     second.fingerprint = "fp-second".into();
-    n.incidents.push(second);
+    crate::receivers::testing::incidents_of(&mut n).push(second);
 
     let b = blocks(&n, None, true);
 
@@ -679,7 +679,7 @@ fn with_interactivity_each_firing_incident_gets_its_two_buttons_and_a_resolve_no
         assert!(actions(&blocks(&other, None, true)).is_empty(), "{action:?}");
     }
     let mut resolved = n.clone();
-    resolved.incidents[1].state = crate::domain::IncidentState::Resolved;
+    resolved.incidents_mut()[1].state = crate::domain::IncidentState::Resolved;
     assert_eq!(
         actions(&blocks(&resolved, None, true)).len(),
         1,
@@ -690,7 +690,7 @@ fn with_interactivity_each_firing_incident_gets_its_two_buttons_and_a_resolve_no
 #[test]
 fn a_list_of_many_incidents_has_named_buttons_for_its_first_five_within_slacks_limits() {
     let mut n = notification(Action::Open);
-    n.incidents = (0..60)
+    *crate::receivers::testing::incidents_of(&mut n) = (0..60)
         .map(|k| Incident {
             id: 100 + k as i64,
             ..incident(k)

@@ -257,7 +257,7 @@ async fn text_from_argo_cd_opens_no_tag_and_mentions_no_one() {
     let server = testing::expecting_one_post(SEND, message(42)).await;
     let mut n = testing::notification(Action::Open);
     n.title = "<b>bold</b> & <a href=\"https://evil.example\">click</a> @admin".into();
-    n.incidents[0].messages = vec!["</pre><b>out</b>\n@channel".into()];
+    n.incidents_mut()[0].messages = vec!["</pre><b>out</b>\n@channel".into()];
 
     telegram(&server).deliver(&n, None).await.unwrap();
 
@@ -287,7 +287,7 @@ async fn a_template_is_the_text_with_its_values_escaped() {
 #[test]
 fn a_long_message_keeps_whole_lines_within_4096_characters_and_counts_the_rest() {
     let mut n = testing::notification(Action::Open);
-    n.incidents[0].messages = (0..400)
+    n.incidents_mut()[0].messages = (0..400)
         .map(|k| format!("line {k} of a very long <log> & more"))
         .collect();
 

@@ -3,7 +3,7 @@
 //! 4,096 characters as Telegram counts them (the text once its tags are read): a list of problems is written in
 //! shorter lines and then cut with a count, and a longer message loses its last lines, counted.
 
-use crate::domain::{Hint, Notification};
+use crate::domain::{Body, Hint, Notification};
 use crate::receivers::render::{self, escape, status_emoji, status_word, telegram_len};
 
 /// `sendMessage` and `editMessageText` take 1–4,096 characters of text after entities parsing.
@@ -59,7 +59,7 @@ pub fn fit_blocks(blocks: &[String], budget: usize) -> String {
 pub fn text(n: &Notification) -> String {
     use escape::telegram as t;
     let header = format!("{} <b>{}: {}</b>\n", status_emoji(n), status_word(n), t(&n.title));
-    if let Some(d) = &n.digest {
+    if let Body::Digest(d) = &n.body {
         let body = render::digest::telegram(d, LIST_BUDGET);
         return fit_blocks(&[format!("{} ", status_emoji(n)), body], MAX_TEXT);
     }
