@@ -409,6 +409,31 @@ impl Notification {
         }
     }
 
+    /// An escalation step's message about `view` (the incident `incident`) to `receiver`, in that incident's
+    /// escalation thread for the receiver: what every step sends, whoever it reaches.
+    pub fn escalation(
+        receiver: &str,
+        incident: i64,
+        view: &super::Incident,
+        title: String,
+        reason: String,
+        now: DateTime<Utc>,
+    ) -> (super::Thread, Self) {
+        let thread = super::Thread::Escalation {
+            receiver: receiver.to_string(),
+            incident,
+        };
+        let n = Self::about(
+            &thread,
+            Action::Open,
+            title,
+            reason,
+            Body::Incidents(vec![view.clone()]),
+            now,
+        );
+        (thread, n)
+    }
+
     pub fn is_resolve(&self) -> bool {
         self.action == Action::Resolve
     }

@@ -419,19 +419,14 @@ fn step_messages(e: &EscalationRecord, view: &Incident, now: DateTime<Utc>) -> V
     let still = humantime::format_duration(std::time::Duration::from_secs(e.after_secs as u64));
     (e.receivers.iter())
         .map(|receiver| {
-            let thread = Thread::Escalation {
-                receiver: receiver.clone(),
-                incident: e.incident_id,
-            };
-            let n = Notification::about(
-                &thread,
-                Action::Open,
+            Notification::escalation(
+                receiver,
+                e.incident_id,
+                view,
                 format!("Escalated (step {}): {title}", e.step),
                 format!("escalation step {} — still firing {still} after it fired", e.step),
-                Body::Incidents(vec![view.clone()]),
                 now,
-            );
-            (thread, n)
+            )
         })
         .collect()
 }

@@ -57,19 +57,14 @@ pub fn reach(
     }
     (receivers.iter())
         .map(|receiver| {
-            let thread = Thread::Escalation {
-                receiver: receiver.clone(),
-                incident: view.id,
-            };
-            let n = Notification::about(
-                &thread,
-                Action::Open,
+            Notification::escalation(
+                receiver,
+                view.id,
+                view,
                 format!("Escalated (step {}, {why_not}): {title}", step.number),
                 format!("{still}; {why_not}, so the team is told"),
-                Body::Incidents(vec![view.clone()]),
                 now,
-            );
-            (thread, n)
+            )
         })
         .collect()
 }

@@ -69,11 +69,7 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
         id: r.try_get("id")?,
         fingerprint: r.try_get("fingerprint")?,
         kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
-        app: AppId {
-            instance: r.try_get("instance")?,
-            namespace: r.try_get("namespace")?,
-            name: r.try_get("name")?,
-        },
+        app: app_from_row(r)?,
         team: r.try_get("team")?,
         severity: parse_column("incident severity", r.try_get("severity")?, Severity::parse)?,
         state: parse_column("incident state", r.try_get("state")?, IncidentState::parse)?,
@@ -82,11 +78,7 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
         fired_at: r.try_get::<Option<i64>, _>("fired_at")?.map(from_millis),
         resolved_at: r.try_get::<Option<i64>, _>("resolved_at")?.map(from_millis),
         notified: r.try_get::<i64, _>("notified")? != 0,
-        // Compressed, or the JSON text of a row written before views were.
-        view: match r.try_get::<Option<Vec<u8>>, _>("view_doc")? {
-            Some(doc) => decode_doc(&doc)?,
-            None => decode(&r.try_get::<String, _>("view_json")?)?,
-        },
+        view: view_from_row(r, "view_doc", "view_json")?,
         ack: match r.try_get::<Option<String>, _>("acked_by")? {
             None => None,
             Some(by) => Some(Acknowledgement {
@@ -100,6 +92,24 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<IncidentRecord, StoreError
     };
     from_columns(&mut record);
     Ok(record)
+}
+
+/// The Application an incident's row is about (its `instance`, `namespace` and `name` columns).
+pub(super) fn app_from_row(r: &AnyRow) -> Result<AppId, StoreError> {
+    Ok(AppId {
+        instance: r.try_get("instance")?,
+        namespace: r.try_get("namespace")?,
+        name: r.try_get("name")?,
+    })
+}
+
+/// An incident's stored view from the columns `doc` (compressed) and `json` (the JSON text of a row written before
+/// views were compressed), as [`stored_view`] leaves it.
+pub(super) fn view_from_row(r: &AnyRow, doc: &str, json: &str) -> Result<Incident, StoreError> {
+    match r.try_get::<Option<Vec<u8>>, _>(doc)? {
+        Some(doc) => decode_doc(&doc),
+        None => decode(&r.try_get::<Option<String>, _>(json)?.unwrap_or_default()),
+    }
 }
 
 /// The fields of a view its row's columns hold: the stored view leaves them blank ([`stored_view`]) and reading puts

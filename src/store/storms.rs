@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::incidents::{INCIDENT_COLUMNS, incident_from_row, storm_columns};
-use super::{IncidentRecord, Store, StoreError, WriteTx, decode, decode_doc, parse_column, values};
+use super::incidents::{INCIDENT_COLUMNS, app_from_row, incident_from_row, storm_columns, view_from_row};
+use super::{IncidentRecord, Store, StoreError, WriteTx, parse_column, values};
 use crate::argocd::AppId;
 use crate::clock::{from_millis, to_millis};
-use crate::domain::{Incident, IncidentState, Kind};
+use crate::domain::{IncidentState, Kind};
 use crate::incidents::storm::{KINDS, OpenStorm, Scope};
 
 /// The storms open, or ended after `$1`.
@@ -58,22 +58,12 @@ fn member_from_row(r: &AnyRow) -> Result<StormMember, StoreError> {
             cluster,
             r.try_get::<Option<String>, _>("message_key")?.unwrap_or_default(),
         ),
-        None => {
-            let view: Incident = match r.try_get::<Option<Vec<u8>>, _>("old_doc")? {
-                Some(doc) => decode_doc(&doc)?,
-                None => decode(&r.try_get::<Option<String>, _>("old_json")?.unwrap_or_default())?,
-            };
-            storm_columns(&view)
-        }
+        None => storm_columns(&view_from_row(r, "old_doc", "old_json")?),
     };
     Ok(StormMember {
         id: r.try_get("id")?,
         kind: parse_column("incident kind", r.try_get("kind")?, Kind::parse)?,
-        app: AppId {
-            instance: r.try_get("instance")?,
-            namespace: r.try_get("namespace")?,
-            name: r.try_get("name")?,
-        },
+        app: app_from_row(r)?,
         team: r.try_get("team")?,
         state: parse_column("incident state", r.try_get("state")?, IncidentState::parse)?,
         since: from_millis(r.try_get("since")?),

@@ -59,6 +59,17 @@ fn both_readers_read_when_the_application_was_created() {
         Some(None),
         "a time that does not read is left out"
     );
+    let wrong_type = text.replace(
+        "\"creationTimestamp\": \"2025-10-02T15:32:45Z\"",
+        "\"creationTimestamp\": 5",
+    );
+    assert_eq!(
+        parse(&wrong_type),
+        None,
+        "the typed reader leaves a wrong type to the tolerant one"
+    );
+    let refused = tolerant(&wrong_type).expect_err("a number is not a time");
+    assert!(refused.to_string().contains("metadata.creationTimestamp"), "{refused}");
 }
 
 #[test]
