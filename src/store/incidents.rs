@@ -165,14 +165,20 @@ fn cap(s: &mut String) {
 /// What storms read of an incident without its view (`incidents.cluster`, `incidents.message_key`, migration
 /// 0022): its destination cluster, and a key of its first message as stored (capped, trimmed; empty when it has none).
 pub(super) fn storm_columns(view: &Incident) -> (String, String) {
-    let key = view.messages.first().map_or_else(String::new, |first| {
-        let mut stored = first.clone();
-        cap(&mut stored);
-        match stored.trim() {
-            "" => String::new(),
-            text => format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())),
+    let keyed = |text: &str| match text.trim() {
+        "" => String::new(),
+        text => format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())),
+    };
+    let key = match view.messages.first() {
+        None => String::new(),
+        Some(first) if first.len() <= MAX_FIELD => keyed(first),
+        // Copied only to cut it as `capped_view` stores it.
+        Some(first) => {
+            let mut stored = first.clone();
+            cap(&mut stored);
+            keyed(&stored)
         }
-    });
+    };
     (view.destination_cluster.clone(), key)
 }
 
